@@ -1,0 +1,82 @@
+//===- PartitaDialect.td - The partita dialect -------------*- tablegen -*-===//
+//
+// The dialect definition and the base classes of its ops and attributes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_DIALECT_TD
+#define PARTITA_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Partita_Dialect : Dialect {
+  let name = "partita";
+  let cppNamespace = "::partita";
+  let summary = "Sharded tensor programs: meshes, shardings, tensor ops and collectives";
+  let description = [{
+    The `partita` dialect describes tensor programs over a named device mesh.
+    Before partitioning, ops work on global shapes and tensors carry
+    `#partita.sharding` attributes saying how they are split over the mesh;
+    after partitioning, ops work on per-device (local) shapes and the
+    collective ops move data between devices.
+
+    Dialect attributes understood on other ops:
+    * `partita.sharding`: on function arguments and results (a
+      `#partita.sharding`) and on op results (a `#partita.sharding`, or an
+      array of them for ops with several results).
+    * `partita.role` (`#partita.role<param>` …) and `partita.donated` (unit):
+      on function arguments only.
+
+    Example:
+    ```mlir
+    partita.mesh @mesh = <["data"=2, "model"=4]>
+    func.func @f(%x: tensor<8x16xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}, {} ]>})
+        -> tensor<8x16xf32> {
+      %y = partita.exp %x : tensor<8x16xf32>
+      return %y : tensor<8x16xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Registers the attributes (defined next to their storage classes).
+    void registerAttributes();
+
+    /// Name of the sharding attribute on arguments, results and ops.
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "partita.sharding";
+    /// Name of the role attribute on function arguments.
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "partita.role";
+    /// Name of the donation marker on function arguments.
+    static constexpr ::llvm::StringLiteral kDonatedAttrName = "partita.donated";
+  }];
+}
+
+class Partita_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Partita_Dialect, mnemonic, traits>;
+
+class Partita_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Partita_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Partita_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Partita_IntElement : AnyTypeOf<[I1, I8, I16, I32, I64]>;
+def Partita_Element : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64]>;
+
+def Partita_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64]>;
+def Partita_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
+def Partita_IntTensor : StaticShapeTensorOf<[I1, I8, I16, I32, I64]>;
+def Partita_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Partita_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Partita_ScalarIndex : 0DTensorOf<[I32, I64]>;
+def Partita_ScalarTensor : 0DTensorOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64]>;
+
+#endif // PARTITA_DIALECT_TD

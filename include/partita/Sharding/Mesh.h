@@ -1,0 +1,81 @@
+//===- Mesh.h - Logical device meshes ---------------------------*- C++ -*-===//
+//
+// A mesh names the axes of an N-D array of devices, major to minor
+// ("data"=4, "model"=2). A device's coordinates are its position in that
+// array; its id is the row-major linear index of the coordinates unless an
+// explicit `device_ids` permutation says otherwise (deviceIds[position]).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_SHARDING_MESH_H
+#define PARTITA_SHARDING_MESH_H
+
+#include "partita/Sharding/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace partita {
+
+/// One named axis of a mesh.
+struct MeshAxis {
+  std::string name;
+  int64_t size = 0;
+  bool operator==(const MeshAxis &other) const {
+    return name == other.name && size == other.size;
+  }
+};
+
+/// A validated mesh. Construct with Mesh::create or parseMeshSpec.
+class Mesh {
+public:
+  /// An empty mesh (no axes, one device); mostly useful as a placeholder.
+  Mesh() = default;
+
+  /// Checks and builds a mesh. Fails on an empty or duplicate axis name, a
+  /// non-positive size, or `deviceIds` that are not a permutation of
+  /// [0, numDevices) (an empty `deviceIds` means the identity).
+  static Expected<Mesh> create(std::vector<MeshAxis> axes,
+                               std::vector<int64_t> deviceIds = {});
+  /// The checks of create() without building anything.
+  static Status validate(const std::vector<MeshAxis> &axes,
+                         const std::vector<int64_t> &deviceIds);
+
+  /// Axes, major to minor.
+  const std::vector<MeshAxis> &axes() const { return axisList; }
+  /// Number of axes.
+  int rank() const { return static_cast<int>(axisList.size()); }
+  /// Product of the axis sizes.
+  int64_t numDevices() const;
+  /// Index of the axis called `name`, or -1.
+  int axisIndex(std::string_view name) const;
+  /// Size of the axis called `name`, or 0 when there is none.
+  int64_t axisSize(std::string_view name) const;
+  /// The explicit device ids; empty when they are the identity.
+  const std::vector<int64_t> &deviceIds() const { return ids; }
+
+  /// Device id at `coords` (one coordinate per axis), honouring device_ids.
+  int64_t deviceAt(const std::vector<int64_t> &coords) const;
+  /// Coordinates of device `deviceId` (inverse of deviceAt).
+  std::vector<int64_t> coordinates(int64_t deviceId) const;
+
+  /// CLI spelling: "data=2,model=4".
+  std::string toString() const;
+
+  bool operator==(const Mesh &other) const {
+    return axisList == other.axisList && ids == other.ids;
+  }
+
+private:
+  std::vector<MeshAxis> axisList;
+  std::vector<int64_t> ids;
+};
+
+/// Parses the CLI spelling "data=2,model=4" (whitespace allowed around
+/// tokens). The message of a failure names the offending token.
+Expected<Mesh> parseMeshSpec(std::string_view text);
+
+} // namespace partita
+
+#endif // PARTITA_SHARDING_MESH_H

@@ -1,0 +1,142 @@
+//===- PartitaDialect.cpp - Dialect registration and attribute checks -----===//
+//
+// Registers the dialect and verifies the dialect attributes that live on
+// other ops: `partita.sharding` on op results, function arguments and
+// function results; `partita.role` and `partita.donated` on function
+// arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace partita;
+
+#include "partita/Dialect/Partita/IR/PartitaDialect.cpp.inc"
+
+namespace partita {
+// Custom assembly directives used by the generated op code; defined with the
+// ops that use them.
+ParseResult parseSourceTargetPairs(OpAsmParser &parser, DenseI64ArrayAttr &pairs);
+void printSourceTargetPairs(OpAsmPrinter &printer, Operation *op,
+                            DenseI64ArrayAttr pairs);
+} // namespace partita
+
+#define GET_OP_CLASSES
+#include "partita/Dialect/Partita/IR/PartitaOps.cpp.inc"
+
+void PartitaDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "partita/Dialect/Partita/IR/PartitaOps.cpp.inc"
+      >();
+}
+
+namespace {
+
+/// Checks the value of a `partita.sharding` attribute describing a value of
+/// type `type`.
+LogicalResult verifyShardingValue(Operation *op, Attribute value, Type type,
+                                  StringRef what) {
+  auto sharding = dyn_cast<ShardingAttr>(value);
+  if (!sharding)
+    return op->emitError() << "'" << PartitaDialect::kShardingAttrName << "' of "
+                           << what << " must be a #partita.sharding, got " << value;
+  return verifyShardingFor(op, sharding, type, what,
+                           [&] { return op->emitError(); });
+}
+
+LogicalResult rejectArgumentOnlyAttr(Operation *op, NamedAttribute attribute,
+                                     StringRef where) {
+  return op->emitError() << "'" << attribute.getName().getValue()
+                         << "' is only valid on function arguments, not on "
+                         << where;
+}
+
+LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
+  return op->emitError() << "unknown partita attribute '"
+                         << attribute.getName().getValue()
+                         << "'; known: partita.sharding, partita.role, "
+                            "partita.donated";
+}
+
+} // namespace
+
+LogicalResult PartitaDialect::verifyOperationAttribute(Operation *op,
+                                                       NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  if (name == kRoleAttrName || name == kDonatedAttrName)
+    return rejectArgumentOnlyAttr(op, attribute, "an operation");
+  if (name != kShardingAttrName)
+    return unknownAttribute(op, attribute);
+
+  Attribute value = attribute.getValue();
+  if (auto list = dyn_cast<ArrayAttr>(value)) {
+    if (list.size() != op->getNumResults())
+      return op->emitError() << "'" << kShardingAttrName << "' lists "
+                             << list.size() << " shardings for "
+                             << op->getNumResults() << " results";
+    for (auto [index, entry] : llvm::enumerate(list))
+      if (failed(verifyShardingValue(op, entry, op->getResult(index).getType(),
+                                     "result " + std::to_string(index))))
+        return failure();
+    return success();
+  }
+  if (op->getNumResults() != 1)
+    return op->emitError() << "a single '" << kShardingAttrName
+                           << "' needs an op with one result; this op has "
+                           << op->getNumResults()
+                           << " (use an array with one sharding per result)";
+  return verifyShardingValue(op, value, op->getResult(0).getType(), "result 0");
+}
+
+LogicalResult PartitaDialect::verifyRegionArgAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned argIndex,
+                                                       NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return op->emitError() << "'" << name
+                           << "' is only valid on function arguments";
+  std::string what = "argument " + std::to_string(argIndex);
+  if (name == kShardingAttrName)
+    return verifyShardingValue(op, attribute.getValue(),
+                               function.getArgumentTypes()[argIndex], what);
+  if (name == kRoleAttrName) {
+    if (!isa<RoleAttr>(attribute.getValue()))
+      return op->emitError() << "'" << kRoleAttrName << "' of " << what
+                             << " must be a #partita.role<...> (param, opt_state, "
+                                "grad, input or activation)";
+    return success();
+  }
+  if (name == kDonatedAttrName) {
+    if (!isa<UnitAttr>(attribute.getValue()))
+      return op->emitError() << "'" << kDonatedAttrName << "' of " << what
+                             << " is a unit attribute and takes no value";
+    return success();
+  }
+  return unknownAttribute(op, attribute);
+}
+
+LogicalResult PartitaDialect::verifyRegionResultAttribute(Operation *op,
+                                                          unsigned regionIndex,
+                                                          unsigned resultIndex,
+                                                          NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  if (name == kRoleAttrName || name == kDonatedAttrName)
+    return rejectArgumentOnlyAttr(op, attribute, "function results");
+  if (name != kShardingAttrName)
+    return unknownAttribute(op, attribute);
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return op->emitError() << "'" << name << "' is only valid on function results";
+  return verifyShardingValue(op, attribute.getValue(),
+                             function.getResultTypes()[resultIndex],
+                             "result " + std::to_string(resultIndex));
+}

@@ -1,0 +1,19 @@
+# lit configuration of Partita's compiler tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Partita"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.partita_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "tools", "Inputs"]
+
+config.substitutions.append(("%examples", os.path.join(config.partita_src_root, "docs", "examples")))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    ["partita-opt", "partita", "partita-exec"], [config.partita_tools_dir])
