@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the runtime-only configuration (sharding algebra, runtime,
+# partita-exec and their unit tests) with LLVM/MLIR hidden from CMake, runs
+# its tests, and checks that nothing in it links or includes LLVM.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${PARTITA_RUNTIME_BUILD_DIR:-build-runtime}
+rm -rf "$BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DPARTITA_RUNTIME_ONLY=ON -DCMAKE_IGNORE_PREFIX_PATH=/usr/lib/llvm-22 \
+  -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON
+cmake --build "$BUILD_DIR" -j "$(nproc)"
+if grep -q "llvm-22" "$BUILD_DIR/compile_commands.json"; then
+  echo "error: the runtime-only build uses LLVM/MLIR headers" >&2
+  exit 1
+fi
+for binary in "$BUILD_DIR"/bin/*; do
+  if ldd "$binary" | grep -qi -e "libLLVM" -e "libMLIR"; then
+    echo "error: $binary links LLVM/MLIR" >&2
+    exit 1
+  fi
+done
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
+echo "runtime-only build: OK (no LLVM/MLIR headers or libraries)"
