@@ -3,6 +3,7 @@
 #include "partita/Registration.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -12,5 +13,5 @@ void partita::registerAllDialects(mlir::DialectRegistry &registry) {
 }
 
 void partita::registerAllPasses() {
-  // Partita's passes register here as they are added.
+  registerPartitaPasses();
 }

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Registration.h"
+#include "partita/Sharding/Mesh.h"
+#include "partita/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -15,6 +17,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -34,7 +37,7 @@ Usage: partita <command> [options]
 
 Commands:
   compile [in.mlir|-] [-o out]   parse, verify and print a module
-                                 (--stage verified: the only stage so far)
+                                 (--mesh to retarget; --stage verified)
 
 Options:
   -h, --help       show this help (also: partita <command> --help)
@@ -51,6 +54,8 @@ Parses and verifies a module in the partita dialect and prints it.
 
 Options:
   -o <file>            write the result to <file> (default: stdout)
+  --mesh <spec>        replace the module's mesh: data=2,model=4, or
+                       NAME:data=2,model=4 when the module has several
   --stage <stage>      stop after <stage>; available: verified (default)
   -h, --help           show this help
 )";
@@ -139,7 +144,7 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModule(const std::string &path,
 int runCompile(const std::vector<std::string> &args) {
   CommandLine cl;
   int exitCode = 0;
-  if (!parseCommandLine(args, {"--stage"}, cl, exitCode))
+  if (!parseCommandLine(args, {"--stage", "--mesh"}, cl, exitCode))
     return exitCode;
   if (cl.help) {
     llvm::outs() << kCompileUsage;
@@ -148,6 +153,15 @@ int runCompile(const std::vector<std::string> &args) {
   std::string stage = cl.values.count("--stage") ? cl.values["--stage"] : "verified";
   if (stage != "verified")
     return usageError("unknown stage '" + stage + "'; available: verified");
+  if (cl.values.count("--mesh")) {
+    llvm::StringRef spec = cl.values["--mesh"];
+    if (size_t colon = spec.find(':'); colon != llvm::StringRef::npos)
+      spec = spec.drop_front(colon + 1);
+    partita::Expected<partita::Mesh> mesh = partita::parseMeshSpec(spec.str());
+    if (!mesh)
+      return usageError("invalid --mesh '" + cl.values["--mesh"] +
+                        "': " + mesh.status().message());
+  }
 
   mlir::DialectRegistry registry;
   partita::registerAllDialects(registry);
@@ -159,6 +173,15 @@ int runCompile(const std::vector<std::string> &args) {
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModule(cl.input, context, sourceMgr);
   if (!module)
     return 1;
+
+  if (cl.values.count("--mesh")) {
+    mlir::PassManager passes(&context);
+    partita::SetMeshPassOptions options;
+    options.meshSpec = cl.values["--mesh"];
+    passes.addPass(partita::createSetMeshPass(options));
+    if (mlir::failed(passes.run(*module)))
+      return 1;
+  }
 
   std::string errorMessage;
   std::unique_ptr<llvm::ToolOutputFile> output =
