@@ -1,0 +1,464 @@
+//===- partita-exec.cpp - The runtime's command-line tool -----------------===//
+//
+// partita-exec is built from the runtime alone (no MLIR, no LLVM), so it runs
+// on any machine that can compile plain C++: the GPU machine, a deployed
+// job's hosts. It moves data between whole .npy arrays and sharded array
+// directories, shows where the blocks of a sharding live, and (later) runs
+// compiled Executables.
+//
+// Each subcommand is a row of `subcommands`: its name, usage, options and a
+// function that returns a Status. main() only parses the command line,
+// dispatches, and turns a failed Status into "error: ..." and exit code 1.
+//
+//===----------------------------------------------------------------------===//
+#include "partita/Runtime/Npy.h"
+#include "partita/Runtime/ShardedArray.h"
+#include "partita/Runtime/ShardedArrayDirectory.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#ifndef PARTITA_VERSION
+#define PARTITA_VERSION "unknown"
+#endif
+
+using namespace partita;
+
+namespace {
+
+/// One option a subcommand accepts; every option takes a value.
+struct OptionSpec {
+  const char *name;
+  const char *valueName;
+  const char *help;
+  bool required;
+};
+
+/// The command line of one subcommand after parsing.
+struct Arguments {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> options;
+
+  bool has(const std::string &name) const { return options.count(name); }
+  const std::string &get(const std::string &name) const {
+    return options.at(name);
+  }
+};
+
+/// A subcommand: what it is called, how to use it, what it does.
+struct Subcommand {
+  const char *name;
+  const char *positionalUsage;
+  const char *summary;
+  size_t minPositional;
+  size_t maxPositional;
+  std::vector<OptionSpec> options;
+  Status (*run)(const Arguments &);
+};
+
+const OptionSpec meshOption = {
+    "--mesh", "AXES", "mesh axes, major to minor: data=2,model=4", true};
+const OptionSpec specOption = {"--spec", "SPEC",
+                               "JAX PartitionSpec: 'P(\"data\", None)'", true};
+const OptionSpec deviceIdsOption = {
+    "--device-ids", "IDS",
+    "device id at each mesh position, row-major: 7,6,5,4,3,2,1,0", false};
+
+Status runLayout(const Arguments &args);
+Status runShard(const Arguments &args);
+Status runAssemble(const Arguments &args);
+Status runInfo(const Arguments &args);
+
+const std::vector<Subcommand> &subcommands() {
+  static const std::vector<Subcommand> table = {
+      {"layout",
+       "",
+       "print which block of a sharded array each device holds",
+       0,
+       0,
+       {meshOption,
+        specOption,
+        {"--shape", "DIMS", "global shape: 8,6 ('' for a scalar)", true},
+        deviceIdsOption},
+       runLayout},
+      {"shard",
+       "IN.npy",
+       "split an array into a sharded array directory (one .npy per shard)",
+       1,
+       1,
+       {meshOption,
+        specOption,
+        deviceIdsOption,
+        {"-o", "DIR", "the directory to write", true}},
+       runShard},
+      {"assemble",
+       "DIR",
+       "rebuild one array from a sharded array directory",
+       1,
+       1,
+       {{"-o", "OUT.npy", "the file to write ('-' for standard output)", true}},
+       runAssemble},
+      {"info",
+       "FILE.npy|DIR",
+       "print the dtype and shape of an array (and the shards of a directory)",
+       1,
+       1,
+       {},
+       runInfo},
+  };
+  return table;
+}
+
+const Subcommand *findSubcommand(const std::string &name) {
+  for (const Subcommand &command : subcommands())
+    if (name == command.name)
+      return &command;
+  return nullptr;
+}
+
+std::string subcommandNames() {
+  std::string names;
+  for (const Subcommand &command : subcommands())
+    names += std::string(names.empty() ? "" : ", ") + command.name;
+  return names;
+}
+
+void printSubcommandHelp(const Subcommand &command) {
+  std::printf("usage: partita-exec %s", command.name);
+  if (*command.positionalUsage)
+    std::printf(" %s", command.positionalUsage);
+  for (const OptionSpec &option : command.options)
+    std::printf(option.required ? " %s %s" : " [%s %s]", option.name,
+                option.valueName);
+  std::printf("\n\n%s\n", command.summary);
+  if (!command.options.empty())
+    std::printf("\noptions:\n");
+  for (const OptionSpec &option : command.options)
+    std::printf("  %-14s %-8s %s\n", option.name, option.valueName,
+                option.help);
+}
+
+void printHelp() {
+  std::printf("usage: partita-exec <command> [options]\n"
+              "       partita-exec <command> --help\n"
+              "       partita-exec --version\n\n"
+              "Partita's runtime tool: sharded arrays and .npy files "
+              "(built without MLIR).\n\ncommands:\n");
+  for (const Subcommand &command : subcommands())
+    std::printf("  %-10s %s\n", command.name, command.summary);
+}
+
+/// Parses `argv[first..]` for `command`; help is set when --help/-h appears.
+Expected<Arguments> parseArguments(const Subcommand &command, int argc,
+                                   char **argv, int first, bool &help) {
+  Arguments args;
+  std::string usageHint =
+      std::string("; see 'partita-exec ") + command.name + " --help'";
+  bool optionsEnded = false;
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (optionsEnded || arg.empty() || arg[0] != '-' || arg == "-") {
+      args.positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      optionsEnded = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      help = true;
+      return args;
+    }
+    std::string name = arg, value;
+    bool inlineValue = false;
+    if (size_t equals = arg.find('='); equals != std::string::npos) {
+      name = arg.substr(0, equals);
+      value = arg.substr(equals + 1);
+      inlineValue = true;
+    }
+    auto known = std::find_if(
+        command.options.begin(), command.options.end(),
+        [&](const OptionSpec &option) { return name == option.name; });
+    if (known == command.options.end())
+      return Status::error("unknown option '" + name + "' for '" +
+                           command.name + "'" + usageHint);
+    if (!inlineValue) {
+      if (i + 1 >= argc)
+        return Status::error("option '" + name + "' needs a value (" +
+                             known->valueName + ")" + usageHint);
+      value = argv[++i];
+    }
+    if (args.has(name))
+      return Status::error("option '" + name + "' given twice");
+    args.options[name] = value;
+  }
+  for (const OptionSpec &option : command.options)
+    if (option.required && !args.has(option.name))
+      return Status::error(std::string("'") + command.name + "' needs " +
+                           option.name + " " + option.valueName + " (" +
+                           option.help + ")");
+  if (args.positional.size() < command.minPositional)
+    return Status::error(std::string("'") + command.name + "' needs " +
+                         command.positionalUsage + usageHint);
+  if (args.positional.size() > command.maxPositional)
+    return Status::error("unexpected argument '" +
+                         args.positional[command.maxPositional] + "'" +
+                         usageHint);
+  return args;
+}
+
+/// Parses "8,6" (whitespace allowed; "" is the empty list).
+Expected<std::vector<int64_t>> parseIntegerList(const std::string &text,
+                                                const char *option) {
+  std::vector<int64_t> values;
+  size_t pos = 0;
+  if (text.find_first_not_of(" \t") == std::string::npos)
+    return values;
+  while (pos <= text.size()) {
+    size_t comma = std::min(text.find(',', pos), text.size());
+    std::string token = text.substr(pos, comma - pos);
+    size_t begin = token.find_first_not_of(" \t");
+    size_t end = token.find_last_not_of(" \t");
+    token =
+        begin == std::string::npos ? "" : token.substr(begin, end - begin + 1);
+    bool digits = !token.empty() && token.size() <= 18 &&
+                  token.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits)
+      return Status::error(std::string("bad ") + option + " '" + text + "': '" +
+                           token +
+                           "' is not a non-negative integer (expected a "
+                           "comma-separated list such as 8,6)");
+    values.push_back(std::stoll(token));
+    pos = comma + 1;
+  }
+  return values;
+}
+
+/// The mesh and sharding named by --mesh, --device-ids and --spec for an
+/// array of `shape`.
+struct LayoutOptions {
+  Mesh mesh;
+  Sharding sharding;
+};
+
+Expected<LayoutOptions> parseLayoutOptions(const Arguments &args,
+                                           const std::vector<int64_t> &shape) {
+  Expected<Mesh> mesh = parseMeshSpec(args.get("--mesh"));
+  if (!mesh)
+    return Status::error("bad --mesh '" + args.get("--mesh") +
+                         "': " + mesh.status().message());
+  if (args.has("--device-ids")) {
+    Expected<std::vector<int64_t>> ids =
+        parseIntegerList(args.get("--device-ids"), "--device-ids");
+    if (!ids)
+      return ids.status();
+    mesh = Mesh::create(mesh->axes(), *ids);
+    if (!mesh)
+      return Status::error("bad --device-ids '" + args.get("--device-ids") +
+                           "': " + mesh.status().message());
+  }
+  Expected<Sharding> sharding =
+      parsePartitionSpec(args.get("--spec"), static_cast<int>(shape.size()));
+  if (!sharding)
+    return Status::error("bad --spec '" + args.get("--spec") + "' for shape " +
+                         formatShape(shape) + ": " +
+                         sharding.status().message());
+  if (Status layout = checkShardedLayout(*mesh, *sharding, shape); !layout)
+    return Status::error("--spec '" + args.get("--spec") + "' on mesh " +
+                         mesh->toString() + ": " + layout.message());
+  return LayoutOptions{*mesh, *sharding};
+}
+
+std::string describeSharding(const Sharding &sharding) {
+  std::string text = sharding.toString();
+  if (Expected<std::string> spec = toPartitionSpec(sharding))
+    text += "  = " + *spec;
+  return text;
+}
+
+std::string describeCoordinates(const Mesh &mesh, int64_t device) {
+  std::vector<int64_t> coords = mesh.coordinates(device);
+  std::string text;
+  for (int axis = 0; axis < mesh.rank(); ++axis)
+    text += (axis ? " " : "") + mesh.axes()[axis].name + "=" +
+            std::to_string(coords[axis]);
+  return text.empty() ? "-" : text;
+}
+
+std::string padRight(std::string text, size_t width) {
+  if (text.size() < width)
+    text.append(width - text.size(), ' ');
+  return text;
+}
+
+Status runLayout(const Arguments &args) {
+  Expected<std::vector<int64_t>> shape =
+      parseIntegerList(args.get("--shape"), "--shape");
+  if (!shape)
+    return shape.status();
+  Expected<LayoutOptions> layout = parseLayoutOptions(args, *shape);
+  if (!layout)
+    return layout.status();
+  const Mesh &mesh = layout->mesh;
+  const Sharding &sharding = layout->sharding;
+  std::vector<int64_t> local = localShape(mesh, sharding, *shape);
+  std::printf("mesh:         %s (%lld devices)\n", mesh.toString().c_str(),
+              static_cast<long long>(mesh.numDevices()));
+  if (!mesh.deviceIds().empty())
+    std::printf("device ids:   %s\n", formatShape(mesh.deviceIds()).c_str());
+  std::printf("sharding:     %s\n", describeSharding(sharding).c_str());
+  std::printf("global shape: %s\n", formatShape(*shape).c_str());
+  std::printf("local shape:  %s%s\n", formatShape(local).c_str(),
+              isEvenlySharded(mesh, sharding, *shape)
+                  ? ""
+                  : " (uneven: short blocks are padded to it)");
+
+  std::vector<std::vector<std::string>> rows = {
+      {"device", "coordinates", "shard", "global block", ""}};
+  for (int64_t device = 0; device < mesh.numDevices(); ++device) {
+    std::vector<IndexRange> block = deviceBlock(mesh, sharding, *shape, device);
+    bool padded = false;
+    for (size_t dim = 0; dim < block.size(); ++dim)
+      padded = padded || block[dim].size() < local[dim];
+    rows.push_back({std::to_string(device), describeCoordinates(mesh, device),
+                    formatShape(shardIndices(mesh, sharding, device)),
+                    formatRanges(block), padded ? "padded" : ""});
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto &row : rows)
+    for (size_t column = 0; column < row.size(); ++column)
+      widths[column] = std::max(widths[column], row[column].size());
+  for (const auto &row : rows) {
+    std::string line;
+    for (size_t column = 0; column < row.size(); ++column)
+      line += padRight(row[column], widths[column] + 2);
+    line.erase(line.find_last_not_of(' ') + 1);
+    std::printf("%s\n", line.c_str());
+  }
+  return Status::success();
+}
+
+Status runShard(const Arguments &args) {
+  Expected<HostArray> input = readNpy(args.positional[0]);
+  if (!input)
+    return input.status();
+  Expected<LayoutOptions> layout = parseLayoutOptions(args, input->shape);
+  if (!layout)
+    return layout.status();
+  const std::string &directory = args.get("-o");
+  if (Status written =
+          writeShardedArray(directory, *input, layout->mesh, layout->sharding);
+      !written)
+    return written;
+  ShardedArrayIndex index = planShardFiles(layout->mesh, layout->sharding,
+                                           input->dtype, input->shape);
+  std::printf("wrote %s: %zu shard file(s) for %lld devices\n",
+              directory.c_str(), index.files.size(),
+              static_cast<long long>(layout->mesh.numDevices()));
+  return Status::success();
+}
+
+Status runAssemble(const Arguments &args) {
+  Expected<HostArray> global = readShardedArray(args.positional[0]);
+  if (!global)
+    return global.status();
+  const std::string &output = args.get("-o");
+  if (output != "-")
+    return writeNpy(output, *global);
+  Expected<std::string> contents = serializeNpy(*global);
+  if (!contents)
+    return contents.status();
+  if (std::fwrite(contents->data(), 1, contents->size(), stdout) !=
+      contents->size())
+    return Status::error("cannot write to standard output");
+  return Status::success();
+}
+
+Status runInfo(const Arguments &args) {
+  const std::string &path = args.positional[0];
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    Expected<HostArray> array = readNpy(path);
+    if (!array)
+      return array.status();
+    std::printf("%s: %s %s (%lld elements, %lld bytes)\n", path.c_str(),
+                dtypeName(array->dtype), formatShape(array->shape).c_str(),
+                static_cast<long long>(array->numElements()),
+                static_cast<long long>(array->numBytes()));
+    return Status::success();
+  }
+  Expected<ShardedArrayIndex> index = readShardedArrayIndex(path);
+  if (!index)
+    return index.status();
+  std::printf("%s: sharded array, %s %s\n", path.c_str(),
+              dtypeName(index->dtype), formatShape(index->globalShape).c_str());
+  std::printf("mesh:        %s (%lld devices)\n",
+              index->mesh.toString().c_str(),
+              static_cast<long long>(index->mesh.numDevices()));
+  if (!index->mesh.deviceIds().empty())
+    std::printf("device ids:  %s\n",
+                formatShape(index->mesh.deviceIds()).c_str());
+  std::printf("sharding:    %s\n", describeSharding(index->sharding).c_str());
+  std::printf(
+      "local shape: %s\n",
+      formatShape(localShape(index->mesh, index->sharding, index->globalShape))
+          .c_str());
+  for (const ShardFileEntry &file : index->files)
+    std::printf("  %s  shard %s  block %s  devices %s\n", file.file.c_str(),
+                formatShape(file.shardIndices).c_str(),
+                formatRanges(file.globalRanges).c_str(),
+                formatShape(file.devices).c_str());
+  return Status::success();
+}
+
+int reportError(const std::string &message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return reportError("no command given; expected one of " +
+                       subcommandNames() + " (see 'partita-exec --help')");
+  std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    if (first == "help" && argc > 2) {
+      const Subcommand *command = findSubcommand(argv[2]);
+      if (!command)
+        return reportError("unknown command '" + std::string(argv[2]) +
+                           "'; expected one of " + subcommandNames());
+      printSubcommandHelp(*command);
+      return 0;
+    }
+    printHelp();
+    return 0;
+  }
+  if (first == "--version") {
+    std::printf("partita-exec %s\n", PARTITA_VERSION);
+    return 0;
+  }
+  const Subcommand *command = findSubcommand(first);
+  if (!command)
+    return reportError(
+        (first[0] == '-' ? "unknown option '" : "unknown command '") + first +
+        "'; expected one of " + subcommandNames() +
+        " (see 'partita-exec --help')");
+  bool help = false;
+  Expected<Arguments> args = parseArguments(*command, argc, argv, 2, help);
+  if (help) {
+    printSubcommandHelp(*command);
+    return 0;
+  }
+  if (!args)
+    return reportError(args.status().message());
+  if (Status status = command->run(*args); !status)
+    return reportError(status.message());
+  return 0;
+}
