@@ -84,11 +84,19 @@ Attribute MeshAttr::parse(AsmParser &parser, Type) {
                                      " in mesh axis list"))
     return {};
   if (succeeded(parser.parseOptionalComma())) {
+    SMLoc idsLoc = parser.getCurrentLocation();
     if (parser.parseKeyword("device_ids") || parser.parseEqual() ||
         parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
           return parser.parseInteger(deviceIds.emplace_back());
         }))
       return {};
+    // An empty list would silently mean "row-major", which is what leaving
+    // device_ids out says.
+    if (deviceIds.empty()) {
+      parser.emitError(idsLoc)
+          << "device_ids = [] lists no ids; omit device_ids for row-major order";
+      return {};
+    }
   }
   if (parser.parseGreater())
     return {};
@@ -238,11 +246,19 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
         return success();
       }))
     return {};
+  SmallVector<StringRef, 2> seenFields;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef keyword;
     SMLoc keywordLoc = parser.getCurrentLocation();
     if (parser.parseKeyword(&keyword) || parser.parseEqual())
       return {};
+    // A repeated `partial` would otherwise merge its axes into the first.
+    if (llvm::is_contained(seenFields, keyword)) {
+      parser.emitError(keywordLoc)
+          << "sharding field '" << keyword << "' is given twice";
+      return {};
+    }
+    seenFields.push_back(keyword);
     if (keyword == "partial") {
       StringRef kindName;
       SMLoc kindLoc = parser.getCurrentLocation();

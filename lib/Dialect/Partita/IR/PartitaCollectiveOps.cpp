@@ -35,7 +35,10 @@ FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr meshName,
     if (size == 0) {
       InFlightDiagnostic diag = op->emitOpError()
                                 << "unknown mesh axis '" << axis << "'; @"
-                                << mesh.getSymName() << " has axes ";
+                                << mesh.getSymName();
+      if (meshAttr.getAxes().empty())
+        return diag << " has no axes";
+      diag << " has axes ";
       llvm::interleaveComma(meshAttr.getAxes(), diag, [&](MeshAxisAttr known) {
         diag << "'" << known.getName().getValue() << "'";
       });

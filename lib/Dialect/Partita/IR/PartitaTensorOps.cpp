@@ -186,11 +186,14 @@ LogicalResult TopKOp::verify() {
   if (failed(checkDim(*this, getDim(), input.getRank())))
     return failure();
   int64_t size = input.getDimSize(getDim());
-  if (getK() < 1 || getK() > size)
-    return emitOpError() << "k = " << getK() << " must be in [1, " << size
+  // The generated getter is unsigned; read the attribute signed so that a
+  // negative k is reported as written.
+  int64_t k = getKAttr().getInt();
+  if (k < 1 || k > size)
+    return emitOpError() << "k = " << k << " must be in [1, " << size
                          << "], the size of dimension " << getDim();
   SmallVector<int64_t> expected(input.getShape());
-  expected[getDim()] = getK();
+  expected[getDim()] = k;
   if (failed(checkResult(*this, getValues().getType(), expected,
                          input.getElementType())))
     return failure();
@@ -279,7 +282,8 @@ LogicalResult SliceOp::verify() {
     if (stride < 1)
       return emitOpError() << "dimension " << d << ": stride " << stride
                            << " must be at least 1";
-    expected.push_back((limit - start + stride - 1) / stride);
+    // Written so that a huge stride cannot overflow.
+    expected.push_back(limit == start ? 0 : (limit - start - 1) / stride + 1);
   }
   return checkResult(*this, getType(), expected, input.getElementType());
 }
@@ -432,7 +436,7 @@ ParseResult LoopOp::parse(OpAsmParser &parser, OperationState &result) {
 }
 
 void LoopOp::print(OpAsmPrinter &printer) {
-  printer << " " << getTripCount() << " times (";
+  printer << " " << getTripCountAttr().getInt() << " times (";
   printer.printOperand(getIterationNumber());
   printer << ")";
   if (!getInits().empty()) {
@@ -452,8 +456,10 @@ void LoopOp::print(OpAsmPrinter &printer) {
 }
 
 LogicalResult LoopOp::verifyRegions() {
-  if (getTripCount() < 0)
-    return emitOpError() << "trip count " << getTripCount()
+  // The generated getter is unsigned, so read the attribute signed.
+  int64_t tripCount = getTripCountAttr().getInt();
+  if (tripCount < 0)
+    return emitOpError() << "trip count " << tripCount
                          << " must be non-negative";
   Block &body = getBody().front();
   if (body.getNumArguments() != getInits().size() + 1)
@@ -465,6 +471,10 @@ LogicalResult LoopOp::verifyRegions() {
       !counterType.getElementType().isInteger(32))
     return emitOpError() << "the iteration number must be a tensor<i32>, got "
                          << body.getArgument(0).getType();
+  // Checked before the per-value loop, which indexes results by operand.
+  if (getNumResults() != getInits().size())
+    return emitOpError() << "has " << getNumResults() << " results for "
+                         << getInits().size() << " carried values";
   for (auto [index, pair] : llvm::enumerate(llvm::zip(getInits(), getCarried()))) {
     if (std::get<0>(pair).getType() != std::get<1>(pair).getType())
       return emitOpError() << "carried value " << index << " is "
