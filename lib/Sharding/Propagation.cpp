@@ -1,0 +1,684 @@
+//===- Propagation.cpp - Sharding propagation over an op graph ------------===//
+//
+// See Propagation.h for the semantics. The code is organised as:
+//   * projection of tensor shardings onto an op's factors and back;
+//   * decideOp: candidates per factor, conflicts, costed options;
+//   * the round loop: proposals per op, deterministic merge per tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Sharding/Propagation.h"
+#include "partita/Sharding/Layout.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+using namespace partita;
+
+std::string
+partita::factorAssignmentToString(const std::vector<std::vector<std::string>> &axes) {
+  static const char letters[] = "ijklmnopqrstuvwxyzabcdefgh";
+  std::string text = "{";
+  bool first = true;
+  for (size_t f = 0; f < axes.size(); ++f) {
+    if (axes[f].empty())
+      continue;
+    text += first ? "" : "; ";
+    first = false;
+    text += letters[f % 26];
+    if (f >= 26)
+      text += std::to_string(f / 26);
+    text += ":";
+    for (const std::string &axis : axes[f])
+      text += " \"" + axis + "\"";
+  }
+  return text + "}";
+}
+
+namespace {
+
+using AxisList = std::vector<std::string>;
+using Assignment = std::vector<AxisList>;
+
+bool isPrefix(const AxisList &prefix, const AxisList &list) {
+  return prefix.size() <= list.size() &&
+         std::equal(prefix.begin(), prefix.end(), list.begin());
+}
+
+int64_t axisProduct(const Mesh &mesh, const AxisList &axes) {
+  int64_t product = 1;
+  for (const std::string &axis : axes)
+    product *= mesh.axisSize(axis);
+  return product;
+}
+
+/// Splits the axes of one dimension over its factors, major to minor: each
+/// factor takes axes while their product divides its size, and the next
+/// factor starts once it is full. A dimension with a single factor takes all
+/// its axes even when they do not divide it (the partitioner pads).
+std::vector<AxisList> projectDim(const Mesh &mesh, const AxisList &axes,
+                                 const std::vector<int> &factorIds,
+                                 const OpShardingRule &rule) {
+  std::vector<AxisList> result(factorIds.size());
+  if (factorIds.size() == 1) {
+    result[0] = axes;
+    return result;
+  }
+  size_t k = 0;
+  int64_t product = 1;
+  for (const std::string &axis : axes) {
+    int64_t size = mesh.axisSize(axis);
+    while (k < factorIds.size() && product == rule.factors[factorIds[k]].size &&
+           product > 1) {
+      ++k;
+      product = 1;
+    }
+    if (k >= factorIds.size() || rule.factors[factorIds[k]].size % (product * size))
+      break;
+    result[k].push_back(axis);
+    product *= size;
+  }
+  return result;
+}
+
+/// The sharding a tensor with `mapping` has under `assignment` (closed dims,
+/// not partial).
+Sharding shardingFor(const TensorFactors &mapping, const Assignment &assignment) {
+  Sharding sharding;
+  for (const std::vector<int> &factorIds : mapping) {
+    DimSharding dim;
+    for (int factor : factorIds)
+      dim.axes.insert(dim.axes.end(), assignment[factor].begin(),
+                      assignment[factor].end());
+    sharding.dims.push_back(std::move(dim));
+  }
+  return sharding;
+}
+
+/// `current` with every open dimension whose axes are a prefix of the
+/// `wanted` dimension's extended to it, provided no axis is used twice.
+Sharding extendOpenDims(const Sharding &current, const Sharding &wanted) {
+  Sharding result = current;
+  std::set<std::string> used;
+  for (const DimSharding &dim : current.dims)
+    used.insert(dim.axes.begin(), dim.axes.end());
+  used.insert(current.partialAxes.begin(), current.partialAxes.end());
+  for (int d = 0; d < result.rank() && d < wanted.rank(); ++d) {
+    DimSharding &dim = result.dims[d];
+    const AxisList &target = wanted.dims[d].axes;
+    if (!dim.open || !isPrefix(dim.axes, target) || dim.axes.size() == target.size())
+      continue;
+    bool free = true;
+    for (size_t k = dim.axes.size(); k < target.size(); ++k)
+      free &= !used.count(target[k]);
+    if (!free)
+      continue;
+    for (size_t k = dim.axes.size(); k < target.size(); ++k) {
+      dim.axes.push_back(target[k]);
+      used.insert(target[k]);
+    }
+  }
+  return result;
+}
+
+size_t countAxes(const Assignment &assignment) {
+  size_t count = 0;
+  for (const AxisList &axes : assignment)
+    count += axes.size();
+  return count;
+}
+
+/// Shared state of one propagation run (or of one decideOp call).
+struct Context {
+  const PropagationProblem &problem;
+  const std::vector<Sharding> &shardings;
+  /// Tensors whose sharding counts as known (inactive annotations do not).
+  const std::vector<bool> &active;
+  /// For each tensor, (op, operand index) pairs that read it.
+  const std::vector<std::vector<std::pair<int, int>>> &consumers;
+
+  double reshardUs(int tensor, const Sharding &from, const Sharding &to) const {
+    const PropagationTensor &t = problem.tensors[tensor];
+    return planReshard(problem.mesh, from, to, t.shape, t.elementBytes,
+                       problem.interconnect)
+        .timeUs();
+  }
+
+  /// True when a partial value in `tensor` must be made whole somewhere
+  /// downstream: looks through ops that pass partial values along, a few
+  /// steps deep.
+  bool needsWhole(int tensor, PartialKind kind, int depth = 0) const {
+    const PropagationTensor &t = problem.tensors[tensor];
+    if (t.mustBeWhole)
+      return true;
+    if (t.annotated && t.sharding.partialKind == PartialKind::None &&
+        active[tensor])
+      return true;
+    if (depth > 4)
+      return false;
+    for (auto [op, operand] : consumers[tensor]) {
+      const PropagationOp &consumer = problem.ops[op];
+      if (!consumer.rule.allowsPartial(operand, kind))
+        return true;
+      for (int result : consumer.results)
+        if (needsWhole(result, kind, depth + 1))
+          return true;
+    }
+    return false;
+  }
+
+  /// Cheapest way to make `produced` whole: all_reduce, or reduce_scatter
+  /// onto a dimension that can take the partial axes.
+  std::pair<Sharding, double> cheapestWhole(int tensor, const Sharding &produced) const {
+    Sharding whole = produced;
+    whole.partialAxes.clear();
+    whole.partialKind = PartialKind::None;
+    Sharding best = whole;
+    double bestCost = reshardUs(tensor, produced, whole);
+    const PropagationTensor &t = problem.tensors[tensor];
+    for (int d = 0; d < whole.rank(); ++d) {
+      Sharding scattered = whole;
+      AxisList &axes = scattered.dims[d].axes;
+      axes.insert(axes.end(), produced.partialAxes.begin(), produced.partialAxes.end());
+      if (t.shape[d] % axisProduct(problem.mesh, axes) != 0)
+        continue;
+      double cost = reshardUs(tensor, produced, scattered);
+      if (cost < bestCost) {
+        best = scattered;
+        bestCost = cost;
+      }
+    }
+    return {best, bestCost};
+  }
+};
+
+/// What one option of an op implies for each of its tensors.
+struct OptionEffect {
+  double costUs = 0;
+  std::vector<Sharding> operandShardings; // proposals for operands
+  std::vector<Sharding> resultShardings;  // proposals for results
+};
+
+OptionEffect evaluateOption(const Context &context, int opIndex,
+                            const Assignment &assignment) {
+  const PropagationOp &op = context.problem.ops[opIndex];
+  const OpShardingRule &rule = op.rule;
+  OptionEffect effect;
+
+  // Operands: what the op needs, and which partial operand it keeps.
+  PartialKind passedKind = PartialKind::None;
+  AxisList passedAxes;
+  std::vector<bool> keepPartial(op.operands.size(), false);
+  if (rule.partialFlow == PartialFlow::Single) {
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      const Sharding &cur = context.shardings[op.operands[i]];
+      if (cur.partialKind != PartialKind::None && context.active[op.operands[i]] &&
+          rule.allowsPartial(static_cast<int>(i), cur.partialKind) &&
+          passedKind == PartialKind::None) {
+        keepPartial[i] = true;
+        passedKind = cur.partialKind;
+        passedAxes = cur.partialAxes;
+      }
+    }
+  } else if (rule.partialFlow == PartialFlow::Joint && !rule.partialOperands.empty()) {
+    const Sharding &first = context.shardings[op.operands[rule.partialOperands[0]]];
+    bool allSame = first.partialKind != PartialKind::None &&
+                   rule.allowsPartial(rule.partialOperands[0], first.partialKind);
+    for (int i : rule.partialOperands) {
+      const Sharding &cur = context.shardings[op.operands[i]];
+      allSame &= cur.partialKind == first.partialKind &&
+                 cur.partialAxes == first.partialAxes;
+    }
+    if (allSame) {
+      for (int i : rule.partialOperands)
+        keepPartial[i] = true;
+      passedKind = first.partialKind;
+      passedAxes = first.partialAxes;
+    }
+  }
+
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    int tensor = op.operands[i];
+    const Sharding &cur = context.shardings[tensor];
+    Sharding required = shardingFor(rule.operands[i], assignment);
+    bool perValuePartial = rule.partialFlow == PartialFlow::PerValue &&
+                           cur.partialKind != PartialKind::None &&
+                           rule.allowsPartial(static_cast<int>(i), cur.partialKind);
+    if (keepPartial[i] || perValuePartial) {
+      required.partialKind = cur.partialKind;
+      required.partialAxes = cur.partialAxes;
+    }
+    if (context.active[tensor])
+      effect.costUs += context.reshardUs(tensor, cur, required);
+    effect.operandShardings.push_back(extendOpenDims(cur, required));
+  }
+
+  // Results: what the op produces, and what it costs to deliver.
+  AxisList reductionAxes;
+  for (size_t f = 0; f < rule.factors.size(); ++f)
+    if (rule.factors[f].type == FactorType::Reduction)
+      reductionAxes.insert(reductionAxes.end(), assignment[f].begin(),
+                           assignment[f].end());
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    int tensor = op.results[r];
+    const Sharding &cur = context.shardings[tensor];
+    Sharding produced = shardingFor(rule.results[r], assignment);
+    if (rule.partialFlow == PartialFlow::PerValue && r < op.operands.size()) {
+      const Sharding &source = context.shardings[op.operands[r]];
+      if (rule.allowsPartial(static_cast<int>(r), source.partialKind)) {
+        produced.partialKind = source.partialKind;
+        produced.partialAxes = source.partialAxes;
+      }
+    } else if (!reductionAxes.empty()) {
+      produced.partialKind = rule.reductionKind;
+      produced.partialAxes = reductionAxes;
+      produced.partialAxes.insert(produced.partialAxes.end(), passedAxes.begin(),
+                                  passedAxes.end());
+    } else if (passedKind != PartialKind::None) {
+      produced.partialKind = passedKind;
+      produced.partialAxes = passedAxes;
+    }
+
+    const PropagationTensor &node = context.problem.tensors[tensor];
+    bool known = context.active[tensor] && (node.annotated || !cur.isReplicated());
+    Sharding target = extendOpenDims(cur, produced);
+    if (node.annotated && context.active[tensor]) {
+      target.partialKind = cur.partialKind;
+      target.partialAxes = cur.partialAxes;
+    } else {
+      target.partialKind = produced.partialKind;
+      target.partialAxes = produced.partialAxes;
+    }
+    if (produced.partialKind != PartialKind::None &&
+        target.partialKind != PartialKind::None &&
+        context.needsWhole(tensor, produced.partialKind)) {
+      auto [whole, cost] = context.cheapestWhole(tensor, produced);
+      effect.costUs += cost;
+      if (node.mustBeWhole) {
+        target = extendOpenDims(cur, whole);
+        target.partialKind = PartialKind::None;
+        target.partialAxes.clear();
+      }
+    } else if (known) {
+      effect.costUs += context.reshardUs(tensor, produced, target);
+    }
+    effect.resultShardings.push_back(target);
+  }
+  return effect;
+}
+
+/// decideOp with the option effects kept for propagation.
+std::pair<OpDecision, OptionEffect> decide(const Context &context, int opIndex) {
+  const PropagationOp &op = context.problem.ops[opIndex];
+  const OpShardingRule &rule = op.rule;
+  const Mesh &mesh = context.problem.mesh;
+  size_t numFactors = rule.factors.size();
+
+  // Candidates per factor from every known tensor.
+  std::vector<std::vector<AxisList>> candidates(numFactors);
+  auto collect = [&](int tensor, const TensorFactors &mapping) {
+    if (!context.active[tensor])
+      return;
+    const Sharding &sharding = context.shardings[tensor];
+    for (size_t d = 0; d < mapping.size() && d < sharding.dims.size(); ++d) {
+      if (mapping[d].empty() || sharding.dims[d].axes.empty())
+        continue;
+      std::vector<AxisList> projected =
+          projectDim(mesh, sharding.dims[d].axes, mapping[d], rule);
+      for (size_t k = 0; k < mapping[d].size(); ++k) {
+        int factor = mapping[d][k];
+        if (projected[k].empty() ||
+            rule.factors[factor].type == FactorType::NeedReplication)
+          continue;
+        if (std::find(candidates[factor].begin(), candidates[factor].end(),
+                      projected[k]) == candidates[factor].end())
+          candidates[factor].push_back(projected[k]);
+      }
+    }
+  };
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    collect(op.operands[i], rule.operands[i]);
+  for (size_t r = 0; r < op.results.size(); ++r)
+    collect(op.results[r], rule.results[r]);
+
+  // Without conflicts the longest candidate of each factor wins.
+  Assignment merged(numFactors);
+  bool conflict = false;
+  for (size_t f = 0; f < numFactors; ++f) {
+    std::sort(candidates[f].begin(), candidates[f].end());
+    for (const AxisList &candidate : candidates[f]) {
+      if (isPrefix(merged[f], candidate))
+        merged[f] = candidate;
+      else if (!isPrefix(candidate, merged[f]))
+        conflict = true;
+    }
+  }
+  std::map<std::string, int> owner;
+  for (size_t f = 0; f < numFactors && !conflict; ++f)
+    for (const std::string &axis : merged[f])
+      if (!owner.emplace(axis, static_cast<int>(f)).second)
+        conflict = true;
+
+  OpDecision decision;
+  if (!conflict) {
+    OptionEffect effect = evaluateOption(context, opIndex, merged);
+    decision.factorAxes = merged;
+    decision.costUs = effect.costUs;
+    return {decision, effect};
+  }
+
+  // Enumerate: each factor takes one of its candidates (or nothing); keep the
+  // assignments that use every axis at most once.
+  std::vector<std::vector<AxisList>> choices(numFactors);
+  size_t combinations = 1;
+  for (size_t f = 0; f < numFactors; ++f) {
+    choices[f].push_back({});
+    for (const AxisList &candidate : candidates[f])
+      choices[f].push_back(candidate);
+    combinations *= choices[f].size();
+  }
+  if (combinations > 4096) {
+    // Keep the search bounded: factors whose candidates agree take them.
+    for (size_t f = 0; f < numFactors; ++f) {
+      bool agree = true;
+      for (const AxisList &candidate : candidates[f])
+        agree &= isPrefix(candidate, merged[f]) || isPrefix(merged[f], candidate);
+      if (agree && !merged[f].empty())
+        choices[f] = {merged[f]};
+    }
+  }
+  struct Scored {
+    double cost;
+    size_t axes;
+    std::string text;
+    Assignment assignment;
+    OptionEffect effect;
+  };
+  std::vector<Scored> scored;
+  Assignment current(numFactors);
+  std::vector<size_t> index(numFactors, 0);
+  size_t evaluated = 0;
+  while (evaluated++ < 8192) {
+    std::set<std::string> used;
+    bool valid = true;
+    for (size_t f = 0; f < numFactors && valid; ++f) {
+      current[f] = choices[f][index[f]];
+      for (const std::string &axis : current[f])
+        valid &= used.insert(axis).second;
+    }
+    if (valid) {
+      OptionEffect effect = evaluateOption(context, opIndex, current);
+      scored.push_back({effect.costUs, countAxes(current),
+                        factorAssignmentToString(current), current, effect});
+    }
+    size_t f = 0;
+    while (f < numFactors && ++index[f] == choices[f].size())
+      index[f++] = 0;
+    if (f == numFactors)
+      break;
+  }
+  std::sort(scored.begin(), scored.end(), [](const Scored &a, const Scored &b) {
+    // Costs within 1e-9 µs are ties, broken by parallelism, then text.
+    if (std::abs(a.cost - b.cost) > 1e-9)
+      return a.cost < b.cost;
+    if (a.axes != b.axes)
+      return a.axes > b.axes;
+    return a.text < b.text;
+  });
+  for (const Scored &option : scored)
+    decision.options.emplace_back(option.text, option.cost);
+  decision.factorAxes = scored.front().assignment;
+  decision.costUs = scored.front().cost;
+  return {decision, scored.front().effect};
+}
+
+std::vector<std::vector<std::pair<int, int>>>
+buildConsumers(const PropagationProblem &problem) {
+  std::vector<std::vector<std::pair<int, int>>> consumers(problem.tensors.size());
+  for (size_t op = 0; op < problem.ops.size(); ++op)
+    for (size_t i = 0; i < problem.ops[op].operands.size(); ++i)
+      consumers[problem.ops[op].operands[i]].emplace_back(static_cast<int>(op),
+                                                          static_cast<int>(i));
+  return consumers;
+}
+
+/// A proposal of one op for one tensor.
+struct Proposal {
+  Sharding sharding;
+  int op;
+  int slot; // operand index, or operands + result index
+};
+
+/// Merges the proposals for one tensor into its sharding. Only open
+/// dimensions change; a dimension where proposals disagree takes the
+/// candidate that is cheapest for all proposers, then the one with more
+/// axes, then the lexicographically smallest.
+bool mergeProposals(const PropagationProblem &problem, int tensor,
+                    std::vector<Proposal> &proposals, Sharding &sharding,
+                    std::vector<DimOrigin> &origins,
+                    const std::vector<std::vector<DimOrigin>> &allOrigins,
+                    const std::vector<Sharding> &shardingsBefore) {
+  // Canonical order: by op name, then slot, then text (never by op index).
+  std::sort(proposals.begin(), proposals.end(),
+            [&](const Proposal &a, const Proposal &b) {
+              const std::string &nameA = problem.ops[a.op].name;
+              const std::string &nameB = problem.ops[b.op].name;
+              if (nameA != nameB)
+                return nameA < nameB;
+              if (a.slot != b.slot)
+                return a.slot < b.slot;
+              return a.sharding.toString() < b.sharding.toString();
+            });
+  const PropagationTensor &node = problem.tensors[tensor];
+  bool changed = false;
+  std::set<std::string> used;
+  for (const DimSharding &dim : sharding.dims)
+    used.insert(dim.axes.begin(), dim.axes.end());
+  used.insert(sharding.partialAxes.begin(), sharding.partialAxes.end());
+
+  for (int d = 0; d < sharding.rank(); ++d) {
+    DimSharding &dim = sharding.dims[d];
+    if (!dim.open)
+      continue;
+    std::vector<AxisList> lists;
+    for (const Proposal &p : proposals) {
+      const AxisList &axes = p.sharding.dims[d].axes;
+      if (axes.size() > dim.axes.size() && isPrefix(dim.axes, axes) &&
+          std::find(lists.begin(), lists.end(), axes) == lists.end())
+        lists.push_back(axes);
+    }
+    if (lists.empty())
+      continue;
+    // Compatible lists: the longest. Otherwise score each list.
+    AxisList chosen;
+    bool compatible = true;
+    for (const AxisList &list : lists) {
+      if (isPrefix(chosen, list))
+        chosen = list;
+      else if (!isPrefix(list, chosen))
+        compatible = false;
+    }
+    if (!compatible) {
+      double bestCost = 0;
+      bool first = true;
+      for (const AxisList &list : lists) {
+        Sharding candidate = sharding;
+        candidate.dims[d].axes = list;
+        double cost = 0;
+        for (const Proposal &p : proposals)
+          cost += planReshard(problem.mesh, candidate, p.sharding, node.shape,
+                              node.elementBytes, problem.interconnect)
+                      .timeUs();
+        bool better = first || cost < bestCost - 1e-9 ||
+                      (std::abs(cost - bestCost) <= 1e-9 &&
+                       (list.size() > chosen.size() ||
+                        (list.size() == chosen.size() && list < chosen)));
+        if (better) {
+          bestCost = cost;
+          chosen = list;
+          first = false;
+        }
+      }
+    }
+    bool free = true;
+    for (size_t k = dim.axes.size(); k < chosen.size(); ++k)
+      free &= !used.count(chosen[k]);
+    if (!free)
+      continue; // An earlier dimension took the axis (lower index wins).
+    for (size_t k = dim.axes.size(); k < chosen.size(); ++k)
+      used.insert(chosen[k]);
+    const std::string firstNew = chosen[dim.axes.size()];
+    dim.axes = chosen;
+    changed = true;
+    // Origin: the first proposal (canonical order) that carries the list.
+    for (const Proposal &p : proposals) {
+      if (p.sharding.dims[d].axes != chosen)
+        continue;
+      const PropagationOp &op = problem.ops[p.op];
+      // The tensor of the op that supplied the first new axis: the first
+      // other tensor of the op (operands, then results) that has it.
+      DimOrigin origin{-1, p.op, -1};
+      std::vector<int> neighbours(op.operands);
+      neighbours.insert(neighbours.end(), op.results.begin(), op.results.end());
+      for (int other : neighbours) {
+        if (other == tensor)
+          continue;
+        const Sharding &otherSharding = shardingsBefore[other];
+        int otherDim = -1;
+        for (int od = 0; od < otherSharding.rank() && otherDim < 0; ++od)
+          if (std::find(otherSharding.dims[od].axes.begin(),
+                        otherSharding.dims[od].axes.end(),
+                        firstNew) != otherSharding.dims[od].axes.end())
+            otherDim = od;
+        if (otherDim < 0)
+          continue;
+        origin.fromTensor = other;
+        origin.source = problem.tensors[other].annotated
+                            ? other
+                            : allOrigins[other][otherDim].source;
+        break;
+      }
+      origins[d] = origin;
+      break;
+    }
+  }
+
+  // Partial axes come from the op that produces the tensor.
+  if (!node.annotated && sharding.partialKind == PartialKind::None) {
+    for (const Proposal &p : proposals) {
+      if (p.sharding.partialKind == PartialKind::None)
+        continue;
+      bool free = true;
+      for (const std::string &axis : p.sharding.partialAxes)
+        free &= !used.count(axis);
+      if (!free)
+        continue;
+      sharding.partialKind = p.sharding.partialKind;
+      sharding.partialAxes = p.sharding.partialAxes;
+      changed = true;
+      break;
+    }
+  }
+  return changed;
+}
+
+} // namespace
+
+OpDecision partita::decideOp(const PropagationProblem &problem, int opIndex,
+                             const std::vector<Sharding> &shardings) {
+  std::vector<bool> active(problem.tensors.size(), true);
+  auto consumers = buildConsumers(problem);
+  Context context{problem, shardings, active, consumers};
+  return decide(context, opIndex).first;
+}
+
+Expected<PropagationResult>
+partita::propagateShardings(const PropagationProblem &problem) {
+  // Check the rules against the tensors first.
+  for (const PropagationOp &op : problem.ops) {
+    std::vector<std::vector<int64_t>> operandShapes, resultShapes;
+    for (int t : op.operands)
+      operandShapes.push_back(problem.tensors[t].shape);
+    for (int t : op.results)
+      resultShapes.push_back(problem.tensors[t].shape);
+    if (Status status = op.rule.validate(operandShapes, resultShapes); !status.ok())
+      return Status::error(op.name + ": " + status.message());
+  }
+
+  size_t numTensors = problem.tensors.size();
+  PropagationResult result;
+  result.shardings.reserve(numTensors);
+  for (const PropagationTensor &t : problem.tensors)
+    result.shardings.push_back(t.sharding);
+  result.origins.resize(numTensors);
+  for (size_t t = 0; t < numTensors; ++t)
+    result.origins[t].assign(problem.tensors[t].shape.size(), DimOrigin{});
+  auto consumers = buildConsumers(problem);
+  std::vector<std::vector<int>> touching(numTensors);
+  for (size_t op = 0; op < problem.ops.size(); ++op) {
+    for (int t : problem.ops[op].operands)
+      touching[t].push_back(static_cast<int>(op));
+    for (int t : problem.ops[op].results)
+      touching[t].push_back(static_cast<int>(op));
+  }
+
+  std::set<int64_t> levels{0};
+  for (const PropagationTensor &t : problem.tensors)
+    if (t.annotated)
+      levels.insert(t.priority);
+
+  std::vector<bool> active(numTensors, true);
+  for (int64_t level : levels) {
+    for (size_t t = 0; t < numTensors; ++t)
+      active[t] = !problem.tensors[t].annotated || problem.tensors[t].priority <= level;
+    Context context{problem, result.shardings, active, consumers};
+    std::set<int> worklist;
+    for (size_t op = 0; op < problem.ops.size(); ++op)
+      worklist.insert(static_cast<int>(op));
+    while (!worklist.empty()) {
+      ++result.rounds;
+      std::map<int, std::vector<Proposal>> proposals;
+      for (int op : worklist) {
+        OptionEffect effect = decide(context, op).second;
+        const PropagationOp &node = problem.ops[op];
+        for (size_t i = 0; i < node.operands.size(); ++i)
+          proposals[node.operands[i]].push_back(
+              {effect.operandShardings[i], op, static_cast<int>(i)});
+        for (size_t r = 0; r < node.results.size(); ++r)
+          proposals[node.results[r]].push_back(
+              {effect.resultShardings[r], op,
+               static_cast<int>(node.operands.size() + r)});
+      }
+      worklist.clear();
+      // Merge against the state at the start of the round, then commit.
+      std::vector<std::pair<int, Sharding>> updates;
+      std::vector<std::pair<int, std::vector<DimOrigin>>> originUpdates;
+      for (auto &[tensor, list] : proposals) {
+        if (!active[tensor])
+          continue;
+        Sharding updated = result.shardings[tensor];
+        std::vector<DimOrigin> origins = result.origins[tensor];
+        if (mergeProposals(problem, tensor, list, updated, origins, result.origins,
+                           result.shardings) &&
+            !(updated == result.shardings[tensor])) {
+          updates.emplace_back(tensor, std::move(updated));
+          originUpdates.emplace_back(tensor, std::move(origins));
+        }
+      }
+      for (auto &[tensor, sharding] : updates) {
+        result.shardings[tensor] = std::move(sharding);
+        for (int op : touching[tensor])
+          worklist.insert(op);
+      }
+      for (auto &[tensor, origins] : originUpdates)
+        result.origins[tensor] = std::move(origins);
+    }
+  }
+
+  std::vector<bool> allActive(numTensors, true);
+  Context finalContext{problem, result.shardings, allActive, consumers};
+  for (size_t op = 0; op < problem.ops.size(); ++op)
+    result.decisions.push_back(decide(finalContext, static_cast<int>(op)).first);
+  return result;
+}
