@@ -282,7 +282,13 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
 
     const PropagationTensor &node = context.problem.tensors[tensor];
     bool known = context.active[tensor] && (node.annotated || !cur.isReplicated());
-    Sharding target = extendOpenDims(cur, produced);
+    // A result's partial state is this op's to decide unless a user wrote it.
+    Sharding base = cur;
+    if (!node.annotated) {
+      base.partialKind = PartialKind::None;
+      base.partialAxes.clear();
+    }
+    Sharding target = extendOpenDims(base, produced);
     if (node.annotated && context.active[tensor]) {
       target.partialKind = cur.partialKind;
       target.partialAxes = cur.partialAxes;
@@ -296,7 +302,7 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
       auto [whole, cost] = context.cheapestWhole(tensor, produced);
       effect.costUs += cost;
       if (node.mustBeWhole) {
-        target = extendOpenDims(cur, whole);
+        target = extendOpenDims(base, whole);
         target.partialKind = PartialKind::None;
         target.partialAxes.clear();
       }
@@ -459,9 +465,15 @@ bool mergeProposals(const PropagationProblem &problem, int tensor,
                     std::vector<DimOrigin> &origins,
                     const std::vector<std::vector<DimOrigin>> &allOrigins,
                     const std::vector<Sharding> &shardingsBefore) {
-  // Canonical order: by op name, then slot, then text (never by op index).
+  // Canonical order: the op that produces the tensor first (origins then
+  // read forward), then by op name, slot and text - never by op index.
+  auto produces = [&](const Proposal &p) {
+    return p.slot >= static_cast<int>(problem.ops[p.op].operands.size());
+  };
   std::sort(proposals.begin(), proposals.end(),
             [&](const Proposal &a, const Proposal &b) {
+              if (produces(a) != produces(b))
+                return produces(a);
               const std::string &nameA = problem.ops[a.op].name;
               const std::string &nameB = problem.ops[b.op].name;
               if (nameA != nameB)

@@ -39,4 +39,55 @@ def SetMeshPass : Pass<"partita-set-mesh", "mlir::ModuleOp"> {
   let dependentDialects = ["::partita::PartitaDialect"];
 }
 
+def PrintShardingRulesPass : Pass<"partita-print-sharding-rules"> {
+  let summary = "Prints every op's sharding rule as a remark (for tests)";
+  let description = [{
+    Emits a remark at each op that implements `ShardingRuleOpInterface` with
+    the text of its rule: the factors of each operand and result dimension,
+    factor sizes and types, the reduction kind and how partial values pass.
+    Also checks each rule against the op's shapes and reports a rule that
+    does not fit as an error.
+
+    Example remark for `partita.einsum "bd,df->bf"` on 8x16 and 16x32:
+    `([i, j], [j, k]) -> ([i, k]) {i=8, j=16 reduction, k=32} reduction=sum partial=single(0, 1) sum`
+  }];
+}
+
+def PropagatePass : Pass<"partita-propagate", "mlir::ModuleOp"> {
+  let summary = "Fills in the sharding of every tensor from a few annotations";
+  let description = [{
+    Gives every tensor of the module a sharding, starting from the
+    annotations a user wrote (function arguments and results, op results,
+    `sharding_constraint`, `reshard`, `manual_computation` boundaries) and
+    moving them through each op's sharding rule, through calls, loop bodies
+    and returns, to a fixed point. Only open dimensions change; closed
+    dimensions and the axes a user wrote are kept. Annotations take effect
+    by priority level (lower first); conflicts at an op are settled by the
+    estimated time of the reshards each choice implies (see
+    docs/Propagation.md), with a tie-break that does not depend on op order.
+
+    Writes `partita.sharding` on every tensor result, argument and function
+    result, and `partita.origin` recording, per dimension, the annotation the
+    axes came from and the op that brought them.
+
+    **Constraints:**
+    * all shardings in the module name the same mesh;
+    * two closed annotations of one value (two constraints on it, or its own
+      annotation and a constraint) must agree.
+
+    Example: with `%w: tensor<64x256xf32> {partita.sharding =
+    #partita.sharding<@mesh, [{}, {"model"} ]>}`, the result of
+    `partita.einsum "bd,dh->bh" %x, %w` gets `[{}, {"model"} ]`.
+  }];
+  let options = [
+    Option<"interconnectFile", "interconnect", "std::string", /*default=*/"\"\"",
+           "Interconnect spec (JSON) with per-axis bandwidth and latency">,
+    Option<"reportConflicts", "report-conflicts", "bool", /*default=*/"false",
+           "Emit a remark at each op whose tensors disagreed, with the cost of every option">,
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "Ops without a sharding rule are errors instead of warnings">
+  ];
+  let dependentDialects = ["::partita::PartitaDialect"];
+}
+
 #endif // PARTITA_TRANSFORMS_PASSES_TD

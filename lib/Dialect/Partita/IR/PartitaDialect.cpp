@@ -17,6 +17,7 @@ using namespace mlir;
 using namespace partita;
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.cpp.inc"
+#include "partita/Dialect/Partita/IR/PartitaInterfaces.cpp.inc"
 
 namespace partita {
 // Custom assembly directives used by the generated op code; defined with the
@@ -58,11 +59,20 @@ LogicalResult rejectArgumentOnlyAttr(Operation *op, NamedAttribute attribute,
                          << where;
 }
 
+/// `partita.origin` is informational: any array is accepted.
+LogicalResult verifyOrigin(Operation *op, NamedAttribute attribute) {
+  if (!isa<ArrayAttr>(attribute.getValue()))
+    return op->emitError() << "'" << PartitaDialect::kOriginAttrName
+                           << "' must be an array (one entry per dimension or "
+                              "result)";
+  return success();
+}
+
 LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
   return op->emitError() << "unknown partita attribute '"
                          << attribute.getName().getValue()
                          << "'; known: partita.sharding, partita.role, "
-                            "partita.donated";
+                            "partita.donated, partita.origin";
 }
 
 } // namespace
@@ -72,6 +82,8 @@ LogicalResult PartitaDialect::verifyOperationAttribute(Operation *op,
   StringRef name = attribute.getName().getValue();
   if (name == kRoleAttrName || name == kDonatedAttrName)
     return rejectArgumentOnlyAttr(op, attribute, "an operation");
+  if (name == kOriginAttrName)
+    return verifyOrigin(op, attribute);
   if (name != kShardingAttrName)
     return unknownAttribute(op, attribute);
 
@@ -105,6 +117,8 @@ LogicalResult PartitaDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitError() << "'" << name
                            << "' is only valid on function arguments";
   std::string what = "argument " + std::to_string(argIndex);
+  if (name == kOriginAttrName)
+    return verifyOrigin(op, attribute);
   if (name == kShardingAttrName)
     return verifyShardingValue(op, attribute.getValue(),
                                function.getArgumentTypes()[argIndex], what);
@@ -131,6 +145,8 @@ LogicalResult PartitaDialect::verifyRegionResultAttribute(Operation *op,
   StringRef name = attribute.getName().getValue();
   if (name == kRoleAttrName || name == kDonatedAttrName)
     return rejectArgumentOnlyAttr(op, attribute, "function results");
+  if (name == kOriginAttrName)
+    return verifyOrigin(op, attribute);
   if (name != kShardingAttrName)
     return unknownAttribute(op, attribute);
   auto function = dyn_cast<FunctionOpInterface>(op);

@@ -26,6 +26,9 @@ def Partita_Dialect : Dialect {
       array of them for ops with several results).
     * `partita.role` (`#partita.role<param>` …) and `partita.donated` (unit):
       on function arguments only.
+    * `partita.origin`: written by propagation next to the shardings it
+      decided (an array with, per dimension, where its axes came from);
+      informational only.
 
     Example:
     ```mlir
@@ -50,6 +53,9 @@ def Partita_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardingAttrName = "partita.sharding";
     /// Name of the role attribute on function arguments.
     static constexpr ::llvm::StringLiteral kRoleAttrName = "partita.role";
+    /// Name of the record of where propagated shardings came from (on ops,
+    /// arguments and results; informational, ignored by later passes).
+    static constexpr ::llvm::StringLiteral kOriginAttrName = "partita.origin";
     /// Name of the donation marker on function arguments.
     static constexpr ::llvm::StringLiteral kDonatedAttrName = "partita.donated";
   }];

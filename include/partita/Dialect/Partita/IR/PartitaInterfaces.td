@@ -22,4 +22,7 @@ def Partita_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+/// The trait list entry of ops that implement the interface.
+defvar HasShardingRule = DeclareOpInterfaceMethods<Partita_ShardingRuleOpInterface>;
+
 #endif // PARTITA_INTERFACES_TD

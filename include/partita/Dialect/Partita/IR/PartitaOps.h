@@ -10,6 +10,9 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "partita/Dialect/Partita/IR/PartitaAttributes.h"
+#include "partita/Sharding/ShardingRule.h"
+
+#include "partita/Dialect/Partita/IR/PartitaInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "partita/Dialect/Partita/IR/PartitaOps.h.inc"

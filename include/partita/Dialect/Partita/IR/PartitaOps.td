@@ -4,6 +4,7 @@
 
 include "partita/Dialect/Partita/IR/PartitaDialect.td"
 include "partita/Dialect/Partita/IR/PartitaAttributes.td"
+include "partita/Dialect/Partita/IR/PartitaInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"

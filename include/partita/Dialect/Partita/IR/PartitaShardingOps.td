@@ -3,7 +3,7 @@
 #define PARTITA_SHARDING_OPS_TD
 
 def Partita_ShardingConstraintOp : Partita_Op<"sharding_constraint",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType, HasShardingRule]> {
   let summary = "The value must have this sharding here";
   let description = [{
     JAX's `with_sharding_constraint`: returns its input unchanged, and
@@ -26,7 +26,8 @@ def Partita_ShardingConstraintOp : Partita_Op<"sharding_constraint",
   let hasVerifier = 1;
 }
 
-def Partita_ReshardOp : Partita_Op<"reshard", [Pure, SameOperandsAndResultType]> {
+def Partita_ReshardOp : Partita_Op<"reshard",
+    [Pure, SameOperandsAndResultType, HasShardingRule]> {
   let summary = "Explicitly changes a value's sharding";
   let description = [{
     Returns its input with sharding `sharding`. Unlike

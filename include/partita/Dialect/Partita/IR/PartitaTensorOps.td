@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 def Partita_ConstantOp : Partita_Op<"constant",
-    [ConstantLike, Pure, InferTypeOpAdaptor]> {
+    [ConstantLike, Pure, InferTypeOpAdaptor, HasShardingRule]> {
   let summary = "A tensor literal";
   let description = [{
     Produces the tensor given by `value`; the result type is the type of
@@ -27,7 +27,7 @@ def Partita_ConstantOp : Partita_Op<"constant",
   let hasFolder = 1;
 }
 
-def Partita_IotaOp : Partita_Op<"iota", [Pure]> {
+def Partita_IotaOp : Partita_Op<"iota", [Pure, HasShardingRule]> {
   let summary = "Indices along one dimension";
   let description = [{
     Element `[i0, …, ir]` of the result is `i_dim`, converted to the element
@@ -48,7 +48,7 @@ def Partita_IotaOp : Partita_Op<"iota", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class Partita_UnaryOp<string mnemonic, Type operandType, string desc>
-    : Partita_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Partita_Op<mnemonic, [Pure, SameOperandsAndResultType, HasShardingRule]> {
   let summary = "Elementwise " # mnemonic;
   let description = desc # [{
 
@@ -62,7 +62,7 @@ class Partita_UnaryOp<string mnemonic, Type operandType, string desc>
 }
 
 class Partita_BinaryOp<string mnemonic, Type operandType, string desc>
-    : Partita_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Partita_Op<mnemonic, [Pure, SameOperandsAndResultType, HasShardingRule]> {
   let summary = "Elementwise " # mnemonic;
   let description = desc # [{
 
@@ -111,7 +111,7 @@ def Partita_OrOp : Partita_BinaryOp<"or", Partita_IntTensor, "Bitwise or (logica
 def Partita_XorOp : Partita_BinaryOp<"xor", Partita_IntTensor, "Bitwise xor (logical on `i1`).">;
 
 def Partita_CompareOp : Partita_Op<"compare",
-    [Pure, SameTypeOperands, InferTypeOpAdaptor]> {
+    [Pure, SameTypeOperands, InferTypeOpAdaptor, HasShardingRule]> {
   let summary = "Elementwise comparison";
   let description = [{
     Compares two tensors of the same type elementwise; the result has their
@@ -126,7 +126,7 @@ def Partita_CompareOp : Partita_Op<"compare",
 }
 
 def Partita_SelectOp : Partita_Op<"select",
-    [Pure, AllTypesMatch<["on_true", "on_false", "result"]>]> {
+    [Pure, AllTypesMatch<["on_true", "on_false", "result"]>, HasShardingRule]> {
   let summary = "Elementwise choice";
   let description = [{
     `result[i] = pred[i] ? on_true[i] : on_false[i]`.
@@ -144,7 +144,7 @@ def Partita_SelectOp : Partita_Op<"select",
   let hasVerifier = 1;
 }
 
-def Partita_ConvertOp : Partita_Op<"convert", [Pure, SameOperandsAndResultShape]> {
+def Partita_ConvertOp : Partita_Op<"convert", [Pure, SameOperandsAndResultShape, HasShardingRule]> {
   let summary = "Elementwise element type conversion";
   let description = [{
     Converts each element: float to float rounds to nearest even; float to
@@ -162,7 +162,7 @@ def Partita_ConvertOp : Partita_Op<"convert", [Pure, SameOperandsAndResultShape]
 // Contractions and reductions
 //===----------------------------------------------------------------------===//
 
-def Partita_EinsumOp : Partita_Op<"einsum", [Pure]> {
+def Partita_EinsumOp : Partita_Op<"einsum", [Pure, HasShardingRule]> {
   let summary = "Tensor contraction written as an einsum spec";
   let description = [{
     Contracts one or two operands as the einsum `spec` says
@@ -194,7 +194,7 @@ def Partita_EinsumOp : Partita_Op<"einsum", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_ReduceOp : Partita_Op<"reduce", [Pure]> {
+def Partita_ReduceOp : Partita_Op<"reduce", [Pure, HasShardingRule]> {
   let summary = "Reduction over dimensions";
   let description = [{
     Combines elements along `dims` with `sum`, `max`, `min`, `and` or `or`;
@@ -215,7 +215,7 @@ def Partita_ReduceOp : Partita_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_ArgmaxOp : Partita_Op<"argmax", [Pure]> {
+def Partita_ArgmaxOp : Partita_Op<"argmax", [Pure, HasShardingRule]> {
   let summary = "Index of the largest element along a dimension";
   let description = [{
     The index of the maximum along `dim` (the first one on ties; NaN counts as
@@ -234,7 +234,7 @@ def Partita_ArgmaxOp : Partita_Op<"argmax", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_TopKOp : Partita_Op<"top_k", [Pure]> {
+def Partita_TopKOp : Partita_Op<"top_k", [Pure, HasShardingRule]> {
   let summary = "The k largest elements along a dimension and their indices";
   let description = [{
     Along `dim`, the `k` largest values in descending order (ties: lower index
@@ -259,7 +259,7 @@ def Partita_TopKOp : Partita_Op<"top_k", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_CumsumOp : Partita_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+def Partita_CumsumOp : Partita_Op<"cumsum", [Pure, SameOperandsAndResultType, HasShardingRule]> {
   let summary = "Inclusive prefix sum along a dimension";
   let description = [{
     `result[.., i, ..] = sum(operand[.., j, ..] for j <= i)` along `dim`; with
@@ -281,7 +281,7 @@ def Partita_CumsumOp : Partita_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Partita_BroadcastOp : Partita_Op<"broadcast", [Pure]> {
+def Partita_BroadcastOp : Partita_Op<"broadcast", [Pure, HasShardingRule]> {
   let summary = "Broadcast to a larger shape";
   let description = [{
     Operand dimension `i` becomes result dimension `dims[i]`; other result
@@ -301,7 +301,7 @@ def Partita_BroadcastOp : Partita_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_ReshapeOp : Partita_Op<"reshape", [Pure]> {
+def Partita_ReshapeOp : Partita_Op<"reshape", [Pure, HasShardingRule]> {
   let summary = "Row-major reshape";
   let description = [{
     Reinterprets the elements in row-major order with a new shape.
@@ -316,7 +316,7 @@ def Partita_ReshapeOp : Partita_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_TransposeOp : Partita_Op<"transpose", [Pure]> {
+def Partita_TransposeOp : Partita_Op<"transpose", [Pure, HasShardingRule]> {
   let summary = "Permutes dimensions";
   let description = [{
     Result dimension `i` is operand dimension `perm[i]`.
@@ -334,7 +334,7 @@ def Partita_TransposeOp : Partita_Op<"transpose", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_SliceOp : Partita_Op<"slice", [Pure]> {
+def Partita_SliceOp : Partita_Op<"slice", [Pure, HasShardingRule]> {
   let summary = "Static strided slice";
   let description = [{
     Along each dimension takes indices `start, start + stride, …` below
@@ -360,7 +360,7 @@ def Partita_SliceOp : Partita_Op<"slice", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_DynamicSliceOp : Partita_Op<"dynamic_slice", [Pure]> {
+def Partita_DynamicSliceOp : Partita_Op<"dynamic_slice", [Pure, HasShardingRule]> {
   let summary = "Slice at run-time start indices";
   let description = [{
     Takes a block of static size `sizes` starting at the run-time indices
@@ -388,7 +388,7 @@ def Partita_DynamicSliceOp : Partita_Op<"dynamic_slice", [Pure]> {
 }
 
 def Partita_DynamicUpdateSliceOp : Partita_Op<"dynamic_update_slice",
-    [Pure, AllTypesMatch<["operand", "result"]>]> {
+    [Pure, AllTypesMatch<["operand", "result"]>, HasShardingRule]> {
   let summary = "Overwrite a block at run-time start indices";
   let description = [{
     The operand with the block starting at the run-time indices replaced by
@@ -413,7 +413,7 @@ def Partita_DynamicUpdateSliceOp : Partita_Op<"dynamic_update_slice",
   let hasVerifier = 1;
 }
 
-def Partita_ConcatenateOp : Partita_Op<"concatenate", [Pure]> {
+def Partita_ConcatenateOp : Partita_Op<"concatenate", [Pure, HasShardingRule]> {
   let summary = "Joins tensors along a dimension";
   let description = [{
     **Constraints:** at least one input; all inputs have the same rank and
@@ -434,7 +434,7 @@ def Partita_ConcatenateOp : Partita_Op<"concatenate", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_PadOp : Partita_Op<"pad", [Pure]> {
+def Partita_PadOp : Partita_Op<"pad", [Pure, HasShardingRule]> {
   let summary = "Pads with a constant value";
   let description = [{
     Adds `low[d]` elements before and `high[d]` after each dimension `d`,
@@ -460,7 +460,7 @@ def Partita_PadOp : Partita_Op<"pad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Partita_GatherOp : Partita_Op<"gather", [Pure]> {
+def Partita_GatherOp : Partita_Op<"gather", [Pure, HasShardingRule]> {
   let summary = "Rows of a table by index";
   let description = [{
     `result[i..., r...] = table[clamp(indices[i...]), r...]`: looks up rows
@@ -486,7 +486,7 @@ def Partita_GatherOp : Partita_Op<"gather", [Pure]> {
 }
 
 def Partita_ScatterAddOp : Partita_Op<"scatter_add",
-    [Pure, AllTypesMatch<["table", "result"]>]> {
+    [Pure, AllTypesMatch<["table", "result"]>, HasShardingRule]> {
   let summary = "Adds rows into a table by index";
   let description = [{
     The table with `updates[i..., r...]` added to row `clamp(indices[i...])`
@@ -517,7 +517,7 @@ def Partita_ScatterAddOp : Partita_Op<"scatter_add",
 //===----------------------------------------------------------------------===//
 
 def Partita_LoopOp : Partita_Op<"loop",
-    [RecursiveMemoryEffects, SingleBlock]> {
+    [RecursiveMemoryEffects, SingleBlock, HasShardingRule]> {
   let summary = "A counted loop with carried values";
   let description = [{
     Runs its body `trip_count` times. The body's first argument is the
@@ -568,7 +568,7 @@ def Partita_YieldOp : Partita_Op<"yield",
 }
 
 def Partita_OptimizationBarrierOp : Partita_Op<"optimization_barrier",
-    [InferTypeOpAdaptor]> {
+    [InferTypeOpAdaptor, HasShardingRule]> {
   let summary = "Stops optimizations from moving computation across it";
   let description = [{
     Returns its operands unchanged. Passes treat it as opaque, so a value

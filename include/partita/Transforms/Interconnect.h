@@ -1,0 +1,30 @@
+//===- Interconnect.h - Reading interconnect specs --------------*- C++ -*-===//
+//
+// The `--interconnect spec.json` file: per mesh axis, the link bandwidth and
+// latency the cost model uses.
+//
+//   {"axes": {"data":  {"bandwidth_GBps": 50,  "latency_us": 20},
+//             "model": {"bandwidth_GBps": 450, "latency_us": 5}},
+//    "default": {"bandwidth_GBps": 450, "latency_us": 5}}
+//
+// "default" is optional (450 GB/s, 5 µs: one NVLink node).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_TRANSFORMS_INTERCONNECT_H
+#define PARTITA_TRANSFORMS_INTERCONNECT_H
+
+#include "partita/Sharding/Cost.h"
+
+#include "llvm/ADT/StringRef.h"
+
+namespace partita {
+
+/// Parses the JSON text of an interconnect spec; failures name the field.
+Expected<Interconnect> parseInterconnect(llvm::StringRef json);
+
+/// Reads and parses an interconnect spec file.
+Expected<Interconnect> readInterconnect(llvm::StringRef path);
+
+} // namespace partita
+
+#endif // PARTITA_TRANSFORMS_INTERCONNECT_H

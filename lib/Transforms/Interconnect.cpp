@@ -1,0 +1,85 @@
+//===- Interconnect.cpp - Reading interconnect specs ----------------------===//
+
+#include "partita/Transforms/Interconnect.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace partita;
+
+namespace {
+
+Status readLink(const llvm::json::Value &value, const std::string &where,
+                AxisLink &link) {
+  const llvm::json::Object *object = value.getAsObject();
+  if (!object)
+    return Status::error(where + " must be an object with bandwidth_GBps and "
+                                 "latency_us");
+  for (const auto &[key, entry] : *object) {
+    std::optional<double> number = entry.getAsNumber();
+    if (key != "bandwidth_GBps" && key != "latency_us")
+      return Status::error(where + ": unknown field '" + key.str() +
+                           "'; expected bandwidth_GBps or latency_us");
+    if (!number)
+      return Status::error(where + "." + key.str() + " must be a number");
+    if (key == "bandwidth_GBps") {
+      if (*number <= 0)
+        return Status::error(where + ".bandwidth_GBps must be positive");
+      link.bandwidthGBps = *number;
+    } else {
+      if (*number < 0)
+        return Status::error(where + ".latency_us must not be negative");
+      link.latencyUs = *number;
+    }
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(json);
+  if (!parsed)
+    return Status::error("invalid JSON: " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root)
+    return Status::error("an interconnect spec is a JSON object with \"axes\"");
+  Interconnect interconnect;
+  // The default first: axes inherit the fields they do not give.
+  if (const llvm::json::Value *fallback = root->get("default"))
+    if (Status status = readLink(*fallback, "default", interconnect.defaultLink);
+        !status.ok())
+      return status;
+  for (const auto &[key, value] : *root) {
+    if (key == "default") {
+      continue;
+    } else if (key == "axes") {
+      const llvm::json::Object *axes = value.getAsObject();
+      if (!axes)
+        return Status::error("\"axes\" must map axis names to links");
+      for (const auto &[axis, link] : *axes) {
+        AxisLink parsedLink = interconnect.defaultLink;
+        if (Status status = readLink(link, "axes." + axis.str(), parsedLink);
+            !status.ok())
+          return status;
+        interconnect.axes[axis.str()] = parsedLink;
+      }
+    } else {
+      return Status::error("unknown field '" + key.str() +
+                           "'; expected \"axes\" or \"default\"");
+    }
+  }
+  return interconnect;
+}
+
+Expected<Interconnect> partita::readInterconnect(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return Status::error("cannot read interconnect spec '" + path.str() +
+                         "': " + file.getError().message());
+  Expected<Interconnect> interconnect = parseInterconnect((*file)->getBuffer());
+  if (!interconnect)
+    return Status::error(path.str() + ": " + interconnect.status().message());
+  return interconnect;
+}
