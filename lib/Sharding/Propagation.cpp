@@ -82,9 +82,10 @@ std::vector<AxisList> projectDim(const Mesh &mesh, const AxisList &axes,
   return result;
 }
 
-/// The sharding a tensor with `mapping` has under `assignment` (closed dims,
-/// not partial).
-Sharding shardingFor(const TensorFactors &mapping, const Assignment &assignment) {
+} // namespace
+
+Sharding partita::shardingUnderAssignment(const TensorFactors &mapping,
+                                          const std::vector<std::vector<std::string>> &assignment) {
   Sharding sharding;
   for (const std::vector<int> &factorIds : mapping) {
     DimSharding dim;
@@ -94,6 +95,12 @@ Sharding shardingFor(const TensorFactors &mapping, const Assignment &assignment)
     sharding.dims.push_back(std::move(dim));
   }
   return sharding;
+}
+
+namespace {
+
+Sharding shardingFor(const TensorFactors &mapping, const Assignment &assignment) {
+  return shardingUnderAssignment(mapping, assignment);
 }
 
 /// `current` with every open dimension whose axes are a prefix of the

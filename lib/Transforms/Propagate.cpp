@@ -13,6 +13,7 @@
 
 #include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/Passes.h"
+#include "partita/Sharding/Layout.h"
 #include "partita/Sharding/Propagation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -366,6 +367,53 @@ struct PropagatePass : public partita::impl::PropagatePassBase<PropagatePass> {
 
   void runOnOperation() override;
 
+  /// Warnings (errors with strict) for what the user probably did not want:
+  /// a tensor annotated as sharded that an op needs fully replicated, and
+  /// shardings that do not divide a dimension (the partitioner pads).
+  LogicalResult reportUnwantedMoves(const GraphBuilder &graph,
+                                    const PropagationResult &result) {
+    bool failedStrict = false;
+    auto report = [&](Operation *op) {
+      InFlightDiagnostic diag = strict ? op->emitError() : op->emitWarning();
+      failedStrict |= strict;
+      return diag;
+    };
+    const Mesh &mesh = graph.problem.mesh;
+    for (auto [index, op] : llvm::enumerate(graph.opOf)) {
+      if (!op)
+        continue;
+      const PropagationOp &node = graph.problem.ops[index];
+      for (auto [slot, tensor] : llvm::enumerate(node.operands)) {
+        const PropagationTensor &input = graph.problem.tensors[tensor];
+        if (!input.annotated || result.shardings[tensor].dimAxes().empty())
+          continue;
+        Sharding required = shardingUnderAssignment(node.rule.operands[slot],
+                                                    result.decisions[index].factorAxes);
+        if (!required.dimAxes().empty())
+          continue;
+        report(op) << "'" << input.name << "' is annotated as sharded ("
+                   << result.shardings[tensor].toString() << "), but '"
+                   << op->getName() << "' needs it whole: it will be all-gathered"
+                   << (strict ? " (--strict)" : "");
+      }
+      for (int tensor : node.results) {
+        const PropagationTensor &output = graph.problem.tensors[tensor];
+        const Sharding &sharding = result.shardings[tensor];
+        for (int d = 0; d < sharding.rank(); ++d) {
+          int64_t shards = numShards(mesh, sharding.dims[d]);
+          if (shards <= 1 || output.shape[d] % shards == 0)
+            continue;
+          report(op) << "dimension " << d << " of size " << output.shape[d]
+                     << " of '" << output.name << "' is split " << shards
+                     << " ways and will be padded to "
+                     << (output.shape[d] + shards - 1) / shards * shards
+                     << (strict ? " (--strict)" : "");
+        }
+      }
+    }
+    return failure(failedStrict);
+  }
+
   Attribute originAttr(const GraphBuilder &graph, const PropagationResult &result,
                        int tensor) {
     MLIRContext *context = &getContext();
@@ -434,6 +482,9 @@ void PropagatePass::runOnOperation() {
     module.emitError() << "propagation failed: " << result.status().message();
     return signalPassFailure();
   }
+
+  if (failed(reportUnwantedMoves(graph, *result)))
+    return signalPassFailure();
 
   auto attrFor = [&](int tensor) {
     const PropagationTensor &node = graph.problem.tensors[tensor];

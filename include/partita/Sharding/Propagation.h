@@ -109,6 +109,11 @@ Expected<PropagationResult> propagateShardings(const PropagationProblem &problem
 OpDecision decideOp(const PropagationProblem &problem, int opIndex,
                     const std::vector<Sharding> &shardings);
 
+/// The sharding (closed, not partial) that a tensor mapped by `mapping` has
+/// when the op's factors are split as `factorAxes` says.
+Sharding shardingUnderAssignment(const TensorFactors &mapping,
+                                 const std::vector<std::vector<std::string>> &factorAxes);
+
 /// Text of an assignment of axes to factors: `{i: "data"; k: "model"}`
 /// with factors named as in OpShardingRule::toString.
 std::string factorAssignmentToString(const std::vector<std::vector<std::string>> &axes);
