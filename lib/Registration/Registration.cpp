@@ -4,6 +4,7 @@
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Transforms/Passes.h"
+#include "partita/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -14,4 +15,5 @@ void partita::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void partita::registerAllPasses() {
   registerPartitaPasses();
+  registerPipeline();
 }

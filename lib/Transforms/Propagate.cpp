@@ -13,6 +13,7 @@
 
 #include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/Passes.h"
+#include "partita/Transforms/ValueNames.h"
 #include "partita/Sharding/Layout.h"
 #include "partita/Sharding/Propagation.h"
 
@@ -33,27 +34,6 @@ using namespace partita;
 namespace {
 
 constexpr llvm::StringLiteral kOriginAttrName = "partita.origin";
-
-/// "file:line:col", or the name of a NameLoc.
-std::string describeLocation(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return (llvm::Twine(file.getFilename().getValue()) + ":" +
-            llvm::Twine(file.getLine()) + ":" + llvm::Twine(file.getColumn()))
-        .str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (!isa<UnknownLoc>(inner))
-        return describeLocation(inner);
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
-    return describeLocation(callSite.getCallee());
-  return "unknown location";
-}
-
-std::string describeOp(Operation *op) {
-  return (op->getName().getStringRef() + " at " + describeLocation(op->getLoc())).str();
-}
 
 int64_t elementBytes(Type type) {
   Type element = cast<ShapedType>(type).getElementType();
@@ -137,27 +117,7 @@ private:
     addOp(identityRule({problem.tensors[from].shape}), {from}, {to}, name, nullptr);
   }
 
-  std::string valueName(Value value) {
-    if (auto arg = dyn_cast<BlockArgument>(value)) {
-      Operation *parent = arg.getOwner()->getParentOp();
-      std::string base = "argument " + std::to_string(arg.getArgNumber());
-      if (auto name = dyn_cast<NameLoc>(arg.getLoc()))
-        base += " (" + name.getName().str() + ")";
-      if (auto function = dyn_cast<func::FuncOp>(parent))
-        return base + " of @" + function.getSymName().str();
-      return base + " of " + describeOp(parent);
-    }
-    auto result = cast<OpResult>(value);
-    Operation *op = result.getOwner();
-    std::string text;
-    if (auto name = dyn_cast<NameLoc>(op->getLoc()))
-      text = name.getName().str();
-    else
-      text = describeOp(op);
-    if (op->getNumResults() > 1)
-      text += " #" + std::to_string(result.getResultNumber());
-    return text;
-  }
+  std::string valueName(Value value) { return describeValue(value); }
 
   LogicalResult buildFunction(func::FuncOp function);
   LogicalResult buildOp(Operation *op, func::FuncOp function);

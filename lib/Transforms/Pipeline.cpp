@@ -1,0 +1,72 @@
+//===- Pipeline.cpp - The standard compilation pipeline -------------------===//
+
+#include "partita/Transforms/Pipeline.h"
+#include "partita/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace partita;
+
+std::optional<Stage> partita::parseStage(llvm::StringRef name) {
+  if (name == "verified")
+    return Stage::Verified;
+  if (name == "propagated")
+    return Stage::Propagated;
+  return std::nullopt;
+}
+
+llvm::StringRef partita::stageName(Stage stage) {
+  switch (stage) {
+  case Stage::Verified:
+    return "verified";
+  case Stage::Propagated:
+    return "propagated";
+  }
+  return "?";
+}
+
+llvm::StringRef partita::availableStages() { return "verified, propagated"; }
+
+void partita::buildPipeline(mlir::OpPassManager &passes,
+                            const PipelineOptions &options) {
+  if (!options.mesh.empty()) {
+    SetMeshPassOptions meshOptions;
+    meshOptions.meshSpec = options.mesh;
+    passes.addPass(createSetMeshPass(meshOptions));
+  }
+  if (options.stage == Stage::Verified)
+    return;
+  PropagatePassOptions propagate;
+  propagate.interconnectFile = options.interconnectFile;
+  propagate.strict = options.strict;
+  propagate.reportConflicts = options.reportConflicts;
+  passes.addPass(createPropagatePass(propagate));
+}
+
+namespace {
+struct PipelineCommandLine : public mlir::PassPipelineOptions<PipelineCommandLine> {
+  Option<std::string> mesh{*this, "mesh", llvm::cl::desc("Replace the mesh first")};
+  Option<std::string> interconnect{*this, "interconnect",
+                                   llvm::cl::desc("Interconnect spec (JSON)")};
+  Option<bool> strict{*this, "strict", llvm::cl::desc("Warnings become errors"),
+                      llvm::cl::init(false)};
+  Option<std::string> stage{*this, "stage",
+                            llvm::cl::desc("Last stage: verified or propagated"),
+                            llvm::cl::init("propagated")};
+};
+} // namespace
+
+void partita::registerPipeline() {
+  mlir::PassPipelineRegistration<PipelineCommandLine>(
+      "partita-pipeline", "Partita's standard pipeline up to a stage",
+      [](mlir::OpPassManager &passes, const PipelineCommandLine &cl) {
+        PipelineOptions options;
+        options.mesh = cl.mesh;
+        options.interconnectFile = cl.interconnect;
+        options.strict = cl.strict;
+        options.stage = parseStage(cl.stage).value_or(Stage::Propagated);
+        buildPipeline(passes, options);
+      });
+}

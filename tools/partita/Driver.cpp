@@ -1,0 +1,139 @@
+//===- Driver.cpp - Shared pieces of the partita commands -----------------===//
+
+#include "Driver.h"
+
+#include "partita/Registration.h"
+#include "partita/Sharding/Mesh.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace partita;
+using namespace partita::cli;
+
+int partita::cli::usageError(const llvm::Twine &message) {
+  llvm::errs() << "error: " << message << "\n";
+  return 1;
+}
+
+bool CommandLine::on(const std::string &flag) const {
+  return std::find(switches.begin(), switches.end(), flag) != switches.end();
+}
+
+std::string CommandLine::get(const std::string &flag,
+                             const std::string &fallback) const {
+  auto it = values.find(flag);
+  return it == values.end() ? fallback : it->second;
+}
+
+bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
+                                    const std::vector<std::string> &valueFlags,
+                                    const std::vector<std::string> &switchFlags,
+                                    CommandLine &parsed, int &exitCode) {
+  auto contains = [](const std::vector<std::string> &list, const std::string &s) {
+    return std::find(list.begin(), list.end(), s) != list.end();
+  };
+  bool haveInput = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      parsed.help = true;
+      continue;
+    }
+    if (arg == "-" || arg.empty() || arg[0] != '-') {
+      if (haveInput) {
+        exitCode = usageError("more than one input file ('" + parsed.input +
+                              "' and '" + arg + "')");
+        return false;
+      }
+      parsed.input = arg;
+      haveInput = true;
+      continue;
+    }
+    std::string flag = arg, value;
+    bool inlineValue = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    if (contains(switchFlags, flag) && !inlineValue) {
+      parsed.switches.push_back(flag);
+      continue;
+    }
+    if (flag != "-o" && !contains(valueFlags, flag)) {
+      exitCode = usageError("unknown option '" + arg + "'; see 'partita --help'");
+      return false;
+    }
+    if (!inlineValue) {
+      if (i + 1 >= args.size()) {
+        exitCode = usageError("option '" + flag + "' needs a value");
+        return false;
+      }
+      value = args[++i];
+    }
+    if (flag == "-o")
+      parsed.output = value;
+    else
+      parsed.values[flag] = value;
+  }
+  return true;
+}
+
+Session::Session() {
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  // Users get the message and the source line, not a generic dump of the op.
+  context.printOpOnDiagnostic(false);
+  diagnostics = std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr, &context);
+}
+
+Session::~Session() = default;
+
+mlir::OwningOpRef<mlir::ModuleOp> partita::cli::loadModule(Session &session,
+                                                           const std::string &path) {
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file = mlir::openInputFile(path, &errorMessage);
+  if (!file) {
+    llvm::errs() << "error: cannot read '" << path << "': " << errorMessage << "\n";
+    return nullptr;
+  }
+  session.sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return mlir::parseSourceFile<mlir::ModuleOp>(session.sourceMgr, &session.context);
+}
+
+bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
+                                   PipelineOptions &options, int &exitCode) {
+  options.stage = stage;
+  options.strict = cl.on("--strict");
+  options.interconnectFile = cl.get("--interconnect");
+  if (cl.has("--mesh")) {
+    std::string text = cl.get("--mesh");
+    llvm::StringRef spec = text;
+    if (size_t colon = spec.find(':'); colon != llvm::StringRef::npos)
+      spec = spec.drop_front(colon + 1);
+    Expected<Mesh> mesh = parseMeshSpec(spec.str());
+    if (!mesh) {
+      exitCode = usageError("invalid --mesh '" + text + "': " + mesh.status().message());
+      return false;
+    }
+    options.mesh = text;
+  }
+  return true;
+}
+
+bool partita::cli::runPipeline(Session &session, mlir::ModuleOp module,
+                               const PipelineOptions &options) {
+  mlir::PassManager passes(&session.context);
+  buildPipeline(passes, options);
+  return mlir::succeeded(passes.run(module));
+}

@@ -1,0 +1,83 @@
+//===- Driver.h - Shared pieces of the partita commands ---------*- C++ -*-===//
+//
+// The flag parser every command uses (so misuse always gets `error: ...`
+// and exit code 1), module loading with file:line:col diagnostics, and the
+// pipeline run.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_TOOLS_PARTITA_DRIVER_H
+#define PARTITA_TOOLS_PARTITA_DRIVER_H
+
+#include "partita/Transforms/Pipeline.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace partita::cli {
+
+/// Prints `error: message` and returns exit code 1.
+int usageError(const llvm::Twine &message);
+
+/// Parsed flags of one command.
+struct CommandLine {
+  std::string input = "-";
+  std::string output = "-";
+  std::map<std::string, std::string> values;
+  std::vector<std::string> switches;
+  bool help = false;
+
+  bool has(const std::string &flag) const { return values.count(flag) != 0; }
+  bool on(const std::string &flag) const;
+  std::string get(const std::string &flag, const std::string &fallback = "") const;
+};
+
+/// Parses `args`: `valueFlags` take a value (`--flag v` or `--flag=v`),
+/// `switchFlags` take none; one positional input at most. Returns false after
+/// printing an error (exit code in `exitCode`).
+bool parseCommandLine(const std::vector<std::string> &args,
+                      const std::vector<std::string> &valueFlags,
+                      const std::vector<std::string> &switchFlags,
+                      CommandLine &parsed, int &exitCode);
+
+/// A context with Partita's dialects and a diagnostic handler printing
+/// `file:line:col: error: ...` with the source line.
+struct Session {
+  Session();
+  ~Session();
+  mlir::MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagnostics;
+};
+
+/// Reads, parses and verifies `path` ("-" for stdin); null after reporting.
+mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session, const std::string &path);
+
+/// The pipeline options given by the common flags (--mesh, --interconnect,
+/// --strict) with the stage `stage`; false after reporting a bad value.
+bool pipelineOptions(const CommandLine &cl, Stage stage, PipelineOptions &options,
+                     int &exitCode);
+
+/// Runs the pipeline on `module`; false after its diagnostics.
+bool runPipeline(Session &session, mlir::ModuleOp module,
+                 const PipelineOptions &options);
+
+/// The common flags that take a value.
+inline std::vector<std::string> pipelineValueFlags() {
+  return {"--mesh", "--interconnect"};
+}
+
+int runCompile(const std::vector<std::string> &args);
+int runExplain(const std::vector<std::string> &args);
+int runShow(const std::vector<std::string> &args);
+
+} // namespace partita::cli
+
+#endif // PARTITA_TOOLS_PARTITA_DRIVER_H

@@ -1,0 +1,254 @@
+//===- Explain.cpp - partita explain --------------------------------------===//
+//
+// Per value: name, location, global shape, sharding in JAX spelling, local
+// shape, bytes per device, and where each split came from (the annotation
+// and the ops the axes travelled through).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+#include "ValueCatalog.h"
+
+#include "partita/Sharding/Layout.h"
+#include "partita/Transforms/ValueNames.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace partita;
+using namespace partita::cli;
+
+namespace {
+
+constexpr const char *kExplainUsage = R"(Usage: partita explain [in.mlir|-] [--value NAME] [options]
+
+Runs propagation and explains, for each tensor (or the one NAME selects),
+its sharding in JAX spelling, local shape, bytes per device, and where the
+sharding came from.
+
+NAME is a value's name (its NameLoc, e.g. layer3.mlp.w1), argN or resultN
+(@f:argN when the module has several functions), or its full description.
+
+Options:
+  --value <name>         explain one value
+  --mesh <spec>          replace the module's mesh first
+  --interconnect <file>  link figures for the cost model (JSON)
+  --strict               warnings become errors
+  -h, --help             show this help
+)";
+
+std::string formatBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (unit == 0)
+    os << bytes << " B";
+  else
+    os << llvm::format("%.1f %s", value, units[unit]);
+  return text;
+}
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// JAX spelling of the dimensions, plus the partial part in words.
+std::string jaxSpelling(const Sharding &sharding) {
+  Sharding dims = sharding;
+  dims.partialKind = PartialKind::None;
+  dims.partialAxes.clear();
+  for (DimSharding &dim : dims.dims)
+    dim.open = false;
+  Expected<std::string> spec = toPartitionSpec(dims);
+  std::string text = spec ? *spec : dims.toString();
+  if (sharding.partialKind != PartialKind::None) {
+    text += std::string(", partial ") + partialKindName(sharding.partialKind) + " over";
+    for (const std::string &axis : sharding.partialAxes)
+      text += " \"" + axis + "\"";
+  }
+  return text;
+}
+
+std::string field(DictionaryAttr dict, StringRef key) {
+  if (!dict)
+    return "";
+  auto value = dict.getAs<StringAttr>(key);
+  return value ? value.str() : "";
+}
+
+class Explainer {
+public:
+  Explainer(ModuleOp module, const std::vector<ValueEntry> &entries)
+      : module(module), entries(entries) {
+    for (const ValueEntry &entry : entries)
+      byDescription.emplace(entry.description, &entry);
+  }
+
+  void explain(const ValueEntry &entry, llvm::raw_ostream &os);
+
+private:
+  ModuleOp module;
+  const std::vector<ValueEntry> &entries;
+  std::multimap<std::string, const ValueEntry *> byDescription;
+
+  /// Names of the values the axis travelled through, source first.
+  std::vector<std::string> path(const ValueEntry &entry, int dim);
+};
+
+std::vector<std::string> Explainer::path(const ValueEntry &start, int dim) {
+  std::vector<std::string> names{displayName(start)};
+  const ValueEntry *entry = &start;
+  Sharding sharding = start.sharding.toSharding();
+  if (sharding.dims[dim].axes.empty())
+    return names;
+  std::string axis = sharding.dims[dim].axes.back();
+  for (int hop = 0; hop < 64 && entry->origin; ++hop) {
+    if (dim >= static_cast<int>(entry->origin.size()))
+      break;
+    std::string from = field(dyn_cast<DictionaryAttr>(entry->origin[dim]), "from");
+    if (from.empty() || byDescription.count(from) != 1)
+      break;
+    const ValueEntry *next = byDescription.find(from)->second;
+    names.push_back(displayName(*next));
+    if (!next->sharding)
+      break;
+    // Continue along the dimension of the previous value that holds the axis.
+    Sharding nextSharding = next->sharding.toSharding();
+    int nextDim = -1;
+    for (int d = 0; d < nextSharding.rank() && nextDim < 0; ++d)
+      for (const std::string &a : nextSharding.dims[d].axes)
+        if (a == axis)
+          nextDim = d;
+    if (nextDim < 0)
+      break;
+    entry = next;
+    dim = nextDim;
+  }
+  return {names.rbegin(), names.rend()};
+}
+
+void Explainer::explain(const ValueEntry &entry, llvm::raw_ostream &os) {
+  os << displayName(entry);
+  if (entry.what != displayName(entry) && !entry.what.empty())
+    os << "  (" << entry.what << ")";
+  os << "\n  location   " << describeLocation(entry.loc) << "\n";
+  os << "  shape      " << entry.type << "\n";
+  if (!entry.sharding) {
+    os << "  sharding   none (not propagated)\n\n";
+    return;
+  }
+  MeshOp meshOp = lookupMesh(module, entry.sharding.getMesh());
+  Sharding sharding = entry.sharding.toSharding();
+  os << "  sharding   " << jaxSpelling(sharding) << "   " << entry.sharding << "\n";
+  if (!meshOp) {
+    os << "\n";
+    return;
+  }
+  Mesh mesh = meshOp.getMesh().toMesh();
+  std::vector<int64_t> shape(entry.type.getShape().begin(), entry.type.getShape().end());
+  std::vector<int64_t> local = localShape(mesh, sharding, shape);
+  int64_t elementBytes =
+      std::max<int64_t>(1, (entry.type.getElementTypeBitWidth() + 7) / 8);
+  int64_t bytes = bytesPerDevice(mesh, sharding, shape, elementBytes);
+  os << "  local      " << shapeText(local) << " " << entry.type.getElementType()
+     << ", " << formatBytes(bytes) << " per device";
+  if (!isEvenlySharded(mesh, sharding, shape))
+    os << " (padded: uneven split)";
+  os << "\n";
+  std::vector<std::string> replicated;
+  std::vector<std::string> used = sharding.dimAxes();
+  used.insert(used.end(), sharding.partialAxes.begin(), sharding.partialAxes.end());
+  for (const MeshAxis &axis : mesh.axes())
+    if (std::find(used.begin(), used.end(), axis.name) == used.end() && axis.size > 1)
+      replicated.push_back(axis.name);
+  if (!replicated.empty()) {
+    os << "  replicated over";
+    for (const std::string &axis : replicated)
+      os << " \"" << axis << "\"";
+    os << "\n";
+  }
+  if (sharding.partialKind != PartialKind::None)
+    os << "  partial    each device holds " << (sharding.partialKind == PartialKind::Sum
+                                                   ? "an addend"
+                                                   : "a candidate")
+       << "; the value is the " << partialKindName(sharding.partialKind)
+       << " over its group\n";
+
+  bool anyOrigin = false;
+  for (int d = 0; d < sharding.rank(); ++d) {
+    if (sharding.dims[d].axes.empty())
+      continue;
+    os << "  dim " << d << "      split over";
+    for (const std::string &axis : sharding.dims[d].axes)
+      os << " \"" << axis << "\"";
+    DictionaryAttr origin;
+    if (entry.origin && d < static_cast<int>(entry.origin.size()))
+      origin = dyn_cast<DictionaryAttr>(entry.origin[d]);
+    if (!origin || origin.empty()) {
+      os << ": annotated here\n";
+      continue;
+    }
+    anyOrigin = true;
+    std::string source = field(origin, "source");
+    os << ": from " << (source.empty() ? "a reshard to make a partial value whole"
+                                       : "the annotation of " + source)
+       << "\n             via " << field(origin, "via") << "\n";
+    std::vector<std::string> hops = path(entry, d);
+    if (hops.size() > 1) {
+      os << "             path";
+      for (size_t i = 0; i < hops.size(); ++i)
+        os << (i ? " -> " : " ") << hops[i];
+      os << "\n";
+    }
+  }
+  if (!anyOrigin && sharding.dimAxes().empty() &&
+      sharding.partialKind == PartialKind::None)
+    os << "  why        no annotation reaches it: replicated\n";
+  os << "\n";
+}
+
+} // namespace
+
+int partita::cli::runExplain(const std::vector<std::string> &args) {
+  CommandLine cl;
+  int exitCode = 0;
+  std::vector<std::string> valueFlags = pipelineValueFlags();
+  valueFlags.push_back("--value");
+  if (!parseCommandLine(args, valueFlags, {"--strict"}, cl, exitCode))
+    return exitCode;
+  if (cl.help) {
+    llvm::outs() << kExplainUsage;
+    return 0;
+  }
+  PipelineOptions options;
+  if (!pipelineOptions(cl, Stage::Propagated, options, exitCode))
+    return exitCode;
+  Session session;
+  OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
+  if (!module || !runPipeline(session, *module, options))
+    return 1;
+  std::vector<ValueEntry> entries = collectValues(*module);
+  Explainer explainer(*module, entries);
+  if (cl.has("--value")) {
+    const ValueEntry *entry = findValue(entries, cl.get("--value"));
+    if (!entry)
+      return 1;
+    explainer.explain(*entry, llvm::outs());
+    return 0;
+  }
+  for (const ValueEntry &entry : entries)
+    explainer.explain(entry, llvm::outs());
+  return 0;
+}

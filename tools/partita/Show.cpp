@@ -1,0 +1,264 @@
+//===- Show.cpp - partita show --------------------------------------------===//
+//
+// A picture of which device holds which block of a tensor, in the spirit of
+// jax.debug.visualize_array_sharding: the last two dimensions as a grid of
+// blocks, one grid per block of the leading dimensions. Colours only on a
+// terminal.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+#include "ValueCatalog.h"
+
+#include "partita/Sharding/Layout.h"
+
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace partita;
+using namespace partita::cli;
+
+namespace {
+
+constexpr const char *kShowUsage = R"(Usage: partita show [in.mlir|-] --value NAME [options]
+
+Runs propagation and draws which device holds which block of one tensor:
+the last two dimensions as a grid (one grid per block of the leading
+dimensions), each cell listing the devices that hold that block. Replicated
+and partial axes are named above the picture.
+
+Options:
+  --value <name>         the tensor (NameLoc name, argN, resultN, ...)
+  --color <when>         auto (default: only on a terminal), always, never
+  --mesh <spec>          replace the module's mesh first
+  --interconnect <file>  link figures for the cost model (JSON)
+  -h, --help             show this help
+)";
+
+/// "0-3,8" style list of device ids.
+std::string deviceList(const std::vector<int64_t> &devices) {
+  std::string text;
+  for (size_t i = 0; i < devices.size();) {
+    size_t j = i;
+    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1)
+      ++j;
+    if (!text.empty())
+      text += ",";
+    text += std::to_string(devices[i]);
+    if (j >= i + 2)
+      text += "-" + std::to_string(devices[j]);
+    else if (j == i + 1)
+      text += "," + std::to_string(devices[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+std::string rangeText(int64_t begin, int64_t end) {
+  return std::to_string(begin) + ":" + std::to_string(end);
+}
+
+std::string padCenter(const std::string &text, size_t width) {
+  size_t left = (width - std::min(width, text.size())) / 2;
+  return std::string(left, ' ') + text +
+         std::string(width - std::min(width, text.size()) - left, ' ');
+}
+
+class Picture {
+public:
+  Picture(const Mesh &mesh, const Sharding &sharding, std::vector<int64_t> shape,
+          bool color)
+      : mesh(mesh), sharding(sharding), shape(std::move(shape)), color(color) {
+    for (int d = 0; d < this->sharding.rank(); ++d) {
+      counts.push_back(numShards(mesh, this->sharding.dims[d]));
+      chunks.push_back(counts.back() > 0
+                           ? (this->shape[d] + counts.back() - 1) / counts.back()
+                           : this->shape[d]);
+    }
+  }
+
+  void draw(llvm::raw_ostream &os) {
+    int rank = static_cast<int>(shape.size());
+    if (rank == 0) {
+      grid({}, os);
+      return;
+    }
+    int leading = std::max(0, rank - 2);
+    std::vector<int64_t> block(leading, 0);
+    while (true) {
+      if (leading > 0) {
+        os << "block";
+        for (int d = 0; d < leading; ++d) {
+          int64_t begin = block[d] * chunks[d];
+          os << (d ? ", " : " ") << "dim " << d << " ["
+             << rangeText(std::min(begin, shape[d]),
+                          std::min(begin + chunks[d], shape[d]))
+             << "]";
+        }
+        os << ":\n";
+      }
+      grid(block, os);
+      int d = leading - 1;
+      while (d >= 0 && ++block[d] == counts[d])
+        block[d--] = 0;
+      if (d < 0)
+        break;
+      os << "\n";
+    }
+  }
+
+private:
+  const Mesh &mesh;
+  Sharding sharding;
+  std::vector<int64_t> shape;
+  bool color;
+  std::vector<int64_t> counts, chunks;
+  std::map<std::string, int> colours;
+
+  /// Devices holding the block at `blockIndex` (empty: a padding-only block).
+  std::string cellText(const std::vector<int64_t> &blockIndex) {
+    std::vector<int64_t> index;
+    for (size_t d = 0; d < blockIndex.size(); ++d) {
+      int64_t begin = blockIndex[d] * chunks[d];
+      if (begin >= shape[d] && shape[d] > 0)
+        return "(padding)";
+      index.push_back(std::min(begin, std::max<int64_t>(shape[d] - 1, 0)));
+    }
+    return "dev " + deviceList(devicesHolding(mesh, sharding, shape, index));
+  }
+
+  void grid(const std::vector<int64_t> &leadingBlock, llvm::raw_ostream &os) {
+    int rank = static_cast<int>(shape.size());
+    int rowDim = rank >= 2 ? rank - 2 : -1;
+    int colDim = rank >= 1 ? rank - 1 : -1;
+    int64_t rows = rowDim >= 0 ? counts[rowDim] : 1;
+    int64_t cols = colDim >= 0 ? counts[colDim] : 1;
+
+    std::vector<std::vector<std::string>> cells(rows, std::vector<std::string>(cols));
+    std::vector<std::string> rowLabels(rows), colLabels(cols);
+    size_t width = 0, labelWidth = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      if (rowDim >= 0)
+        rowLabels[i] = "rows " + rangeText(std::min(i * chunks[rowDim], shape[rowDim]),
+                                           std::min((i + 1) * chunks[rowDim], shape[rowDim]));
+      labelWidth = std::max(labelWidth, rowLabels[i].size());
+      for (int64_t j = 0; j < cols; ++j) {
+        std::vector<int64_t> block = leadingBlock;
+        if (rowDim >= 0)
+          block.push_back(i);
+        if (colDim >= 0)
+          block.push_back(j);
+        cells[i][j] = cellText(block);
+        width = std::max(width, cells[i][j].size());
+      }
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      if (colDim >= 0)
+        colLabels[j] = "cols " + rangeText(std::min(j * chunks[colDim], shape[colDim]),
+                                           std::min((j + 1) * chunks[colDim], shape[colDim]));
+      width = std::max(width, colLabels[j].size());
+    }
+    width += 2;
+    std::string indent(labelWidth + 1, ' ');
+    std::string rule = indent + "+";
+    for (int64_t j = 0; j < cols; ++j)
+      rule += std::string(width, '-') + "+";
+    if (colDim >= 0) {
+      os << indent << " ";
+      for (int64_t j = 0; j < cols; ++j)
+        os << padCenter(colLabels[j], width) << " ";
+      os << "\n";
+    }
+    os << rule << "\n";
+    for (int64_t i = 0; i < rows; ++i) {
+      os << rowLabels[i] << std::string(labelWidth - rowLabels[i].size() + 1, ' ')
+         << "|";
+      for (int64_t j = 0; j < cols; ++j) {
+        std::string text = padCenter(cells[i][j], width);
+        if (color) {
+          auto [it, inserted] =
+              colours.emplace(cells[i][j], static_cast<int>(colours.size()));
+          // Light backgrounds from the 256-colour palette, black text.
+          static const int palette[] = {153, 194, 223, 217, 189, 230, 159, 225};
+          os << "\033[30;48;5;" << palette[it->second % 8] << "m" << text << "\033[0m|";
+        } else {
+          os << text << "|";
+        }
+      }
+      os << "\n" << rule << "\n";
+    }
+  }
+};
+
+} // namespace
+
+int partita::cli::runShow(const std::vector<std::string> &args) {
+  CommandLine cl;
+  int exitCode = 0;
+  std::vector<std::string> valueFlags = pipelineValueFlags();
+  valueFlags.push_back("--value");
+  valueFlags.push_back("--color");
+  if (!parseCommandLine(args, valueFlags, {"--strict"}, cl, exitCode))
+    return exitCode;
+  if (cl.help) {
+    llvm::outs() << kShowUsage;
+    return 0;
+  }
+  if (!cl.has("--value"))
+    return usageError("show needs --value NAME (see 'partita show --help')");
+  std::string when = cl.get("--color", "auto");
+  if (when != "auto" && when != "always" && when != "never")
+    return usageError("unknown --color '" + when + "'; expected auto, always or never");
+  bool color = when == "always" || (when == "auto" && isatty(STDOUT_FILENO));
+
+  PipelineOptions options;
+  if (!pipelineOptions(cl, Stage::Propagated, options, exitCode))
+    return exitCode;
+  Session session;
+  OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
+  if (!module || !runPipeline(session, *module, options))
+    return 1;
+  std::vector<ValueEntry> entries = collectValues(*module);
+  const ValueEntry *entry = findValue(entries, cl.get("--value"));
+  if (!entry)
+    return 1;
+  if (!entry->sharding)
+    return usageError("'" + cl.get("--value") + "' has no sharding (nothing to draw)");
+  MeshOp meshOp = lookupMesh(*module, entry->sharding.getMesh());
+  if (!meshOp)
+    return usageError("mesh of '" + cl.get("--value") + "' not found");
+  Mesh mesh = meshOp.getMesh().toMesh();
+  Sharding sharding = entry->sharding.toSharding();
+  std::vector<int64_t> shape(entry->type.getShape().begin(), entry->type.getShape().end());
+
+  llvm::raw_ostream &os = llvm::outs();
+  Sharding closed = sharding;
+  closed.partialKind = PartialKind::None;
+  closed.partialAxes.clear();
+  for (DimSharding &dim : closed.dims)
+    dim.open = false;
+  Expected<std::string> spec = toPartitionSpec(closed);
+  os << displayName(*entry) << ": " << entry->type << "  "
+     << (spec ? *spec : closed.toString()) << "  on mesh " << mesh.toString() << "\n";
+  std::vector<std::string> used = sharding.dimAxes();
+  used.insert(used.end(), sharding.partialAxes.begin(), sharding.partialAxes.end());
+  for (const MeshAxis &axis : mesh.axes())
+    if (axis.size > 1 && std::find(used.begin(), used.end(), axis.name) == used.end())
+      os << "replicated over \"" << axis.name << "\" (" << axis.size
+         << " devices hold each block)\n";
+  if (sharding.partialKind != PartialKind::None) {
+    os << "partial " << partialKindName(sharding.partialKind) << " over";
+    for (const std::string &axis : sharding.partialAxes)
+      os << " \"" << axis << "\"";
+    os << ": the devices of a cell hold different "
+       << (sharding.partialKind == PartialKind::Sum ? "addends" : "candidates")
+       << " of that block\n";
+  }
+  os << "\n";
+  Picture(mesh, sharding, shape, color).draw(os);
+  return 0;
+}
