@@ -144,6 +144,11 @@ struct Context {
   const std::vector<bool> &active;
   /// For each tensor, (op, operand index) pairs that read it.
   const std::vector<std::vector<std::pair<int, int>>> &consumers;
+  /// In the last phase of a level only: tensors that must be whole take the
+  /// dimensions of the cheapest way to make a partial value whole (a
+  /// reduce_scatter). Earlier, they only take the producer's dimensions, so
+  /// the choice is made once every dimension is known.
+  bool finalize = true;
 
   double reshardUs(int tensor, const Sharding &from, const Sharding &to) const {
     const PropagationTensor &t = problem.tensors[tensor];
@@ -309,7 +314,10 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
       auto [whole, cost] = context.cheapestWhole(tensor, produced);
       effect.costUs += cost;
       if (node.mustBeWhole) {
-        target = extendOpenDims(base, whole);
+        Sharding dims = produced;
+        dims.partialKind = PartialKind::None;
+        dims.partialAxes.clear();
+        target = extendOpenDims(base, context.finalize ? whole : dims);
         target.partialKind = PartialKind::None;
         target.partialAxes.clear();
       }
@@ -551,7 +559,10 @@ bool mergeProposals(const PropagationProblem &problem, int tensor,
     dim.axes = chosen;
     changed = true;
     // Origin: the first proposal (canonical order) that carries the list.
+    // A dimension keeps the origin of its first (major) axes.
     for (const Proposal &p : proposals) {
+      if (origins[d].viaOp >= 0)
+        break;
       if (p.sharding.dims[d].axes != chosen)
         continue;
       const PropagationOp &op = problem.ops[p.op];
@@ -653,6 +664,8 @@ partita::propagateShardings(const PropagationProblem &problem) {
       active[t] = !problem.tensors[t].annotated || problem.tensors[t].priority <= level;
     Context context{problem, result.shardings, active, consumers};
     std::set<int> worklist;
+    for (int phase = 0; phase < 2; ++phase) {
+    context.finalize = phase == 1;
     for (size_t op = 0; op < problem.ops.size(); ++op)
       worklist.insert(static_cast<int>(op));
     while (!worklist.empty()) {
@@ -692,6 +705,7 @@ partita::propagateShardings(const PropagationProblem &problem) {
       }
       for (auto &[tensor, origins] : originUpdates)
         result.origins[tensor] = std::move(origins);
+    }
     }
   }
 
