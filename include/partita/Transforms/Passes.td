@@ -90,4 +90,19 @@ def PropagatePass : Pass<"partita-propagate", "mlir::ModuleOp"> {
   let dependentDialects = ["::partita::PartitaDialect"];
 }
 
+def TestShufflePass : Pass<"partita-test-shuffle"> {
+  let summary = "Reorders independent ops and use lists at random (for tests)";
+  let description = [{
+    Moves the ops of every block into a random order that still respects
+    their dependencies, and shuffles every value's use list, from a seed.
+    Tests use it to check that a pass's result does not depend on op or use
+    order: `shuffle | pass` must equal `pass | shuffle`.
+
+    Example: `partita-opt --partita-test-shuffle="seed=3" in.mlir`
+  }];
+  let options = [
+    Option<"seed", "seed", "unsigned", /*default=*/"1", "Random seed">
+  ];
+}
+
 #endif // PARTITA_TRANSFORMS_PASSES_TD
