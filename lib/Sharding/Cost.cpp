@@ -7,7 +7,8 @@
 
 using namespace partita;
 
-AxisLink Interconnect::linkFor(const std::vector<std::string> &axisNames) const {
+AxisLink
+Interconnect::linkFor(const std::vector<std::string> &axisNames) const {
   if (axisNames.empty())
     return defaultLink;
   AxisLink worst{1e300, 0.0};
@@ -86,13 +87,15 @@ namespace {
 /// local size.
 class PlanBuilder {
 public:
-  PlanBuilder(const Mesh &mesh, Sharding start, const std::vector<int64_t> &shape,
-              int64_t elementBytes, const Interconnect &interconnect)
+  PlanBuilder(const Mesh &mesh, Sharding start,
+              const std::vector<int64_t> &shape, int64_t elementBytes,
+              const Interconnect &interconnect)
       : mesh(mesh), current(std::move(start)), shape(shape),
         elementBytes(elementBytes), interconnect(interconnect) {}
 
   double localBytes() const {
-    return static_cast<double>(bytesPerDevice(mesh, current, shape, elementBytes));
+    return static_cast<double>(
+        bytesPerDevice(mesh, current, shape, elementBytes));
   }
 
   void add(CollectiveKind kind, std::vector<std::string> axes, int dim,
@@ -103,7 +106,8 @@ public:
     if (groupSize <= 1)
       return;
     ReshardStep step{kind, axes, dim, concatDim, localBytes(), 0, 0};
-    step.bytesPerDevice = collectiveBytesPerDevice(kind, groupSize, step.localInputBytes);
+    step.bytesPerDevice =
+        collectiveBytesPerDevice(kind, groupSize, step.localInputBytes);
     step.timeUs = collectiveTimeUs(kind, groupSize, step.localInputBytes,
                                    interconnect.linkFor(axes));
     plan.steps.push_back(std::move(step));
@@ -156,9 +160,10 @@ ReshardPlan partita::planReshard(const Mesh &mesh, const Sharding &from,
     if (target >= 0 && dimOfAxis(cur, axis) < 0) {
       const std::vector<std::string> &wanted = to.dims[target].axes;
       const std::vector<std::string> &have = cur.dims[target].axes;
-      bool extendsPrefix = have.size() < wanted.size() &&
-                           std::equal(have.begin(), have.end(), wanted.begin()) &&
-                           wanted[have.size()] == axis;
+      bool extendsPrefix =
+          have.size() < wanted.size() &&
+          std::equal(have.begin(), have.end(), wanted.begin()) &&
+          wanted[have.size()] == axis;
       if (extendsPrefix) {
         builder.add(CollectiveKind::ReduceScatter, {axis}, target);
         cur.dims[target].axes.push_back(axis);
@@ -177,7 +182,8 @@ ReshardPlan partita::planReshard(const Mesh &mesh, const Sharding &from,
     std::vector<std::string> &have = cur.dims[d].axes;
     const std::vector<std::string> &wanted = to.dims[d].axes;
     size_t keep = 0;
-    while (keep < have.size() && keep < wanted.size() && have[keep] == wanted[keep])
+    while (keep < have.size() && keep < wanted.size() &&
+           have[keep] == wanted[keep])
       ++keep;
     // Remove minor axes first: only the most minor axis of a dimension can
     // leave it without reordering the blocks.

@@ -36,17 +36,17 @@ Status checkTerm(std::string_view term, const char *which, size_t index) {
                            std::to_string(index) + " has '" + label +
                            "'; labels must be letters a-z or A-Z");
     if (seen.find(label) != std::string::npos)
-      return Status::error(std::string("einsum label '") + label +
-                           "' repeats in " + which + " term " +
-                           std::to_string(index) +
-                           " (diagonals are not supported)");
+      return Status::error(
+          std::string("einsum label '") + label + "' repeats in " + which +
+          " term " + std::to_string(index) + " (diagonals are not supported)");
     seen.push_back(label);
   }
   return Status::success();
 }
 } // namespace
 
-Expected<EinsumSpec> partita::parseEinsumSpec(std::string_view text, int numOperands) {
+Expected<EinsumSpec> partita::parseEinsumSpec(std::string_view text,
+                                              int numOperands) {
   size_t arrow = text.find("->");
   if (arrow == std::string_view::npos)
     return Status::error("einsum spec '" + std::string(text) +
@@ -95,9 +95,9 @@ partita::einsumResultShape(const EinsumSpec &spec,
     const std::string &term = spec.inputs[i];
     if (term.size() != shapes[i].size())
       return Status::error("einsum term '" + term + "' has " +
-                           std::to_string(term.size()) + " labels but operand " +
-                           std::to_string(i) + " has rank " +
-                           std::to_string(shapes[i].size()));
+                           std::to_string(term.size()) +
+                           " labels but operand " + std::to_string(i) +
+                           " has rank " + std::to_string(shapes[i].size()));
     for (size_t d = 0; d < term.size(); ++d) {
       auto [it, inserted] = sizes.emplace(term[d], shapes[i][d]);
       if (!inserted && it->second != shapes[i][d])

@@ -16,8 +16,8 @@
 
 using namespace partita;
 
-std::string
-partita::factorAssignmentToString(const std::vector<std::vector<std::string>> &axes) {
+std::string partita::factorAssignmentToString(
+    const std::vector<std::vector<std::string>> &axes) {
   static const char letters[] = "ijklmnopqrstuvwxyzabcdefgh";
   std::string text = "{";
   bool first = true;
@@ -74,7 +74,8 @@ std::vector<AxisList> projectDim(const Mesh &mesh, const AxisList &axes,
       ++k;
       product = 1;
     }
-    if (k >= factorIds.size() || rule.factors[factorIds[k]].size % (product * size))
+    if (k >= factorIds.size() ||
+        rule.factors[factorIds[k]].size % (product * size))
       break;
     result[k].push_back(axis);
     product *= size;
@@ -84,8 +85,9 @@ std::vector<AxisList> projectDim(const Mesh &mesh, const AxisList &axes,
 
 } // namespace
 
-Sharding partita::shardingUnderAssignment(const TensorFactors &mapping,
-                                          const std::vector<std::vector<std::string>> &assignment) {
+Sharding partita::shardingUnderAssignment(
+    const TensorFactors &mapping,
+    const std::vector<std::vector<std::string>> &assignment) {
   Sharding sharding;
   for (const std::vector<int> &factorIds : mapping) {
     DimSharding dim;
@@ -99,7 +101,8 @@ Sharding partita::shardingUnderAssignment(const TensorFactors &mapping,
 
 namespace {
 
-Sharding shardingFor(const TensorFactors &mapping, const Assignment &assignment) {
+Sharding shardingFor(const TensorFactors &mapping,
+                     const Assignment &assignment) {
   return shardingUnderAssignment(mapping, assignment);
 }
 
@@ -114,7 +117,8 @@ Sharding extendOpenDims(const Sharding &current, const Sharding &wanted) {
   for (int d = 0; d < result.rank() && d < wanted.rank(); ++d) {
     DimSharding &dim = result.dims[d];
     const AxisList &target = wanted.dims[d].axes;
-    if (!dim.open || !isPrefix(dim.axes, target) || dim.axes.size() == target.size())
+    if (!dim.open || !isPrefix(dim.axes, target) ||
+        dim.axes.size() == target.size())
       continue;
     bool free = true;
     for (size_t k = dim.axes.size(); k < target.size(); ++k)
@@ -182,7 +186,8 @@ struct Context {
 
   /// Cheapest way to make `produced` whole: all_reduce, or reduce_scatter
   /// onto a dimension that can take the partial axes.
-  std::pair<Sharding, double> cheapestWhole(int tensor, const Sharding &produced) const {
+  std::pair<Sharding, double> cheapestWhole(int tensor,
+                                            const Sharding &produced) const {
     Sharding whole = produced;
     whole.partialAxes.clear();
     whole.partialKind = PartialKind::None;
@@ -192,7 +197,8 @@ struct Context {
     for (int d = 0; d < whole.rank(); ++d) {
       Sharding scattered = whole;
       AxisList &axes = scattered.dims[d].axes;
-      axes.insert(axes.end(), produced.partialAxes.begin(), produced.partialAxes.end());
+      axes.insert(axes.end(), produced.partialAxes.begin(),
+                  produced.partialAxes.end());
       if (t.shape[d] % axisProduct(problem.mesh, axes) != 0)
         continue;
       double cost = reshardUs(tensor, produced, scattered);
@@ -225,7 +231,8 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
   if (rule.partialFlow == PartialFlow::Single) {
     for (size_t i = 0; i < op.operands.size(); ++i) {
       const Sharding &cur = context.shardings[op.operands[i]];
-      if (cur.partialKind != PartialKind::None && context.active[op.operands[i]] &&
+      if (cur.partialKind != PartialKind::None &&
+          context.active[op.operands[i]] &&
           rule.allowsPartial(static_cast<int>(i), cur.partialKind) &&
           passedKind == PartialKind::None) {
         keepPartial[i] = true;
@@ -233,10 +240,13 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
         passedAxes = cur.partialAxes;
       }
     }
-  } else if (rule.partialFlow == PartialFlow::Joint && !rule.partialOperands.empty()) {
-    const Sharding &first = context.shardings[op.operands[rule.partialOperands[0]]];
-    bool allSame = first.partialKind != PartialKind::None &&
-                   rule.allowsPartial(rule.partialOperands[0], first.partialKind);
+  } else if (rule.partialFlow == PartialFlow::Joint &&
+             !rule.partialOperands.empty()) {
+    const Sharding &first =
+        context.shardings[op.operands[rule.partialOperands[0]]];
+    bool allSame =
+        first.partialKind != PartialKind::None &&
+        rule.allowsPartial(rule.partialOperands[0], first.partialKind);
     for (int i : rule.partialOperands) {
       const Sharding &cur = context.shardings[op.operands[i]];
       allSame &= cur.partialKind == first.partialKind &&
@@ -254,9 +264,10 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
     int tensor = op.operands[i];
     const Sharding &cur = context.shardings[tensor];
     Sharding required = shardingFor(rule.operands[i], assignment);
-    bool perValuePartial = rule.partialFlow == PartialFlow::PerValue &&
-                           cur.partialKind != PartialKind::None &&
-                           rule.allowsPartial(static_cast<int>(i), cur.partialKind);
+    bool perValuePartial =
+        rule.partialFlow == PartialFlow::PerValue &&
+        cur.partialKind != PartialKind::None &&
+        rule.allowsPartial(static_cast<int>(i), cur.partialKind);
     if (keepPartial[i] || perValuePartial) {
       required.partialKind = cur.partialKind;
       required.partialAxes = cur.partialAxes;
@@ -285,15 +296,16 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
     } else if (!reductionAxes.empty()) {
       produced.partialKind = rule.reductionKind;
       produced.partialAxes = reductionAxes;
-      produced.partialAxes.insert(produced.partialAxes.end(), passedAxes.begin(),
-                                  passedAxes.end());
+      produced.partialAxes.insert(produced.partialAxes.end(),
+                                  passedAxes.begin(), passedAxes.end());
     } else if (passedKind != PartialKind::None) {
       produced.partialKind = passedKind;
       produced.partialAxes = passedAxes;
     }
 
     const PropagationTensor &node = context.problem.tensors[tensor];
-    bool known = context.active[tensor] && (node.annotated || !cur.isReplicated());
+    bool known =
+        context.active[tensor] && (node.annotated || !cur.isReplicated());
     // A result's partial state is this op's to decide unless a user wrote it.
     Sharding base = cur;
     if (!node.annotated) {
@@ -330,7 +342,8 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
 }
 
 /// decideOp with the option effects kept for propagation.
-std::pair<OpDecision, OptionEffect> decide(const Context &context, int opIndex) {
+std::pair<OpDecision, OptionEffect> decide(const Context &context,
+                                           int opIndex) {
   const PropagationOp &op = context.problem.ops[opIndex];
   const OpShardingRule &rule = op.rule;
   const Mesh &mesh = context.problem.mesh;
@@ -404,7 +417,8 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context, int opIndex) 
     for (size_t f = 0; f < numFactors; ++f) {
       bool agree = true;
       for (const AxisList &candidate : candidates[f])
-        agree &= isPrefix(candidate, merged[f]) || isPrefix(merged[f], candidate);
+        agree &=
+            isPrefix(candidate, merged[f]) || isPrefix(merged[f], candidate);
       if (agree && !merged[f].empty())
         choices[f] = {merged[f]};
     }
@@ -456,7 +470,8 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context, int opIndex) 
 
 std::vector<std::vector<std::pair<int, int>>>
 buildConsumers(const PropagationProblem &problem) {
-  std::vector<std::vector<std::pair<int, int>>> consumers(problem.tensors.size());
+  std::vector<std::vector<std::pair<int, int>>> consumers(
+      problem.tensors.size());
   for (size_t op = 0; op < problem.ops.size(); ++op)
     for (size_t i = 0; i < problem.ops[op].operands.size(); ++i)
       consumers[problem.ops[op].operands[i]].emplace_back(static_cast<int>(op),
@@ -632,7 +647,8 @@ partita::propagateShardings(const PropagationProblem &problem) {
       operandShapes.push_back(problem.tensors[t].shape);
     for (int t : op.results)
       resultShapes.push_back(problem.tensors[t].shape);
-    if (Status status = op.rule.validate(operandShapes, resultShapes); !status.ok())
+    if (Status status = op.rule.validate(operandShapes, resultShapes);
+        !status.ok())
       return Status::error(op.name + ": " + status.message());
   }
 
@@ -661,57 +677,59 @@ partita::propagateShardings(const PropagationProblem &problem) {
   std::vector<bool> active(numTensors, true);
   for (int64_t level : levels) {
     for (size_t t = 0; t < numTensors; ++t)
-      active[t] = !problem.tensors[t].annotated || problem.tensors[t].priority <= level;
+      active[t] =
+          !problem.tensors[t].annotated || problem.tensors[t].priority <= level;
     Context context{problem, result.shardings, active, consumers};
     std::set<int> worklist;
     for (int phase = 0; phase < 2; ++phase) {
-    context.finalize = phase == 1;
-    for (size_t op = 0; op < problem.ops.size(); ++op)
-      worklist.insert(static_cast<int>(op));
-    while (!worklist.empty()) {
-      ++result.rounds;
-      std::map<int, std::vector<Proposal>> proposals;
-      for (int op : worklist) {
-        OptionEffect effect = decide(context, op).second;
-        const PropagationOp &node = problem.ops[op];
-        for (size_t i = 0; i < node.operands.size(); ++i)
-          proposals[node.operands[i]].push_back(
-              {effect.operandShardings[i], op, static_cast<int>(i)});
-        for (size_t r = 0; r < node.results.size(); ++r)
-          proposals[node.results[r]].push_back(
-              {effect.resultShardings[r], op,
-               static_cast<int>(node.operands.size() + r)});
-      }
-      worklist.clear();
-      // Merge against the state at the start of the round, then commit.
-      std::vector<std::pair<int, Sharding>> updates;
-      std::vector<std::pair<int, std::vector<DimOrigin>>> originUpdates;
-      for (auto &[tensor, list] : proposals) {
-        if (!active[tensor])
-          continue;
-        Sharding updated = result.shardings[tensor];
-        std::vector<DimOrigin> origins = result.origins[tensor];
-        if (mergeProposals(problem, tensor, list, updated, origins, result.origins,
-                           result.shardings) &&
-            !(updated == result.shardings[tensor])) {
-          updates.emplace_back(tensor, std::move(updated));
-          originUpdates.emplace_back(tensor, std::move(origins));
+      context.finalize = phase == 1;
+      for (size_t op = 0; op < problem.ops.size(); ++op)
+        worklist.insert(static_cast<int>(op));
+      while (!worklist.empty()) {
+        ++result.rounds;
+        std::map<int, std::vector<Proposal>> proposals;
+        for (int op : worklist) {
+          OptionEffect effect = decide(context, op).second;
+          const PropagationOp &node = problem.ops[op];
+          for (size_t i = 0; i < node.operands.size(); ++i)
+            proposals[node.operands[i]].push_back(
+                {effect.operandShardings[i], op, static_cast<int>(i)});
+          for (size_t r = 0; r < node.results.size(); ++r)
+            proposals[node.results[r]].push_back(
+                {effect.resultShardings[r], op,
+                 static_cast<int>(node.operands.size() + r)});
         }
+        worklist.clear();
+        // Merge against the state at the start of the round, then commit.
+        std::vector<std::pair<int, Sharding>> updates;
+        std::vector<std::pair<int, std::vector<DimOrigin>>> originUpdates;
+        for (auto &[tensor, list] : proposals) {
+          if (!active[tensor])
+            continue;
+          Sharding updated = result.shardings[tensor];
+          std::vector<DimOrigin> origins = result.origins[tensor];
+          if (mergeProposals(problem, tensor, list, updated, origins,
+                             result.origins, result.shardings) &&
+              !(updated == result.shardings[tensor])) {
+            updates.emplace_back(tensor, std::move(updated));
+            originUpdates.emplace_back(tensor, std::move(origins));
+          }
+        }
+        for (auto &[tensor, sharding] : updates) {
+          result.shardings[tensor] = std::move(sharding);
+          for (int op : touching[tensor])
+            worklist.insert(op);
+        }
+        for (auto &[tensor, origins] : originUpdates)
+          result.origins[tensor] = std::move(origins);
       }
-      for (auto &[tensor, sharding] : updates) {
-        result.shardings[tensor] = std::move(sharding);
-        for (int op : touching[tensor])
-          worklist.insert(op);
-      }
-      for (auto &[tensor, origins] : originUpdates)
-        result.origins[tensor] = std::move(origins);
-    }
     }
   }
 
   std::vector<bool> allActive(numTensors, true);
   Context finalContext{problem, result.shardings, allActive, consumers};
   for (size_t op = 0; op < problem.ops.size(); ++op)
-    result.decisions.push_back(decide(finalContext, static_cast<int>(op)).first);
+    result.decisions.push_back(
+        decide(finalContext, static_cast<int>(op)).first);
   return result;
 }

@@ -122,7 +122,8 @@ Status OpShardingRule::validate(
 }
 
 std::string OpShardingRule::toString() const {
-  std::string text = tensorsToString(operands) + " -> " + tensorsToString(results);
+  std::string text =
+      tensorsToString(operands) + " -> " + tensorsToString(results);
   text += " {";
   bool hasReduction = false;
   for (size_t f = 0; f < factors.size(); ++f) {
@@ -207,12 +208,14 @@ OpShardingRule partita::reshapeRule(const std::vector<int64_t> &from,
     while (coveredFrom != coveredTo) {
       if (coveredFrom < coveredTo && i < from.size()) {
         if (restFrom > 1)
-          source[i].push_back(rule.addFactor(restFrom, FactorType::NeedReplication));
+          source[i].push_back(
+              rule.addFactor(restFrom, FactorType::NeedReplication));
         coveredFrom *= restFrom;
         advanceFrom();
       } else if (j < to.size()) {
         if (restTo > 1)
-          target[j].push_back(rule.addFactor(restTo, FactorType::NeedReplication));
+          target[j].push_back(
+              rule.addFactor(restTo, FactorType::NeedReplication));
         coveredTo *= restTo;
         advanceTo();
       } else {
@@ -228,8 +231,9 @@ OpShardingRule partita::reshapeRule(const std::vector<int64_t> &from,
   return rule;
 }
 
-OpShardingRule partita::einsumRule(const EinsumSpec &spec,
-                                   const std::vector<std::vector<int64_t>> &shapes) {
+OpShardingRule
+partita::einsumRule(const EinsumSpec &spec,
+                    const std::vector<std::vector<int64_t>> &shapes) {
   OpShardingRule rule;
   std::string labels;
   std::vector<int> factorOfLabel;
@@ -262,7 +266,8 @@ OpShardingRule partita::einsumRule(const EinsumSpec &spec,
   return rule;
 }
 
-OpShardingRule partita::identityRule(const std::vector<std::vector<int64_t>> &shapes) {
+OpShardingRule
+partita::identityRule(const std::vector<std::vector<int64_t>> &shapes) {
   OpShardingRule rule;
   for (size_t v = 0; v < shapes.size(); ++v) {
     TensorFactors mapping;

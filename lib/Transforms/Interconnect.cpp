@@ -47,7 +47,8 @@ Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
   Interconnect interconnect;
   // The default first: axes inherit the fields they do not give.
   if (const llvm::json::Value *fallback = root->get("default"))
-    if (Status status = readLink(*fallback, "default", interconnect.defaultLink);
+    if (Status status =
+            readLink(*fallback, "default", interconnect.defaultLink);
         !status.ok())
       return status;
   for (const auto &[key, value] : *root) {

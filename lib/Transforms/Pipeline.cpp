@@ -46,15 +46,17 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
 }
 
 namespace {
-struct PipelineCommandLine : public mlir::PassPipelineOptions<PipelineCommandLine> {
-  Option<std::string> mesh{*this, "mesh", llvm::cl::desc("Replace the mesh first")};
+struct PipelineCommandLine
+    : public mlir::PassPipelineOptions<PipelineCommandLine> {
+  Option<std::string> mesh{*this, "mesh",
+                           llvm::cl::desc("Replace the mesh first")};
   Option<std::string> interconnect{*this, "interconnect",
                                    llvm::cl::desc("Interconnect spec (JSON)")};
   Option<bool> strict{*this, "strict", llvm::cl::desc("Warnings become errors"),
                       llvm::cl::init(false)};
-  Option<std::string> stage{*this, "stage",
-                            llvm::cl::desc("Last stage: verified or propagated"),
-                            llvm::cl::init("propagated")};
+  Option<std::string> stage{
+      *this, "stage", llvm::cl::desc("Last stage: verified or propagated"),
+      llvm::cl::init("propagated")};
 };
 } // namespace
 

@@ -35,7 +35,8 @@ struct PrintShardingRulesPass
       Status status = rule.validate(shapesOf(op->getOperands()),
                                     shapesOf(op->getResults()));
       if (!status.ok()) {
-        op->emitError() << "sharding rule does not fit the op: " << status.message();
+        op->emitError() << "sharding rule does not fit the op: "
+                        << status.message();
         failedCheck = true;
         return;
       }

@@ -11,11 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Sharding/Layout.h"
+#include "partita/Sharding/Propagation.h"
 #include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/Passes.h"
 #include "partita/Transforms/ValueNames.h"
-#include "partita/Sharding/Layout.h"
-#include "partita/Sharding/Propagation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -105,16 +105,17 @@ private:
     return success();
   }
 
-  void addOp(OpShardingRule rule, std::vector<int> operands, std::vector<int> results,
-             std::string name, Operation *op) {
-    problem.ops.push_back({std::move(rule), std::move(operands), std::move(results),
-                           std::move(name)});
+  void addOp(OpShardingRule rule, std::vector<int> operands,
+             std::vector<int> results, std::string name, Operation *op) {
+    problem.ops.push_back({std::move(rule), std::move(operands),
+                           std::move(results), std::move(name)});
     opOf.push_back(op);
   }
 
   /// `from` flows unchanged into `to`.
   void addEdge(int from, int to, const std::string &name) {
-    addOp(identityRule({problem.tensors[from].shape}), {from}, {to}, name, nullptr);
+    addOp(identityRule({problem.tensors[from].shape}), {from}, {to}, name,
+          nullptr);
   }
 
   std::string valueName(Value value) { return describeValue(value); }
@@ -139,13 +140,14 @@ LogicalResult GraphBuilder::build() {
     }
     SmallVector<int> &results = functionResults[function];
     for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
-      std::string name =
-          "result " + std::to_string(index) + " of @" + function.getSymName().str();
+      std::string name = "result " + std::to_string(index) + " of @" +
+                         function.getSymName().str();
       int id = newTensor(type, name, function.getLoc());
       results.push_back(id);
       auto sharding = function.getResultAttrOfType<ShardingAttr>(
           index, PartitaDialect::kShardingAttrName);
-      if (sharding && failed(annotate(id, sharding, function.getLoc(), function)))
+      if (sharding &&
+          failed(annotate(id, sharding, function.getLoc(), function)))
         return failure();
       problem.tensors[id].mustBeWhole = !sharding || !sharding.isPartial();
     }
@@ -163,7 +165,8 @@ LogicalResult GraphBuilder::buildFunction(func::FuncOp function) {
     if (failed(buildOp(op, function)))
       return WalkResult::interrupt();
     // Manual computations are written on local shapes: keep out.
-    return isa<ManualComputationOp>(op) ? WalkResult::skip() : WalkResult::advance();
+    return isa<ManualComputationOp>(op) ? WalkResult::skip()
+                                        : WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
 }
@@ -217,7 +220,8 @@ LogicalResult GraphBuilder::buildOp(Operation *op, func::FuncOp function) {
       addEdge(id, boundary, describeOp(op));
     }
     for (auto [index, id] : llvm::enumerate(results))
-      if (failed(annotate(id, cast<ShardingAttr>(manual.getOutShardings()[index]),
+      if (failed(annotate(id,
+                          cast<ShardingAttr>(manual.getOutShardings()[index]),
                           op->getLoc(), op)))
         return failure();
     return success();
@@ -234,7 +238,8 @@ LogicalResult GraphBuilder::buildOp(Operation *op, func::FuncOp function) {
 
   // Annotations written on the op itself, by a constraint or by a reshard.
   if (auto constraint = dyn_cast<ShardingConstraintOp>(op))
-    if (failed(annotate(results[0], constraint.getSharding(), op->getLoc(), op)))
+    if (failed(
+            annotate(results[0], constraint.getSharding(), op->getLoc(), op)))
       return failure();
   if (auto reshard = dyn_cast<ReshardOp>(op))
     if (failed(annotate(results[0], reshard.getSharding(), op->getLoc(), op)))
@@ -245,7 +250,8 @@ LogicalResult GraphBuilder::buildOp(Operation *op, func::FuncOp function) {
         return failure();
     } else if (auto list = dyn_cast<ArrayAttr>(attr)) {
       for (auto [index, entry] : llvm::enumerate(list))
-        if (failed(annotate(results[index], cast<ShardingAttr>(entry), op->getLoc(), op)))
+        if (failed(annotate(results[index], cast<ShardingAttr>(entry),
+                            op->getLoc(), op)))
           return failure();
     }
   }
@@ -291,8 +297,9 @@ LogicalResult checkClosedAnnotations(ModuleOp module) {
       if (disagrees(other.getSharding().toSharding())) {
         constraint.emitError()
             << "sharding_constraint " << constraint.getSharding()
-            << " disagrees with the constraint " << other.getSharding() << " at "
-            << describeLocation(other.getLoc()) << " on the same value";
+            << " disagrees with the constraint " << other.getSharding()
+            << " at " << describeLocation(other.getLoc())
+            << " on the same value";
         return WalkResult::interrupt();
       }
     }
@@ -347,13 +354,14 @@ struct PropagatePass : public partita::impl::PropagatePassBase<PropagatePass> {
         const PropagationTensor &input = graph.problem.tensors[tensor];
         if (!input.annotated || result.shardings[tensor].dimAxes().empty())
           continue;
-        Sharding required = shardingUnderAssignment(node.rule.operands[slot],
-                                                    result.decisions[index].factorAxes);
+        Sharding required = shardingUnderAssignment(
+            node.rule.operands[slot], result.decisions[index].factorAxes);
         if (!required.dimAxes().empty())
           continue;
         report(op) << "'" << input.name << "' is annotated as sharded ("
                    << result.shardings[tensor].toString() << "), but '"
-                   << op->getName() << "' needs it whole: it will be all-gathered"
+                   << op->getName()
+                   << "' needs it whole: it will be all-gathered"
                    << (strict ? " (--strict)" : "");
       }
       for (int tensor : node.results) {
@@ -374,8 +382,8 @@ struct PropagatePass : public partita::impl::PropagatePassBase<PropagatePass> {
     return failure(failedStrict);
   }
 
-  Attribute originAttr(const GraphBuilder &graph, const PropagationResult &result,
-                       int tensor) {
+  Attribute originAttr(const GraphBuilder &graph,
+                       const PropagationResult &result, int tensor) {
     MLIRContext *context = &getContext();
     SmallVector<Attribute> dims;
     bool any = false;
@@ -412,13 +420,15 @@ void PropagatePass::runOnOperation() {
     return signalPassFailure();
   for (Operation *op : graph.opsWithoutRule) {
     if (strict) {
-      op->emitError() << "'" << op->getName()
-                      << "' has no sharding rule; its results would be replicated "
-                         "(--strict)";
+      op->emitError()
+          << "'" << op->getName()
+          << "' has no sharding rule; its results would be replicated "
+             "(--strict)";
       return signalPassFailure();
     }
-    op->emitWarning() << "'" << op->getName()
-                      << "' has no sharding rule; its results are left replicated";
+    op->emitWarning()
+        << "'" << op->getName()
+        << "' has no sharding rule; its results are left replicated";
   }
   if (!graph.meshName)
     return; // Nothing annotated: nothing to propagate.
@@ -451,7 +461,8 @@ void PropagatePass::runOnOperation() {
     return closedAttr(context, graph.meshName, result->shardings[tensor],
                       node.annotated);
   };
-  StringAttr shardingName = StringAttr::get(context, PartitaDialect::kShardingAttrName);
+  StringAttr shardingName =
+      StringAttr::get(context, PartitaDialect::kShardingAttrName);
   StringAttr originName = StringAttr::get(context, kOriginAttrName);
 
   // Function arguments and results.
@@ -462,7 +473,8 @@ void PropagatePass::runOnOperation() {
       auto it = graph.tensorOf.find(arg);
       if (it == graph.tensorOf.end())
         continue;
-      function.setArgAttr(arg.getArgNumber(), shardingName, attrFor(it->second));
+      function.setArgAttr(arg.getArgNumber(), shardingName,
+                          attrFor(it->second));
       if (Attribute origin = originAttr(graph, *result, it->second))
         function.setArgAttr(arg.getArgNumber(), originName, origin);
     }

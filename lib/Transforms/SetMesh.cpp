@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Transforms/Passes.h"
 #include "partita/Sharding/Mesh.h"
+#include "partita/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -47,15 +47,15 @@ struct SetMeshPass : public partita::impl::SetMeshPassBase<SetMeshPass> {
       if (meshes.size() != 1) {
         Operation *anchor = meshes.empty() ? module.getOperation()
                                            : meshes.front().getOperation();
-        InFlightDiagnostic diag = anchor->emitError()
-                                  << "--mesh without a mesh name needs a module "
-                                     "with exactly one partita.mesh; this one has "
-                                  << meshes.size();
+        InFlightDiagnostic diag =
+            anchor->emitError()
+            << "--mesh without a mesh name needs a module "
+               "with exactly one partita.mesh; this one has "
+            << meshes.size();
         if (!meshes.empty()) {
           diag << " (";
-          llvm::interleaveComma(meshes, diag, [&](MeshOp op) {
-            diag << "@" << op.getSymName();
-          });
+          llvm::interleaveComma(
+              meshes, diag, [&](MeshOp op) { diag << "@" << op.getSymName(); });
           diag << "); write NAME:" << spec << " to pick one";
         }
         return signalPassFailure();
@@ -66,8 +66,9 @@ struct SetMeshPass : public partita::impl::SetMeshPassBase<SetMeshPass> {
         if (op.getSymName() == name)
           target = op;
       if (!target) {
-        module.emitError() << "--mesh names mesh @" << name
-                           << ", but the module has no partita.mesh of that name";
+        module.emitError()
+            << "--mesh names mesh @" << name
+            << ", but the module has no partita.mesh of that name";
         return signalPassFailure();
       }
     }
@@ -75,8 +76,8 @@ struct SetMeshPass : public partita::impl::SetMeshPassBase<SetMeshPass> {
     MLIRContext *context = &getContext();
     SmallVector<MeshAxisAttr> axes;
     for (const MeshAxis &axis : mesh->axes())
-      axes.push_back(
-          MeshAxisAttr::get(context, StringAttr::get(context, axis.name), axis.size));
+      axes.push_back(MeshAxisAttr::get(
+          context, StringAttr::get(context, axis.name), axis.size));
     target.setMeshAttr(MeshAttr::get(context, axes, {}));
   }
 };

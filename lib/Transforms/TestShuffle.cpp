@@ -34,7 +34,8 @@ llvm::SmallDenseSet<Operation *> dependencies(Operation *op, Block *block) {
   return deps;
 }
 
-struct TestShufflePass : public partita::impl::TestShufflePassBase<TestShufflePass> {
+struct TestShufflePass
+    : public partita::impl::TestShufflePassBase<TestShufflePass> {
   using TestShufflePassBase::TestShufflePassBase;
 
   void runOnOperation() override {
@@ -75,7 +76,8 @@ struct TestShufflePass : public partita::impl::TestShufflePassBase<TestShufflePa
       order.push_back(next);
       placed.insert(next);
     }
-    Operation *anchor = block.mightHaveTerminator() ? block.getTerminator() : nullptr;
+    Operation *anchor =
+        block.mightHaveTerminator() ? block.getTerminator() : nullptr;
     for (Operation *op : order) {
       if (anchor)
         op->moveBefore(anchor);

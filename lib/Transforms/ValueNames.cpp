@@ -10,8 +10,9 @@ using namespace mlir;
 
 std::string partita::describeLocation(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
-    return isa<UnknownLoc>(name.getChildLoc()) ? name.getName().str()
-                                                : describeLocation(name.getChildLoc());
+    return isa<UnknownLoc>(name.getChildLoc())
+               ? name.getName().str()
+               : describeLocation(name.getChildLoc());
   if (auto file = dyn_cast<FileLineColLoc>(loc))
     return (llvm::Twine(file.getFilename().getValue()) + ":" +
             llvm::Twine(file.getLine()) + ":" + llvm::Twine(file.getColumn()))
@@ -26,7 +27,9 @@ std::string partita::describeLocation(Location loc) {
 }
 
 std::string partita::describeOp(Operation *op) {
-  return (op->getName().getStringRef() + " at " + describeLocation(op->getLoc())).str();
+  return (op->getName().getStringRef() + " at " +
+          describeLocation(op->getLoc()))
+      .str();
 }
 
 std::string partita::shortName(Value value) {

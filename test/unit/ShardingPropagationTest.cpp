@@ -42,7 +42,10 @@ PropagationOp einsum(const char *text, std::vector<int> operands, int result,
   std::vector<std::vector<int64_t>> shapes;
   for (int t : operands)
     shapes.push_back(problem.tensors[t].shape);
-  return {einsumRule(spec, shapes), operands, {result}, std::string("einsum ") + text};
+  return {einsumRule(spec, shapes),
+          operands,
+          {result},
+          std::string("einsum ") + text};
 }
 
 PropagationOp identity(int from, int to, const PropagationProblem &problem,
@@ -90,11 +93,13 @@ TEST_CASE("cost decides which operand is resharded", "[propagation]") {
     // Factors: i = b, j = d (reduction), k = f.
     std::string winner = factorAssignmentToString(decision.factorAxes);
     if (batch == 8) {
-      // Option B: contract over the sharded d; x all_to_all, y reduce-scattered.
+      // Option B: contract over the sharded d; x all_to_all, y
+      // reduce-scattered.
       CHECK(winner == "{j: \"data\"}");
       // 7/8 of 4 KiB + 7/8 of 128 KiB at 450 GB/s, plus 2 x 5 us latency.
       CHECK(decision.costUs == Approx((3584.0 + 114688.0) / 450e3 + 10.0));
-      CHECK(result->shardings[1].dims[0].axes == std::vector<std::string>{"data"});
+      CHECK(result->shardings[1].dims[0].axes ==
+            std::vector<std::string>{"data"});
       CHECK(result->shardings[2].partialKind == PartialKind::Sum);
     } else {
       // Option A: keep x, gather W (7 x 2 MiB).
@@ -190,10 +195,13 @@ TEST_CASE("reshape factors", "[rules]") {
         "([i, j]) -> ([i*j]) {i=4, j=8} partial=single(0) sum,max,min");
   CHECK(reshapeRule({2, 3}, {3, 2}).toString() ==
         "([i, k]) -> ([j, l]) {i=2 need-replication, j=3 need-replication, "
-        "k=3 need-replication, l=2 need-replication} partial=single(0) sum,max,min");
+        "k=3 need-replication, l=2 need-replication} partial=single(0) "
+        "sum,max,min");
   CHECK(reshapeRule({6, 4}, {4, 6}).toString() ==
-        "([i*j, m]) -> ([i*k, l]) {i=2, j=3 need-replication, k=2 need-replication, "
-        "l=6 need-replication, m=4 need-replication} partial=single(0) sum,max,min");
+        "([i*j, m]) -> ([i*k, l]) {i=2, j=3 need-replication, k=2 "
+        "need-replication, "
+        "l=6 need-replication, m=4 need-replication} partial=single(0) "
+        "sum,max,min");
   CHECK(reshapeRule({1, 8, 1}, {8}).toString() ==
         "([1, i, 1]) -> ([i]) {i=8} partial=single(0) sum,max,min");
   CHECK(reshapeRule({}, {1, 1}).toString() ==

@@ -10,7 +10,8 @@ using namespace partita;
 using namespace partita::cli;
 
 namespace {
-constexpr const char *kCompileUsage = R"(Usage: partita compile [in.mlir|-] [options]
+constexpr const char *kCompileUsage =
+    R"(Usage: partita compile [in.mlir|-] [options]
 
 Runs Partita's pipeline on a module in the partita dialect up to a stage and
 prints the result.
@@ -42,8 +43,8 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
   std::string stageText = cl.get("--stage", "verified");
   std::optional<Stage> stage = parseStage(stageText);
   if (!stage)
-    return usageError("unknown stage '" + stageText + "'; available: " +
-                      availableStages());
+    return usageError("unknown stage '" + stageText +
+                      "'; available: " + availableStages());
   PipelineOptions options;
   if (!pipelineOptions(cl, *stage, options, exitCode))
     return exitCode;
@@ -57,8 +58,8 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(cl.output, &errorMessage);
   if (!output) {
-    llvm::errs() << "error: cannot write '" << cl.output << "': " << errorMessage
-                 << "\n";
+    llvm::errs() << "error: cannot write '" << cl.output
+                 << "': " << errorMessage << "\n";
     return 1;
   }
   module->print(output->os());

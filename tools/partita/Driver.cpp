@@ -37,7 +37,8 @@ bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
                                     const std::vector<std::string> &valueFlags,
                                     const std::vector<std::string> &switchFlags,
                                     CommandLine &parsed, int &exitCode) {
-  auto contains = [](const std::vector<std::string> &list, const std::string &s) {
+  auto contains = [](const std::vector<std::string> &list,
+                     const std::string &s) {
     return std::find(list.begin(), list.end(), s) != list.end();
   };
   bool haveInput = false;
@@ -59,7 +60,8 @@ bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
     }
     std::string flag = arg, value;
     bool inlineValue = false;
-    if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+    if (size_t eq = arg.find('=');
+        eq != std::string::npos && arg.rfind("--", 0) == 0) {
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
       inlineValue = true;
@@ -69,7 +71,8 @@ bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
       continue;
     }
     if (flag != "-o" && !contains(valueFlags, flag)) {
-      exitCode = usageError("unknown option '" + arg + "'; see 'partita --help'");
+      exitCode =
+          usageError("unknown option '" + arg + "'; see 'partita --help'");
       return false;
     }
     if (!inlineValue) {
@@ -94,21 +97,25 @@ Session::Session() {
   context.loadAllAvailableDialects();
   // Users get the message and the source line, not a generic dump of the op.
   context.printOpOnDiagnostic(false);
-  diagnostics = std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr, &context);
+  diagnostics =
+      std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr, &context);
 }
 
 Session::~Session() = default;
 
-mlir::OwningOpRef<mlir::ModuleOp> partita::cli::loadModule(Session &session,
-                                                           const std::string &path) {
+mlir::OwningOpRef<mlir::ModuleOp>
+partita::cli::loadModule(Session &session, const std::string &path) {
   std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> file = mlir::openInputFile(path, &errorMessage);
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::openInputFile(path, &errorMessage);
   if (!file) {
-    llvm::errs() << "error: cannot read '" << path << "': " << errorMessage << "\n";
+    llvm::errs() << "error: cannot read '" << path << "': " << errorMessage
+                 << "\n";
     return nullptr;
   }
   session.sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  return mlir::parseSourceFile<mlir::ModuleOp>(session.sourceMgr, &session.context);
+  return mlir::parseSourceFile<mlir::ModuleOp>(session.sourceMgr,
+                                               &session.context);
 }
 
 bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
@@ -123,7 +130,8 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
       spec = spec.drop_front(colon + 1);
     Expected<Mesh> mesh = parseMeshSpec(spec.str());
     if (!mesh) {
-      exitCode = usageError("invalid --mesh '" + text + "': " + mesh.status().message());
+      exitCode = usageError("invalid --mesh '" + text +
+                            "': " + mesh.status().message());
       return false;
     }
     options.mesh = text;

@@ -36,7 +36,8 @@ struct CommandLine {
 
   bool has(const std::string &flag) const { return values.count(flag) != 0; }
   bool on(const std::string &flag) const;
-  std::string get(const std::string &flag, const std::string &fallback = "") const;
+  std::string get(const std::string &flag,
+                  const std::string &fallback = "") const;
 };
 
 /// Parses `args`: `valueFlags` take a value (`--flag v` or `--flag=v`),
@@ -58,12 +59,13 @@ struct Session {
 };
 
 /// Reads, parses and verifies `path` ("-" for stdin); null after reporting.
-mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session, const std::string &path);
+mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
+                                             const std::string &path);
 
 /// The pipeline options given by the common flags (--mesh, --interconnect,
 /// --strict) with the stage `stage`; false after reporting a bad value.
-bool pipelineOptions(const CommandLine &cl, Stage stage, PipelineOptions &options,
-                     int &exitCode);
+bool pipelineOptions(const CommandLine &cl, Stage stage,
+                     PipelineOptions &options, int &exitCode);
 
 /// Runs the pipeline on `module`; false after its diagnostics.
 bool runPipeline(Session &session, mlir::ModuleOp module,

@@ -23,7 +23,8 @@ using namespace partita::cli;
 
 namespace {
 
-constexpr const char *kExplainUsage = R"(Usage: partita explain [in.mlir|-] [--value NAME] [options]
+constexpr const char *kExplainUsage =
+    R"(Usage: partita explain [in.mlir|-] [--value NAME] [options]
 
 Runs propagation and explains, for each tensor (or the one NAME selects),
 its sharding in JAX spelling, local shape, bytes per device, and where the
@@ -74,7 +75,8 @@ std::string jaxSpelling(const Sharding &sharding) {
   Expected<std::string> spec = toPartitionSpec(dims);
   std::string text = spec ? *spec : dims.toString();
   if (sharding.partialKind != PartialKind::None) {
-    text += std::string(", partial ") + partialKindName(sharding.partialKind) + " over";
+    text += std::string(", partial ") + partialKindName(sharding.partialKind) +
+            " over";
     for (const std::string &axis : sharding.partialAxes)
       text += " \"" + axis + "\"";
   }
@@ -117,7 +119,8 @@ std::vector<std::string> Explainer::path(const ValueEntry &start, int dim) {
   for (int hop = 0; hop < 64 && entry->origin; ++hop) {
     if (dim >= static_cast<int>(entry->origin.size()))
       break;
-    std::string from = field(dyn_cast<DictionaryAttr>(entry->origin[dim]), "from");
+    std::string from =
+        field(dyn_cast<DictionaryAttr>(entry->origin[dim]), "from");
     if (from.empty() || byDescription.count(from) != 1)
       break;
     const ValueEntry *next = byDescription.find(from)->second;
@@ -151,27 +154,32 @@ void Explainer::explain(const ValueEntry &entry, llvm::raw_ostream &os) {
   }
   MeshOp meshOp = lookupMesh(module, entry.sharding.getMesh());
   Sharding sharding = entry.sharding.toSharding();
-  os << "  sharding   " << jaxSpelling(sharding) << "   " << entry.sharding << "\n";
+  os << "  sharding   " << jaxSpelling(sharding) << "   " << entry.sharding
+     << "\n";
   if (!meshOp) {
     os << "\n";
     return;
   }
   Mesh mesh = meshOp.getMesh().toMesh();
-  std::vector<int64_t> shape(entry.type.getShape().begin(), entry.type.getShape().end());
+  std::vector<int64_t> shape(entry.type.getShape().begin(),
+                             entry.type.getShape().end());
   std::vector<int64_t> local = localShape(mesh, sharding, shape);
   int64_t elementBytes =
       std::max<int64_t>(1, (entry.type.getElementTypeBitWidth() + 7) / 8);
   int64_t bytes = bytesPerDevice(mesh, sharding, shape, elementBytes);
-  os << "  local      " << shapeText(local) << " " << entry.type.getElementType()
-     << ", " << formatBytes(bytes) << " per device";
+  os << "  local      " << shapeText(local) << " "
+     << entry.type.getElementType() << ", " << formatBytes(bytes)
+     << " per device";
   if (!isEvenlySharded(mesh, sharding, shape))
     os << " (padded: uneven split)";
   os << "\n";
   std::vector<std::string> replicated;
   std::vector<std::string> used = sharding.dimAxes();
-  used.insert(used.end(), sharding.partialAxes.begin(), sharding.partialAxes.end());
+  used.insert(used.end(), sharding.partialAxes.begin(),
+              sharding.partialAxes.end());
   for (const MeshAxis &axis : mesh.axes())
-    if (std::find(used.begin(), used.end(), axis.name) == used.end() && axis.size > 1)
+    if (std::find(used.begin(), used.end(), axis.name) == used.end() &&
+        axis.size > 1)
       replicated.push_back(axis.name);
   if (!replicated.empty()) {
     os << "  replicated over";
@@ -180,9 +188,9 @@ void Explainer::explain(const ValueEntry &entry, llvm::raw_ostream &os) {
     os << "\n";
   }
   if (sharding.partialKind != PartialKind::None)
-    os << "  partial    each device holds " << (sharding.partialKind == PartialKind::Sum
-                                                   ? "an addend"
-                                                   : "a candidate")
+    os << "  partial    each device holds "
+       << (sharding.partialKind == PartialKind::Sum ? "an addend"
+                                                    : "a candidate")
        << "; the value is the " << partialKindName(sharding.partialKind)
        << " over its group\n";
 
@@ -202,8 +210,9 @@ void Explainer::explain(const ValueEntry &entry, llvm::raw_ostream &os) {
     }
     anyOrigin = true;
     std::string source = field(origin, "source");
-    os << ": from " << (source.empty() ? "a reshard to make a partial value whole"
-                                       : "the annotation of " + source)
+    os << ": from "
+       << (source.empty() ? "a reshard to make a partial value whole"
+                          : "the annotation of " + source)
        << "\n             via " << field(origin, "via") << "\n";
     std::vector<std::string> hops = path(entry, d);
     if (hops.size() > 1) {

@@ -24,7 +24,8 @@ using namespace partita::cli;
 
 namespace {
 
-constexpr const char *kShowUsage = R"(Usage: partita show [in.mlir|-] --value NAME [options]
+constexpr const char *kShowUsage =
+    R"(Usage: partita show [in.mlir|-] --value NAME [options]
 
 Runs propagation and draws which device holds which block of one tensor:
 the last two dimensions as a grid (one grid per block of the leading
@@ -70,13 +71,14 @@ std::string padCenter(const std::string &text, size_t width) {
 
 class Picture {
 public:
-  Picture(const Mesh &mesh, const Sharding &sharding, std::vector<int64_t> shape,
-          bool color)
+  Picture(const Mesh &mesh, const Sharding &sharding,
+          std::vector<int64_t> shape, bool color)
       : mesh(mesh), sharding(sharding), shape(std::move(shape)), color(color) {
     for (int d = 0; d < this->sharding.rank(); ++d) {
       counts.push_back(numShards(mesh, this->sharding.dims[d]));
       chunks.push_back(counts.back() > 0
-                           ? (this->shape[d] + counts.back() - 1) / counts.back()
+                           ? (this->shape[d] + counts.back() - 1) /
+                                 counts.back()
                            : this->shape[d]);
     }
   }
@@ -138,13 +140,16 @@ private:
     int64_t rows = rowDim >= 0 ? counts[rowDim] : 1;
     int64_t cols = colDim >= 0 ? counts[colDim] : 1;
 
-    std::vector<std::vector<std::string>> cells(rows, std::vector<std::string>(cols));
+    std::vector<std::vector<std::string>> cells(rows,
+                                                std::vector<std::string>(cols));
     std::vector<std::string> rowLabels(rows), colLabels(cols);
     size_t width = 0, labelWidth = 0;
     for (int64_t i = 0; i < rows; ++i) {
       if (rowDim >= 0)
-        rowLabels[i] = "rows " + rangeText(std::min(i * chunks[rowDim], shape[rowDim]),
-                                           std::min((i + 1) * chunks[rowDim], shape[rowDim]));
+        rowLabels[i] =
+            "rows " +
+            rangeText(std::min(i * chunks[rowDim], shape[rowDim]),
+                      std::min((i + 1) * chunks[rowDim], shape[rowDim]));
       labelWidth = std::max(labelWidth, rowLabels[i].size());
       for (int64_t j = 0; j < cols; ++j) {
         std::vector<int64_t> block = leadingBlock;
@@ -158,8 +163,10 @@ private:
     }
     for (int64_t j = 0; j < cols; ++j) {
       if (colDim >= 0)
-        colLabels[j] = "cols " + rangeText(std::min(j * chunks[colDim], shape[colDim]),
-                                           std::min((j + 1) * chunks[colDim], shape[colDim]));
+        colLabels[j] =
+            "cols " +
+            rangeText(std::min(j * chunks[colDim], shape[colDim]),
+                      std::min((j + 1) * chunks[colDim], shape[colDim]));
       width = std::max(width, colLabels[j].size());
     }
     width += 2;
@@ -175,8 +182,8 @@ private:
     }
     os << rule << "\n";
     for (int64_t i = 0; i < rows; ++i) {
-      os << rowLabels[i] << std::string(labelWidth - rowLabels[i].size() + 1, ' ')
-         << "|";
+      os << rowLabels[i]
+         << std::string(labelWidth - rowLabels[i].size() + 1, ' ') << "|";
       for (int64_t j = 0; j < cols; ++j) {
         std::string text = padCenter(cells[i][j], width);
         if (color) {
@@ -184,7 +191,8 @@ private:
               colours.emplace(cells[i][j], static_cast<int>(colours.size()));
           // Light backgrounds from the 256-colour palette, black text.
           static const int palette[] = {153, 194, 223, 217, 189, 230, 159, 225};
-          os << "\033[30;48;5;" << palette[it->second % 8] << "m" << text << "\033[0m|";
+          os << "\033[30;48;5;" << palette[it->second % 8] << "m" << text
+             << "\033[0m|";
         } else {
           os << text << "|";
         }
@@ -212,7 +220,8 @@ int partita::cli::runShow(const std::vector<std::string> &args) {
     return usageError("show needs --value NAME (see 'partita show --help')");
   std::string when = cl.get("--color", "auto");
   if (when != "auto" && when != "always" && when != "never")
-    return usageError("unknown --color '" + when + "'; expected auto, always or never");
+    return usageError("unknown --color '" + when +
+                      "'; expected auto, always or never");
   bool color = when == "always" || (when == "auto" && isatty(STDOUT_FILENO));
 
   PipelineOptions options;
@@ -227,13 +236,15 @@ int partita::cli::runShow(const std::vector<std::string> &args) {
   if (!entry)
     return 1;
   if (!entry->sharding)
-    return usageError("'" + cl.get("--value") + "' has no sharding (nothing to draw)");
+    return usageError("'" + cl.get("--value") +
+                      "' has no sharding (nothing to draw)");
   MeshOp meshOp = lookupMesh(*module, entry->sharding.getMesh());
   if (!meshOp)
     return usageError("mesh of '" + cl.get("--value") + "' not found");
   Mesh mesh = meshOp.getMesh().toMesh();
   Sharding sharding = entry->sharding.toSharding();
-  std::vector<int64_t> shape(entry->type.getShape().begin(), entry->type.getShape().end());
+  std::vector<int64_t> shape(entry->type.getShape().begin(),
+                             entry->type.getShape().end());
 
   llvm::raw_ostream &os = llvm::outs();
   Sharding closed = sharding;
@@ -243,11 +254,14 @@ int partita::cli::runShow(const std::vector<std::string> &args) {
     dim.open = false;
   Expected<std::string> spec = toPartitionSpec(closed);
   os << displayName(*entry) << ": " << entry->type << "  "
-     << (spec ? *spec : closed.toString()) << "  on mesh " << mesh.toString() << "\n";
+     << (spec ? *spec : closed.toString()) << "  on mesh " << mesh.toString()
+     << "\n";
   std::vector<std::string> used = sharding.dimAxes();
-  used.insert(used.end(), sharding.partialAxes.begin(), sharding.partialAxes.end());
+  used.insert(used.end(), sharding.partialAxes.begin(),
+              sharding.partialAxes.end());
   for (const MeshAxis &axis : mesh.axes())
-    if (axis.size > 1 && std::find(used.begin(), used.end(), axis.name) == used.end())
+    if (axis.size > 1 &&
+        std::find(used.begin(), used.end(), axis.name) == used.end())
       os << "replicated over \"" << axis.name << "\" (" << axis.size
          << " devices hold each block)\n";
   if (sharding.partialKind != PartialKind::None) {

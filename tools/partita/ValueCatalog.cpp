@@ -19,7 +19,8 @@ ShardingAttr resultSharding(Operation *op, unsigned index) {
   if (auto single = dyn_cast_or_null<ShardingAttr>(attr))
     return op->getNumResults() == 1 ? single : ShardingAttr();
   if (auto list = dyn_cast_or_null<ArrayAttr>(attr))
-    return index < list.size() ? dyn_cast<ShardingAttr>(list[index]) : ShardingAttr();
+    return index < list.size() ? dyn_cast<ShardingAttr>(list[index])
+                               : ShardingAttr();
   if (auto constraint = dyn_cast<ShardingConstraintOp>(op))
     return constraint.getSharding();
   if (auto reshard = dyn_cast<ReshardOp>(op))
@@ -45,10 +46,16 @@ std::vector<ValueEntry> partita::cli::collectValues(ModuleOp module) {
       auto type = dyn_cast<RankedTensorType>(arg.getType());
       if (!type)
         continue;
-      ValueEntry entry{arg, {}, describeValue(arg), "", arg.getLoc(), type,
-                       function.getArgAttrOfType<ShardingAttr>(
-                           arg.getArgNumber(), PartitaDialect::kShardingAttrName),
-                       function.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), kOrigin)};
+      ValueEntry entry{
+          arg,
+          {},
+          describeValue(arg),
+          "",
+          arg.getLoc(),
+          type,
+          function.getArgAttrOfType<ShardingAttr>(
+              arg.getArgNumber(), PartitaDialect::kShardingAttrName),
+          function.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), kOrigin)};
       std::string index = "arg" + std::to_string(arg.getArgNumber());
       if (std::string name = shortName(arg); !name.empty())
         entry.names.push_back(name);
@@ -64,8 +71,12 @@ std::vector<ValueEntry> partita::cli::collectValues(ModuleOp module) {
           auto type = dyn_cast<RankedTensorType>(result.getType());
           if (!type)
             continue;
-          ValueEntry entry{result, {}, describeValue(result), describeOp(op),
-                           op->getLoc(), type,
+          ValueEntry entry{result,
+                           {},
+                           describeValue(result),
+                           describeOp(op),
+                           op->getLoc(),
+                           type,
                            resultSharding(op, result.getResultNumber()),
                            resultOrigin(op, result.getResultNumber())};
           if (std::string name = shortName(result); !name.empty())
@@ -80,10 +91,13 @@ std::vector<ValueEntry> partita::cli::collectValues(ModuleOp module) {
       if (!tensor)
         continue;
       std::string name = "result" + std::to_string(index);
-      ValueEntry entry{Value(), {name, prefix + name},
+      ValueEntry entry{Value(),
+                       {name, prefix + name},
                        "result " + std::to_string(index) + " of @" +
                            function.getSymName().str(),
-                       "", function.getLoc(), tensor,
+                       "",
+                       function.getLoc(),
+                       tensor,
                        function.getResultAttrOfType<ShardingAttr>(
                            index, PartitaDialect::kShardingAttrName),
                        function.getResultAttrOfType<ArrayAttr>(index, kOrigin)};
@@ -94,11 +108,13 @@ std::vector<ValueEntry> partita::cli::collectValues(ModuleOp module) {
   return entries;
 }
 
-const ValueEntry *partita::cli::findValue(const std::vector<ValueEntry> &entries,
-                                          const std::string &name) {
+const ValueEntry *
+partita::cli::findValue(const std::vector<ValueEntry> &entries,
+                        const std::string &name) {
   std::vector<const ValueEntry *> matches;
   for (const ValueEntry &entry : entries)
-    if (std::find(entry.names.begin(), entry.names.end(), name) != entry.names.end())
+    if (std::find(entry.names.begin(), entry.names.end(), name) !=
+        entry.names.end())
       matches.push_back(&entry);
   if (matches.size() == 1)
     return matches.front();
@@ -119,7 +135,8 @@ const ValueEntry *partita::cli::findValue(const std::vector<ValueEntry> &entries
   errs << "error: " << matches.size() << " values are named '" << name
        << "'; pick one by argN/resultN or by its description:";
   for (const ValueEntry *entry : matches)
-    errs << "\n  " << entry->description << " (" << describeLocation(entry->loc) << ")";
+    errs << "\n  " << entry->description << " (" << describeLocation(entry->loc)
+         << ")";
   errs << "\n";
   return nullptr;
 }

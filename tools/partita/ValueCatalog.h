@@ -1,4 +1,5 @@
-//===- ValueCatalog.h - The values `explain` and `show` talk about -*- C++ -*-===//
+//===- ValueCatalog.h - The values `explain` and `show` talk about -*- C++
+//-*-===//
 //
 // Every tensor of a module that carries a sharding — function arguments, op
 // results, function results — with its names, and lookup by `--value NAME`.

@@ -18,7 +18,8 @@
 
 namespace {
 
-constexpr const char *kUsage = R"(partita - a sharding compiler with an SPMD partitioner
+constexpr const char *kUsage =
+    R"(partita - a sharding compiler with an SPMD partitioner
 
 Usage: partita <command> [options]
 
@@ -58,13 +59,16 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::map<std::string, std::function<int(const std::vector<std::string> &)>>
-      commands = {{"compile", runCompile}, {"explain", runExplain}, {"show", runShow}};
+      commands = {
+          {"compile", runCompile}, {"explain", runExplain}, {"show", runShow}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     if (!command.empty() && command[0] == '-')
-      return usageError("unknown option '" + command + "'; see 'partita --help'");
-    return usageError("unknown command '" + command +
-                      "'; available: compile, explain, show (see 'partita --help')");
+      return usageError("unknown option '" + command +
+                        "'; see 'partita --help'");
+    return usageError(
+        "unknown command '" + command +
+        "'; available: compile, explain, show (see 'partita --help')");
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
 }

@@ -84,9 +84,10 @@ struct ReshardPlan {
 /// `to` splits a dimension over the axis, else all_reduce), axes that change
 /// dimension move with all_to_all, new axes are sliced (free), and axes
 /// `to` lacks are gathered. Open/closed flags and priorities are ignored.
-ReshardPlan planReshard(const Mesh &mesh, const Sharding &from, const Sharding &to,
-                        const std::vector<int64_t> &globalShape, int64_t elementBytes,
-                        const Interconnect &interconnect);
+ReshardPlan planReshard(const Mesh &mesh, const Sharding &from,
+                        const Sharding &to,
+                        const std::vector<int64_t> &globalShape,
+                        int64_t elementBytes, const Interconnect &interconnect);
 
 } // namespace partita
 

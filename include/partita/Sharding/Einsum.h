@@ -34,7 +34,8 @@ struct EinsumSpec {
 /// (a-z, A-Z); whitespace is not allowed. Fails when the term count differs
 /// from `numOperands` (when >= 0), a label repeats within a term, or an output
 /// label appears in no input.
-Expected<EinsumSpec> parseEinsumSpec(std::string_view text, int numOperands = -1);
+Expected<EinsumSpec> parseEinsumSpec(std::string_view text,
+                                     int numOperands = -1);
 
 /// The result shape of `spec` applied to operands of `shapes`. Fails when a
 /// term's length differs from its operand's rank or one label has two sizes.

@@ -102,7 +102,8 @@ struct PropagationResult {
 
 /// Runs propagation. Fails only on a malformed problem (a rule that does not
 /// fit its tensors); conflicts are settled by cost, never reported as errors.
-Expected<PropagationResult> propagateShardings(const PropagationProblem &problem);
+Expected<PropagationResult>
+propagateShardings(const PropagationProblem &problem);
 
 /// The decision for op `opIndex` given the current shardings of all tensors
 /// (the partitioner calls this with the propagated shardings).
@@ -111,12 +112,14 @@ OpDecision decideOp(const PropagationProblem &problem, int opIndex,
 
 /// The sharding (closed, not partial) that a tensor mapped by `mapping` has
 /// when the op's factors are split as `factorAxes` says.
-Sharding shardingUnderAssignment(const TensorFactors &mapping,
-                                 const std::vector<std::vector<std::string>> &factorAxes);
+Sharding shardingUnderAssignment(
+    const TensorFactors &mapping,
+    const std::vector<std::vector<std::string>> &factorAxes);
 
 /// Text of an assignment of axes to factors: `{i: "data"; k: "model"}`
 /// with factors named as in OpShardingRule::toString.
-std::string factorAssignmentToString(const std::vector<std::vector<std::string>> &axes);
+std::string
+factorAssignmentToString(const std::vector<std::vector<std::string>> &axes);
 
 } // namespace partita
 

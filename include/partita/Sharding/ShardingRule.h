@@ -100,8 +100,8 @@ struct OpShardingRule {
 /// The rule of an elementwise op over tensors of `shape`: one pass-through
 /// factor per dimension shared by `numOperands` operands and `numResults`
 /// results.
-OpShardingRule elementwiseRule(const std::vector<int64_t> &shape, int numOperands,
-                               int numResults = 1);
+OpShardingRule elementwiseRule(const std::vector<int64_t> &shape,
+                               int numOperands, int numResults = 1);
 
 /// Factorizes a row-major reshape from `from` to `to`: dimensions whose
 /// sizes regroup cleanly share compound factors (e.g. [4, 8] -> [32] gives

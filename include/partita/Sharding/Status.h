@@ -22,7 +22,9 @@ public:
   /// A successful status.
   Status() = default;
   /// A failed status with `message`.
-  static Status error(std::string message) { return Status(std::move(message)); }
+  static Status error(std::string message) {
+    return Status(std::move(message));
+  }
   /// A successful status.
   static Status success() { return Status(); }
 
@@ -33,7 +35,8 @@ public:
   const std::string &message() const { return text; }
 
 private:
-  explicit Status(std::string message) : text(std::move(message)), failed(true) {}
+  explicit Status(std::string message)
+      : text(std::move(message)), failed(true) {}
   std::string text;
   bool failed = false;
 };

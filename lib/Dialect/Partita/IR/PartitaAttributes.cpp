@@ -59,8 +59,9 @@ std::vector<MeshAxis> toMeshAxes(ArrayRef<MeshAxisAttr> axes) {
 LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<MeshAxisAttr> axes,
                                ArrayRef<int64_t> deviceIds) {
-  Status status = Mesh::validate(toMeshAxes(axes),
-                                 std::vector<int64_t>(deviceIds.begin(), deviceIds.end()));
+  Status status =
+      Mesh::validate(toMeshAxes(axes),
+                     std::vector<int64_t>(deviceIds.begin(), deviceIds.end()));
   if (!status.ok())
     return emitError() << status.message();
   return success();
@@ -76,7 +77,8 @@ Attribute MeshAttr::parse(AsmParser &parser, Type) {
     if (parser.parseString(&name) || parser.parseEqual() ||
         parser.parseInteger(size))
       return failure();
-    axes.push_back(MeshAxisAttr::get(context, StringAttr::get(context, name), size));
+    axes.push_back(
+        MeshAxisAttr::get(context, StringAttr::get(context, name), size));
     return success();
   };
   if (parser.parseLess() ||
@@ -93,15 +95,16 @@ Attribute MeshAttr::parse(AsmParser &parser, Type) {
     // An empty list would silently mean "row-major", which is what leaving
     // device_ids out says.
     if (deviceIds.empty()) {
-      parser.emitError(idsLoc)
-          << "device_ids = [] lists no ids; omit device_ids for row-major order";
+      parser.emitError(idsLoc) << "device_ids = [] lists no ids; omit "
+                                  "device_ids for row-major order";
       return {};
     }
   }
   if (parser.parseGreater())
     return {};
-  return MeshAttr::getChecked([&] { return parser.emitError(parser.getNameLoc()); },
-                              context, axes, deviceIds);
+  return MeshAttr::getChecked(
+      [&] { return parser.emitError(parser.getNameLoc()); }, context, axes,
+      deviceIds);
 }
 
 void MeshAttr::print(AsmPrinter &printer) const {
@@ -121,8 +124,8 @@ void MeshAttr::print(AsmPrinter &printer) const {
 
 Mesh MeshAttr::toMesh() const {
   auto ids = getDeviceIds();
-  Expected<Mesh> mesh =
-      Mesh::create(toMeshAxes(getAxes()), std::vector<int64_t>(ids.begin(), ids.end()));
+  Expected<Mesh> mesh = Mesh::create(
+      toMeshAxes(getAxes()), std::vector<int64_t>(ids.begin(), ids.end()));
   // The attribute was verified when it was built, so creation succeeds.
   return mesh.ok() ? mesh.value() : Mesh();
 }
@@ -197,10 +200,12 @@ ParseResult parseAxisList(AsmParser &parser, SmallVectorImpl<StringAttr> &axes,
   return parser.parseRBrace();
 }
 
-void printAxisList(AsmPrinter &printer, ArrayRef<StringAttr> axes, bool isOpen) {
+void printAxisList(AsmPrinter &printer, ArrayRef<StringAttr> axes,
+                   bool isOpen) {
   printer << "{";
-  llvm::interleaveComma(axes, printer,
-                        [&](StringAttr axis) { printer.printString(axis.getValue()); });
+  llvm::interleaveComma(axes, printer, [&](StringAttr axis) {
+    printer.printString(axis.getValue());
+  });
   if (isOpen)
     printer << (axes.empty() ? "?" : ", ?");
   printer << "}";
@@ -219,10 +224,11 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "partial kind must be sum, max or min, got '"
                        << stringifyReductionKind(partialKind) << "'";
   if (partialAxes.empty() && partialKind != ReductionKind::Sum)
-    return emitError() << "partial kind '" << stringifyReductionKind(partialKind)
+    return emitError() << "partial kind '"
+                       << stringifyReductionKind(partialKind)
                        << "' needs at least one partial axis";
-  Status status =
-      validateStructure(buildSharding(dims, partialKind, partialAxes, priority));
+  Status status = validateStructure(
+      buildSharding(dims, partialKind, partialAxes, priority));
   if (!status.ok())
     return emitError() << status.message();
   return success();
@@ -236,7 +242,8 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   SmallVector<StringAttr> partialAxes;
   std::optional<int64_t> priority;
 
-  if (parser.parseLess() || parser.parseAttribute(mesh) || parser.parseComma() ||
+  if (parser.parseLess() || parser.parseAttribute(mesh) ||
+      parser.parseComma() ||
       parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
         SmallVector<StringAttr> axes;
         bool isOpen;
@@ -283,17 +290,16 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
         return {};
       priority = value;
     } else {
-      parser.emitError(keywordLoc)
-          << "unknown sharding field '" << keyword
-          << "'; expected 'partial' or 'priority'";
+      parser.emitError(keywordLoc) << "unknown sharding field '" << keyword
+                                   << "'; expected 'partial' or 'priority'";
       return {};
     }
   }
   if (parser.parseGreater())
     return {};
   return ShardingAttr::getChecked(
-      [&] { return parser.emitError(parser.getNameLoc()); }, context, mesh, dims,
-      partialKind, partialAxes, priority);
+      [&] { return parser.emitError(parser.getNameLoc()); }, context, mesh,
+      dims, partialKind, partialAxes, priority);
 }
 
 void ShardingAttr::print(AsmPrinter &printer) const {
@@ -329,15 +335,17 @@ void DimShardingAttr::print(AsmPrinter &printer) const {
 }
 
 Sharding ShardingAttr::toSharding() const {
-  return buildSharding(getDims(), getPartialKind(), getPartialAxes(), getPriority());
+  return buildSharding(getDims(), getPartialKind(), getPartialAxes(),
+                       getPriority());
 }
 
-ShardingAttr ShardingAttr::fromSharding(MLIRContext *context, FlatSymbolRefAttr mesh,
+ShardingAttr ShardingAttr::fromSharding(MLIRContext *context,
+                                        FlatSymbolRefAttr mesh,
                                         const Sharding &sharding) {
   SmallVector<DimShardingAttr> dims;
   for (const DimSharding &dim : sharding.dims)
-    dims.push_back(
-        DimShardingAttr::get(context, toStringAttrs(context, dim.axes), dim.open));
+    dims.push_back(DimShardingAttr::get(
+        context, toStringAttrs(context, dim.axes), dim.open));
   ReductionKind kind = ReductionKind::Sum;
   if (sharding.partialKind == PartialKind::Max)
     kind = ReductionKind::Max;

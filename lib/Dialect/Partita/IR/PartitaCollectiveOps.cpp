@@ -54,8 +54,8 @@ FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr meshName,
 LogicalResult checkDimIndex(Operation *op, int64_t dim, int64_t rank,
                             StringRef name) {
   if (dim < 0 || dim >= rank)
-    return op->emitOpError() << name << " " << dim << " is out of range for rank "
-                             << rank;
+    return op->emitOpError()
+           << name << " " << dim << " is out of range for rank " << rank;
   return success();
 }
 
@@ -68,26 +68,28 @@ LogicalResult checkResized(Operation *op, RankedTensorType operand,
   expected[dim] = expectedSize;
   if (result.getShape() != ArrayRef<int64_t>(expected) ||
       result.getElementType() != operand.getElementType())
-    return op->emitOpError() << "result " << result << " should be "
-                             << RankedTensorType::get(expected,
-                                                      operand.getElementType());
+    return op->emitOpError()
+           << "result " << result << " should be "
+           << RankedTensorType::get(expected, operand.getElementType());
   return success();
 }
 
-LogicalResult checkDivisible(Operation *op, RankedTensorType operand, int64_t dim,
-                             int64_t groupSize) {
+LogicalResult checkDivisible(Operation *op, RankedTensorType operand,
+                             int64_t dim, int64_t groupSize) {
   if (operand.getDimSize(dim) % groupSize != 0)
-    return op->emitOpError() << "dimension " << dim << " of size "
-                             << operand.getDimSize(dim)
-                             << " is not divisible by the group size " << groupSize;
+    return op->emitOpError()
+           << "dimension " << dim << " of size " << operand.getDimSize(dim)
+           << " is not divisible by the group size " << groupSize;
   return success();
 }
 
-LogicalResult checkReductionType(Operation *op, ReductionKind kind, Type element) {
+LogicalResult checkReductionType(Operation *op, ReductionKind kind,
+                                 Type element) {
   if ((kind == ReductionKind::And || kind == ReductionKind::Or) &&
       !element.isInteger())
-    return op->emitOpError() << "'" << stringifyReductionKind(kind)
-                             << "' needs an integer element type, got " << element;
+    return op->emitOpError()
+           << "'" << stringifyReductionKind(kind)
+           << "' needs an integer element type, got " << element;
   return success();
 }
 
@@ -96,7 +98,8 @@ LogicalResult checkReductionType(Operation *op, ReductionKind kind, Type element
 LogicalResult AllGatherOp::verify() {
   FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
   if (failed(group) ||
-      failed(checkDimIndex(*this, getDim(), getOperand().getType().getRank(), "dim")))
+      failed(checkDimIndex(*this, getDim(), getOperand().getType().getRank(),
+                           "dim")))
     return failure();
   return checkResized(*this, getOperand().getType(), getType(), getDim(),
                       getOperand().getType().getDimSize(getDim()) * *group);
@@ -105,7 +108,8 @@ LogicalResult AllGatherOp::verify() {
 LogicalResult AllSliceOp::verify() {
   FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
   RankedTensorType operand = getOperand().getType();
-  if (failed(group) || failed(checkDimIndex(*this, getDim(), operand.getRank(), "dim")) ||
+  if (failed(group) ||
+      failed(checkDimIndex(*this, getDim(), operand.getRank(), "dim")) ||
       failed(checkDivisible(*this, operand, getDim(), *group)))
     return failure();
   return checkResized(*this, operand, getType(), getDim(),
@@ -121,7 +125,8 @@ LogicalResult AllReduceOp::verify() {
 LogicalResult ReduceScatterOp::verify() {
   FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
   RankedTensorType operand = getOperand().getType();
-  if (failed(group) || failed(checkDimIndex(*this, getDim(), operand.getRank(), "dim")) ||
+  if (failed(group) ||
+      failed(checkDimIndex(*this, getDim(), operand.getRank(), "dim")) ||
       failed(checkDivisible(*this, operand, getDim(), *group)) ||
       failed(checkReductionType(*this, getKind(), operand.getElementType())))
     return failure();
@@ -133,8 +138,10 @@ LogicalResult AllToAllOp::verify() {
   FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes());
   RankedTensorType operand = getOperand().getType();
   if (failed(group) ||
-      failed(checkDimIndex(*this, getSplitDim(), operand.getRank(), "split_dim")) ||
-      failed(checkDimIndex(*this, getConcatDim(), operand.getRank(), "concat_dim")) ||
+      failed(checkDimIndex(*this, getSplitDim(), operand.getRank(),
+                           "split_dim")) ||
+      failed(checkDimIndex(*this, getConcatDim(), operand.getRank(),
+                           "concat_dim")) ||
       failed(checkDivisible(*this, operand, getSplitDim(), *group)))
     return failure();
   SmallVector<int64_t> expected(operand.getShape());
@@ -143,7 +150,8 @@ LogicalResult AllToAllOp::verify() {
   RankedTensorType expectedType =
       RankedTensorType::get(expected, operand.getElementType());
   if (getType() != expectedType)
-    return emitOpError() << "result " << getType() << " should be " << expectedType;
+    return emitOpError() << "result " << getType() << " should be "
+                         << expectedType;
   return success();
 }
 
@@ -159,8 +167,9 @@ LogicalResult CollectivePermuteOp::verify() {
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
     for (int64_t position : {pairs[i], pairs[i + 1]})
       if (position < 0 || position >= *group)
-        return emitOpError() << "position " << position
-                             << " is outside the group of " << *group << " devices";
+        return emitOpError()
+               << "position " << position << " is outside the group of "
+               << *group << " devices";
     if (!sources.insert(pairs[i]).second)
       return emitOpError() << "source " << pairs[i] << " appears twice";
     if (!targets.insert(pairs[i + 1]).second)
@@ -175,7 +184,8 @@ LogicalResult CollectivePermuteOp::verify() {
 
 namespace partita {
 
-ParseResult parseSourceTargetPairs(OpAsmParser &parser, DenseI64ArrayAttr &pairs) {
+ParseResult parseSourceTargetPairs(OpAsmParser &parser,
+                                   DenseI64ArrayAttr &pairs) {
   SmallVector<int64_t> values;
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
         int64_t source, target;

@@ -22,7 +22,8 @@ using namespace partita;
 namespace partita {
 // Custom assembly directives used by the generated op code; defined with the
 // ops that use them.
-ParseResult parseSourceTargetPairs(OpAsmParser &parser, DenseI64ArrayAttr &pairs);
+ParseResult parseSourceTargetPairs(OpAsmParser &parser,
+                                   DenseI64ArrayAttr &pairs);
 void printSourceTargetPairs(OpAsmPrinter &printer, Operation *op,
                             DenseI64ArrayAttr pairs);
 } // namespace partita
@@ -46,8 +47,9 @@ LogicalResult verifyShardingValue(Operation *op, Attribute value, Type type,
                                   StringRef what) {
   auto sharding = dyn_cast<ShardingAttr>(value);
   if (!sharding)
-    return op->emitError() << "'" << PartitaDialect::kShardingAttrName << "' of "
-                           << what << " must be a #partita.sharding, got " << value;
+    return op->emitError() << "'" << PartitaDialect::kShardingAttrName
+                           << "' of " << what
+                           << " must be a #partita.sharding, got " << value;
   return verifyShardingFor(op, sharding, type, what,
                            [&] { return op->emitError(); });
 }
@@ -77,8 +79,9 @@ LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
 
 } // namespace
 
-LogicalResult PartitaDialect::verifyOperationAttribute(Operation *op,
-                                                       NamedAttribute attribute) {
+LogicalResult
+PartitaDialect::verifyOperationAttribute(Operation *op,
+                                         NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
   if (name == kRoleAttrName || name == kDonatedAttrName)
     return rejectArgumentOnlyAttr(op, attribute, "an operation");
@@ -90,9 +93,9 @@ LogicalResult PartitaDialect::verifyOperationAttribute(Operation *op,
   Attribute value = attribute.getValue();
   if (auto list = dyn_cast<ArrayAttr>(value)) {
     if (list.size() != op->getNumResults())
-      return op->emitError() << "'" << kShardingAttrName << "' lists "
-                             << list.size() << " shardings for "
-                             << op->getNumResults() << " results";
+      return op->emitError()
+             << "'" << kShardingAttrName << "' lists " << list.size()
+             << " shardings for " << op->getNumResults() << " results";
     for (auto [index, entry] : llvm::enumerate(list))
       if (failed(verifyShardingValue(op, entry, op->getResult(index).getType(),
                                      "result " + std::to_string(index))))
@@ -107,10 +110,10 @@ LogicalResult PartitaDialect::verifyOperationAttribute(Operation *op,
   return verifyShardingValue(op, value, op->getResult(0).getType(), "result 0");
 }
 
-LogicalResult PartitaDialect::verifyRegionArgAttribute(Operation *op,
-                                                       unsigned regionIndex,
-                                                       unsigned argIndex,
-                                                       NamedAttribute attribute) {
+LogicalResult
+PartitaDialect::verifyRegionArgAttribute(Operation *op, unsigned regionIndex,
+                                         unsigned argIndex,
+                                         NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function)
@@ -124,9 +127,10 @@ LogicalResult PartitaDialect::verifyRegionArgAttribute(Operation *op,
                                function.getArgumentTypes()[argIndex], what);
   if (name == kRoleAttrName) {
     if (!isa<RoleAttr>(attribute.getValue()))
-      return op->emitError() << "'" << kRoleAttrName << "' of " << what
-                             << " must be a #partita.role<...> (param, opt_state, "
-                                "grad, input or activation)";
+      return op->emitError()
+             << "'" << kRoleAttrName << "' of " << what
+             << " must be a #partita.role<...> (param, opt_state, "
+                "grad, input or activation)";
     return success();
   }
   if (name == kDonatedAttrName) {
@@ -138,10 +142,10 @@ LogicalResult PartitaDialect::verifyRegionArgAttribute(Operation *op,
   return unknownAttribute(op, attribute);
 }
 
-LogicalResult PartitaDialect::verifyRegionResultAttribute(Operation *op,
-                                                          unsigned regionIndex,
-                                                          unsigned resultIndex,
-                                                          NamedAttribute attribute) {
+LogicalResult
+PartitaDialect::verifyRegionResultAttribute(Operation *op, unsigned regionIndex,
+                                            unsigned resultIndex,
+                                            NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
   if (name == kRoleAttrName || name == kDonatedAttrName)
     return rejectArgumentOnlyAttr(op, attribute, "function results");
@@ -151,7 +155,8 @@ LogicalResult PartitaDialect::verifyRegionResultAttribute(Operation *op,
     return unknownAttribute(op, attribute);
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function)
-    return op->emitError() << "'" << name << "' is only valid on function results";
+    return op->emitError() << "'" << name
+                           << "' is only valid on function results";
   return verifyShardingValue(op, attribute.getValue(),
                              function.getResultTypes()[resultIndex],
                              "result " + std::to_string(resultIndex));

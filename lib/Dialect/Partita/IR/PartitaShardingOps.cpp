@@ -36,20 +36,22 @@ partita::verifyShardingFor(Operation *anchor, ShardingAttr sharding, Type type,
     return emitError() << "sharding of " << what
                        << " is attached to a value of non-tensor type " << type;
   shape.assign(tensor.getShape().begin(), tensor.getShape().end());
-  Status status = validateSharding(mesh.getMesh().toMesh(), sharding.toSharding(),
-                                   &shape);
+  Status status =
+      validateSharding(mesh.getMesh().toMesh(), sharding.toSharding(), &shape);
   if (!status.ok())
     return emitError() << "sharding of " << what << ": " << status.message();
   return success();
 }
 
 LogicalResult ShardingConstraintOp::verify() {
-  return verifyShardingFor(*this, getSharding(), getType(), "the constrained value",
+  return verifyShardingFor(*this, getSharding(), getType(),
+                           "the constrained value",
                            [&] { return emitOpError(); });
 }
 
 LogicalResult ReshardOp::verify() {
-  return verifyShardingFor(*this, getSharding(), getType(), "the resharded value",
+  return verifyShardingFor(*this, getSharding(), getType(),
+                           "the resharded value",
                            [&] { return emitOpError(); });
 }
 
@@ -72,7 +74,8 @@ ParseResult parseShardingList(OpAsmParser &parser, StringRef keyword,
   });
 }
 
-void printShardingList(OpAsmPrinter &printer, StringRef keyword, ArrayAttr list) {
+void printShardingList(OpAsmPrinter &printer, StringRef keyword,
+                       ArrayAttr list) {
   printer << " " << keyword << " = [";
   llvm::interleaveComma(list, printer, [&](Attribute sharding) {
     cast<ShardingAttr>(sharding).print(printer);
@@ -82,7 +85,8 @@ void printShardingList(OpAsmPrinter &printer, StringRef keyword, ArrayAttr list)
 
 } // namespace
 
-ParseResult ManualComputationOp::parse(OpAsmParser &parser, OperationState &result) {
+ParseResult ManualComputationOp::parse(OpAsmParser &parser,
+                                       OperationState &result) {
   SmallVector<OpAsmParser::UnresolvedOperand> operands;
   SmallVector<Attribute> inShardings, outShardings;
   SmallVector<OpAsmParser::Argument> regionArgs;
@@ -123,27 +127,30 @@ void ManualComputationOp::print(OpAsmPrinter &printer) {
       (*this)->getAttrs(), {getInShardingsAttrName(), getOutShardingsAttrName(),
                             getManualAxesAttrName()});
   printer << " (";
-  llvm::interleaveComma(getBody().getArguments(), printer, [&](BlockArgument arg) {
-    printer.printRegionArgument(arg);
-  });
+  llvm::interleaveComma(
+      getBody().getArguments(), printer,
+      [&](BlockArgument arg) { printer.printRegionArgument(arg); });
   printer << ") ";
   printer.printRegion(getBody(), /*printEntryBlockArgs=*/false);
   printer << " : ";
-  printer.printFunctionalType(getOperands().getTypes(), getResults().getTypes());
+  printer.printFunctionalType(getOperands().getTypes(),
+                              getResults().getTypes());
 }
 
 namespace {
 
 /// Checks one in/out sharding of a manual computation and computes the local
 /// type of a value of `global` type under it.
-FailureOr<RankedTensorType>
-manualLocalType(ManualComputationOp op, ShardingAttr sharding, MeshOp mesh,
-                ArrayRef<StringRef> manualAxes, RankedTensorType global,
-                const std::string &what) {
+FailureOr<RankedTensorType> manualLocalType(ManualComputationOp op,
+                                            ShardingAttr sharding, MeshOp mesh,
+                                            ArrayRef<StringRef> manualAxes,
+                                            RankedTensorType global,
+                                            const std::string &what) {
   if (sharding.getMesh().getValue() != mesh.getSymName())
-    return op.emitOpError() << what << " uses mesh " << sharding.getMesh()
-                            << " but the first sharding uses @" << mesh.getSymName()
-                            << "; all shardings must name one mesh";
+    return op.emitOpError()
+           << what << " uses mesh " << sharding.getMesh()
+           << " but the first sharding uses @" << mesh.getSymName()
+           << "; all shardings must name one mesh";
   if (failed(verifyShardingFor(op, sharding, global, what,
                                [&] { return op.emitOpError(); })))
     return failure();
@@ -158,15 +165,15 @@ manualLocalType(ManualComputationOp op, ShardingAttr sharding, MeshOp mesh,
     int64_t shards = 1;
     for (StringAttr axis : dim.getAxes()) {
       if (!llvm::is_contained(manualAxes, axis.getValue()))
-        return op.emitOpError() << what << " dimension " << d << " uses axis '"
-                                << axis.getValue()
-                                << "', which is not a manual axis";
+        return op.emitOpError()
+               << what << " dimension " << d << " uses axis '"
+               << axis.getValue() << "', which is not a manual axis";
       shards *= mesh.getMesh().axisSize(axis.getValue());
     }
     if (local[d] % shards != 0)
-      return op.emitOpError() << what << " dimension " << d << " of size "
-                              << local[d] << " is not divisible by its "
-                              << shards << " shards";
+      return op.emitOpError()
+             << what << " dimension " << d << " of size " << local[d]
+             << " is not divisible by its " << shards << " shards";
     local[d] /= shards;
   }
   return RankedTensorType::get(local, global.getElementType());
@@ -211,12 +218,13 @@ LogicalResult ManualComputationOp::verifyRegions() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getOperands().size())
     return emitOpError() << "body takes " << body.getNumArguments()
-                         << " arguments for " << getOperands().size() << " operands";
+                         << " arguments for " << getOperands().size()
+                         << " operands";
   for (auto [index, operand] : llvm::enumerate(getOperands())) {
     std::string what = "in_sharding " + std::to_string(index);
-    FailureOr<RankedTensorType> local =
-        manualLocalType(*this, cast<ShardingAttr>(getInShardings()[index]), mesh,
-                        manualAxes, cast<RankedTensorType>(operand.getType()), what);
+    FailureOr<RankedTensorType> local = manualLocalType(
+        *this, cast<ShardingAttr>(getInShardings()[index]), mesh, manualAxes,
+        cast<RankedTensorType>(operand.getType()), what);
     if (failed(local))
       return failure();
     if (body.getArgument(index).getType() != *local)
@@ -229,21 +237,21 @@ LogicalResult ManualComputationOp::verifyRegions() {
   if (!yield)
     return emitOpError() << "body must end with partita.yield";
   if (yield.getValues().size() != getResults().size())
-    return yield.emitOpError() << "yields " << yield.getValues().size()
-                               << " values for " << getResults().size()
-                               << " results";
+    return yield.emitOpError()
+           << "yields " << yield.getValues().size() << " values for "
+           << getResults().size() << " results";
   for (auto [index, result] : llvm::enumerate(getResults())) {
     std::string what = "out_sharding " + std::to_string(index);
-    FailureOr<RankedTensorType> local =
-        manualLocalType(*this, cast<ShardingAttr>(getOutShardings()[index]), mesh,
-                        manualAxes, cast<RankedTensorType>(result.getType()), what);
+    FailureOr<RankedTensorType> local = manualLocalType(
+        *this, cast<ShardingAttr>(getOutShardings()[index]), mesh, manualAxes,
+        cast<RankedTensorType>(result.getType()), what);
     if (failed(local))
       return failure();
     if (yield.getValues()[index].getType() != *local)
-      return yield.emitOpError() << "value " << index << " is "
-                                 << yield.getValues()[index].getType()
-                                 << " but the local shape of result " << index
-                                 << " is " << *local;
+      return yield.emitOpError()
+             << "value " << index << " is "
+             << yield.getValues()[index].getType()
+             << " but the local shape of result " << index << " is " << *local;
   }
   return success();
 }

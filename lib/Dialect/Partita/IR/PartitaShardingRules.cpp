@@ -27,7 +27,8 @@ TensorFactors scalar() { return {}; }
 /// partial values passing as `flow` says.
 OpShardingRule elementwise(Operation *op, PartialFlow flow = PartialFlow::None,
                            std::vector<int> partialOperands = {},
-                           std::vector<PartialKind> kinds = {PartialKind::Sum}) {
+                           std::vector<PartialKind> kinds = {
+                               PartialKind::Sum}) {
   OpShardingRule rule = elementwiseRule(shapeOf(op->getResult(0)),
                                         static_cast<int>(op->getNumOperands()),
                                         static_cast<int>(op->getNumResults()));
@@ -205,8 +206,9 @@ OpShardingRule ArgmaxOp::getShardingRule() {
 OpShardingRule TopKOp::getShardingRule() {
   std::vector<int64_t> shape = shapeOf(getOperand());
   int64_t dim = static_cast<int64_t>(getDim());
-  OpShardingRule rule = sameRankRule(shape, shapeOf(getValues()),
-                                     [&](size_t d) { return static_cast<int64_t>(d) != dim; });
+  OpShardingRule rule =
+      sameRankRule(shape, shapeOf(getValues()),
+                   [&](size_t d) { return static_cast<int64_t>(d) != dim; });
   // Indices are laid out like values.
   rule.results.push_back(rule.results[0]);
   return rule;
@@ -218,9 +220,9 @@ OpShardingRule CumsumOp::getShardingRule() {
   OpShardingRule rule;
   TensorFactors mapping;
   for (size_t d = 0; d < shape.size(); ++d)
-    mapping.push_back({rule.addFactor(shape[d], static_cast<int64_t>(d) == dim
-                                                    ? FactorType::NeedReplication
-                                                    : FactorType::PassThrough)});
+    mapping.push_back({rule.addFactor(
+        shape[d], static_cast<int64_t>(d) == dim ? FactorType::NeedReplication
+                                                 : FactorType::PassThrough)});
   rule.operands.push_back(mapping);
   rule.results.push_back(mapping);
   passThroughOperand0(rule, {PartialKind::Sum});
@@ -283,15 +285,17 @@ OpShardingRule SliceOp::getShardingRule() {
 
 OpShardingRule DynamicSliceOp::getShardingRule() {
   std::vector<int64_t> in = shapeOf(getOperand());
-  OpShardingRule rule = sameRankRule(in, shapeOf(getResult()),
-                                     [&](size_t d) { return getSizes()[d] == in[d]; });
+  OpShardingRule rule = sameRankRule(in, shapeOf(getResult()), [&](size_t d) {
+    return getSizes()[d] == in[d];
+  });
   addScalarOperands(rule, getStartIndices().size());
   passThroughOperand0(rule);
   return rule;
 }
 
 OpShardingRule DynamicUpdateSliceOp::getShardingRule() {
-  std::vector<int64_t> in = shapeOf(getOperand()), update = shapeOf(getUpdate());
+  std::vector<int64_t> in = shapeOf(getOperand()),
+                       update = shapeOf(getUpdate());
   OpShardingRule rule;
   TensorFactors inMap, updateMap;
   for (size_t d = 0; d < in.size(); ++d) {
@@ -301,7 +305,8 @@ OpShardingRule DynamicUpdateSliceOp::getShardingRule() {
       updateMap.push_back({factor});
     } else {
       inMap.push_back({rule.addFactor(in[d], FactorType::NeedReplication)});
-      updateMap.push_back({rule.addFactor(update[d], FactorType::NeedReplication)});
+      updateMap.push_back(
+          {rule.addFactor(update[d], FactorType::NeedReplication)});
     }
   }
   rule.operands = {inMap, updateMap};
@@ -324,9 +329,10 @@ OpShardingRule ConcatenateOp::getShardingRule() {
   auto mapping = [&](const std::vector<int64_t> &shape) {
     TensorFactors result;
     for (size_t d = 0; d < shape.size(); ++d)
-      result.push_back({shared[d] >= 0
-                            ? shared[d]
-                            : rule.addFactor(shape[d], FactorType::NeedReplication)});
+      result.push_back(
+          {shared[d] >= 0
+               ? shared[d]
+               : rule.addFactor(shape[d], FactorType::NeedReplication)});
     return result;
   };
   for (Value input : getInputs())
@@ -341,14 +347,16 @@ OpShardingRule ConcatenateOp::getShardingRule() {
 
 OpShardingRule PadOp::getShardingRule() {
   OpShardingRule rule =
-      sameRankRule(shapeOf(getOperand()), shapeOf(getResult()),
-                   [&](size_t d) { return getLow()[d] == 0 && getHigh()[d] == 0; });
+      sameRankRule(shapeOf(getOperand()), shapeOf(getResult()), [&](size_t d) {
+        return getLow()[d] == 0 && getHigh()[d] == 0;
+      });
   rule.operands.push_back(scalar());
   return rule;
 }
 
 OpShardingRule GatherOp::getShardingRule() {
-  std::vector<int64_t> table = shapeOf(getTable()), indices = shapeOf(getIndices());
+  std::vector<int64_t> table = shapeOf(getTable()),
+                       indices = shapeOf(getIndices());
   OpShardingRule rule;
   TensorFactors tableMap, indexMap, resultMap;
   // Any row may be looked up: the row dimension stays whole.
@@ -370,7 +378,8 @@ OpShardingRule GatherOp::getShardingRule() {
 }
 
 OpShardingRule ScatterAddOp::getShardingRule() {
-  std::vector<int64_t> table = shapeOf(getTable()), indices = shapeOf(getIndices());
+  std::vector<int64_t> table = shapeOf(getTable()),
+                       indices = shapeOf(getIndices());
   OpShardingRule rule;
   TensorFactors tableMap, indexMap, updateMap;
   tableMap.push_back({rule.addFactor(table[0], FactorType::NeedReplication)});

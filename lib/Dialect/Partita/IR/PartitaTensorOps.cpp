@@ -26,8 +26,8 @@ RankedTensorType tensorType(Value value) {
 LogicalResult checkDim(Operation *op, int64_t dim, int64_t rank,
                        StringRef name = "dim") {
   if (dim < 0 || dim >= rank)
-    return op->emitOpError() << name << " " << dim << " is out of range for rank "
-                             << rank;
+    return op->emitOpError()
+           << name << " " << dim << " is out of range for rank " << rank;
   return success();
 }
 
@@ -35,15 +35,14 @@ LogicalResult checkDim(Operation *op, int64_t dim, int64_t rank,
 LogicalResult checkResult(Operation *op, RankedTensorType result,
                           ArrayRef<int64_t> expected, Type elementType) {
   if (result.getShape() != expected)
-    return op->emitOpError() << "result shape " << result
-                             << " does not match the expected shape ["
-                             << llvm::make_range(expected.begin(), expected.end())
-                             << "]";
+    return op->emitOpError()
+           << "result shape " << result
+           << " does not match the expected shape ["
+           << llvm::make_range(expected.begin(), expected.end()) << "]";
   if (result.getElementType() != elementType)
-    return op->emitOpError() << "result element type "
-                             << result.getElementType()
-                             << " differs from the operand element type "
-                             << elementType;
+    return op->emitOpError()
+           << "result element type " << result.getElementType()
+           << " differs from the operand element type " << elementType;
   return success();
 }
 
@@ -51,9 +50,9 @@ LogicalResult checkResult(Operation *op, RankedTensorType result,
 LogicalResult checkPerDim(Operation *op, ArrayRef<int64_t> values, int64_t rank,
                           StringRef name) {
   if (static_cast<int64_t>(values.size()) != rank)
-    return op->emitOpError() << name << " has " << values.size()
-                             << " entries; expected one per dimension (" << rank
-                             << ")";
+    return op->emitOpError()
+           << name << " has " << values.size()
+           << " entries; expected one per dimension (" << rank << ")";
   return success();
 }
 
@@ -68,9 +67,9 @@ SmallVector<int64_t> dropDims(ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
 
 LogicalResult checkStartIndexCount(Operation *op, size_t count, int64_t rank) {
   if (static_cast<int64_t>(count) != rank)
-    return op->emitOpError() << "has " << count
-                             << " start indices; expected one per dimension ("
-                             << rank << ")";
+    return op->emitOpError()
+           << "has " << count << " start indices; expected one per dimension ("
+           << rank << ")";
   return success();
 }
 
@@ -82,7 +81,8 @@ bool isLowPrecisionFloat(Type type) { return type.isBF16() || type.isF16(); }
 // Constants
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location>,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
   auto value = dyn_cast_or_null<TypedAttr>(adaptor.getValueAttr());
@@ -103,7 +103,8 @@ LogicalResult IotaOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
-                                          std::optional<Location>, Adaptor adaptor,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
   if (!lhs)
@@ -227,9 +228,9 @@ LogicalResult BroadcastOp::verify() {
                               "partita.transpose to permute";
     int64_t from = input.getDimSize(index), to = result.getDimSize(dim);
     if (from != 1 && from != to)
-      return emitOpError() << "operand dimension " << index << " of size " << from
-                           << " cannot broadcast to result dimension " << dim
-                           << " of size " << to;
+      return emitOpError() << "operand dimension " << index << " of size "
+                           << from << " cannot broadcast to result dimension "
+                           << dim << " of size " << to;
   }
   if (input.getElementType() != result.getElementType())
     return emitOpError() << "result element type differs from the operand's";
@@ -240,8 +241,9 @@ LogicalResult ReshapeOp::verify() {
   RankedTensorType input = getOperand().getType();
   if (input.getNumElements() != getType().getNumElements())
     return emitOpError() << "cannot reshape " << input << " ("
-                         << input.getNumElements() << " elements) to " << getType()
-                         << " (" << getType().getNumElements() << " elements)";
+                         << input.getNumElements() << " elements) to "
+                         << getType() << " (" << getType().getNumElements()
+                         << " elements)";
   if (input.getElementType() != getType().getElementType())
     return emitOpError() << "result element type differs from the operand's";
   return success();
@@ -256,7 +258,8 @@ LogicalResult TransposeOp::verify() {
   SmallVector<bool> used(input.getRank(), false);
   for (int64_t dim : perm) {
     if (dim < 0 || dim >= input.getRank() || used[dim])
-      return emitOpError() << "perm [" << llvm::make_range(perm.begin(), perm.end())
+      return emitOpError() << "perm ["
+                           << llvm::make_range(perm.begin(), perm.end())
                            << "] is not a permutation of the operand's "
                            << input.getRank() << " dimensions";
     used[dim] = true;
@@ -274,10 +277,11 @@ LogicalResult SliceOp::verify() {
     return failure();
   SmallVector<int64_t> expected;
   for (int64_t d = 0; d < rank; ++d) {
-    int64_t start = getStart()[d], limit = getLimit()[d], stride = getStride()[d];
+    int64_t start = getStart()[d], limit = getLimit()[d],
+            stride = getStride()[d];
     if (start < 0 || start > limit || limit > input.getDimSize(d))
-      return emitOpError() << "dimension " << d << ": need 0 <= start (" << start
-                           << ") <= limit (" << limit << ") <= size ("
+      return emitOpError() << "dimension " << d << ": need 0 <= start ("
+                           << start << ") <= limit (" << limit << ") <= size ("
                            << input.getDimSize(d) << ")";
     if (stride < 1)
       return emitOpError() << "dimension " << d << ": stride " << stride
@@ -290,7 +294,8 @@ LogicalResult SliceOp::verify() {
 
 LogicalResult DynamicSliceOp::verify() {
   RankedTensorType input = getOperand().getType();
-  if (failed(checkStartIndexCount(*this, getStartIndices().size(), input.getRank())) ||
+  if (failed(checkStartIndexCount(*this, getStartIndices().size(),
+                                  input.getRank())) ||
       failed(checkPerDim(*this, getSizes(), input.getRank(), "sizes")))
     return failure();
   for (auto [d, size] : llvm::enumerate(getSizes()))
@@ -303,16 +308,19 @@ LogicalResult DynamicSliceOp::verify() {
 LogicalResult DynamicUpdateSliceOp::verify() {
   RankedTensorType input = getOperand().getType();
   RankedTensorType update = getUpdate().getType();
-  if (failed(checkStartIndexCount(*this, getStartIndices().size(), input.getRank())))
+  if (failed(checkStartIndexCount(*this, getStartIndices().size(),
+                                  input.getRank())))
     return failure();
   if (update.getRank() != input.getRank())
     return emitOpError() << "update rank " << update.getRank()
-                         << " differs from the operand rank " << input.getRank();
+                         << " differs from the operand rank "
+                         << input.getRank();
   if (update.getElementType() != input.getElementType())
     return emitOpError() << "update element type differs from the operand's";
   for (int64_t d = 0; d < input.getRank(); ++d)
     if (update.getDimSize(d) > input.getDimSize(d))
-      return emitOpError() << "update dimension " << d << " (" << update.getDimSize(d)
+      return emitOpError() << "update dimension " << d << " ("
+                           << update.getDimSize(d)
                            << ") is larger than the operand's ("
                            << input.getDimSize(d) << ")";
   return success();
@@ -365,7 +373,8 @@ LogicalResult PadOp::verify() {
 
 namespace {
 /// `indices.shape ++ table.shape[1:]`.
-SmallVector<int64_t> gatheredShape(RankedTensorType table, RankedTensorType indices) {
+SmallVector<int64_t> gatheredShape(RankedTensorType table,
+                                   RankedTensorType indices) {
   SmallVector<int64_t> shape(indices.getShape());
   llvm::append_range(shape, table.getShape().drop_front());
   return shape;
@@ -376,7 +385,8 @@ LogicalResult GatherOp::verify() {
   RankedTensorType table = getTable().getType();
   if (table.getRank() < 1)
     return emitOpError() << "table must have rank at least 1";
-  return checkResult(*this, getType(), gatheredShape(table, getIndices().getType()),
+  return checkResult(*this, getType(),
+                     gatheredShape(table, getIndices().getType()),
                      table.getElementType());
 }
 
@@ -388,10 +398,11 @@ LogicalResult ScatterAddOp::verify() {
   RankedTensorType updates = getUpdates().getType();
   if (updates.getShape() != ArrayRef<int64_t>(expected) ||
       updates.getElementType() != table.getElementType())
-    return emitOpError() << "updates " << updates
-                         << " must have shape indices.shape ++ table.shape[1:] = ["
-                         << llvm::make_range(expected.begin(), expected.end())
-                         << "] and the table's element type";
+    return emitOpError()
+           << "updates " << updates
+           << " must have shape indices.shape ++ table.shape[1:] = ["
+           << llvm::make_range(expected.begin(), expected.end())
+           << "] and the table's element type";
   return success();
 }
 
@@ -423,7 +434,8 @@ ParseResult LoopOp::parse(OpAsmParser &parser, OperationState &result) {
     for (auto [arg, type] : llvm::zip(llvm::drop_begin(regionArgs), types))
       arg.type = type;
   }
-  if (parser.resolveOperands(inits, types, parser.getNameLoc(), result.operands))
+  if (parser.resolveOperands(inits, types, parser.getNameLoc(),
+                             result.operands))
     return failure();
   result.addTypes(types);
   result.addAttribute(getTripCountAttrName(result.name),
@@ -475,7 +487,8 @@ LogicalResult LoopOp::verifyRegions() {
   if (getNumResults() != getInits().size())
     return emitOpError() << "has " << getNumResults() << " results for "
                          << getInits().size() << " carried values";
-  for (auto [index, pair] : llvm::enumerate(llvm::zip(getInits(), getCarried()))) {
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(getInits(), getCarried()))) {
     if (std::get<0>(pair).getType() != std::get<1>(pair).getType())
       return emitOpError() << "carried value " << index << " is "
                            << std::get<0>(pair).getType()
@@ -495,9 +508,10 @@ LogicalResult LoopOp::verifyRegions() {
   return success();
 }
 
-LogicalResult OptimizationBarrierOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
+LogicalResult
+OptimizationBarrierOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
   llvm::append_range(types, adaptor.getOperands().getTypes());
   return success();
 }
