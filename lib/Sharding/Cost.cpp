@@ -1,9 +1,20 @@
 //===- Cost.cpp - Estimated time of collectives and reshards --------------===//
+//
+// The cost model of BRIEF §7 and planReshard's memo table. The search itself
+// is in ReshardSearch.cpp; what each step does to a sharding, in
+// ReshardStep.cpp.
+//
+//===----------------------------------------------------------------------===//
 
 #include "partita/Sharding/Cost.h"
+#include "ReshardSearch.h"
+
 #include "partita/Sharding/Layout.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
 
 using namespace partita;
 
@@ -83,58 +94,44 @@ double ReshardPlan::timeUs() const {
 
 namespace {
 
-/// Builds a plan step by step while tracking the current sharding and its
-/// local size.
-class PlanBuilder {
-public:
-  PlanBuilder(const Mesh &mesh, Sharding start,
-              const std::vector<int64_t> &shape, int64_t elementBytes,
-              const Interconnect &interconnect)
-      : mesh(mesh), current(std::move(start)), shape(shape),
-        elementBytes(elementBytes), interconnect(interconnect) {}
+/// More memoized plans than this and the cache starts over.
+constexpr size_t kMaxCachedPlans = 1 << 16;
 
-  double localBytes() const {
-    return static_cast<double>(
-        bytesPerDevice(mesh, current, shape, elementBytes));
-  }
-
-  void add(CollectiveKind kind, std::vector<std::string> axes, int dim,
-           int concatDim = -1) {
-    int64_t groupSize = 1;
-    for (const std::string &axis : axes)
-      groupSize *= mesh.axisSize(axis);
-    if (groupSize <= 1)
-      return;
-    ReshardStep step{kind, axes, dim, concatDim, localBytes(), 0, 0};
-    step.bytesPerDevice =
-        collectiveBytesPerDevice(kind, groupSize, step.localInputBytes);
-    step.timeUs = collectiveTimeUs(kind, groupSize, step.localInputBytes,
-                                   interconnect.linkFor(axes));
-    plan.steps.push_back(std::move(step));
-  }
-
-  const Mesh &mesh;
-  Sharding current;
-  const std::vector<int64_t> &shape;
-  int64_t elementBytes;
-  const Interconnect &interconnect;
-  ReshardPlan plan;
-};
-
-bool contains(const std::vector<std::string> &list, const std::string &value) {
-  return std::find(list.begin(), list.end(), value) != list.end();
+/// Everything a plan depends on, spelled out.
+std::string cacheKey(const Mesh &mesh, const Sharding &from, const Sharding &to,
+                     const std::vector<int64_t> &shape, int64_t elementBytes,
+                     const Interconnect &interconnect) {
+  std::string key = mesh.toString() + ";";
+  for (int64_t id : mesh.deviceIds())
+    key += std::to_string(id) + ",";
+  // `to` verbatim: it becomes the last step's `after`.
+  Sharding target = to;
+  for (DimSharding &dim : target.dims)
+    dim.open = false;
+  target.priority.reset();
+  key += ";" + reshardNormalForm(mesh, from).toString() + ";" +
+         target.toString() + ";";
+  for (int64_t extent : shape)
+    key += std::to_string(extent) + ",";
+  key += ";" + std::to_string(elementBytes) + ";";
+  auto link = [&](const AxisLink &l) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.17g/%.17g", l.bandwidthGBps,
+                  l.latencyUs);
+    return std::string(text);
+  };
+  key += link(interconnect.defaultLink);
+  for (const auto &[name, axisLink] : interconnect.axes)
+    key += ";" + name + "=" + link(axisLink);
+  return key;
 }
 
-void erase(std::vector<std::string> &list, const std::string &value) {
-  list.erase(std::remove(list.begin(), list.end(), value), list.end());
-}
-
-/// Index of the dimension of `sharding` that uses `axis`, or -1.
-int dimOfAxis(const Sharding &sharding, const std::string &axis) {
-  for (int d = 0; d < sharding.rank(); ++d)
-    if (contains(sharding.dims[d].axes, axis))
-      return d;
-  return -1;
+std::mutex cacheMutex;
+std::unordered_map<std::string, ReshardPlan> &planCache() {
+  // Buckets for every entry up front: a rehash of a large table stalls one
+  // unlucky call for milliseconds.
+  static std::unordered_map<std::string, ReshardPlan> cache(kMaxCachedPlans);
+  return cache;
 }
 
 } // namespace
@@ -144,84 +141,29 @@ ReshardPlan partita::planReshard(const Mesh &mesh, const Sharding &from,
                                  const std::vector<int64_t> &globalShape,
                                  int64_t elementBytes,
                                  const Interconnect &interconnect) {
-  PlanBuilder builder(mesh, from, globalShape, elementBytes, interconnect);
-  Sharding &cur = builder.current;
-  for (DimSharding &dim : cur.dims)
-    dim.open = false;
-
-  // 1. Make partial axes whole: reduce_scatter onto the dimension `to`
-  //    splits over the axis when that dimension can take it as its next
-  //    minor axis, else all_reduce.
-  for (const std::string &axis : from.partialAxes) {
-    if (from.partialKind == to.partialKind && contains(to.partialAxes, axis))
-      continue;
-    erase(cur.partialAxes, axis);
-    int target = dimOfAxis(to, axis);
-    if (target >= 0 && dimOfAxis(cur, axis) < 0) {
-      const std::vector<std::string> &wanted = to.dims[target].axes;
-      const std::vector<std::string> &have = cur.dims[target].axes;
-      bool extendsPrefix =
-          have.size() < wanted.size() &&
-          std::equal(have.begin(), have.end(), wanted.begin()) &&
-          wanted[have.size()] == axis;
-      if (extendsPrefix) {
-        builder.add(CollectiveKind::ReduceScatter, {axis}, target);
-        cur.dims[target].axes.push_back(axis);
-        continue;
-      }
-    }
-    builder.add(CollectiveKind::AllReduce, {axis}, -1);
+  std::string key =
+      cacheKey(mesh, from, to, globalShape, elementBytes, interconnect);
+  {
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    auto it = planCache().find(key);
+    if (it != planCache().end())
+      return it->second;
   }
-  if (cur.partialAxes.empty())
-    cur.partialKind = PartialKind::None;
+  ReshardPlan plan;
+  // The naive plan is one path of the search, so it is only needed when the
+  // search gives up (invalid input, or a plan longer than it looks).
+  if (!detail::searchCheapestReshard(mesh, from, to, globalShape, elementBytes,
+                                     interconnect, plan))
+    plan = naiveReshardPlan(mesh, from, to, globalShape, elementBytes,
+                            interconnect);
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  if (planCache().size() >= kMaxCachedPlans)
+    planCache().clear();
+  planCache().emplace(std::move(key), plan);
+  return plan;
+}
 
-  // 2. Per dimension, keep the longest prefix shared with `to`; the axes
-  //    after it leave the dimension: with all_to_all when `to` puts the axis
-  //    on a dimension that can take it now, else with all_gather.
-  for (int d = 0; d < cur.rank(); ++d) {
-    std::vector<std::string> &have = cur.dims[d].axes;
-    const std::vector<std::string> &wanted = to.dims[d].axes;
-    size_t keep = 0;
-    while (keep < have.size() && keep < wanted.size() &&
-           have[keep] == wanted[keep])
-      ++keep;
-    // Remove minor axes first: only the most minor axis of a dimension can
-    // leave it without reordering the blocks.
-    while (have.size() > keep) {
-      std::string axis = have.back();
-      have.pop_back();
-      int target = dimOfAxis(to, axis);
-      bool canMove = false;
-      if (target >= 0 && target != d) {
-        const std::vector<std::string> &targetHave = cur.dims[target].axes;
-        const std::vector<std::string> &targetWanted = to.dims[target].axes;
-        canMove = targetHave.size() < targetWanted.size() &&
-                  std::equal(targetHave.begin(), targetHave.end(),
-                             targetWanted.begin()) &&
-                  targetWanted[targetHave.size()] == axis;
-      }
-      if (canMove) {
-        // Local size is unchanged by the move; account it before updating.
-        have.push_back(axis);
-        builder.add(CollectiveKind::AllToAll, {axis}, target, d);
-        have.pop_back();
-        cur.dims[target].axes.push_back(axis);
-      } else {
-        have.push_back(axis);
-        builder.add(CollectiveKind::AllGather, {axis}, d);
-        have.pop_back();
-      }
-    }
-  }
-
-  // 3. Axes `to` adds: slice locally, no traffic.
-  for (int d = 0; d < cur.rank(); ++d) {
-    const std::vector<std::string> &wanted = to.dims[d].axes;
-    std::vector<std::string> &have = cur.dims[d].axes;
-    for (size_t k = have.size(); k < wanted.size(); ++k) {
-      builder.add(CollectiveKind::AllSlice, {wanted[k]}, d);
-      have.push_back(wanted[k]);
-    }
-  }
-  return builder.plan;
+void partita::clearReshardPlanCache() {
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  planCache().clear();
 }

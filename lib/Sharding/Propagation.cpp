@@ -216,6 +216,8 @@ struct OptionEffect {
   double costUs = 0;
   std::vector<Sharding> operandShardings; // proposals for operands
   std::vector<Sharding> resultShardings;  // proposals for results
+  std::vector<Sharding> requiredOperands; // what the op reads
+  std::vector<Sharding> producedResults;  // what the op writes
 };
 
 OptionEffect evaluateOption(const Context &context, int opIndex,
@@ -275,6 +277,7 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
     if (context.active[tensor])
       effect.costUs += context.reshardUs(tensor, cur, required);
     effect.operandShardings.push_back(extendOpenDims(cur, required));
+    effect.requiredOperands.push_back(required);
   }
 
   // Results: what the op produces, and what it costs to deliver.
@@ -337,6 +340,7 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
       effect.costUs += context.reshardUs(tensor, produced, target);
     }
     effect.resultShardings.push_back(target);
+    effect.producedResults.push_back(produced);
   }
   return effect;
 }
@@ -636,6 +640,17 @@ OpDecision partita::decideOp(const PropagationProblem &problem, int opIndex,
   auto consumers = buildConsumers(problem);
   Context context{problem, shardings, active, consumers};
   return decide(context, opIndex).first;
+}
+
+OpLayout partita::layoutUnderDecision(const PropagationProblem &problem,
+                                      int opIndex,
+                                      const std::vector<Sharding> &shardings,
+                                      const OpDecision &decision) {
+  std::vector<bool> active(problem.tensors.size(), true);
+  auto consumers = buildConsumers(problem);
+  Context context{problem, shardings, active, consumers};
+  OptionEffect effect = evaluateOption(context, opIndex, decision.factorAxes);
+  return {effect.requiredOperands, effect.producedResults};
 }
 
 Expected<PropagationResult>

@@ -14,6 +14,8 @@ std::optional<Stage> partita::parseStage(llvm::StringRef name) {
     return Stage::Verified;
   if (name == "propagated")
     return Stage::Propagated;
+  if (name == "partitioned")
+    return Stage::Partitioned;
   return std::nullopt;
 }
 
@@ -23,11 +25,15 @@ llvm::StringRef partita::stageName(Stage stage) {
     return "verified";
   case Stage::Propagated:
     return "propagated";
+  case Stage::Partitioned:
+    return "partitioned";
   }
   return "?";
 }
 
-llvm::StringRef partita::availableStages() { return "verified, propagated"; }
+llvm::StringRef partita::availableStages() {
+  return "verified, propagated, partitioned";
+}
 
 void partita::buildPipeline(mlir::OpPassManager &passes,
                             const PipelineOptions &options) {
@@ -43,6 +49,12 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
   propagate.strict = options.strict;
   propagate.reportConflicts = options.reportConflicts;
   passes.addPass(createPropagatePass(propagate));
+  if (options.stage == Stage::Propagated)
+    return;
+  PartitionPassOptions partition;
+  partition.interconnectFile = options.interconnectFile;
+  passes.addPass(createPartitionPass(partition));
+  passes.addPass(createCleanupCollectivesPass());
 }
 
 namespace {
@@ -55,8 +67,9 @@ struct PipelineCommandLine
   Option<bool> strict{*this, "strict", llvm::cl::desc("Warnings become errors"),
                       llvm::cl::init(false)};
   Option<std::string> stage{
-      *this, "stage", llvm::cl::desc("Last stage: verified or propagated"),
-      llvm::cl::init("propagated")};
+      *this, "stage",
+      llvm::cl::desc("Last stage: verified, propagated or partitioned"),
+      llvm::cl::init("partitioned")};
 };
 } // namespace
 
@@ -68,7 +81,7 @@ void partita::registerPipeline() {
         options.mesh = cl.mesh;
         options.interconnectFile = cl.interconnect;
         options.strict = cl.strict;
-        options.stage = parseStage(cl.stage).value_or(Stage::Propagated);
+        options.stage = parseStage(cl.stage).value_or(Stage::Partitioned);
         buildPipeline(passes, options);
       });
 }

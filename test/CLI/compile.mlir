@@ -1,16 +1,20 @@
 // `partita compile` reads a module from a file or stdin, verifies it and
 // prints it; `--version` and the help texts go to stdout with exit code 0.
-// RUN: partita compile %s | FileCheck %s --enable-var-scope
-// RUN: partita compile < %s | FileCheck %s --enable-var-scope
-// RUN: partita compile - < %s | FileCheck %s --enable-var-scope
+// RUN: partita compile --stage verified %s | FileCheck %s --enable-var-scope
+// RUN: partita compile --stage verified < %s | FileCheck %s --enable-var-scope
+// RUN: partita compile --stage verified - < %s | FileCheck %s --enable-var-scope
 // RUN: partita compile --stage verified %s | FileCheck %s --enable-var-scope
 // RUN: partita compile %s --stage=verified | FileCheck %s --enable-var-scope
-// RUN: rm -f %t.mlir && partita compile %s -o %t.mlir | FileCheck %s --allow-empty --check-prefix=EMPTY
+// RUN: rm -f %t.mlir && partita compile --stage verified %s -o %t.mlir | FileCheck %s --allow-empty --check-prefix=EMPTY
 // RUN: FileCheck %s --enable-var-scope < %t.mlir
-// RUN: partita compile -o %t.stdin.mlir - < %s && FileCheck %s --enable-var-scope < %t.stdin.mlir
-// RUN: partita compile %t.mlir | FileCheck %s --enable-var-scope
-// RUN: partita compile %s | partita-opt | FileCheck %s --enable-var-scope
-// RUN: partita compile %s -o %t.again.mlir && diff %t.mlir %t.again.mlir
+// RUN: partita compile --stage verified -o %t.stdin.mlir - < %s && FileCheck %s --enable-var-scope < %t.stdin.mlir
+// RUN: partita compile --stage verified %t.mlir | FileCheck %s --enable-var-scope
+// RUN: partita compile --stage verified %s | partita-opt | FileCheck %s --enable-var-scope
+// RUN: partita compile --stage verified %s -o %t.again.mlir && diff %t.mlir %t.again.mlir
+// The default stage partitions: local shapes on every device.
+// RUN: partita compile %s | FileCheck %s --check-prefix=PARTITIONED
+// PARTITIONED: module attributes {partita.partitioned}
+// PARTITIONED: func.func @layer(%{{.*}}: tensor<2x8xf32> {{.*}}, %{{.*}}: tensor<8x8xf32> {{.*}}) -> (tensor<2x8xf32>
 // RUN: partita --version | FileCheck %s --check-prefix=VERSION
 // RUN: partita --help | FileCheck %s --check-prefix=HELP
 // RUN: partita -h | FileCheck %s --check-prefix=HELP

@@ -1,4 +1,8 @@
 // RUN: partita-opt %s --split-input-file --partita-propagate | FileCheck %s --enable-var-scope
+// Propagated IR (shardings and origins) parses back and prints the same.
+// RUN: partita-opt %s --split-input-file --partita-propagate > %t.first
+// RUN: partita-opt %t.first --split-input-file > %t.second
+// RUN: partita-opt %t.second --split-input-file | diff - %t.second
 
 // Megatron MLP: weights annotated only. The hidden activation is split over
 // "model" (column-parallel W1); the row-parallel W2 leaves its result partial.

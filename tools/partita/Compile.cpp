@@ -2,6 +2,9 @@
 
 #include "Driver.h"
 
+#include "partita/Analysis/Report.h"
+#include "partita/Transforms/Interconnect.h"
+
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -18,7 +21,10 @@ prints the result.
 
 Options:
   -o <file>              write the result to <file> (default: stdout)
-  --stage <stage>        stop after <stage>: verified (default) or propagated
+  --stage <stage>        stop after <stage>: verified, propagated, or
+                         partitioned (default)
+  --report <file>        write the report (collectives, bytes, estimated
+                         time, memory per device) as JSON
   --mesh <spec>          replace the module's mesh: data=2,model=4, or
                          NAME:data=2,model=4 when the module has several
   --interconnect <file>  per-axis link bandwidth and latency (JSON) for the
@@ -34,13 +40,14 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
   int exitCode = 0;
   std::vector<std::string> valueFlags = pipelineValueFlags();
   valueFlags.push_back("--stage");
+  valueFlags.push_back("--report");
   if (!parseCommandLine(args, valueFlags, {"--strict"}, cl, exitCode))
     return exitCode;
   if (cl.help) {
     llvm::outs() << kCompileUsage;
     return 0;
   }
-  std::string stageText = cl.get("--stage", "verified");
+  std::string stageText = cl.get("--stage", "partitioned");
   std::optional<Stage> stage = parseStage(stageText);
   if (!stage)
     return usageError("unknown stage '" + stageText +
@@ -65,5 +72,26 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
   module->print(output->os());
   output->os() << "\n";
   output->keep();
+
+  if (cl.has("--report")) {
+    Interconnect interconnect;
+    if (!options.interconnectFile.empty()) {
+      Expected<Interconnect> parsed =
+          readInterconnect(options.interconnectFile);
+      if (!parsed)
+        return usageError(parsed.status().message());
+      interconnect = *parsed;
+    }
+    std::string reportPath = cl.get("--report");
+    std::unique_ptr<llvm::ToolOutputFile> report =
+        mlir::openOutputFile(reportPath, &errorMessage);
+    if (!report) {
+      llvm::errs() << "error: cannot write '" << reportPath
+                   << "': " << errorMessage << "\n";
+      return 1;
+    }
+    report->os() << analyzeModule(*module, interconnect).toJson();
+    report->keep();
+  }
   return 0;
 }

@@ -9,7 +9,9 @@
 #include "Driver.h"
 #include "ValueCatalog.h"
 
+#include "partita/Analysis/Report.h"
 #include "partita/Sharding/Layout.h"
+#include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/ValueNames.h"
 
 #include "llvm/Support/Format.h"
@@ -28,7 +30,8 @@ constexpr const char *kExplainUsage =
 
 Runs propagation and explains, for each tensor (or the one NAME selects),
 its sharding in JAX spelling, local shape, bytes per device, and where the
-sharding came from.
+sharding came from; then partitions and lists every collective with its
+reason and bytes.
 
 NAME is a value's name (its NameLoc, e.g. layer3.mlp.w1), argN or resultN
 (@f:argN when the module has several functions), or its full description.
@@ -259,5 +262,37 @@ int partita::cli::runExplain(const std::vector<std::string> &args) {
   }
   for (const ValueEntry &entry : entries)
     explainer.explain(entry, llvm::outs());
+
+  // The collectives of the partitioned program.
+  OwningOpRef<ModuleOp> partitioned = module->clone();
+  PipelineOptions partition = options;
+  partition.mesh.clear();
+  partition.stage = Stage::Partitioned;
+  if (!runPipeline(session, *partitioned, partition))
+    return 1;
+  Interconnect interconnect;
+  if (!options.interconnectFile.empty())
+    if (Expected<Interconnect> parsed =
+            readInterconnect(options.interconnectFile))
+      interconnect = *parsed;
+  Report report = analyzeModule(*partitioned, interconnect);
+  llvm::raw_ostream &os = llvm::outs();
+  os << "collectives: " << report.totalCollectives << " per step, "
+     << formatBytes(static_cast<int64_t>(report.totalBytesPerDevice))
+     << " per device, " << llvm::format("%.3f", report.estTimeUs)
+     << " us estimated\n";
+  for (const CollectiveRecord &c : report.collectives) {
+    os << "  " << c.kind << " over";
+    for (const std::string &axis : c.meshAxes)
+      os << " \"" << axis << "\"";
+    os << " " << shapeText(c.inShape) << " -> " << shapeText(c.outShape) << " "
+       << c.dtype << ": " << formatBytes(static_cast<int64_t>(c.bytesPerDevice))
+       << " per device";
+    if (c.count > 1)
+      os << " x " << c.count;
+    os << ", " << llvm::format("%.3f", c.timeUs) << " us at " << c.loc << "\n";
+    if (!c.reason.empty())
+      os << "    " << c.reason << "\n";
+  }
   return 0;
 }

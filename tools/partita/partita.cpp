@@ -24,9 +24,11 @@ constexpr const char *kUsage =
 Usage: partita <command> [options]
 
 Commands:
-  compile [in.mlir|-] [-o out]   run the pipeline up to a stage and print the
-                                 module (--stage verified|propagated, --mesh,
-                                 --interconnect, --strict)
+  compile [in.mlir|-] [-o out]   run the pipeline up to a stage (default:
+                                 partitioned) and print the module
+                                 (--stage verified|propagated|partitioned,
+                                 --report r.json, --mesh, --interconnect,
+                                 --strict)
   explain [in.mlir|-] [--value NAME]
                                  why each tensor is sharded as it is
   show [in.mlir|-] --value NAME  which device holds which block of a tensor

@@ -15,8 +15,10 @@
 
 #include "partita/Sharding/Sharding.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace partita {
@@ -58,15 +60,29 @@ double collectiveBytesPerDevice(CollectiveKind kind, int64_t groupSize,
 double collectiveTimeUs(CollectiveKind kind, int64_t groupSize,
                         double localInputBytes, const AxisLink &link);
 
-/// One collective of a reshard plan.
+/// One collective of a reshard plan. Semantics are those of the dialect's
+/// collective ops (see PartitaCollectiveOps.td): a group is the devices that
+/// agree on every mesh axis not in `axes`; a device's position in its group
+/// is the mixed-radix number of its coordinates on `axes`, in that order.
 struct ReshardStep {
   CollectiveKind kind;
+  /// Mesh axes of the group, in group order (major first).
   std::vector<std::string> axes;
-  /// Tensor dimension the step works on (the split dimension of an
-  /// all_to_all; -1 for all_reduce).
+  /// The tensor dimension the step works on: gathered (all_gather), split
+  /// (all_slice, reduce_scatter, the split_dim of all_to_all); -1 for
+  /// all_reduce and collective_permute. An all_slice with dim -1 makes the
+  /// value partial over `axes` with the kind of `after` (a whole value, or
+  /// one already partial with that kind; free: for sum the devices at a
+  /// group position other than 0 replace their value with zeros, for
+  /// max/min every device keeps its value).
   int dim = -1;
-  /// Concatenation dimension of an all_to_all.
+  /// all_to_all only: the dimension the received blocks are concatenated
+  /// along (the dimension the axes leave).
   int concatDim = -1;
+  /// collective_permute only: (source, target) group positions.
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  /// The tensor's sharding after this step.
+  Sharding after;
   double localInputBytes = 0;
   double bytesPerDevice = 0;
   double timeUs = 0;
@@ -79,15 +95,85 @@ struct ReshardPlan {
   double timeUs() const;
 };
 
-/// A plan from `from` to `to` for a tensor of `globalShape` with elements of
-/// `elementBytes` bytes: partial axes are reduced first (reduce_scatter where
-/// `to` splits a dimension over the axis, else all_reduce), axes that change
-/// dimension move with all_to_all, new axes are sliced (free), and axes
-/// `to` lacks are gathered. Open/closed flags and priorities are ignored.
+/// The cheapest plan (by estimated time; ties: fewer steps, then fewer
+/// bytes) from `from` to `to` for a tensor of `globalShape` with elements of
+/// `elementBytes` bytes, found by a shortest-path search over sequences of
+/// primitive moves:
+///   all_slice      append an unused axis as the minor axis of a dimension
+///   (free) all_gather     remove the minor-most axes of a dimension all_to_all
+///   move the minor-most axes of one dimension to the minor end
+///                  of another
+///   all_reduce     make some partial axes whole
+///   reduce_scatter make partial axes whole and append them to a dimension
+///   collective_permute  reach a sharding with the same local shape and the
+///                  same axes in another arrangement (moves S bytes)
+///   making a whole value partial over an axis (sum: all but coordinate 0
+///   hold zero; max/min: every device keeps the value) is free.
+/// Open/closed flags and priorities are ignored. Results are memoized.
+///
+/// The planner's collective_permute keeps the shard count of every
+/// dimension (the same local shape, for even shapes), with the axes of the
+/// dimensions it changes as its group. Making a value partial is a step:
+/// all_slice with dim -1 (see ReshardStep::dim). A whole value becomes partial
+/// only as `to` is; a partial value may also become partial over more axes
+/// (same kind) when a reduce_scatter over the larger group then costs less than
+/// an all_reduce. A partial source whose kind differs from `to`'s is reduced
+/// first. Axes of size 1 change no block and no group, so plans never name
+/// them. Every step's `after` is closed and has no priority; the last step's
+/// `after` is `to` (closed, no priority), earlier ones are in the normal form
+/// of reshardNormalForm. A dimension that does not divide evenly changes its
+/// shard count only by moves whose padded blocks line up (the count goes to
+/// or from 1, or the chunks nest exactly); the partitioner pads a split
+/// dimension to a multiple of the group size before a split and trims a
+/// dimension to the new local shape after a concatenation.
 ReshardPlan planReshard(const Mesh &mesh, const Sharding &from,
                         const Sharding &to,
                         const std::vector<int64_t> &globalShape,
                         int64_t elementBytes, const Interconnect &interconnect);
+
+/// The baseline the planner must never lose to: all_reduce every partial
+/// axis, all_gather every dimension that differs from `to` (whole), then
+/// all_slice into `to`. That is one all_reduce over all partial axes, one
+/// all_gather per differing dimension over all its axes, one all_slice per
+/// dimension `to` splits differently, and an all_slice with dim -1 when `to`
+/// is partial; axes of size 1 are left out.
+ReshardPlan naiveReshardPlan(const Mesh &mesh, const Sharding &from,
+                             const Sharding &to,
+                             const std::vector<int64_t> &globalShape,
+                             int64_t elementBytes,
+                             const Interconnect &interconnect);
+
+/// The sharding after `step` is applied to `sharding`, or a failure when the
+/// step does not apply (an axis that is not where the step expects it).
+/// The step is checked against the normal form of `sharding`
+/// (reshardNormalForm); a collective_permute must name the `after` it
+/// reaches and the pairs collectivePermutePairs gives for its axes.
+Expected<Sharding> applyReshardStep(const Mesh &mesh, const Sharding &sharding,
+                                    const ReshardStep &step);
+
+/// `sharding` as the planner sees it: dimensions closed, no priority, no axis
+/// of size 1, and no partial kind when no partial axis is left.
+Sharding reshardNormalForm(const Mesh &mesh, const Sharding &sharding);
+
+/// The pairs (source position, target position) of a collective_permute
+/// over the group `axes` after which every device holds its block under
+/// `to`, given its block under `from`. Both must have the same partial axes
+/// and kind, the same dimension axes and the same shard count per
+/// dimension, and `axes` must contain every axis of each dimension whose
+/// axis list differs; otherwise a failure. Every position is a target once
+/// (a device that keeps its block is a pair p -> p).
+Expected<std::vector<std::pair<int64_t, int64_t>>>
+collectivePermutePairs(const Mesh &mesh, const Sharding &from,
+                       const Sharding &to,
+                       const std::vector<std::string> &axes);
+
+/// True when `a` and `b` put the same block (and the same partial axes and
+/// kind) on every device: their normal forms agree up to the order of the
+/// partial axes. planReshard returns no steps for such a pair.
+bool sameReshardLayout(const Mesh &mesh, const Sharding &a, const Sharding &b);
+
+/// Forgets every memoized planReshard result (benchmarks and tests).
+void clearReshardPlanCache();
 
 } // namespace partita
 

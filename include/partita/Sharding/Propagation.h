@@ -110,6 +110,21 @@ propagateShardings(const PropagationProblem &problem);
 OpDecision decideOp(const PropagationProblem &problem, int opIndex,
                     const std::vector<Sharding> &shardings);
 
+/// What an op reads and writes under a decision.
+struct OpLayout {
+  /// The sharding each operand must have (partial where the op keeps a
+  /// partial operand partial).
+  std::vector<Sharding> operands;
+  /// The sharding each result comes out with (partial over the axes of
+  /// sharded reduction factors, or passed through).
+  std::vector<Sharding> results;
+};
+
+/// The layout of op `opIndex` under `decision`, given the current shardings.
+OpLayout layoutUnderDecision(const PropagationProblem &problem, int opIndex,
+                             const std::vector<Sharding> &shardings,
+                             const OpDecision &decision);
+
 /// The sharding (closed, not partial) that a tensor mapped by `mapping` has
 /// when the op's factors are split as `factorAxes` says.
 Sharding shardingUnderAssignment(

@@ -90,6 +90,55 @@ def PropagatePass : Pass<"partita-propagate", "mlir::ModuleOp"> {
   let dependentDialects = ["::partita::PartitaDialect"];
 }
 
+def PartitionPass : Pass<"partita-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrites the propagated global program into the per-device program";
+  let description = [{
+    Every tensor op becomes its local form on local shapes and every function
+    takes local shapes. For each op the pass chooses an op-level sharding (an
+    assignment of mesh axes to the op's factors, by the same cost as
+    propagation), reshards each operand to what the op needs with the
+    cheapest plan of collectives (the reshard planner), and runs the op
+    locally. Partial results stay partial until a consumer needs them whole
+    (then `all_reduce`, or `reduce_scatter` when the consumer wants them
+    split). `loop` bodies are partitioned once; `manual_computation` bodies
+    are kept as written and inlined on their local operands; constants and
+    iotas are built whole and sliced (no traffic).
+
+    Every inserted collective has the location of the op that needed it and
+    a `partita.reason` naming the op, the operand, the factors and the
+    from → to shardings. Each result gets its actual `partita.sharding`.
+
+    **Constraints:**
+    * every sharded dimension divides evenly by its shard count (padding is
+      not implemented; the error names the value, dimension, size and count);
+    * ops without a sharding rule only see replicated values.
+
+    Example: `partita-opt --partita-propagate --partita-partition in.mlir`
+  }];
+  let options = [
+    Option<"interconnectFile", "interconnect", "std::string", /*default=*/"\"\"",
+           "Interconnect spec (JSON) for the cost model">
+  ];
+  let dependentDialects = ["::partita::PartitaDialect"];
+}
+
+def CleanupCollectivesPass : Pass<"partita-cleanup-collectives", "mlir::ModuleOp"> {
+  let summary = "Removes collectives that cancel and merges duplicates";
+  let description = [{
+    After partitioning (outside code that came from `manual_computation`
+    bodies, which stays as written):
+    * a collective followed by its inverse on the same axes and dimensions
+      (all_slice then all_gather, all_gather then all_slice of a replicated
+      value, all_to_all and back) is removed;
+    * identical collectives of one value are merged;
+    * an `all_reduce` whose only use is an `all_slice` over the same axes
+      becomes a `reduce_scatter`.
+
+    Example: `%g = all_gather(%s)` with `%s = all_slice(%x)` on the same
+    axes and dimension is replaced by `%x`.
+  }];
+}
+
 def TestShufflePass : Pass<"partita-test-shuffle"> {
   let summary = "Reorders independent ops and use lists at random (for tests)";
   let description = [{

@@ -24,6 +24,8 @@ enum class Stage {
   Verified,
   /// Every tensor has a sharding (partita-propagate).
   Propagated,
+  /// The per-device program (partita-partition, partita-cleanup-collectives).
+  Partitioned,
 };
 
 /// The stage called `name`, if any.

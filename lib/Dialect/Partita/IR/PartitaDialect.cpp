@@ -10,6 +10,7 @@
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -74,7 +75,8 @@ LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
   return op->emitError() << "unknown partita attribute '"
                          << attribute.getName().getValue()
                          << "'; known: partita.sharding, partita.role, "
-                            "partita.donated, partita.origin";
+                            "partita.donated, partita.origin, partita.reason, "
+                            "partita.partitioned";
 }
 
 } // namespace
@@ -87,6 +89,17 @@ PartitaDialect::verifyOperationAttribute(Operation *op,
     return rejectArgumentOnlyAttr(op, attribute, "an operation");
   if (name == kOriginAttrName)
     return verifyOrigin(op, attribute);
+  if (name == kReasonAttrName) {
+    if (!isa<StringAttr>(attribute.getValue()))
+      return op->emitError() << "'" << kReasonAttrName << "' must be a string";
+    return success();
+  }
+  if (name == kPartitionedAttrName) {
+    if (!isa<UnitAttr>(attribute.getValue()) || !isa<ModuleOp>(op))
+      return op->emitError() << "'" << kPartitionedAttrName
+                             << "' is a unit attribute of a module";
+    return success();
+  }
   if (name != kShardingAttrName)
     return unknownAttribute(op, attribute);
 

@@ -29,6 +29,10 @@ def Partita_Dialect : Dialect {
     * `partita.origin`: written by propagation next to the shardings it
       decided (an array with, per dimension, where its axes came from);
       informational only.
+    * `partita.reason` (string): on collectives the partitioner inserted, the
+      op, operand and shardings that needed it.
+    * `partita.partitioned` (unit): on a module the partitioner rewrote to
+      local shapes.
 
     Example:
     ```mlir
@@ -56,6 +60,11 @@ def Partita_Dialect : Dialect {
     /// Name of the record of where propagated shardings came from (on ops,
     /// arguments and results; informational, ignored by later passes).
     static constexpr ::llvm::StringLiteral kOriginAttrName = "partita.origin";
+    /// Name of the explanation the partitioner attaches to each collective
+    /// it inserts (a string).
+    static constexpr ::llvm::StringLiteral kReasonAttrName = "partita.reason";
+    /// Name of the marker the partitioner puts on a module it partitioned.
+    static constexpr ::llvm::StringLiteral kPartitionedAttrName = "partita.partitioned";
     /// Name of the donation marker on function arguments.
     static constexpr ::llvm::StringLiteral kDonatedAttrName = "partita.donated";
   }];

@@ -1,0 +1,214 @@
+//===- Report.cpp - What a partitioned program communicates and holds -----===//
+
+#include "partita/Analysis/Report.h"
+#include "partita/Analysis/Liveness.h"
+
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Transforms/ValueNames.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace partita;
+
+namespace {
+
+std::string dtypeName(Type type) {
+  Type element = cast<ShapedType>(type).getElementType();
+  if (element.isBF16())
+    return "bf16";
+  if (auto floatType = dyn_cast<FloatType>(element))
+    return "f" + std::to_string(floatType.getWidth());
+  if (element.isInteger(1))
+    return "bool";
+  return "i" + std::to_string(element.getIntOrFloatBitWidth());
+}
+
+std::vector<int64_t> shapeOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return {tensor.getShape().begin(), tensor.getShape().end()};
+}
+
+/// Kind name, mesh and axes of a collective op, or false when `op` is not
+/// one that moves data.
+bool describeCollective(Operation *op, std::string &kind,
+                        FlatSymbolRefAttr &mesh, ArrayAttr &axes) {
+  if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    kind = "all_gather", mesh = gather.getMeshAttr(), axes = gather.getAxes();
+  } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    kind = "all_reduce", mesh = reduce.getMeshAttr(), axes = reduce.getAxes();
+  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    kind = "reduce_scatter", mesh = scatter.getMeshAttr(),
+    axes = scatter.getAxes();
+  } else if (auto toAll = dyn_cast<AllToAllOp>(op)) {
+    kind = "all_to_all", mesh = toAll.getMeshAttr(), axes = toAll.getAxes();
+  } else if (auto permute = dyn_cast<CollectivePermuteOp>(op)) {
+    kind = "collective_permute", mesh = permute.getMeshAttr(),
+    axes = permute.getAxes();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+CollectiveKind kindOf(const std::string &name) {
+  if (name == "all_gather")
+    return CollectiveKind::AllGather;
+  if (name == "all_reduce")
+    return CollectiveKind::AllReduce;
+  if (name == "reduce_scatter")
+    return CollectiveKind::ReduceScatter;
+  if (name == "all_to_all")
+    return CollectiveKind::AllToAll;
+  return CollectiveKind::CollectivePermute;
+}
+
+} // namespace
+
+Report partita::analyzeModule(ModuleOp module,
+                              const Interconnect &interconnect) {
+  Report report;
+  for (MeshOp mesh : module.getOps<MeshOp>()) {
+    Report::MeshInfo info{mesh.getSymName().str(), {}};
+    for (MeshAxisAttr axis : mesh.getMesh().getAxes())
+      info.axes.push_back({axis.getName().str(), axis.getSize()});
+    report.meshes.push_back(std::move(info));
+  }
+
+  module.walk([&](Operation *op) {
+    std::string kind;
+    FlatSymbolRefAttr meshName;
+    ArrayAttr axes;
+    if (!describeCollective(op, kind, meshName, axes))
+      return;
+    CollectiveRecord record;
+    record.kind = kind;
+    record.mesh = meshName.getValue().str();
+    MeshOp mesh = lookupMesh(op, meshName);
+    int64_t groupSize = 1;
+    for (Attribute axis : axes) {
+      record.meshAxes.push_back(cast<StringAttr>(axis).str());
+      groupSize *= mesh ? mesh.getMesh().axisSize(record.meshAxes.back()) : 1;
+    }
+    Type input = op->getOperand(0).getType();
+    record.inShape = shapeOf(input);
+    record.outShape = shapeOf(op->getResult(0).getType());
+    record.dtype = dtypeName(input);
+    double inputBytes = static_cast<double>(tensorBytes(input));
+    record.bytesPerDevice =
+        collectiveBytesPerDevice(kindOf(kind), groupSize, inputBytes);
+    record.resultBytes = tensorBytes(op->getResult(0).getType());
+    for (auto loop = op->getParentOfType<LoopOp>(); loop;
+         loop = loop->getParentOfType<LoopOp>())
+      record.count *= static_cast<int64_t>(loop.getTripCount());
+    record.loc = describeLocation(op->getLoc());
+    if (auto reason =
+            op->getAttrOfType<StringAttr>(PartitaDialect::kReasonAttrName))
+      record.reason = reason.str();
+    record.timeUs = collectiveTimeUs(kindOf(kind), groupSize, inputBytes,
+                                     interconnect.linkFor(record.meshAxes));
+    report.totalCollectives += record.count;
+    report.totalBytesPerDevice += record.bytesPerDevice * record.count;
+    report.estTimeUs += record.timeUs * record.count;
+    report.collectives.push_back(std::move(record));
+  });
+
+  // Memory: the function with the highest peak.
+  for (auto function : module.getOps<func::FuncOp>()) {
+    BufferLiveness liveness = analyzeLiveness(function);
+    if (liveness.peakBytes < report.peakBytesPerDevice ||
+        (liveness.peakBytes == 0 && !report.bytesByRole.empty()))
+      continue;
+    report.peakBytesPerDevice = liveness.peakBytes;
+    std::map<std::string, int64_t> roles{
+        {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"activation", 0}};
+    for (const LiveBuffer &buffer : liveness.buffers) {
+      if (buffer.begin > liveness.peakPoint || buffer.end < liveness.peakPoint)
+        continue;
+      std::string role = "activation";
+      if (auto arg = dyn_cast<BlockArgument>(buffer.value))
+        if (arg.getOwner()->getParentOp() == function.getOperation())
+          if (auto attr = function.getArgAttrOfType<RoleAttr>(
+                  arg.getArgNumber(), PartitaDialect::kRoleAttrName))
+            if (attr.getValue() == Role::Param ||
+                attr.getValue() == Role::Grad ||
+                attr.getValue() == Role::OptState)
+              role = stringifyRole(attr.getValue()).str();
+      roles[role] += buffer.bytes;
+    }
+    report.bytesByRole = roles;
+  }
+  if (report.bytesByRole.empty())
+    report.bytesByRole = {
+        {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"activation", 0}};
+  return report;
+}
+
+std::string Report::toJson() const {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  llvm::json::OStream json(stream, 2);
+  auto shape = [&](const std::vector<int64_t> &dims) {
+    json.array([&] {
+      for (int64_t d : dims)
+        json.value(d);
+    });
+  };
+  json.object([&] {
+    json.attributeArray("meshes", [&] {
+      for (const MeshInfo &mesh : meshes)
+        json.object([&] {
+          json.attribute("name", mesh.name);
+          json.attributeArray("axes", [&] {
+            for (const MeshAxis &axis : mesh.axes)
+              json.object([&] {
+                json.attribute("name", axis.name);
+                json.attribute("size", axis.size);
+              });
+          });
+        });
+    });
+    json.attributeArray("collectives", [&] {
+      for (const CollectiveRecord &c : collectives)
+        json.object([&] {
+          json.attribute("kind", c.kind);
+          json.attribute("mesh", c.mesh);
+          json.attributeArray("mesh_axes", [&] {
+            for (const std::string &axis : c.meshAxes)
+              json.value(axis);
+          });
+          json.attributeBegin("in_shape");
+          shape(c.inShape);
+          json.attributeEnd();
+          json.attributeBegin("out_shape");
+          shape(c.outShape);
+          json.attributeEnd();
+          json.attribute("dtype", c.dtype);
+          json.attribute("bytes_per_device", c.bytesPerDevice);
+          json.attribute("result_bytes", c.resultBytes);
+          json.attribute("count", c.count);
+          json.attribute("loc", c.loc);
+          json.attribute("reason", c.reason);
+        });
+    });
+    json.attributeObject("totals", [&] {
+      json.attribute("collectives", totalCollectives);
+      json.attribute("bytes_per_device", totalBytesPerDevice);
+      json.attribute("est_time_us", estTimeUs);
+    });
+    json.attributeObject("memory", [&] {
+      json.attribute("peak_bytes_per_device", peakBytesPerDevice);
+      json.attributeObject("by_role", [&] {
+        for (const char *role : {"param", "grad", "opt_state", "activation"}) {
+          auto it = bytesByRole.find(role);
+          json.attribute(role, it == bytesByRole.end() ? 0 : it->second);
+        }
+      });
+    });
+  });
+  stream << "\n";
+  return text;
+}

@@ -1,0 +1,146 @@
+//===- CleanupCollectives.cpp - Cancel and merge inserted collectives -----===//
+//
+// The partitioner plans each reshard on its own; across ops that leaves
+// moves that undo each other, duplicates, and all_reduce + all_slice pairs
+// that one reduce_scatter does with half the traffic. Only collectives the
+// partitioner inserted (those with a partita.reason) are touched: code that
+// came from manual_computation bodies stays as written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace partita {
+#define GEN_PASS_DEF_CLEANUPCOLLECTIVESPASS
+#include "partita/Transforms/Passes.h.inc"
+} // namespace partita
+
+using namespace mlir;
+using namespace partita;
+
+namespace {
+
+bool inserted(Operation *op) {
+  return op && op->hasAttr(PartitaDialect::kReasonAttrName);
+}
+
+/// The value `op` undoes, when `op` is the inverse of the collective that
+/// produced its operand.
+Value cancelled(Operation *op) {
+  Operation *producer = op->getOperand(0).getDefiningOp();
+  if (!inserted(op) || !inserted(producer))
+    return {};
+  if (auto gather = dyn_cast<AllGatherOp>(op))
+    if (auto slice = dyn_cast<AllSliceOp>(producer))
+      if (slice.getAxes() == gather.getAxes() &&
+          slice.getDim() == gather.getDim() &&
+          slice.getMesh() == gather.getMesh())
+        return slice.getOperand();
+  if (auto slice = dyn_cast<AllSliceOp>(op))
+    if (auto gather = dyn_cast<AllGatherOp>(producer))
+      if (slice.getAxes() == gather.getAxes() &&
+          slice.getDim() == gather.getDim() &&
+          slice.getMesh() == gather.getMesh())
+        return gather.getOperand();
+  if (auto second = dyn_cast<AllToAllOp>(op))
+    if (auto first = dyn_cast<AllToAllOp>(producer))
+      if (first.getAxes() == second.getAxes() &&
+          first.getMesh() == second.getMesh() &&
+          first.getSplitDim() == second.getConcatDim() &&
+          first.getConcatDim() == second.getSplitDim())
+        return first.getOperand();
+  return {};
+}
+
+/// Attributes that make two collectives the same computation.
+bool sameCollective(Operation *a, Operation *b) {
+  if (a->getName() != b->getName() || a->getOperands() != b->getOperands() ||
+      a->getResultTypes() != b->getResultTypes())
+    return false;
+  for (NamedAttribute attr : a->getAttrs()) {
+    if (attr.getName() == PartitaDialect::kReasonAttrName)
+      continue;
+    if (b->getAttr(attr.getName()) != attr.getValue())
+      return false;
+  }
+  return a->getAttrs().size() == b->getAttrs().size();
+}
+
+struct CleanupCollectivesPass
+    : public partita::impl::CleanupCollectivesPassBase<CleanupCollectivesPass> {
+  void runOnOperation() override {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<Operation *> collectives;
+      getOperation().walk([&](Operation *op) {
+        if (inserted(op))
+          collectives.push_back(op);
+      });
+      llvm::DenseSet<Operation *> erased;
+      for (Operation *op : collectives) {
+        if (erased.count(op))
+          continue;
+        // A move and its inverse.
+        if (Value original = cancelled(op)) {
+          op->getResult(0).replaceAllUsesWith(original);
+          erase(op, erased);
+          changed = true;
+          continue;
+        }
+        // all_reduce used only by an all_slice on the same axes.
+        if (auto slice = dyn_cast<AllSliceOp>(op)) {
+          auto reduce = slice.getOperand().getDefiningOp<AllReduceOp>();
+          if (reduce && inserted(reduce) && reduce->hasOneUse() &&
+              reduce.getAxes() == slice.getAxes() &&
+              reduce.getMesh() == slice.getMesh()) {
+            OpBuilder builder(slice);
+            auto scatter = ReduceScatterOp::create(
+                builder, slice.getLoc(), slice.getType(), reduce.getKind(),
+                reduce.getOperand(), slice.getMesh(), slice.getAxes(),
+                slice.getDim());
+            scatter->setAttrs(slice->getAttrs());
+            scatter->setAttr(PartitaDialect::kReasonAttrName,
+                             reduce->getAttr(PartitaDialect::kReasonAttrName));
+            slice.getResult().replaceAllUsesWith(scatter.getResult());
+            erase(slice, erased);
+            erase(reduce, erased);
+            changed = true;
+            continue;
+          }
+        }
+        // An identical earlier collective of the same value.
+        for (Operation *user : op->getOperand(0).getUsers()) {
+          if (user == op || erased.count(user) || !inserted(user) ||
+              user->getBlock() != op->getBlock() ||
+              !user->isBeforeInBlock(op) || !sameCollective(user, op))
+            continue;
+          op->getResult(0).replaceAllUsesWith(user->getResult(0));
+          erase(op, erased);
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+
+  void erase(Operation *op, llvm::DenseSet<Operation *> &erased) {
+    // Producers left without users are dead moves: remove them too.
+    SmallVector<Operation *> worklist{op};
+    while (!worklist.empty()) {
+      Operation *next = worklist.pop_back_val();
+      if (!next->use_empty() || erased.count(next))
+        continue;
+      Operation *producer = next->getOperand(0).getDefiningOp();
+      erased.insert(next);
+      next->erase();
+      if (inserted(producer))
+        worklist.push_back(producer);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,677 @@
+//===- Partition.cpp - Global program to per-device program ---------------===//
+//
+// Walks each function in program order with the actual layout (sharding
+// and global shape) of every value, and for each op:
+//   1. decides the op-level sharding (factor -> axes) with the propagation
+//      engine's decideOp, from the operands' actual layouts and the result
+//      shardings propagation wrote;
+//   2. reshards every operand to what the op needs (the reshard planner's
+//      cheapest plan, emitted as collectives with a reason);
+//   3. retypes the op to local shapes (fixing the few attributes that hold
+//      sizes) and records the layouts its results come out with.
+// Partial results stay partial; the consumer that needs them whole pays.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Sharding/Layout.h"
+#include "partita/Sharding/Propagation.h"
+#include "partita/Transforms/Interconnect.h"
+#include "partita/Transforms/Passes.h"
+#include "partita/Transforms/ValueNames.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace partita {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "partita/Transforms/Passes.h.inc"
+} // namespace partita
+
+using namespace mlir;
+using namespace partita;
+
+namespace {
+
+constexpr llvm::StringLiteral kOriginAttrName = "partita.origin";
+
+/// What a value is, globally.
+struct Layout {
+  Sharding sharding;
+  std::vector<int64_t> shape;
+  int64_t elementBytes = 4;
+};
+
+int64_t elementBytesOf(Type type) {
+  unsigned bits =
+      cast<ShapedType>(type).getElementType().getIntOrFloatBitWidth();
+  return std::max<int64_t>(1, (bits + 7) / 8);
+}
+
+Sharding closed(Sharding sharding) {
+  for (DimSharding &dim : sharding.dims)
+    dim.open = false;
+  sharding.priority.reset();
+  return sharding;
+}
+
+std::string factorNames(const std::vector<int> &factors) {
+  static const char letters[] = "ijklmnopqrstuvwxyzabcdefgh";
+  std::string text;
+  for (int factor : factors) {
+    if (!text.empty())
+      text += ", ";
+    text += letters[factor % 26];
+    if (factor >= 26)
+      text += std::to_string(factor / 26);
+  }
+  return text;
+}
+
+class Partitioner {
+public:
+  Partitioner(ModuleOp module, MeshOp meshOp, const Interconnect &interconnect)
+      : module(module), builder(module.getContext()),
+        meshName(FlatSymbolRefAttr::get(meshOp.getSymNameAttr())),
+        mesh(meshOp.getMesh().toMesh()), interconnect(interconnect) {}
+
+  LogicalResult run();
+
+private:
+  ModuleOp module;
+  OpBuilder builder;
+  FlatSymbolRefAttr meshName;
+  Mesh mesh;
+  const Interconnect &interconnect;
+  llvm::DenseMap<Value, Layout> layouts;
+  /// Each op's sharding rule, computed on global shapes before any retyping.
+  llvm::DenseMap<Operation *, OpShardingRule> globalRules;
+  /// Global argument/result layouts of every function.
+  llvm::DenseMap<Operation *, std::vector<Layout>> argumentLayouts,
+      resultLayouts;
+
+  MLIRContext *context() { return module.getContext(); }
+
+  ShardingAttr attrFor(const Sharding &sharding) {
+    return ShardingAttr::fromSharding(context(), meshName, closed(sharding));
+  }
+
+  /// The sharding written on `value` (argument, result or op attribute), or
+  /// replicated.
+  Sharding declaredSharding(Value value);
+
+  /// The local type of `global` under `sharding`; an error at `anchor` when
+  /// a dimension does not divide.
+  FailureOr<RankedTensorType> localType(RankedTensorType global,
+                                        const Sharding &sharding,
+                                        Operation *anchor,
+                                        const std::string &what);
+
+  /// Emits the collectives that turn `value` into `to`; returns the new value.
+  FailureOr<Value> reshard(Value value, const Sharding &to, Operation *consumer,
+                           const std::string &why);
+
+  LogicalResult partitionSignature(func::FuncOp function);
+  LogicalResult partitionBlock(Block &block);
+  LogicalResult partitionOp(Operation *op);
+  LogicalResult partitionRuleOp(ShardingRuleOpInterface op);
+  LogicalResult partitionLoop(LoopOp loop);
+  LogicalResult partitionManual(ManualComputationOp manual);
+  LogicalResult retypeResults(Operation *op,
+                              const std::vector<Sharding> &results);
+};
+
+Sharding Partitioner::declaredSharding(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Sharding replicated = Sharding::replicated(static_cast<int>(type.getRank()));
+  if (auto result = dyn_cast<OpResult>(value)) {
+    Operation *op = result.getOwner();
+    Attribute attr = op->getAttr(PartitaDialect::kShardingAttrName);
+    if (auto single = dyn_cast_or_null<ShardingAttr>(attr))
+      return single.toSharding();
+    if (auto list = dyn_cast_or_null<ArrayAttr>(attr))
+      if (result.getResultNumber() < list.size())
+        if (auto entry = dyn_cast<ShardingAttr>(list[result.getResultNumber()]))
+          return entry.toSharding();
+  }
+  return replicated;
+}
+
+FailureOr<RankedTensorType> Partitioner::localType(RankedTensorType global,
+                                                   const Sharding &sharding,
+                                                   Operation *anchor,
+                                                   const std::string &what) {
+  std::vector<int64_t> shape(global.getShape().begin(),
+                             global.getShape().end());
+  for (int d = 0; d < sharding.rank(); ++d) {
+    int64_t shards = numShards(mesh, sharding.dims[d]);
+    if (shards > 1 && shape[d] % shards != 0) {
+      InFlightDiagnostic diag = anchor->emitError()
+                                << "cannot partition " << what << ": dimension "
+                                << d << " of size " << shape[d] << " is split "
+                                << shards << " ways (axes";
+      for (const std::string &axis : sharding.dims[d].axes)
+        diag << " \"" << axis << "\"";
+      diag << ") and does not divide; padding is not supported yet: choose a "
+              "sharding whose shard count divides it";
+      return failure();
+    }
+  }
+  std::vector<int64_t> local = localShape(mesh, sharding, shape);
+  return RankedTensorType::get(local, global.getElementType());
+}
+
+FailureOr<Value> Partitioner::reshard(Value value, const Sharding &to,
+                                      Operation *consumer,
+                                      const std::string &why) {
+  Layout from = layouts.lookup(value);
+  if (sameReshardLayout(mesh, closed(from.sharding), closed(to)))
+    return value;
+  ReshardPlan plan = planReshard(mesh, closed(from.sharding), closed(to),
+                                 from.shape, from.elementBytes, interconnect);
+  std::string reason = why + ": " + closed(from.sharding).toString() + " -> " +
+                       closed(to).toString();
+  Location loc = consumer->getLoc();
+  builder.setInsertionPoint(consumer);
+  auto global = RankedTensorType::get(
+      from.shape, cast<RankedTensorType>(value.getType()).getElementType());
+  Sharding current = from.sharding;
+  llvm::StringRef meshRef = meshName.getValue();
+  for (const ReshardStep &step : plan.steps) {
+    FailureOr<RankedTensorType> type = localType(
+        global, step.after, consumer, "a reshard of " + describeValue(value));
+    if (failed(type))
+      return failure();
+    ArrayAttr axes = builder.getStrArrayAttr(
+        SmallVector<StringRef>(step.axes.begin(), step.axes.end()));
+    ReductionKind kind =
+        current.partialKind == PartialKind::Max   ? ReductionKind::Max
+        : current.partialKind == PartialKind::Min ? ReductionKind::Min
+                                                  : ReductionKind::Sum;
+    Operation *collective = nullptr;
+    switch (step.kind) {
+    case CollectiveKind::AllGather:
+      collective = AllGatherOp::create(builder, loc, *type, value, meshRef,
+                                       axes, static_cast<uint64_t>(step.dim));
+      break;
+    case CollectiveKind::AllSlice:
+      if (step.dim < 0) {
+        // Making a whole value partial. A partial maximum or minimum may be
+        // the value itself; a partial sum keeps it at group position 0 and
+        // zeros elsewhere: a permute whose only pair is 0 -> 0 does exactly
+        // that (devices that are no pair's target receive zeros).
+        if (step.after.partialKind != PartialKind::Sum) {
+          current = step.after;
+          layouts[value] = {step.after, from.shape, from.elementBytes};
+          continue;
+        }
+        collective = CollectivePermuteOp::create(
+            builder, loc, *type, value, meshRef, axes, ArrayRef<int64_t>{0, 0});
+        break;
+      }
+      collective = AllSliceOp::create(builder, loc, *type, value, meshRef, axes,
+                                      static_cast<uint64_t>(step.dim));
+      break;
+    case CollectiveKind::AllReduce:
+      collective =
+          AllReduceOp::create(builder, loc, *type, kind, value, meshRef, axes);
+      break;
+    case CollectiveKind::ReduceScatter:
+      collective =
+          ReduceScatterOp::create(builder, loc, *type, kind, value, meshRef,
+                                  axes, static_cast<uint64_t>(step.dim));
+      break;
+    case CollectiveKind::AllToAll:
+      collective = AllToAllOp::create(builder, loc, *type, value, meshRef, axes,
+                                      static_cast<uint64_t>(step.dim),
+                                      static_cast<uint64_t>(step.concatDim));
+      break;
+    case CollectiveKind::CollectivePermute: {
+      SmallVector<int64_t> pairs;
+      for (auto [source, target] : step.pairs) {
+        pairs.push_back(source);
+        pairs.push_back(target);
+      }
+      collective = CollectivePermuteOp::create(builder, loc, *type, value,
+                                               meshRef, axes, pairs);
+      break;
+    }
+    }
+    collective->setAttr(PartitaDialect::kReasonAttrName,
+                        builder.getStringAttr(reason));
+    collective->setAttr(PartitaDialect::kShardingAttrName, attrFor(step.after));
+    value = collective->getResult(0);
+    current = step.after;
+    layouts[value] = {step.after, from.shape, from.elementBytes};
+  }
+  if (!sameReshardLayout(mesh, closed(current), closed(to)))
+    return consumer->emitError()
+           << "internal error: the reshard plan for " << describeValue(value)
+           << " ends at " << closed(current).toString() << ", not "
+           << closed(to).toString();
+  return value;
+}
+
+LogicalResult Partitioner::partitionSignature(func::FuncOp function) {
+  std::vector<Layout> &args = argumentLayouts[function];
+  std::vector<Layout> &results = resultLayouts[function];
+  SmallVector<Type> argTypes, resultTypes;
+  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor) {
+      argTypes.push_back(type);
+      args.push_back({});
+      continue;
+    }
+    auto attr = function.getArgAttrOfType<ShardingAttr>(
+        index, PartitaDialect::kShardingAttrName);
+    Sharding sharding =
+        attr ? attr.toSharding()
+             : Sharding::replicated(static_cast<int>(tensor.getRank()));
+    FailureOr<RankedTensorType> local =
+        localType(tensor, sharding, function,
+                  "argument " + std::to_string(index) + " of @" +
+                      function.getSymName().str());
+    if (failed(local))
+      return failure();
+    argTypes.push_back(*local);
+    args.push_back({sharding,
+                    std::vector<int64_t>(tensor.getShape().begin(),
+                                         tensor.getShape().end()),
+                    elementBytesOf(tensor)});
+    function.removeArgAttr(index, StringAttr::get(context(), kOriginAttrName));
+  }
+  for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor) {
+      resultTypes.push_back(type);
+      results.push_back({});
+      continue;
+    }
+    auto attr = function.getResultAttrOfType<ShardingAttr>(
+        index, PartitaDialect::kShardingAttrName);
+    Sharding sharding =
+        attr ? attr.toSharding()
+             : Sharding::replicated(static_cast<int>(tensor.getRank()));
+    FailureOr<RankedTensorType> local =
+        localType(tensor, sharding, function,
+                  "result " + std::to_string(index) + " of @" +
+                      function.getSymName().str());
+    if (failed(local))
+      return failure();
+    resultTypes.push_back(*local);
+    results.push_back({sharding,
+                       std::vector<int64_t>(tensor.getShape().begin(),
+                                            tensor.getShape().end()),
+                       elementBytesOf(tensor)});
+    function.removeResultAttr(index,
+                              StringAttr::get(context(), kOriginAttrName));
+  }
+  if (!function.isExternal())
+    for (auto [arg, type, layout] :
+         llvm::zip(function.getArguments(), argTypes, args)) {
+      if (isa<RankedTensorType>(arg.getType()))
+        layouts[arg] = layout;
+      arg.setType(type);
+    }
+  function.setType(FunctionType::get(context(), argTypes, resultTypes));
+  return success();
+}
+
+LogicalResult Partitioner::retypeResults(Operation *op,
+                                         const std::vector<Sharding> &results) {
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    auto global = cast<RankedTensorType>(result.getType());
+    FailureOr<RankedTensorType> local =
+        localType(global, results[index], op, describeValue(result));
+    if (failed(local))
+      return failure();
+    layouts[result] = {results[index],
+                       std::vector<int64_t>(global.getShape().begin(),
+                                            global.getShape().end()),
+                       elementBytesOf(global)};
+    result.setType(*local);
+  }
+  SmallVector<Attribute> attrs;
+  for (const Sharding &sharding : results)
+    attrs.push_back(attrFor(sharding));
+  if (attrs.size() == 1)
+    op->setAttr(PartitaDialect::kShardingAttrName, attrs.front());
+  else if (!attrs.empty())
+    op->setAttr(PartitaDialect::kShardingAttrName,
+                ArrayAttr::get(context(), attrs));
+  op->removeAttr(kOriginAttrName);
+  return success();
+}
+
+LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
+  Operation *operation = op.getOperation();
+  // Rules depend on shapes: use the one taken while everything was global.
+  OpShardingRule rule = globalRules.lookup(operation);
+  // The op's little graph: its operands' actual layouts and the result
+  // shardings propagation chose.
+  PropagationProblem problem;
+  problem.mesh = mesh;
+  problem.interconnect = interconnect;
+  PropagationOp node{rule, {}, {}, describeOp(operation)};
+  std::vector<Sharding> shardings;
+  for (Value operand : operation->getOperands()) {
+    Layout layout = layouts.lookup(operand);
+    PropagationTensor tensor;
+    tensor.shape = layout.shape;
+    tensor.elementBytes = layout.elementBytes;
+    tensor.sharding = layout.sharding;
+    tensor.annotated = true;
+    node.operands.push_back(static_cast<int>(problem.tensors.size()));
+    problem.tensors.push_back(tensor);
+    shardings.push_back(layout.sharding);
+  }
+  for (Value result : operation->getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    PropagationTensor tensor;
+    tensor.shape.assign(type.getShape().begin(), type.getShape().end());
+    tensor.elementBytes = elementBytesOf(type);
+    tensor.sharding = declaredSharding(result);
+    tensor.annotated = true;
+    node.results.push_back(static_cast<int>(problem.tensors.size()));
+    problem.tensors.push_back(tensor);
+    shardings.push_back(tensor.sharding);
+  }
+  problem.ops.push_back(node);
+  OpDecision decision = decideOp(problem, 0, shardings);
+  OpLayout layout = layoutUnderDecision(problem, 0, shardings, decision);
+
+  for (auto [index, operand] : llvm::enumerate(operation->getOperands())) {
+    // Which factors' axes changed, for the reason.
+    std::vector<int> changed;
+    const Sharding &current = layouts.lookup(operand).sharding;
+    for (size_t d = 0; d < rule.operands[index].size(); ++d)
+      if (d < current.dims.size() &&
+          current.dims[d].axes != layout.operands[index].dims[d].axes)
+        for (int factor : rule.operands[index][d])
+          changed.push_back(factor);
+    std::string why =
+        "operand " + std::to_string(index) + " of " + describeOp(operation);
+    if (!changed.empty())
+      why += " (factor " + factorNames(changed) + ")";
+    else if (current.partialKind != PartialKind::None)
+      why += " (needs a whole value)";
+    FailureOr<Value> resharded =
+        reshard(operand, layout.operands[index], operation, why);
+    if (failed(resharded))
+      return failure();
+    operation->setOperand(index, *resharded);
+  }
+  // Sizes held in attributes follow the local shapes.
+  std::vector<Sharding> results = layout.results;
+  if (failed(retypeResults(operation, results)))
+    return failure();
+  if (auto slice = dyn_cast<SliceOp>(operation)) {
+    SmallVector<int64_t> limit(slice.getLimit());
+    auto local = cast<RankedTensorType>(slice.getOperand().getType());
+    for (size_t d = 0; d < limit.size(); ++d)
+      if (slice.getStart()[d] == 0 && slice.getStride()[d] == 1 &&
+          results[0].dims[d].axes.size() > 0)
+        limit[d] = local.getDimSize(d);
+    slice.setLimit(limit);
+  }
+  if (auto dynamicSlice = dyn_cast<DynamicSliceOp>(operation)) {
+    SmallVector<int64_t> sizes(dynamicSlice.getSizes());
+    auto local = cast<RankedTensorType>(dynamicSlice.getType());
+    for (size_t d = 0; d < sizes.size(); ++d)
+      sizes[d] = local.getDimSize(d);
+    dynamicSlice.setSizes(sizes);
+  }
+  return success();
+}
+
+LogicalResult Partitioner::partitionLoop(LoopOp loop) {
+  Block &body = loop.getBody().front();
+  std::vector<Sharding> carried;
+  for (Value result : loop.getResults())
+    carried.push_back(declaredSharding(result));
+  // Initial values take the carried layouts.
+  for (auto [index, init] : llvm::enumerate(loop.getInits())) {
+    FailureOr<Value> resharded =
+        reshard(init, carried[index], loop,
+                "loop-carried value " + std::to_string(index) + " of " +
+                    describeOp(loop));
+    if (failed(resharded))
+      return failure();
+    loop->setOperand(index, *resharded);
+  }
+  for (auto [index, arg] : llvm::enumerate(loop.getCarried())) {
+    auto global = cast<RankedTensorType>(arg.getType());
+    FailureOr<RankedTensorType> local =
+        localType(global, carried[index], loop, describeValue(arg));
+    if (failed(local))
+      return failure();
+    layouts[arg] = {carried[index],
+                    std::vector<int64_t>(global.getShape().begin(),
+                                         global.getShape().end()),
+                    elementBytesOf(global)};
+    arg.setType(*local);
+  }
+  BlockArgument counter = loop.getIterationNumber();
+  layouts[counter] = {Sharding::replicated(0), {}, 4};
+  if (failed(partitionBlock(body)))
+    return failure();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  for (auto [index, value] : llvm::enumerate(yield.getValues())) {
+    FailureOr<Value> resharded = reshard(
+        value, carried[index], yield,
+        "yielded value " + std::to_string(index) + " of " + describeOp(loop));
+    if (failed(resharded))
+      return failure();
+    yield->setOperand(index, *resharded);
+  }
+  return retypeResults(loop, carried);
+}
+
+LogicalResult Partitioner::partitionManual(ManualComputationOp manual) {
+  Block &body = manual.getBody().front();
+  for (auto [index, operand] : llvm::enumerate(manual.getOperands())) {
+    Sharding in =
+        cast<ShardingAttr>(manual.getInShardings()[index]).toSharding();
+    FailureOr<Value> resharded = reshard(
+        operand, in, manual,
+        "in_sharding " + std::to_string(index) + " of " + describeOp(manual));
+    if (failed(resharded))
+      return failure();
+    // The body is written on local shapes: it runs as is.
+    body.getArgument(index).replaceAllUsesWith(*resharded);
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  for (auto [index, result] : llvm::enumerate(manual.getResults())) {
+    Value local = yield.getValues()[index];
+    auto global = cast<RankedTensorType>(result.getType());
+    Sharding out =
+        cast<ShardingAttr>(manual.getOutShardings()[index]).toSharding();
+    layouts[local] = {out,
+                      std::vector<int64_t>(global.getShape().begin(),
+                                           global.getShape().end()),
+                      elementBytesOf(global)};
+    result.replaceAllUsesWith(local);
+  }
+  // Values the body computes on local shapes keep whatever layout they have;
+  // only the yielded ones are described.
+  for (Operation &inner : llvm::make_early_inc_range(body.without_terminator()))
+    inner.moveBefore(manual);
+  manual.erase();
+  return success();
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op) {
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    auto function = ret->getParentOfType<func::FuncOp>();
+    const std::vector<Layout> &results = resultLayouts[function];
+    for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+      if (!isa<RankedTensorType>(operand.getType()))
+        continue;
+      FailureOr<Value> resharded =
+          reshard(operand, results[index].sharding, ret,
+                  "result " + std::to_string(index) + " of @" +
+                      function.getSymName().str());
+      if (failed(resharded))
+        return failure();
+      ret->setOperand(index, *resharded);
+    }
+    return success();
+  }
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (!callee)
+      return call.emitError()
+             << "cannot partition a call to an unknown function";
+    const std::vector<Layout> &args = argumentLayouts[callee];
+    const std::vector<Layout> &results = resultLayouts[callee];
+    for (auto [index, operand] : llvm::enumerate(call.getOperands())) {
+      if (!isa<RankedTensorType>(operand.getType()))
+        continue;
+      FailureOr<Value> resharded =
+          reshard(operand, args[index].sharding, call,
+                  "argument " + std::to_string(index) + " of the call to @" +
+                      callee.getSymName().str());
+      if (failed(resharded))
+        return failure();
+      call->setOperand(index, *resharded);
+    }
+    std::vector<Sharding> shardings;
+    for (const Layout &layout : results)
+      shardings.push_back(layout.sharding);
+    return retypeResults(call, shardings);
+  }
+  if (auto loop = dyn_cast<LoopOp>(op))
+    return partitionLoop(loop);
+  if (auto manual = dyn_cast<ManualComputationOp>(op))
+    return partitionManual(manual);
+  if (isa<YieldOp>(op))
+    return success(); // Handled by the parent.
+  if (isa<ShardingConstraintOp, ReshardOp>(op)) {
+    Sharding target =
+        isa<ReshardOp>(op)
+            ? cast<ReshardOp>(op).getSharding().toSharding()
+            : cast<ShardingConstraintOp>(op).getSharding().toSharding();
+    FailureOr<Value> resharded =
+        reshard(op->getOperand(0), target, op, describeOp(op));
+    if (failed(resharded))
+      return failure();
+    op->getResult(0).replaceAllUsesWith(*resharded);
+    op->erase();
+    return success();
+  }
+  if (isa<ConstantOp, IotaOp>(op)) {
+    // Built whole on every device, then sliced: no traffic.
+    Value result = op->getResult(0);
+    auto type = cast<RankedTensorType>(result.getType());
+    Sharding target = declaredSharding(result);
+    layouts[result] = {
+        Sharding::replicated(static_cast<int>(type.getRank())),
+        std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+        elementBytesOf(type)};
+    op->removeAttr(PartitaDialect::kShardingAttrName);
+    op->removeAttr(kOriginAttrName);
+    if (!op->getNextNode())
+      return success();
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : result.getUses())
+      uses.push_back(&use);
+    FailureOr<Value> sliced = reshard(result, target, op->getNextNode(),
+                                      "slice of " + describeOp(op));
+    if (failed(sliced))
+      return failure();
+    for (OpOperand *use : uses)
+      use->set(*sliced);
+    return success();
+  }
+  if (auto withRule = dyn_cast<ShardingRuleOpInterface>(op))
+    return partitionRuleOp(withRule);
+
+  // An op we know nothing about runs on whole values only.
+  for (Value operand : op->getOperands()) {
+    if (!isa<RankedTensorType>(operand.getType()))
+      continue;
+    Layout layout = layouts.lookup(operand);
+    if (!layout.sharding.isReplicated())
+      return op->emitError() << "cannot partition '" << op->getName()
+                             << "': it has no sharding rule and its operand "
+                             << describeValue(operand) << " is sharded "
+                             << closed(layout.sharding).toString();
+  }
+  std::vector<Sharding> results;
+  for (Value result : op->getResults())
+    results.push_back(Sharding::replicated(
+        static_cast<int>(cast<RankedTensorType>(result.getType()).getRank())));
+  return retypeResults(op, results);
+}
+
+LogicalResult Partitioner::partitionBlock(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  for (Operation *op : ops)
+    if (failed(partitionOp(op)))
+      return failure();
+  return success();
+}
+
+LogicalResult Partitioner::run() {
+  module.walk([&](ShardingRuleOpInterface op) {
+    globalRules[op.getOperation()] = op.getShardingRule();
+  });
+  SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+  for (func::FuncOp function : functions)
+    if (failed(partitionSignature(function)))
+      return failure();
+  for (func::FuncOp function : functions)
+    if (!function.isExternal() &&
+        failed(partitionBlock(function.getBody().front())))
+      return failure();
+  module->setAttr(PartitaDialect::kPartitionedAttrName,
+                  UnitAttr::get(context()));
+  return success();
+}
+
+struct PartitionPass : public partita::impl::PartitionPassBase<PartitionPass> {
+  using PartitionPassBase::PartitionPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (module->hasAttr(PartitaDialect::kPartitionedAttrName))
+      return;
+    // The mesh: the one the shardings name (propagation guarantees one).
+    FlatSymbolRefAttr meshName;
+    module.walk([&](Operation *op) {
+      auto check = [&](Attribute attr) {
+        if (auto sharding = dyn_cast_or_null<ShardingAttr>(attr))
+          if (!meshName)
+            meshName = sharding.getMesh();
+      };
+      check(op->getAttr(PartitaDialect::kShardingAttrName));
+      if (auto function = dyn_cast<func::FuncOp>(op))
+        for (unsigned i = 0; i < function.getNumArguments(); ++i)
+          check(function.getArgAttr(i, PartitaDialect::kShardingAttrName));
+    });
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    MeshOp mesh = meshName ? lookupMesh(module, meshName)
+                           : (meshes.size() == 1 ? meshes.front() : MeshOp());
+    if (!mesh)
+      return; // Nothing sharded: the program is its own local program.
+    Interconnect interconnect;
+    if (!interconnectFile.empty()) {
+      Expected<Interconnect> parsed = readInterconnect(interconnectFile);
+      if (!parsed) {
+        module.emitError() << parsed.status().message();
+        return signalPassFailure();
+      }
+      interconnect = *parsed;
+    }
+    Partitioner partitioner(module, mesh, interconnect);
+    if (failed(partitioner.run()))
+      signalPassFailure();
+  }
+};
+
+} // namespace
