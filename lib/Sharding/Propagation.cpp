@@ -244,21 +244,30 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
     }
   } else if (rule.partialFlow == PartialFlow::Joint &&
              !rule.partialOperands.empty()) {
-    const Sharding &first =
-        context.shardings[op.operands[rule.partialOperands[0]]];
-    bool allSame =
-        first.partialKind != PartialKind::None &&
-        rule.allowsPartial(rule.partialOperands[0], first.partialKind);
+    // All listed operands partial the same way; a whole loop accumulator
+    // among them may become partial too (it starts from a value that is
+    // made partial for free, and the sum is taken once after the loop).
+    const Sharding *partial = nullptr;
     for (int i : rule.partialOperands) {
       const Sharding &cur = context.shardings[op.operands[i]];
-      allSame &= cur.partialKind == first.partialKind &&
-                 cur.partialAxes == first.partialAxes;
+      if (cur.partialKind != PartialKind::None && !partial &&
+          rule.allowsPartial(i, cur.partialKind))
+        partial = &cur;
     }
-    if (allSame) {
+    bool joinable = partial != nullptr;
+    for (int i : rule.partialOperands) {
+      const Sharding &cur = context.shardings[op.operands[i]];
+      bool same = partial && cur.partialKind == partial->partialKind &&
+                  cur.partialAxes == partial->partialAxes;
+      bool accumulator = cur.partialKind == PartialKind::None &&
+                         context.problem.tensors[op.operands[i]].accumulator;
+      joinable = joinable && (same || accumulator);
+    }
+    if (joinable) {
       for (int i : rule.partialOperands)
         keepPartial[i] = true;
-      passedKind = first.partialKind;
-      passedAxes = first.partialAxes;
+      passedKind = partial->partialKind;
+      passedAxes = partial->partialAxes;
     }
   }
 
@@ -270,9 +279,14 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
         rule.partialFlow == PartialFlow::PerValue &&
         cur.partialKind != PartialKind::None &&
         rule.allowsPartial(static_cast<int>(i), cur.partialKind);
-    if (keepPartial[i] || perValuePartial) {
+    if (perValuePartial ||
+        (keepPartial[i] && cur.partialKind != PartialKind::None)) {
       required.partialKind = cur.partialKind;
       required.partialAxes = cur.partialAxes;
+    } else if (keepPartial[i]) {
+      // A whole accumulator joining partial values: made partial (free).
+      required.partialKind = passedKind;
+      required.partialAxes = passedAxes;
     }
     if (context.active[tensor])
       effect.costUs += context.reshardUs(tensor, cur, required);

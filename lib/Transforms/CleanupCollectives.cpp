@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 
 namespace partita {
 #define GEN_PASS_DEF_CLEANUPCOLLECTIVESPASS
@@ -55,6 +56,14 @@ Value cancelled(Operation *op) {
   return {};
 }
 
+bool isZeroSplat(DenseElementsAttr value) {
+  if (auto floats = dyn_cast<DenseFPElementsAttr>(value))
+    return floats.getSplatValue<APFloat>().isZero();
+  if (auto ints = dyn_cast<DenseIntElementsAttr>(value))
+    return ints.getSplatValue<APInt>().isZero();
+  return false;
+}
+
 /// Attributes that make two collectives the same computation.
 bool sameCollective(Operation *a, Operation *b) {
   if (a->getName() != b->getName() || a->getOperands() != b->getOperands() ||
@@ -84,6 +93,18 @@ struct CleanupCollectivesPass
       for (Operation *op : collectives) {
         if (erased.count(op))
           continue;
+        // Making a zero partial needs no data: every device may hold it.
+        if (auto permute = dyn_cast<CollectivePermuteOp>(op)) {
+          DenseElementsAttr value;
+          if (permute.getPairs() == ArrayRef<int64_t>{0, 0} &&
+              matchPattern(permute.getOperand(), m_Constant(&value)) &&
+              value.isSplat() && isZeroSplat(value)) {
+            op->getResult(0).replaceAllUsesWith(permute.getOperand());
+            erase(op, erased);
+            changed = true;
+            continue;
+          }
+        }
         // A move and its inverse.
         if (Value original = cancelled(op)) {
           op->getResult(0).replaceAllUsesWith(original);

@@ -265,6 +265,7 @@ LogicalResult GraphBuilder::buildOp(Operation *op, func::FuncOp function) {
     std::string name = describeOp(op);
     for (auto [index, carried] : llvm::enumerate(loop.getCarried())) {
       int carriedId = tensorFor(carried, valueName(carried));
+      problem.tensors[carriedId].accumulator = true;
       int yieldedId = tensorFor(yield.getValues()[index],
                                 valueName(yield.getValues()[index]));
       addEdge(operands[index], carriedId, name + " (entry)");

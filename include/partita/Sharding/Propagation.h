@@ -49,6 +49,10 @@ struct PropagationTensor {
   /// True when the program needs the value whole (a function result without
   /// a partial annotation).
   bool mustBeWhole = false;
+  /// True for a loop-carried value: when it meets partial values in an op
+  /// that adds them (joint partial flow) it may become partial itself, so
+  /// that an accumulation is reduced once after the loop, not per iteration.
+  bool accumulator = false;
   /// For messages and origins ("argument 0 (x) of @f").
   std::string name;
 };
