@@ -257,56 +257,46 @@ LogicalResult Partitioner::partitionSignature(func::FuncOp function) {
   std::vector<Layout> &args = argumentLayouts[function];
   std::vector<Layout> &results = resultLayouts[function];
   SmallVector<Type> argTypes, resultTypes;
-  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes())) {
+  // One argument or result: its local type, and its global layout.
+  auto localize = [&](Type type, ShardingAttr attr, const std::string &what,
+                      SmallVectorImpl<Type> &types,
+                      std::vector<Layout> &layoutsOut) -> LogicalResult {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor) {
-      argTypes.push_back(type);
-      args.push_back({});
-      continue;
+      types.push_back(type);
+      layoutsOut.push_back({});
+      return success();
     }
-    auto attr = function.getArgAttrOfType<ShardingAttr>(
-        index, PartitaDialect::kShardingAttrName);
     Sharding sharding =
         attr ? attr.toSharding()
              : Sharding::replicated(static_cast<int>(tensor.getRank()));
-    FailureOr<RankedTensorType> local =
-        localType(tensor, sharding, function,
-                  "argument " + std::to_string(index) + " of @" +
-                      function.getSymName().str());
+    FailureOr<RankedTensorType> local = localType(
+        tensor, sharding, function, what + " of @" + function.getSymName().str());
     if (failed(local))
       return failure();
-    argTypes.push_back(*local);
-    args.push_back({sharding,
-                    std::vector<int64_t>(tensor.getShape().begin(),
-                                         tensor.getShape().end()),
-                    elementBytesOf(tensor)});
-    function.removeArgAttr(index, StringAttr::get(context(), kOriginAttrName));
+    types.push_back(*local);
+    layoutsOut.push_back({sharding,
+                          std::vector<int64_t>(tensor.getShape().begin(),
+                                               tensor.getShape().end()),
+                          elementBytesOf(tensor)});
+    return success();
+  };
+  StringAttr originName = StringAttr::get(context(), kOriginAttrName);
+  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes())) {
+    if (failed(localize(type,
+                        function.getArgAttrOfType<ShardingAttr>(
+                            index, PartitaDialect::kShardingAttrName),
+                        "argument " + std::to_string(index), argTypes, args)))
+      return failure();
+    function.removeArgAttr(index, originName);
   }
   for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor) {
-      resultTypes.push_back(type);
-      results.push_back({});
-      continue;
-    }
-    auto attr = function.getResultAttrOfType<ShardingAttr>(
-        index, PartitaDialect::kShardingAttrName);
-    Sharding sharding =
-        attr ? attr.toSharding()
-             : Sharding::replicated(static_cast<int>(tensor.getRank()));
-    FailureOr<RankedTensorType> local =
-        localType(tensor, sharding, function,
-                  "result " + std::to_string(index) + " of @" +
-                      function.getSymName().str());
-    if (failed(local))
+    if (failed(localize(type,
+                        function.getResultAttrOfType<ShardingAttr>(
+                            index, PartitaDialect::kShardingAttrName),
+                        "result " + std::to_string(index), resultTypes, results)))
       return failure();
-    resultTypes.push_back(*local);
-    results.push_back({sharding,
-                       std::vector<int64_t>(tensor.getShape().begin(),
-                                            tensor.getShape().end()),
-                       elementBytesOf(tensor)});
-    function.removeResultAttr(index,
-                              StringAttr::get(context(), kOriginAttrName));
+    function.removeResultAttr(index, originName);
   }
   if (!function.isExternal())
     for (auto [arg, type, layout] :

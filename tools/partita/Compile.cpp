@@ -37,24 +37,17 @@ Options:
 
 int partita::cli::runCompile(const std::vector<std::string> &args) {
   CommandLine cl;
-  int exitCode = 0;
-  std::vector<std::string> valueFlags = pipelineValueFlags();
-  valueFlags.push_back("--stage");
-  valueFlags.push_back("--report");
-  if (!parseCommandLine(args, valueFlags, {"--strict"}, cl, exitCode))
-    return exitCode;
-  if (cl.help) {
-    llvm::outs() << kCompileUsage;
-    return 0;
-  }
+  PipelineOptions options;
+  if (std::optional<int> done =
+          startCommand(args, {"--stage", "--report"}, kCompileUsage,
+                       Stage::Partitioned, cl, options))
+    return *done;
   std::string stageText = cl.get("--stage", "partitioned");
   std::optional<Stage> stage = parseStage(stageText);
   if (!stage)
     return usageError("unknown stage '" + stageText +
                       "'; available: " + availableStages());
-  PipelineOptions options;
-  if (!pipelineOptions(cl, *stage, options, exitCode))
-    return exitCode;
+  options.stage = *stage;
 
   Session session;
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModule(session, cl.input);

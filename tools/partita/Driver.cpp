@@ -145,3 +145,22 @@ bool partita::cli::runPipeline(Session &session, mlir::ModuleOp module,
   buildPipeline(passes, options);
   return mlir::succeeded(passes.run(module));
 }
+
+std::optional<int>
+partita::cli::startCommand(const std::vector<std::string> &args,
+                           const std::vector<std::string> &extraFlags,
+                           const char *usage, Stage stage, CommandLine &cl,
+                           PipelineOptions &options) {
+  int exitCode = 0;
+  std::vector<std::string> valueFlags = pipelineValueFlags();
+  valueFlags.insert(valueFlags.end(), extraFlags.begin(), extraFlags.end());
+  if (!parseCommandLine(args, valueFlags, {"--strict"}, cl, exitCode))
+    return exitCode;
+  if (cl.help) {
+    llvm::outs() << usage;
+    return 0;
+  }
+  if (!pipelineOptions(cl, stage, options, exitCode))
+    return exitCode;
+  return std::nullopt;
+}

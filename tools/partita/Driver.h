@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,15 @@ bool runPipeline(Session &session, mlir::ModuleOp module,
 inline std::vector<std::string> pipelineValueFlags() {
   return {"--mesh", "--interconnect"};
 }
+
+/// The common start of a command: parses `args` (the pipeline flags,
+/// `--strict`, and `extraFlags`), prints `usage` for --help, and fills
+/// `options` for `stage`. Returns the exit code when the command is done
+/// (help printed or bad usage), or nothing to go on.
+std::optional<int> startCommand(const std::vector<std::string> &args,
+                                const std::vector<std::string> &extraFlags,
+                                const char *usage, Stage stage, CommandLine &cl,
+                                PipelineOptions &options);
 
 int runCompile(const std::vector<std::string> &args);
 int runExplain(const std::vector<std::string> &args);

@@ -235,18 +235,10 @@ void Explainer::explain(const ValueEntry &entry, llvm::raw_ostream &os) {
 
 int partita::cli::runExplain(const std::vector<std::string> &args) {
   CommandLine cl;
-  int exitCode = 0;
-  std::vector<std::string> valueFlags = pipelineValueFlags();
-  valueFlags.push_back("--value");
-  if (!parseCommandLine(args, valueFlags, {"--strict"}, cl, exitCode))
-    return exitCode;
-  if (cl.help) {
-    llvm::outs() << kExplainUsage;
-    return 0;
-  }
   PipelineOptions options;
-  if (!pipelineOptions(cl, Stage::Propagated, options, exitCode))
-    return exitCode;
+  if (std::optional<int> done = startCommand(args, {"--value"}, kExplainUsage,
+                                             Stage::Propagated, cl, options))
+    return *done;
   Session session;
   OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
   if (!module || !runPipeline(session, *module, options))

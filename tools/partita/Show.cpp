@@ -206,16 +206,11 @@ private:
 
 int partita::cli::runShow(const std::vector<std::string> &args) {
   CommandLine cl;
-  int exitCode = 0;
-  std::vector<std::string> valueFlags = pipelineValueFlags();
-  valueFlags.push_back("--value");
-  valueFlags.push_back("--color");
-  if (!parseCommandLine(args, valueFlags, {"--strict"}, cl, exitCode))
-    return exitCode;
-  if (cl.help) {
-    llvm::outs() << kShowUsage;
-    return 0;
-  }
+  PipelineOptions options;
+  if (std::optional<int> done =
+          startCommand(args, {"--value", "--color"}, kShowUsage,
+                       Stage::Propagated, cl, options))
+    return *done;
   if (!cl.has("--value"))
     return usageError("show needs --value NAME (see 'partita show --help')");
   std::string when = cl.get("--color", "auto");
@@ -224,9 +219,6 @@ int partita::cli::runShow(const std::vector<std::string> &args) {
                       "'; expected auto, always or never");
   bool color = when == "always" || (when == "auto" && isatty(STDOUT_FILENO));
 
-  PipelineOptions options;
-  if (!pipelineOptions(cl, Stage::Propagated, options, exitCode))
-    return exitCode;
   Session session;
   OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
   if (!module || !runPipeline(session, *module, options))
