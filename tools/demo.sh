@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: install dependencies, build, propagate
-# the shardings of the Megatron MLP example and explain them.
+# The main job on a fresh machine: install dependencies, build, partition a
+# Megatron transformer layer (printing its report), and explain the
+# Megatron MLP's shardings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 bash tools/build.sh
-build/bin/partita compile docs/examples/megatron-mlp.mlir --stage propagated
+build/bin/partita compile docs/examples/transformer-layer.mlir --report /dev/stdout -o /dev/null
 build/bin/partita explain docs/examples/megatron-mlp.mlir --value mlp.gelu
 build/bin/partita show docs/examples/megatron-mlp.mlir --value mlp.gelu
