@@ -1,0 +1,101 @@
+//===- InProcessCommunicator.h - Collectives between threads ----*- C++ -*-===//
+//
+// The communicator of the CPU backend: every device of the mesh is a thread
+// of one process, and a collective is a rendezvous in shared memory. It is
+// the numerical reference the MPI and NCCL communicators are tested against.
+//
+// A call from device d finds its group's rendezvous slot, keyed by the
+// group's device set and by how many collectives d has already made on that
+// set (so consecutive collectives never mix), publishes its buffers and
+// sleeps on a condition variable until the whole group has arrived. Then
+// every device computes its own output from all inputs in parallel
+// (all_reduce splits the reduction into one slice per device and copies the
+// slices across in a second step), and nobody leaves before everybody is
+// done reading, so buffers may be reused as soon as a call returns. Small
+// collectives skip the parallel steps: the device that completes the group
+// computes every output while the others sleep.
+//
+// Failure: a rendezvous that sees no new arrival for `timeout` (default
+// 60 s) fails every waiting device with a message naming the collective, the
+// group and the devices that never arrived; abort() fails every pending and
+// future call. Once the whole group has arrived a call always completes,
+// because other devices may be reading its buffers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_RUNTIME_INPROCESSCOMMUNICATOR_H
+#define PARTITA_RUNTIME_INPROCESSCOMMUNICATOR_H
+
+#include "partita/Runtime/Communicator.h"
+
+#include <chrono>
+#include <memory>
+
+namespace partita {
+
+/// Collectives between the threads of one process, one thread per device.
+class InProcessCommunicator final : public Communicator {
+public:
+  /// How long a rendezvous waits without a new arrival before failing.
+  static constexpr std::chrono::milliseconds defaultTimeout =
+      std::chrono::seconds(60);
+
+  /// Collectives whose results, all devices together, take at most this
+  /// many bytes are computed by one thread: waking the whole group twice
+  /// more costs more than moving them (partita-bench-collectives).
+  static constexpr int64_t defaultSingleThreadedBytes = 512 * 1024;
+
+  /// A communicator for the devices of `mesh`.
+  explicit InProcessCommunicator(
+      Mesh mesh, std::chrono::milliseconds timeout = defaultTimeout);
+  ~InProcessCommunicator() override;
+  InProcessCommunicator(const InProcessCommunicator &) = delete;
+  InProcessCommunicator &operator=(const InProcessCommunicator &) = delete;
+
+  const Mesh &mesh() const override;
+
+  /// Changes the no-progress timeout for rendezvous that start waiting
+  /// afterwards.
+  void setTimeout(std::chrono::milliseconds timeout);
+  /// The current no-progress timeout.
+  std::chrono::milliseconds timeout() const;
+  /// Changes the single-threaded limit for collectives that start
+  /// afterwards (0: every collective runs on all of its devices' threads).
+  void setSingleThreadedBytes(int64_t bytes);
+
+  Status allGather(int64_t deviceId, const std::vector<std::string> &axes,
+                   int64_t dim, const ConstBufferRef &input,
+                   const BufferRef &output) override;
+  Status allReduce(int64_t deviceId, const std::vector<std::string> &axes,
+                   ReductionCode kind, const ConstBufferRef &input,
+                   const BufferRef &output) override;
+  Status reduceScatter(int64_t deviceId, const std::vector<std::string> &axes,
+                       ReductionCode kind, int64_t dim,
+                       const ConstBufferRef &input,
+                       const BufferRef &output) override;
+  Status allToAll(int64_t deviceId, const std::vector<std::string> &axes,
+                  int64_t splitDim, int64_t concatDim,
+                  const ConstBufferRef &input,
+                  const BufferRef &output) override;
+  Status collectivePermute(int64_t deviceId,
+                           const std::vector<std::string> &axes,
+                           const std::vector<SourceTargetPair> &pairs,
+                           const ConstBufferRef &input,
+                           const BufferRef &output) override;
+
+  void abort(const Status &reason) override;
+  /// True once abort() has been called.
+  bool aborted() const;
+
+  /// One device's request; public only so the implementation file can name
+  /// it in helpers.
+  struct Call;
+
+private:
+  struct State;
+  Status run(const Call &call);
+  std::unique_ptr<State> state;
+};
+
+} // namespace partita
+
+#endif // PARTITA_RUNTIME_INPROCESSCOMMUNICATOR_H

@@ -1,0 +1,307 @@
+//===- Einsum.cpp - einsum as a batched GEMM ------------------------------===//
+//
+// Every einsum with one or two operands becomes a batched GEMM. The labels
+// of a two-operand spec fall into four classes:
+//   batch: in both operands and the output,
+//   M:     in the first operand and the output only,
+//   N:     in the second operand and the output only,
+//   K:     in both operands, not in the output (contracted).
+// Labels in a single operand and not in the output are summed out of that
+// operand first. Operands already laid out as [batch, M, K] / [batch, K, M]
+// (and [batch, K, N] / [batch, N, K]) go to the GEMM as they are, with the
+// transposition flag; others are permuted into that layout. The product,
+// laid out [batch, M, N], is permuted into the output's order when it
+// differs. bf16/f16 operands are widened to f32 and accumulate in f32; f64
+// runs in f64; integers in i64 (wrapping).
+//
+//===----------------------------------------------------------------------===//
+#include "KernelSupport.h"
+
+#include <algorithm>
+
+namespace partita {
+namespace cpu {
+namespace {
+
+struct EinsumSpec {
+  std::vector<std::string> inputs;
+  std::string output;
+  int64_t sizeOf[128] = {};
+};
+
+bool isLabel(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+Status parseSpec(const KernelContext &ctx, EinsumSpec &spec) {
+  std::string text;
+  for (char c : ctx.call.inst.text)
+    if (c != ' ')
+      text.push_back(c);
+  size_t arrow = text.find("->");
+  if (arrow == std::string::npos ||
+      text.find("->", arrow + 1) != std::string::npos)
+    return ctx.error("spec '" + ctx.call.inst.text +
+                     "' needs exactly one explicit '->'");
+  std::string lhs = text.substr(0, arrow);
+  spec.output = text.substr(arrow + 2);
+  size_t comma = lhs.find(',');
+  spec.inputs.push_back(lhs.substr(0, comma));
+  if (comma != std::string::npos)
+    spec.inputs.push_back(lhs.substr(comma + 1));
+  if (spec.inputs.size() != ctx.numOperands() || ctx.numOperands() > 2)
+    return ctx.error("spec '" + ctx.call.inst.text + "' has " +
+                     std::to_string(spec.inputs.size()) + " term(s) for " +
+                     std::to_string(ctx.numOperands()) + " operand(s)");
+  auto checkTerm = [&](const std::string &term,
+                       const std::vector<int64_t> &shape) -> Status {
+    if (term.size() != shape.size())
+      return ctx.error("term '" + term + "' does not match rank " +
+                       std::to_string(shape.size()));
+    for (size_t i = 0; i < term.size(); ++i) {
+      char label = term[i];
+      if (!isLabel(label) || term.find(label) != i)
+        return ctx.error("term '" + term +
+                         "' must be distinct letters a-z, A-Z");
+      int64_t &size = spec.sizeOf[static_cast<int>(label)];
+      if (size != 0 && size != shape[i] + 1)
+        return ctx.error(std::string("label '") + label +
+                         "' has different sizes");
+      size = shape[i] + 1; // Stored +1 so that 0 means "not seen".
+    }
+    return Status::success();
+  };
+  for (size_t i = 0; i < spec.inputs.size(); ++i)
+    if (Status s = checkTerm(spec.inputs[i], ctx.operandType(i).shape); !s)
+      return s;
+  for (size_t i = 0; i < spec.output.size(); ++i) {
+    char label = spec.output[i];
+    if (!isLabel(label) || spec.output.find(label) != i ||
+        spec.sizeOf[static_cast<int>(label)] == 0)
+      return ctx.error("output term '" + spec.output +
+                       "' must be distinct labels of the operands");
+  }
+  for (int64_t &size : spec.sizeOf)
+    size = size > 0 ? size - 1 : 0;
+  std::vector<int64_t> outShape;
+  for (char label : spec.output)
+    outShape.push_back(spec.sizeOf[static_cast<int>(label)]);
+  if (ctx.resultType(0).shape != outShape)
+    return ctx.error("result " + describe(ctx.resultType(0)) +
+                     " does not match the spec's shape " +
+                     formatShape(outShape));
+  return Status::success();
+}
+
+std::vector<int64_t> shapeOf(const EinsumSpec &spec,
+                             const std::string &labels) {
+  std::vector<int64_t> shape;
+  for (char label : labels)
+    shape.push_back(spec.sizeOf[static_cast<int>(label)]);
+  return shape;
+}
+
+/// Writes `src` (labelled `from`) into `dst` laid out as `to`, summing the
+/// labels of `from` that `to` lacks. Every label of `to` is in `from`.
+template <typename T>
+void permuteAndSum(const EinsumSpec &spec, const T *src,
+                   const std::string &from, T *dst, const std::string &to) {
+  std::vector<int64_t> fromShape = shapeOf(spec, from);
+  std::vector<int64_t> toShape = shapeOf(spec, to);
+  std::vector<int64_t> fromStrides = rowMajorStrides(fromShape);
+  std::vector<int64_t> toStrides = rowMajorStrides(toShape);
+  if (from.size() == to.size()) { // A pure permutation.
+    std::vector<int64_t> srcStrides;
+    for (char label : to)
+      srcStrides.push_back(fromStrides[from.find(label)]);
+    copyStrided(dst, toStrides, src, srcStrides, toShape, sizeof(T));
+    return;
+  }
+  int64_t toCount = productOf(toShape), fromCount = productOf(fromShape);
+  std::fill(dst, dst + toCount, T(0));
+  if (fromCount == 0)
+    return;
+  // Destination stride of each source dimension (0 when summed).
+  std::vector<int64_t> dstStrides(from.size(), 0);
+  for (size_t d = 0; d < from.size(); ++d) {
+    size_t position = to.find(from[d]);
+    if (position != std::string::npos)
+      dstStrides[d] = toStrides[position];
+  }
+  std::vector<int64_t> index(from.size(), 0);
+  int64_t dstOffset = 0;
+  for (int64_t i = 0; i < fromCount; ++i) {
+    dst[dstOffset] = wrappingAdd(dst[dstOffset], src[i]);
+    for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
+      dstOffset += dstStrides[d];
+      if (++index[d] < fromShape[d])
+        break;
+      dstOffset -= dstStrides[d] * fromShape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+template <typename T>
+void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+          const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc) {
+  if constexpr (std::is_same<T, float>::value)
+    gemmF32(transposeA, transposeB, m, n, k, a, lda, b, ldb, c, ldc);
+  else if constexpr (std::is_same<T, double>::value)
+    gemmF64(transposeA, transposeB, m, n, k, a, lda, b, ldb, c, ldc);
+  else
+    gemmI64(transposeA, transposeB, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+template <typename T>
+Status einsumTyped(const KernelContext &ctx, const EinsumSpec &spec,
+                   DType computeType) {
+  std::vector<T> converted[2];
+  auto operandAsCompute = [&](size_t i) -> const T * {
+    const TensorType &type = ctx.operandType(i);
+    if (type.dtype == computeType)
+      return ctx.operand<T>(i);
+    converted[i].resize(type.numElements());
+    convertElements(type.dtype, ctx.operand(i), computeType,
+                    converted[i].data(), type.numElements());
+    return converted[i].data();
+  };
+  const TensorType &resultType = ctx.resultType(0);
+  int64_t resultCount = resultType.numElements();
+  // Writes `data` (labelled `labels`) to the result, permuting, summing and
+  // converting as needed.
+  auto emitResult = [&](const T *data, const std::string &labels) {
+    bool direct = resultType.dtype == computeType;
+    std::vector<T> staging;
+    T *target = direct ? ctx.result<T>(0) : nullptr;
+    if (!direct) {
+      staging.resize(resultCount);
+      target = staging.data();
+    }
+    if (labels == spec.output) {
+      if (data != target && resultCount > 0)
+        std::memcpy(target, data, resultCount * sizeof(T));
+    } else {
+      permuteAndSum(spec, data, labels, target, spec.output);
+    }
+    if (!direct)
+      convertElements(computeType, target, resultType.dtype, ctx.result(0),
+                      resultCount);
+    return Status::success();
+  };
+
+  if (spec.inputs.size() == 1)
+    return emitResult(operandAsCompute(0), spec.inputs[0]);
+
+  const std::string &lhs = spec.inputs[0], &rhs = spec.inputs[1];
+  auto in = [](const std::string &term, char label) {
+    return term.find(label) != std::string::npos;
+  };
+  std::string batch, mLabels, nLabels, kLhsOrder, kRhsOrder;
+  for (char label : spec.output) {
+    if (in(lhs, label) && in(rhs, label))
+      batch += label;
+    else if (in(lhs, label))
+      mLabels += label;
+    else
+      nLabels += label;
+  }
+  for (char label : lhs)
+    if (in(rhs, label) && !in(spec.output, label))
+      kLhsOrder += label;
+  for (char label : rhs)
+    if (in(lhs, label) && !in(spec.output, label))
+      kRhsOrder += label;
+  // 0: [batch, first, second]; 1: [batch, second, first]; -1: neither.
+  auto layoutOf = [&](const std::string &labels, const std::string &first,
+                      const std::string &second) {
+    if (labels == batch + first + second)
+      return 0;
+    if (labels == batch + second + first)
+      return 1;
+    return -1;
+  };
+  std::string kLabels = kLhsOrder;
+  if (layoutOf(lhs, mLabels, kLhsOrder) < 0 &&
+      layoutOf(rhs, kRhsOrder, nLabels) >= 0)
+    kLabels = kRhsOrder;
+  int lhsLayout = layoutOf(lhs, mLabels, kLabels);
+  int rhsLayout = layoutOf(rhs, kLabels, nLabels);
+
+  const T *lhsData = operandAsCompute(0);
+  const T *rhsData = operandAsCompute(1);
+  std::vector<T> lhsPacked, rhsPacked;
+  if (lhsLayout < 0) {
+    std::string target = batch + mLabels + kLabels;
+    lhsPacked.resize(productOf(shapeOf(spec, target)));
+    permuteAndSum(spec, lhsData, lhs, lhsPacked.data(), target);
+    lhsData = lhsPacked.data();
+    lhsLayout = 0;
+  }
+  if (rhsLayout < 0) {
+    std::string target = batch + kLabels + nLabels;
+    rhsPacked.resize(productOf(shapeOf(spec, target)));
+    permuteAndSum(spec, rhsData, rhs, rhsPacked.data(), target);
+    rhsData = rhsPacked.data();
+    rhsLayout = 0;
+  }
+  int64_t batchCount = productOf(shapeOf(spec, batch));
+  int64_t m = productOf(shapeOf(spec, mLabels));
+  int64_t n = productOf(shapeOf(spec, nLabels));
+  int64_t k = productOf(shapeOf(spec, kLabels));
+  std::string productLabels = batch + mLabels + nLabels;
+  bool direct = productLabels == spec.output && resultType.dtype == computeType;
+  std::vector<T> product;
+  T *productData = direct ? ctx.result<T>(0) : nullptr;
+  if (!direct) {
+    product.resize(batchCount * m * n);
+    productData = product.data();
+  }
+  int64_t lda = lhsLayout == 0 ? k : m;
+  int64_t ldb = rhsLayout == 0 ? n : k;
+  for (int64_t b = 0; b < batchCount; ++b)
+    gemm<T>(lhsLayout == 1, rhsLayout == 1, m, n, k, lhsData + b * m * k,
+            std::max<int64_t>(lda, 1), rhsData + b * k * n,
+            std::max<int64_t>(ldb, 1), productData + b * m * n,
+            std::max<int64_t>(n, 1));
+  if (direct)
+    return Status::success();
+  return emitResult(productData, productLabels);
+}
+
+} // namespace
+
+Status runEinsum(const KernelContext &ctx) {
+  if (ctx.numOperands() < 1 || ctx.numOperands() > 2)
+    return ctx.error("expects one or two operands, got " +
+                     std::to_string(ctx.numOperands()));
+  DType dtype = ctx.operandType(0).dtype;
+  if (ctx.numOperands() == 2 && ctx.operandType(1).dtype != dtype)
+    return ctx.error("operands have different element types " +
+                     describe(ctx.operandType(0)) + " and " +
+                     describe(ctx.operandType(1)));
+  DType resultDType = ctx.resultType(0).dtype;
+  bool narrowFloat = dtype == DType::BF16 || dtype == DType::F16;
+  if (resultDType != dtype && !(narrowFloat && resultDType == DType::F32))
+    return ctx.error(std::string("result element type ") +
+                     dtypeName(resultDType) + " is not allowed for " +
+                     dtypeName(dtype) + " operands");
+  if (dtype == DType::Bool)
+    return ctx.unsupported(dtype);
+  EinsumSpec spec;
+  if (Status s = parseSpec(ctx, spec); !s)
+    return s;
+  switch (dtype) {
+  case DType::F64:
+    return einsumTyped<double>(ctx, spec, DType::F64);
+  case DType::F32:
+  case DType::BF16:
+  case DType::F16:
+    return einsumTyped<float>(ctx, spec, DType::F32);
+  default:
+    return einsumTyped<int64_t>(ctx, spec, DType::I64);
+  }
+}
+
+} // namespace cpu
+} // namespace partita

@@ -1,0 +1,545 @@
+//===- InProcessCommunicator.cpp - Collectives between threads ------------===//
+//
+// One mutex guards the table of rendezvous slots; each slot has its own
+// condition variable. Threads sleep while they wait (no spinning: on a
+// two-core machine eight spinning devices would starve the one doing work)
+// and copy or reduce outside the lock.
+//
+//===----------------------------------------------------------------------===//
+#include "partita/Runtime/InProcessCommunicator.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace partita {
+
+using Clock = std::chrono::steady_clock;
+
+struct InProcessCommunicator::Call {
+  CommunicatorOp kind = CommunicatorOp::AllReduce;
+  int64_t deviceId = 0;
+  std::vector<std::string> axes;
+  ReductionCode reduction = ReductionCode::Sum;
+  int64_t dim = 0, splitDim = 0, concatDim = 0;
+  std::vector<SourceTargetPair> pairs;
+  ConstBufferRef input;
+  BufferRef output;
+};
+
+namespace {
+
+using Call = InProcessCommunicator::Call;
+
+/// "all_reduce sum over mesh axes [data]" plus the attributes that matter.
+std::string describeCall(const Call &call) {
+  std::string text = communicatorOpName(call.kind);
+  if (call.kind == CommunicatorOp::AllReduce ||
+      call.kind == CommunicatorOp::ReduceScatter)
+    text += std::string(" ") + reductionCodeName(call.reduction);
+  text += " over mesh axes " + formatAxes(call.axes);
+  if (call.kind == CommunicatorOp::AllGather ||
+      call.kind == CommunicatorOp::ReduceScatter)
+    text += " dim " + std::to_string(call.dim);
+  if (call.kind == CommunicatorOp::AllToAll)
+    text += " split_dim " + std::to_string(call.splitDim) + " concat_dim " +
+            std::to_string(call.concatDim);
+  if (call.kind == CommunicatorOp::CollectivePermute) {
+    text += " pairs [";
+    for (size_t i = 0; i < call.pairs.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(call.pairs[i].first) + " -> " +
+              std::to_string(call.pairs[i].second);
+    text += "]";
+  }
+  return text + " on " + dtypeName(call.input.dtype) +
+         formatShape(call.input.shape);
+}
+
+bool sameCollective(const Call &a, const Call &b) {
+  return a.kind == b.kind && a.axes == b.axes && a.reduction == b.reduction &&
+         a.dim == b.dim && a.splitDim == b.splitDim &&
+         a.concatDim == b.concatDim && a.pairs == b.pairs &&
+         a.input.dtype == b.input.dtype && a.input.shape == b.input.shape;
+}
+
+Status checkPairs(const std::vector<SourceTargetPair> &pairs,
+                  int64_t groupSize) {
+  std::vector<bool> isSource(groupSize), isTarget(groupSize);
+  for (const SourceTargetPair &pair : pairs) {
+    for (int64_t position : {pair.first, pair.second})
+      if (position < 0 || position >= groupSize)
+        return Status::error("pair position " + std::to_string(position) +
+                             " is outside the group of " +
+                             std::to_string(groupSize));
+    if (isSource[pair.first] || isTarget[pair.second])
+      return Status::error(
+          "position " +
+          std::to_string(isSource[pair.first] ? pair.first : pair.second) +
+          " appears twice as a " +
+          (isSource[pair.first] ? "source" : "target"));
+    isSource[pair.first] = isTarget[pair.second] = true;
+  }
+  return Status::success();
+}
+
+/// One collective of one group: what the first device asked for, every
+/// member's buffers, and how far the group has got.
+struct Slot {
+  Call request; // The first arrival's call; later ones must agree.
+  std::vector<int64_t> members;
+  uint64_t sequence = 0;
+  std::vector<const uint8_t *> inputs;
+  std::vector<uint8_t *> outputs;
+  std::vector<bool> present;
+  int64_t arrived = 0, computed = 0, finished = 0;
+  bool inPlace = false;
+  bool failed = false;
+  bool singleThreaded = false; // One device computes every output.
+  bool done = false;           // Single-threaded: all outputs are written.
+  Status result;               // Single-threaded: the outcome for everyone.
+  Status failure;
+  Clock::time_point lastArrival;
+  std::condition_variable changed;
+};
+
+/// Where the element range [begin, end) of a flat reduction starts for
+/// slice `index` of `parts` (balanced to within one element).
+int64_t sliceStart(int64_t count, int64_t index, int64_t parts) {
+  return count / parts * index + std::min(index, count % parts);
+}
+
+} // namespace
+
+struct InProcessCommunicator::State {
+  Mesh mesh;
+  std::chrono::milliseconds timeout;
+  int64_t singleThreadedBytes =
+      InProcessCommunicator::defaultSingleThreadedBytes;
+  mutable std::mutex mutex;
+  bool aborted = false;
+  Status abortReason;
+  /// Keyed by the group's sorted device set and the collective's index
+  /// among the calls on that set.
+  std::map<std::pair<std::vector<int64_t>, uint64_t>, std::shared_ptr<Slot>>
+      slots;
+  /// Per sorted device set, how many calls each device has made on it.
+  std::map<std::vector<int64_t>, std::map<int64_t, uint64_t>> callCounts;
+};
+
+InProcessCommunicator::InProcessCommunicator(Mesh mesh,
+                                             std::chrono::milliseconds timeout)
+    : state(std::make_unique<State>()) {
+  state->mesh = std::move(mesh);
+  state->timeout = timeout;
+}
+
+InProcessCommunicator::~InProcessCommunicator() = default;
+
+const Mesh &InProcessCommunicator::mesh() const { return state->mesh; }
+
+void InProcessCommunicator::setTimeout(std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  state->timeout = timeout;
+}
+
+std::chrono::milliseconds InProcessCommunicator::timeout() const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  return state->timeout;
+}
+
+void InProcessCommunicator::abort(const Status &reason) {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (state->aborted)
+    return;
+  state->aborted = true;
+  state->abortReason =
+      reason.ok() ? Status::error("abort() without a reason") : reason;
+  for (auto &entry : state->slots)
+    entry.second->changed.notify_all();
+}
+
+void InProcessCommunicator::setSingleThreadedBytes(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  state->singleThreadedBytes = bytes;
+}
+
+bool InProcessCommunicator::aborted() const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  return state->aborted;
+}
+
+namespace {
+
+/// Fails `slot` for everyone waiting on it and everyone still to come.
+void failSlot(Slot &slot, Status failure) {
+  slot.failed = true;
+  slot.failure = std::move(failure);
+  slot.changed.notify_all();
+}
+
+/// This device's share of the work once the whole group has arrived. For
+/// two-step collectives `step` 0 computes and step 1 distributes.
+Status computeOutput(const Slot &slot, int64_t position, int step,
+                     std::vector<uint8_t> &scratch) {
+  const Call &request = slot.request;
+  auto groupSize = static_cast<int64_t>(slot.members.size());
+  const std::vector<int64_t> &inShape = request.input.shape;
+  int64_t elementSize = dtypeSize(request.input.dtype);
+  auto outShapeOr =
+      collectiveResultShape(request.kind, inShape, groupSize, request.dim,
+                            request.splitDim, request.concatDim);
+  const std::vector<int64_t> &outShape = *outShapeOr;
+  uint8_t *output = slot.outputs[position];
+  std::vector<int64_t> zeros(inShape.size(), 0);
+
+  switch (request.kind) {
+  case CommunicatorOp::AllGather: {
+    std::vector<int64_t> dstOffset = zeros;
+    for (int64_t i = 0; i < groupSize; ++i) {
+      dstOffset[request.dim] = i * inShape[request.dim];
+      copyTensorBox(slot.inputs[i], inShape, zeros, output, outShape, dstOffset,
+                    inShape, elementSize);
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::AllReduce: {
+    int64_t count = *checkedNumElements(inShape);
+    int64_t begin = sliceStart(count, position, groupSize);
+    int64_t end = sliceStart(count, position + 1, groupSize);
+    if (step == 0) {
+      std::vector<const void *> inputs;
+      for (const uint8_t *input : slot.inputs)
+        inputs.push_back(input + begin * elementSize);
+      return reduceElements(request.reduction, request.input.dtype, inputs,
+                            output + begin * elementSize, end - begin);
+    }
+    for (int64_t owner = 0; owner < groupSize; ++owner) {
+      if (owner == position)
+        continue;
+      int64_t from = sliceStart(count, owner, groupSize);
+      int64_t to = sliceStart(count, owner + 1, groupSize);
+      if (to > from)
+        std::memcpy(output + from * elementSize,
+                    slot.outputs[owner] + from * elementSize,
+                    (to - from) * elementSize);
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::ReduceScatter: {
+    // Views: input [outer, groupSize * block, inner], output [outer, block,
+    // inner]; this device reduces its block of every outer row.
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < request.dim; ++d)
+      outer *= inShape[d];
+    for (size_t d = request.dim + 1; d < inShape.size(); ++d)
+      inner *= inShape[d];
+    int64_t block = outShape[request.dim] * inner;
+    std::vector<const void *> inputs(groupSize);
+    for (int64_t row = 0; row < outer; ++row) {
+      int64_t inOffset = (row * groupSize + position) * block * elementSize;
+      for (int64_t i = 0; i < groupSize; ++i)
+        inputs[i] = slot.inputs[i] + inOffset;
+      if (Status status =
+              reduceElements(request.reduction, request.input.dtype, inputs,
+                             output + row * block * elementSize, block);
+          !status)
+        return status;
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::AllToAll: {
+    std::vector<int64_t> box = inShape;
+    box[request.splitDim] /= groupSize;
+    std::vector<int64_t> srcOffset = zeros, dstOffset = zeros;
+    srcOffset[request.splitDim] = position * box[request.splitDim];
+    for (int64_t i = 0; i < groupSize; ++i) {
+      dstOffset[request.concatDim] = i * box[request.concatDim];
+      copyTensorBox(slot.inputs[i], inShape, srcOffset, output, outShape,
+                    dstOffset, box, elementSize);
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::CollectivePermute: {
+    int64_t bytes = *checkedNumBytes(request.input.dtype, inShape);
+    const uint8_t *source = nullptr;
+    for (const SourceTargetPair &pair : request.pairs)
+      if (pair.second == position)
+        source = slot.inputs[pair.first];
+    // In place, a source's input is someone's output: read everything
+    // first (step 0), write after the whole group has read (step 1).
+    if (slot.inPlace && step == 0) {
+      if (source)
+        scratch.assign(source, source + bytes);
+      return Status::success();
+    }
+    if (slot.inPlace)
+      source = source ? scratch.data() : nullptr;
+    if (bytes == 0)
+      return Status::success();
+    if (source)
+      std::memcpy(output, source, bytes);
+    else
+      std::memset(output, 0, bytes);
+    return Status::success();
+  }
+  }
+  return Status::error("unknown collective kind");
+}
+
+/// all_reduce, and collective_permute in place, read what others write.
+bool needsTwoSteps(const Slot &slot) {
+  return slot.request.kind == CommunicatorOp::AllReduce ||
+         (slot.request.kind == CommunicatorOp::CollectivePermute &&
+          slot.inPlace);
+}
+
+/// Whether the results of all devices together are at most `limit` bytes.
+bool resultsFitIn(const Slot &slot, int64_t limit) {
+  auto groupSize = static_cast<int64_t>(slot.members.size());
+  Expected<int64_t> inputBytes =
+      checkedNumBytes(slot.request.input.dtype, slot.request.input.shape);
+  int64_t perDevice = *inputBytes;
+  if (slot.request.kind == CommunicatorOp::AllGather)
+    perDevice *= groupSize;
+  return perDevice * groupSize <= limit;
+}
+
+/// Every device's output, on the calling thread.
+Status computeAllOutputs(const Slot &slot) {
+  auto groupSize = static_cast<int64_t>(slot.members.size());
+  std::vector<std::vector<uint8_t>> scratch(groupSize);
+  int steps = needsTwoSteps(slot) ? 2 : 1;
+  for (int step = 0; step < steps; ++step)
+    for (int64_t position = 0; position < groupSize; ++position)
+      if (Status status =
+              computeOutput(slot, position, step, scratch[position]);
+          !status)
+        return status;
+  return Status::success();
+}
+
+} // namespace
+
+Status InProcessCommunicator::run(const Call &call) {
+  auto prefix = [&]() {
+    return describeCall(call) + " on device " + std::to_string(call.deviceId);
+  };
+  Expected<CollectiveGroup> group =
+      resolveGroup(state->mesh, call.deviceId, call.axes);
+  if (!group)
+    return Status::error(prefix() + ": " + group.status().message());
+  auto groupSize = static_cast<int64_t>(group->members.size());
+  int64_t position = group->position;
+  Status argumentError =
+      checkCollectiveBuffers(call.kind, groupSize, call.input, call.output,
+                             call.dim, call.splitDim, call.concatDim);
+  if (argumentError && call.kind == CommunicatorOp::CollectivePermute)
+    argumentError = checkPairs(call.pairs, groupSize);
+  if (argumentError && (call.kind == CommunicatorOp::AllReduce ||
+                        call.kind == CommunicatorOp::ReduceScatter))
+    argumentError = checkReduction(call.reduction, call.input.dtype);
+
+  std::vector<int64_t> deviceSet = group->members;
+  std::sort(deviceSet.begin(), deviceSet.end());
+
+  std::unique_lock<std::mutex> lock(state->mutex);
+  auto abortedError = [&]() {
+    return Status::error(prefix() + ": the communicator was aborted: " +
+                         state->abortReason.message());
+  };
+  if (state->aborted)
+    return abortedError();
+  uint64_t sequence = state->callCounts[deviceSet][call.deviceId]++;
+  std::shared_ptr<Slot> &entry = state->slots[{deviceSet, sequence}];
+  if (!entry) {
+    entry = std::make_shared<Slot>();
+    entry->request = call;
+    entry->members = group->members;
+    entry->sequence = sequence;
+    entry->inputs.assign(groupSize, nullptr);
+    entry->outputs.assign(groupSize, nullptr);
+    entry->present.assign(groupSize, false);
+    entry->singleThreaded = resultsFitIn(*entry, state->singleThreadedBytes);
+  }
+  std::shared_ptr<Slot> slot = entry;
+  std::string groupText = "group " + formatDeviceList(slot->members) +
+                          " (call #" + std::to_string(sequence) +
+                          " on this group)";
+  if (slot->failed)
+    return slot->failure;
+  if (!argumentError) {
+    failSlot(*slot, Status::error(prefix() + ": " + argumentError.message() +
+                                  "; failing " + groupText));
+    return slot->failure;
+  }
+  if (!sameCollective(slot->request, call)) {
+    failSlot(*slot,
+             Status::error("devices disagree on call #" +
+                           std::to_string(sequence) + " of group " +
+                           formatDeviceList(slot->members) + ": device " +
+                           std::to_string(slot->request.deviceId) + " called " +
+                           describeCall(slot->request) + " but device " +
+                           std::to_string(call.deviceId) + " called " +
+                           describeCall(call)));
+    return slot->failure;
+  }
+  slot->inputs[position] = static_cast<const uint8_t *>(call.input.data);
+  slot->outputs[position] = static_cast<uint8_t *>(call.output.data);
+  slot->present[position] = true;
+  slot->inPlace |= call.input.data == call.output.data;
+  bool completesGroup = ++slot->arrived == groupSize;
+  // Waiters only care about the last arrival (and failures): waking them
+  // for every arrival would cost O(n^2) context switches. The timeout
+  // deadline moves with lastArrival; a waiter that wakes at the old
+  // deadline sees the new one and sleeps again.
+  slot->lastArrival = Clock::now();
+
+  // Wait for the group, failing after `timeout` without a new arrival.
+  while (slot->arrived < groupSize) {
+    if (slot->failed)
+      return slot->failure;
+    if (state->aborted)
+      return abortedError();
+    Clock::time_point deadline = slot->lastArrival + state->timeout;
+    if (Clock::now() >= deadline) {
+      std::vector<int64_t> arrived, missing;
+      for (int64_t i = 0; i < groupSize; ++i)
+        (slot->present[i] ? arrived : missing).push_back(slot->members[i]);
+      auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(state->timeout)
+              .count();
+      failSlot(*slot,
+               Status::error(
+                   describeCall(slot->request) + ": " + groupText +
+                   " made no progress for " + std::to_string(ms) +
+                   " ms; arrived: devices " + formatDeviceList(arrived) +
+                   "; did not arrive: devices " + formatDeviceList(missing)));
+      return slot->failure;
+    }
+    slot->changed.wait_until(lock, deadline);
+  }
+
+  // Everyone is here: from now on every member must finish, because the
+  // others may read this device's buffers until the last one is done.
+  if (slot->singleThreaded) {
+    // Small results: waking every device for the parallel steps costs more
+    // than the copies, so the device that completed the group does all the
+    // work while the others sleep until it is done.
+    if (completesGroup) {
+      lock.unlock();
+      Status result = computeAllOutputs(*slot);
+      lock.lock();
+      slot->result = result;
+      slot->done = true;
+      slot->changed.notify_all();
+      state->slots.erase({deviceSet, sequence});
+    } else {
+      slot->changed.wait(lock, [&] { return slot->done; });
+    }
+    if (!slot->result)
+      return Status::error(prefix() + ": " + slot->result.message());
+    return Status::success();
+  }
+  if (completesGroup)
+    slot->changed.notify_all();
+  std::vector<uint8_t> scratch;
+  lock.unlock();
+  Status result = computeOutput(*slot, position, 0, scratch);
+  lock.lock();
+  if (needsTwoSteps(*slot)) {
+    if (++slot->computed == groupSize)
+      slot->changed.notify_all();
+    slot->changed.wait(lock, [&] { return slot->computed == groupSize; });
+    lock.unlock();
+    Status second = computeOutput(*slot, position, 1, scratch);
+    if (result)
+      result = second;
+    lock.lock();
+  }
+  if (++slot->finished == groupSize) {
+    slot->changed.notify_all();
+    state->slots.erase({deviceSet, sequence});
+  }
+  slot->changed.wait(lock, [&] { return slot->finished == groupSize; });
+  if (!result)
+    return Status::error(prefix() + ": " + result.message());
+  return Status::success();
+}
+
+Status InProcessCommunicator::allGather(int64_t deviceId,
+                                        const std::vector<std::string> &axes,
+                                        int64_t dim,
+                                        const ConstBufferRef &input,
+                                        const BufferRef &output) {
+  Call call;
+  call.kind = CommunicatorOp::AllGather;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.dim = dim;
+  call.input = input;
+  call.output = output;
+  return run(call);
+}
+
+Status InProcessCommunicator::allReduce(int64_t deviceId,
+                                        const std::vector<std::string> &axes,
+                                        ReductionCode kind,
+                                        const ConstBufferRef &input,
+                                        const BufferRef &output) {
+  Call call;
+  call.kind = CommunicatorOp::AllReduce;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.reduction = kind;
+  call.input = input;
+  call.output = output;
+  return run(call);
+}
+
+Status InProcessCommunicator::reduceScatter(
+    int64_t deviceId, const std::vector<std::string> &axes, ReductionCode kind,
+    int64_t dim, const ConstBufferRef &input, const BufferRef &output) {
+  Call call;
+  call.kind = CommunicatorOp::ReduceScatter;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.reduction = kind;
+  call.dim = dim;
+  call.input = input;
+  call.output = output;
+  return run(call);
+}
+
+Status InProcessCommunicator::allToAll(int64_t deviceId,
+                                       const std::vector<std::string> &axes,
+                                       int64_t splitDim, int64_t concatDim,
+                                       const ConstBufferRef &input,
+                                       const BufferRef &output) {
+  Call call;
+  call.kind = CommunicatorOp::AllToAll;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.splitDim = splitDim;
+  call.concatDim = concatDim;
+  call.input = input;
+  call.output = output;
+  return run(call);
+}
+
+Status InProcessCommunicator::collectivePermute(
+    int64_t deviceId, const std::vector<std::string> &axes,
+    const std::vector<SourceTargetPair> &pairs, const ConstBufferRef &input,
+    const BufferRef &output) {
+  Call call;
+  call.kind = CommunicatorOp::CollectivePermute;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.pairs = pairs;
+  call.input = input;
+  call.output = output;
+  return run(call);
+}
+
+} // namespace partita

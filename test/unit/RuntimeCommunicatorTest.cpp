@@ -1,0 +1,372 @@
+//===- RuntimeCommunicatorTest.cpp - Collectives against a reference ------===//
+//
+// Every collective over every ordered subset of axes of 1-D to 3-D meshes
+// (with device_ids permutations), one thread per device, distinct data on
+// each device, checked element by element against a reference computed from
+// the global picture: group membership by brute force over all devices, and
+// each output element derived from the op description with index arithmetic.
+//
+//===----------------------------------------------------------------------===//
+#include "RuntimeCommunicatorTestSupport.h"
+
+#include "partita/Runtime/InProcessCommunicator.h"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstring>
+
+using namespace partita;
+using namespace partita::test;
+
+namespace {
+
+struct OpCase {
+  CommunicatorOp kind = CommunicatorOp::AllReduce;
+  ReductionCode reduction = ReductionCode::Sum;
+  int64_t dim = 0, splitDim = 0, concatDim = 0;
+  std::vector<SourceTargetPair> pairs;
+  std::vector<int64_t> inputShape;
+  bool inPlace = false;
+
+  std::string name() const {
+    std::string text = communicatorOpName(kind);
+    text += " " + std::string(reductionCodeName(reduction)) + " dim " +
+            std::to_string(dim) + " split " + std::to_string(splitDim) +
+            " concat " + std::to_string(concatDim) + " in " +
+            formatShape(inputShape) + (inPlace ? " in-place" : "");
+    return text;
+  }
+};
+
+/// The collectives each (mesh, axes) case runs back to back, for a group of
+/// `n` devices: every kind, several dimensions and reductions, uneven
+/// all_reduce slices, a scalar, in-place calls and permutes with holes.
+std::vector<OpCase> opCasesFor(int64_t n) {
+  std::vector<OpCase> cases;
+  const std::vector<int64_t> base = {2, 3, 2};
+  for (int64_t dim = 0; dim < 3; ++dim) {
+    OpCase gather;
+    gather.kind = CommunicatorOp::AllGather;
+    gather.dim = dim;
+    gather.inputShape = base;
+    cases.push_back(gather);
+  }
+  auto reduce = [&](ReductionCode kind, std::vector<int64_t> shape,
+                    bool inPlace) {
+    OpCase op;
+    op.kind = CommunicatorOp::AllReduce;
+    op.reduction = kind;
+    op.inputShape = std::move(shape);
+    op.inPlace = inPlace;
+    cases.push_back(op);
+  };
+  reduce(ReductionCode::Sum, {5, 3}, false);
+  reduce(ReductionCode::Max, {7}, false);
+  reduce(ReductionCode::Min, {}, false);
+  reduce(ReductionCode::Sum, {3, 5}, true);
+  const std::pair<int64_t, ReductionCode> scatters[] = {
+      {0, ReductionCode::Sum},
+      {1, ReductionCode::Max},
+      {2, ReductionCode::Min}};
+  for (auto [dim, kind] : scatters) {
+    OpCase op;
+    op.kind = CommunicatorOp::ReduceScatter;
+    op.reduction = kind;
+    op.dim = dim;
+    op.inputShape = base;
+    op.inputShape[dim] *= n;
+    cases.push_back(op);
+  }
+  const std::pair<int64_t, int64_t> exchanges[] = {{0, 2}, {2, 0}, {1, 1}};
+  for (auto [split, concat] : exchanges) {
+    OpCase op;
+    op.kind = CommunicatorOp::AllToAll;
+    op.splitDim = split;
+    op.concatDim = concat;
+    op.inputShape = base;
+    op.inputShape[split] *= n;
+    cases.push_back(op);
+  }
+  OpCase shift, reverse, cycle;
+  shift.kind = reverse.kind = cycle.kind = CommunicatorOp::CollectivePermute;
+  for (int64_t i = 0; i + 1 < n; ++i)
+    shift.pairs.push_back({i, i + 1}); // Position 0 receives zeros.
+  for (int64_t i = 0; i < n; ++i) {
+    reverse.pairs.push_back({i, n - 1 - i});
+    cycle.pairs.push_back({i, (i + 1) % n});
+  }
+  shift.inputShape = {3, 2};
+  reverse.inputShape = {4};
+  cycle.inputShape = {2, 2};
+  cycle.inPlace = true;
+  cases.push_back(shift);
+  cases.push_back(reverse);
+  cases.push_back(cycle);
+  return cases;
+}
+
+/// Device `device`'s element `k` of op `op`: exact in f32, distinct across
+/// devices, elements and ops, and so are sums of up to eight of them.
+double inputValue(int64_t device, size_t op, int64_t k) {
+  return static_cast<double>(device * 1000 + k) + static_cast<double>(op) / 32;
+}
+
+std::vector<int64_t> referenceOutputShape(const OpCase &op, int64_t n) {
+  std::vector<int64_t> shape = op.inputShape;
+  switch (op.kind) {
+  case CommunicatorOp::AllGather:
+    shape[op.dim] *= n;
+    break;
+  case CommunicatorOp::ReduceScatter:
+    shape[op.dim] /= n;
+    break;
+  case CommunicatorOp::AllToAll:
+    shape[op.splitDim] /= n;
+    shape[op.concatDim] *= n;
+    break;
+  default:
+    break;
+  }
+  return shape;
+}
+
+double combine(ReductionCode kind, const std::vector<double> &values) {
+  double result = values[0];
+  for (size_t i = 1; i < values.size(); ++i) {
+    if (kind == ReductionCode::Sum)
+      result += values[i];
+    else if (kind == ReductionCode::Max)
+      result = std::max(result, values[i]);
+    else
+      result = std::min(result, values[i]);
+  }
+  return result;
+}
+
+/// Output element `flat` of op `opIndex` on the device at `position` of
+/// `group`, from the op descriptions in PartitaCollectiveOps.td.
+double referenceValue(const OpCase &op, size_t opIndex,
+                      const ReferenceGroup &group, int64_t flat) {
+  auto n = static_cast<int64_t>(group.members.size());
+  std::vector<int64_t> outShape = referenceOutputShape(op, n);
+  std::vector<int64_t> index = unflatten(flat, outShape);
+  auto reduceAt = [&](int64_t k) {
+    std::vector<double> values;
+    for (int64_t member : group.members)
+      values.push_back(inputValue(member, opIndex, k));
+    return combine(op.reduction, values);
+  };
+  switch (op.kind) {
+  case CommunicatorOp::AllGather: {
+    int64_t source = index[op.dim] / op.inputShape[op.dim];
+    index[op.dim] %= op.inputShape[op.dim];
+    return inputValue(group.members[source], opIndex,
+                      flatten(index, op.inputShape));
+  }
+  case CommunicatorOp::AllReduce:
+    return reduceAt(flat);
+  case CommunicatorOp::ReduceScatter:
+    index[op.dim] += group.position * outShape[op.dim];
+    return reduceAt(flatten(index, op.inputShape));
+  case CommunicatorOp::AllToAll: {
+    std::vector<int64_t> block = op.inputShape;
+    block[op.splitDim] /= n;
+    int64_t source = index[op.concatDim] / block[op.concatDim];
+    index[op.concatDim] %= block[op.concatDim];
+    index[op.splitDim] += group.position * block[op.splitDim];
+    return inputValue(group.members[source], opIndex,
+                      flatten(index, op.inputShape));
+  }
+  case CommunicatorOp::CollectivePermute:
+    for (const SourceTargetPair &pair : op.pairs)
+      if (pair.second == group.position)
+        return inputValue(group.members[pair.first], opIndex, flat);
+    return 0.0;
+  }
+  return -1.0;
+}
+
+Status runOp(Communicator &comm, int64_t device,
+             const std::vector<std::string> &axes, const OpCase &op,
+             const HostArray &input, HostArray &output) {
+  ConstBufferRef in = op.inPlace ? ConstBufferRef{output.bytes.data(),
+                                                  output.dtype, output.shape}
+                                 : inputRef(input);
+  BufferRef out = outputRef(output);
+  switch (op.kind) {
+  case CommunicatorOp::AllGather:
+    return comm.allGather(device, axes, op.dim, in, out);
+  case CommunicatorOp::AllReduce:
+    return comm.allReduce(device, axes, op.reduction, in, out);
+  case CommunicatorOp::ReduceScatter:
+    return comm.reduceScatter(device, axes, op.reduction, op.dim, in, out);
+  case CommunicatorOp::AllToAll:
+    return comm.allToAll(device, axes, op.splitDim, op.concatDim, in, out);
+  case CommunicatorOp::CollectivePermute:
+    return comm.collectivePermute(device, axes, op.pairs, in, out);
+  }
+  return Status::error("unknown kind");
+}
+
+Mesh makeMesh(std::vector<MeshAxis> axes, std::vector<int64_t> ids = {}) {
+  Expected<Mesh> mesh = Mesh::create(std::move(axes), std::move(ids));
+  REQUIRE(mesh.ok());
+  return *mesh;
+}
+
+} // namespace
+
+TEST_CASE("every collective over every ordered axis subset matches the "
+          "reference",
+          "[runtime][communicator]") {
+  std::vector<Mesh> meshes = {
+      makeMesh({{"x", 8}}),
+      makeMesh({{"x", 4}}, {2, 0, 3, 1}),
+      makeMesh({{"data", 2}, {"model", 4}}, {7, 3, 5, 1, 6, 2, 4, 0}),
+      makeMesh({{"a", 2}, {"b", 2}, {"c", 2}}, {5, 0, 6, 3, 1, 7, 2, 4}),
+      makeMesh({{"a", 2}, {"b", 1}, {"c", 3}}),
+  };
+  // Single-threaded (the default for these sizes) and fully parallel.
+  int64_t singleThreadedBytes =
+      GENERATE(InProcessCommunicator::defaultSingleThreadedBytes, int64_t(0));
+  for (const Mesh &mesh : meshes) {
+    for (const std::vector<std::string> &axes : orderedAxisSubsets(mesh)) {
+      INFO("mesh " << mesh.toString() << " axes " << formatAxes(axes)
+                   << " single-threaded up to " << singleThreadedBytes
+                   << " bytes");
+      InProcessCommunicator comm(mesh, std::chrono::seconds(20));
+      comm.setSingleThreadedBytes(singleThreadedBytes);
+      int64_t numDevices = mesh.numDevices();
+      std::vector<ReferenceGroup> groups;
+      for (int64_t device = 0; device < numDevices; ++device)
+        groups.push_back(referenceGroup(mesh, device, axes));
+      auto groupSize = static_cast<int64_t>(groups[0].members.size());
+      std::vector<OpCase> ops = opCasesFor(groupSize);
+
+      // inputs[device][op], outputs[device][op].
+      std::vector<std::vector<HostArray>> inputs(numDevices),
+          outputs(numDevices);
+      for (int64_t device = 0; device < numDevices; ++device) {
+        for (size_t op = 0; op < ops.size(); ++op) {
+          std::vector<float> values;
+          for (int64_t k = 0; k < numElementsOf(ops[op].inputShape); ++k)
+            values.push_back(static_cast<float>(inputValue(device, op, k)));
+          inputs[device].push_back(
+              HostArray::fromValues(DType::F32, ops[op].inputShape, values));
+          HostArray output = HostArray::zeros(
+              DType::F32, referenceOutputShape(ops[op], groupSize));
+          if (ops[op].inPlace)
+            output = inputs[device][op];
+          else // Garbage, so that unwritten elements show.
+            std::memset(output.bytes.data(), 0xab, output.bytes.size());
+          outputs[device].push_back(output);
+        }
+      }
+
+      std::vector<Status> statuses =
+          runOnDevices(numDevices, [&](int64_t device) {
+            for (size_t op = 0; op < ops.size(); ++op)
+              if (Status status =
+                      runOp(comm, device, axes, ops[op], inputs[device][op],
+                            outputs[device][op]);
+                  !status)
+                return status;
+            return Status::success();
+          });
+      for (int64_t device = 0; device < numDevices; ++device) {
+        INFO("device " << device);
+        REQUIRE(statuses[device].message() == "");
+        for (size_t op = 0; op < ops.size(); ++op) {
+          INFO("op #" << op << ": " << ops[op].name());
+          const HostArray &output = outputs[device][op];
+          int64_t mismatches = 0;
+          std::string first;
+          for (int64_t k = 0; k < output.numElements(); ++k) {
+            auto expected = static_cast<float>(
+                referenceValue(ops[op], op, groups[device], k));
+            float actual = output.element<float>(k);
+            if (actual != expected && mismatches++ == 0)
+              first = "element " + std::to_string(k) + ": got " +
+                      std::to_string(actual) + ", expected " +
+                      std::to_string(expected);
+          }
+          INFO(first);
+          CHECK(mismatches == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("collectives on different groups interleave without mixing",
+          "[runtime][communicator]") {
+  Mesh mesh = makeMesh({{"data", 2}, {"model", 4}}, {3, 1, 2, 0, 7, 5, 6, 4});
+  InProcessCommunicator comm(mesh, std::chrono::seconds(20));
+  comm.setSingleThreadedBytes(GENERATE(int64_t(1) << 20, int64_t(0)));
+  constexpr int iterations = 30;
+  // results[device][iteration] = {sum over data, sum over model, sum over
+  // both}.
+  std::vector<std::vector<std::array<int64_t, 3>>> results(
+      8, std::vector<std::array<int64_t, 3>>(iterations));
+  std::vector<Status> statuses = runOnDevices(8, [&](int64_t device) {
+    for (int it = 0; it < iterations; ++it) {
+      const std::vector<std::string> axesSets[] = {
+          {"data"}, {"model"}, {"model", "data"}};
+      for (int which = 0; which < 3; ++which) {
+        int64_t value = device * 100 + it * 10000 + which;
+        int64_t result = 0;
+        if (Status status = comm.allReduce(
+                device, axesSets[which], ReductionCode::Sum,
+                {&value, DType::I64, {}}, {&result, DType::I64, {}});
+            !status)
+          return status;
+        results[device][it][which] = result;
+      }
+    }
+    return Status::success();
+  });
+  for (int64_t device = 0; device < 8; ++device) {
+    REQUIRE(statuses[device].message() == "");
+    const std::vector<std::string> axesSets[] = {
+        {"data"}, {"model"}, {"model", "data"}};
+    for (int it = 0; it < iterations; ++it)
+      for (int which = 0; which < 3; ++which) {
+        int64_t expected = 0;
+        for (int64_t member :
+             referenceGroup(mesh, device, axesSets[which]).members)
+          expected += member * 100 + it * 10000 + which;
+        CHECK(results[device][it][which] == expected);
+      }
+  }
+}
+
+TEST_CASE("all_slice keeps the block at the device's group position",
+          "[runtime][communicator]") {
+  Mesh mesh = makeMesh({{"a", 2}, {"b", 3}}, {5, 4, 3, 2, 1, 0});
+  for (const std::vector<std::string> &axes : orderedAxisSubsets(mesh)) {
+    for (int64_t device = 0; device < 6; ++device) {
+      ReferenceGroup group = referenceGroup(mesh, device, axes);
+      auto n = static_cast<int64_t>(group.members.size());
+      std::vector<int32_t> values(4 * n * 2);
+      for (size_t k = 0; k < values.size(); ++k)
+        values[k] = static_cast<int32_t>(k);
+      HostArray input = HostArray::fromValues(DType::I32, {4, n * 2}, values);
+      HostArray output = HostArray::zeros(DType::I32, {4, 2});
+      REQUIRE(
+          allSlice(mesh, device, axes, 1, inputRef(input), outputRef(output))
+              .ok());
+      for (int64_t row = 0; row < 4; ++row)
+        for (int64_t col = 0; col < 2; ++col)
+          CHECK(output.element<int32_t>(row * 2 + col) ==
+                row * n * 2 + group.position * 2 + col);
+    }
+  }
+  HostArray input = HostArray::zeros(DType::I32, {3, 4});
+  HostArray output = HostArray::zeros(DType::I32, {3, 2});
+  Status status =
+      allSlice(mesh, 0, {"b"}, 1, inputRef(input), outputRef(output));
+  CHECK(status.message() ==
+        "all_slice over mesh axes [b] on device 0: the group size 3 does not "
+        "divide dimension 1 of the input shape [3, 4]");
+}
