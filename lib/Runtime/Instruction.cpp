@@ -103,6 +103,18 @@ const char *opCodeName(OpCode code) {
     return "scatter_add";
   case OpCode::OptimizationBarrier:
     return "optimization_barrier";
+  case OpCode::AllGather:
+    return "all_gather";
+  case OpCode::AllSlice:
+    return "all_slice";
+  case OpCode::AllReduce:
+    return "all_reduce";
+  case OpCode::ReduceScatter:
+    return "reduce_scatter";
+  case OpCode::AllToAll:
+    return "all_to_all";
+  case OpCode::CollectivePermute:
+    return "collective_permute";
   }
   return "<unknown op code>";
 }

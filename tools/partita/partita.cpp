@@ -32,6 +32,9 @@ Commands:
   explain [in.mlir|-] [--value NAME]
                                  why each tensor is sharded as it is
   show [in.mlir|-] --value NAME  which device holds which block of a tensor
+  run in.mlir --devices cpu:N [--check]
+                                 run the per-device program on N emulated CPU
+                                 devices; --check compares with one device
 
 Options:
   -h, --help       show this help (also: partita <command> --help)
@@ -62,7 +65,10 @@ int main(int argc, char **argv) {
   }
   std::map<std::string, std::function<int(const std::vector<std::string> &)>>
       commands = {
-          {"compile", runCompile}, {"explain", runExplain}, {"show", runShow}};
+          {"compile", runCompile},
+                  {"explain", runExplain},
+                  {"show", runShow},
+                  {"run", runRun}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     if (!command.empty() && command[0] == '-')
@@ -70,7 +76,7 @@ int main(int argc, char **argv) {
                         "'; see 'partita --help'");
     return usageError(
         "unknown command '" + command +
-        "'; available: compile, explain, show (see 'partita --help')");
+        "'; available: compile, explain, show, run (see 'partita --help')");
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
 }

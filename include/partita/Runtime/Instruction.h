@@ -38,17 +38,71 @@ namespace partita {
 /// One code per tensor op of the dialect. Values are part of the
 /// Executable format: append, never renumber.
 enum class OpCode : uint16_t {
-  Constant = 0, Iota,
+  Constant = 0,
+  Iota,
   // Unary elementwise.
-  Neg, Abs, Sign, Exp, Log, Log1p, Tanh, Logistic, Sqrt, Rsqrt, Erf, Sin, Cos,
-  Floor, Not,
+  Neg,
+  Abs,
+  Sign,
+  Exp,
+  Log,
+  Log1p,
+  Tanh,
+  Logistic,
+  Sqrt,
+  Rsqrt,
+  Erf,
+  Sin,
+  Cos,
+  Floor,
+  Not,
   // Binary elementwise.
-  Add, Sub, Mul, Div, Rem, Max, Min, Pow, And, Or, Xor,
-  Compare, Select, Convert,
-  Einsum, Reduce, Argmax, TopK, Cumsum,
-  Broadcast, Reshape, Transpose, Slice, DynamicSlice, DynamicUpdateSlice,
-  Concatenate, Pad, Gather, ScatterAdd, OptimizationBarrier,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Rem,
+  Max,
+  Min,
+  Pow,
+  And,
+  Or,
+  Xor,
+  Compare,
+  Select,
+  Convert,
+  Einsum,
+  Reduce,
+  Argmax,
+  TopK,
+  Cumsum,
+  Broadcast,
+  Reshape,
+  Transpose,
+  Slice,
+  DynamicSlice,
+  DynamicUpdateSlice,
+  Concatenate,
+  Pad,
+  Gather,
+  ScatterAdd,
+  OptimizationBarrier,
+  // Collectives (run by a Communicator, not by kernels). text = the group's
+  // mesh axes joined by ','; ints: all_gather/all_slice {dim}; all_reduce
+  // {kind}; reduce_scatter {kind, dim}; all_to_all {split_dim, concat_dim};
+  // collective_permute {source, target, source, target, ...}.
+  AllGather,
+  AllSlice,
+  AllReduce,
+  ReduceScatter,
+  AllToAll,
+  CollectivePermute,
 };
+
+/// True for the collective op codes.
+inline bool isCollective(OpCode code) {
+  return code >= OpCode::AllGather && code <= OpCode::CollectivePermute;
+}
 
 /// Reduction kinds (reduce, all_reduce, reduce_scatter).
 enum class ReductionCode : int64_t { Sum = 0, Max, Min, And, Or };

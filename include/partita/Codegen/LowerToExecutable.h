@@ -1,0 +1,28 @@
+//===- LowerToExecutable.h - partita IR to the runtime's program -*- C++
+//-*-===//
+//
+// Lowers the entry function of a module (partitioned or not) to the
+// runtime's Executable: one buffer slot per tensor value, one Instruction
+// per op, constants into the pool, and the layout of every input and
+// output. An unpartitioned module lowers to a one-device program.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_CODEGEN_LOWERTOEXECUTABLE_H
+#define PARTITA_CODEGEN_LOWERTOEXECUTABLE_H
+
+#include "partita/Runtime/Executable.h"
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace partita {
+
+/// The Executable of `module`'s entry function (its only function with a
+/// body, or the first public one). Fails, naming the op, on what the runtime
+/// cannot run yet (loops, calls).
+Expected<Executable> lowerToExecutable(mlir::ModuleOp module);
+
+} // namespace partita
+
+#endif // PARTITA_CODEGEN_LOWERTOEXECUTABLE_H

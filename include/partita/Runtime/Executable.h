@@ -1,0 +1,65 @@
+//===- Executable.h - A compiled program and how to run it ------*- C++ -*-===//
+//
+// The program every device runs: instructions over buffer slots with static
+// local types, a constant pool, the mesh, and how each input and output is
+// laid out over the mesh. The compiler produces it (lib/Codegen); the
+// runtime runs it with any Communicator; nothing here needs MLIR.
+//
+// This in-memory form is what `partita run` executes today; the versioned
+// file format of the runtime issue serializes exactly these fields.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_RUNTIME_EXECUTABLE_H
+#define PARTITA_RUNTIME_EXECUTABLE_H
+
+#include "partita/Runtime/Communicator.h"
+#include "partita/Runtime/HostArray.h"
+#include "partita/Runtime/Instruction.h"
+#include "partita/Sharding/Sharding.h"
+
+#include <string>
+#include <vector>
+
+namespace partita {
+
+/// How a program input or output is laid out over the mesh.
+struct ExecutableValue {
+  int32_t slot = 0;
+  std::vector<int64_t> globalShape;
+  Sharding sharding;
+  /// For messages: the value's name.
+  std::string name;
+};
+
+/// A compiled program.
+struct Executable {
+  Mesh mesh;
+  /// Local type of every buffer slot.
+  std::vector<TensorType> slots;
+  std::vector<ExecutableValue> inputs;
+  std::vector<ExecutableValue> outputs;
+  std::vector<Instruction> instructions;
+  std::vector<HostArray> constants;
+};
+
+/// Runs `program` as device `deviceId`: `inputs` are this device's local
+/// blocks (one per program input), `outputs` receive its local results.
+/// Collectives go through `communicator` (may be null for a program
+/// without collectives). A failing device aborts the communicator.
+Status runOnDevice(const Executable &program, int64_t deviceId,
+                   Communicator *communicator,
+                   const std::vector<HostArray> &inputs,
+                   std::vector<HostArray> &outputs);
+
+/// Runs `program` on every device of its mesh as threads of this process
+/// with the in-process communicator: slices each global input by its
+/// sharding, runs, and assembles the global outputs (checking that
+/// replicas agree). Partial inputs are given to the device at position 0 of
+/// their partial group, zeros elsewhere.
+Expected<std::vector<HostArray>>
+runOnCpuDevices(const Executable &program,
+                const std::vector<HostArray> &globalInputs);
+
+} // namespace partita
+
+#endif // PARTITA_RUNTIME_EXECUTABLE_H

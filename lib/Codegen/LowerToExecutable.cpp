@@ -1,0 +1,328 @@
+//===- LowerToExecutable.cpp - partita IR to the runtime's program --------===//
+
+#include "partita/Codegen/LowerToExecutable.h"
+
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Sharding/Layout.h"
+#include "partita/Transforms/ValueNames.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace partita;
+
+namespace {
+
+Expected<DType> dtypeOf(Type type) {
+  Type element = cast<ShapedType>(type).getElementType();
+  if (element.isF32())
+    return DType::F32;
+  if (element.isF64())
+    return DType::F64;
+  if (element.isF16())
+    return DType::F16;
+  if (element.isBF16())
+    return DType::BF16;
+  if (element.isInteger(1))
+    return DType::Bool;
+  if (element.isInteger(8))
+    return DType::I8;
+  if (element.isInteger(16))
+    return DType::I16;
+  if (element.isInteger(32))
+    return DType::I32;
+  if (element.isInteger(64))
+    return DType::I64;
+  return Status::error("unsupported element type");
+}
+
+const llvm::StringMap<OpCode> &opCodes() {
+  static const llvm::StringMap<OpCode> table = {
+      {"partita.constant", OpCode::Constant},
+      {"partita.iota", OpCode::Iota},
+      {"partita.neg", OpCode::Neg},
+      {"partita.abs", OpCode::Abs},
+      {"partita.sign", OpCode::Sign},
+      {"partita.exp", OpCode::Exp},
+      {"partita.log", OpCode::Log},
+      {"partita.log1p", OpCode::Log1p},
+      {"partita.tanh", OpCode::Tanh},
+      {"partita.logistic", OpCode::Logistic},
+      {"partita.sqrt", OpCode::Sqrt},
+      {"partita.rsqrt", OpCode::Rsqrt},
+      {"partita.erf", OpCode::Erf},
+      {"partita.sin", OpCode::Sin},
+      {"partita.cos", OpCode::Cos},
+      {"partita.floor", OpCode::Floor},
+      {"partita.not", OpCode::Not},
+      {"partita.add", OpCode::Add},
+      {"partita.sub", OpCode::Sub},
+      {"partita.mul", OpCode::Mul},
+      {"partita.div", OpCode::Div},
+      {"partita.rem", OpCode::Rem},
+      {"partita.max", OpCode::Max},
+      {"partita.min", OpCode::Min},
+      {"partita.pow", OpCode::Pow},
+      {"partita.and", OpCode::And},
+      {"partita.or", OpCode::Or},
+      {"partita.xor", OpCode::Xor},
+      {"partita.compare", OpCode::Compare},
+      {"partita.select", OpCode::Select},
+      {"partita.convert", OpCode::Convert},
+      {"partita.einsum", OpCode::Einsum},
+      {"partita.reduce", OpCode::Reduce},
+      {"partita.argmax", OpCode::Argmax},
+      {"partita.top_k", OpCode::TopK},
+      {"partita.cumsum", OpCode::Cumsum},
+      {"partita.broadcast", OpCode::Broadcast},
+      {"partita.reshape", OpCode::Reshape},
+      {"partita.transpose", OpCode::Transpose},
+      {"partita.slice", OpCode::Slice},
+      {"partita.dynamic_slice", OpCode::DynamicSlice},
+      {"partita.dynamic_update_slice", OpCode::DynamicUpdateSlice},
+      {"partita.concatenate", OpCode::Concatenate},
+      {"partita.pad", OpCode::Pad},
+      {"partita.gather", OpCode::Gather},
+      {"partita.scatter_add", OpCode::ScatterAdd},
+      {"partita.optimization_barrier", OpCode::OptimizationBarrier},
+      // On global values (the unpartitioned program) these are identities.
+      {"partita.sharding_constraint", OpCode::OptimizationBarrier},
+      {"partita.reshard", OpCode::OptimizationBarrier},
+      {"partita.all_gather", OpCode::AllGather},
+      {"partita.all_slice", OpCode::AllSlice},
+      {"partita.all_reduce", OpCode::AllReduce},
+      {"partita.reduce_scatter", OpCode::ReduceScatter},
+      {"partita.all_to_all", OpCode::AllToAll},
+      {"partita.collective_permute", OpCode::CollectivePermute}};
+  return table;
+}
+
+std::string joinAxes(ArrayAttr axes) {
+  std::string text;
+  for (Attribute axis : axes)
+    text += (text.empty() ? "" : ",") + cast<StringAttr>(axis).str();
+  return text;
+}
+
+/// The constant's value as a host array.
+Expected<HostArray> constantValue(ElementsAttr attr) {
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return Status::error("only dense constants are supported");
+  Expected<DType> dtype = dtypeOf(dense.getType());
+  if (!dtype)
+    return dtype.status();
+  auto type = cast<RankedTensorType>(dense.getType());
+  HostArray array =
+      HostArray::zeros(*dtype, std::vector<int64_t>(type.getShape().begin(),
+                                                    type.getShape().end()));
+  int64_t count = array.numElements(), size = dtypeSize(*dtype);
+  Type element = type.getElementType();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t index = dense.isSplat() ? 0 : i;
+    uint8_t *at = array.bytes.data() + i * size;
+    if (isa<FloatType>(element)) {
+      APFloat value = dense.getValues<APFloat>()[index];
+      APInt bits = value.bitcastToAPInt();
+      uint64_t raw = bits.getZExtValue();
+      std::memcpy(at, &raw, size);
+    } else {
+      APInt value = dense.getValues<APInt>()[index];
+      uint64_t raw = element.isInteger(1) ? (value.isZero() ? 0 : 1)
+                                          : value.getZExtValue();
+      std::memcpy(at, &raw, size);
+    }
+  }
+  return array;
+}
+
+/// Attributes of `op` in the runtime's conventions (Instruction.h).
+void lowerAttributes(Operation *op, Instruction &inst) {
+  auto append = [&](ArrayRef<int64_t> values) {
+    inst.ints.insert(inst.ints.end(), values.begin(), values.end());
+  };
+  if (auto iota = dyn_cast<IotaOp>(op))
+    inst.ints = {static_cast<int64_t>(iota.getDim())};
+  else if (auto argmax = dyn_cast<ArgmaxOp>(op))
+    inst.ints = {static_cast<int64_t>(argmax.getDim())};
+  else if (auto cumsum = dyn_cast<CumsumOp>(op))
+    inst.ints = {static_cast<int64_t>(cumsum.getDim()),
+                 cumsum.getReverse() ? 1 : 0};
+  else if (auto topk = dyn_cast<TopKOp>(op))
+    inst.ints = {static_cast<int64_t>(topk.getDim()),
+                 static_cast<int64_t>(topk.getK())};
+  else if (auto concat = dyn_cast<ConcatenateOp>(op))
+    inst.ints = {static_cast<int64_t>(concat.getDim())};
+  else if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    inst.ints = {static_cast<int64_t>(reduce.getKind())};
+    append(reduce.getDims());
+  } else if (auto compare = dyn_cast<CompareOp>(op))
+    inst.ints = {static_cast<int64_t>(compare.getDirection())};
+  else if (auto broadcast = dyn_cast<BroadcastOp>(op))
+    append(broadcast.getDims());
+  else if (auto transpose = dyn_cast<TransposeOp>(op))
+    append(transpose.getPerm());
+  else if (auto slice = dyn_cast<SliceOp>(op)) {
+    append(slice.getStart());
+    append(slice.getLimit());
+    append(slice.getStride());
+  } else if (auto dynamicSlice = dyn_cast<DynamicSliceOp>(op))
+    append(dynamicSlice.getSizes());
+  else if (auto pad = dyn_cast<PadOp>(op)) {
+    append(pad.getLow());
+    append(pad.getHigh());
+  } else if (auto einsum = dyn_cast<EinsumOp>(op))
+    inst.text = einsum.getSpec().str();
+  else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    inst.text = joinAxes(gather.getAxes());
+    inst.ints = {static_cast<int64_t>(gather.getDim())};
+  } else if (auto slice = dyn_cast<AllSliceOp>(op)) {
+    inst.text = joinAxes(slice.getAxes());
+    inst.ints = {static_cast<int64_t>(slice.getDim())};
+  } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    inst.text = joinAxes(reduce.getAxes());
+    inst.ints = {static_cast<int64_t>(reduce.getKind())};
+  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    inst.text = joinAxes(scatter.getAxes());
+    inst.ints = {static_cast<int64_t>(scatter.getKind()),
+                 static_cast<int64_t>(scatter.getDim())};
+  } else if (auto toAll = dyn_cast<AllToAllOp>(op)) {
+    inst.text = joinAxes(toAll.getAxes());
+    inst.ints = {static_cast<int64_t>(toAll.getSplitDim()),
+                 static_cast<int64_t>(toAll.getConcatDim())};
+  } else if (auto permute = dyn_cast<CollectivePermuteOp>(op)) {
+    inst.text = joinAxes(permute.getAxes());
+    append(permute.getPairs());
+  }
+}
+
+} // namespace
+
+Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
+  func::FuncOp entry;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (!function.isExternal() &&
+        (!entry || (entry.isPrivate() && function.isPublic())))
+      entry = function;
+  if (!entry)
+    return Status::error("the module has no function with a body to run");
+  bool partitioned = module->hasAttr(PartitaDialect::kPartitionedAttrName);
+
+  Executable program;
+  if (partitioned) {
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    FlatSymbolRefAttr meshName;
+    entry.walk([&](Operation *op) {
+      for (NamedAttribute attr : op->getAttrs())
+        if (auto sharding = dyn_cast<ShardingAttr>(attr.getValue()))
+          meshName = meshName ? meshName : sharding.getMesh();
+    });
+    for (unsigned i = 0; i < entry.getNumArguments() && !meshName; ++i)
+      if (auto sharding = entry.getArgAttrOfType<ShardingAttr>(
+              i, PartitaDialect::kShardingAttrName))
+        meshName = sharding.getMesh();
+    MeshOp mesh = meshName ? lookupMesh(module, meshName)
+                           : (meshes.size() == 1 ? meshes.front() : MeshOp());
+    if (mesh)
+      program.mesh = mesh.getMesh().toMesh();
+  }
+
+  llvm::DenseMap<Value, int32_t> slots;
+  auto slotFor = [&](Value value) -> Expected<int32_t> {
+    auto it = slots.find(value);
+    if (it != slots.end())
+      return it->second;
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type)
+      return Status::error("non-tensor value " + describeValue(value));
+    Expected<DType> dtype = dtypeOf(type);
+    if (!dtype)
+      return Status::error(describeValue(value) + ": " +
+                           dtype.status().message());
+    program.slots.push_back(
+        {*dtype,
+         std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+    int32_t slot = static_cast<int32_t>(program.slots.size()) - 1;
+    slots[value] = slot;
+    return slot;
+  };
+  // The global layout of an argument or result: its sharding (when the
+  // module is partitioned) and the global shape it implies.
+  auto layoutOf = [&](Type local, ShardingAttr attr, const std::string &name,
+                      int32_t slot) {
+    auto type = cast<RankedTensorType>(local);
+    ExecutableValue value;
+    value.slot = slot;
+    value.name = name;
+    value.sharding =
+        partitioned && attr
+            ? attr.toSharding()
+            : Sharding::replicated(static_cast<int>(type.getRank()));
+    for (DimSharding &dim : value.sharding.dims)
+      dim.open = false;
+    std::vector<int64_t> counts = shardCounts(program.mesh, value.sharding);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      value.globalShape.push_back(type.getDimSize(d) * counts[d]);
+    return value;
+  };
+
+  for (BlockArgument arg : entry.getArguments()) {
+    Expected<int32_t> slot = slotFor(arg);
+    if (!slot)
+      return slot.status();
+    program.inputs.push_back(
+        layoutOf(arg.getType(),
+                 entry.getArgAttrOfType<ShardingAttr>(
+                     arg.getArgNumber(), PartitaDialect::kShardingAttrName),
+                 describeValue(arg), *slot));
+  }
+  for (Operation &op : entry.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+        Expected<int32_t> slot = slotFor(operand);
+        if (!slot)
+          return slot.status();
+        program.outputs.push_back(
+            layoutOf(operand.getType(),
+                     entry.getResultAttrOfType<ShardingAttr>(
+                         index, PartitaDialect::kShardingAttrName),
+                     "result " + std::to_string(index), *slot));
+      }
+      continue;
+    }
+    auto code = opCodes().find(op.getName().getStringRef());
+    if (code == opCodes().end())
+      return Status::error(describeOp(&op) + ": the runtime cannot run '" +
+                           op.getName().getStringRef().str() + "' yet");
+    Instruction inst;
+    inst.op = code->second;
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      Expected<HostArray> value = constantValue(constant.getValue());
+      if (!value)
+        return Status::error(describeOp(&op) + ": " + value.status().message());
+      inst.ints = {static_cast<int64_t>(program.constants.size())};
+      program.constants.push_back(std::move(*value));
+    } else {
+      lowerAttributes(&op, inst);
+    }
+    for (Value operand : op.getOperands()) {
+      Expected<int32_t> slot = slotFor(operand);
+      if (!slot)
+        return slot.status();
+      inst.operands.push_back(*slot);
+    }
+    for (Value result : op.getResults()) {
+      Expected<int32_t> slot = slotFor(result);
+      if (!slot)
+        return slot.status();
+      inst.results.push_back(*slot);
+    }
+    program.instructions.push_back(std::move(inst));
+  }
+  return program;
+}

@@ -1,0 +1,220 @@
+//===- Executable.cpp - Running a compiled program ------------------------===//
+//
+// A device runs the instruction stream in order: kernels for tensor ops,
+// the communicator for collectives. runOnCpuDevices emulates the whole mesh
+// with one thread per device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Runtime/Executable.h"
+#include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/InProcessCommunicator.h"
+#include "partita/Runtime/ShardedArray.h"
+#include "partita/Sharding/Layout.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+using namespace partita;
+
+namespace {
+
+std::vector<std::string> splitAxes(const std::string &text) {
+  std::vector<std::string> axes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos)
+      comma = text.size();
+    if (comma > start)
+      axes.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return axes;
+}
+
+Status runCollective(const Executable &program, const Instruction &inst,
+                     int64_t deviceId, Communicator *communicator,
+                     std::vector<HostArray> &buffers) {
+  if (inst.operands.size() != 1 || inst.results.size() != 1)
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         ": a collective takes one operand and one result");
+  const HostArray &in = buffers[inst.operands[0]];
+  HostArray &out = buffers[inst.results[0]];
+  ConstBufferRef input{in.bytes.data(), in.dtype, in.shape};
+  BufferRef output{out.bytes.data(), out.dtype, out.shape};
+  std::vector<std::string> axes = splitAxes(inst.text);
+  auto needInts = [&](size_t count) {
+    return inst.ints.size() >= count
+               ? Status::success()
+               : Status::error(std::string(opCodeName(inst.op)) +
+                               ": missing attributes");
+  };
+  if (inst.op == OpCode::AllSlice) {
+    if (Status status = needInts(1); !status.ok())
+      return status;
+    return allSlice(program.mesh, deviceId, axes, inst.ints[0], input, output);
+  }
+  if (!communicator)
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         ": the program needs a communicator");
+  switch (inst.op) {
+  case OpCode::AllGather:
+    if (Status status = needInts(1); !status.ok())
+      return status;
+    return communicator->allGather(deviceId, axes, inst.ints[0], input, output);
+  case OpCode::AllReduce:
+    if (Status status = needInts(1); !status.ok())
+      return status;
+    return communicator->allReduce(deviceId, axes,
+                                   static_cast<ReductionCode>(inst.ints[0]),
+                                   input, output);
+  case OpCode::ReduceScatter:
+    if (Status status = needInts(2); !status.ok())
+      return status;
+    return communicator->reduceScatter(deviceId, axes,
+                                       static_cast<ReductionCode>(inst.ints[0]),
+                                       inst.ints[1], input, output);
+  case OpCode::AllToAll:
+    if (Status status = needInts(2); !status.ok())
+      return status;
+    return communicator->allToAll(deviceId, axes, inst.ints[0], inst.ints[1],
+                                  input, output);
+  case OpCode::CollectivePermute: {
+    std::vector<SourceTargetPair> pairs;
+    for (size_t i = 0; i + 1 < inst.ints.size(); i += 2)
+      pairs.emplace_back(inst.ints[i], inst.ints[i + 1]);
+    return communicator->collectivePermute(deviceId, axes, pairs, input,
+                                           output);
+  }
+  default:
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         " is not a collective");
+  }
+}
+
+} // namespace
+
+Status partita::runOnDevice(const Executable &program, int64_t deviceId,
+                            Communicator *communicator,
+                            const std::vector<HostArray> &inputs,
+                            std::vector<HostArray> &outputs) {
+  auto fail = [&](Status status) {
+    if (communicator)
+      communicator->abort(status);
+    return status;
+  };
+  if (inputs.size() != program.inputs.size())
+    return fail(Status::error("device " + std::to_string(deviceId) + " got " +
+                              std::to_string(inputs.size()) + " inputs for " +
+                              std::to_string(program.inputs.size())));
+  std::vector<HostArray> buffers;
+  buffers.reserve(program.slots.size());
+  for (const TensorType &type : program.slots)
+    buffers.push_back(HostArray::zeros(type.dtype, type.shape));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostArray &slot = buffers[program.inputs[i].slot];
+    if (inputs[i].dtype != slot.dtype || inputs[i].shape != slot.shape)
+      return fail(Status::error(
+          "input " + std::to_string(i) + " (" + program.inputs[i].name +
+          ") has the wrong type on device " + std::to_string(deviceId)));
+    slot.bytes = inputs[i].bytes;
+  }
+  for (const Instruction &inst : program.instructions) {
+    Status status;
+    if (isCollective(inst.op)) {
+      status = runCollective(program, inst, deviceId, communicator, buffers);
+    } else {
+      std::vector<TensorType> operandTypes, resultTypes;
+      std::vector<const void *> operands;
+      std::vector<void *> results;
+      for (int32_t slot : inst.operands) {
+        operandTypes.push_back(program.slots[slot]);
+        operands.push_back(buffers[slot].bytes.data());
+      }
+      for (int32_t slot : inst.results) {
+        resultTypes.push_back(program.slots[slot]);
+        results.push_back(buffers[slot].bytes.data());
+      }
+      status = cpu::runKernel(inst, operandTypes, operands, resultTypes,
+                              results, &program.constants);
+    }
+    if (!status.ok())
+      return fail(Status::error("device " + std::to_string(deviceId) + ": " +
+                                status.message()));
+  }
+  outputs.clear();
+  for (const ExecutableValue &output : program.outputs)
+    outputs.push_back(buffers[output.slot]);
+  return Status::success();
+}
+
+Expected<std::vector<HostArray>>
+partita::runOnCpuDevices(const Executable &program,
+                         const std::vector<HostArray> &globalInputs) {
+  const Mesh &mesh = program.mesh;
+  int64_t devices = mesh.numDevices();
+  if (globalInputs.size() != program.inputs.size())
+    return Status::error("the program takes " +
+                         std::to_string(program.inputs.size()) +
+                         " inputs, got " + std::to_string(globalInputs.size()));
+  // Local blocks of every input, per device.
+  std::vector<std::vector<HostArray>> deviceInputs(devices);
+  for (size_t i = 0; i < globalInputs.size(); ++i) {
+    const ExecutableValue &input = program.inputs[i];
+    if (globalInputs[i].shape != input.globalShape)
+      return Status::error("input " + std::to_string(i) + " (" + input.name +
+                           ") has the wrong shape");
+    Sharding whole = input.sharding;
+    whole.partialKind = PartialKind::None;
+    whole.partialAxes.clear();
+    Expected<std::vector<HostArray>> blocks =
+        sliceAllDeviceBlocks(globalInputs[i], mesh, whole);
+    if (!blocks)
+      return Status::error("input " + input.name + ": " +
+                           blocks.status().message());
+    for (int64_t d = 0; d < devices; ++d) {
+      HostArray block = (*blocks)[d];
+      // A partial sum: one device of each partial group holds the value and
+      // the others zeros. A partial max/min: every device holds it.
+      std::vector<int64_t> coords = mesh.coordinates(d);
+      if (input.sharding.partialKind == PartialKind::Sum)
+        for (const std::string &axis : input.sharding.partialAxes)
+          if (coords[mesh.axisIndex(axis)] != 0)
+            std::fill(block.bytes.begin(), block.bytes.end(), 0);
+      deviceInputs[d].push_back(std::move(block));
+    }
+  }
+  InProcessCommunicator communicator(mesh);
+  std::vector<std::vector<HostArray>> deviceOutputs(devices);
+  std::vector<Status> statuses(devices);
+  std::vector<std::thread> threads;
+  for (int64_t d = 0; d < devices; ++d)
+    threads.emplace_back([&, d] {
+      statuses[d] = runOnDevice(program, d, &communicator, deviceInputs[d],
+                                deviceOutputs[d]);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const Status &status : statuses)
+    if (!status.ok())
+      return status;
+  std::vector<HostArray> results;
+  for (size_t o = 0; o < program.outputs.size(); ++o) {
+    const ExecutableValue &output = program.outputs[o];
+    if (output.sharding.partialKind != PartialKind::None)
+      return Status::error("output " + output.name +
+                           " is partial; only whole outputs are assembled");
+    std::vector<HostArray> blocks;
+    for (int64_t d = 0; d < devices; ++d)
+      blocks.push_back(deviceOutputs[d][o]);
+    Expected<HostArray> global =
+        assembleDeviceBlocks(mesh, output.sharding, output.globalShape, blocks);
+    if (!global)
+      return Status::error("output " + output.name + ": " +
+                           global.status().message());
+    results.push_back(std::move(*global));
+  }
+  return results;
+}

@@ -1,0 +1,6 @@
+// A reshard pattern (from test/Transforms/partition-reshard.mlir) run on data.
+partita.mesh @mesh = <["a"=2, "b"=2, "c"=2]>
+func.func @partial_two_axes_to_sharded(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {}], partial = sum{"a", "b"}>}) -> (tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"a", "b"}, {}]>}) {
+  %r = partita.reshard %x <@mesh, [{"a", "b"}, {}]> : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}

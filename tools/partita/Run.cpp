@@ -1,0 +1,269 @@
+//===- Run.cpp - partita run ----------------------------------------------===//
+//
+// Compiles a module (in memory) to the per-device program, runs it on N
+// emulated CPU devices with deterministic random inputs, and with --check
+// also runs the unpartitioned program on one device and compares every
+// output within per-dtype tolerances.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+
+#include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Runtime/CPU/Kernels.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace mlir;
+using namespace partita;
+using namespace partita::cli;
+
+namespace {
+
+constexpr const char *kRunUsage =
+    R"(Usage: partita run in.mlir --devices cpu:N [options]
+
+Compiles the module to the per-device program (in memory) and runs it on N
+emulated CPU devices (threads) with deterministic random inputs (f32/bf16
+uniform in [-1, 1], integers in [0, 4), booleans at random).
+
+Options:
+  --devices cpu:N        the devices; N must equal the mesh's device count
+                         (cpu:1 runs the unpartitioned program)
+  --check                also run the unpartitioned program on one device and
+                         compare every output: |got - want| <= rel * |want| +
+                         abs * max(1, largest |want| of the output), with
+                         f32 rel 1e-4 abs 1e-5, bf16/f16 2e-2 and 1e-2, f64
+                         1e-10 and 1e-12; integers and booleans exact; exit 1
+                         on a mismatch
+  --seed <S>             seed of the random inputs (default 0)
+  --mesh <spec>          replace the module's mesh first
+  --interconnect <file>  link figures for the cost model (JSON)
+  -h, --help             show this help
+)";
+
+double elementAsDouble(const HostArray &array, int64_t i) {
+  switch (array.dtype) {
+  case DType::F64:
+    return array.element<double>(i);
+  case DType::F32:
+    return array.element<float>(i);
+  case DType::BF16:
+    return bfloat16ToFloat(array.element<uint16_t>(i));
+  case DType::F16:
+    return halfToFloat(array.element<uint16_t>(i));
+  case DType::I64:
+    return static_cast<double>(array.element<int64_t>(i));
+  case DType::I32:
+    return array.element<int32_t>(i);
+  case DType::I16:
+    return array.element<int16_t>(i);
+  case DType::I8:
+    return array.element<int8_t>(i);
+  case DType::U8:
+  case DType::Bool:
+    return array.element<uint8_t>(i);
+  }
+  return 0;
+}
+
+HostArray randomArray(DType dtype, const std::vector<int64_t> &shape,
+                      std::mt19937_64 &random) {
+  HostArray array = HostArray::zeros(dtype, shape);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  int64_t count = array.numElements(), size = dtypeSize(dtype);
+  for (int64_t i = 0; i < count; ++i) {
+    uint8_t *at = array.bytes.data() + i * size;
+    float value = uniform(random);
+    switch (dtype) {
+    case DType::F64: {
+      double d = value;
+      std::memcpy(at, &d, size);
+      break;
+    }
+    case DType::F32:
+      std::memcpy(at, &value, size);
+      break;
+    case DType::BF16: {
+      uint16_t bits = cpu::floatToBFloat16(value);
+      std::memcpy(at, &bits, size);
+      break;
+    }
+    case DType::F16: {
+      uint16_t bits = cpu::floatToHalf(value);
+      std::memcpy(at, &bits, size);
+      break;
+    }
+    case DType::Bool:
+      *at = random() & 1;
+      break;
+    default: {
+      int64_t small = static_cast<int64_t>(random() % 4);
+      std::memcpy(at, &small, size); // little-endian: low bytes first
+      break;
+    }
+    }
+  }
+  return array;
+}
+
+struct Tolerance {
+  double relative;
+  double absolute;
+};
+
+Tolerance toleranceFor(DType dtype) {
+  switch (dtype) {
+  case DType::F64:
+    return {1e-10, 1e-12};
+  case DType::F32:
+    return {1e-4, 1e-5};
+  case DType::BF16:
+  case DType::F16:
+    return {2e-2, 1e-2};
+  default:
+    return {0, 0};
+  }
+}
+
+} // namespace
+
+int partita::cli::runRun(const std::vector<std::string> &args) {
+  CommandLine cl;
+  PipelineOptions options;
+  std::vector<std::string> extra = {"--devices", "--seed"};
+  if (std::optional<int> done =
+          startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options))
+    return *done;
+  std::string devices = cl.get("--devices");
+  if (devices.rfind("cpu:", 0) != 0)
+    return usageError("--devices must be cpu:N (e.g. cpu:8), got '" + devices +
+                      "'");
+  char *end = nullptr;
+  long count = std::strtol(devices.c_str() + 4, &end, 10);
+  if (!end || *end || count < 1)
+    return usageError("--devices must be cpu:N with N >= 1, got '" + devices +
+                      "'");
+  char *seedEnd = nullptr;
+  std::string seedText = cl.get("--seed", "0");
+  unsigned long long seed = std::strtoull(seedText.c_str(), &seedEnd, 10);
+  if (!seedEnd || *seedEnd)
+    return usageError("--seed must be a non-negative integer, got '" +
+                      seedText + "'");
+  bool check = cl.on("--check");
+
+  Session session;
+  OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
+  if (!module)
+    return 1;
+  OwningOpRef<ModuleOp> reference = module->clone();
+  if (count > 1 && !runPipeline(session, *module, options))
+    return 1;
+
+  Expected<Executable> program = lowerToExecutable(*module);
+  if (!program) {
+    llvm::errs() << "error: " << program.status().message() << "\n";
+    return 1;
+  }
+  if (program->mesh.numDevices() != count)
+    return usageError(
+        "the program's mesh has " + std::to_string(program->mesh.numDevices()) +
+        " devices but --devices asks for " + std::to_string(count));
+
+  std::vector<HostArray> inputs;
+  for (size_t i = 0; i < program->inputs.size(); ++i) {
+    std::mt19937_64 random(seed * 1000003ULL + i);
+    inputs.push_back(randomArray(program->slots[program->inputs[i].slot].dtype,
+                                 program->inputs[i].globalShape, random));
+  }
+  auto start = std::chrono::steady_clock::now();
+  Expected<std::vector<HostArray>> outputs = runOnCpuDevices(*program, inputs);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!outputs) {
+    llvm::errs() << "error: " << outputs.status().message() << "\n";
+    return 1;
+  }
+  int64_t collectives = 0;
+  for (const Instruction &inst : program->instructions)
+    if (isCollective(inst.op) && inst.op != OpCode::AllSlice)
+      ++collectives;
+  llvm::outs() << "ran on cpu:" << count << " in "
+               << llvm::format("%.3f", seconds * 1e3) << " ms ("
+               << program->instructions.size() << " instructions, "
+               << collectives << " collectives per device)\n";
+  for (size_t o = 0; o < outputs->size(); ++o)
+    llvm::outs() << "  " << program->outputs[o].name << ": "
+                 << dtypeName((*outputs)[o].dtype) << "["
+                 << (*outputs)[o].numElements() << " elements]\n";
+  if (!check)
+    return 0;
+
+  // The reference: the unpartitioned program on one device.
+  Expected<Executable> single = lowerToExecutable(*reference);
+  if (!single) {
+    llvm::errs() << "error: reference program: " << single.status().message()
+                 << "\n";
+    return 1;
+  }
+  single->mesh = Mesh();
+  Expected<std::vector<HostArray>> expected = runOnCpuDevices(*single, inputs);
+  if (!expected) {
+    llvm::errs() << "error: reference run: " << expected.status().message()
+                 << "\n";
+    return 1;
+  }
+  bool ok = true;
+  for (size_t o = 0; o < outputs->size(); ++o) {
+    const HostArray &got = (*outputs)[o], &want = (*expected)[o];
+    if (got.shape != want.shape || got.dtype != want.dtype) {
+      llvm::outs() << "  " << program->outputs[o].name
+                   << ": MISMATCH in shape or dtype\n";
+      ok = false;
+      continue;
+    }
+    Tolerance tolerance = toleranceFor(got.dtype);
+    // Absolute errors scale with the output's largest magnitude: summation
+    // order differs between the programs, and a sum of large terms can land
+    // near zero.
+    double scale = 1;
+    for (int64_t i = 0; i < want.numElements(); ++i)
+      if (!std::isnan(elementAsDouble(want, i)))
+        scale = std::max(scale, std::fabs(elementAsDouble(want, i)));
+    double maxAbs = 0, maxRel = 0;
+    bool within = true;
+    for (int64_t i = 0; i < got.numElements(); ++i) {
+      double a = elementAsDouble(got, i), b = elementAsDouble(want, i);
+      double diff = std::fabs(a - b);
+      if (std::isnan(a) != std::isnan(b))
+        diff = INFINITY;
+      if (std::isnan(a) && std::isnan(b))
+        diff = 0;
+      maxAbs = std::max(maxAbs, diff);
+      if (b != 0)
+        maxRel = std::max(maxRel, diff / std::fabs(b));
+      if (diff > tolerance.absolute * scale + tolerance.relative * std::fabs(b))
+        within = false;
+    }
+    llvm::outs() << "  check " << program->outputs[o].name << ": max abs error "
+                 << llvm::format("%.3g", maxAbs) << ", max rel error "
+                 << llvm::format("%.3g", maxRel)
+                 << (within ? " ok" : " MISMATCH") << "\n";
+    ok &= within;
+  }
+  if (!ok) {
+    llvm::errs() << "error: the partitioned program does not match the "
+                    "unpartitioned one\n";
+    return 1;
+  }
+  llvm::outs() << "check passed: cpu:" << count << " matches cpu:1\n";
+  return 0;
+}
