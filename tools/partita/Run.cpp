@@ -248,7 +248,9 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
       if (std::isnan(a) && std::isnan(b))
         diff = 0;
       maxAbs = std::max(maxAbs, diff);
-      if (b != 0)
+      // Relative error where it means something: not at values that are
+      // tiny next to the output's scale.
+      if (std::fabs(b) >= 1e-3 * scale)
         maxRel = std::max(maxRel, diff / std::fabs(b));
       if (diff > tolerance.absolute * scale + tolerance.relative * std::fabs(b))
         within = false;
