@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cstring>
+#include <functional>
 
 using namespace mlir;
 using namespace partita;
@@ -281,48 +282,149 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
                      arg.getArgNumber(), PartitaDialect::kShardingAttrName),
                  describeValue(arg), *slot));
   }
-  for (Operation &op : entry.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+  // Lowers the ops of a block in order; a loop's body follows its Loop
+  // instruction (see Instruction.h).
+  // `callResults`: for a callee's body, the slots its return copies into;
+  // null for the entry function, whose return defines the outputs.
+  std::vector<Operation *> callStack;
+  std::function<Status(Block &, const std::vector<int32_t> *)> lowerBlock =
+      [&](Block &block, const std::vector<int32_t> *callResults) -> Status {
+    auto copy = [&](int32_t from, int32_t to) {
+      Instruction inst;
+      inst.op = OpCode::OptimizationBarrier;
+      inst.operands = {from};
+      inst.results = {to};
+      program.instructions.push_back(inst);
+    };
+    for (Operation &op : block) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op); ret && callResults) {
+        for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+          Expected<int32_t> slot = slotFor(operand);
+          if (!slot)
+            return slot.status();
+          copy(*slot, (*callResults)[index]);
+        }
+        continue;
+      }
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr());
+        if (!callee || callee.isExternal())
+          return Status::error(describeOp(&op) + ": the callee has no body");
+        if (llvm::is_contained(callStack, callee.getOperation()))
+          return Status::error(describeOp(&op) +
+                               ": recursive calls cannot run");
+        for (auto [index, operand] : llvm::enumerate(call.getOperands())) {
+          Expected<int32_t> from = slotFor(operand);
+          Expected<int32_t> to = slotFor(callee.getArgument(index));
+          if (!from || !to)
+            return !from ? from.status() : to.status();
+          copy(*from, *to);
+        }
+        std::vector<int32_t> results;
+        for (Value result : call.getResults()) {
+          Expected<int32_t> slot = slotFor(result);
+          if (!slot)
+            return slot.status();
+          results.push_back(*slot);
+        }
+        callStack.push_back(callee.getOperation());
+        Status status = lowerBlock(callee.getBody().front(), &results);
+        callStack.pop_back();
+        if (!status.ok())
+          return status;
+        continue;
+      }
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+          Expected<int32_t> slot = slotFor(operand);
+          if (!slot)
+            return slot.status();
+          program.outputs.push_back(
+              layoutOf(operand.getType(),
+                       entry.getResultAttrOfType<ShardingAttr>(
+                           index, PartitaDialect::kShardingAttrName),
+                       "result " + std::to_string(index), *slot));
+        }
+        continue;
+      }
+      if (isa<YieldOp>(op))
+        continue; // The parent loop reads its operands.
+      if (auto loop = dyn_cast<LoopOp>(op)) {
+        Instruction inst;
+        inst.op = OpCode::Loop;
+        Block &body = loop.getBody().front();
+        auto yield = cast<YieldOp>(body.getTerminator());
+        Expected<int32_t> counter = slotFor(body.getArgument(0));
+        if (!counter)
+          return counter.status();
+        inst.ints = {static_cast<int64_t>(loop.getTripCount()), 0, *counter};
+        for (Value init : loop.getInits()) {
+          Expected<int32_t> slot = slotFor(init);
+          if (!slot)
+            return slot.status();
+          inst.operands.push_back(*slot);
+        }
+        for (Value result : loop.getResults()) {
+          Expected<int32_t> slot = slotFor(result);
+          if (!slot)
+            return slot.status();
+          inst.results.push_back(*slot);
+        }
+        for (Value carried : loop.getCarried()) {
+          Expected<int32_t> slot = slotFor(carried);
+          if (!slot)
+            return slot.status();
+          inst.ints.push_back(*slot);
+        }
+        size_t at = program.instructions.size();
+        program.instructions.push_back(inst);
+        if (Status status = lowerBlock(body, callResults); !status.ok())
+          return status;
+        for (Value yielded : yield.getValues()) {
+          Expected<int32_t> slot = slotFor(yielded);
+          if (!slot)
+            return slot.status();
+          program.instructions[at].ints.push_back(*slot);
+        }
+        program.instructions[at].ints[1] =
+            static_cast<int64_t>(program.instructions.size() - at - 1);
+        continue;
+      }
+      auto code = opCodes().find(op.getName().getStringRef());
+      if (code == opCodes().end())
+        return Status::error(describeOp(&op) + ": the runtime cannot run '" +
+                             op.getName().getStringRef().str() + "' yet");
+      Instruction inst;
+      inst.op = code->second;
+      if (auto constant = dyn_cast<ConstantOp>(op)) {
+        Expected<HostArray> value = constantValue(constant.getValue());
+        if (!value)
+          return Status::error(describeOp(&op) + ": " +
+                               value.status().message());
+        inst.ints = {static_cast<int64_t>(program.constants.size())};
+        program.constants.push_back(std::move(*value));
+      } else {
+        lowerAttributes(&op, inst);
+      }
+      for (Value operand : op.getOperands()) {
         Expected<int32_t> slot = slotFor(operand);
         if (!slot)
           return slot.status();
-        program.outputs.push_back(
-            layoutOf(operand.getType(),
-                     entry.getResultAttrOfType<ShardingAttr>(
-                         index, PartitaDialect::kShardingAttrName),
-                     "result " + std::to_string(index), *slot));
+        inst.operands.push_back(*slot);
       }
-      continue;
+      for (Value result : op.getResults()) {
+        Expected<int32_t> slot = slotFor(result);
+        if (!slot)
+          return slot.status();
+        inst.results.push_back(*slot);
+      }
+      program.instructions.push_back(std::move(inst));
     }
-    auto code = opCodes().find(op.getName().getStringRef());
-    if (code == opCodes().end())
-      return Status::error(describeOp(&op) + ": the runtime cannot run '" +
-                           op.getName().getStringRef().str() + "' yet");
-    Instruction inst;
-    inst.op = code->second;
-    if (auto constant = dyn_cast<ConstantOp>(op)) {
-      Expected<HostArray> value = constantValue(constant.getValue());
-      if (!value)
-        return Status::error(describeOp(&op) + ": " + value.status().message());
-      inst.ints = {static_cast<int64_t>(program.constants.size())};
-      program.constants.push_back(std::move(*value));
-    } else {
-      lowerAttributes(&op, inst);
-    }
-    for (Value operand : op.getOperands()) {
-      Expected<int32_t> slot = slotFor(operand);
-      if (!slot)
-        return slot.status();
-      inst.operands.push_back(*slot);
-    }
-    for (Value result : op.getResults()) {
-      Expected<int32_t> slot = slotFor(result);
-      if (!slot)
-        return slot.status();
-      inst.results.push_back(*slot);
-    }
-    program.instructions.push_back(std::move(inst));
-  }
+    return Status::success();
+  };
+  if (Status status = lowerBlock(entry.getBody().front(), nullptr);
+      !status.ok())
+    return status;
   return program;
 }

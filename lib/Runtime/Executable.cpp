@@ -94,6 +94,72 @@ Status runCollective(const Executable &program, const Instruction &inst,
   }
 }
 
+/// Runs instructions [begin, end) of `program`, loops included.
+Status runInstructions(const Executable &program, size_t begin, size_t end,
+                       int64_t deviceId, Communicator *communicator,
+                       std::vector<HostArray> &buffers) {
+  for (size_t index = begin; index < end; ++index) {
+    const Instruction &inst = program.instructions[index];
+    if (inst.op == OpCode::Loop) {
+      size_t carriedCount = inst.operands.size();
+      if (inst.ints.size() != 3 + 2 * carriedCount ||
+          inst.results.size() != carriedCount || inst.ints[1] < 0 ||
+          index + 1 + inst.ints[1] > end)
+        return Status::error("loop: malformed instruction");
+      int64_t trips = inst.ints[0];
+      size_t bodyBegin = index + 1, bodyEnd = bodyBegin + inst.ints[1];
+      auto carried = [&](size_t i) -> HostArray & {
+        return buffers[inst.ints[3 + i]];
+      };
+      auto yielded = [&](size_t i) -> HostArray & {
+        return buffers[inst.ints[3 + carriedCount + i]];
+      };
+      for (size_t i = 0; i < carriedCount; ++i)
+        carried(i).bytes = buffers[inst.operands[i]].bytes;
+      HostArray &counter = buffers[inst.ints[2]];
+      for (int64_t trip = 0; trip < trips; ++trip) {
+        int32_t value = static_cast<int32_t>(trip);
+        std::memcpy(counter.bytes.data(), &value, sizeof(value));
+        if (Status status = runInstructions(program, bodyBegin, bodyEnd,
+                                            deviceId, communicator, buffers);
+            !status.ok())
+          return status;
+        // Copy through temporaries: a yielded value may be another carry.
+        std::vector<std::vector<uint8_t>> next;
+        for (size_t i = 0; i < carriedCount; ++i)
+          next.push_back(yielded(i).bytes);
+        for (size_t i = 0; i < carriedCount; ++i)
+          carried(i).bytes = std::move(next[i]);
+      }
+      for (size_t i = 0; i < carriedCount; ++i)
+        buffers[inst.results[i]].bytes = carried(i).bytes;
+      index = bodyEnd - 1;
+      continue;
+    }
+    Status status;
+    if (isCollective(inst.op)) {
+      status = runCollective(program, inst, deviceId, communicator, buffers);
+    } else {
+      std::vector<TensorType> operandTypes, resultTypes;
+      std::vector<const void *> operands;
+      std::vector<void *> results;
+      for (int32_t slot : inst.operands) {
+        operandTypes.push_back(program.slots[slot]);
+        operands.push_back(buffers[slot].bytes.data());
+      }
+      for (int32_t slot : inst.results) {
+        resultTypes.push_back(program.slots[slot]);
+        results.push_back(buffers[slot].bytes.data());
+      }
+      status = cpu::runKernel(inst, operandTypes, operands, resultTypes,
+                              results, &program.constants);
+    }
+    if (!status.ok())
+      return status;
+  }
+  return Status::success();
+}
+
 } // namespace
 
 Status partita::runOnDevice(const Executable &program, int64_t deviceId,
@@ -121,29 +187,11 @@ Status partita::runOnDevice(const Executable &program, int64_t deviceId,
           ") has the wrong type on device " + std::to_string(deviceId)));
     slot.bytes = inputs[i].bytes;
   }
-  for (const Instruction &inst : program.instructions) {
-    Status status;
-    if (isCollective(inst.op)) {
-      status = runCollective(program, inst, deviceId, communicator, buffers);
-    } else {
-      std::vector<TensorType> operandTypes, resultTypes;
-      std::vector<const void *> operands;
-      std::vector<void *> results;
-      for (int32_t slot : inst.operands) {
-        operandTypes.push_back(program.slots[slot]);
-        operands.push_back(buffers[slot].bytes.data());
-      }
-      for (int32_t slot : inst.results) {
-        resultTypes.push_back(program.slots[slot]);
-        results.push_back(buffers[slot].bytes.data());
-      }
-      status = cpu::runKernel(inst, operandTypes, operands, resultTypes,
-                              results, &program.constants);
-    }
-    if (!status.ok())
-      return fail(Status::error("device " + std::to_string(deviceId) + ": " +
-                                status.message()));
-  }
+  if (Status status = runInstructions(program, 0, program.instructions.size(),
+                                      deviceId, communicator, buffers);
+      !status.ok())
+    return fail(Status::error("device " + std::to_string(deviceId) + ": " +
+                              status.message()));
   outputs.clear();
   for (const ExecutableValue &output : program.outputs)
     outputs.push_back(buffers[output.slot]);

@@ -115,6 +115,8 @@ const char *opCodeName(OpCode code) {
     return "all_to_all";
   case OpCode::CollectivePermute:
     return "collective_permute";
+  case OpCode::Loop:
+    return "loop";
   }
   return "<unknown op code>";
 }

@@ -97,6 +97,11 @@ enum class OpCode : uint16_t {
   ReduceScatter,
   AllToAll,
   CollectivePermute,
+  // A counted loop, run by the interpreter: its body is the `ints[1]`
+  // instructions that follow it. operands = initial values, results = final
+  // values; ints = {trip_count, body_length, iteration-number slot (an i32
+  // scalar), carried slots..., yielded slots...}.
+  Loop,
 };
 
 /// True for the collective op codes.
