@@ -10,6 +10,7 @@
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/InProcessCommunicator.h"
 #include "partita/Runtime/ShardedArray.h"
+#include "partita/Sharding/Cost.h"
 #include "partita/Sharding/Layout.h"
 
 #include <algorithm>
@@ -265,4 +266,55 @@ partita::runOnCpuDevices(const Executable &program,
     results.push_back(std::move(*global));
   }
   return results;
+}
+
+namespace {
+void summarizeRange(const Executable &program, size_t begin, size_t end,
+                    int64_t multiplier, CommunicationSummary &summary) {
+  for (size_t index = begin; index < end; ++index) {
+    const Instruction &inst = program.instructions[index];
+    if (inst.op == OpCode::Loop && inst.ints.size() >= 2) {
+      size_t bodyEnd =
+          std::min(end, index + 1 + static_cast<size_t>(inst.ints[1]));
+      summarizeRange(program, index + 1, bodyEnd, multiplier * inst.ints[0],
+                     summary);
+      index = bodyEnd - 1;
+      continue;
+    }
+    if (!isCollective(inst.op) || inst.op == OpCode::AllSlice ||
+        inst.operands.empty())
+      continue;
+    int64_t groupSize = 1;
+    for (const std::string &axis : splitAxes(inst.text))
+      groupSize *= program.mesh.axisSize(axis);
+    CollectiveKind kind = CollectiveKind::AllGather;
+    switch (inst.op) {
+    case OpCode::AllReduce:
+      kind = CollectiveKind::AllReduce;
+      break;
+    case OpCode::ReduceScatter:
+      kind = CollectiveKind::ReduceScatter;
+      break;
+    case OpCode::AllToAll:
+      kind = CollectiveKind::AllToAll;
+      break;
+    case OpCode::CollectivePermute:
+      kind = CollectiveKind::CollectivePermute;
+      break;
+    default:
+      break;
+    }
+    double input = static_cast<double>(program.slots[inst.operands[0]].bytes());
+    summary.collectives += multiplier;
+    summary.bytesPerDevice +=
+        multiplier * collectiveBytesPerDevice(kind, groupSize, input);
+  }
+}
+} // namespace
+
+CommunicationSummary
+partita::summarizeCommunication(const Executable &program) {
+  CommunicationSummary summary;
+  summarizeRange(program, 0, program.instructions.size(), 1, summary);
+  return summary;
 }

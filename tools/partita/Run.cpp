@@ -192,14 +192,13 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
     llvm::errs() << "error: " << outputs.status().message() << "\n";
     return 1;
   }
-  int64_t collectives = 0;
-  for (const Instruction &inst : program->instructions)
-    if (isCollective(inst.op) && inst.op != OpCode::AllSlice)
-      ++collectives;
+  CommunicationSummary communication = summarizeCommunication(*program);
   llvm::outs() << "ran on cpu:" << count << " in "
                << llvm::format("%.3f", seconds * 1e3) << " ms ("
-               << program->instructions.size() << " instructions, "
-               << collectives << " collectives per device)\n";
+               << program->instructions.size() << " instructions; "
+               << communication.collectives << " collectives per step, "
+               << llvm::format("%.0f", communication.bytesPerDevice)
+               << " bytes per device)\n";
   for (size_t o = 0; o < outputs->size(); ++o)
     llvm::outs() << "  " << program->outputs[o].name << ": "
                  << dtypeName((*outputs)[o].dtype) << "["

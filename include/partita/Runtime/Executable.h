@@ -42,6 +42,17 @@ struct Executable {
   std::vector<HostArray> constants;
 };
 
+/// What a program communicates per step, by the report's convention
+/// (bus-traffic bytes per device, loops counted once per iteration,
+/// all_slice not counted).
+struct CommunicationSummary {
+  int64_t collectives = 0;
+  double bytesPerDevice = 0;
+};
+
+/// The communication of `program` (the same figures as the compile report).
+CommunicationSummary summarizeCommunication(const Executable &program);
+
 /// Runs `program` as device `deviceId`: `inputs` are this device's local
 /// blocks (one per program input), `outputs` receive its local results.
 /// Collectives go through `communicator` (may be null for a program
