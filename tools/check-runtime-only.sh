@@ -21,4 +21,10 @@ for binary in "$BUILD_DIR"/bin/*; do
   fi
 done
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
+# The runtime-only partita-exec runs an Executable the compiler built.
+if [ -x build/bin/partita ]; then
+  build/bin/partita compile docs/examples/transformer-layer.mlir --stage executable \
+    -o "$BUILD_DIR/transformer-layer.exe"
+  "$BUILD_DIR/bin/partita-exec" run "$BUILD_DIR/transformer-layer.exe"
+fi
 echo "runtime-only build: OK (no LLVM/MLIR headers or libraries)"

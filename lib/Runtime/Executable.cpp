@@ -14,7 +14,10 @@
 #include "partita/Sharding/Layout.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <thread>
 
 using namespace partita;
@@ -317,4 +320,94 @@ partita::summarizeCommunication(const Executable &program) {
   CommunicationSummary summary;
   summarizeRange(program, 0, program.instructions.size(), 1, summary);
   return summary;
+}
+
+namespace {
+double elementValue(const HostArray &array, int64_t i) {
+  switch (array.dtype) {
+  case DType::F64:
+    return array.element<double>(i);
+  case DType::F32:
+    return array.element<float>(i);
+  case DType::BF16:
+    return bfloat16ToFloat(array.element<uint16_t>(i));
+  case DType::F16:
+    return halfToFloat(array.element<uint16_t>(i));
+  case DType::I64:
+    return static_cast<double>(array.element<int64_t>(i));
+  case DType::I32:
+    return array.element<int32_t>(i);
+  case DType::I16:
+    return array.element<int16_t>(i);
+  case DType::I8:
+    return array.element<int8_t>(i);
+  case DType::U8:
+  case DType::Bool:
+    return array.element<uint8_t>(i);
+  }
+  return 0;
+}
+} // namespace
+
+std::vector<HostArray> partita::randomInputs(const Executable &program,
+                                             uint64_t seed) {
+  std::vector<HostArray> inputs;
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    std::mt19937_64 random(seed * 1000003ULL + i);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    DType dtype = program.slots[program.inputs[i].slot].dtype;
+    HostArray array = HostArray::zeros(dtype, program.inputs[i].globalShape);
+    int64_t count = array.numElements(), size = dtypeSize(dtype);
+    for (int64_t e = 0; e < count; ++e) {
+      uint8_t *at = array.bytes.data() + e * size;
+      float value = uniform(random);
+      switch (dtype) {
+      case DType::F64: {
+        double wide = value;
+        std::memcpy(at, &wide, size);
+        break;
+      }
+      case DType::F32:
+        std::memcpy(at, &value, size);
+        break;
+      case DType::BF16: {
+        uint16_t bits = cpu::floatToBFloat16(value);
+        std::memcpy(at, &bits, size);
+        break;
+      }
+      case DType::F16: {
+        uint16_t bits = cpu::floatToHalf(value);
+        std::memcpy(at, &bits, size);
+        break;
+      }
+      case DType::Bool:
+        *at = random() & 1;
+        break;
+      default: {
+        int64_t small = static_cast<int64_t>(random() % 4);
+        std::memcpy(at, &small, size); // little-endian: the low bytes
+        break;
+      }
+      }
+    }
+    inputs.push_back(std::move(array));
+  }
+  return inputs;
+}
+
+std::string partita::summarizeArray(const HostArray &array) {
+  std::string text = std::string(dtypeName(array.dtype)) + "[";
+  for (size_t d = 0; d < array.shape.size(); ++d)
+    text += (d ? "x" : "") + std::to_string(array.shape[d]);
+  double sum = 0, low = INFINITY, high = -INFINITY;
+  for (int64_t i = 0; i < array.numElements(); ++i) {
+    double value = elementValue(array, i);
+    sum += value;
+    low = std::min(low, value);
+    high = std::max(high, value);
+  }
+  char numbers[96];
+  std::snprintf(numbers, sizeof(numbers), "] sum=%.6g min=%.6g max=%.6g", sum,
+                low, high);
+  return text + numbers;
 }

@@ -11,11 +11,13 @@
 // dispatches, and turns a failed Status into "error: ..." and exit code 1.
 //
 //===----------------------------------------------------------------------===//
+#include "partita/Runtime/ExecutableFile.h"
 #include "partita/Runtime/Npy.h"
 #include "partita/Runtime/ShardedArray.h"
 #include "partita/Runtime/ShardedArrayDirectory.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -72,6 +74,7 @@ Status runLayout(const Arguments &args);
 Status runShard(const Arguments &args);
 Status runAssemble(const Arguments &args);
 Status runInfo(const Arguments &args);
+Status runProgram(const Arguments &args);
 
 const std::vector<Subcommand> &subcommands() {
   static const std::vector<Subcommand> table = {
@@ -109,6 +112,14 @@ const std::vector<Subcommand> &subcommands() {
        1,
        {},
        runInfo},
+      {"run",
+       "PROGRAM.exe",
+       "run a compiled Executable on the CPU devices of its mesh (threads), "
+       "with deterministic random inputs, and print each output's fingerprint",
+       1,
+       1,
+       {{"--seed", "S", "seed of the random inputs (default 0)", false}},
+       runProgram},
   };
   return table;
 }
@@ -462,3 +473,40 @@ int main(int argc, char **argv) {
     return reportError(status.message());
   return 0;
 }
+
+namespace {
+Status runProgram(const Arguments &args) {
+  Expected<Executable> program = readExecutableFile(args.positional[0]);
+  if (!program)
+    return program.status();
+  uint64_t seed = 0;
+  if (args.has("--seed")) {
+    const std::string &text = args.get("--seed");
+    char *end = nullptr;
+    seed = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end)
+      return Status::error("--seed must be a non-negative integer, got '" +
+                           text + "'");
+  }
+  auto start = std::chrono::steady_clock::now();
+  Expected<std::vector<HostArray>> outputs =
+      runOnCpuDevices(*program, randomInputs(*program, seed));
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!outputs)
+    return outputs.status();
+  CommunicationSummary communication = summarizeCommunication(*program);
+  std::printf(
+      "ran on cpu:%lld in %.3f ms (%zu instructions; %lld collectives per "
+      "step, %.0f bytes per device)\n",
+      static_cast<long long>(program->mesh.numDevices()), seconds * 1e3,
+      program->instructions.size(),
+      static_cast<long long>(communication.collectives),
+      communication.bytesPerDevice);
+  for (size_t o = 0; o < outputs->size(); ++o)
+    std::printf("  %s: %s\n", program->outputs[o].name.c_str(),
+                summarizeArray((*outputs)[o]).c_str());
+  return Status::success();
+}
+} // namespace

@@ -3,6 +3,8 @@
 #include "Driver.h"
 
 #include "partita/Analysis/Report.h"
+#include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Runtime/ExecutableFile.h"
 #include "partita/Transforms/Interconnect.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -21,8 +23,9 @@ prints the result.
 
 Options:
   -o <file>              write the result to <file> (default: stdout)
-  --stage <stage>        stop after <stage>: verified, propagated, or
-                         partitioned (default)
+  --stage <stage>        stop after <stage>: verified, propagated,
+                         partitioned (default), or executable (the runtime's
+                         binary program; needs -o FILE)
   --report <file>        write the report (collectives, bytes, estimated
                          time, memory per device) as JSON
   --mesh <spec>          replace the module's mesh: data=2,model=4, or
@@ -43,10 +46,13 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
                        Stage::Partitioned, cl, options))
     return *done;
   std::string stageText = cl.get("--stage", "partitioned");
-  std::optional<Stage> stage = parseStage(stageText);
+  bool executable = stageText == "executable";
+  std::optional<Stage> stage = executable
+                                   ? std::optional<Stage>(Stage::Partitioned)
+                                   : parseStage(stageText);
   if (!stage)
     return usageError("unknown stage '" + stageText +
-                      "'; available: " + availableStages());
+                      "'; available: " + availableStages() + ", executable");
   options.stage = *stage;
 
   Session session;
@@ -55,6 +61,20 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
     return 1;
 
   std::string errorMessage;
+  if (executable) {
+    if (cl.output == "-")
+      return usageError(
+          "--stage executable writes a binary file: give -o FILE");
+    Expected<Executable> program = lowerToExecutable(*module);
+    if (!program) {
+      llvm::errs() << "error: " << program.status().message() << "\n";
+      return 1;
+    }
+    Status written = writeExecutableFile(*program, cl.output);
+    if (!written.ok())
+      return usageError(written.message());
+    return 0;
+  }
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(cl.output, &errorMessage);
   if (!output) {

@@ -154,7 +154,8 @@ partita::cli::startCommand(const std::vector<std::string> &args,
   int exitCode = 0;
   std::vector<std::string> valueFlags = pipelineValueFlags();
   valueFlags.insert(valueFlags.end(), extraFlags.begin(), extraFlags.end());
-  if (!parseCommandLine(args, valueFlags, {"--strict", "--check"}, cl, exitCode))
+  if (!parseCommandLine(args, valueFlags, {"--strict", "--check"}, cl,
+                        exitCode))
     return exitCode;
   if (cl.help) {
     llvm::outs() << usage;

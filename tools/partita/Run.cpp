@@ -12,6 +12,7 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/ExecutableFile.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <random>
 
 using namespace mlir;
@@ -74,46 +76,6 @@ double elementAsDouble(const HostArray &array, int64_t i) {
   return 0;
 }
 
-HostArray randomArray(DType dtype, const std::vector<int64_t> &shape,
-                      std::mt19937_64 &random) {
-  HostArray array = HostArray::zeros(dtype, shape);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  int64_t count = array.numElements(), size = dtypeSize(dtype);
-  for (int64_t i = 0; i < count; ++i) {
-    uint8_t *at = array.bytes.data() + i * size;
-    float value = uniform(random);
-    switch (dtype) {
-    case DType::F64: {
-      double d = value;
-      std::memcpy(at, &d, size);
-      break;
-    }
-    case DType::F32:
-      std::memcpy(at, &value, size);
-      break;
-    case DType::BF16: {
-      uint16_t bits = cpu::floatToBFloat16(value);
-      std::memcpy(at, &bits, size);
-      break;
-    }
-    case DType::F16: {
-      uint16_t bits = cpu::floatToHalf(value);
-      std::memcpy(at, &bits, size);
-      break;
-    }
-    case DType::Bool:
-      *at = random() & 1;
-      break;
-    default: {
-      int64_t small = static_cast<int64_t>(random() % 4);
-      std::memcpy(at, &small, size); // little-endian: low bytes first
-      break;
-    }
-    }
-  }
-  return array;
-}
-
 struct Tolerance {
   double relative;
   double absolute;
@@ -159,6 +121,38 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                       seedText + "'");
   bool check = cl.on("--check");
 
+  // A compiled Executable runs as is (no --check: that needs the module).
+  {
+    std::ifstream file(cl.input, std::ios::binary);
+    char magic[8] = {};
+    if (file && file.read(magic, 8) &&
+        looksLikeExecutable(std::vector<uint8_t>(magic, magic + 8))) {
+      if (check)
+        return usageError(
+            "--check needs the .mlir (it compiles both programs)");
+      Expected<Executable> program = readExecutableFile(cl.input);
+      if (!program) {
+        llvm::errs() << "error: " << program.status().message() << "\n";
+        return 1;
+      }
+      if (program->mesh.numDevices() != count)
+        return usageError("the program's mesh has " +
+                          std::to_string(program->mesh.numDevices()) +
+                          " devices but --devices asks for " +
+                          std::to_string(count));
+      Expected<std::vector<HostArray>> outputs =
+          runOnCpuDevices(*program, randomInputs(*program, seed));
+      if (!outputs) {
+        llvm::errs() << "error: " << outputs.status().message() << "\n";
+        return 1;
+      }
+      for (size_t o = 0; o < outputs->size(); ++o)
+        llvm::outs() << "  " << program->outputs[o].name << ": "
+                     << summarizeArray((*outputs)[o]) << "\n";
+      return 0;
+    }
+  }
+
   Session session;
   OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
   if (!module)
@@ -177,12 +171,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
         "the program's mesh has " + std::to_string(program->mesh.numDevices()) +
         " devices but --devices asks for " + std::to_string(count));
 
-  std::vector<HostArray> inputs;
-  for (size_t i = 0; i < program->inputs.size(); ++i) {
-    std::mt19937_64 random(seed * 1000003ULL + i);
-    inputs.push_back(randomArray(program->slots[program->inputs[i].slot].dtype,
-                                 program->inputs[i].globalShape, random));
-  }
+  std::vector<HostArray> inputs = randomInputs(*program, seed);
   auto start = std::chrono::steady_clock::now();
   Expected<std::vector<HostArray>> outputs = runOnCpuDevices(*program, inputs);
   double seconds =
@@ -201,8 +190,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                << " bytes per device)\n";
   for (size_t o = 0; o < outputs->size(); ++o)
     llvm::outs() << "  " << program->outputs[o].name << ": "
-                 << dtypeName((*outputs)[o].dtype) << "["
-                 << (*outputs)[o].numElements() << " elements]\n";
+                 << summarizeArray((*outputs)[o]) << "\n";
   if (!check)
     return 0;
 

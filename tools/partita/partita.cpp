@@ -64,8 +64,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::map<std::string, std::function<int(const std::vector<std::string> &)>>
-      commands = {
-          {"compile", runCompile},
+      commands = {{"compile", runCompile},
                   {"explain", runExplain},
                   {"show", runShow},
                   {"run", runRun}};

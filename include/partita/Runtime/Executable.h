@@ -42,6 +42,14 @@ struct Executable {
   std::vector<HostArray> constants;
 };
 
+/// Deterministic random global inputs for `program` from `seed`: f32/bf16
+/// uniform in [-1, 1], integers in [0, 4), booleans at random (the same in
+/// `partita run` and `partita-exec run`).
+std::vector<HostArray> randomInputs(const Executable &program, uint64_t seed);
+
+/// "f32[4x8] sum=… min=… max=…": a one-line fingerprint of an array.
+std::string summarizeArray(const HostArray &array);
+
 /// What a program communicates per step, by the report's convention
 /// (bus-traffic bytes per device, loops counted once per iteration,
 /// all_slice not counted).
