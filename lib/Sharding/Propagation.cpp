@@ -271,6 +271,21 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
     }
   }
 
+  // A partial operand can stay partial only if the op does not split a
+  // dimension over one of its partial axes; otherwise it is reduced first.
+  if (passedKind != PartialKind::None) {
+    bool clash = false;
+    for (const AxisList &axes : assignment)
+      for (const std::string &axis : axes)
+        clash |= std::find(passedAxes.begin(), passedAxes.end(), axis) !=
+                 passedAxes.end();
+    if (clash) {
+      std::fill(keepPartial.begin(), keepPartial.end(), false);
+      passedKind = PartialKind::None;
+      passedAxes.clear();
+    }
+  }
+
   for (size_t i = 0; i < op.operands.size(); ++i) {
     int tensor = op.operands[i];
     const Sharding &cur = context.shardings[tensor];
