@@ -182,12 +182,18 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
     return 1;
   }
   CommunicationSummary communication = summarizeCommunication(*program);
+  int64_t allocated = 0;
+  for (const TensorType &slot : program->slots)
+    allocated += slot.bytes();
   llvm::outs() << "ran on cpu:" << count << " in "
                << llvm::format("%.3f", seconds * 1e3) << " ms ("
                << program->instructions.size() << " instructions; "
                << communication.collectives << " collectives per step, "
                << llvm::format("%.0f", communication.bytesPerDevice)
                << " bytes per device)\n";
+  llvm::outs() << "memory: " << allocated
+               << " bytes per device allocated (one buffer per value; "
+                  "liveness-planned reuse is not implemented yet)\n";
   for (size_t o = 0; o < outputs->size(); ++o)
     llvm::outs() << "  " << program->outputs[o].name << ": "
                  << summarizeArray((*outputs)[o]) << "\n";
