@@ -140,6 +140,28 @@ size_t countAxes(const Assignment &assignment) {
   return count;
 }
 
+/// True when every compound dimension of the op is split major factor
+/// first: a factor may take axes only when every factor before it in the
+/// dimension is split completely (otherwise the local blocks would not be
+/// contiguous in the dimension).
+bool respectsCompoundOrder(const Mesh &mesh, const OpShardingRule &rule,
+                           const Assignment &assignment) {
+  auto check = [&](const std::vector<TensorFactors> &tensors) {
+    for (const TensorFactors &tensor : tensors)
+      for (const std::vector<int> &dim : tensor)
+        for (size_t k = 1; k < dim.size(); ++k) {
+          if (assignment[dim[k]].empty())
+            continue;
+          for (size_t j = 0; j < k; ++j)
+            if (axisProduct(mesh, assignment[dim[j]]) !=
+                rule.factors[dim[j]].size)
+              return false;
+        }
+    return true;
+  };
+  return check(rule.operands) && check(rule.results);
+}
+
 /// Shared state of one propagation run (or of one decideOp call).
 struct Context {
   const PropagationProblem &problem;
@@ -426,6 +448,8 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
     for (const std::string &axis : merged[f])
       if (!owner.emplace(axis, static_cast<int>(f)).second)
         conflict = true;
+  if (!conflict && !respectsCompoundOrder(mesh, rule, merged))
+    conflict = true;
 
   OpDecision decision;
   if (!conflict) {
@@ -475,7 +499,7 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
       for (const std::string &axis : current[f])
         valid &= used.insert(axis).second;
     }
-    if (valid) {
+    if (valid && respectsCompoundOrder(mesh, rule, current)) {
       OptionEffect effect = evaluateOption(context, opIndex, current);
       scored.push_back({effect.costUs, countAxes(current),
                         factorAssignmentToString(current), current, effect});

@@ -130,8 +130,8 @@ func.func @all(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %p: tensor<4x8xi1>, %i:
   // Any row may be read: the table rows stay whole.
   // expected-remark @+1 {{([i, l], [j, k]) -> ([j, k, l]) {i=100 need-replication, j=2, k=5, l=16} partial=single(0) sum}}
   %ga = partita.gather %t[%ids] : tensor<100x16xf32>, tensor<2x5xi32> -> tensor<2x5x16xf32>
-  // Index positions are summed into the table.
-  // expected-remark @+1 {{([i, l], [j, k], [j, k, l]) -> ([i, l]) {i=100 need-replication, j=2 reduction, k=5 reduction, l=16} reduction=sum partial=joint(0, 2) sum}}
+  // Index positions are summed into the whole table: they stay whole.
+  // expected-remark @+1 {{([i, l], [j, k], [j, k, l]) -> ([i, l]) {i=100 need-replication, j=2 need-replication, k=5 need-replication, l=16} partial=joint(0, 2) sum}}
   %sa = partita.scatter_add %t, %ids, %g : tensor<100x16xf32>, tensor<2x5xi32>, tensor<2x5x16xf32>
   // Carried values keep their sharding; partial values pass.
   // expected-remark @+1 {{([i, j]) -> ([i, j]) {i=4, j=8} partial=per-value(0) sum,max,min}}

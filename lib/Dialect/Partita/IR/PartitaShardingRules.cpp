@@ -383,9 +383,11 @@ OpShardingRule ScatterAddOp::getShardingRule() {
   OpShardingRule rule;
   TensorFactors tableMap, indexMap, updateMap;
   tableMap.push_back({rule.addFactor(table[0], FactorType::NeedReplication)});
-  // Index positions are summed into the table: reduction factors.
+  // Index positions are summed into the table. Splitting them would make
+  // every device add the whole table to its part of the updates, so they
+  // stay whole until the table is made partial alongside (not done yet).
   for (int64_t size : indices) {
-    int factor = rule.addFactor(size, FactorType::Reduction);
+    int factor = rule.addFactor(size, FactorType::NeedReplication);
     indexMap.push_back({factor});
     updateMap.push_back({factor});
   }
@@ -396,7 +398,6 @@ OpShardingRule ScatterAddOp::getShardingRule() {
   }
   rule.operands = {tableMap, indexMap, updateMap};
   rule.results = {tableMap};
-  rule.reductionKind = PartialKind::Sum;
   rule.partialFlow = PartialFlow::Joint;
   rule.partialOperands = {0, 2};
   rule.partialKinds = {PartialKind::Sum};
