@@ -2,6 +2,8 @@
 
 #include "partita/Codegen/LowerToExecutable.h"
 
+#include "partita/Analysis/Liveness.h"
+
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Sharding/Layout.h"
 #include "partita/Transforms/ValueNames.h"
@@ -11,6 +13,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -202,6 +205,81 @@ void lowerAttributes(Operation *op, Instruction &inst) {
   }
 }
 
+/// The buffer plan from the liveness analysis the memory report uses (one
+/// code path): slots whose live ranges do not touch share storage, first fit
+/// by program order. A slot shares only with slots that died strictly
+/// before it is defined, so no op writes a buffer it also reads. Programs
+/// with inlined calls keep one storage per slot (their callee bodies are
+/// not in the caller's liveness).
+void planBuffers(func::FuncOp entry,
+                 const llvm::DenseMap<Value, int32_t> &slots,
+                 Executable &program, bool inlinedCalls) {
+  if (inlinedCalls)
+    return;
+  BufferLiveness liveness = analyzeLiveness(entry);
+  struct Range {
+    int64_t begin, end, bytes;
+    int32_t slot;
+  };
+  std::vector<Range> ranges;
+  std::vector<bool> covered(program.slots.size(), false);
+  for (const LiveBuffer &buffer : liveness.buffers) {
+    auto it = slots.find(buffer.value);
+    if (it == slots.end() || covered[it->second])
+      continue;
+    covered[it->second] = true;
+    ranges.push_back({buffer.begin, buffer.end,
+                      program.slots[it->second].bytes(), it->second});
+  }
+  // Slots the analysis does not see live for the whole program.
+  for (size_t s = 0; s < covered.size(); ++s)
+    if (!covered[s])
+      ranges.push_back({0, liveness.points, program.slots[s].bytes(),
+                        static_cast<int32_t>(s)});
+  std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.slot < b.slot;
+  });
+  std::vector<int64_t> lastEnd;
+  program.slotStorage.assign(program.slots.size(), -1);
+  program.storageBytes.clear();
+  for (const Range &range : ranges) {
+    int best = -1;
+    for (size_t k = 0; k < lastEnd.size(); ++k) {
+      if (lastEnd[k] >= range.begin)
+        continue;
+      // Prefer a storage already large enough, the smallest such; else the
+      // largest free one (which grows).
+      bool fits = program.storageBytes[k] >= range.bytes;
+      if (best < 0) {
+        best = static_cast<int>(k);
+        continue;
+      }
+      bool bestFits = program.storageBytes[best] >= range.bytes;
+      if (fits &&
+          (!bestFits || program.storageBytes[k] < program.storageBytes[best]))
+        best = static_cast<int>(k);
+      else if (!fits && !bestFits &&
+               program.storageBytes[k] > program.storageBytes[best])
+        best = static_cast<int>(k);
+    }
+    // Growing a too-small storage wastes what it held; a new one may be
+    // cheaper when the free storages are small next to the request.
+    if (best >= 0 && program.storageBytes[best] < range.bytes &&
+        program.storageBytes[best] * 2 < range.bytes) {
+      best = -1;
+    }
+    if (best < 0) {
+      best = static_cast<int>(lastEnd.size());
+      lastEnd.push_back(-1);
+      program.storageBytes.push_back(0);
+    }
+    lastEnd[best] = range.end;
+    program.storageBytes[best] =
+        std::max(program.storageBytes[best], range.bytes);
+    program.slotStorage[range.slot] = best;
+  }
+}
+
 } // namespace
 
 Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
@@ -287,6 +365,7 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
   // `callResults`: for a callee's body, the slots its return copies into;
   // null for the entry function, whose return defines the outputs.
   std::vector<Operation *> callStack;
+  bool inlinedCalls = false;
   std::function<Status(Block &, const std::vector<int32_t> *)> lowerBlock =
       [&](Block &block, const std::vector<int32_t> *callResults) -> Status {
     auto copy = [&](int32_t from, int32_t to) {
@@ -328,6 +407,7 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
             return slot.status();
           results.push_back(*slot);
         }
+        inlinedCalls = true;
         callStack.push_back(callee.getOperation());
         Status status = lowerBlock(callee.getBody().front(), &results);
         callStack.pop_back();
@@ -426,5 +506,6 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
   if (Status status = lowerBlock(entry.getBody().front(), nullptr);
       !status.ok())
     return status;
+  planBuffers(entry, slots, program, inlinedCalls);
   return program;
 }

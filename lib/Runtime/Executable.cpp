@@ -38,16 +38,42 @@ std::vector<std::string> splitAxes(const std::string &text) {
   return axes;
 }
 
+/// A device's memory: one allocation per storage of the buffer plan, and
+/// where each slot lives.
+struct DeviceMemory {
+  std::vector<std::vector<uint8_t>> storages;
+  std::vector<uint8_t *> slots;
+
+  explicit DeviceMemory(const Executable &program) {
+    size_t count = program.slots.size();
+    bool planned = program.slotStorage.size() == count;
+    if (planned) {
+      for (int64_t bytes : program.storageBytes)
+        storages.emplace_back(static_cast<size_t>(std::max<int64_t>(bytes, 1)),
+                              0);
+      for (size_t s = 0; s < count; ++s)
+        slots.push_back(storages[program.slotStorage[s]].data());
+    } else {
+      for (const TensorType &type : program.slots)
+        storages.emplace_back(
+            static_cast<size_t>(std::max<int64_t>(type.bytes(), 1)), 0);
+      for (size_t s = 0; s < count; ++s)
+        slots.push_back(storages[s].data());
+    }
+  }
+};
+
 Status runCollective(const Executable &program, const Instruction &inst,
                      int64_t deviceId, Communicator *communicator,
-                     std::vector<HostArray> &buffers) {
+                     DeviceMemory &memory) {
   if (inst.operands.size() != 1 || inst.results.size() != 1)
     return Status::error(std::string(opCodeName(inst.op)) +
                          ": a collective takes one operand and one result");
-  const HostArray &in = buffers[inst.operands[0]];
-  HostArray &out = buffers[inst.results[0]];
-  ConstBufferRef input{in.bytes.data(), in.dtype, in.shape};
-  BufferRef output{out.bytes.data(), out.dtype, out.shape};
+  const TensorType &inType = program.slots[inst.operands[0]];
+  const TensorType &outType = program.slots[inst.results[0]];
+  ConstBufferRef input{memory.slots[inst.operands[0]], inType.dtype,
+                       inType.shape};
+  BufferRef output{memory.slots[inst.results[0]], outType.dtype, outType.shape};
   std::vector<std::string> axes = splitAxes(inst.text);
   auto needInts = [&](size_t count) {
     return inst.ints.size() >= count
@@ -101,7 +127,14 @@ Status runCollective(const Executable &program, const Instruction &inst,
 /// Runs instructions [begin, end) of `program`, loops included.
 Status runInstructions(const Executable &program, size_t begin, size_t end,
                        int64_t deviceId, Communicator *communicator,
-                       std::vector<HostArray> &buffers) {
+                       DeviceMemory &memory) {
+  auto bytesOf = [&](int64_t slot) {
+    return static_cast<size_t>(program.slots[slot].bytes());
+  };
+  auto copySlot = [&](int64_t from, int64_t to) {
+    if (memory.slots[from] != memory.slots[to])
+      std::memmove(memory.slots[to], memory.slots[from], bytesOf(to));
+  };
   for (size_t index = begin; index < end; ++index) {
     const Instruction &inst = program.instructions[index];
     if (inst.op == OpCode::Loop) {
@@ -112,48 +145,44 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
         return Status::error("loop: malformed instruction");
       int64_t trips = inst.ints[0];
       size_t bodyBegin = index + 1, bodyEnd = bodyBegin + inst.ints[1];
-      auto carried = [&](size_t i) -> HostArray & {
-        return buffers[inst.ints[3 + i]];
-      };
-      auto yielded = [&](size_t i) -> HostArray & {
-        return buffers[inst.ints[3 + carriedCount + i]];
-      };
+      auto carried = [&](size_t i) { return inst.ints[3 + i]; };
+      auto yielded = [&](size_t i) { return inst.ints[3 + carriedCount + i]; };
       for (size_t i = 0; i < carriedCount; ++i)
-        carried(i).bytes = buffers[inst.operands[i]].bytes;
-      HostArray &counter = buffers[inst.ints[2]];
+        copySlot(inst.operands[i], carried(i));
       for (int64_t trip = 0; trip < trips; ++trip) {
         int32_t value = static_cast<int32_t>(trip);
-        std::memcpy(counter.bytes.data(), &value, sizeof(value));
+        std::memcpy(memory.slots[inst.ints[2]], &value, sizeof(value));
         if (Status status = runInstructions(program, bodyBegin, bodyEnd,
-                                            deviceId, communicator, buffers);
+                                            deviceId, communicator, memory);
             !status.ok())
           return status;
         // Copy through temporaries: a yielded value may be another carry.
         std::vector<std::vector<uint8_t>> next;
         for (size_t i = 0; i < carriedCount; ++i)
-          next.push_back(yielded(i).bytes);
+          next.emplace_back(memory.slots[yielded(i)],
+                            memory.slots[yielded(i)] + bytesOf(yielded(i)));
         for (size_t i = 0; i < carriedCount; ++i)
-          carried(i).bytes = std::move(next[i]);
+          std::memcpy(memory.slots[carried(i)], next[i].data(), next[i].size());
       }
       for (size_t i = 0; i < carriedCount; ++i)
-        buffers[inst.results[i]].bytes = carried(i).bytes;
+        copySlot(carried(i), inst.results[i]);
       index = bodyEnd - 1;
       continue;
     }
     Status status;
     if (isCollective(inst.op)) {
-      status = runCollective(program, inst, deviceId, communicator, buffers);
+      status = runCollective(program, inst, deviceId, communicator, memory);
     } else {
       std::vector<TensorType> operandTypes, resultTypes;
       std::vector<const void *> operands;
       std::vector<void *> results;
       for (int32_t slot : inst.operands) {
         operandTypes.push_back(program.slots[slot]);
-        operands.push_back(buffers[slot].bytes.data());
+        operands.push_back(memory.slots[slot]);
       }
       for (int32_t slot : inst.results) {
         resultTypes.push_back(program.slots[slot]);
-        results.push_back(buffers[slot].bytes.data());
+        results.push_back(memory.slots[slot]);
       }
       status = cpu::runKernel(inst, operandTypes, operands, resultTypes,
                               results, &program.constants);
@@ -179,26 +208,31 @@ Status partita::runOnDevice(const Executable &program, int64_t deviceId,
     return fail(Status::error("device " + std::to_string(deviceId) + " got " +
                               std::to_string(inputs.size()) + " inputs for " +
                               std::to_string(program.inputs.size())));
-  std::vector<HostArray> buffers;
-  buffers.reserve(program.slots.size());
-  for (const TensorType &type : program.slots)
-    buffers.push_back(HostArray::zeros(type.dtype, type.shape));
+  DeviceMemory memory(program);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    HostArray &slot = buffers[program.inputs[i].slot];
+    const TensorType &slot = program.slots[program.inputs[i].slot];
     if (inputs[i].dtype != slot.dtype || inputs[i].shape != slot.shape)
       return fail(Status::error(
           "input " + std::to_string(i) + " (" + program.inputs[i].name +
           ") has the wrong type on device " + std::to_string(deviceId)));
-    slot.bytes = inputs[i].bytes;
+    if (!inputs[i].bytes.empty())
+      std::memcpy(memory.slots[program.inputs[i].slot], inputs[i].bytes.data(),
+                  inputs[i].bytes.size());
   }
   if (Status status = runInstructions(program, 0, program.instructions.size(),
-                                      deviceId, communicator, buffers);
+                                      deviceId, communicator, memory);
       !status.ok())
     return fail(Status::error("device " + std::to_string(deviceId) + ": " +
                               status.message()));
   outputs.clear();
-  for (const ExecutableValue &output : program.outputs)
-    outputs.push_back(buffers[output.slot]);
+  for (const ExecutableValue &output : program.outputs) {
+    const TensorType &type = program.slots[output.slot];
+    HostArray array = HostArray::zeros(type.dtype, type.shape);
+    if (!array.bytes.empty())
+      std::memcpy(array.bytes.data(), memory.slots[output.slot],
+                  array.bytes.size());
+    outputs.push_back(std::move(array));
+  }
   return Status::success();
 }
 
@@ -410,4 +444,16 @@ std::string partita::summarizeArray(const HostArray &array) {
   std::snprintf(numbers, sizeof(numbers), "] sum=%.6g min=%.6g max=%.6g", sum,
                 low, high);
   return text + numbers;
+}
+
+int64_t Executable::allocatedBytes() const {
+  int64_t total = 0;
+  if (slotStorage.size() == slots.size()) {
+    for (int64_t bytes : storageBytes)
+      total += bytes;
+    return total;
+  }
+  for (const TensorType &slot : slots)
+    total += slot.bytes();
+  return total;
 }

@@ -171,6 +171,8 @@ std::vector<uint8_t> partita::serializeExecutable(const Executable &program) {
     out.list<int64_t>(inst.ints);
     out.string(inst.text);
   }
+  out.list<int32_t>(program.slotStorage);
+  out.list<int64_t>(program.storageBytes);
   out.number<uint32_t>(static_cast<uint32_t>(program.constants.size()));
   for (const HostArray &constant : program.constants) {
     out.number<uint8_t>(static_cast<uint8_t>(constant.dtype));
@@ -265,6 +267,20 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
           return in.failure(std::string("instruction ") + opCodeName(inst.op) +
                             " names slot " + std::to_string(slot) + " of " +
                             std::to_string(slots));
+  }
+  if (!in.list(program.slotStorage) || !in.list(program.storageBytes))
+    return truncated("buffer plan");
+  if (!program.slotStorage.empty()) {
+    if (program.slotStorage.size() != slots)
+      return in.failure("the buffer plan does not cover every slot");
+    for (size_t s = 0; s < slots; ++s) {
+      int32_t storage = program.slotStorage[s];
+      if (storage < 0 ||
+          storage >= static_cast<int32_t>(program.storageBytes.size()) ||
+          program.storageBytes[storage] < program.slots[s].bytes())
+        return in.failure("the buffer plan gives slot " + std::to_string(s) +
+                          " no storage large enough");
+    }
   }
   uint32_t constants;
   if (!in.count(constants, 9))

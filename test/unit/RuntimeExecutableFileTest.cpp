@@ -37,6 +37,9 @@ Executable sampleProgram() {
   Instruction reduce{OpCode::AllReduce, {4}, {4}, {0}, "model"};
   program.instructions = {constant, einsum, loop, reduce};
   program.constants = {HostArray::zeros(DType::F32, {4, 4})};
+  // A buffer plan in which slots 2 and 4 share storage.
+  program.slotStorage = {0, 1, 2, 3, 2, 4};
+  program.storageBytes = {32, 64, 32, 4, 32};
   return program;
 }
 
@@ -63,6 +66,8 @@ bool sameProgram(const Executable &a, const Executable &b) {
         a.inputs[i].globalShape != b.inputs[i].globalShape ||
         !(a.inputs[i].sharding == b.inputs[i].sharding))
       return false;
+  if (a.slotStorage != b.slotStorage || a.storageBytes != b.storageBytes)
+    return false;
   for (size_t i = 0; i < a.constants.size(); ++i)
     if (a.constants[i].bytes != b.constants[i].bytes ||
         a.constants[i].shape != b.constants[i].shape)
@@ -164,6 +169,16 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     REQUIRE_FALSE(result.ok());
     CHECK(result.status().message().find(
               "instruction einsum names slot 99 of 6") != std::string::npos);
+  }
+  SECTION("buffer plan too small") {
+    Executable program = sampleProgram();
+    program.storageBytes[2] = 8;
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "the buffer plan gives slot 2 no storage large enough") !=
+          std::string::npos);
   }
   SECTION("missing file") {
     Expected<Executable> result = readExecutableFile("/nonexistent/p.exe");

@@ -9,6 +9,7 @@
 
 #include "Driver.h"
 
+#include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"
@@ -182,18 +183,24 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
     return 1;
   }
   CommunicationSummary communication = summarizeCommunication(*program);
-  int64_t allocated = 0;
-  for (const TensorType &slot : program->slots)
-    allocated += slot.bytes();
+  int64_t allocated = program->allocatedBytes();
+  Report report = analyzeModule(*module, Interconnect());
   llvm::outs() << "ran on cpu:" << count << " in "
                << llvm::format("%.3f", seconds * 1e3) << " ms ("
                << program->instructions.size() << " instructions; "
                << communication.collectives << " collectives per step, "
                << llvm::format("%.0f", communication.bytesPerDevice)
                << " bytes per device)\n";
-  llvm::outs() << "memory: " << allocated
-               << " bytes per device allocated (one buffer per value; "
-                  "liveness-planned reuse is not implemented yet)\n";
+  llvm::outs()
+      << "memory: " << allocated
+      << " bytes per device allocated by the buffer plan; the report's "
+         "liveness peak is "
+      << report.peakBytesPerDevice << " ("
+      << llvm::format("%.2f",
+                      report.peakBytesPerDevice
+                          ? double(allocated) / report.peakBytesPerDevice
+                          : 1.0)
+      << "x)\n";
   for (size_t o = 0; o < outputs->size(); ++o)
     llvm::outs() << "  " << program->outputs[o].name << ": "
                  << summarizeArray((*outputs)[o]) << "\n";

@@ -40,6 +40,14 @@ struct Executable {
   std::vector<ExecutableValue> outputs;
   std::vector<Instruction> instructions;
   std::vector<HostArray> constants;
+  /// The buffer plan: the storage each slot lives in, and each storage's
+  /// size. Slots whose live ranges do not overlap share storage. Empty:
+  /// every slot has its own.
+  std::vector<int32_t> slotStorage;
+  std::vector<int64_t> storageBytes;
+
+  /// Bytes a device allocates under the plan.
+  int64_t allocatedBytes() const;
 };
 
 /// Deterministic random global inputs for `program` from `seed`: f32/bf16
