@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/ExecutableFile.h"
 #include "partita/Runtime/Npy.h"
+#include "partita/Runtime/RunSupport.h"
 #include "partita/Runtime/ShardedArray.h"
 #include "partita/Runtime/ShardedArrayDirectory.h"
 
@@ -118,7 +119,16 @@ const std::vector<Subcommand> &subcommands() {
        "with deterministic random inputs, and print each output's fingerprint",
        1,
        1,
-       {{"--seed", "S", "seed of the random inputs (default 0)", false}},
+       {{"--seed", "S", "seed of the random inputs (default 0)", false},
+        {"--inputs", "FILES",
+         "global inputs, comma-separated .npy files or "
+         "sharded-array directories (default: random)",
+         false},
+        {"--outputs", "DIR", "write the outputs as DIR/result_<i>.npy", false},
+        {"--expect", "DIR",
+         "compare the outputs with DIR/result_<i>.npy "
+         "(exit 1 on a mismatch)",
+         false}},
        runProgram},
   };
   return table;
@@ -488,9 +498,14 @@ Status runProgram(const Arguments &args) {
       return Status::error("--seed must be a non-negative integer, got '" +
                            text + "'");
   }
+  Expected<std::vector<HostArray>> inputs =
+      args.has("--inputs")
+          ? readInputs(*program, args.get("--inputs"))
+          : Expected<std::vector<HostArray>>(randomInputs(*program, seed));
+  if (!inputs)
+    return inputs.status();
   auto start = std::chrono::steady_clock::now();
-  Expected<std::vector<HostArray>> outputs =
-      runOnCpuDevices(*program, randomInputs(*program, seed));
+  Expected<std::vector<HostArray>> outputs = runOnCpuDevices(*program, *inputs);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -507,6 +522,17 @@ Status runProgram(const Arguments &args) {
   for (size_t o = 0; o < outputs->size(); ++o)
     std::printf("  %s: %s\n", program->outputs[o].name.c_str(),
                 summarizeArray((*outputs)[o]).c_str());
+  if (args.has("--outputs"))
+    if (Status status = writeOutputs(args.get("--outputs"), *outputs);
+        !status.ok())
+      return status;
+  if (args.has("--expect")) {
+    std::string report;
+    Status status =
+        expectOutputs(args.get("--expect"), *program, *outputs, report);
+    std::printf("%s", report.c_str());
+    return status;
+  }
   return Status::success();
 }
 } // namespace

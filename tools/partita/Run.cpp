@@ -14,6 +14,7 @@
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/ExecutableFile.h"
+#include "partita/Runtime/RunSupport.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -52,56 +53,13 @@ Options:
   -h, --help             show this help
 )";
 
-double elementAsDouble(const HostArray &array, int64_t i) {
-  switch (array.dtype) {
-  case DType::F64:
-    return array.element<double>(i);
-  case DType::F32:
-    return array.element<float>(i);
-  case DType::BF16:
-    return bfloat16ToFloat(array.element<uint16_t>(i));
-  case DType::F16:
-    return halfToFloat(array.element<uint16_t>(i));
-  case DType::I64:
-    return static_cast<double>(array.element<int64_t>(i));
-  case DType::I32:
-    return array.element<int32_t>(i);
-  case DType::I16:
-    return array.element<int16_t>(i);
-  case DType::I8:
-    return array.element<int8_t>(i);
-  case DType::U8:
-  case DType::Bool:
-    return array.element<uint8_t>(i);
-  }
-  return 0;
-}
-
-struct Tolerance {
-  double relative;
-  double absolute;
-};
-
-Tolerance toleranceFor(DType dtype) {
-  switch (dtype) {
-  case DType::F64:
-    return {1e-10, 1e-12};
-  case DType::F32:
-    return {1e-4, 1e-5};
-  case DType::BF16:
-  case DType::F16:
-    return {2e-2, 1e-2};
-  default:
-    return {0, 0};
-  }
-}
-
 } // namespace
 
 int partita::cli::runRun(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
-  std::vector<std::string> extra = {"--devices", "--seed"};
+  std::vector<std::string> extra = {"--devices", "--seed", "--inputs",
+                                    "--outputs", "--expect"};
   if (std::optional<int> done =
           startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options))
     return *done;
@@ -121,6 +79,32 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
     return usageError("--seed must be a non-negative integer, got '" +
                       seedText + "'");
   bool check = cl.on("--check");
+  // Inputs: the user's (--inputs) or deterministic random ones.
+  auto inputsFor =
+      [&](const Executable &program) -> Expected<std::vector<HostArray>> {
+    if (cl.has("--inputs"))
+      return readInputs(program, cl.get("--inputs"));
+    return randomInputs(program, seed);
+  };
+  // --outputs and --expect, after a run.
+  auto finish = [&](const Executable &program,
+                    const std::vector<HostArray> &outputs) -> int {
+    if (cl.has("--outputs"))
+      if (Status status = writeOutputs(cl.get("--outputs"), outputs);
+          !status.ok())
+        return usageError(status.message());
+    if (cl.has("--expect")) {
+      std::string report;
+      Status status =
+          expectOutputs(cl.get("--expect"), program, outputs, report);
+      llvm::outs() << report;
+      if (!status.ok()) {
+        llvm::errs() << "error: " << status.message() << "\n";
+        return 1;
+      }
+    }
+    return 0;
+  };
 
   // A compiled Executable runs as is (no --check: that needs the module).
   {
@@ -141,8 +125,11 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                           std::to_string(program->mesh.numDevices()) +
                           " devices but --devices asks for " +
                           std::to_string(count));
+      Expected<std::vector<HostArray>> given = inputsFor(*program);
+      if (!given)
+        return usageError(given.status().message());
       Expected<std::vector<HostArray>> outputs =
-          runOnCpuDevices(*program, randomInputs(*program, seed));
+          runOnCpuDevices(*program, *given);
       if (!outputs) {
         llvm::errs() << "error: " << outputs.status().message() << "\n";
         return 1;
@@ -150,7 +137,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
       for (size_t o = 0; o < outputs->size(); ++o)
         llvm::outs() << "  " << program->outputs[o].name << ": "
                      << summarizeArray((*outputs)[o]) << "\n";
-      return 0;
+      return finish(*program, *outputs);
     }
   }
 
@@ -172,7 +159,10 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
         "the program's mesh has " + std::to_string(program->mesh.numDevices()) +
         " devices but --devices asks for " + std::to_string(count));
 
-  std::vector<HostArray> inputs = randomInputs(*program, seed);
+  Expected<std::vector<HostArray>> given = inputsFor(*program);
+  if (!given)
+    return usageError(given.status().message());
+  std::vector<HostArray> inputs = *given;
   auto start = std::chrono::steady_clock::now();
   Expected<std::vector<HostArray>> outputs = runOnCpuDevices(*program, inputs);
   double seconds =
@@ -204,8 +194,8 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
   for (size_t o = 0; o < outputs->size(); ++o)
     llvm::outs() << "  " << program->outputs[o].name << ": "
                  << summarizeArray((*outputs)[o]) << "\n";
-  if (!check)
-    return 0;
+  if (int code = finish(*program, *outputs); code != 0 || !check)
+    return code;
 
   // The reference: the unpartitioned program on one device.
   Expected<Executable> single = lowerToExecutable(*reference);
@@ -223,43 +213,11 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
   }
   bool ok = true;
   for (size_t o = 0; o < outputs->size(); ++o) {
-    const HostArray &got = (*outputs)[o], &want = (*expected)[o];
-    if (got.shape != want.shape || got.dtype != want.dtype) {
-      llvm::outs() << "  " << program->outputs[o].name
-                   << ": MISMATCH in shape or dtype\n";
-      ok = false;
-      continue;
-    }
-    Tolerance tolerance = toleranceFor(got.dtype);
-    // Absolute errors scale with the output's largest magnitude: summation
-    // order differs between the programs, and a sum of large terms can land
-    // near zero.
-    double scale = 1;
-    for (int64_t i = 0; i < want.numElements(); ++i)
-      if (!std::isnan(elementAsDouble(want, i)))
-        scale = std::max(scale, std::fabs(elementAsDouble(want, i)));
-    double maxAbs = 0, maxRel = 0;
-    bool within = true;
-    for (int64_t i = 0; i < got.numElements(); ++i) {
-      double a = elementAsDouble(got, i), b = elementAsDouble(want, i);
-      double diff = std::fabs(a - b);
-      if (std::isnan(a) != std::isnan(b))
-        diff = INFINITY;
-      if (std::isnan(a) && std::isnan(b))
-        diff = 0;
-      maxAbs = std::max(maxAbs, diff);
-      // Relative error where it means something: not at values that are
-      // tiny next to the output's scale.
-      if (std::fabs(b) >= 1e-3 * scale)
-        maxRel = std::max(maxRel, diff / std::fabs(b));
-      if (diff > tolerance.absolute * scale + tolerance.relative * std::fabs(b))
-        within = false;
-    }
-    llvm::outs() << "  check " << program->outputs[o].name << ": max abs error "
-                 << llvm::format("%.3g", maxAbs) << ", max rel error "
-                 << llvm::format("%.3g", maxRel)
-                 << (within ? " ok" : " MISMATCH") << "\n";
-    ok &= within;
+    Comparison comparison = compareArrays((*outputs)[o], (*expected)[o]);
+    llvm::outs() << "  check "
+                 << describeComparison(program->outputs[o].name, comparison)
+                 << "\n";
+    ok &= comparison.within;
   }
   if (!ok) {
     llvm::errs() << "error: the partitioned program does not match the "
