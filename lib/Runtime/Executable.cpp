@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Runtime/Executable.h"
+#include "partita/Runtime/Backend.h"
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/InProcessCommunicator.h"
 #include "partita/Runtime/ShardedArray.h"
@@ -38,29 +39,42 @@ std::vector<std::string> splitAxes(const std::string &text) {
   return axes;
 }
 
-/// A device's memory: one allocation per storage of the buffer plan, and
-/// where each slot lives.
+/// A device's memory: one backend allocation per storage of the buffer
+/// plan, and where each slot lives.
 struct DeviceMemory {
-  std::vector<std::vector<uint8_t>> storages;
+  Backend &backend;
+  std::vector<void *> storages;
   std::vector<uint8_t *> slots;
+  Status status;
 
-  explicit DeviceMemory(const Executable &program) {
+  DeviceMemory(const Executable &program, Backend &backend) : backend(backend) {
     size_t count = program.slots.size();
     bool planned = program.slotStorage.size() == count;
-    if (planned) {
-      for (int64_t bytes : program.storageBytes)
-        storages.emplace_back(static_cast<size_t>(std::max<int64_t>(bytes, 1)),
-                              0);
-      for (size_t s = 0; s < count; ++s)
-        slots.push_back(storages[program.slotStorage[s]].data());
-    } else {
+    std::vector<int64_t> sizes;
+    if (planned)
+      sizes = program.storageBytes;
+    else
       for (const TensorType &type : program.slots)
-        storages.emplace_back(
-            static_cast<size_t>(std::max<int64_t>(type.bytes(), 1)), 0);
-      for (size_t s = 0; s < count; ++s)
-        slots.push_back(storages[s].data());
+        sizes.push_back(type.bytes());
+    for (int64_t bytes : sizes) {
+      Expected<void *> memory = backend.allocate(std::max<int64_t>(bytes, 1));
+      if (!memory) {
+        status = memory.status();
+        return;
+      }
+      storages.push_back(*memory);
     }
+    for (size_t s = 0; s < count; ++s)
+      slots.push_back(
+          static_cast<uint8_t *>(storages[planned ? program.slotStorage[s]
+                                                  : static_cast<int32_t>(s)]));
   }
+  ~DeviceMemory() {
+    for (void *storage : storages)
+      backend.release(storage);
+  }
+  DeviceMemory(const DeviceMemory &) = delete;
+  DeviceMemory &operator=(const DeviceMemory &) = delete;
 };
 
 Status runCollective(const Executable &program, const Instruction &inst,
@@ -131,9 +145,10 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
   auto bytesOf = [&](int64_t slot) {
     return static_cast<size_t>(program.slots[slot].bytes());
   };
+  Backend &backend = memory.backend;
   auto copySlot = [&](int64_t from, int64_t to) {
-    if (memory.slots[from] != memory.slots[to])
-      std::memmove(memory.slots[to], memory.slots[from], bytesOf(to));
+    return backend.copyOnDevice(memory.slots[to], memory.slots[from],
+                                static_cast<int64_t>(bytesOf(to)));
   };
   for (size_t index = begin; index < end; ++index) {
     const Instruction &inst = program.instructions[index];
@@ -148,24 +163,53 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
       auto carried = [&](size_t i) { return inst.ints[3 + i]; };
       auto yielded = [&](size_t i) { return inst.ints[3 + carriedCount + i]; };
       for (size_t i = 0; i < carriedCount; ++i)
-        copySlot(inst.operands[i], carried(i));
-      for (int64_t trip = 0; trip < trips; ++trip) {
-        int32_t value = static_cast<int32_t>(trip);
-        std::memcpy(memory.slots[inst.ints[2]], &value, sizeof(value));
-        if (Status status = runInstructions(program, bodyBegin, bodyEnd,
-                                            deviceId, communicator, memory);
+        if (Status status = copySlot(inst.operands[i], carried(i));
             !status.ok())
           return status;
-        // Copy through temporaries: a yielded value may be another carry.
-        std::vector<std::vector<uint8_t>> next;
-        for (size_t i = 0; i < carriedCount; ++i)
-          next.emplace_back(memory.slots[yielded(i)],
-                            memory.slots[yielded(i)] + bytesOf(yielded(i)));
-        for (size_t i = 0; i < carriedCount; ++i)
-          std::memcpy(memory.slots[carried(i)], next[i].data(), next[i].size());
+      // Device temporaries for the end-of-iteration copy: a yielded value
+      // may live in another carry's storage.
+      std::vector<void *> next(carriedCount, nullptr);
+      auto releaseNext = [&] {
+        for (void *temp : next)
+          if (temp)
+            backend.release(temp);
+      };
+      for (size_t i = 0; i < carriedCount; ++i) {
+        Expected<void *> temp =
+            backend.allocate(std::max<int64_t>(1, bytesOf(yielded(i))));
+        if (!temp) {
+          releaseNext();
+          return temp.status();
+        }
+        next[i] = *temp;
       }
+      for (int64_t trip = 0; trip < trips; ++trip) {
+        int32_t value = static_cast<int32_t>(trip);
+        if (Status status = backend.copyToDevice(memory.slots[inst.ints[2]],
+                                                 &value, sizeof(value));
+            !status.ok()) {
+          releaseNext();
+          return status;
+        }
+        Status status = runInstructions(program, bodyBegin, bodyEnd, deviceId,
+                                        communicator, memory);
+        for (size_t i = 0; i < carriedCount && status.ok(); ++i)
+          status =
+              backend.copyOnDevice(next[i], memory.slots[yielded(i)],
+                                   static_cast<int64_t>(bytesOf(yielded(i))));
+        for (size_t i = 0; i < carriedCount && status.ok(); ++i)
+          status =
+              backend.copyOnDevice(memory.slots[carried(i)], next[i],
+                                   static_cast<int64_t>(bytesOf(carried(i))));
+        if (!status.ok()) {
+          releaseNext();
+          return status;
+        }
+      }
+      releaseNext();
       for (size_t i = 0; i < carriedCount; ++i)
-        copySlot(carried(i), inst.results[i]);
+        if (Status status = copySlot(carried(i), inst.results[i]); !status.ok())
+          return status;
       index = bodyEnd - 1;
       continue;
     }
@@ -184,8 +228,8 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
         resultTypes.push_back(program.slots[slot]);
         results.push_back(memory.slots[slot]);
       }
-      status = cpu::runKernel(inst, operandTypes, operands, resultTypes,
-                              results, &program.constants);
+      status = backend.run(inst, operandTypes, operands, resultTypes, results,
+                           program.constants);
     }
     if (!status.ok())
       return status;
@@ -198,7 +242,12 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
 Status partita::runOnDevice(const Executable &program, int64_t deviceId,
                             Communicator *communicator,
                             const std::vector<HostArray> &inputs,
-                            std::vector<HostArray> &outputs) {
+                            std::vector<HostArray> &outputs, Backend *backend) {
+  std::unique_ptr<Backend> cpu;
+  if (!backend) {
+    cpu = createCpuBackend();
+    backend = cpu.get();
+  }
   auto fail = [&](Status status) {
     if (communicator)
       communicator->abort(status);
@@ -208,29 +257,36 @@ Status partita::runOnDevice(const Executable &program, int64_t deviceId,
     return fail(Status::error("device " + std::to_string(deviceId) + " got " +
                               std::to_string(inputs.size()) + " inputs for " +
                               std::to_string(program.inputs.size())));
-  DeviceMemory memory(program);
+  DeviceMemory memory(program, *backend);
+  if (!memory.status.ok())
+    return fail(Status::error("device " + std::to_string(deviceId) + ": " +
+                              memory.status.message()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorType &slot = program.slots[program.inputs[i].slot];
     if (inputs[i].dtype != slot.dtype || inputs[i].shape != slot.shape)
       return fail(Status::error(
           "input " + std::to_string(i) + " (" + program.inputs[i].name +
           ") has the wrong type on device " + std::to_string(deviceId)));
-    if (!inputs[i].bytes.empty())
-      std::memcpy(memory.slots[program.inputs[i].slot], inputs[i].bytes.data(),
-                  inputs[i].bytes.size());
+    if (Status status = backend->copyToDevice(
+            memory.slots[program.inputs[i].slot], inputs[i].bytes.data(),
+            static_cast<int64_t>(inputs[i].bytes.size()));
+        !status.ok())
+      return fail(status);
   }
   if (Status status = runInstructions(program, 0, program.instructions.size(),
                                       deviceId, communicator, memory);
-      !status.ok())
+      !status.ok() || !(status = backend->synchronize()).ok())
     return fail(Status::error("device " + std::to_string(deviceId) + ": " +
                               status.message()));
   outputs.clear();
   for (const ExecutableValue &output : program.outputs) {
     const TensorType &type = program.slots[output.slot];
     HostArray array = HostArray::zeros(type.dtype, type.shape);
-    if (!array.bytes.empty())
-      std::memcpy(array.bytes.data(), memory.slots[output.slot],
-                  array.bytes.size());
+    if (Status status =
+            backend->copyToHost(array.bytes.data(), memory.slots[output.slot],
+                                static_cast<int64_t>(array.bytes.size()));
+        !status.ok())
+      return fail(status);
     outputs.push_back(std::move(array));
   }
   return Status::success();

@@ -22,6 +22,8 @@
 
 namespace partita {
 
+class Backend;
+
 /// How a program input or output is laid out over the mesh.
 struct ExecutableValue {
   int32_t slot = 0;
@@ -72,11 +74,12 @@ CommunicationSummary summarizeCommunication(const Executable &program);
 /// Runs `program` as device `deviceId`: `inputs` are this device's local
 /// blocks (one per program input), `outputs` receive its local results.
 /// Collectives go through `communicator` (may be null for a program
-/// without collectives). A failing device aborts the communicator.
+/// without collectives); buffers and kernels through `backend` (null: the
+/// CPU backend). A failing device aborts the communicator.
 Status runOnDevice(const Executable &program, int64_t deviceId,
                    Communicator *communicator,
                    const std::vector<HostArray> &inputs,
-                   std::vector<HostArray> &outputs);
+                   std::vector<HostArray> &outputs, Backend *backend = nullptr);
 
 /// Runs `program` on every device of its mesh as threads of this process
 /// with the in-process communicator: slices each global input by its

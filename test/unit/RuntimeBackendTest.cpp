@@ -1,0 +1,53 @@
+//===- RuntimeBackendTest.cpp - The CPU backend ---------------------------===//
+
+#include "partita/Runtime/Backend.h"
+#include "partita/Runtime/Executable.h"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace partita;
+
+TEST_CASE("the CPU backend allocates, copies and runs kernels", "[backend]") {
+  std::unique_ptr<Backend> backend = createCpuBackend();
+  CHECK(std::string(backend->name()) == "cpu");
+  std::vector<float> a = {1, 2, 3, 4}, b = {10, 20, 30, 40}, c(4, 0);
+  Expected<void *> da = backend->allocate(16), db = backend->allocate(16),
+                   dc = backend->allocate(16);
+  REQUIRE((da.ok() && db.ok() && dc.ok()));
+  REQUIRE(backend->copyToDevice(*da, a.data(), 16).ok());
+  REQUIRE(backend->copyToDevice(*db, b.data(), 16).ok());
+  TensorType type{DType::F32, {4}};
+  Instruction add{OpCode::Add, {0, 1}, {2}, {}, ""};
+  REQUIRE(backend->run(add, {type, type}, {*da, *db}, {type}, {*dc}, {}).ok());
+  REQUIRE(backend->synchronize().ok());
+  REQUIRE(backend->copyToHost(c.data(), *dc, 16).ok());
+  CHECK(c == std::vector<float>{11, 22, 33, 44});
+  // Overlapping copies within the device behave like memmove.
+  REQUIRE(backend->copyOnDevice(static_cast<uint8_t *>(*dc) + 4, *dc, 12).ok());
+  REQUIRE(backend->copyToHost(c.data(), *dc, 16).ok());
+  CHECK(c == std::vector<float>{11, 11, 22, 33});
+  // Errors come back as Status.
+  CHECK_FALSE(backend->allocate(-1).ok());
+  Instruction bad{OpCode::Einsum, {0, 1}, {2}, {}, "not a spec"};
+  CHECK_FALSE(
+      backend->run(bad, {type, type}, {*da, *db}, {type}, {*dc}, {}).ok());
+  for (void *memory : {*da, *db, *dc})
+    backend->release(memory);
+}
+
+TEST_CASE("runOnDevice takes an explicit backend", "[backend]") {
+  Executable program;
+  program.slots = {{DType::F32, {2}}, {DType::F32, {2}}};
+  program.inputs = {{0, {2}, Sharding::replicated(1), "x"}};
+  program.outputs = {{1, {2}, Sharding::replicated(1), "y"}};
+  program.instructions = {{OpCode::Neg, {0}, {1}, {}, ""}};
+  std::unique_ptr<Backend> backend = createCpuBackend();
+  std::vector<HostArray> outputs;
+  HostArray x = HostArray::fromValues<float>(DType::F32, {2}, {1.5f, -2});
+  REQUIRE(runOnDevice(program, 0, nullptr, {x}, outputs, backend.get()).ok());
+  REQUIRE(outputs.size() == 1);
+  CHECK(outputs[0].element<float>(0) == -1.5f);
+  CHECK(outputs[0].element<float>(1) == 2.0f);
+}
