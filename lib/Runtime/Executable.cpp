@@ -412,33 +412,6 @@ partita::summarizeCommunication(const Executable &program) {
   return summary;
 }
 
-namespace {
-double elementValue(const HostArray &array, int64_t i) {
-  switch (array.dtype) {
-  case DType::F64:
-    return array.element<double>(i);
-  case DType::F32:
-    return array.element<float>(i);
-  case DType::BF16:
-    return bfloat16ToFloat(array.element<uint16_t>(i));
-  case DType::F16:
-    return halfToFloat(array.element<uint16_t>(i));
-  case DType::I64:
-    return static_cast<double>(array.element<int64_t>(i));
-  case DType::I32:
-    return array.element<int32_t>(i);
-  case DType::I16:
-    return array.element<int16_t>(i);
-  case DType::I8:
-    return array.element<int8_t>(i);
-  case DType::U8:
-  case DType::Bool:
-    return array.element<uint8_t>(i);
-  }
-  return 0;
-}
-} // namespace
-
 std::vector<HostArray> partita::randomInputs(const Executable &program,
                                              uint64_t seed) {
   std::vector<HostArray> inputs;
@@ -491,7 +464,7 @@ std::string partita::summarizeArray(const HostArray &array) {
     text += (d ? "x" : "") + std::to_string(array.shape[d]);
   double sum = 0, low = INFINITY, high = -INFINITY;
   for (int64_t i = 0; i < array.numElements(); ++i) {
-    double value = elementValue(array, i);
+    double value = elementAsDouble(array, i);
     sum += value;
     low = std::min(low, value);
     high = std::max(high, value);

@@ -206,3 +206,28 @@ std::string HostArray::formatElement(int64_t flatIndex) const {
 }
 
 } // namespace partita
+
+double partita::elementAsDouble(const HostArray &array, int64_t i) {
+  switch (array.dtype) {
+  case DType::F64:
+    return array.element<double>(i);
+  case DType::F32:
+    return array.element<float>(i);
+  case DType::BF16:
+    return bfloat16ToFloat(array.element<uint16_t>(i));
+  case DType::F16:
+    return halfToFloat(array.element<uint16_t>(i));
+  case DType::I64:
+    return static_cast<double>(array.element<int64_t>(i));
+  case DType::I32:
+    return array.element<int32_t>(i);
+  case DType::I16:
+    return array.element<int16_t>(i);
+  case DType::I8:
+    return array.element<int8_t>(i);
+  case DType::U8:
+  case DType::Bool:
+    return array.element<uint8_t>(i);
+  }
+  return 0;
+}

@@ -12,31 +12,6 @@ using namespace partita;
 
 namespace {
 
-double elementAt(const HostArray &array, int64_t i) {
-  switch (array.dtype) {
-  case DType::F64:
-    return array.element<double>(i);
-  case DType::F32:
-    return array.element<float>(i);
-  case DType::BF16:
-    return bfloat16ToFloat(array.element<uint16_t>(i));
-  case DType::F16:
-    return halfToFloat(array.element<uint16_t>(i));
-  case DType::I64:
-    return static_cast<double>(array.element<int64_t>(i));
-  case DType::I32:
-    return array.element<int32_t>(i);
-  case DType::I16:
-    return array.element<int16_t>(i);
-  case DType::I8:
-    return array.element<int8_t>(i);
-  case DType::U8:
-  case DType::Bool:
-    return array.element<uint8_t>(i);
-  }
-  return 0;
-}
-
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -119,12 +94,12 @@ Comparison partita::compareArrays(const HostArray &got, const HostArray &want) {
     break;
   }
   for (int64_t i = 0; i < want.numElements(); ++i) {
-    double value = elementAt(want, i);
+    double value = elementAsDouble(want, i);
     if (!std::isnan(value))
       result.scale = std::max(result.scale, std::fabs(value));
   }
   for (int64_t i = 0; i < got.numElements(); ++i) {
-    double a = elementAt(got, i), b = elementAt(want, i);
+    double a = elementAsDouble(got, i), b = elementAsDouble(want, i);
     double diff = std::fabs(a - b);
     if (std::isnan(a) || std::isnan(b))
       diff = std::isnan(a) && std::isnan(b) ? 0 : INFINITY;

@@ -107,6 +107,10 @@ float halfToFloat(uint16_t bits);
 /// Widens a bfloat16 value (bit pattern) to float.
 float bfloat16ToFloat(uint16_t bits);
 
+/// Element `flatIndex` (C order) of `array` as a double, whatever its dtype
+/// (bool as 0/1).
+double elementAsDouble(const HostArray &array, int64_t flatIndex);
+
 } // namespace partita
 
 #endif // PARTITA_RUNTIME_HOSTARRAY_H
