@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "IndexTestSupport.h"
+
 namespace partita {
 namespace kernel_test {
 
@@ -207,32 +209,9 @@ inline Buffer runOne(OpCode op, const std::vector<int64_t> &ints,
   return results[0];
 }
 
-/// The row-major multi-index of `flat` in `shape`.
-inline std::vector<int64_t> unflatten(int64_t flat,
-                                      const std::vector<int64_t> &shape) {
-  std::vector<int64_t> index(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
-/// The row-major flat position of `index` in `shape`.
-inline int64_t flatten(const std::vector<int64_t> &index,
-                       const std::vector<int64_t> &shape) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    flat = flat * shape[d] + index[d];
-  return flat;
-}
-
-inline int64_t countOf(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
+using index_test::countOf;
+using index_test::flatten;
+using index_test::unflatten;
 
 /// Checks |actual - expected| <= absolute + relative * |expected| per
 /// element (NaN matches NaN, infinities must match exactly).

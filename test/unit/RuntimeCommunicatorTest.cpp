@@ -250,7 +250,7 @@ TEST_CASE("every collective over every ordered axis subset matches the "
       for (int64_t device = 0; device < numDevices; ++device) {
         for (size_t op = 0; op < ops.size(); ++op) {
           std::vector<float> values;
-          for (int64_t k = 0; k < numElementsOf(ops[op].inputShape); ++k)
+          for (int64_t k = 0; k < countOf(ops[op].inputShape); ++k)
             values.push_back(static_cast<float>(inputValue(device, op, k)));
           inputs[device].push_back(
               HostArray::fromValues(DType::F32, ops[op].inputShape, values));

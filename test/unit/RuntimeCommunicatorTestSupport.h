@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "IndexTestSupport.h"
+
 namespace partita::test {
 
 /// A device's group as the op description defines it, found by scanning
@@ -82,32 +84,9 @@ orderedAxisSubsets(const Mesh &mesh) {
   return result;
 }
 
-/// C-order multi-index of flat index `flat` in `shape`.
-inline std::vector<int64_t> unflatten(int64_t flat,
-                                      const std::vector<int64_t> &shape) {
-  std::vector<int64_t> index(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
-/// Flat C-order index of `index` in `shape`.
-inline int64_t flatten(const std::vector<int64_t> &index,
-                       const std::vector<int64_t> &shape) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    flat = flat * shape[d] + index[d];
-  return flat;
-}
-
-inline int64_t numElementsOf(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t extent : shape)
-    n *= extent;
-  return n;
-}
+using index_test::countOf;
+using index_test::flatten;
+using index_test::unflatten;
 
 inline ConstBufferRef inputRef(const HostArray &array) {
   return {array.bytes.data(), array.dtype, array.shape};
