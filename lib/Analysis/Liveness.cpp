@@ -2,7 +2,12 @@
 
 #include "partita/Analysis/Liveness.h"
 
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -19,11 +24,57 @@ int64_t partita::tensorBytes(Type type) {
   return tensor.getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
 }
 
+bool partita::mayWriteInPlace(Operation *op) {
+  if (!isa<PartitaDialect>(op->getDialect()) || op->getNumResults() != 1)
+    return false;
+  return op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+         isa<SelectOp>(op);
+}
+
+OwningOpRef<ModuleOp> partita::cloneWithCallsInlined(ModuleOp module,
+                                                     unsigned maxDepth) {
+  bool any = false;
+  module.walk([&](func::CallOp) { any = true; });
+  if (!any)
+    return nullptr;
+  OwningOpRef<ModuleOp> copy = module.clone();
+  for (unsigned depth = 0; depth < maxDepth; ++depth) {
+    SmallVector<func::CallOp> calls;
+    copy->walk([&](func::CallOp call) { calls.push_back(call); });
+    bool changed = false;
+    for (func::CallOp call : calls) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee || callee.isExternal() ||
+          callee->isAncestor(call.getOperation()))
+        continue;
+      Block &body = callee.getBody().front();
+      IRMapping mapping;
+      for (auto [arg, operand] :
+           llvm::zip(body.getArguments(), call.getOperands()))
+        mapping.map(arg, operand);
+      OpBuilder builder(call);
+      for (Operation &op : body.without_terminator())
+        builder.clone(op, mapping);
+      for (auto [result, returned] :
+           llvm::zip(call.getResults(), body.getTerminator()->getOperands()))
+        result.replaceAllUsesWith(mapping.lookupOrDefault(returned));
+      call.erase();
+      changed = true;
+    }
+    if (!changed)
+      break;
+  }
+  return copy;
+}
+
 BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
   BufferLiveness liveness;
   if (function.isExternal())
     return liveness;
-  // Program points: ops in pre-order; an op's region ends at `last[op]`.
+  // Program points: 0 is the function's entry (where arguments begin), then
+  // ops in pre-order; an op's region ends at `last[op]`.
+  liveness.points = 1;
   llvm::DenseMap<Operation *, int64_t> point, last;
   function.getBody().walk<WalkOrder::PreOrder>(
       [&](Operation *op) { point[op] = liveness.points++; });
@@ -52,21 +103,62 @@ BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
   };
 
   for (BlockArgument arg : function.getArguments())
-    if (int64_t bytes = tensorBytes(arg.getType()))
-      liveness.buffers.push_back({arg, 0, finalPoint, bytes});
+    if (int64_t bytes = tensorBytes(arg.getType())) {
+      bool donated = function.getArgAttr(arg.getArgNumber(),
+                                         PartitaDialect::kDonatedAttrName) !=
+                     nullptr;
+      int64_t end =
+          donated ? std::max<int64_t>(0, endOf(arg, &function.getBody().front()))
+                  : finalPoint;
+      liveness.buffers.push_back({arg, nullptr, 0, end, bytes});
+    }
   function.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
     for (Region &region : op->getRegions())
       for (Block &block : region)
         for (BlockArgument arg : block.getArguments())
           if (int64_t bytes = tensorBytes(arg.getType()))
-            liveness.buffers.push_back({arg, point[op],
+            liveness.buffers.push_back({arg, nullptr, point[op],
                                         std::max(point[op], endOf(arg, &block)),
                                         bytes});
     for (Value result : op->getResults())
       if (int64_t bytes = tensorBytes(result.getType()))
         liveness.buffers.push_back(
-            {result, point[op],
+            {result, nullptr, point[op],
              std::max(point[op], endOf(result, op->getBlock())), bytes});
+  });
+
+  // A loop copies every yielded value aside before it becomes the next
+  // carry (a yielded value may sit in another carry's storage): those
+  // temporaries are alive at the yield.
+  function.getBody().walk([&](YieldOp yield) {
+    if (!isa<LoopOp>(yield->getParentOp()))
+      return;
+    for (OpOperand &operand : yield->getOpOperands())
+      if (int64_t bytes = tensorBytes(operand.get().getType()))
+        liveness.buffers.push_back(
+            {Value(), &operand, point[yield], point[yield], bytes});
+  });
+
+  // In-place elementwise results: an operand of the result's type that dies
+  // at the op hands its storage over one point early.
+  llvm::DenseMap<Value, size_t> bufferOf;
+  for (size_t b = 0; b < liveness.buffers.size(); ++b)
+    bufferOf[liveness.buffers[b].value] = b;
+  function.getBody().walk([&](Operation *op) {
+    if (getenv("NOINPLACE") || !mayWriteInPlace(op))
+      return;
+    Value result = op->getResult(0);
+    int64_t at = point[op];
+    for (Value operand : op->getOperands()) {
+      auto it = bufferOf.find(operand);
+      if (operand.getType() != result.getType() || it == bufferOf.end())
+        continue;
+      LiveBuffer &buffer = liveness.buffers[it->second];
+      if (buffer.end != at || buffer.begin > at - 1)
+        continue;
+      buffer.end = at - 1;
+      return;
+    }
   });
 
   // Sweep the points: +bytes at begin, -bytes after end.

@@ -116,8 +116,11 @@ Report partita::analyzeModule(ModuleOp module,
     report.collectives.push_back(std::move(record));
   });
 
-  // Memory: the function with the highest peak.
-  for (auto function : module.getOps<func::FuncOp>()) {
+  // Memory: the function with the highest peak, calls inlined (the buffer
+  // plan of the Executable sees the same buffers).
+  OwningOpRef<ModuleOp> inlined = cloneWithCallsInlined(module);
+  for (auto function :
+       (inlined ? *inlined : module).getOps<func::FuncOp>()) {
     BufferLiveness liveness = analyzeLiveness(function);
     if (liveness.peakBytes < report.peakBytesPerDevice ||
         (liveness.peakBytes == 0 && !report.bytesByRole.empty()))
@@ -129,7 +132,7 @@ Report partita::analyzeModule(ModuleOp module,
       if (buffer.begin > liveness.peakPoint || buffer.end < liveness.peakPoint)
         continue;
       std::string role = "activation";
-      if (auto arg = dyn_cast<BlockArgument>(buffer.value))
+      if (auto arg = dyn_cast_if_present<BlockArgument>(buffer.value))
         if (arg.getOwner()->getParentOp() == function.getOperation())
           if (auto attr = function.getArgAttrOfType<RoleAttr>(
                   arg.getArgNumber(), PartitaDialect::kRoleAttrName))

@@ -206,83 +206,130 @@ void lowerAttributes(Operation *op, Instruction &inst) {
 }
 
 /// The buffer plan from the liveness analysis the memory report uses (one
-/// code path): slots whose live ranges do not touch share storage, first fit
-/// by program order. A slot shares only with slots that died strictly
-/// before it is defined, so no op writes a buffer it also reads. Programs
-/// with inlined calls keep one storage per slot (their callee bodies are
-/// not in the caller's liveness).
+/// code path): every slot gets an offset in one arena per device, and slots
+/// alive at the same program point never overlap. Greedy by size: the
+/// largest buffers are placed first, each at the lowest offset free for its
+/// whole live range (an elementwise op may take the storage of an operand
+/// that dies at it; see Liveness.h). An output takes the place of a donated
+/// input of its type and layout that is dead before the output is defined:
+/// the program updates that argument in place (aliasedInput). Programs with
+/// inlined calls keep one storage per slot (their callee bodies are not in
+/// the caller's liveness).
 void planBuffers(func::FuncOp entry,
                  const llvm::DenseMap<Value, int32_t> &slots,
+                 const llvm::DenseMap<OpOperand *, int32_t> &yieldCopies,
                  Executable &program, bool inlinedCalls) {
   if (inlinedCalls)
     return;
   BufferLiveness liveness = analyzeLiveness(entry);
   struct Range {
     int64_t begin, end, bytes;
-    int32_t slot;
+    std::vector<int32_t> slots;
   };
   std::vector<Range> ranges;
-  std::vector<bool> covered(program.slots.size(), false);
+  std::vector<int32_t> rangeOf(program.slots.size(), -1);
   for (const LiveBuffer &buffer : liveness.buffers) {
-    auto it = slots.find(buffer.value);
-    if (it == slots.end() || covered[it->second])
+    int32_t slot = -1;
+    if (buffer.yieldCopy) {
+      auto it = yieldCopies.find(buffer.yieldCopy);
+      slot = it == yieldCopies.end() ? -1 : it->second;
+    } else if (auto it = slots.find(buffer.value); it != slots.end()) {
+      slot = it->second;
+    }
+    if (slot < 0 || rangeOf[slot] >= 0)
       continue;
-    covered[it->second] = true;
-    ranges.push_back({buffer.begin, buffer.end,
-                      program.slots[it->second].bytes(), it->second});
+    rangeOf[slot] = static_cast<int32_t>(ranges.size());
+    ranges.push_back(
+        {buffer.begin, buffer.end, program.slots[slot].bytes(), {slot}});
   }
   // Slots the analysis does not see live for the whole program.
-  for (size_t s = 0; s < covered.size(); ++s)
-    if (!covered[s])
+  for (size_t s = 0; s < program.slots.size(); ++s)
+    if (rangeOf[s] < 0) {
+      rangeOf[s] = static_cast<int32_t>(ranges.size());
       ranges.push_back({0, liveness.points, program.slots[s].bytes(),
-                        static_cast<int32_t>(s)});
-  std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.slot < b.slot;
-  });
-  std::vector<int64_t> lastEnd;
-  program.slotStorage.assign(program.slots.size(), -1);
-  program.storageBytes.clear();
-  for (const Range &range : ranges) {
-    int best = -1;
-    for (size_t k = 0; k < lastEnd.size(); ++k) {
-      if (lastEnd[k] >= range.begin)
+                        {static_cast<int32_t>(s)}});
+    }
+
+  // Outputs updating donated inputs in place share one range.
+  auto sameLayout = [&](const ExecutableValue &a, const ExecutableValue &b) {
+    return program.slots[a.slot].dtype == program.slots[b.slot].dtype &&
+           program.slots[a.slot].shape == program.slots[b.slot].shape &&
+           a.globalShape == b.globalShape && a.sharding == b.sharding;
+  };
+  std::vector<bool> claimed(program.inputs.size(), false);
+  std::vector<bool> merged(ranges.size(), false);
+  for (ExecutableValue &output : program.outputs) {
+    for (size_t i = 0; i < program.inputs.size() && output.aliasedInput < 0;
+         ++i) {
+      const ExecutableValue &input = program.inputs[i];
+      if (!input.donated || claimed[i] || !sameLayout(input, output))
         continue;
-      // Prefer a storage already large enough, the smallest such; else the
-      // largest free one (which grows).
-      bool fits = program.storageBytes[k] >= range.bytes;
-      if (best < 0) {
-        best = static_cast<int>(k);
+      Range &from = ranges[rangeOf[input.slot]];
+      int32_t to = rangeOf[output.slot];
+      if (input.slot != output.slot &&
+          (merged[to] || from.end >= ranges[to].begin))
         continue;
-      }
-      bool bestFits = program.storageBytes[best] >= range.bytes;
-      if (fits &&
-          (!bestFits || program.storageBytes[k] < program.storageBytes[best]))
-        best = static_cast<int>(k);
-      else if (!fits && !bestFits &&
-               program.storageBytes[k] > program.storageBytes[best])
-        best = static_cast<int>(k);
+      claimed[i] = true;
+      output.aliasedInput = static_cast<int32_t>(i);
+      if (input.slot == output.slot)
+        continue;
+      from.end = std::max(from.end, ranges[to].end);
+      from.slots.insert(from.slots.end(), ranges[to].slots.begin(),
+                        ranges[to].slots.end());
+      for (int32_t slot : ranges[to].slots)
+        rangeOf[slot] = rangeOf[input.slot];
+      merged[to] = true;
     }
-    // Growing a too-small storage wastes what it held; a new one may be
-    // cheaper when the free storages are small next to the request.
-    if (best >= 0 && program.storageBytes[best] < range.bytes &&
-        program.storageBytes[best] * 2 < range.bytes) {
-      best = -1;
-    }
-    if (best < 0) {
-      best = static_cast<int>(lastEnd.size());
-      lastEnd.push_back(-1);
-      program.storageBytes.push_back(0);
-    }
-    lastEnd[best] = range.end;
-    program.storageBytes[best] =
-        std::max(program.storageBytes[best], range.bytes);
-    program.slotStorage[range.slot] = best;
+    // The same value returned twice updates the input once.
+    for (const ExecutableValue &other : program.outputs)
+      if (&other != &output && other.slot == output.slot &&
+          other.aliasedInput >= 0 && output.aliasedInput < 0)
+        output.aliasedInput = other.aliasedInput;
   }
+
+  std::vector<size_t> order;
+  for (size_t r = 0; r < ranges.size(); ++r)
+    if (!merged[r])
+      order.push_back(r);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (ranges[a].bytes != ranges[b].bytes)
+      return ranges[a].bytes > ranges[b].bytes;
+    return ranges[a].begin != ranges[b].begin ? ranges[a].begin < ranges[b].begin
+                                              : a < b;
+  });
+  constexpr int64_t kAlignment = 64;
+  std::vector<int64_t> offsetOf(ranges.size(), 0);
+  std::vector<size_t> placed;
+  program.arenaBytes = 0;
+  for (size_t r : order) {
+    const Range &range = ranges[r];
+    // The blocks already placed whose live ranges meet this one, by offset.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (size_t other : placed)
+      if (ranges[other].begin <= range.end && range.begin <= ranges[other].end)
+        busy.push_back({offsetOf[other], offsetOf[other] + ranges[other].bytes});
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto &[low, high] : busy) {
+      if (offset + range.bytes <= low)
+        break;
+      offset = std::max(offset, (high + kAlignment - 1) / kAlignment * kAlignment);
+    }
+    offsetOf[r] = offset;
+    placed.push_back(r);
+    program.arenaBytes = std::max(program.arenaBytes, offset + range.bytes);
+  }
+  program.slotOffsets.assign(program.slots.size(), 0);
+  for (size_t s = 0; s < program.slots.size(); ++s)
+    program.slotOffsets[s] = offsetOf[rangeOf[s]];
 }
 
 } // namespace
 
-Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
+Expected<Executable> partita::lowerToExecutable(ModuleOp original) {
+  // Calls are inlined first, so the buffer plan sees every buffer.
+  OwningOpRef<ModuleOp> inlined = cloneWithCallsInlined(original);
+  ModuleOp module = inlined ? *inlined : original;
   func::FuncOp entry;
   for (auto function : module.getOps<func::FuncOp>())
     if (!function.isExternal() &&
@@ -359,6 +406,12 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
                  entry.getArgAttrOfType<ShardingAttr>(
                      arg.getArgNumber(), PartitaDialect::kShardingAttrName),
                  describeValue(arg), *slot));
+    if (auto role = entry.getArgAttrOfType<RoleAttr>(
+            arg.getArgNumber(), PartitaDialect::kRoleAttrName))
+      program.inputs.back().role = stringifyRole(role.getValue()).str();
+    program.inputs.back().donated =
+        entry.getArgAttr(arg.getArgNumber(),
+                         PartitaDialect::kDonatedAttrName) != nullptr;
   }
   // Lowers the ops of a block in order; a loop's body follows its Loop
   // instruction (see Instruction.h).
@@ -366,6 +419,7 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
   // null for the entry function, whose return defines the outputs.
   std::vector<Operation *> callStack;
   bool inlinedCalls = false;
+  llvm::DenseMap<OpOperand *, int32_t> yieldCopies;
   std::function<Status(Block &, const std::vector<int32_t> *)> lowerBlock =
       [&](Block &block, const std::vector<int32_t> *callResults) -> Status {
     auto copy = [&](int32_t from, int32_t to) {
@@ -467,6 +521,13 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
             return slot.status();
           program.instructions[at].ints.push_back(*slot);
         }
+        // A slot for the copy of each yielded value.
+        for (OpOperand &yielded : yield->getOpOperands()) {
+          program.slots.push_back(program.slots[slots.lookup(yielded.get())]);
+          int32_t copy = static_cast<int32_t>(program.slots.size()) - 1;
+          yieldCopies[&yielded] = copy;
+          program.instructions[at].ints.push_back(copy);
+        }
         program.instructions[at].ints[1] =
             static_cast<int64_t>(program.instructions.size() - at - 1);
         continue;
@@ -506,6 +567,6 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp module) {
   if (Status status = lowerBlock(entry.getBody().front(), nullptr);
       !status.ok())
     return status;
-  planBuffers(entry, slots, program, inlinedCalls);
+  planBuffers(entry, slots, yieldCopies, program, inlinedCalls);
   return program;
 }

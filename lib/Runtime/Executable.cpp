@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -49,10 +50,10 @@ struct DeviceMemory {
 
   DeviceMemory(const Executable &program, Backend &backend) : backend(backend) {
     size_t count = program.slots.size();
-    bool planned = program.slotStorage.size() == count;
+    bool planned = program.slotOffsets.size() == count;
     std::vector<int64_t> sizes;
     if (planned)
-      sizes = program.storageBytes;
+      sizes.push_back(program.arenaBytes);
     else
       for (const TensorType &type : program.slots)
         sizes.push_back(type.bytes());
@@ -65,9 +66,9 @@ struct DeviceMemory {
       storages.push_back(*memory);
     }
     for (size_t s = 0; s < count; ++s)
-      slots.push_back(
-          static_cast<uint8_t *>(storages[planned ? program.slotStorage[s]
-                                                  : static_cast<int32_t>(s)]));
+      slots.push_back(planned ? static_cast<uint8_t *>(storages[0]) +
+                                    program.slotOffsets[s]
+                              : static_cast<uint8_t *>(storages[s]));
   }
   ~DeviceMemory() {
     for (void *storage : storages)
@@ -154,7 +155,7 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
     const Instruction &inst = program.instructions[index];
     if (inst.op == OpCode::Loop) {
       size_t carriedCount = inst.operands.size();
-      if (inst.ints.size() != 3 + 2 * carriedCount ||
+      if (inst.ints.size() != 3 + 3 * carriedCount ||
           inst.results.size() != carriedCount || inst.ints[1] < 0 ||
           index + 1 + inst.ints[1] > end)
         return Status::error("loop: malformed instruction");
@@ -162,51 +163,32 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
       size_t bodyBegin = index + 1, bodyEnd = bodyBegin + inst.ints[1];
       auto carried = [&](size_t i) { return inst.ints[3 + i]; };
       auto yielded = [&](size_t i) { return inst.ints[3 + carriedCount + i]; };
+      auto copied = [&](size_t i) {
+        return inst.ints[3 + 2 * carriedCount + i];
+      };
+      for (size_t i = 2; i < inst.ints.size(); ++i)
+        if (inst.ints[i] < 0 ||
+            inst.ints[i] >= static_cast<int64_t>(program.slots.size()))
+          return Status::error("loop: slot out of range");
       for (size_t i = 0; i < carriedCount; ++i)
         if (Status status = copySlot(inst.operands[i], carried(i));
             !status.ok())
           return status;
-      // Device temporaries for the end-of-iteration copy: a yielded value
-      // may live in another carry's storage.
-      std::vector<void *> next(carriedCount, nullptr);
-      auto releaseNext = [&] {
-        for (void *temp : next)
-          if (temp)
-            backend.release(temp);
-      };
-      for (size_t i = 0; i < carriedCount; ++i) {
-        Expected<void *> temp =
-            backend.allocate(std::max<int64_t>(1, bytesOf(yielded(i))));
-        if (!temp) {
-          releaseNext();
-          return temp.status();
-        }
-        next[i] = *temp;
-      }
       for (int64_t trip = 0; trip < trips; ++trip) {
         int32_t value = static_cast<int32_t>(trip);
         if (Status status = backend.copyToDevice(memory.slots[inst.ints[2]],
                                                  &value, sizeof(value));
-            !status.ok()) {
-          releaseNext();
+            !status.ok())
           return status;
-        }
         Status status = runInstructions(program, bodyBegin, bodyEnd, deviceId,
                                         communicator, memory);
         for (size_t i = 0; i < carriedCount && status.ok(); ++i)
-          status =
-              backend.copyOnDevice(next[i], memory.slots[yielded(i)],
-                                   static_cast<int64_t>(bytesOf(yielded(i))));
+          status = copySlot(yielded(i), copied(i));
         for (size_t i = 0; i < carriedCount && status.ok(); ++i)
-          status =
-              backend.copyOnDevice(memory.slots[carried(i)], next[i],
-                                   static_cast<int64_t>(bytesOf(carried(i))));
-        if (!status.ok()) {
-          releaseNext();
+          status = copySlot(copied(i), carried(i));
+        if (!status.ok())
           return status;
-        }
       }
-      releaseNext();
       for (size_t i = 0; i < carriedCount; ++i)
         if (Status status = copySlot(carried(i), inst.results[i]); !status.ok())
           return status;
@@ -292,9 +274,109 @@ Status partita::runOnDevice(const Executable &program, int64_t deviceId,
   return Status::success();
 }
 
+namespace {
+
+/// Stores `value` into element `index` of a float or integer array.
+void storeElement(HostArray &array, int64_t index, double value) {
+  uint8_t *at = array.bytes.data() + index * dtypeSize(array.dtype);
+  switch (array.dtype) {
+  case DType::F64:
+    std::memcpy(at, &value, 8);
+    return;
+  case DType::F32: {
+    float narrow = static_cast<float>(value);
+    std::memcpy(at, &narrow, 4);
+    return;
+  }
+  case DType::BF16: {
+    uint16_t bits = cpu::floatToBFloat16(static_cast<float>(value));
+    std::memcpy(at, &bits, 2);
+    return;
+  }
+  case DType::F16: {
+    uint16_t bits = cpu::floatToHalf(static_cast<float>(value));
+    std::memcpy(at, &bits, 2);
+    return;
+  }
+  default: {
+    int64_t whole = static_cast<int64_t>(value);
+    std::memcpy(at, &whole, dtypeSize(array.dtype)); // little-endian
+    return;
+  }
+  }
+}
+
+/// Splits the blocks of a partial-sum input into addends over each partial
+/// group: every member but the first gets a random block (uniform in
+/// [-1, 1] for floats, [0, 4) for integers), the first the rest, so the
+/// group sums to the value. Booleans go whole to the first member.
+void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
+                     uint64_t seed, std::vector<HostArray *> &blocks) {
+  std::vector<int> partialAxes;
+  for (const std::string &axis : sharding.partialAxes)
+    partialAxes.push_back(mesh.axisIndex(axis));
+  std::vector<bool> usedAxes(mesh.axes().size(), false);
+  for (int axis : partialAxes)
+    usedAxes[axis] = true;
+  for (const DimSharding &dim : sharding.dims)
+    for (const std::string &axis : dim.axes)
+      usedAxes[mesh.axisIndex(axis)] = true;
+  std::map<std::vector<int64_t>, int64_t> first;
+  std::vector<int64_t> leaderOf(blocks.size());
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    std::vector<int64_t> key = mesh.coordinates(static_cast<int64_t>(d));
+    bool leads = true;
+    for (int axis : partialAxes) {
+      leads &= key[axis] == 0;
+      key[axis] = 0;
+    }
+    if (leads)
+      first[key] = static_cast<int64_t>(d);
+    leaderOf[d] = -1;
+  }
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    std::vector<int64_t> key = mesh.coordinates(static_cast<int64_t>(d));
+    for (int axis : partialAxes)
+      key[axis] = 0;
+    leaderOf[d] = first[key];
+  }
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    if (leaderOf[d] == static_cast<int64_t>(d))
+      continue;
+    HostArray &block = *blocks[d];
+    if (block.dtype == DType::Bool) {
+      std::fill(block.bytes.begin(), block.bytes.end(), 0);
+      continue;
+    }
+    bool isFloat = block.dtype == DType::F32 || block.dtype == DType::F64 ||
+                   block.dtype == DType::BF16 || block.dtype == DType::F16;
+    // Replicas (devices differing only on axes the value does not use) get
+    // the same addends, so they compute the same bits.
+    std::vector<int64_t> coords = mesh.coordinates(static_cast<int64_t>(d));
+    uint64_t state = seed * 7919ULL + 1;
+    for (size_t axis = 0; axis < coords.size(); ++axis)
+      if (usedAxes[axis])
+        state = state * 1000003ULL + static_cast<uint64_t>(coords[axis]);
+    std::mt19937_64 random(state);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    HostArray &leader = *blocks[leaderOf[d]];
+    for (int64_t e = 0; e < block.numElements(); ++e) {
+      double addend = isFloat ? uniform(random)
+                              : static_cast<double>(random() % 4);
+      // Rounded to the dtype first, so the leader subtracts what is stored.
+      storeElement(block, e, addend);
+      addend = elementAsDouble(block, e);
+      storeElement(leader, e, elementAsDouble(leader, e) - addend);
+    }
+  }
+}
+
+} // namespace
+
 Expected<std::vector<HostArray>>
 partita::runOnCpuDevices(const Executable &program,
-                         const std::vector<HostArray> &globalInputs) {
+                         const std::vector<HostArray> &globalInputs,
+                         RunStatistics *statistics) {
   const Mesh &mesh = program.mesh;
   int64_t devices = mesh.numDevices();
   if (globalInputs.size() != program.inputs.size())
@@ -316,29 +398,31 @@ partita::runOnCpuDevices(const Executable &program,
     if (!blocks)
       return Status::error("input " + input.name + ": " +
                            blocks.status().message());
+    std::vector<HostArray *> mine;
     for (int64_t d = 0; d < devices; ++d) {
-      HostArray block = (*blocks)[d];
-      // A partial sum: one device of each partial group holds the value and
-      // the others zeros. A partial max/min: every device holds it.
-      std::vector<int64_t> coords = mesh.coordinates(d);
-      if (input.sharding.partialKind == PartialKind::Sum)
-        for (const std::string &axis : input.sharding.partialAxes)
-          if (coords[mesh.axisIndex(axis)] != 0)
-            std::fill(block.bytes.begin(), block.bytes.end(), 0);
-      deviceInputs[d].push_back(std::move(block));
+      deviceInputs[d].push_back(std::move((*blocks)[d]));
+      mine.push_back(&deviceInputs[d].back());
     }
+    if (input.sharding.partialKind == PartialKind::Sum)
+      splitPartialSum(mesh, input.sharding, i, mine);
   }
   InProcessCommunicator communicator(mesh);
   std::vector<std::vector<HostArray>> deviceOutputs(devices);
   std::vector<Status> statuses(devices);
+  std::vector<int64_t> peaks(devices, 0);
   std::vector<std::thread> threads;
   for (int64_t d = 0; d < devices; ++d)
     threads.emplace_back([&, d] {
+      std::unique_ptr<Backend> backend = createCpuBackend();
       statuses[d] = runOnDevice(program, d, &communicator, deviceInputs[d],
-                                deviceOutputs[d]);
+                                deviceOutputs[d], backend.get());
+      peaks[d] = backend->peakBytes();
     });
   for (std::thread &thread : threads)
     thread.join();
+  if (statistics)
+    statistics->peakBytesPerDevice =
+        *std::max_element(peaks.begin(), peaks.end());
   for (const Status &status : statuses)
     if (!status.ok())
       return status;
@@ -417,7 +501,12 @@ std::vector<HostArray> partita::randomInputs(const Executable &program,
   std::vector<HostArray> inputs;
   for (size_t i = 0; i < program.inputs.size(); ++i) {
     std::mt19937_64 random(seed * 1000003ULL + i);
-    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    const std::vector<int64_t> &shape = program.inputs[i].globalShape;
+    float bound = 1.0f;
+    if (program.inputs[i].role == "param" && shape.size() >= 2)
+      bound = 1.0f / std::sqrt(static_cast<float>(
+                         std::max<int64_t>(1, shape[shape.size() - 2])));
+    std::uniform_real_distribution<float> uniform(-bound, bound);
     DType dtype = program.slots[program.inputs[i].slot].dtype;
     HostArray array = HostArray::zeros(dtype, program.inputs[i].globalShape);
     int64_t count = array.numElements(), size = dtypeSize(dtype);
@@ -477,12 +566,55 @@ std::string partita::summarizeArray(const HostArray &array) {
 
 int64_t Executable::allocatedBytes() const {
   int64_t total = 0;
-  if (slotStorage.size() == slots.size()) {
-    for (int64_t bytes : storageBytes)
-      total += bytes;
-    return total;
-  }
+  if (slotOffsets.size() == slots.size())
+    return arenaBytes;
   for (const TensorType &slot : slots)
     total += slot.bytes();
   return total;
+}
+
+std::string partita::describeExecutable(const Executable &program) {
+  std::string text = "mesh " + program.mesh.toString() + " (" +
+                     std::to_string(program.mesh.numDevices()) + " devices)\n";
+  auto value = [&](const char *kind, size_t index, const ExecutableValue &v) {
+    const TensorType &local = program.slots[v.slot];
+    text += std::string("  ") + kind + " " + std::to_string(index) + " " +
+            v.name + ": " + dtypeName(local.dtype) + "[";
+    for (size_t d = 0; d < v.globalShape.size(); ++d)
+      text += (d ? "x" : "") + std::to_string(v.globalShape[d]);
+    text += "] " + v.sharding.toString();
+    if (!v.role.empty())
+      text += " " + v.role;
+    if (v.donated)
+      text += " donated";
+    if (v.aliasedInput >= 0)
+      text += " updates input " + std::to_string(v.aliasedInput) + " in place";
+    text += "\n";
+  };
+  text += std::to_string(program.inputs.size()) + " inputs\n";
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    value("input", i, program.inputs[i]);
+  text += std::to_string(program.outputs.size()) + " outputs\n";
+  for (size_t o = 0; o < program.outputs.size(); ++o)
+    value("output", o, program.outputs[o]);
+  std::map<std::string, int64_t> counts;
+  for (const Instruction &inst : program.instructions)
+    ++counts[opCodeName(inst.op)];
+  text += std::to_string(program.instructions.size()) + " instructions:";
+  for (const auto &[name, count] : counts)
+    text += " " + name + " " + std::to_string(count);
+  text += "\n";
+  int64_t slotBytes = 0, constantBytes = 0;
+  for (const TensorType &slot : program.slots)
+    slotBytes += slot.bytes();
+  for (const HostArray &constant : program.constants)
+    constantBytes += static_cast<int64_t>(constant.bytes.size());
+  text += "buffer plan: " + std::to_string(program.slots.size()) + " slots (" +
+          std::to_string(slotBytes) + " bytes) " +
+          (program.slotOffsets.empty() ? "each in its own allocation, "
+                                       : "in one arena, ") +
+          std::to_string(program.allocatedBytes()) + " bytes per device\n";
+  text += std::to_string(program.constants.size()) + " constants, " +
+          std::to_string(constantBytes) + " bytes\n";
+  return text;
 }

@@ -161,6 +161,9 @@ std::vector<uint8_t> partita::serializeExecutable(const Executable &program) {
       out.string(value.name);
       out.list<int64_t>(value.globalShape);
       out.sharding(value.sharding);
+      out.string(value.role);
+      out.number<uint8_t>(value.donated ? 1 : 0);
+      out.number<int32_t>(value.aliasedInput);
     }
   }
   out.number<uint32_t>(static_cast<uint32_t>(program.instructions.size()));
@@ -171,8 +174,8 @@ std::vector<uint8_t> partita::serializeExecutable(const Executable &program) {
     out.list<int64_t>(inst.ints);
     out.string(inst.text);
   }
-  out.list<int32_t>(program.slotStorage);
-  out.list<int64_t>(program.storageBytes);
+  out.list<int64_t>(program.slotOffsets);
+  out.number<int64_t>(program.arenaBytes);
   out.number<uint32_t>(static_cast<uint32_t>(program.constants.size()));
   for (const HostArray &constant : program.constants) {
     out.number<uint8_t>(static_cast<uint8_t>(constant.dtype));
@@ -243,12 +246,25 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
       return truncated("inputs/outputs");
     values->resize(count);
     for (ExecutableValue &value : *values) {
+      uint8_t donated = 0;
       if (!in.number(value.slot) || !in.string(value.name) ||
-          !in.list(value.globalShape) || !in.sharding(value.sharding))
+          !in.list(value.globalShape) || !in.sharding(value.sharding) ||
+          !in.string(value.role) || !in.number(donated) ||
+          !in.number(value.aliasedInput))
         return truncated("input/output");
       if (value.slot < 0 || value.slot >= static_cast<int32_t>(slots))
         return in.failure("input/output slot out of range");
+      if (donated > 1)
+        return in.failure("invalid donation flag");
+      value.donated = donated == 1;
     }
+  }
+  for (size_t o = 0; o < program.outputs.size(); ++o) {
+    int32_t input = program.outputs[o].aliasedInput;
+    if (input < -1 || input >= static_cast<int32_t>(program.inputs.size()) ||
+        (input >= 0 && !program.inputs[input].donated))
+      return in.failure("output " + std::to_string(o) +
+                        " aliases an input that is not donated");
   }
   uint32_t instructions;
   if (!in.count(instructions, 18))
@@ -268,19 +284,34 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
                             " names slot " + std::to_string(slot) + " of " +
                             std::to_string(slots));
   }
-  if (!in.list(program.slotStorage) || !in.list(program.storageBytes))
+  if (!in.list(program.slotOffsets) || !in.number(program.arenaBytes))
     return truncated("buffer plan");
-  if (!program.slotStorage.empty()) {
-    if (program.slotStorage.size() != slots)
+  if (!program.slotOffsets.empty()) {
+    if (program.slotOffsets.size() != slots)
       return in.failure("the buffer plan does not cover every slot");
     for (size_t s = 0; s < slots; ++s) {
-      int32_t storage = program.slotStorage[s];
-      if (storage < 0 ||
-          storage >= static_cast<int32_t>(program.storageBytes.size()) ||
-          program.storageBytes[storage] < program.slots[s].bytes())
-        return in.failure("the buffer plan gives slot " + std::to_string(s) +
-                          " no storage large enough");
+      int64_t offset = program.slotOffsets[s];
+      if (offset < 0 || offset > program.arenaBytes ||
+          program.arenaBytes - offset < program.slots[s].bytes())
+        return in.failure("the buffer plan puts slot " + std::to_string(s) +
+                          " outside the arena");
     }
+  }
+  // An output updating an input in place is written into its storage.
+  for (size_t o = 0; o < program.outputs.size(); ++o) {
+    int32_t input = program.outputs[o].aliasedInput;
+    if (input < 0)
+      continue;
+    int32_t from = program.inputs[input].slot, to = program.outputs[o].slot;
+    bool sameType = program.slots[from].dtype == program.slots[to].dtype &&
+                    program.slots[from].shape == program.slots[to].shape;
+    bool sameStorage =
+        from == to || (!program.slotOffsets.empty() &&
+                       program.slotOffsets[from] == program.slotOffsets[to]);
+    if (!sameType || !sameStorage)
+      return in.failure("output " + std::to_string(o) +
+                        " updates input " + std::to_string(input) +
+                        " in place but does not share its type and storage");
   }
   uint32_t constants;
   if (!in.count(constants, 9))

@@ -553,10 +553,27 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     return success();
   }
   if (isa<ConstantOp, IotaOp>(op)) {
-    // Built whole on every device, then sliced: no traffic.
     Value result = op->getResult(0);
     auto type = cast<RankedTensorType>(result.getType());
     Sharding target = declaredSharding(result);
+    // A splat constant, or an iota along an unsharded dimension, is the same
+    // on every device: built at the local shape, it never exists whole.
+    auto splat = dyn_cast_if_present<DenseElementsAttr>(
+        isa<ConstantOp>(op) ? cast<ConstantOp>(op).getValue() : Attribute());
+    auto iota = dyn_cast<IotaOp>(op);
+    bool local =
+        target.partialKind == PartialKind::None &&
+        ((splat && splat.isSplat()) ||
+         (iota && target.dims[iota.getDim()].axes.empty()));
+    if (local) {
+      if (failed(retypeResults(op, {closed(target)})))
+        return failure();
+      if (splat)
+        op->setAttr("value",
+                    splat.resizeSplat(cast<ShapedType>(result.getType())));
+      return success();
+    }
+    // Otherwise built whole on every device, then sliced: no traffic.
     layouts[result] = {
         Sharding::replicated(static_cast<int>(type.getRank())),
         std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),

@@ -58,19 +58,34 @@ func.func @caller(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mes
 
 // -----
 
-// Constants are built whole and sliced (no traffic); slices keep their
-// sizes on local shapes.
+// A splat constant is built at its local shape on every device (it never
+// exists whole); other constants are built whole and sliced (no traffic);
+// an iota along an unsharded dimension is built locally, one along a sharded
+// dimension is sliced. Slices keep their sizes on local shapes.
 // CHECK-LABEL: func.func @constant_and_slice
-// CHECK: %[[C:.*]] = partita.constant dense<1.000000e+00> : tensor<8x8xf32>
-// CHECK: %[[L:.*]] = partita.all_slice %[[C]] on @mesh axes = ["x"] dim = 0 {{.*}}: tensor<8x8xf32> -> tensor<2x8xf32>
-// CHECK: partita.add %{{.*}}, %[[L]]
+// CHECK: %[[C:.*]] = partita.constant {{.*}}dense<1.000000e+00> : tensor<2x8xf32>
+// CHECK: partita.add %{{.*}}, %[[C]]
 // CHECK: partita.slice %{{.*}} start = [0, 0] limit = [2, 4] stride = [1, 1] {{.*}}: tensor<2x8xf32> -> tensor<2x4xf32>
+// CHECK: %[[W:.*]] = partita.constant dense<{{\[}}[0.000000e+00, 1.000000e+00], [2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00], [6.000000e+00, 7.000000e+00]]> : tensor<4x2xf32>
+// CHECK: partita.all_slice %[[W]] on @mesh axes = ["x"] dim = 0 {{.*}}: tensor<4x2xf32> -> tensor<1x2xf32>
+// CHECK: partita.iota dim = 1 {{.*}}: tensor<1x8xi32>
+// CHECK: %[[I:.*]] = partita.iota dim = 0 : tensor<4x8xi32>
+// CHECK: partita.all_slice %[[I]] on @mesh axes = ["x"] dim = 0 {{.*}}: tensor<4x8xi32> -> tensor<1x8xi32>
 partita.mesh @mesh = <["x"=4]>
-func.func @constant_and_slice(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x4xf32> {
+func.func @constant_and_slice(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>},
+                              %y: tensor<4x2xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>},
+                              %z: tensor<4x8xi32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>})
+    -> (tensor<8x4xf32>, tensor<4x2xf32>, tensor<4x8xi32>, tensor<4x8xi32>) {
   %c = partita.constant dense<1.0> : tensor<8x8xf32>
   %s = partita.add %x, %c : tensor<8x8xf32>
   %t = partita.slice %s start = [0, 0] limit = [8, 4] stride = [1, 1] : tensor<8x8xf32> -> tensor<8x4xf32>
-  return %t : tensor<8x4xf32>
+  %w = partita.constant dense<[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]> : tensor<4x2xf32>
+  %u = partita.add %y, %w : tensor<4x2xf32>
+  %i = partita.iota dim = 1 : tensor<4x8xi32>
+  %v = partita.add %z, %i : tensor<4x8xi32>
+  %j = partita.iota dim = 0 : tensor<4x8xi32>
+  %k = partita.add %z, %j : tensor<4x8xi32>
+  return %t, %u, %v, %k : tensor<8x4xf32>, tensor<4x2xf32>, tensor<4x8xi32>, tensor<4x8xi32>
 }
 
 // -----
@@ -79,7 +94,7 @@ func.func @constant_and_slice(%x: tensor<8x8xf32> {partita.sharding = #partita.s
 // loop (the zero it starts from is partial for free) and reduces once after
 // it, here with a reduce_scatter since the result is free to be split.
 // CHECK-LABEL: func.func @accumulate
-// CHECK: %[[ZERO:.*]] = partita.constant dense<0.000000e+00>
+// CHECK: %[[ZERO:.*]] = partita.constant {{.*}}dense<0.000000e+00>
 // CHECK: partita.loop 4 times (%{{.*}}) iter_args(%{{.*}} = %[[ZERO]])
 // CHECK-NOT: partita.all_reduce
 // CHECK-NOT: partita.reduce_scatter

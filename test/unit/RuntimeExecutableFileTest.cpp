@@ -23,23 +23,29 @@ Executable sampleProgram() {
   program.mesh = *Mesh::create({{"data", 2}, {"model", 2}}, {3, 2, 1, 0});
   program.slots = {{DType::F32, {2, 4}}, {DType::F32, {4, 4}},
                    {DType::F32, {2, 4}}, {DType::I32, {}},
-                   {DType::F32, {2, 4}}, {DType::F32, {2, 4}}};
+                   {DType::F32, {2, 4}}, {DType::F32, {2, 4}},
+                   {DType::F32, {2, 4}}};
   ExecutableValue input{
       0, {4, 4}, *parsePartitionSpec("P(\"data\", None)", 2), "x"};
   ExecutableValue output{
       5, {4, 4}, *parsePartitionSpec("P(\"data\", None)", 2), "result 0"};
   output.sharding.partialKind = PartialKind::None;
+  // The input is donated and the output updates it in place.
+  input.role = "param";
+  input.donated = true;
+  output.aliasedInput = 0;
   program.inputs = {input};
   program.outputs = {output};
   Instruction constant{OpCode::Constant, {}, {1}, {0}, ""};
   Instruction einsum{OpCode::Einsum, {0, 1}, {2}, {}, "bd,df->bf"};
-  Instruction loop{OpCode::Loop, {2}, {5}, {3, 1, 3, 4, 4}, ""};
+  Instruction loop{OpCode::Loop, {2}, {5}, {3, 1, 3, 4, 4, 6}, ""};
   Instruction reduce{OpCode::AllReduce, {4}, {4}, {0}, "model"};
   program.instructions = {constant, einsum, loop, reduce};
   program.constants = {HostArray::zeros(DType::F32, {4, 4})};
-  // A buffer plan in which slots 2 and 4 share storage.
-  program.slotStorage = {0, 1, 2, 3, 2, 4};
-  program.storageBytes = {32, 64, 32, 4, 32};
+  // A buffer plan in which slots 2 and 4 share bytes, and the output
+  // (slot 5) takes the donated input's place (slot 0).
+  program.slotOffsets = {0, 64, 128, 192, 128, 0, 224};
+  program.arenaBytes = 256;
   return program;
 }
 
@@ -60,13 +66,20 @@ bool sameProgram(const Executable &a, const Executable &b) {
         x.ints != y.ints || x.text != y.text)
       return false;
   }
-  for (size_t i = 0; i < a.inputs.size(); ++i)
-    if (a.inputs[i].slot != b.inputs[i].slot ||
-        a.inputs[i].name != b.inputs[i].name ||
-        a.inputs[i].globalShape != b.inputs[i].globalShape ||
-        !(a.inputs[i].sharding == b.inputs[i].sharding))
-      return false;
-  if (a.slotStorage != b.slotStorage || a.storageBytes != b.storageBytes)
+  auto sameValues = [](const std::vector<ExecutableValue> &x,
+                       const std::vector<ExecutableValue> &y) {
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].slot != y[i].slot || x[i].name != y[i].name ||
+          x[i].globalShape != y[i].globalShape ||
+          !(x[i].sharding == y[i].sharding) || x[i].role != y[i].role ||
+          x[i].donated != y[i].donated ||
+          x[i].aliasedInput != y[i].aliasedInput)
+        return false;
+    return true;
+  };
+  if (!sameValues(a.inputs, b.inputs) || !sameValues(a.outputs, b.outputs))
+    return false;
+  if (a.slotOffsets != b.slotOffsets || a.arenaBytes != b.arenaBytes)
     return false;
   for (size_t i = 0; i < a.constants.size(); ++i)
     if (a.constants[i].bytes != b.constants[i].bytes ||
@@ -148,10 +161,12 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     resealChecksum(other);
     Expected<Executable> result = deserializeExecutable(other, "f");
     REQUIRE_FALSE(result.ok());
-    CHECK(
-        result.status().message() ==
-        "f: Executable format version 2, this build reads version 1; recompile "
-        "the program");
+    CHECK(result.status().message() ==
+          "f: Executable format version " +
+              std::to_string(kExecutableFormatVersion + 1) +
+              ", this build reads version " +
+              std::to_string(kExecutableFormatVersion) +
+              "; recompile the program");
   }
   SECTION("checksum") {
     std::vector<uint8_t> other = bytes;
@@ -168,17 +183,36 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
         deserializeExecutable(serializeExecutable(program), "f");
     REQUIRE_FALSE(result.ok());
     CHECK(result.status().message().find(
-              "instruction einsum names slot 99 of 6") != std::string::npos);
+              "instruction einsum names slot 99 of 7") != std::string::npos);
   }
   SECTION("buffer plan too small") {
     Executable program = sampleProgram();
-    program.storageBytes[2] = 8;
+    program.slotOffsets[2] = 240;
     Expected<Executable> result =
         deserializeExecutable(serializeExecutable(program), "f");
     REQUIRE_FALSE(result.ok());
     CHECK(result.status().message().find(
-              "the buffer plan gives slot 2 no storage large enough") !=
+              "the buffer plan puts slot 2 outside the arena") !=
           std::string::npos);
+  }
+  SECTION("in-place output of an input that is not donated") {
+    Executable program = sampleProgram();
+    program.inputs[0].donated = false;
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "f: output 0 aliases an input that is not donated") == 0);
+  }
+  SECTION("in-place output in other storage") {
+    Executable program = sampleProgram();
+    program.slotOffsets[5] = 128;
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "f: output 0 updates input 0 in place but does not share its "
+              "type and storage") == 0);
   }
   SECTION("missing file") {
     Expected<Executable> result = readExecutableFile("/nonexistent/p.exe");

@@ -75,6 +75,7 @@ Status runLayout(const Arguments &args);
 Status runShard(const Arguments &args);
 Status runAssemble(const Arguments &args);
 Status runInfo(const Arguments &args);
+Status runDescribe(const Arguments &args);
 Status runProgram(const Arguments &args);
 
 const std::vector<Subcommand> &subcommands() {
@@ -113,6 +114,14 @@ const std::vector<Subcommand> &subcommands() {
        1,
        {},
        runInfo},
+      {"describe",
+       "PROGRAM.exe",
+       "print a compiled Executable's mesh, inputs and outputs (donated, "
+       "updated in place), instruction counts and buffer plan",
+       1,
+       1,
+       {},
+       runDescribe},
       {"run",
        "PROGRAM.exe",
        "run a compiled Executable on the CPU devices of its mesh (threads), "
@@ -485,6 +494,14 @@ int main(int argc, char **argv) {
 }
 
 namespace {
+Status runDescribe(const Arguments &args) {
+  Expected<Executable> program = readExecutableFile(args.positional[0]);
+  if (!program)
+    return program.status();
+  std::printf("%s", describeExecutable(*program).c_str());
+  return Status::success();
+}
+
 Status runProgram(const Arguments &args) {
   Expected<Executable> program = readExecutableFile(args.positional[0]);
   if (!program)
@@ -505,7 +522,9 @@ Status runProgram(const Arguments &args) {
   if (!inputs)
     return inputs.status();
   auto start = std::chrono::steady_clock::now();
-  Expected<std::vector<HostArray>> outputs = runOnCpuDevices(*program, *inputs);
+  RunStatistics statistics;
+  Expected<std::vector<HostArray>> outputs =
+      runOnCpuDevices(*program, *inputs, &statistics);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -519,6 +538,10 @@ Status runProgram(const Arguments &args) {
       program->instructions.size(),
       static_cast<long long>(communication.collectives),
       communication.bytesPerDevice);
+  std::printf("memory: peak %lld bytes per device measured (buffer plan "
+              "arena %lld)\n",
+              static_cast<long long>(statistics.peakBytesPerDevice),
+              static_cast<long long>(program->allocatedBytes()));
   for (size_t o = 0; o < outputs->size(); ++o)
     std::printf("  %s: %s\n", program->outputs[o].name.c_str(),
                 summarizeArray((*outputs)[o]).c_str());

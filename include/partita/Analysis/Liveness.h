@@ -5,10 +5,23 @@
 // definition to its last use, in program order (a value used inside a loop
 // body it is defined outside of stays alive until the loop ends).
 //
+// Two refinements match what the runtime's buffer plan does:
+//  * an argument marked `partita.donated` is given up by the caller, so it
+//    dies at its last use like any other value (other arguments are held by
+//    the caller for the whole call);
+//  * an elementwise op whose operand dies at it (same type as the result)
+//    may write its result over that operand: the operand's range ends one
+//    point before the op, so the two never count twice;
+//  * a loop's yield holds a copy of every yielded value (the runtime moves
+//    them aside before they become the next carries): one buffer per
+//    yielded value, alive at the yield.
+//
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_ANALYSIS_LIVENESS_H
 #define PARTITA_ANALYSIS_LIVENESS_H
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Value.h"
 
 #include <cstdint>
@@ -20,9 +33,12 @@ class FuncOp;
 
 namespace partita {
 
-/// One buffer and the program points [begin, end] it is alive at.
+/// One buffer and the program points [begin, end] it is alive at. For the
+/// copy a loop makes of a yielded value, `value` is null and `yieldCopy` is
+/// the yield's operand.
 struct LiveBuffer {
   mlir::Value value;
+  mlir::OpOperand *yieldCopy = nullptr;
   int64_t begin = 0;
   int64_t end = 0;
   int64_t bytes = 0;
@@ -32,18 +48,30 @@ struct LiveBuffer {
 struct BufferLiveness {
   /// Arguments first, then results of ops in program order.
   std::vector<LiveBuffer> buffers;
-  /// Number of program points (ops, in pre-order).
+  /// Number of program points (the entry, then ops in pre-order).
   int64_t points = 0;
   /// Largest total size of the buffers alive at one point, and where.
   int64_t peakBytes = 0;
   int64_t peakPoint = 0;
 };
 
+/// Whether `op` computes each result element from the operand elements at
+/// the same index only, with every operand of the result's type, so that the
+/// result may overwrite an operand in place (unary and binary elementwise
+/// ops, select on its value operands).
+bool mayWriteInPlace(mlir::Operation *op);
+
 /// Bytes of a statically shaped tensor type (i1 counts one byte).
 int64_t tensorBytes(mlir::Type type);
 
-/// Liveness of every tensor buffer of `function` (arguments are alive
-/// throughout).
+/// A copy of `module` in which every call to a function with a body is
+/// replaced by that body (repeatedly, up to `maxDepth` levels, so recursive
+/// calls remain), so liveness sees callee buffers; null when the module has
+/// no calls to inline.
+mlir::OwningOpRef<mlir::ModuleOp> cloneWithCallsInlined(mlir::ModuleOp module,
+                                                        unsigned maxDepth = 32);
+
+/// Liveness of every tensor buffer of `function`.
 BufferLiveness analyzeLiveness(mlir::func::FuncOp function);
 
 } // namespace partita

@@ -37,6 +37,9 @@ public:
   virtual Expected<void *> allocate(int64_t bytes) = 0;
   /// Returns memory from allocate().
   virtual void release(void *device) = 0;
+  /// The most bytes held from allocate() at once so far (measured, for the
+  /// memory figures `partita run` prints).
+  virtual int64_t peakBytes() const = 0;
 
   /// Host to device, device to host, and within the device (the ranges may
   /// overlap for the latter).

@@ -31,6 +31,15 @@ struct ExecutableValue {
   Sharding sharding;
   /// For messages: the value's name.
   std::string name;
+  /// Inputs: what the argument holds (`partita.role`: "param", "opt_state",
+  /// "grad", "input", "activation"), or empty.
+  std::string role;
+  /// Inputs: the caller gives the buffer up (`partita.donated`); the program
+  /// may reuse its storage once the value is dead.
+  bool donated = false;
+  /// Outputs: the donated input whose storage this output is written into
+  /// (the program updates that argument in place), or -1.
+  int32_t aliasedInput = -1;
 };
 
 /// A compiled program.
@@ -42,23 +51,31 @@ struct Executable {
   std::vector<ExecutableValue> outputs;
   std::vector<Instruction> instructions;
   std::vector<HostArray> constants;
-  /// The buffer plan: the storage each slot lives in, and each storage's
-  /// size. Slots whose live ranges do not overlap share storage. Empty:
-  /// every slot has its own.
-  std::vector<int32_t> slotStorage;
-  std::vector<int64_t> storageBytes;
+  /// The buffer plan: each slot's byte offset in one arena per device, and
+  /// the arena's size. Slots whose live ranges do not overlap may share
+  /// bytes. Empty: every slot has its own allocation.
+  std::vector<int64_t> slotOffsets;
+  int64_t arenaBytes = 0;
 
   /// Bytes a device allocates under the plan.
   int64_t allocatedBytes() const;
 };
 
-/// Deterministic random global inputs for `program` from `seed`: f32/bf16
-/// uniform in [-1, 1], integers in [0, 4), booleans at random (the same in
-/// `partita run` and `partita-exec run`).
+/// Deterministic random global inputs for `program` from `seed`: floats
+/// uniform in [-1, 1], except parameters (role "param") of rank >= 2, which
+/// are initialised as a model would be, uniform in ±1/sqrt(fan_in) with
+/// fan_in the next-to-last dimension (so activations keep their scale and
+/// checks are well conditioned); integers in [0, 4), booleans at random (the
+/// same in `partita run` and `partita-exec run`).
 std::vector<HostArray> randomInputs(const Executable &program, uint64_t seed);
 
 /// "f32[4x8] sum=… min=… max=…": a one-line fingerprint of an array.
 std::string summarizeArray(const HostArray &array);
+
+/// A human-readable description of `program`: mesh, inputs (donated or
+/// not), outputs (and the input each updates in place), instruction counts
+/// by op, the buffer plan and the constants.
+std::string describeExecutable(const Executable &program);
 
 /// What a program communicates per step, by the report's convention
 /// (bus-traffic bytes per device, loops counted once per iteration,
@@ -81,14 +98,22 @@ Status runOnDevice(const Executable &program, int64_t deviceId,
                    const std::vector<HostArray> &inputs,
                    std::vector<HostArray> &outputs, Backend *backend = nullptr);
 
+/// Measured figures of a run.
+struct RunStatistics {
+  /// The most device memory any one device held at once.
+  int64_t peakBytesPerDevice = 0;
+};
+
 /// Runs `program` on every device of its mesh as threads of this process
 /// with the in-process communicator: slices each global input by its
 /// sharding, runs, and assembles the global outputs (checking that
-/// replicas agree). Partial inputs are given to the device at position 0 of
-/// their partial group, zeros elsewhere.
+/// replicas agree). A partial-sum input is split into random addends over
+/// its partial group (deterministic; they sum to the global value up to
+/// rounding); a partial max/min input is given whole to every device.
 Expected<std::vector<HostArray>>
 runOnCpuDevices(const Executable &program,
-                const std::vector<HostArray> &globalInputs);
+                const std::vector<HostArray> &globalInputs,
+                RunStatistics *statistics = nullptr);
 
 } // namespace partita
 

@@ -5,8 +5,10 @@
 //
 //   "PARTEXE\0" magic, u32 format version,
 //   mesh (axes with sizes, device ids), slot types, inputs and outputs
-//   (slot, name, global shape, sharding), instructions (op code, operand
-//   and result slots, integer and text attributes), constants (dtype,
+//   (slot, name, global shape, sharding, role, u8 donated, i32 aliased input),
+//   instructions (op code, operand
+//   and result slots, integer and text attributes), the buffer plan (each
+//   slot's offset in the arena, the arena's bytes), constants (dtype,
 //   shape, raw bytes), and a trailing u64 FNV-1a checksum of everything
 //   before it. Integers are little-endian; strings are u32 length + bytes.
 //
@@ -27,7 +29,7 @@
 namespace partita {
 
 /// The format version this build writes and reads.
-constexpr uint32_t kExecutableFormatVersion = 1;
+constexpr uint32_t kExecutableFormatVersion = 2;
 
 /// The bytes of `program` in the file format.
 std::vector<uint8_t> serializeExecutable(const Executable &program);

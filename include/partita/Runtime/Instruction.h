@@ -100,7 +100,10 @@ enum class OpCode : uint16_t {
   // A counted loop, run by the interpreter: its body is the `ints[1]`
   // instructions that follow it. operands = initial values, results = final
   // values; ints = {trip_count, body_length, iteration-number slot (an i32
-  // scalar), carried slots..., yielded slots...}.
+  // scalar), carried slots..., yielded slots..., copy slots...}: at the end
+  // of an iteration every yielded value is copied to its copy slot, then
+  // every copy to its carried slot (a yielded value may share bytes with
+  // another carry).
   Loop,
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 using namespace partita;
 
@@ -23,9 +24,20 @@ public:
     if (!memory)
       return Status::error("cpu: out of memory allocating " +
                            std::to_string(bytes) + " bytes");
+    sizes[memory] = bytes;
+    held += bytes;
+    peak = std::max(peak, held);
     return memory;
   }
-  void release(void *device) override { std::free(device); }
+  void release(void *device) override {
+    auto it = sizes.find(device);
+    if (it != sizes.end()) {
+      held -= it->second;
+      sizes.erase(it);
+    }
+    std::free(device);
+  }
+  int64_t peakBytes() const override { return peak; }
 
   Status copyToDevice(void *device, const void *host, int64_t bytes) override {
     if (bytes > 0)
@@ -54,6 +66,10 @@ public:
   }
 
   Status synchronize() override { return Status::success(); }
+
+private:
+  std::unordered_map<void *, int64_t> sizes;
+  int64_t held = 0, peak = 0;
 };
 
 } // namespace
