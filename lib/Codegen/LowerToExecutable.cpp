@@ -96,6 +96,7 @@ const llvm::StringMap<OpCode> &opCodes() {
       {"partita.optimization_barrier", OpCode::OptimizationBarrier},
       // On global values (the unpartitioned program) these are identities.
       {"partita.sharding_constraint", OpCode::OptimizationBarrier},
+      {"partita.logical_constraint", OpCode::OptimizationBarrier},
       {"partita.reshard", OpCode::OptimizationBarrier},
       {"partita.all_gather", OpCode::AllGather},
       {"partita.all_slice", OpCode::AllSlice},

@@ -539,6 +539,12 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     return partitionManual(manual);
   if (isa<YieldOp>(op))
     return success(); // Handled by the parent.
+  if (auto logical = dyn_cast<LogicalConstraintOp>(op)) {
+    // Rules never mapped it: an identity.
+    logical.getResult().replaceAllUsesWith(logical.getInput());
+    op->erase();
+    return success();
+  }
   if (isa<ShardingConstraintOp, ReshardOp>(op)) {
     Sharding target =
         isa<ReshardOp>(op)

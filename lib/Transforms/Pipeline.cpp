@@ -42,6 +42,9 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
     meshOptions.meshSpec = options.mesh;
     passes.addPass(createSetMeshPass(meshOptions));
   }
+  ApplyRulesPassOptions rulesOptions;
+  rulesOptions.rules = options.rules;
+  passes.addPass(createApplyRulesPass(rulesOptions));
   if (options.stage == Stage::Verified)
     return;
   PropagatePassOptions propagate;
@@ -62,6 +65,9 @@ struct PipelineCommandLine
     : public mlir::PassPipelineOptions<PipelineCommandLine> {
   Option<std::string> mesh{*this, "mesh",
                            llvm::cl::desc("Replace the mesh first")};
+  Option<std::string> rules{
+      *this, "rules",
+      llvm::cl::desc("Logical axis rules: a preset or a JSON file")};
   Option<std::string> interconnect{*this, "interconnect",
                                    llvm::cl::desc("Interconnect spec (JSON)")};
   Option<bool> strict{*this, "strict", llvm::cl::desc("Warnings become errors"),
@@ -79,6 +85,7 @@ void partita::registerPipeline() {
       [](mlir::OpPassManager &passes, const PipelineCommandLine &cl) {
         PipelineOptions options;
         options.mesh = cl.mesh;
+        options.rules = cl.rules;
         options.interconnectFile = cl.interconnect;
         options.strict = cl.strict;
         options.stage = parseStage(cl.stage).value_or(Stage::Partitioned);

@@ -12,7 +12,8 @@ std::string partita::describeLocation(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
     return isa<UnknownLoc>(name.getChildLoc())
                ? name.getName().str()
-               : describeLocation(name.getChildLoc());
+               : name.getName().str() + " (" +
+                     describeLocation(name.getChildLoc()) + ")";
   if (auto file = dyn_cast<FileLineColLoc>(loc))
     return (llvm::Twine(file.getFilename().getValue()) + ":" +
             llvm::Twine(file.getLine()) + ":" + llvm::Twine(file.getColumn()))

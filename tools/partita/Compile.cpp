@@ -30,6 +30,9 @@ Options:
                          time, memory per device) as JSON
   --mesh <spec>          replace the module's mesh: data=2,model=4, or
                          NAME:data=2,model=4 when the module has several
+  --rules <preset|file>  map logical axis names (partita gen's models) to
+                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,
+                         fsdp+tp, tp+sp, ep, or a JSON rules file
   --interconnect <file>  per-axis link bandwidth and latency (JSON) for the
                          cost model; default 450 GB/s and 5 us per axis
   --strict               ops without a sharding rule, unwanted all-gathers

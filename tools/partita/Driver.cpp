@@ -123,6 +123,7 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
   options.stage = stage;
   options.strict = cl.on("--strict");
   options.interconnectFile = cl.get("--interconnect");
+  options.rules = cl.get("--rules");
   if (cl.has("--mesh")) {
     std::string text = cl.get("--mesh");
     llvm::StringRef spec = text;

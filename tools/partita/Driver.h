@@ -74,7 +74,7 @@ bool runPipeline(Session &session, mlir::ModuleOp module,
 
 /// The common flags that take a value.
 inline std::vector<std::string> pipelineValueFlags() {
-  return {"--mesh", "--interconnect"};
+  return {"--mesh", "--interconnect", "--rules"};
 }
 
 /// The common start of a command: parses `args` (the pipeline flags,
@@ -90,6 +90,7 @@ int runCompile(const std::vector<std::string> &args);
 int runExplain(const std::vector<std::string> &args);
 int runShow(const std::vector<std::string> &args);
 int runRun(const std::vector<std::string> &args);
+int runGen(const std::vector<std::string> &args);
 
 } // namespace partita::cli
 

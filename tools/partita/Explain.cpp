@@ -39,6 +39,9 @@ NAME is a value's name (its NameLoc, e.g. layer3.mlp.w1), argN or resultN
 Options:
   --value <name>         explain one value
   --mesh <spec>          replace the module's mesh first
+  --rules <preset|file>  map logical axis names (partita gen's models) to
+                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,
+                         fsdp+tp, tp+sp, ep, or a JSON rules file
   --interconnect <file>  link figures for the cost model (JSON)
   --strict               warnings become errors
   -h, --help             show this help

@@ -53,6 +53,9 @@ Options:
                          on a mismatch
   --seed <S>             seed of the random inputs (default 0)
   --mesh <spec>          replace the module's mesh first
+  --rules <preset|file>  map logical axis names (partita gen's models) to
+                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,
+                         fsdp+tp, tp+sp, ep, or a JSON rules file
   --interconnect <file>  link figures for the cost model (JSON)
   -h, --help             show this help
 )";

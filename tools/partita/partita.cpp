@@ -24,11 +24,15 @@ constexpr const char *kUsage =
 Usage: partita <command> [options]
 
 Commands:
+  gen <model> [options]          write a model (mlp, ffn, gpt, moe) as partita
+                                 IR; --rules PRESET maps its logical axes to
+                                 the mesh, --summary counts parameters and
+                                 FLOPs
   compile [in.mlir|-] [-o out]   run the pipeline up to a stage (default:
                                  partitioned) and print the module
                                  (--stage verified|propagated|partitioned,
-                                 --report r.json, --mesh, --interconnect,
-                                 --strict)
+                                 --report r.json, --mesh, --rules,
+                                 --interconnect, --strict)
   explain [in.mlir|-] [--value NAME]
                                  why each tensor is sharded as it is
   show [in.mlir|-] --value NAME  which device holds which block of a tensor
@@ -67,7 +71,8 @@ int main(int argc, char **argv) {
       commands = {{"compile", runCompile},
                   {"explain", runExplain},
                   {"show", runShow},
-                  {"run", runRun}};
+                  {"run", runRun},
+                  {"gen", runGen}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     if (!command.empty() && command[0] == '-')
@@ -75,7 +80,8 @@ int main(int argc, char **argv) {
                         "'; see 'partita --help'");
     return usageError(
         "unknown command '" + command +
-        "'; available: compile, explain, show, run (see 'partita --help')");
+        "'; available: gen, compile, explain, show, run (see 'partita "
+        "--help')");
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
 }

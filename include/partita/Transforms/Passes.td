@@ -39,6 +39,38 @@ def SetMeshPass : Pass<"partita-set-mesh", "mlir::ModuleOp"> {
   let dependentDialects = ["::partita::PartitaDialect"];
 }
 
+def ApplyRulesPass : Pass<"partita-apply-rules", "mlir::ModuleOp"> {
+  let summary = "Turns logical axis names into shardings with a rules table";
+  let description = [{
+    Maps the logical axes models put on their arguments
+    (`partita.logical_axes = ["batch", "seq", "embed"]`) to mesh axes with an
+    ordered rules table — a preset (`dp`, `zero1`, `zero2`, `fsdp`, `tp`,
+    `dp+tp`, `fsdp+tp`, `tp+sp`, `ep`) or a JSON file — and writes the
+    result as each argument's `partita.sharding` (an argument that already
+    has one keeps it). A `partita.logical_constraint` becomes a
+    `sharding_constraint` when rules qualified with the `activation` role map
+    one of its axes, and disappears otherwise. With no rules it only removes
+    the logical constraints.
+
+    The first rule whose logical axis and role match, whose mesh axes are
+    unused on that tensor and which divides the dimension wins (a rule that
+    does not divide is skipped with a warning). See
+    `include/partita/Transforms/LogicalRules.h` and `docs/Models.md`.
+
+    **Constraints:** the module has one `partita.mesh` when rules are given;
+    the rules name a preset or a readable JSON file whose mesh axes exist.
+
+    Example: `partita-opt --partita-apply-rules="rules=dp+tp" gpt.mlir`
+    shards `wq` (logical axes embed, heads, head_dim) over "model" along its
+    heads and `tokens` (batch, seq) over "data" along the batch.
+  }];
+  let options = [
+    Option<"rules", "rules", "std::string", /*default=*/"\"\"",
+           "A preset name or a JSON rules file">
+  ];
+  let dependentDialects = ["::partita::PartitaDialect"];
+}
+
 def PrintShardingRulesPass : Pass<"partita-print-sharding-rules"> {
   let summary = "Prints every op's sharding rule as a remark (for tests)";
   let description = [{

@@ -39,6 +39,9 @@ llvm::StringRef availableStages();
 struct PipelineOptions {
   /// Replaces the module's mesh first (partita-set-mesh); empty: keep it.
   std::string mesh;
+  /// Logical axis rules (a preset or a JSON file) applied next
+  /// (partita-apply-rules); empty: only logical constraints are removed.
+  std::string rules;
   /// Interconnect spec for the cost model; empty: the default links.
   std::string interconnectFile;
   /// Turn warnings about unwanted moves and padding into errors.

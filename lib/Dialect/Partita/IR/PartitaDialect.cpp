@@ -75,7 +75,8 @@ LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
   return op->emitError() << "unknown partita attribute '"
                          << attribute.getName().getValue()
                          << "'; known: partita.sharding, partita.role, "
-                            "partita.donated, partita.origin, partita.reason, "
+                            "partita.donated, partita.logical_axes, "
+                            "partita.origin, partita.reason, "
                             "partita.partitioned";
 }
 
@@ -85,7 +86,8 @@ LogicalResult
 PartitaDialect::verifyOperationAttribute(Operation *op,
                                          NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
-  if (name == kRoleAttrName || name == kDonatedAttrName)
+  if (name == kRoleAttrName || name == kDonatedAttrName ||
+      name == kLogicalAxesAttrName)
     return rejectArgumentOnlyAttr(op, attribute, "an operation");
   if (name == kOriginAttrName)
     return verifyOrigin(op, attribute);
@@ -152,6 +154,20 @@ PartitaDialect::verifyRegionArgAttribute(Operation *op, unsigned regionIndex,
                              << " is a unit attribute and takes no value";
     return success();
   }
+  if (name == kLogicalAxesAttrName) {
+    auto names = dyn_cast<ArrayAttr>(attribute.getValue());
+    auto type = dyn_cast<RankedTensorType>(function.getArgumentTypes()[argIndex]);
+    if (!names || !type ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError() << "'" << kLogicalAxesAttrName << "' of " << what
+                             << " must be an array of strings on a tensor";
+    if (static_cast<int64_t>(names.size()) != type.getRank())
+      return op->emitError()
+             << "'" << kLogicalAxesAttrName << "' of " << what << " names "
+             << names.size() << " axes for a rank-" << type.getRank()
+             << " tensor";
+    return success();
+  }
   return unknownAttribute(op, attribute);
 }
 
@@ -160,7 +176,8 @@ PartitaDialect::verifyRegionResultAttribute(Operation *op, unsigned regionIndex,
                                             unsigned resultIndex,
                                             NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
-  if (name == kRoleAttrName || name == kDonatedAttrName)
+  if (name == kRoleAttrName || name == kDonatedAttrName ||
+      name == kLogicalAxesAttrName)
     return rejectArgumentOnlyAttr(op, attribute, "function results");
   if (name == kOriginAttrName)
     return verifyOrigin(op, attribute);

@@ -43,6 +43,15 @@ partita::verifyShardingFor(Operation *anchor, ShardingAttr sharding, Type type,
   return success();
 }
 
+LogicalResult LogicalConstraintOp::verify() {
+  auto type = cast<RankedTensorType>(getInput().getType());
+  if (static_cast<int64_t>(getAxes().size()) != type.getRank())
+    return emitOpError() << "names " << getAxes().size()
+                         << " logical axes for a rank-" << type.getRank()
+                         << " tensor";
+  return success();
+}
+
 LogicalResult ShardingConstraintOp::verify() {
   return verifyShardingFor(*this, getSharding(), getType(),
                            "the constrained value",

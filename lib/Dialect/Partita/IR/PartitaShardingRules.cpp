@@ -425,6 +425,10 @@ OpShardingRule OptimizationBarrierOp::getShardingRule() {
   return identityOver(getOperands());
 }
 
+OpShardingRule LogicalConstraintOp::getShardingRule() {
+  return identityOver(getInput());
+}
+
 OpShardingRule ShardingConstraintOp::getShardingRule() {
   OpShardingRule rule = identityOver(getInput());
   rule.partialFlow = PartialFlow::None;

@@ -67,6 +67,10 @@ def Partita_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPartitionedAttrName = "partita.partitioned";
     /// Name of the donation marker on function arguments.
     static constexpr ::llvm::StringLiteral kDonatedAttrName = "partita.donated";
+    /// Name of the logical axis names of a function argument (one string
+    /// per dimension, "" for none), which logical axis rules map to mesh
+    /// axes.
+    static constexpr ::llvm::StringLiteral kLogicalAxesAttrName = "partita.logical_axes";
   }];
 }
 

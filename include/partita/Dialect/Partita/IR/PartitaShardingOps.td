@@ -26,6 +26,30 @@ def Partita_ShardingConstraintOp : Partita_Op<"sharding_constraint",
   let hasVerifier = 1;
 }
 
+def Partita_LogicalConstraintOp : Partita_Op<"logical_constraint",
+    [Pure, SameOperandsAndResultType, HasShardingRule]> {
+  let summary = "A layout named in logical axes, for the rules to map";
+  let description = [{
+    Returns its input unchanged. `axes` names a logical axis per dimension
+    (`""` for none). The logical-rules pass (`partita-apply-rules`) turns it
+    into a `sharding_constraint` when rules qualified with the `activation`
+    role map one of its axes to a mesh axis (sequence parallelism's layout
+    between blocks, say), and removes it otherwise. Left in place it is an
+    identity with no preference.
+
+    **Constraints:** one axis name per input dimension.
+
+    Example:
+    ```mlir
+    %y = partita.logical_constraint %x ["batch", "seq", "embed"] : tensor<8x128x512xf32>
+    ```
+  }];
+  let arguments = (ins Partita_Tensor:$input, StrArrayAttr:$axes);
+  let results = (outs Partita_Tensor:$result);
+  let assemblyFormat = "$input $axes attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Partita_ReshardOp : Partita_Op<"reshard",
     [Pure, SameOperandsAndResultType, HasShardingRule]> {
   let summary = "Explicitly changes a value's sharding";

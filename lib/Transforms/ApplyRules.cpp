@@ -1,0 +1,121 @@
+//===- ApplyRules.cpp - Logical axis names to shardings -------------------===//
+//
+// The import step of logical annotations: arguments named with logical axes
+// get shardings from a rules table, logical constraints on activations become
+// sharding constraints or go away. Everything else stays propagation's job.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Transforms/LogicalRules.h"
+#include "partita/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace partita {
+#define GEN_PASS_DEF_APPLYRULESPASS
+#include "partita/Transforms/Passes.h.inc"
+} // namespace partita
+
+using namespace mlir;
+using namespace partita;
+
+namespace {
+
+std::vector<std::string> axisNames(ArrayAttr names) {
+  std::vector<std::string> axes;
+  for (Attribute name : names)
+    axes.push_back(cast<StringAttr>(name).str());
+  return axes;
+}
+
+std::vector<int64_t> shapeOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return {tensor.getShape().begin(), tensor.getShape().end()};
+}
+
+struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass> {
+  using ApplyRulesPassBase::ApplyRulesPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<LogicalConstraintOp> constraints;
+    module.walk([&](LogicalConstraintOp op) { constraints.push_back(op); });
+    if (rules.empty()) {
+      for (LogicalConstraintOp op : constraints) {
+        op.getResult().replaceAllUsesWith(op.getInput());
+        op.erase();
+      }
+      return;
+    }
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    if (meshes.size() != 1) {
+      module.emitError() << "logical axis rules need a module with exactly "
+                            "one partita.mesh; this one has "
+                         << meshes.size();
+      return signalPassFailure();
+    }
+    MeshOp meshOp = meshes.front();
+    Mesh mesh = meshOp.getMesh().toMesh();
+    Expected<LogicalRules> table = loadLogicalRules(rules, mesh);
+    if (!table) {
+      module.emitError() << table.status().message();
+      return signalPassFailure();
+    }
+    MLIRContext *context = &getContext();
+    auto meshRef = FlatSymbolRefAttr::get(meshOp.getSymNameAttr());
+    auto warn = [&](Location loc, const std::string &what,
+                    const std::vector<std::string> &warnings) {
+      for (const std::string &warning : warnings)
+        emitWarning(loc) << what << ": " << warning;
+    };
+
+    for (auto function : module.getOps<func::FuncOp>()) {
+      for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+        auto names = function.getArgAttrOfType<ArrayAttr>(
+            i, PartitaDialect::kLogicalAxesAttrName);
+        if (!names || function.getArgAttr(i, PartitaDialect::kShardingAttrName))
+          continue;
+        std::string role;
+        if (auto attr = function.getArgAttrOfType<RoleAttr>(
+                i, PartitaDialect::kRoleAttrName))
+          role = stringifyRole(attr.getValue()).str();
+        std::vector<std::string> warnings;
+        Sharding sharding =
+            applyLogicalRules(*table, mesh, axisNames(names),
+                              shapeOf(function.getArgument(i).getType()), role,
+                              warnings);
+        warn(function.getArgument(i).getLoc(),
+             "argument " + std::to_string(i) + " of @" +
+                 function.getSymName().str(),
+             warnings);
+        function.setArgAttr(i, PartitaDialect::kShardingAttrName,
+                            ShardingAttr::fromSharding(context, meshRef,
+                                                       sharding));
+      }
+    }
+    for (LogicalConstraintOp op : constraints) {
+      std::vector<std::string> warnings;
+      Sharding sharding =
+          applyLogicalRules(*table, mesh, axisNames(op.getAxes()),
+                            shapeOf(op.getInput().getType()), "activation",
+                            warnings);
+      warn(op.getLoc(), "logical constraint", warnings);
+      if (sharding.isReplicated()) {
+        op.getResult().replaceAllUsesWith(op.getInput());
+        op.erase();
+        continue;
+      }
+      OpBuilder builder(op);
+      auto constraint = builder.create<ShardingConstraintOp>(
+          op.getLoc(), op.getInput(),
+          ShardingAttr::fromSharding(context, meshRef, sharding));
+      op.getResult().replaceAllUsesWith(constraint.getResult());
+      op.erase();
+    }
+  }
+};
+
+} // namespace

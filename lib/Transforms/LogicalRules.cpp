@@ -1,0 +1,232 @@
+//===- LogicalRules.cpp - Logical axis names to mesh axes -----------------===//
+
+#include "partita/Transforms/LogicalRules.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+
+using namespace partita;
+
+namespace {
+
+struct PresetRule {
+  const char *logical;
+  const char *role;
+  const char *axis;
+};
+
+/// The presets. Each uses the mesh axes `data` and `model` (`ep` also
+/// `expert`); rules whose axis the mesh lacks are dropped.
+const std::vector<std::pair<std::string, std::vector<PresetRule>>> &
+presets() {
+  // Batch over data for inputs; activations only where a preset needs it.
+  static const std::vector<PresetRule> dp = {{"batch", "input", "data"}};
+  static const std::vector<PresetRule> tp = {{"heads", "", "model"},
+                                             {"kv_heads", "", "model"},
+                                             {"mlp", "", "model"},
+                                             {"vocab", "", "model"}};
+  // ZeRO: the `embed` dimension of optimizer state (1), of gradients too
+  // (2), of parameters as well (3 = FSDP) over the data axis.
+  static const std::vector<PresetRule> zero1 = {
+      {"batch", "input", "data"}, {"embed", "opt_state", "data"}};
+  static const std::vector<PresetRule> zero2 = {{"batch", "input", "data"},
+                                                {"embed", "opt_state", "data"},
+                                                {"embed", "grad", "data"}};
+  static const std::vector<PresetRule> fsdp = {{"batch", "input", "data"},
+                                               {"embed", "param", "data"},
+                                               {"embed", "opt_state", "data"},
+                                               {"embed", "grad", "data"}};
+  auto join = [](std::vector<PresetRule> a, const std::vector<PresetRule> &b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  // Megatron's sequence parallelism: between blocks the residual stream is
+  // split along the sequence over the tensor-parallel axis.
+  static const std::vector<PresetRule> sp = {{"batch", "activation", "data"},
+                                             {"seq", "activation", "model"}};
+  static const std::vector<std::pair<std::string, std::vector<PresetRule>>>
+      table = {
+          {"dp", dp},
+          {"zero1", zero1},
+          {"zero2", zero2},
+          {"fsdp", fsdp},
+          {"tp", tp},
+          {"dp+tp", join(dp, tp)},
+          {"fsdp+tp", join(fsdp, tp)},
+          {"tp+sp", join(join(dp, tp), sp)},
+          // `ep` resolves the expert axis per mesh (presetLogicalRules).
+          {"ep", join(dp, {{"expert", "", "expert"}})},
+      };
+  return table;
+}
+
+bool knownRole(std::string_view role) {
+  return role.empty() || role == "param" || role == "opt_state" ||
+         role == "grad" || role == "input" || role == "activation";
+}
+
+std::string meshAxisList(const Mesh &mesh) {
+  std::string text;
+  for (const MeshAxis &axis : mesh.axes())
+    text += (text.empty() ? "" : ", ") + axis.name;
+  return text;
+}
+
+} // namespace
+
+std::string partita::logicalRulePresetNames() {
+  std::string text;
+  for (const auto &[name, rules] : presets())
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+Expected<LogicalRules> partita::presetLogicalRules(std::string_view name,
+                                                   const Mesh &mesh) {
+  for (const auto &[presetName, rules] : presets()) {
+    if (presetName != name)
+      continue;
+    LogicalRules result;
+    result.source = presetName;
+    for (const PresetRule &rule : rules) {
+      std::string axis = rule.axis;
+      if (presetName == "ep" && axis == "expert" && mesh.axisIndex(axis) < 0)
+        axis = "data";
+      if (mesh.axisIndex(axis) < 0)
+        continue;
+      result.rules.push_back({rule.logical, rule.role, {axis}});
+    }
+    if (result.rules.empty())
+      return Status::error("rules preset '" + presetName +
+                           "' uses mesh axes the mesh (" + meshAxisList(mesh) +
+                           ") does not have (data, model" +
+                           (presetName == "ep" ? ", expert" : "") +
+                           "): it would replicate everything");
+    return result;
+  }
+  return Status::error("unknown rules preset '" + std::string(name) +
+                       "' (presets: " + logicalRulePresetNames() +
+                       "; or give a JSON rules file)");
+}
+
+Expected<LogicalRules> partita::parseLogicalRules(std::string_view json,
+                                                  const std::string &source,
+                                                  const Mesh &mesh) {
+  llvm::Expected<llvm::json::Value> value =
+      llvm::json::parse(llvm::StringRef(json.data(), json.size()));
+  if (!value)
+    return Status::error(source + ": invalid JSON: " +
+                         llvm::toString(value.takeError()));
+  const llvm::json::Array *entries = value->getAsArray();
+  if (const llvm::json::Object *object = value->getAsObject())
+    entries = object->getArray("rules");
+  if (!entries)
+    return Status::error(source + ": expected an array of rules (or an "
+                                  "object with one under \"rules\")");
+  LogicalRules result;
+  result.source = source;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    std::string where = source + ": rule " + std::to_string(i);
+    const llvm::json::Object *entry = (*entries)[i].getAsObject();
+    if (!entry)
+      return Status::error(where + " is not an object");
+    LogicalRule rule;
+    std::optional<llvm::StringRef> logical = entry->getString("logical");
+    if (!logical || logical->empty())
+      return Status::error(where + " has no \"logical\" axis name");
+    rule.logical = logical->str();
+    where += " (" + rule.logical + ")";
+    if (const llvm::json::Value *role = entry->get("role")) {
+      std::optional<llvm::StringRef> text = role->getAsString();
+      if (!text || !knownRole(*text))
+        return Status::error(where + ": \"role\" must be one of param, "
+                                     "opt_state, grad, input, activation");
+      rule.role = text->str();
+    }
+    const llvm::json::Value *axes = entry->get("mesh");
+    if (!axes)
+      return Status::error(where + " has no \"mesh\" (an axis, a list of "
+                                   "axes, or null)");
+    if (std::optional<llvm::StringRef> one = axes->getAsString())
+      rule.meshAxes.push_back(one->str());
+    else if (const llvm::json::Array *list = axes->getAsArray())
+      for (const llvm::json::Value &axis : *list) {
+        std::optional<llvm::StringRef> name = axis.getAsString();
+        if (!name)
+          return Status::error(where + ": mesh axes must be strings");
+        rule.meshAxes.push_back(name->str());
+      }
+    else if (!axes->getAsNull())
+      return Status::error(where + ": \"mesh\" must be an axis, a list of "
+                                   "axes, or null");
+    for (const std::string &axis : rule.meshAxes)
+      if (mesh.axisIndex(axis) < 0)
+        return Status::error(where + ": the mesh has no axis '" + axis +
+                             "' (axes: " + meshAxisList(mesh) + ")");
+    result.rules.push_back(std::move(rule));
+  }
+  return result;
+}
+
+Expected<LogicalRules> partita::loadLogicalRules(const std::string &spec,
+                                                 const Mesh &mesh) {
+  for (const auto &preset : presets())
+    if (preset.first == spec)
+      return presetLogicalRules(spec, mesh);
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(spec);
+  if (!file)
+    return Status::error("'" + spec + "' is neither a rules preset (" +
+                         logicalRulePresetNames() +
+                         ") nor a readable rules file");
+  return parseLogicalRules((*file)->getBuffer().str(), spec, mesh);
+}
+
+Sharding partita::applyLogicalRules(const LogicalRules &rules,
+                                    const Mesh &mesh,
+                                    const std::vector<std::string> &axes,
+                                    const std::vector<int64_t> &shape,
+                                    std::string_view role,
+                                    std::vector<std::string> &warnings) {
+  Sharding sharding = Sharding::replicated(static_cast<int>(shape.size()));
+  std::vector<std::string> used;
+  for (size_t d = 0; d < axes.size() && d < shape.size(); ++d) {
+    if (axes[d].empty())
+      continue;
+    for (const LogicalRule &rule : rules.rules) {
+      if (rule.logical != axes[d])
+        continue;
+      bool roleMatches = rule.role.empty() ? role != "activation"
+                                           : rule.role == role;
+      if (!roleMatches || rule.meshAxes.empty())
+        continue;
+      bool free = std::none_of(
+          rule.meshAxes.begin(), rule.meshAxes.end(), [&](const std::string &a) {
+            return std::find(used.begin(), used.end(), a) != used.end() ||
+                   mesh.axisIndex(a) < 0;
+          });
+      if (!free)
+        continue;
+      int64_t devices = 1;
+      for (const std::string &axis : rule.meshAxes)
+        devices *= mesh.axisSize(axis);
+      if (shape[d] % devices != 0) {
+        std::string list;
+        for (const std::string &axis : rule.meshAxes)
+          list += (list.empty() ? "" : ",") + axis;
+        warnings.push_back("logical axis '" + axes[d] + "' (size " +
+                           std::to_string(shape[d]) +
+                           ") does not divide over mesh axes " + list + " (" +
+                           std::to_string(devices) +
+                           " devices): that rule is skipped");
+        continue;
+      }
+      sharding.dims[d].axes = rule.meshAxes;
+      used.insert(used.end(), rule.meshAxes.begin(), rule.meshAxes.end());
+      break;
+    }
+  }
+  return sharding;
+}

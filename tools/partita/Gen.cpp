@@ -1,0 +1,178 @@
+//===- Gen.cpp - partita gen -----------------------------------------------===//
+//
+// Writes one of the builders' models as partita IR: logical axis names on
+// parameters and inputs, shardings when --rules is given, locations naming
+// every value (so explain, show and the report speak the model's names).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+
+#include "partita/Frontend/Models.h"
+#include "partita/Transforms/LogicalRules.h"
+#include "partita/Transforms/Passes.h"
+
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace partita;
+using namespace partita::cli;
+
+namespace {
+constexpr const char *kGenUsage =
+    R"(Usage: partita gen <model> [options]
+
+Writes a model as partita IR: parameters and inputs carry logical axis names
+and roles; with --rules they also get shardings for the mesh. Models:
+
+  mlp   residual regression MLP: --layers blocks x + W2 gelu(W1 x + b1) + b2,
+        mean squared error
+  ffn   Megatron's feed-forward block gelu(x A) B
+  gpt   decoder-only transformer with softmax cross-entropy
+  moe   gpt with mixture-of-experts MLPs (GShard top-k dispatch)
+
+Options (defaults in brackets):
+  --layers L              layers or residual blocks [2]
+  --d-model D             model width [64]
+  --heads H               attention heads [4]
+  --kv-heads K            key/value heads, grouped-query attention [= heads]
+  --seq S                 sequence length [16]
+  --batch B               global batch [8]
+  --vocab V               vocabulary [128]
+  --mlp-ratio R           MLP width = R * d-model [4]
+  --experts E             MoE experts [4]
+  --top-k K               experts per token (1 Switch, 2 GShard) [2]
+  --capacity-factor C     MoE capacity factor [1.25]
+  --groups G              MoE dispatch groups along the batch [one per data
+                          shard]
+  --scan                  the layers as a loop over stacked weights (gpt, mlp)
+  --no-loss               stop at the logits (gpt, moe) or output (mlp)
+  --rotary                rotary positions instead of a learned table
+  --rmsnorm               RMSNorm instead of LayerNorm
+  --swiglu                SwiGLU MLP instead of GELU (gpt, ffn)
+  --dtype f32|bf16        parameter and activation type [f32]
+  --mesh SPEC             the mesh [data=2,model=4]
+  --rules PRESET|FILE     map logical axes to mesh axes: dp, zero1, zero2,
+                          fsdp, tp, dp+tp, fsdp+tp, tp+sp, ep, or a JSON file
+  --summary               print parameters and FLOPs per step instead of IR
+  -o FILE                 write the module to FILE [stdout]
+  -h, --help              show this help
+)";
+
+bool parseInt(const CommandLine &cl, const std::string &flag, int64_t &value,
+              int &exitCode) {
+  if (!cl.has(flag))
+    return true;
+  std::string text = cl.get(flag);
+  char *end = nullptr;
+  long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || !end || *end) {
+    exitCode = usageError(flag + " must be an integer, got '" + text + "'");
+    return false;
+  }
+  value = parsed;
+  return true;
+}
+
+} // namespace
+
+int partita::cli::runGen(const std::vector<std::string> &args) {
+  std::vector<std::string> intFlags = {
+      "--layers", "--d-model", "--heads", "--kv-heads", "--seq",   "--batch",
+      "--vocab",  "--mlp-ratio", "--experts", "--top-k", "--groups"};
+  std::vector<std::string> valueFlags = intFlags;
+  for (const char *flag : {"--capacity-factor", "--dtype", "--mesh", "--rules"})
+    valueFlags.push_back(flag);
+  CommandLine cl;
+  int exitCode = 0;
+  if (!parseCommandLine(args, valueFlags,
+                        {"--scan", "--no-loss", "--rotary", "--rmsnorm",
+                         "--swiglu", "--summary"},
+                        cl, exitCode))
+    return exitCode;
+  if (cl.help) {
+    llvm::outs() << kGenUsage;
+    return 0;
+  }
+  if (cl.input == "-")
+    return usageError(std::string("give a model: ") + modelNames() +
+                      " (see 'partita gen --help')");
+  ModelConfig config;
+  config.model = cl.input;
+  int64_t *targets[] = {&config.layers, &config.dModel,   &config.heads,
+                        &config.kvHeads, &config.seq,     &config.batch,
+                        &config.vocab,  &config.mlpRatio, &config.experts,
+                        &config.topK,   &config.groups};
+  for (size_t i = 0; i < intFlags.size(); ++i)
+    if (!parseInt(cl, intFlags[i], *targets[i], exitCode))
+      return exitCode;
+  if (cl.has("--capacity-factor")) {
+    std::string text = cl.get("--capacity-factor");
+    char *end = nullptr;
+    config.capacityFactor = std::strtod(text.c_str(), &end);
+    if (text.empty() || !end || *end)
+      return usageError("--capacity-factor must be a number, got '" + text +
+                        "'");
+  }
+  config.scan = cl.on("--scan");
+  config.noLoss = cl.on("--no-loss");
+  config.rotary = cl.on("--rotary");
+  config.rmsNorm = cl.on("--rmsnorm");
+  config.swiglu = cl.on("--swiglu");
+  config.dtype = cl.get("--dtype", "f32");
+  std::string meshText = cl.get("--mesh", "data=2,model=4");
+  Expected<Mesh> mesh = parseMeshSpec(meshText);
+  if (!mesh)
+    return usageError("invalid --mesh '" + meshText +
+                      "': " + mesh.status().message());
+
+  Session session;
+  Expected<mlir::OwningOpRef<mlir::ModuleOp>> built =
+      buildModel(&session.context, config, *mesh);
+  if (!built)
+    return usageError(built.status().message());
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*built);
+  if (mlir::failed(mlir::verify(*module))) {
+    llvm::errs() << "error: the " << config.model
+                 << " builder produced an invalid module\n";
+    return 1;
+  }
+  if (cl.has("--rules")) {
+    mlir::PassManager passes(&session.context);
+    ApplyRulesPassOptions options;
+    options.rules = cl.get("--rules");
+    passes.addPass(createApplyRulesPass(options));
+    if (mlir::failed(passes.run(*module)))
+      return 1;
+  }
+  if (cl.on("--summary")) {
+    ModelSummary summary = summarizeModel(*module);
+    llvm::outs() << "model " << config.model << "\n"
+                 << "parameters: " << summary.parameters << " ("
+                 << summary.parameterBytes << " bytes)\n"
+                 << "FLOPs per step (forward): "
+                 << summary.matmulFlops + summary.vectorFlops
+                 << " (einsum " << summary.matmulFlops << ", elementwise and "
+                 << "reductions " << summary.vectorFlops << ")\n";
+    return 0;
+  }
+  std::string errorMessage;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(cl.output, &errorMessage);
+  if (!output) {
+    llvm::errs() << "error: cannot write '" << cl.output
+                 << "': " << errorMessage << "\n";
+    return 1;
+  }
+  module->print(output->os(), mlir::OpPrintingFlags().enableDebugInfo());
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
