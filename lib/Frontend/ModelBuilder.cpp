@@ -239,10 +239,12 @@ Value ModelBuilder::dynamicSlice(Value x, ValueRange starts,
 }
 
 Value ModelBuilder::logicalConstraint(Value x, std::vector<std::string> axes,
-                                      const std::string &name) {
+                                      const std::string &name,
+                                      const std::string &role) {
   SmallVector<StringRef> names(axes.begin(), axes.end());
-  return builder.create<LogicalConstraintOp>(loc(name), x,
-                                             builder.getStrArrayAttr(names));
+  return builder.create<LogicalConstraintOp>(
+      loc(name), x, builder.getStrArrayAttr(names),
+      role.empty() ? StringAttr() : builder.getStringAttr(role));
 }
 
 Value ModelBuilder::scalarLike(double value, Value like,

@@ -76,7 +76,10 @@ Value layerStack(ModelBuilder &b, int64_t count, bool scan,
     std::vector<Value> starts(sizes.size(), zero);
     starts[0] = index;
     Value slice = b.dynamicSlice(stacked[p], starts, sizes, params[p].name);
-    weights.push_back(b.reshape(slice, params[p].shape, params[p].name));
+    // This layer's weight keeps its parameter's layout.
+    weights.push_back(b.logicalConstraint(
+        b.reshape(slice, params[p].shape, params[p].name), params[p].axes,
+        params[p].name + ".layout", "param"));
   }
   Value next = layer(carried, weights);
   ops.create<YieldOp>(b.loc("yield"), ValueRange{next});
@@ -222,7 +225,13 @@ Value moeBlock(ModelBuilder &b, Value x, const std::vector<Value> &w,
                Value &auxLoss, Value *dispatchOut) {
   // w: router [D, E], w1 [E, D, F], w2 [E, F, D]
   int64_t G = groups, T = d.B * d.S / groups, E = d.E, C = capacity;
-  Value tokens = b.reshape(x, {G, T, d.D}, "tokens");
+  // The layouts expert parallelism needs by definition (mapped by the `ep`
+  // preset's activation rules, dropped by others): groups split along the
+  // batch, dispatched tokens split by expert.
+  Axes byGroup3 = {"batch", "", ""}, byGroup4 = {"batch", "", "", ""},
+       byExpert = {"expert", "", "", ""};
+  Value tokens = b.logicalConstraint(b.reshape(x, {G, T, d.D}, "tokens"),
+                                     byGroup3, "tokens.layout");
   Value logits = b.einsum("gtd,de->gte", ValueRange{tokens, w[0]}, {G, T, E},
                           "router.logits");
   Value probs = b.softmax(logits, "router.probs");
@@ -274,17 +283,25 @@ Value moeBlock(ModelBuilder &b, Value x, const std::vector<Value> &w,
     combine = b.div(combine, b.broadcast(total, {G, T, E, C}, {0, 1}, "gates.total.b"),
                     "combine");
   }
+  dispatch = b.logicalConstraint(dispatch, byGroup4, "dispatch.layout");
+  combine = b.logicalConstraint(combine, byGroup4, "combine.layout");
   if (dispatchOut)
     *dispatchOut = dispatch;
-  Value expertIn = b.einsum("gtec,gtd->egcd", ValueRange{dispatch, tokens},
-                            {E, G, C, d.D}, "dispatched");
+  Value expertIn = b.logicalConstraint(
+      b.einsum("gtec,gtd->egcd", ValueRange{dispatch, tokens}, {E, G, C, d.D},
+               "dispatched"),
+      byExpert, "dispatched.layout");
   Value h = b.einsum("egcd,edf->egcf", ValueRange{expertIn, w[1]}, {E, G, C, d.F},
                      "expert.up");
   Value act = b.gelu(h, "expert.gelu");
-  Value expertOut = b.einsum("egcf,efd->egcd", ValueRange{act, w[2]}, {E, G, C, d.D},
-                             "expert.down");
-  Value combined = b.einsum("gtec,egcd->gtd", ValueRange{combine, expertOut},
-                            {G, T, d.D}, "combined");
+  Value expertOut = b.logicalConstraint(
+      b.einsum("egcf,efd->egcd", ValueRange{act, w[2]}, {E, G, C, d.D},
+               "expert.down"),
+      byExpert, "expert.down.layout");
+  Value combined = b.logicalConstraint(
+      b.einsum("gtec,egcd->gtd", ValueRange{combine, expertOut}, {G, T, d.D},
+               "combined"),
+      byGroup3, "combined.layout");
   // Load balancing (Switch/GShard): E * sum_e fraction_e * mean_prob_e.
   Value fraction = b.mean(masks[0], {0, 1}, "aux.fraction");
   Value meanProb = b.mean(probs, {0, 1}, "aux.prob");

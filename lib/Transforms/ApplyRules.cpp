@@ -100,7 +100,8 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
       std::vector<std::string> warnings;
       Sharding sharding =
           applyLogicalRules(*table, mesh, axisNames(op.getAxes()),
-                            shapeOf(op.getInput().getType()), "activation",
+                            shapeOf(op.getInput().getType()),
+                            op.getRole() ? op.getRole()->str() : "activation",
                             warnings);
       warn(op.getLoc(), "logical constraint", warnings);
       if (sharding.isReplicated()) {

@@ -57,7 +57,12 @@ presets() {
           {"fsdp+tp", join(fsdp, tp)},
           {"tp+sp", join(join(dp, tp), sp)},
           // `ep` resolves the expert axis per mesh (presetLogicalRules).
-          {"ep", join(dp, {{"expert", "", "expert"}})},
+          // GShard's layout: routing and tokens split by group along the
+          // batch, the dispatched tokens by expert, so that dispatch and
+          // combine are each one all_to_all.
+          {"ep", join(dp, {{"expert", "", "expert"},
+                           {"batch", "activation", "data"},
+                           {"expert", "activation", "expert"}})},
       };
   return table;
 }

@@ -265,7 +265,13 @@ LogicalResult GraphBuilder::buildOp(Operation *op, func::FuncOp function) {
     std::string name = describeOp(op);
     for (auto [index, carried] : llvm::enumerate(loop.getCarried())) {
       int carriedId = tensorFor(carried, valueName(carried));
-      problem.tensors[carriedId].accumulator = true;
+      // An accumulator only feeds sums (acc + x) and the yield: kept partial
+      // through the loop, it is reduced once after it. A carry the body uses
+      // otherwise (a residual stream feeding a norm) must stay whole.
+      problem.tensors[carriedId].accumulator =
+          llvm::all_of(carried.getUsers(), [](Operation *user) {
+            return isa<AddOp, SubOp, YieldOp>(user);
+          });
       int yieldedId = tensorFor(yield.getValues()[index],
                                 valueName(yield.getValues()[index]));
       addEdge(operands[index], carriedId, name + " (entry)");

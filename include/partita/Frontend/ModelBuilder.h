@@ -102,9 +102,11 @@ public:
   mlir::Value argmax(mlir::Value x, int64_t dim, const std::string &name);
   mlir::Value dynamicSlice(mlir::Value x, mlir::ValueRange starts,
                            std::vector<int64_t> sizes, const std::string &name);
-  /// The layout `axes` (logical names) for the rules to map.
+  /// The layout `axes` (logical names) for the rules to map, with the
+  /// rules of `role` ("" : activation).
   mlir::Value logicalConstraint(mlir::Value x, std::vector<std::string> axes,
-                                const std::string &name);
+                                const std::string &name,
+                                const std::string &role = "");
 
   // Composite helpers.
   /// A splat constant of `like`'s type.

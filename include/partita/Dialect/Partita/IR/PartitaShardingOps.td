@@ -32,19 +32,24 @@ def Partita_LogicalConstraintOp : Partita_Op<"logical_constraint",
   let description = [{
     Returns its input unchanged. `axes` names a logical axis per dimension
     (`""` for none). The logical-rules pass (`partita-apply-rules`) turns it
-    into a `sharding_constraint` when rules qualified with the `activation`
-    role map one of its axes to a mesh axis (sequence parallelism's layout
-    between blocks, say), and removes it otherwise. Left in place it is an
-    identity with no preference.
+    into a `sharding_constraint` when rules map one of its axes to a mesh
+    axis, and removes it otherwise. Activations (the default) use only the
+    rules qualified with the `activation` role (sequence parallelism's
+    layout between blocks, say); `role = "param"` (or another argument
+    role) applies that role's rules, as for one layer's slice of weights
+    stacked for a scanned layer loop. Left in place it is an identity with
+    no preference.
 
     **Constraints:** one axis name per input dimension.
 
     Example:
     ```mlir
     %y = partita.logical_constraint %x ["batch", "seq", "embed"] : tensor<8x128x512xf32>
+    %w = partita.logical_constraint %s ["embed", "mlp"] {role = "param"} : tensor<512x2048xf32>
     ```
   }];
-  let arguments = (ins Partita_Tensor:$input, StrArrayAttr:$axes);
+  let arguments = (ins Partita_Tensor:$input, StrArrayAttr:$axes,
+                       OptionalAttr<StrAttr>:$role);
   let results = (outs Partita_Tensor:$result);
   let assemblyFormat = "$input $axes attr-dict `:` type($result)";
   let hasVerifier = 1;
