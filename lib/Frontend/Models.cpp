@@ -2,8 +2,10 @@
 //
 // Each model is written once with logical axis names on its parameters and
 // inputs. The transformer's residual stream carries a logical constraint
-// [batch, seq, embed] at every block boundary: the place Megatron puts its
-// sequence-parallel layout, mapped only by presets that ask for it (tp+sp).
+// [batch, seq, embed] at every block boundary and after every norm: where
+// Megatron puts its sequence-parallel layout and MaxText its activation
+// constraints, mapped only by presets that ask for an activation layout
+// (tp+sp, fsdp, ep).
 //
 //===----------------------------------------------------------------------===//
 
@@ -370,13 +372,21 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
     x = b.add(x, b.broadcast(wpe, {d.B, d.S, d.D}, {1, 2}, "positions.b"),
               "with_positions");
   b.popScope();
+  // The residual stream between blocks, and a norm's output where the
+  // block's matrix products read it: whole along the sequence and the
+  // embedding (Megatron's all_gather before the column-parallel GEMMs under
+  // sequence parallelism; FSDP gathers the weights, not the activations).
   Axes stream = {"batch", "seq", "embed"};
+  Axes normed = {"batch", "", ""};
 
   std::vector<LayerParam> params;
+  // Norm parameters have their own logical axis (MaxText's "norm"), which
+  // the presets leave whole: sharding a vector of D scales would drag the
+  // normalized activations' layout along with it for no memory worth having.
   auto normParams = [&](const std::string &name) {
-    params.push_back({name + ".scale", {d.D}, {"embed"}});
+    params.push_back({name + ".scale", {d.D}, {"norm"}});
     if (!c.rmsNorm)
-      params.push_back({name + ".bias", {d.D}, {"embed"}});
+      params.push_back({name + ".bias", {d.D}, {"norm"}});
   };
   normParams("attn.norm");
   params.push_back({"attn.wq", {d.D, d.H, d.K}, {"embed", "heads", "head_dim"}});
@@ -408,7 +418,9 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
     h = b.logicalConstraint(h, stream, "input");
     std::vector<Value> norm1 = take(normSize);
     b.pushScope("attn");
-    Value a = b.norm(h, norm1[0], normSize == 2 ? norm1[1] : Value(), "norm");
+    Value a = b.logicalConstraint(
+        b.norm(h, norm1[0], normSize == 2 ? norm1[1] : Value(), "norm"),
+        normed, "norm.layout");
     Value attended = attention(b, a, take(4), d, c.rotary);
     b.popScope();
     h = b.logicalConstraint(b.add(h, attended, "attn.residual"), stream,
@@ -416,14 +428,18 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
     std::vector<Value> norm2 = take(normSize);
     if (moe) {
       b.pushScope("moe");
-      Value m = b.norm(h, norm2[0], normSize == 2 ? norm2[1] : Value(), "norm");
+      Value m = b.logicalConstraint(
+          b.norm(h, norm2[0], normSize == 2 ? norm2[1] : Value(), "norm"),
+          normed, "norm.layout");
       Value y = moeBlock(b, m, take(3), d, groups, c.topK, capacity, auxLoss,
                          first && c.exposeDispatch ? &dispatch : nullptr);
       b.popScope();
       h = b.add(h, y, "moe.residual");
     } else {
       b.pushScope("mlp");
-      Value m = b.norm(h, norm2[0], normSize == 2 ? norm2[1] : Value(), "norm");
+      Value m = b.logicalConstraint(
+          b.norm(h, norm2[0], normSize == 2 ? norm2[1] : Value(), "norm"),
+          normed, "norm.layout");
       Value y = mlpBlock(b, m, take(c.swiglu ? 3 : 2), d, c.swiglu,
                          "bsd,df->bsf", "bsf,fd->bsd");
       b.popScope();
@@ -439,10 +455,11 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
   x = layerStack(b, d.L, c.scan, params, x, layer);
   x = b.logicalConstraint(x, stream, "final.input");
 
-  Value gamma = b.param("final.norm.scale", {d.D}, {"embed"});
-  Value beta = c.rmsNorm ? Value() : b.param("final.norm.bias", {d.D}, {"embed"});
+  Value gamma = b.param("final.norm.scale", {d.D}, {"norm"});
+  Value beta = c.rmsNorm ? Value() : b.param("final.norm.bias", {d.D}, {"norm"});
   Value head = b.param("head", {d.D, d.V}, {"embed", "vocab"});
-  x = b.norm(x, gamma, beta, "final.norm");
+  x = b.logicalConstraint(b.norm(x, gamma, beta, "final.norm"), normed,
+                          "final.norm.layout");
   Value logits = b.einsum("bsd,dv->bsv", ValueRange{x, head}, {d.B, d.S, d.V},
                           "logits");
   std::vector<Value> results;

@@ -34,10 +34,14 @@ presets() {
   static const std::vector<PresetRule> zero2 = {{"batch", "input", "data"},
                                                 {"embed", "opt_state", "data"},
                                                 {"embed", "grad", "data"}};
+  // FSDP keeps the batch split over data between blocks too, so weights are
+  // gathered before use rather than activations resharded (MaxText's
+  // activation_batch rule).
   static const std::vector<PresetRule> fsdp = {{"batch", "input", "data"},
                                                {"embed", "param", "data"},
                                                {"embed", "opt_state", "data"},
-                                               {"embed", "grad", "data"}};
+                                               {"embed", "grad", "data"},
+                                               {"batch", "activation", "data"}};
   auto join = [](std::vector<PresetRule> a, const std::vector<PresetRule> &b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
