@@ -63,7 +63,6 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
   if (!module || !runPipeline(session, *module, options))
     return 1;
 
-  std::string errorMessage;
   if (executable) {
     if (cl.output == "-")
       return usageError(
@@ -78,16 +77,11 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
       return usageError(written.message());
     return 0;
   }
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      mlir::openOutputFile(cl.output, &errorMessage);
-  if (!output) {
-    llvm::errs() << "error: cannot write '" << cl.output
-                 << "': " << errorMessage << "\n";
+  if (!writeOutputFile(cl.output, [&](llvm::raw_ostream &os) {
+        module->print(os);
+        os << "\n";
+      }))
     return 1;
-  }
-  module->print(output->os());
-  output->os() << "\n";
-  output->keep();
 
   if (cl.has("--report")) {
     Interconnect interconnect;
@@ -98,16 +92,10 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
         return usageError(parsed.status().message());
       interconnect = *parsed;
     }
-    std::string reportPath = cl.get("--report");
-    std::unique_ptr<llvm::ToolOutputFile> report =
-        mlir::openOutputFile(reportPath, &errorMessage);
-    if (!report) {
-      llvm::errs() << "error: cannot write '" << reportPath
-                   << "': " << errorMessage << "\n";
+    if (!writeOutputFile(cl.get("--report"), [&](llvm::raw_ostream &os) {
+          os << analyzeModule(*module, interconnect).toJson();
+        }))
       return 1;
-    }
-    report->os() << analyzeModule(*module, interconnect).toJson();
-    report->keep();
   }
   return 0;
 }

@@ -2,6 +2,9 @@
 
 #include "Driver.h"
 
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
+
 #include "partita/Registration.h"
 #include "partita/Sharding/Mesh.h"
 
@@ -137,6 +140,22 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
     }
     options.mesh = text;
   }
+  return true;
+}
+
+bool partita::cli::writeOutputFile(
+    const std::string &path,
+    const std::function<void(llvm::raw_ostream &)> &write) {
+  std::string errorMessage;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(path, &errorMessage);
+  if (!output) {
+    llvm::errs() << "error: cannot write '" << path << "': " << errorMessage
+                 << "\n";
+    return false;
+  }
+  write(output->os());
+  output->keep();
   return true;
 }
 

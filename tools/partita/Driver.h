@@ -16,6 +16,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -67,6 +68,11 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
 /// --strict) with the stage `stage`; false after reporting a bad value.
 bool pipelineOptions(const CommandLine &cl, Stage stage,
                      PipelineOptions &options, int &exitCode);
+
+/// Writes `path` ("-": stdout) with `write`; false after reporting a file
+/// that cannot be written.
+bool writeOutputFile(const std::string &path,
+                     const std::function<void(llvm::raw_ostream &)> &write);
 
 /// Runs the pipeline on `module`; false after its diagnostics.
 bool runPipeline(Session &session, mlir::ModuleOp module,

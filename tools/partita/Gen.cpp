@@ -163,16 +163,9 @@ int partita::cli::runGen(const std::vector<std::string> &args) {
                  << "reductions " << summary.vectorFlops << ")\n";
     return 0;
   }
-  std::string errorMessage;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      mlir::openOutputFile(cl.output, &errorMessage);
-  if (!output) {
-    llvm::errs() << "error: cannot write '" << cl.output
-                 << "': " << errorMessage << "\n";
-    return 1;
-  }
-  module->print(output->os(), mlir::OpPrintingFlags().enableDebugInfo());
-  output->os() << "\n";
-  output->keep();
-  return 0;
+  bool written = writeOutputFile(cl.output, [&](llvm::raw_ostream &os) {
+    module->print(os, mlir::OpPrintingFlags().enableDebugInfo());
+    os << "\n";
+  });
+  return written ? 0 : 1;
 }
