@@ -1,0 +1,33 @@
+# `cmake --install build [--prefix P]`: headers (with the generated .inc
+# files), Partita's static libraries, the tools, and PartitaConfig.cmake
+# (imported Partita:: targets; it finds MLIR for the consumer).
+include(GNUInstallDirs)
+
+install(DIRECTORY ${PARTITA_SOURCE_DIR}/include/partita
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.td"
+        PATTERN "CMakeLists.txt" EXCLUDE)
+install(DIRECTORY ${PARTITA_BINARY_DIR}/include/partita
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.inc" PATTERN "*.h"
+        PATTERN "CMakeFiles" EXCLUDE)
+
+# add_mlir_library installs its own archives; the plain ones are here.
+install(TARGETS PartitaSharding PartitaRuntime
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS partita partita-opt partita-exec
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+set(PARTITA_CONFIG_BLAS "")
+if(PARTITA_HAVE_OPENBLAS)
+  set(PARTITA_CONFIG_BLAS "${PARTITA_OPENBLAS_LIBRARY}")
+endif()
+configure_file(${PARTITA_SOURCE_DIR}/cmake/PartitaConfig.cmake.in
+               ${PARTITA_BINARY_DIR}/PartitaConfig.cmake @ONLY)
+include(CMakePackageConfigHelpers)
+write_basic_package_version_file(
+  ${PARTITA_BINARY_DIR}/PartitaConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PARTITA_BINARY_DIR}/PartitaConfig.cmake
+              ${PARTITA_BINARY_DIR}/PartitaConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/partita)
