@@ -3,6 +3,7 @@
 #include "partita/Analysis/Liveness.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Transforms/InlineCalls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -38,33 +39,7 @@ OwningOpRef<ModuleOp> partita::cloneWithCallsInlined(ModuleOp module,
   if (!any)
     return nullptr;
   OwningOpRef<ModuleOp> copy = module.clone();
-  for (unsigned depth = 0; depth < maxDepth; ++depth) {
-    SmallVector<func::CallOp> calls;
-    copy->walk([&](func::CallOp call) { calls.push_back(call); });
-    bool changed = false;
-    for (func::CallOp call : calls) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          call, call.getCalleeAttr());
-      if (!callee || callee.isExternal() ||
-          callee->isAncestor(call.getOperation()))
-        continue;
-      Block &body = callee.getBody().front();
-      IRMapping mapping;
-      for (auto [arg, operand] :
-           llvm::zip(body.getArguments(), call.getOperands()))
-        mapping.map(arg, operand);
-      OpBuilder builder(call);
-      for (Operation &op : body.without_terminator())
-        builder.clone(op, mapping);
-      for (auto [result, returned] :
-           llvm::zip(call.getResults(), body.getTerminator()->getOperands()))
-        result.replaceAllUsesWith(mapping.lookupOrDefault(returned));
-      call.erase();
-      changed = true;
-    }
-    if (!changed)
-      break;
-  }
+  inlineCalls(copy->getOperation(), maxDepth);
   return copy;
 }
 

@@ -95,6 +95,18 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
                             ShardingAttr::fromSharding(context, meshRef,
                                                        sharding));
       }
+      // A result that is an argument's new value takes its layout.
+      for (unsigned r = 0; r < function.getNumResults(); ++r) {
+        auto aliases = function.getResultAttrOfType<IntegerAttr>(
+            r, PartitaDialect::kAliasesAttrName);
+        if (!aliases ||
+            function.getResultAttr(r, PartitaDialect::kShardingAttrName))
+          continue;
+        if (Attribute sharding = function.getArgAttr(
+                aliases.getInt(), PartitaDialect::kShardingAttrName))
+          function.setResultAttr(r, PartitaDialect::kShardingAttrName,
+                                 sharding);
+      }
     }
     for (LogicalConstraintOp op : constraints) {
       std::vector<std::string> warnings;

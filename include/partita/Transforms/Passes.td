@@ -71,6 +71,59 @@ def ApplyRulesPass : Pass<"partita-apply-rules", "mlir::ModuleOp"> {
   let dependentDialects = ["::partita::PartitaDialect"];
 }
 
+def GradPass : Pass<"partita-grad", "mlir::ModuleOp"> {
+  let summary = "Adds the reverse-mode gradient of the module's loss function";
+  let description = [{
+    For the module's public function (a scalar float loss first), adds
+    `@<name>_grad` with the same arguments returning the loss and its
+    gradient with respect to every argument with role `param` (or the
+    arguments listed in `wrt`), and makes the loss function private. Loops
+    are differentiated by iterating backwards over the carries the forward
+    loop saves; calls are inlined. docs/Autodiff.md lists the rules.
+
+    **Constraints:** one public function with a body, returning a scalar
+    float first; every op has a gradient rule (manual computations and
+    collectives do not: differentiate the global program).
+
+    Example: `partita-opt --partita-grad mlp.mlir` adds `@mlp_loss_grad`
+    returning `(loss, d loss/d w1, d loss/d b1, ...)`.
+  }];
+  let options = [
+    ListOption<"wrt", "wrt", "unsigned",
+               "Argument indices to differentiate (default: role param)">
+  ];
+  let dependentDialects = ["::partita::PartitaDialect"];
+}
+
+def TrainStepPass : Pass<"partita-train-step", "mlir::ModuleOp"> {
+  let summary = "Turns the module's loss function into a training step";
+  let description = [{
+    Replaces the module's public loss function `@f` by `@f_train_step`:
+    forward, backward and an optimizer update in one function, with the
+    parameters and optimizer state as donated arguments (role `opt_state`
+    for the state, which shares its parameter's logical axes) whose new
+    values are results marked `partita.aliases`. `optimizer=adamw` (moments
+    m and v, bias correction from an i32 `step` input, decoupled weight
+    decay) or `optimizer=sgd` (momentum). The learning rate is an `lr`
+    input unless `lr` is given. `mixed-precision` keeps f32 master weights
+    and state for a bf16 loss function.
+
+    **Constraints:** as for `partita-grad`, and at least one argument with
+    role `param`.
+
+    Example: `partita-opt --partita-train-step="optimizer=sgd lr=0.1" mlp.mlir`
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw or sgd">,
+    Option<"learningRate", "lr", "double", /*default=*/"0.0",
+           "A constant learning rate (default: an lr input)">,
+    Option<"mixedPrecision", "mixed-precision", "bool", /*default=*/"false",
+           "f32 master weights and state for a bf16 loss">
+  ];
+  let dependentDialects = ["::partita::PartitaDialect"];
+}
+
 def PrintShardingRulesPass : Pass<"partita-print-sharding-rules"> {
   let summary = "Prints every op's sharding rule as a remark (for tests)";
   let description = [{

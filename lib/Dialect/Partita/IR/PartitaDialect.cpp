@@ -76,6 +76,7 @@ LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
                          << attribute.getName().getValue()
                          << "'; known: partita.sharding, partita.role, "
                             "partita.donated, partita.logical_axes, "
+                            "partita.aliases, "
                             "partita.origin, partita.reason, "
                             "partita.partitioned";
 }
@@ -87,7 +88,7 @@ PartitaDialect::verifyOperationAttribute(Operation *op,
                                          NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
   if (name == kRoleAttrName || name == kDonatedAttrName ||
-      name == kLogicalAxesAttrName)
+      name == kLogicalAxesAttrName || name == kAliasesAttrName)
     return rejectArgumentOnlyAttr(op, attribute, "an operation");
   if (name == kOriginAttrName)
     return verifyOrigin(op, attribute);
@@ -154,6 +155,9 @@ PartitaDialect::verifyRegionArgAttribute(Operation *op, unsigned regionIndex,
                              << " is a unit attribute and takes no value";
     return success();
   }
+  if (name == kAliasesAttrName)
+    return op->emitError() << "'" << kAliasesAttrName
+                           << "' is only valid on function results";
   if (name == kLogicalAxesAttrName) {
     auto names = dyn_cast<ArrayAttr>(attribute.getValue());
     auto type = dyn_cast<RankedTensorType>(function.getArgumentTypes()[argIndex]);
@@ -181,6 +185,21 @@ PartitaDialect::verifyRegionResultAttribute(Operation *op, unsigned regionIndex,
     return rejectArgumentOnlyAttr(op, attribute, "function results");
   if (name == kOriginAttrName)
     return verifyOrigin(op, attribute);
+  if (name == kAliasesAttrName) {
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    auto index = dyn_cast<IntegerAttr>(attribute.getValue());
+    if (!function || !index || index.getInt() < 0 ||
+        index.getInt() >= static_cast<int64_t>(function.getNumArguments()))
+      return op->emitError() << "'" << kAliasesAttrName << "' of result "
+                             << resultIndex
+                             << " must be the index of a function argument";
+    if (function.getArgumentTypes()[index.getInt()] !=
+        function.getResultTypes()[resultIndex])
+      return op->emitError() << "'" << kAliasesAttrName << "' of result "
+                             << resultIndex << " names argument "
+                             << index.getInt() << " of another type";
+    return success();
+  }
   if (name != kShardingAttrName)
     return unknownAttribute(op, attribute);
   auto function = dyn_cast<FunctionOpInterface>(op);

@@ -71,6 +71,10 @@ def Partita_Dialect : Dialect {
     /// per dimension, "" for none), which logical axis rules map to mesh
     /// axes.
     static constexpr ::llvm::StringLiteral kLogicalAxesAttrName = "partita.logical_axes";
+    /// Name of the marker on a function result that is the new value of a
+    /// (donated) argument: the argument's index. The result gets the
+    /// argument's layout, so the runtime can update it in place.
+    static constexpr ::llvm::StringLiteral kAliasesAttrName = "partita.aliases";
   }];
 }
 

@@ -1,0 +1,63 @@
+//===- Autodiff.h - Reverse-mode differentiation and train steps -*- C++ -*-===//
+//
+// A training step is one program: forward, backward and update, which the
+// compiler then partitions like any other. buildGradient differentiates a
+// scalar loss function in reverse mode (docs/Autodiff.md lists the rules);
+// buildTrainStep adds an optimizer (SGD with momentum, AdamW) whose state
+// and parameters are donated arguments updated in place.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_TRANSFORMS_AUTODIFF_H
+#define PARTITA_TRANSFORMS_AUTODIFF_H
+
+#include "partita/Sharding/Status.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <vector>
+
+namespace partita {
+
+/// Adds to `loss`'s module a function `name` with `loss`'s arguments that
+/// returns (loss, d loss / d argument for each index in `wrt`). `loss`
+/// returns a scalar float first (further results are ignored). Calls are
+/// inlined; loops are differentiated by iterating backwards over the
+/// carries the forward loop saves. Integer and boolean values, compare,
+/// argmax, iota and top_k's indices carry no gradient. Errors (an op
+/// without a gradient rule, a collective) name the op and its location.
+Expected<mlir::func::FuncOp> buildGradient(mlir::func::FuncOp loss,
+                                           const std::vector<unsigned> &wrt,
+                                           const std::string &name);
+
+/// The optimizer of a train step.
+struct TrainStepOptions {
+  /// "adamw" or "sgd" (with momentum).
+  std::string optimizer = "adamw";
+  /// > 0: a constant learning rate; otherwise the step takes an `lr` input
+  /// (a schedule lives outside the step).
+  double learningRate = 0;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, weightDecay = 0.01;
+  double momentum = 0.9;
+  /// Parameters and optimizer state in f32 (the master weights) while the
+  /// loss runs on a bf16 copy; needs a loss function with bf16 parameters.
+  bool mixedPrecision = false;
+};
+
+/// Replaces the loss function `loss` (scalar loss first; arguments with
+/// role `param` are trained) by the public function `name`:
+///
+///   (params..., state..., other arguments..., [step: i32], [lr: f32])
+///       -> (loss, new params..., new state...)
+///
+/// Parameters and state are donated (updated in place) and state carries
+/// role `opt_state` and its parameter's logical axes. SGD keeps one
+/// momentum per parameter; AdamW two moments and takes the step number
+/// (counting from 0) for bias correction.
+Expected<mlir::func::FuncOp> buildTrainStep(mlir::func::FuncOp loss,
+                                            const TrainStepOptions &options,
+                                            const std::string &name);
+
+} // namespace partita
+
+#endif // PARTITA_TRANSFORMS_AUTODIFF_H

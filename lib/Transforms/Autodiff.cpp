@@ -1,0 +1,891 @@
+//===- Autodiff.cpp - Reverse-mode differentiation and train steps --------===//
+//
+// The gradient function is the forward function followed by its reverse
+// sweep: ops are visited last to first, each adding its operands' adjoints
+// from its results' adjoints (docs/Autodiff.md has the rules). A loop is
+// rewritten to save its carries at every iteration; its adjoint is a loop
+// running backwards that reloads the carries, recomputes the body and
+// differentiates that copy, carrying the adjoints of the carries and of the
+// outer values the body reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Transforms/Autodiff.h"
+
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Transforms/InlineCalls.h"
+#include "partita/Transforms/ValueNames.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace partita;
+
+namespace {
+
+using Shape = SmallVector<int64_t>;
+
+RankedTensorType tensorTypeOf(Value value) {
+  return dyn_cast<RankedTensorType>(value.getType());
+}
+
+bool isFloatTensor(Value value) {
+  RankedTensorType type = tensorTypeOf(value);
+  return type && isa<FloatType>(type.getElementType());
+}
+
+Shape shapeOf(Value value) {
+  return Shape(tensorTypeOf(value).getShape());
+}
+
+/// Emits ops at a builder's insertion point, all at one location.
+struct Emitter {
+  OpBuilder &b;
+  Location loc;
+
+  Value splat(double value, Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    Attribute element;
+    if (auto floating = dyn_cast<FloatType>(tensor.getElementType()))
+      element = b.getFloatAttr(floating, value);
+    else
+      element = b.getIntegerAttr(tensor.getElementType(),
+                                 static_cast<int64_t>(value));
+    return b.create<ConstantOp>(loc, tensor,
+                                DenseElementsAttr::get(tensor, element));
+  }
+  Value zerosLike(Value like) { return splat(0, like.getType()); }
+  Value add(Value x, Value y) { return b.create<AddOp>(loc, x.getType(), x, y); }
+  Value sub(Value x, Value y) { return b.create<SubOp>(loc, x.getType(), x, y); }
+  Value mul(Value x, Value y) { return b.create<MulOp>(loc, x.getType(), x, y); }
+  Value div(Value x, Value y) { return b.create<DivOp>(loc, x.getType(), x, y); }
+  Value neg(Value x) { return b.create<NegOp>(loc, x.getType(), x); }
+  Value exp(Value x) { return b.create<ExpOp>(loc, x.getType(), x); }
+  Value log(Value x) { return b.create<LogOp>(loc, x.getType(), x); }
+  Value sqrt(Value x) { return b.create<SqrtOp>(loc, x.getType(), x); }
+  Value cos(Value x) { return b.create<CosOp>(loc, x.getType(), x); }
+  Value sin(Value x) { return b.create<SinOp>(loc, x.getType(), x); }
+  Value sign(Value x) { return b.create<SignOp>(loc, x.getType(), x); }
+  Value pow(Value x, Value y) { return b.create<PowOp>(loc, x.getType(), x, y); }
+  Value select(Value p, Value x, Value y) {
+    return b.create<SelectOp>(loc, x.getType(), p, x, y);
+  }
+  Value compare(CompareDirection direction, Value x, Value y) {
+    auto type = RankedTensorType::get(tensorTypeOf(x).getShape(), b.getI1Type());
+    return b.create<CompareOp>(loc, type, direction, x, y);
+  }
+  Value convert(Value x, Type element) {
+    auto type = RankedTensorType::get(tensorTypeOf(x).getShape(), element);
+    return b.create<ConvertOp>(loc, type, x);
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    auto type = RankedTensorType::get(shape, tensorTypeOf(x).getElementType());
+    return b.create<ReshapeOp>(loc, type, x);
+  }
+  Value broadcast(Value x, ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
+    auto type = RankedTensorType::get(shape, tensorTypeOf(x).getElementType());
+    return b.create<BroadcastOp>(loc, type, x, dims);
+  }
+  Value reduceSum(Value x, ArrayRef<int64_t> dims) {
+    Shape in = shapeOf(x), out;
+    for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
+      if (!llvm::is_contained(dims, d))
+        out.push_back(in[d]);
+    auto type = RankedTensorType::get(out, tensorTypeOf(x).getElementType());
+    return b.create<ReduceOp>(loc, type, ReductionKind::Sum, x, dims);
+  }
+  Value einsum(const std::string &spec, ValueRange operands,
+               ArrayRef<int64_t> shape) {
+    auto type =
+        RankedTensorType::get(shape, tensorTypeOf(operands[0]).getElementType());
+    return b.create<EinsumOp>(loc, type, b.getStringAttr(spec), operands);
+  }
+  Value slice(Value x, ArrayRef<int64_t> start, ArrayRef<int64_t> limit) {
+    Shape shape, stride(start.size(), 1);
+    for (size_t d = 0; d < start.size(); ++d)
+      shape.push_back(limit[d] - start[d]);
+    auto type = RankedTensorType::get(shape, tensorTypeOf(x).getElementType());
+    return b.create<SliceOp>(loc, type, x, start, limit, stride);
+  }
+  Value dynamicSlice(Value x, ValueRange starts, ArrayRef<int64_t> sizes) {
+    auto type = RankedTensorType::get(sizes, tensorTypeOf(x).getElementType());
+    return b.create<DynamicSliceOp>(loc, type, x, starts, sizes);
+  }
+  Value dynamicUpdateSlice(Value x, Value update, ValueRange starts) {
+    return b.create<DynamicUpdateSliceOp>(loc, x.getType(), x, update, starts);
+  }
+  /// Broadcasts a value with the kept dimensions of a reduction back to the
+  /// reduced operand's shape.
+  Value unreduce(Value reduced, Value operand, ArrayRef<int64_t> dims) {
+    Shape kept;
+    for (int64_t d = 0; d < static_cast<int64_t>(shapeOf(operand).size()); ++d)
+      if (!llvm::is_contained(dims, d))
+        kept.push_back(d);
+    return broadcast(reduced, shapeOf(operand), kept);
+  }
+};
+
+/// One operand's letters, and every letter's size, of an einsum spec.
+struct EinsumSpec {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::map<char, int64_t> sizes;
+};
+
+FailureOr<EinsumSpec> parseSpec(EinsumOp op) {
+  EinsumSpec spec;
+  std::string text = op.getSpec().str();
+  size_t arrow = text.find("->");
+  if (arrow == std::string::npos)
+    return failure();
+  spec.output = text.substr(arrow + 2);
+  std::string lhs = text.substr(0, arrow);
+  size_t start = 0;
+  while (true) {
+    size_t comma = lhs.find(',', start);
+    spec.inputs.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    Shape shape = shapeOf(op.getOperand(i));
+    if (shape.size() != spec.inputs[i].size())
+      return failure();
+    for (size_t d = 0; d < shape.size(); ++d)
+      spec.sizes[spec.inputs[i][d]] = shape[d];
+  }
+  return spec;
+}
+
+bool hasRepeatedLetter(const std::string &letters) {
+  for (size_t i = 0; i < letters.size(); ++i)
+    if (letters.find(letters[i], i + 1) != std::string::npos)
+      return true;
+  return false;
+}
+
+/// The reverse sweep over a list of ops.
+class Reverse {
+public:
+  explicit Reverse(OpBuilder &builder) : builder(builder) {}
+
+  /// Adds `gradient` to the adjoint of `value` (floats only).
+  void accumulate(Value value, Value gradient) {
+    if (!gradient || !isFloatTensor(value))
+      return;
+    auto it = adjoints.find(value);
+    if (it == adjoints.end()) {
+      adjoints[value] = gradient;
+      return;
+    }
+    Emitter e{builder, value.getLoc()};
+    it->second = e.add(it->second, gradient);
+  }
+  Value adjoint(Value value) const { return adjoints.lookup(value); }
+
+  /// Visits `ops` last to first. Fails with a message naming the op.
+  LogicalResult run(ArrayRef<Operation *> ops) {
+    for (Operation *op : llvm::reverse(ops))
+      if (failed(visit(op)))
+        return failure();
+    return success();
+  }
+
+  std::string error;
+
+private:
+  OpBuilder &builder;
+  DenseMap<Value, Value> adjoints;
+
+  LogicalResult fail(Operation *op, const std::string &why) {
+    error = describeOp(op) + ": " + why;
+    return failure();
+  }
+
+  LogicalResult visit(Operation *op);
+  LogicalResult visitEinsum(EinsumOp op, Value g);
+  LogicalResult visitLoop(LoopOp loop);
+};
+
+LogicalResult Reverse::visit(Operation *op) {
+  if (auto loop = dyn_cast<LoopOp>(op))
+    return visitLoop(loop);
+  // Results without an adjoint contribute nothing.
+  bool any = false;
+  for (Value result : op->getResults())
+    any |= adjoints.count(result) != 0;
+  if (!any)
+    return success();
+  Emitter e{builder, op->getLoc()};
+  Value g = op->getNumResults() == 1 ? adjoint(op->getResult(0)) : Value();
+  Value y = op->getNumResults() == 1 ? op->getResult(0) : Value();
+  auto operand = [&](unsigned i) { return op->getOperand(i); };
+
+  if (isa<AddOp>(op)) {
+    accumulate(operand(0), g);
+    accumulate(operand(1), g);
+  } else if (isa<SubOp>(op)) {
+    accumulate(operand(0), g);
+    accumulate(operand(1), e.neg(g));
+  } else if (isa<MulOp>(op)) {
+    accumulate(operand(0), e.mul(g, operand(1)));
+    accumulate(operand(1), e.mul(g, operand(0)));
+  } else if (isa<DivOp>(op)) {
+    accumulate(operand(0), e.div(g, operand(1)));
+    accumulate(operand(1), e.neg(e.div(e.mul(g, y), operand(1))));
+  } else if (isa<MaxOp, MinOp>(op)) {
+    // Ties go to the left operand.
+    Value left = e.compare(isa<MaxOp>(op) ? CompareDirection::GE
+                                          : CompareDirection::LE,
+                           operand(0), operand(1));
+    Value zero = e.zerosLike(g);
+    accumulate(operand(0), e.select(left, g, zero));
+    accumulate(operand(1), e.select(left, zero, g));
+  } else if (isa<PowOp>(op)) {
+    Value one = e.splat(1, g.getType());
+    accumulate(operand(0),
+               e.mul(e.mul(g, operand(1)),
+                     e.pow(operand(0), e.sub(operand(1), one))));
+    accumulate(operand(1), e.mul(e.mul(g, y), e.log(operand(0))));
+  } else if (isa<NegOp>(op)) {
+    accumulate(operand(0), e.neg(g));
+  } else if (isa<AbsOp>(op)) {
+    accumulate(operand(0), e.mul(g, e.sign(operand(0))));
+  } else if (isa<ExpOp>(op)) {
+    accumulate(operand(0), e.mul(g, y));
+  } else if (isa<LogOp>(op)) {
+    accumulate(operand(0), e.div(g, operand(0)));
+  } else if (isa<Log1pOp>(op)) {
+    accumulate(operand(0),
+               e.div(g, e.add(operand(0), e.splat(1, g.getType()))));
+  } else if (isa<TanhOp>(op)) {
+    accumulate(operand(0),
+               e.mul(g, e.sub(e.splat(1, g.getType()), e.mul(y, y))));
+  } else if (isa<LogisticOp>(op)) {
+    accumulate(operand(0),
+               e.mul(g, e.mul(y, e.sub(e.splat(1, g.getType()), y))));
+  } else if (isa<SqrtOp>(op)) {
+    accumulate(operand(0), e.div(e.mul(g, e.splat(0.5, g.getType())), y));
+  } else if (isa<RsqrtOp>(op)) {
+    accumulate(operand(0), e.mul(e.mul(g, e.splat(-0.5, g.getType())),
+                                 e.mul(y, e.mul(y, y))));
+  } else if (isa<ErfOp>(op)) {
+    Value x = operand(0);
+    accumulate(x, e.mul(e.mul(g, e.splat(2.0 / std::sqrt(M_PI), g.getType())),
+                        e.exp(e.neg(e.mul(x, x)))));
+  } else if (isa<SinOp>(op)) {
+    accumulate(operand(0), e.mul(g, e.cos(operand(0))));
+  } else if (isa<CosOp>(op)) {
+    accumulate(operand(0), e.neg(e.mul(g, e.sin(operand(0)))));
+  } else if (isa<SelectOp>(op)) {
+    Value zero = e.zerosLike(g);
+    accumulate(operand(1), e.select(operand(0), g, zero));
+    accumulate(operand(2), e.select(operand(0), zero, g));
+  } else if (auto convert = dyn_cast<ConvertOp>(op)) {
+    if (isFloatTensor(convert.getOperand()))
+      accumulate(convert.getOperand(),
+                 e.convert(g, tensorTypeOf(convert.getOperand()).getElementType()));
+  } else if (auto einsum = dyn_cast<EinsumOp>(op)) {
+    return visitEinsum(einsum, g);
+  } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    Value x = reduce.getOperand();
+    ArrayRef<int64_t> dims = reduce.getDims();
+    if (reduce.getKind() == ReductionKind::Sum) {
+      accumulate(x, e.unreduce(g, x, dims));
+    } else if (reduce.getKind() == ReductionKind::Max ||
+               reduce.getKind() == ReductionKind::Min) {
+      // Split among ties, as JAX does.
+      Value hit = e.compare(CompareDirection::EQ, x, e.unreduce(y, x, dims));
+      Value ones = e.convert(hit, tensorTypeOf(x).getElementType());
+      Value count = e.unreduce(e.reduceSum(ones, dims), x, dims);
+      accumulate(x, e.div(e.mul(e.unreduce(g, x, dims), ones), count));
+    }
+  } else if (auto cumsum = dyn_cast<CumsumOp>(op)) {
+    accumulate(cumsum.getOperand(),
+               builder.create<CumsumOp>(op->getLoc(), g.getType(), g,
+                                        builder.getI64IntegerAttr(cumsum.getDim()),
+                                        cumsum.getReverse()
+                                            ? UnitAttr()
+                                            : builder.getUnitAttr()));
+  } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    Value x = broadcast.getOperand();
+    Shape in = shapeOf(x), out = shapeOf(y);
+    ArrayRef<int64_t> dims = broadcast.getDims();
+    SmallVector<int64_t> summed;
+    for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d) {
+      auto at = llvm::find(dims, d);
+      if (at == dims.end() || in[at - dims.begin()] != out[d])
+        summed.push_back(d);
+    }
+    // Sum the new and expanded dimensions, then restore size-1 ones.
+    accumulate(x, e.reshape(summed.empty() ? g : e.reduceSum(g, summed), in));
+  } else if (isa<ReshapeOp>(op)) {
+    accumulate(operand(0), e.reshape(g, shapeOf(operand(0))));
+  } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    SmallVector<int64_t> inverse(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i)
+      inverse[perm[i]] = static_cast<int64_t>(i);
+    accumulate(operand(0),
+               builder.create<TransposeOp>(op->getLoc(), operand(0).getType(),
+                                           g, inverse));
+  } else if (auto slice = dyn_cast<SliceOp>(op)) {
+    if (llvm::any_of(slice.getStride(), [](int64_t s) { return s != 1; }))
+      return fail(op, "no gradient rule for a strided slice");
+    Shape in = shapeOf(slice.getOperand());
+    SmallVector<int64_t> low(slice.getStart()), high;
+    for (size_t d = 0; d < in.size(); ++d)
+      high.push_back(in[d] - slice.getLimit()[d]);
+    Value zero = e.splat(0, RankedTensorType::get({}, tensorTypeOf(g).getElementType()));
+    accumulate(slice.getOperand(),
+               builder.create<PadOp>(op->getLoc(), slice.getOperand().getType(),
+                                     g, zero, low, high));
+  } else if (auto dynamicSlice = dyn_cast<DynamicSliceOp>(op)) {
+    Value x = dynamicSlice.getOperand();
+    accumulate(x, e.dynamicUpdateSlice(e.zerosLike(x), g,
+                                       dynamicSlice.getStartIndices()));
+  } else if (auto update = dyn_cast<DynamicUpdateSliceOp>(op)) {
+    ValueRange starts = update.getStartIndices();
+    Value u = update.getUpdate();
+    accumulate(update.getOperand(),
+               e.dynamicUpdateSlice(g, e.zerosLike(u), starts));
+    accumulate(u, e.dynamicSlice(g, starts, shapeOf(u)));
+  } else if (auto concat = dyn_cast<ConcatenateOp>(op)) {
+    int64_t dim = static_cast<int64_t>(concat.getDim()), offset = 0;
+    Shape out = shapeOf(y);
+    for (Value input : concat.getInputs()) {
+      SmallVector<int64_t> start(out.size(), 0), limit(out);
+      start[dim] = offset;
+      limit[dim] = offset + shapeOf(input)[dim];
+      offset = limit[dim];
+      accumulate(input, e.slice(g, start, limit));
+    }
+  } else if (auto pad = dyn_cast<PadOp>(op)) {
+    Value x = pad.getOperand();
+    Shape in = shapeOf(x);
+    SmallVector<int64_t> start(pad.getLow()), limit;
+    for (size_t d = 0; d < in.size(); ++d)
+      limit.push_back(start[d] + in[d]);
+    Value inner = e.slice(g, start, limit);
+    accumulate(x, inner);
+    if (isFloatTensor(pad.getPaddingValue())) {
+      SmallVector<int64_t> all;
+      for (size_t d = 0; d < in.size(); ++d)
+        all.push_back(static_cast<int64_t>(d));
+      accumulate(pad.getPaddingValue(),
+                 e.sub(e.reduceSum(g, all), e.reduceSum(inner, all)));
+    }
+  } else if (auto gather = dyn_cast<GatherOp>(op)) {
+    Value table = gather.getTable();
+    accumulate(table, builder.create<ScatterAddOp>(op->getLoc(), table.getType(),
+                                                   e.zerosLike(table),
+                                                   gather.getIndices(), g));
+  } else if (auto scatter = dyn_cast<ScatterAddOp>(op)) {
+    accumulate(scatter.getTable(), g);
+    accumulate(scatter.getUpdates(),
+               builder.create<GatherOp>(op->getLoc(),
+                                        scatter.getUpdates().getType(), g,
+                                        scatter.getIndices()));
+  } else if (auto topk = dyn_cast<TopKOp>(op)) {
+    Value gv = adjoint(topk.getValues());
+    if (!gv)
+      return success();
+    Value x = topk.getOperand();
+    Shape in = shapeOf(x), values = shapeOf(topk.getValues());
+    int64_t rank = static_cast<int64_t>(in.size());
+    if (static_cast<int64_t>(topk.getDim()) != rank - 1)
+      return fail(op, "no gradient rule for top_k along a dimension other "
+                      "than the last");
+    // d x[..., n] = sum_k g[..., k] * (indices[..., k] == n).
+    Shape wide(values);
+    wide.push_back(in.back());
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+    Value indices = e.broadcast(topk.getIndices(), wide, dims);
+    Value positions = builder.create<IotaOp>(
+        op->getLoc(),
+        RankedTensorType::get(wide, tensorTypeOf(topk.getIndices()).getElementType()),
+        static_cast<uint64_t>(rank));
+    Value hot = e.convert(e.compare(CompareDirection::EQ, indices, positions),
+                          tensorTypeOf(x).getElementType());
+    std::string lead;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      lead += static_cast<char>('a' + d);
+    accumulate(x, e.einsum(lead + "yz," + lead + "y->" + lead + "z",
+                           ValueRange{hot, gv}, in));
+  } else if (auto barrier = dyn_cast<OptimizationBarrierOp>(op)) {
+    for (auto [input, result] :
+         llvm::zip(barrier.getOperands(), barrier.getResults()))
+      accumulate(input, adjoint(result));
+  } else if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
+    // The cotangent keeps the value's layout (as JAX transposes
+    // with_sharding_constraint).
+    accumulate(constraint.getInput(),
+               builder.create<ShardingConstraintOp>(op->getLoc(), g,
+                                                    constraint.getSharding()));
+  } else if (auto reshard = dyn_cast<ReshardOp>(op)) {
+    accumulate(reshard.getInput(),
+               builder.create<ShardingConstraintOp>(op->getLoc(), g,
+                                                    reshard.getSharding()));
+  } else if (auto logical = dyn_cast<LogicalConstraintOp>(op)) {
+    accumulate(logical.getInput(),
+               builder.create<LogicalConstraintOp>(op->getLoc(), g,
+                                                   logical.getAxes(),
+                                                   logical.getRoleAttr()));
+  } else if (isa<ManualComputationOp>(op)) {
+    return fail(op, "no gradient rule for manual computations (shard_map) "
+                    "yet: differentiate the global program");
+  } else if (isa<AllGatherOp, AllSliceOp, AllReduceOp, ReduceScatterOp,
+                 AllToAllOp, CollectivePermuteOp>(op)) {
+    return fail(op, "collectives have no gradient rule: differentiate "
+                    "before partitioning");
+  } else if (isa<CompareOp, ArgmaxOp, IotaOp, ConstantOp, FloorOp, SignOp,
+                 NotOp, AndOp, OrOp, XorOp, RemOp>(op)) {
+    // Piecewise constant or integer: no gradient flows.
+  } else {
+    return fail(op, "no gradient rule for '" +
+                        op->getName().getStringRef().str() + "'");
+  }
+  return success();
+}
+
+LogicalResult Reverse::visitEinsum(EinsumOp op, Value g) {
+  FailureOr<EinsumSpec> spec = parseSpec(op);
+  if (failed(spec))
+    return fail(op, "cannot read the einsum spec");
+  Emitter e{builder, op->getLoc()};
+  for (size_t i = 0; i < spec->inputs.size(); ++i) {
+    Value operand = op.getOperand(i);
+    if (!isFloatTensor(operand))
+      continue;
+    const std::string &target = spec->inputs[i];
+    if (hasRepeatedLetter(target))
+      return fail(op, "no gradient rule for an einsum with a repeated index "
+                      "in one operand");
+    // d operand_i = einsum(g, other operands -> operand_i's letters that
+    // appear elsewhere), broadcast over the letters only it has.
+    std::string available = spec->output;
+    std::string sources = spec->output;
+    SmallVector<Value> operands = {g};
+    for (size_t j = 0; j < spec->inputs.size(); ++j) {
+      if (j == i)
+        continue;
+      sources += "," + spec->inputs[j];
+      available += spec->inputs[j];
+      operands.push_back(op.getOperand(j));
+    }
+    std::string kept;
+    Shape keptShape;
+    SmallVector<int64_t> keptDims;
+    for (size_t d = 0; d < target.size(); ++d)
+      if (available.find(target[d]) != std::string::npos) {
+        kept += target[d];
+        keptShape.push_back(spec->sizes[target[d]]);
+        keptDims.push_back(static_cast<int64_t>(d));
+      }
+    Value partial = e.einsum(sources + "->" + kept, operands, keptShape);
+    if (kept.size() != target.size())
+      partial = e.broadcast(partial, shapeOf(operand), keptDims);
+    accumulate(operand, partial);
+  }
+  return success();
+}
+
+LogicalResult Reverse::visitLoop(LoopOp loop) {
+  bool any = false;
+  for (Value result : loop.getResults())
+    any |= adjoints.count(result) != 0;
+  if (!any)
+    return success();
+  Location loc = loop.getLoc();
+  int64_t trips = static_cast<int64_t>(loop.getTripCount());
+  Block &body = loop.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  ValueRange carried = loop.getCarried();
+  size_t count = carried.size();
+
+  // Outer values the body reads (directly or in nested regions).
+  llvm::SetVector<Value> closure;
+  loop.getBody().walk([&](Operation *inner) {
+    for (Value operand : inner->getOperands()) {
+      Region *home = operand.getParentRegion();
+      if (!loop.getBody().isAncestor(home))
+        closure.insert(operand);
+    }
+  });
+
+  // 1. The forward loop, saving every iteration's carries.
+  OpBuilder forward(loop);
+  Emitter fe{forward, loc};
+  SmallVector<Value> inits(loop.getInits());
+  SmallVector<Type> types(loop.getResultTypes());
+  for (Value value : carried) {
+    Shape stacked = shapeOf(value);
+    stacked.insert(stacked.begin(), trips);
+    auto type =
+        RankedTensorType::get(stacked, tensorTypeOf(value).getElementType());
+    inits.push_back(fe.splat(0, type));
+    types.push_back(type);
+  }
+  auto saving = forward.create<LoopOp>(loc, types, inits,
+                                       static_cast<uint64_t>(trips));
+  Block *savingBody = new Block();
+  saving.getBody().push_back(savingBody);
+  IRMapping map;
+  map.map(body.getArgument(0),
+          savingBody->addArgument(body.getArgument(0).getType(), loc));
+  for (Value value : carried)
+    map.map(value, savingBody->addArgument(value.getType(), loc));
+  SmallVector<Value> stacks;
+  for (Type type : llvm::drop_begin(types, count))
+    stacks.push_back(savingBody->addArgument(type, loc));
+  {
+    OpBuilder inside = OpBuilder::atBlockEnd(savingBody);
+    Emitter ie{inside, loc};
+    Value zero = ie.splat(0, RankedTensorType::get({}, forward.getI32Type()));
+    SmallVector<Value> yields;
+    for (Operation &op : body.without_terminator())
+      inside.clone(op, map);
+    for (Value value : yield.getValues())
+      yields.push_back(map.lookupOrDefault(value));
+    for (size_t k = 0; k < count; ++k) {
+      Shape one = shapeOf(carried[k]);
+      one.insert(one.begin(), 1);
+      SmallVector<Value> starts(one.size(), zero);
+      starts[0] = savingBody->getArgument(0);
+      yields.push_back(ie.dynamicUpdateSlice(
+          stacks[k], ie.reshape(map.lookup(carried[k]), one), starts));
+    }
+    inside.create<YieldOp>(loc, yields);
+  }
+
+  // 2. Backwards: reload the carries, recompute the body, differentiate it.
+  Emitter e{builder, loc};
+  SmallVector<Value> seeds;
+  SmallVector<size_t> floatCarries;
+  for (size_t k = 0; k < count; ++k)
+    if (isFloatTensor(carried[k])) {
+      floatCarries.push_back(k);
+      Value seed = adjoint(loop.getResult(k));
+      seeds.push_back(seed ? seed : e.zerosLike(loop.getResult(k)));
+    }
+  SmallVector<Value> floatClosure;
+  for (Value value : closure)
+    if (isFloatTensor(value)) {
+      floatClosure.push_back(value);
+      seeds.push_back(e.zerosLike(value));
+    }
+  SmallVector<Type> seedTypes;
+  for (Value seed : seeds)
+    seedTypes.push_back(seed.getType());
+  auto backward = builder.create<LoopOp>(loc, seedTypes, seeds,
+                                         static_cast<uint64_t>(trips));
+  Block *backBody = new Block();
+  backward.getBody().push_back(backBody);
+  Value iteration = backBody->addArgument(body.getArgument(0).getType(), loc);
+  SmallVector<Value> carryAdjoints, closureAdjoints;
+  for (size_t i = 0; i < floatCarries.size(); ++i)
+    carryAdjoints.push_back(backBody->addArgument(seedTypes[i], loc));
+  for (size_t i = 0; i < floatClosure.size(); ++i)
+    closureAdjoints.push_back(
+        backBody->addArgument(seedTypes[floatCarries.size() + i], loc));
+  {
+    OpBuilder inside = OpBuilder::atBlockEnd(backBody);
+    Emitter ie{inside, loc};
+    Type counter = body.getArgument(0).getType();
+    Value index = ie.sub(ie.splat(static_cast<double>(trips - 1), counter),
+                         iteration);
+    Value zero = ie.splat(0, counter);
+    IRMapping again;
+    again.map(body.getArgument(0), index);
+    SmallVector<Value> loaded;
+    for (size_t k = 0; k < count; ++k) {
+      Shape one = shapeOf(carried[k]);
+      one.insert(one.begin(), 1);
+      SmallVector<Value> starts(one.size(), zero);
+      starts[0] = index;
+      Value value = ie.reshape(
+          ie.dynamicSlice(saving.getResult(count + k), starts, one),
+          shapeOf(carried[k]));
+      again.map(carried[k], value);
+      loaded.push_back(value);
+    }
+    SmallVector<Operation *> recomputed;
+    for (Operation &op : body.without_terminator())
+      recomputed.push_back(inside.clone(op, again));
+    Reverse inner(inside);
+    for (size_t i = 0; i < floatCarries.size(); ++i)
+      inner.accumulate(again.lookupOrDefault(yield.getValues()[floatCarries[i]]),
+                       carryAdjoints[i]);
+    if (failed(inner.run(recomputed))) {
+      error = inner.error;
+      return failure();
+    }
+    SmallVector<Value> next;
+    for (size_t k : floatCarries) {
+      Value g = inner.adjoint(loaded[k]);
+      next.push_back(g ? g : ie.zerosLike(loaded[k]));
+    }
+    for (size_t i = 0; i < floatClosure.size(); ++i) {
+      Value g = inner.adjoint(floatClosure[i]);
+      next.push_back(g ? ie.add(closureAdjoints[i], g) : closureAdjoints[i]);
+    }
+    inside.create<YieldOp>(loc, next);
+  }
+  for (size_t i = 0; i < floatCarries.size(); ++i)
+    accumulate(loop.getInits()[floatCarries[i]], backward.getResult(i));
+  for (size_t i = 0; i < floatClosure.size(); ++i)
+    accumulate(floatClosure[i],
+               backward.getResult(floatCarries.size() + i));
+
+  // The saving loop replaces the original in the forward program.
+  for (size_t k = 0; k < count; ++k)
+    loop.getResult(k).replaceAllUsesWith(saving.getResult(k));
+  loop.erase();
+  return success();
+}
+
+} // namespace
+
+Expected<func::FuncOp> partita::buildGradient(func::FuncOp loss,
+                                              const std::vector<unsigned> &wrt,
+                                              const std::string &name) {
+  if (loss.isExternal())
+    return Status::error("@" + loss.getSymName().str() + " has no body");
+  if (loss.getNumResults() == 0 ||
+      !isa<RankedTensorType>(loss.getResultTypes()[0]) ||
+      cast<RankedTensorType>(loss.getResultTypes()[0]).getRank() != 0 ||
+      !isa<FloatType>(
+          cast<RankedTensorType>(loss.getResultTypes()[0]).getElementType()))
+    return Status::error("@" + loss.getSymName().str() +
+                         " must return a scalar float loss first");
+  for (unsigned index : wrt)
+    if (index >= loss.getNumArguments() ||
+        !isFloatTensor(loss.getArgument(index)))
+      return Status::error("cannot differentiate @" +
+                           loss.getSymName().str() + " with respect to "
+                           "argument " + std::to_string(index) +
+                           ": not a float tensor argument");
+  auto gradient = cast<func::FuncOp>(loss->clone());
+  gradient.setSymName(name);
+  SymbolTable::setSymbolVisibility(gradient, SymbolTable::Visibility::Public);
+  loss->getBlock()->getOperations().insertAfter(Block::iterator(loss),
+                                                gradient);
+  inlineCalls(gradient);
+  Block &body = gradient.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value value = ret.getOperand(0);
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  OpBuilder builder(ret);
+  Reverse reverse(builder);
+  reverse.accumulate(value, Emitter{builder, ret.getLoc()}.splat(
+                                1, value.getType()));
+  if (failed(reverse.run(ops))) {
+    gradient.erase();
+    return Status::error(reverse.error);
+  }
+  SmallVector<Value> results = {value};
+  for (unsigned index : wrt) {
+    Value arg = gradient.getArgument(index);
+    Value g = reverse.adjoint(arg);
+    results.push_back(g ? g : Emitter{builder, ret.getLoc()}.zerosLike(arg));
+  }
+  builder.create<func::ReturnOp>(ret.getLoc(), results);
+  ret.erase();
+  SmallVector<Type> types;
+  for (Value result : results)
+    types.push_back(result.getType());
+  gradient.setFunctionType(
+      builder.getFunctionType(gradient.getArgumentTypes(), types));
+  gradient.removeResAttrsAttr();
+  return gradient;
+}
+
+Expected<func::FuncOp>
+partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
+                        const std::string &name) {
+  bool adam = options.optimizer == "adamw";
+  if (!adam && options.optimizer != "sgd")
+    return Status::error("unknown optimizer '" + options.optimizer +
+                         "' (adamw or sgd)");
+  std::vector<unsigned> params, others;
+  for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
+    auto role = loss.getArgAttrOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName);
+    if (role && role.getValue() == Role::Param && isFloatTensor(loss.getArgument(i)))
+      params.push_back(i);
+    else
+      others.push_back(i);
+  }
+  if (params.empty())
+    return Status::error("@" + loss.getSymName().str() +
+                         " has no argument with role param to train");
+  if (options.mixedPrecision)
+    for (unsigned i : params)
+      if (!tensorTypeOf(loss.getArgument(i)).getElementType().isBF16())
+        return Status::error("mixed precision needs bf16 parameters; "
+                             "argument " + std::to_string(i) + " of @" +
+                             loss.getSymName().str() + " is not bf16");
+  Expected<func::FuncOp> gradient =
+      buildGradient(loss, params, name + ".gradient");
+  if (!gradient)
+    return gradient.status();
+  MLIRContext *context = loss.getContext();
+  OpBuilder builder(context);
+  Location loc = loss.getLoc();
+  Type f32 = builder.getF32Type();
+  auto masterType = [&](unsigned i) -> RankedTensorType {
+    RankedTensorType type = tensorTypeOf(loss.getArgument(i));
+    return options.mixedPrecision ? RankedTensorType::get(type.getShape(), f32)
+                                  : type;
+  };
+
+  // The step's signature: params, state, the loss's other arguments, step
+  // number, learning rate.
+  SmallVector<Type> inputs;
+  SmallVector<DictionaryAttr> inputAttrs;
+  auto attrsOf = [&](unsigned i) { return loss.getArgAttrDict(i); };
+  auto withRole = [&](DictionaryAttr base, Role role, bool donated) {
+    NamedAttrList list(base ? base : DictionaryAttr::get(context));
+    list.set(PartitaDialect::kRoleAttrName, RoleAttr::get(context, role));
+    list.erase(PartitaDialect::kShardingAttrName);
+    if (donated)
+      list.set(PartitaDialect::kDonatedAttrName, UnitAttr::get(context));
+    return list.getDictionary(context);
+  };
+  for (unsigned i : params) {
+    inputs.push_back(masterType(i));
+    NamedAttrList list(attrsOf(i) ? attrsOf(i) : DictionaryAttr::get(context));
+    list.set(PartitaDialect::kDonatedAttrName, UnitAttr::get(context));
+    inputAttrs.push_back(list.getDictionary(context));
+  }
+  unsigned moments = adam ? 2 : 1;
+  for (unsigned m = 0; m < moments; ++m)
+    for (unsigned i : params) {
+      inputs.push_back(masterType(i));
+      // The state shares its parameter's logical axes (the rules may shard
+      // it apart by role), not its explicit sharding.
+      inputAttrs.push_back(withRole(attrsOf(i), Role::OptState, true));
+    }
+  for (unsigned i : others) {
+    inputs.push_back(loss.getArgument(i).getType());
+    inputAttrs.push_back(attrsOf(i) ? attrsOf(i) : DictionaryAttr::get(context));
+  }
+  auto scalar = [&](Type element) { return RankedTensorType::get({}, element); };
+  auto inputRole = [&]() {
+    NamedAttrList list;
+    list.set(PartitaDialect::kRoleAttrName, RoleAttr::get(context, Role::Input));
+    return list.getDictionary(context);
+  };
+  if (adam) {
+    inputs.push_back(scalar(builder.getI32Type()));
+    inputAttrs.push_back(inputRole());
+  }
+  bool lrInput = options.learningRate <= 0;
+  if (lrInput) {
+    inputs.push_back(scalar(f32));
+    inputAttrs.push_back(inputRole());
+  }
+
+  auto step = func::FuncOp::create(loc, name, builder.getFunctionType(inputs, {}));
+  loss->getBlock()->getOperations().insertAfter(Block::iterator(*gradient),
+                                                step);
+  Block *body = step.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  Emitter e{builder, loc};
+  size_t n = params.size();
+  auto paramArg = [&](size_t p) { return body->getArgument(p); };
+  auto stateArg = [&](unsigned m, size_t p) {
+    return body->getArgument(n * (1 + m) + p);
+  };
+  size_t next = n * (1 + moments);
+  IRMapping map;
+  Block &gradBody = gradient->getBody().front();
+  for (size_t p = 0; p < n; ++p) {
+    Value master = paramArg(p);
+    map.map(gradBody.getArgument(params[p]),
+            options.mixedPrecision
+                ? e.convert(master, tensorTypeOf(loss.getArgument(params[p]))
+                                        .getElementType())
+                : master);
+  }
+  for (unsigned i : others)
+    map.map(gradBody.getArgument(i), body->getArgument(next++));
+  Value stepNumber = adam ? body->getArgument(next++) : Value();
+  Value lr = lrInput ? body->getArgument(next++) : Value();
+  for (Operation &op : gradBody.without_terminator())
+    builder.clone(op, map);
+  auto gradReturn = cast<func::ReturnOp>(gradBody.getTerminator());
+  Value lossValue = map.lookup(gradReturn.getOperand(0));
+
+  SmallVector<Value> newParams, newState[2];
+  for (size_t p = 0; p < n; ++p) {
+    Value param = paramArg(p);
+    Type type = param.getType();
+    Value g = map.lookup(gradReturn.getOperand(1 + p));
+    if (g.getType() != type)
+      g = e.convert(g, tensorTypeOf(param).getElementType());
+    auto constant = [&](double value) { return e.splat(value, type); };
+    Value rate = lr ? e.broadcast(e.convert(lr, tensorTypeOf(param).getElementType()),
+                                  shapeOf(param), {})
+                    : constant(options.learningRate);
+    if (!adam) {
+      // m' = momentum m + g;  p' = p - lr m'.
+      Value m = e.add(e.mul(constant(options.momentum), stateArg(0, p)), g);
+      newState[0].push_back(m);
+      newParams.push_back(e.sub(param, e.mul(rate, m)));
+      continue;
+    }
+    // AdamW (Loshchilov & Hutter): moments, bias correction with
+    // t = step + 1, decoupled weight decay.
+    Value m = e.add(e.mul(constant(options.beta1), stateArg(0, p)),
+                    e.mul(constant(1 - options.beta1), g));
+    Value v = e.add(e.mul(constant(options.beta2), stateArg(1, p)),
+                    e.mul(constant(1 - options.beta2), e.mul(g, g)));
+    Type element = tensorTypeOf(param).getElementType();
+    Value t = e.broadcast(
+        e.add(e.convert(stepNumber, element),
+              e.splat(1, RankedTensorType::get({}, element))),
+        shapeOf(param), {});
+    Value correction1 = e.sub(constant(1), e.pow(constant(options.beta1), t));
+    Value correction2 = e.sub(constant(1), e.pow(constant(options.beta2), t));
+    Value update = e.div(e.div(m, correction1),
+                         e.add(e.sqrt(e.div(v, correction2)),
+                               constant(options.epsilon)));
+    update = e.add(update, e.mul(constant(options.weightDecay), param));
+    newState[0].push_back(m);
+    newState[1].push_back(v);
+    newParams.push_back(e.sub(param, e.mul(rate, update)));
+  }
+  SmallVector<Value> results = {lossValue};
+  results.append(newParams);
+  for (unsigned m = 0; m < moments; ++m)
+    results.append(newState[m]);
+  builder.create<func::ReturnOp>(loc, results);
+  SmallVector<Type> resultTypes;
+  for (Value result : results)
+    resultTypes.push_back(result.getType());
+  step.setFunctionType(builder.getFunctionType(inputs, resultTypes));
+  step.setAllArgAttrs(inputAttrs);
+  // The new parameters and state are the arguments' new values: they keep
+  // the layouts the arguments get (partita-apply-rules and propagation see
+  // partita.aliases), so the runtime updates them in place.
+  for (size_t r = 1; r < results.size(); ++r) {
+    step.setResultAttr(r, PartitaDialect::kAliasesAttrName,
+                       builder.getI64IntegerAttr(static_cast<int64_t>(r - 1)));
+    if (Attribute sharding = step.getArgAttr(r - 1, PartitaDialect::kShardingAttrName))
+      step.setResultAttr(r, PartitaDialect::kShardingAttrName, sharding);
+  }
+  gradient->erase();
+  return step;
+}
