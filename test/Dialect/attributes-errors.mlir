@@ -334,7 +334,7 @@ func.func @donated_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.donat
 
 // Unknown partita.* attributes are rejected on ops...
 func.func @unknown_on_op(%a: tensor<8xf32>) {
-  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.origin, partita.reason, partita.partitioned}}
+  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.origin, partita.reason, partita.partitioned}}
   %e = partita.exp %a {partita.shard = 1} : tensor<8xf32>
   return
 }
@@ -342,7 +342,7 @@ func.func @unknown_on_op(%a: tensor<8xf32>) {
 // -----
 
 // ...on function arguments...
-// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.origin, partita.reason, partita.partitioned}}
+// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.origin, partita.reason, partita.partitioned}}
 func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
   return
 }
@@ -350,7 +350,37 @@ func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
 // -----
 
 // ...and on function results.
-// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.origin, partita.reason, partita.partitioned}}
+// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.origin, partita.reason, partita.partitioned}}
 func.func @unknown_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.roles = 1}) {
   return %a : tensor<8xf32>
+}
+
+// -----
+
+// partita.aliases names an argument of the result's type.
+// expected-error @+1 {{'partita.aliases' of result 0 must be the index of a function argument}}
+func.func @aliases_out_of_range(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.aliases = 3 : i64}) {
+  return %a : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'partita.aliases' of result 0 names argument 0 of another type}}
+func.func @aliases_other_type(%a: tensor<4xf32>) -> (tensor<8xf32> {partita.aliases = 0 : i64}) {
+  %b = partita.constant dense<1.0> : tensor<8xf32>
+  return %b : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'partita.aliases' is only valid on function results}}
+func.func @aliases_on_argument(%a: tensor<8xf32> {partita.aliases = 0 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'partita.logical_axes' of argument 0 names 1 axes for a rank-2 tensor}}
+func.func @logical_axes_rank(%a: tensor<8x4xf32> {partita.logical_axes = ["batch"]}) {
+  return
 }
