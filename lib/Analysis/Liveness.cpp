@@ -28,6 +28,14 @@ int64_t partita::tensorBytes(Type type) {
 bool partita::mayWriteInPlace(Operation *op) {
   if (!isa<PartitaDialect>(op->getDialect()) || op->getNumResults() != 1)
     return false;
+  // Not collectives: the in-process communicator's peers read a device's
+  // input while it writes its output. Not cumsum, sharding ops or barriers
+  // either: only ops whose every result element depends on the same index
+  // of the operands.
+  if (isa<AllGatherOp, AllSliceOp, AllReduceOp, ReduceScatterOp, AllToAllOp,
+          CollectivePermuteOp, CumsumOp, ShardingConstraintOp,
+          LogicalConstraintOp, ReshardOp>(op))
+    return false;
   return op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
          isa<SelectOp>(op);
 }
@@ -120,7 +128,7 @@ BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
   for (size_t b = 0; b < liveness.buffers.size(); ++b)
     bufferOf[liveness.buffers[b].value] = b;
   function.getBody().walk([&](Operation *op) {
-    if (getenv("NOINPLACE") || !mayWriteInPlace(op))
+    if (!mayWriteInPlace(op))
       return;
     Value result = op->getResult(0);
     int64_t at = point[op];
@@ -132,6 +140,8 @@ BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
       if (buffer.end != at || buffer.begin > at - 1)
         continue;
       buffer.end = at - 1;
+      if (auto produced = bufferOf.find(result); produced != bufferOf.end())
+        liveness.buffers[produced->second].inPlaceOf = operand;
       return;
     }
   });

@@ -226,6 +226,8 @@ void planBuffers(func::FuncOp entry,
   struct Range {
     int64_t begin, end, bytes;
     std::vector<int32_t> slots;
+    /// The range whose bytes this one may take in place, or -1.
+    int32_t source = -1;
   };
   std::vector<Range> ranges;
   std::vector<int32_t> rangeOf(program.slots.size(), -1);
@@ -242,6 +244,16 @@ void planBuffers(func::FuncOp entry,
     rangeOf[slot] = static_cast<int32_t>(ranges.size());
     ranges.push_back(
         {buffer.begin, buffer.end, program.slots[slot].bytes(), {slot}});
+  }
+  // In-place pairs (Liveness.h): same address or apart.
+  for (const LiveBuffer &buffer : liveness.buffers) {
+    if (!buffer.inPlaceOf || !buffer.value)
+      continue;
+    auto result = slots.find(buffer.value);
+    auto source = slots.find(buffer.inPlaceOf);
+    if (result != slots.end() && source != slots.end() &&
+        rangeOf[result->second] >= 0 && rangeOf[source->second] >= 0)
+      ranges[rangeOf[result->second]].source = rangeOf[source->second];
   }
   // Slots the analysis does not see live for the whole program.
   for (size_t s = 0; s < program.slots.size(); ++s)
@@ -310,11 +322,32 @@ void planBuffers(func::FuncOp entry,
       if (ranges[other].begin <= range.end && range.begin <= ranges[other].end)
         busy.push_back({offsetOf[other], offsetOf[other] + ranges[other].bytes});
     std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (const auto &[low, high] : busy) {
-      if (offset + range.bytes <= low)
-        break;
-      offset = std::max(offset, (high + kAlignment - 1) / kAlignment * kAlignment);
+    auto freeAt = [&](int64_t at) {
+      for (const auto &[low, high] : busy)
+        if (at < high && low < at + range.bytes)
+          return false;
+      return true;
+    };
+    int64_t offset = -1;
+    if (range.source >= 0 && !merged[range.source]) {
+      bool placedSource = llvm::is_contained(placed, size_t(range.source));
+      if (placedSource && freeAt(offsetOf[range.source]))
+        offset = offsetOf[range.source];
+      else if (placedSource) {
+        // Not at the source's address: then not on its bytes at all.
+        int64_t low = offsetOf[range.source];
+        busy.push_back({low, low + ranges[range.source].bytes});
+        std::sort(busy.begin(), busy.end());
+      }
+    }
+    if (offset < 0) {
+      offset = 0;
+      for (const auto &[low, high] : busy) {
+        if (offset + range.bytes <= low)
+          break;
+        offset =
+            std::max(offset, (high + kAlignment - 1) / kAlignment * kAlignment);
+      }
     }
     offsetOf[r] = offset;
     placed.push_back(r);

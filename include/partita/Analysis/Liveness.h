@@ -42,6 +42,11 @@ struct LiveBuffer {
   int64_t begin = 0;
   int64_t end = 0;
   int64_t bytes = 0;
+  /// For the result of an elementwise op: the operand whose storage it may
+  /// take (that operand's range ends the point before). A planner must then
+  /// place the two at the same address or apart, never partly overlapping:
+  /// the kernel reads each element before writing the same index only.
+  mlir::Value inPlaceOf;
 };
 
 /// The buffers of a function and the peak of their total size.
@@ -58,7 +63,8 @@ struct BufferLiveness {
 /// Whether `op` computes each result element from the operand elements at
 /// the same index only, with every operand of the result's type, so that the
 /// result may overwrite an operand in place (unary and binary elementwise
-/// ops, select on its value operands).
+/// ops, select on its value operands; never collectives, whose peers read a
+/// device's input while it writes its output).
 bool mayWriteInPlace(mlir::Operation *op);
 
 /// Bytes of a statically shaped tensor type (i1 counts one byte).
