@@ -99,10 +99,15 @@ BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
     for (Region &region : op->getRegions())
       for (Block &block : region)
         for (BlockArgument arg : block.getArguments())
-          if (int64_t bytes = tensorBytes(arg.getType()))
-            liveness.buffers.push_back({arg, nullptr, point[op],
-                                        std::max(point[op], endOf(arg, &block)),
-                                        bytes});
+          if (int64_t bytes = tensorBytes(arg.getType())) {
+            int64_t end = std::max(point[op], endOf(arg, &block));
+            // A loop's carries are written again at the end of every
+            // iteration (from the yield's copies): alive until the yield.
+            if (isa<LoopOp>(op) && arg.getArgNumber() > 0 &&
+                !block.empty())
+              end = std::max(end, point[block.getTerminator()]);
+            liveness.buffers.push_back({arg, nullptr, point[op], end, bytes});
+          }
     for (Value result : op->getResults())
       if (int64_t bytes = tensorBytes(result.getType()))
         liveness.buffers.push_back(

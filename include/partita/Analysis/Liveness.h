@@ -14,7 +14,8 @@
 //    point before the op, so the two never count twice;
 //  * a loop's yield holds a copy of every yielded value (the runtime moves
 //    them aside before they become the next carries): one buffer per
-//    yielded value, alive at the yield.
+//    yielded value, alive at the yield; and the carries themselves stay
+//    alive until the yield, where they are written again.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_ANALYSIS_LIVENESS_H
