@@ -42,6 +42,13 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
     meshOptions.meshSpec = options.mesh;
     passes.addPass(createSetMeshPass(meshOptions));
   }
+  if (!options.trainOptimizer.empty()) {
+    TrainStepPassOptions train;
+    train.optimizer = options.trainOptimizer;
+    train.learningRate = options.trainLearningRate;
+    train.mixedPrecision = options.trainMixedPrecision;
+    passes.addPass(createTrainStepPass(train));
+  }
   ApplyRulesPassOptions rulesOptions;
   rulesOptions.rules = options.rules;
   passes.addPass(createApplyRulesPass(rulesOptions));
@@ -65,6 +72,12 @@ struct PipelineCommandLine
     : public mlir::PassPipelineOptions<PipelineCommandLine> {
   Option<std::string> mesh{*this, "mesh",
                            llvm::cl::desc("Replace the mesh first")};
+  Option<std::string> train{
+      *this, "train",
+      llvm::cl::desc("Make a train step first with this optimizer (adamw, sgd)")};
+  Option<double> lr{*this, "lr",
+                    llvm::cl::desc("The train step's constant learning rate"),
+                    llvm::cl::init(0.0)};
   Option<std::string> rules{
       *this, "rules",
       llvm::cl::desc("Logical axis rules: a preset or a JSON file")};
@@ -86,6 +99,8 @@ void partita::registerPipeline() {
         PipelineOptions options;
         options.mesh = cl.mesh;
         options.rules = cl.rules;
+        options.trainOptimizer = cl.train;
+        options.trainLearningRate = cl.lr;
         options.interconnectFile = cl.interconnect;
         options.strict = cl.strict;
         options.stage = parseStage(cl.stage).value_or(Stage::Partitioned);

@@ -2,6 +2,8 @@
 
 #include "Driver.h"
 
+#include <cstdlib>
+
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -127,6 +129,29 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
   options.strict = cl.on("--strict");
   options.interconnectFile = cl.get("--interconnect");
   options.rules = cl.get("--rules");
+  if (cl.on("--train")) {
+    options.trainOptimizer = cl.get("--optimizer", "adamw");
+    if (options.trainOptimizer != "adamw" && options.trainOptimizer != "sgd") {
+      exitCode = usageError("--optimizer must be adamw or sgd, got '" +
+                            options.trainOptimizer + "'");
+      return false;
+    }
+    options.trainMixedPrecision = cl.on("--mixed-precision");
+    if (cl.has("--lr")) {
+      std::string text = cl.get("--lr");
+      char *end = nullptr;
+      options.trainLearningRate = std::strtod(text.c_str(), &end);
+      if (text.empty() || !end || *end || options.trainLearningRate <= 0) {
+        exitCode =
+            usageError("--lr must be a positive number, got '" + text + "'");
+        return false;
+      }
+    }
+  } else if (cl.has("--optimizer") || cl.has("--lr") ||
+             cl.on("--mixed-precision")) {
+    exitCode = usageError("--optimizer, --lr and --mixed-precision need --train");
+    return false;
+  }
   if (cl.has("--mesh")) {
     std::string text = cl.get("--mesh");
     llvm::StringRef spec = text;
@@ -174,8 +199,9 @@ partita::cli::startCommand(const std::vector<std::string> &args,
   int exitCode = 0;
   std::vector<std::string> valueFlags = pipelineValueFlags();
   valueFlags.insert(valueFlags.end(), extraFlags.begin(), extraFlags.end());
-  if (!parseCommandLine(args, valueFlags, {"--strict", "--check"}, cl,
-                        exitCode))
+  if (!parseCommandLine(args, valueFlags,
+                        {"--strict", "--check", "--train", "--mixed-precision"},
+                        cl, exitCode))
     return exitCode;
   if (cl.help) {
     llvm::outs() << usage;

@@ -80,7 +80,7 @@ bool runPipeline(Session &session, mlir::ModuleOp module,
 
 /// The common flags that take a value.
 inline std::vector<std::string> pipelineValueFlags() {
-  return {"--mesh", "--interconnect", "--rules"};
+  return {"--mesh", "--interconnect", "--rules", "--optimizer", "--lr"};
 }
 
 /// The common start of a command: parses `args` (the pipeline flags,

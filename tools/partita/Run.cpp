@@ -202,6 +202,17 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
   OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
   if (!module)
     return 1;
+  // A train step is made first, so that the reference is the same step.
+  if (!options.trainOptimizer.empty()) {
+    PipelineOptions train;
+    train.stage = Stage::Verified;
+    train.trainOptimizer = options.trainOptimizer;
+    train.trainLearningRate = options.trainLearningRate;
+    train.trainMixedPrecision = options.trainMixedPrecision;
+    if (!runPipeline(session, *module, train))
+      return 1;
+    options.trainOptimizer.clear();
+  }
   OwningOpRef<ModuleOp> reference = module->clone();
   if (count > 1 && !runPipeline(session, *module, options))
     return 1;

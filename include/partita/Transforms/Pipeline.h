@@ -39,6 +39,13 @@ llvm::StringRef availableStages();
 struct PipelineOptions {
   /// Replaces the module's mesh first (partita-set-mesh); empty: keep it.
   std::string mesh;
+  /// Turn the loss function into a train step first (partita-train-step)
+  /// with this optimizer ("adamw" or "sgd"); empty: no.
+  std::string trainOptimizer;
+  /// The train step's constant learning rate (0: an `lr` input).
+  double trainLearningRate = 0;
+  /// f32 master weights and state for a bf16 loss.
+  bool trainMixedPrecision = false;
   /// Logical axis rules (a preset or a JSON file) applied next
   /// (partita-apply-rules); empty: only logical constraints are removed.
   std::string rules;
