@@ -11,6 +11,7 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Frontend/ModelBuilder.h"
+#include "partita/Frontend/Models.h"
 #include "partita/Runtime/Executable.h"
 #include "partita/Transforms/Autodiff.h"
 
@@ -315,4 +316,63 @@ TEST_CASE("ops without a gradient rule are clear errors", "[autodiff]") {
   CHECK(notFloat.status().message() ==
         "cannot differentiate @loss with respect to argument 3: not a float "
         "tensor argument");
+}
+
+TEST_CASE("gpt and moe loss gradients match finite differences",
+          "[autodiff]") {
+  // f32 models, so a looser tolerance: sampled elements of every
+  // parameter, step 1e-2 on the f32 loss.
+  for (const char *model : {"gpt", "moe"}) {
+    INFO("model " << model);
+    mlir::MLIRContext context;
+    context.getOrLoadDialect<PartitaDialect>();
+    ModelConfig config;
+    config.model = model;
+    config.layers = 1;
+    config.dModel = 16;
+    config.heads = 2;
+    config.vocab = 8;
+    config.seq = 4;
+    config.batch = 2;
+    config.experts = 2;
+    config.groups = 1;
+    config.capacityFactor = 4; // nothing dropped: the loss is smooth
+    auto module = std::move(*buildModel(&context, config,
+                                        *parseMeshSpec("data=2,model=4")));
+    auto loss = *module->getOps<mlir::func::FuncOp>().begin();
+    std::vector<unsigned> params;
+    for (unsigned i = 0; i < loss.getNumArguments(); ++i)
+      if (auto role = loss.getArgAttrOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName);
+          role && role.getValue() == Role::Param)
+        params.push_back(i);
+    Expected<mlir::func::FuncOp> gradient = buildGradient(loss, params, "g");
+    REQUIRE(gradient.ok());
+    Executable forward = lower(loss);
+    Executable backward = lower(*gradient);
+    std::vector<HostArray> inputs = randomInputs(forward, 5);
+    std::vector<HostArray> grads = run(backward, inputs);
+    auto lossAt = [&](const std::vector<HostArray> &x) {
+      return elementAsDouble(run(forward, x)[0], 0);
+    };
+    auto setF32 = [](HostArray &array, int64_t i, float value) {
+      std::memcpy(array.bytes.data() + 4 * i, &value, 4);
+    };
+    const float h = 1e-2f;
+    int checked = 0;
+    for (size_t p = 0; p < params.size(); ++p) {
+      HostArray &arg = inputs[params[p]];
+      for (int64_t i = 0; i < arg.numElements(); i += 7) {
+        float original = static_cast<float>(elementAsDouble(arg, i));
+        std::vector<HostArray> plus = inputs, minus = inputs;
+        setF32(plus[params[p]], i, original + h);
+        setF32(minus[params[p]], i, original - h);
+        double numeric = (lossAt(plus) - lossAt(minus)) / (2 * h);
+        double analytic = elementAsDouble(grads[1 + p], i);
+        INFO("parameter " << p << " element " << i);
+        CHECK(analytic == Approx(numeric).epsilon(3e-2).margin(2e-4));
+        ++checked;
+      }
+    }
+    CHECK(checked > 50);
+  }
 }
