@@ -23,6 +23,10 @@
 #include <string>
 #include <vector>
 
+namespace partita {
+struct ModelConfig;
+} // namespace partita
+
 namespace partita::cli {
 
 /// Prints `error: message` and returns exit code 1.
@@ -97,6 +101,15 @@ int runExplain(const std::vector<std::string> &args);
 int runShow(const std::vector<std::string> &args);
 int runRun(const std::vector<std::string> &args);
 int runGen(const std::vector<std::string> &args);
+int runTrain(const std::vector<std::string> &args);
+
+/// The model flags `gen` and `train` share (docs/Models.md).
+std::vector<std::string> modelValueFlags();
+std::vector<std::string> modelSwitchFlags();
+/// Fills `config` (all but the model's name) from the model flags; false
+/// after reporting a bad value.
+bool parseModelConfig(const CommandLine &cl, ModelConfig &config,
+                      int &exitCode);
 
 } // namespace partita::cli
 

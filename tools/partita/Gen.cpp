@@ -83,19 +83,63 @@ bool parseInt(const CommandLine &cl, const std::string &flag, int64_t &value,
 
 } // namespace
 
+namespace {
+const std::vector<std::string> &modelIntFlags() {
+  static const std::vector<std::string> flags = {
+      "--layers", "--d-model",   "--heads",   "--kv-heads", "--seq",   "--batch",
+      "--vocab",  "--mlp-ratio", "--experts", "--top-k",    "--groups"};
+  return flags;
+}
+} // namespace
+
+std::vector<std::string> partita::cli::modelValueFlags() {
+  std::vector<std::string> flags = modelIntFlags();
+  flags.push_back("--capacity-factor");
+  flags.push_back("--dtype");
+  return flags;
+}
+
+std::vector<std::string> partita::cli::modelSwitchFlags() {
+  return {"--scan", "--no-loss", "--rotary", "--rmsnorm", "--swiglu"};
+}
+
+bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
+                                    int &exitCode) {
+  int64_t *targets[] = {&config.layers, &config.dModel,   &config.heads,
+                        &config.kvHeads, &config.seq,     &config.batch,
+                        &config.vocab,  &config.mlpRatio, &config.experts,
+                        &config.topK,   &config.groups};
+  for (size_t i = 0; i < modelIntFlags().size(); ++i)
+    if (!parseInt(cl, modelIntFlags()[i], *targets[i], exitCode))
+      return false;
+  if (cl.has("--capacity-factor")) {
+    std::string text = cl.get("--capacity-factor");
+    char *end = nullptr;
+    config.capacityFactor = std::strtod(text.c_str(), &end);
+    if (text.empty() || !end || *end) {
+      exitCode = usageError("--capacity-factor must be a number, got '" + text +
+                            "'");
+      return false;
+    }
+  }
+  config.scan = cl.on("--scan");
+  config.noLoss = cl.on("--no-loss");
+  config.rotary = cl.on("--rotary");
+  config.rmsNorm = cl.on("--rmsnorm");
+  config.swiglu = cl.on("--swiglu");
+  config.dtype = cl.get("--dtype", "f32");
+  return true;
+}
+
 int partita::cli::runGen(const std::vector<std::string> &args) {
-  std::vector<std::string> intFlags = {
-      "--layers", "--d-model", "--heads", "--kv-heads", "--seq",   "--batch",
-      "--vocab",  "--mlp-ratio", "--experts", "--top-k", "--groups"};
-  std::vector<std::string> valueFlags = intFlags;
-  for (const char *flag : {"--capacity-factor", "--dtype", "--mesh", "--rules"})
+  std::vector<std::string> valueFlags = modelValueFlags();
+  for (const char *flag : {"--mesh", "--rules"})
     valueFlags.push_back(flag);
+  std::vector<std::string> switches = modelSwitchFlags();
+  switches.push_back("--summary");
   CommandLine cl;
   int exitCode = 0;
-  if (!parseCommandLine(args, valueFlags,
-                        {"--scan", "--no-loss", "--rotary", "--rmsnorm",
-                         "--swiglu", "--summary"},
-                        cl, exitCode))
+  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
     return exitCode;
   if (cl.help) {
     llvm::outs() << kGenUsage;
@@ -106,27 +150,8 @@ int partita::cli::runGen(const std::vector<std::string> &args) {
                       " (see 'partita gen --help')");
   ModelConfig config;
   config.model = cl.input;
-  int64_t *targets[] = {&config.layers, &config.dModel,   &config.heads,
-                        &config.kvHeads, &config.seq,     &config.batch,
-                        &config.vocab,  &config.mlpRatio, &config.experts,
-                        &config.topK,   &config.groups};
-  for (size_t i = 0; i < intFlags.size(); ++i)
-    if (!parseInt(cl, intFlags[i], *targets[i], exitCode))
-      return exitCode;
-  if (cl.has("--capacity-factor")) {
-    std::string text = cl.get("--capacity-factor");
-    char *end = nullptr;
-    config.capacityFactor = std::strtod(text.c_str(), &end);
-    if (text.empty() || !end || *end)
-      return usageError("--capacity-factor must be a number, got '" + text +
-                        "'");
-  }
-  config.scan = cl.on("--scan");
-  config.noLoss = cl.on("--no-loss");
-  config.rotary = cl.on("--rotary");
-  config.rmsNorm = cl.on("--rmsnorm");
-  config.swiglu = cl.on("--swiglu");
-  config.dtype = cl.get("--dtype", "f32");
+  if (!parseModelConfig(cl, config, exitCode))
+    return exitCode;
   std::string meshText = cl.get("--mesh", "data=2,model=4");
   Expected<Mesh> mesh = parseMeshSpec(meshText);
   if (!mesh)

@@ -39,6 +39,10 @@ Commands:
   run in.mlir --devices cpu:N [--check]
                                  run the per-device program on N emulated CPU
                                  devices; --check compares with one device
+                                 (--train: a train step of the loss)
+  train --model mlp|gpt|moe --devices cpu:N --rules PRESET --steps N
+                                 train a model on N emulated CPU devices;
+                                 writes loss.csv and loss.svg
 
 Options:
   -h, --help       show this help (also: partita <command> --help)
@@ -72,7 +76,8 @@ int main(int argc, char **argv) {
                   {"explain", runExplain},
                   {"show", runShow},
                   {"run", runRun},
-                  {"gen", runGen}};
+                  {"gen", runGen},
+                  {"train", runTrain}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     if (!command.empty() && command[0] == '-')
@@ -80,8 +85,8 @@ int main(int argc, char **argv) {
                         "'; see 'partita --help'");
     return usageError(
         "unknown command '" + command +
-        "'; available: gen, compile, explain, show, run (see 'partita "
-        "--help')");
+        "'; available: gen, compile, explain, show, run, train (see "
+        "'partita --help')");
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
 }
