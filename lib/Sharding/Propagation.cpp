@@ -477,7 +477,7 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
         agree &=
             isPrefix(candidate, merged[f]) || isPrefix(merged[f], candidate);
       if (agree && !merged[f].empty())
-        choices[f] = {merged[f]};
+        choices[f] = {{}, merged[f]};
     }
   }
   struct Scored {
@@ -509,6 +509,14 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
       index[f++] = 0;
     if (f == numFactors)
       break;
+  }
+  if (scored.empty()) {
+    // No valid combination within the search bound: leave every factor
+    // unsplit (always valid).
+    Assignment none(numFactors);
+    OptionEffect effect = evaluateOption(context, opIndex, none);
+    scored.push_back({effect.costUs, 0, factorAssignmentToString(none), none,
+                      effect});
   }
   std::sort(scored.begin(), scored.end(), [](const Scored &a, const Scored &b) {
     // Costs within 1e-9 µs are ties, broken by parallelism, then text.

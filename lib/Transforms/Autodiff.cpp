@@ -763,11 +763,19 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
       list.set(PartitaDialect::kDonatedAttrName, UnitAttr::get(context));
     return list.getDictionary(context);
   };
+  if (options.microBatches < 1)
+    return Status::error("the number of micro-batches must be at least 1");
   for (unsigned i : params) {
     inputs.push_back(masterType(i));
     NamedAttrList list(attrsOf(i) ? attrsOf(i) : DictionaryAttr::get(context));
     list.set(PartitaDialect::kDonatedAttrName, UnitAttr::get(context));
     inputAttrs.push_back(list.getDictionary(context));
+  }
+  // Gradient buffers: the loss's parameter type (bf16 under mixed
+  // precision), their parameter's logical axes.
+  for (unsigned i : params) {
+    inputs.push_back(loss.getArgument(i).getType());
+    inputAttrs.push_back(withRole(attrsOf(i), Role::Grad, true));
   }
   unsigned moments = adam ? 2 : 1;
   for (unsigned m = 0; m < moments; ++m)
@@ -777,10 +785,27 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
       // it apart by role), not its explicit sharding.
       inputAttrs.push_back(withRole(attrsOf(i), Role::OptState, true));
     }
+  // Inputs with a batch axis hold every micro-batch.
+  std::vector<int64_t> batchDim(loss.getNumArguments(), -1);
   for (unsigned i : others) {
-    inputs.push_back(loss.getArgument(i).getType());
+    RankedTensorType type = tensorTypeOf(loss.getArgument(i));
+    if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
+            i, PartitaDialect::kLogicalAxesAttrName))
+      for (auto [d, axis] : llvm::enumerate(axes))
+        if (cast<StringAttr>(axis).getValue() == "batch")
+          batchDim[i] = static_cast<int64_t>(d);
+    if (options.microBatches > 1 && batchDim[i] >= 0) {
+      Shape shape(type.getShape());
+      shape[batchDim[i]] *= options.microBatches;
+      type = RankedTensorType::get(shape, type.getElementType());
+    }
+    inputs.push_back(type);
     inputAttrs.push_back(attrsOf(i) ? attrsOf(i) : DictionaryAttr::get(context));
   }
+  if (options.microBatches > 1 &&
+      llvm::none_of(others, [&](unsigned i) { return batchDim[i] >= 0; }))
+    return Status::error("gradient accumulation needs inputs with a 'batch' "
+                         "logical axis to split into micro-batches");
   auto scalar = [&](Type element) { return RankedTensorType::get({}, element); };
   auto inputRole = [&]() {
     NamedAttrList list;
@@ -806,33 +831,109 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
   size_t n = params.size();
   auto paramArg = [&](size_t p) { return body->getArgument(p); };
   auto stateArg = [&](unsigned m, size_t p) {
-    return body->getArgument(n * (1 + m) + p);
+    return body->getArgument(n * (2 + m) + p);
   };
-  size_t next = n * (1 + moments);
-  IRMapping map;
+  size_t next = n * (2 + moments);
   Block &gradBody = gradient->getBody().front();
+  auto gradReturn = cast<func::ReturnOp>(gradBody.getTerminator());
+  SmallVector<Value> computeParams;
   for (size_t p = 0; p < n; ++p) {
     Value master = paramArg(p);
-    map.map(gradBody.getArgument(params[p]),
-            options.mixedPrecision
-                ? e.convert(master, tensorTypeOf(loss.getArgument(params[p]))
-                                        .getElementType())
-                : master);
+    computeParams.push_back(
+        options.mixedPrecision
+            ? e.convert(master, tensorTypeOf(loss.getArgument(params[p]))
+                                    .getElementType())
+            : master);
   }
-  for (unsigned i : others)
-    map.map(gradBody.getArgument(i), body->getArgument(next++));
+  SmallVector<Value> dataArgs;
+  for (size_t k = 0; k < others.size(); ++k)
+    dataArgs.push_back(body->getArgument(next++));
   Value stepNumber = adam ? body->getArgument(next++) : Value();
   Value lr = lrInput ? body->getArgument(next++) : Value();
-  for (Operation &op : gradBody.without_terminator())
-    builder.clone(op, map);
-  auto gradReturn = cast<func::ReturnOp>(gradBody.getTerminator());
-  Value lossValue = map.lookup(gradReturn.getOperand(0));
+  // Runs the gradient function's body with `data` for the loss's other
+  // arguments; returns (loss, gradients).
+  auto forwardBackward = [&](OpBuilder &at, ValueRange data) {
+    IRMapping map;
+    for (size_t p = 0; p < n; ++p)
+      map.map(gradBody.getArgument(params[p]), computeParams[p]);
+    for (size_t k = 0; k < others.size(); ++k)
+      map.map(gradBody.getArgument(others[k]), data[k]);
+    for (Operation &op : gradBody.without_terminator())
+      at.clone(op, map);
+    SmallVector<Value> results;
+    for (Value value : gradReturn.getOperands())
+      results.push_back(map.lookup(value));
+    return results;
+  };
+  Value lossValue;
+  SmallVector<Value> gradients;
+  if (options.microBatches == 1) {
+    SmallVector<Value> results = forwardBackward(builder, dataArgs);
+    lossValue = results[0];
+    gradients.assign(results.begin() + 1, results.end());
+  } else {
+    // Gradient accumulation: one loop over the micro-batches, summing the
+    // loss and the gradients in its carries (accumulators: they stay
+    // partial, and are reduced once after the loop).
+    int64_t count = options.microBatches;
+    SmallVector<Value> inits = {e.splat(0, gradReturn.getOperand(0).getType())};
+    for (size_t p = 0; p < n; ++p)
+      inits.push_back(e.splat(0, gradReturn.getOperand(1 + p).getType()));
+    SmallVector<Type> types;
+    for (Value init : inits)
+      types.push_back(init.getType());
+    auto accumulate = builder.create<LoopOp>(loc, types, inits,
+                                             static_cast<uint64_t>(count));
+    Block *loopBody = new Block();
+    accumulate.getBody().push_back(loopBody);
+    Value micro = loopBody->addArgument(
+        RankedTensorType::get({}, builder.getI32Type()), loc);
+    SmallVector<Value> sums;
+    for (Type type : types)
+      sums.push_back(loopBody->addArgument(type, loc));
+    OpBuilder inside = OpBuilder::atBlockEnd(loopBody);
+    Emitter ie{inside, loc};
+    Value zero = ie.splat(0, micro.getType());
+    SmallVector<Value> slices;
+    for (size_t k = 0; k < others.size(); ++k) {
+      unsigned i = others[k];
+      if (batchDim[i] < 0) {
+        slices.push_back(dataArgs[k]);
+        continue;
+      }
+      // Micro-batch j holds the examples j, j + M, j + 2M, ...: the batch
+      // viewed as [B/M, M] keeps its data-parallel split on the major
+      // dimension, so every device slices its own examples.
+      Shape micro_shape(tensorTypeOf(loss.getArgument(i)).getShape());
+      int64_t d = batchDim[i];
+      Shape split(micro_shape);
+      split.insert(split.begin() + d + 1, count);
+      Value viewed = ie.reshape(dataArgs[k], split);
+      Shape sizes(split);
+      sizes[d + 1] = 1;
+      SmallVector<Value> starts(sizes.size(), zero);
+      starts[d + 1] = micro;
+      slices.push_back(
+          ie.reshape(ie.dynamicSlice(viewed, starts, sizes), micro_shape));
+    }
+    SmallVector<Value> results = forwardBackward(inside, slices);
+    SmallVector<Value> yields;
+    for (size_t r = 0; r < results.size(); ++r)
+      yields.push_back(ie.add(sums[r], results[r]));
+    inside.create<YieldOp>(loc, yields);
+    auto mean = [&](Value sum) {
+      return e.div(sum, e.splat(static_cast<double>(count), sum.getType()));
+    };
+    lossValue = mean(accumulate.getResult(0));
+    for (size_t p = 0; p < n; ++p)
+      gradients.push_back(mean(accumulate.getResult(1 + p)));
+  }
 
   SmallVector<Value> newParams, newState[2];
   for (size_t p = 0; p < n; ++p) {
     Value param = paramArg(p);
     Type type = param.getType();
-    Value g = map.lookup(gradReturn.getOperand(1 + p));
+    Value g = gradients[p];
     if (g.getType() != type)
       g = e.convert(g, tensorTypeOf(param).getElementType());
     auto constant = [&](double value) { return e.splat(value, type); };
@@ -869,6 +970,7 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
   }
   SmallVector<Value> results = {lossValue};
   results.append(newParams);
+  results.append(gradients);
   for (unsigned m = 0; m < moments; ++m)
     results.append(newState[m]);
   builder.create<func::ReturnOp>(loc, results);

@@ -69,6 +69,7 @@ struct TrainStepPass : public partita::impl::TrainStepPassBase<TrainStepPass> {
     options.optimizer = optimizer;
     options.learningRate = learningRate;
     options.mixedPrecision = mixedPrecision;
+    options.microBatches = microBatches;
     Expected<func::FuncOp> step = buildTrainStep(
         *loss, options, loss->getSymName().str() + "_train_step");
     if (!step) {

@@ -47,6 +47,7 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
     train.optimizer = options.trainOptimizer;
     train.learningRate = options.trainLearningRate;
     train.mixedPrecision = options.trainMixedPrecision;
+    train.microBatches = options.trainMicroBatches;
     passes.addPass(createTrainStepPass(train));
   }
   ApplyRulesPassOptions rulesOptions;

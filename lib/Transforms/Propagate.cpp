@@ -150,6 +150,14 @@ LogicalResult GraphBuilder::build() {
           failed(annotate(id, sharding, function.getLoc(), function)))
         return failure();
       problem.tensors[id].mustBeWhole = !sharding || !sharding.isPartial();
+      // A result holding an argument's new value (a train step's
+      // parameters, gradients and optimizer state) takes the argument's
+      // layout, so it can be updated in place.
+      if (auto aliases = function.getResultAttrOfType<IntegerAttr>(
+              index, PartitaDialect::kAliasesAttrName))
+        addEdge(tensorOf[function.getArgument(aliases.getInt())], id,
+                name + " (new value of argument " +
+                    std::to_string(aliases.getInt()) + ")");
     }
   }
   for (auto function : module.getOps<func::FuncOp>())

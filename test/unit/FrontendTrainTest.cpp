@@ -173,8 +173,8 @@ TEST_CASE("one AdamW step matches the update by hand", "[train]") {
   Expected<mlir::func::FuncOp> step = buildTrainStep(lossFn, options, "step");
   REQUIRE(step.ok());
   lossFn.erase();
-  // (w, m, v, x, step, lr) -> (loss, w', m', v')
-  REQUIRE(step->getNumArguments() == 6);
+  // (w, g, m, v, x, step, lr) -> (loss, w', g, m', v')
+  REQUIRE(step->getNumArguments() == 7);
   Expected<Executable> program = lowerToExecutable(*module);
   REQUIRE(program.ok());
   program->mesh = Mesh();
@@ -183,7 +183,9 @@ TEST_CASE("one AdamW step matches the update by hand", "[train]") {
   int32_t stepNumber = 4;
   float lr = 0.1f;
   std::vector<HostArray> inputs = {
-      HostArray::fromValues(DType::F32, {3}, w0), HostArray::fromValues(DType::F32, {3}, m0),
+      HostArray::fromValues(DType::F32, {3}, w0),
+      HostArray::zeros(DType::F32, {3}),
+      HostArray::fromValues(DType::F32, {3}, m0),
       HostArray::fromValues(DType::F32, {3}, v0), HostArray::fromValues(DType::F32, {3}, x0),
       HostArray::fromValues(DType::I32, {}, std::vector<int32_t>{stepNumber}),
       HostArray::fromValues(DType::F32, {}, std::vector<float>{lr})};
@@ -203,11 +205,13 @@ TEST_CASE("one AdamW step matches the update by hand", "[train]") {
       return value;
     };
     CHECK(at(1) == Approx(w).epsilon(1e-5));
-    CHECK(at(2) == Approx(m).epsilon(1e-5));
-    CHECK(at(3) == Approx(v).epsilon(1e-5));
+    CHECK(at(2) == Approx(g).epsilon(1e-6)); // the gradient buffer
+    CHECK(at(3) == Approx(m).epsilon(1e-5));
+    CHECK(at(4) == Approx(v).epsilon(1e-5));
   }
   // Parameters and state are donated and updated in place.
   CHECK(program->inputs[0].donated);
-  CHECK(program->inputs[1].role == "opt_state");
+  CHECK(program->inputs[1].role == "grad");
+  CHECK(program->inputs[2].role == "opt_state");
   CHECK(program->outputs[1].aliasedInput == 0);
 }

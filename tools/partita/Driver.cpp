@@ -137,6 +137,16 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
       return false;
     }
     options.trainMixedPrecision = cl.on("--mixed-precision");
+    if (cl.has("--micro-batches")) {
+      std::string text = cl.get("--micro-batches");
+      char *end = nullptr;
+      options.trainMicroBatches = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || !end || *end || options.trainMicroBatches < 1) {
+        exitCode = usageError("--micro-batches must be a positive integer, "
+                              "got '" + text + "'");
+        return false;
+      }
+    }
     if (cl.has("--lr")) {
       std::string text = cl.get("--lr");
       char *end = nullptr;
@@ -148,8 +158,9 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
       }
     }
   } else if (cl.has("--optimizer") || cl.has("--lr") ||
-             cl.on("--mixed-precision")) {
-    exitCode = usageError("--optimizer, --lr and --mixed-precision need --train");
+             cl.on("--mixed-precision") || cl.has("--micro-batches")) {
+    exitCode = usageError(
+        "--optimizer, --lr, --mixed-precision and --micro-batches need --train");
     return false;
   }
   if (cl.has("--mesh")) {

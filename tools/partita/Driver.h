@@ -84,7 +84,8 @@ bool runPipeline(Session &session, mlir::ModuleOp module,
 
 /// The common flags that take a value.
 inline std::vector<std::string> pipelineValueFlags() {
-  return {"--mesh", "--interconnect", "--rules", "--optimizer", "--lr"};
+  return {"--mesh",      "--interconnect", "--rules",
+          "--optimizer", "--lr",           "--micro-batches"};
 }
 
 /// The common start of a command: parses `args` (the pipeline flags,

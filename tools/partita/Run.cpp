@@ -209,6 +209,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
     train.trainOptimizer = options.trainOptimizer;
     train.trainLearningRate = options.trainLearningRate;
     train.trainMixedPrecision = options.trainMixedPrecision;
+    train.trainMicroBatches = options.trainMicroBatches;
     if (!runPipeline(session, *module, train))
       return 1;
     options.trainOptimizer.clear();

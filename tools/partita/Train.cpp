@@ -53,6 +53,8 @@ Options (defaults in brackets):
   --data FILE             int32 little-endian tokens (gpt, moe): each step
                           reads batch windows of seq + 1 tokens, in an order
                           shuffled by the seed, none twice in an epoch
+  --micro-batches M       gradient accumulation: M forward/backward passes
+                          on slices of the batch, one update [1]
   --output DIR            where loss.csv and loss.svg go [partita-train]
   model flags             as for 'partita gen' (--layers, --d-model, ...)
   -h, --help              show this help
@@ -227,7 +229,7 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
   std::vector<std::string> valueFlags = modelValueFlags();
   for (const char *flag : {"--model", "--devices", "--mesh", "--rules",
                            "--steps", "--optimizer", "--lr", "--seed", "--data",
-                           "--output", "--interconnect"})
+                           "--output", "--interconnect", "--micro-batches"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
@@ -271,9 +273,17 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
     }
     return true;
   };
-  long long steps = 0, seed = 0;
-  if (!integer("--steps", 10, steps) || !integer("--seed", 0, seed))
+  long long steps = 0, seed = 0, micro = 1;
+  if (!integer("--steps", 10, steps) || !integer("--seed", 0, seed) ||
+      !integer("--micro-batches", 1, micro))
     return exitCode;
+  if (micro < 1 || config.batch % micro != 0)
+    return usageError("--micro-batches (" + std::to_string(micro) +
+                      ") must divide --batch (" +
+                      std::to_string(config.batch) + ")");
+  // The model sees one micro-batch; the step takes the whole batch.
+  int64_t globalBatch = config.batch;
+  config.batch /= micro;
   std::string optimizer = cl.get("--optimizer", "adamw");
   if (optimizer != "adamw" && optimizer != "sgd")
     return usageError("--optimizer must be adamw or sgd, got '" + optimizer +
@@ -310,6 +320,7 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
   options.interconnectFile = cl.get("--interconnect");
   options.trainOptimizer = optimizer;
   options.trainLearningRate = lr;
+  options.trainMicroBatches = micro;
   if (!runPipeline(session, *module, options))
     return 1;
   mlir::func::FuncOp step;
@@ -364,10 +375,13 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
     return usageError("cannot create '" + outputDir + "': " + error.message());
   bool tty = isatty(STDOUT_FILENO);
   int64_t tokensPerStep =
-      config.model == "mlp" ? config.batch : config.batch * config.seq;
+      config.model == "mlp" ? globalBatch : globalBatch * config.seq;
   llvm::outs() << "training " << config.model << " on " << devices << " (mesh "
                << mesh->toString() << ", rules " << options.rules << ", "
-               << optimizer << " lr " << llvm::format("%g", lr) << "): "
+               << optimizer << " lr " << llvm::format("%g", lr)
+               << (micro > 1 ? ", " + std::to_string(micro) + " micro-batches"
+                             : std::string())
+               << "): "
                << summarizeCommunication(*program).collectives
                << " collectives per step, "
                << program->allocatedBytes() << " bytes per device planned\n";

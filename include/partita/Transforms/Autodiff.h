@@ -42,18 +42,26 @@ struct TrainStepOptions {
   /// Parameters and optimizer state in f32 (the master weights) while the
   /// loss runs on a bf16 copy; needs a loss function with bf16 parameters.
   bool mixedPrecision = false;
+  /// Gradient accumulation: the loss function sees one micro-batch; the
+  /// step's inputs with a `batch` logical axis are this many times larger
+  /// and a loop runs forward and backward on each slice, summing gradients
+  /// (kept partial through the loop), averaged once at the end.
+  int64_t microBatches = 1;
 };
 
 /// Replaces the loss function `loss` (scalar loss first; arguments with
 /// role `param` are trained) by the public function `name`:
 ///
-///   (params..., state..., other arguments..., [step: i32], [lr: f32])
-///       -> (loss, new params..., new state...)
+///   (params..., grads..., state..., other arguments..., [step: i32],
+///    [lr: f32]) -> (loss, new params..., grads..., new state...)
 ///
-/// Parameters and state are donated (updated in place) and state carries
-/// role `opt_state` and its parameter's logical axes. SGD keeps one
-/// momentum per parameter; AdamW two moments and takes the step number
-/// (counting from 0) for bias correction.
+/// Parameters, gradient buffers and state are donated (updated in place);
+/// the gradient buffers (role `grad`) receive the step's averaged
+/// gradients, in the layout the rules give them (replicated under zero1,
+/// split under zero2), and state carries role `opt_state`; both share their
+/// parameter's logical axes. SGD keeps one momentum per parameter; AdamW
+/// two moments and takes the step number (counting from 0) for bias
+/// correction.
 Expected<mlir::func::FuncOp> buildTrainStep(mlir::func::FuncOp loss,
                                             const TrainStepOptions &options,
                                             const std::string &name);

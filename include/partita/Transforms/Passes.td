@@ -119,7 +119,10 @@ def TrainStepPass : Pass<"partita-train-step", "mlir::ModuleOp"> {
     Option<"learningRate", "lr", "double", /*default=*/"0.0",
            "A constant learning rate (default: an lr input)">,
     Option<"mixedPrecision", "mixed-precision", "bool", /*default=*/"false",
-           "f32 master weights and state for a bf16 loss">
+           "f32 master weights and state for a bf16 loss">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Gradient accumulation over this many micro-batches (the loss "
+           "function sees one)">
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }

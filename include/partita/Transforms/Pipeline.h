@@ -46,6 +46,8 @@ struct PipelineOptions {
   double trainLearningRate = 0;
   /// f32 master weights and state for a bf16 loss.
   bool trainMixedPrecision = false;
+  /// Gradient accumulation over this many micro-batches.
+  int64_t trainMicroBatches = 1;
   /// Logical axis rules (a preset or a JSON file) applied next
   /// (partita-apply-rules); empty: only logical constraints are removed.
   std::string rules;
