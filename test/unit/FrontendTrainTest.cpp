@@ -11,6 +11,10 @@
 #include "partita/Frontend/Models.h"
 #include "partita/Runtime/Executable.h"
 #include "partita/Transforms/Autodiff.h"
+#include "partita/Transforms/Pipeline.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include "mlir/IR/Verifier.h"
 
@@ -214,4 +218,79 @@ TEST_CASE("one AdamW step matches the update by hand", "[train]") {
   CHECK(program->inputs[1].role == "grad");
   CHECK(program->inputs[2].role == "opt_state");
   CHECK(program->outputs[1].aliasedInput == 0);
+}
+
+namespace {
+
+/// The computation of the public function of `module`: every op but
+/// sharding constraints, with its operand and result types and its
+/// attributes other than shardings and names.
+std::vector<std::string> computationOf(mlir::ModuleOp module) {
+  std::vector<std::string> ops;
+  mlir::func::FuncOp entry;
+  for (auto function : module.getOps<mlir::func::FuncOp>())
+    if (function.isPublic())
+      entry = function;
+  REQUIRE(entry);
+  llvm::DenseMap<mlir::Value, unsigned> numbers;
+  unsigned next = 0;
+  for (mlir::BlockArgument arg : entry.getArguments())
+    numbers[arg] = next++;
+  entry.walk([&](mlir::Operation *op) {
+    if (op == entry.getOperation())
+      return; // its argument and result attributes hold the shardings
+    if (auto constraint = mlir::dyn_cast<ShardingConstraintOp>(op)) {
+      numbers[constraint.getResult()] = numbers.lookup(constraint.getInput());
+      return;
+    }
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << op->getName().getStringRef() << "(";
+    for (mlir::Value operand : op->getOperands())
+      os << numbers.lookup(operand) << ":" << operand.getType() << " ";
+    os << ")";
+    for (mlir::NamedAttribute attr : op->getAttrs())
+      if (attr.getName() != PartitaDialect::kShardingAttrName)
+        os << " " << attr.getName().getValue() << "=" << attr.getValue();
+    for (mlir::Value result : op->getResults()) {
+      numbers[result] = next++;
+      os << " -> " << result.getType();
+    }
+    ops.push_back(os.str());
+  });
+  return ops;
+}
+
+} // namespace
+
+TEST_CASE("strategies differ only in sharding annotations", "[train]") {
+  // The same GPT train step under every preset: after the rules, only
+  // shardings and sharding constraints may differ.
+  std::vector<std::string> reference;
+  for (const char *rules : {"dp", "zero1", "zero2", "fsdp", "tp", "dp+tp",
+                            "fsdp+tp", "tp+sp", "ep"}) {
+    INFO("rules " << rules);
+    mlir::MLIRContext context;
+    context.getOrLoadDialect<PartitaDialect>();
+    ModelConfig config;
+    auto module = std::move(*buildModel(&context, config,
+                                        *parseMeshSpec("data=2,model=4")));
+    PipelineOptions options;
+    options.stage = Stage::Verified;
+    options.rules = rules;
+    options.trainOptimizer = "adamw";
+    mlir::PassManager passes(&context);
+    buildPipeline(passes, options);
+    REQUIRE(mlir::succeeded(passes.run(*module)));
+    std::vector<std::string> ops = computationOf(*module);
+    if (reference.empty()) {
+      reference = ops;
+      continue;
+    }
+    REQUIRE(ops.size() == reference.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      INFO("op " << i);
+      CHECK(ops[i] == reference[i]);
+    }
+  }
 }
