@@ -200,6 +200,10 @@ public:
   }
 
   std::string error;
+  /// Inside a manual computation's body: collectives have transposes there
+  /// (per-device cotangents; a replicated value's cotangent is the sum of
+  /// its copies').
+  bool manualBody = false;
 
 private:
   OpBuilder &builder;
@@ -213,11 +217,15 @@ private:
   LogicalResult visit(Operation *op);
   LogicalResult visitEinsum(EinsumOp op, Value g);
   LogicalResult visitLoop(LoopOp loop);
+  LogicalResult visitManual(ManualComputationOp manual);
+  LogicalResult visitCollective(Operation *op, Value g);
 };
 
 LogicalResult Reverse::visit(Operation *op) {
   if (auto loop = dyn_cast<LoopOp>(op))
     return visitLoop(loop);
+  if (auto manual = dyn_cast<ManualComputationOp>(op))
+    return visitManual(manual);
   // Results without an adjoint contribute nothing.
   bool any = false;
   for (Value result : op->getResults())
@@ -441,13 +449,12 @@ LogicalResult Reverse::visit(Operation *op) {
                builder.create<LogicalConstraintOp>(op->getLoc(), g,
                                                    logical.getAxes(),
                                                    logical.getRoleAttr()));
-  } else if (isa<ManualComputationOp>(op)) {
-    return fail(op, "no gradient rule for manual computations (shard_map) "
-                    "yet: differentiate the global program");
   } else if (isa<AllGatherOp, AllSliceOp, AllReduceOp, ReduceScatterOp,
                  AllToAllOp, CollectivePermuteOp>(op)) {
-    return fail(op, "collectives have no gradient rule: differentiate "
-                    "before partitioning");
+    if (!manualBody)
+      return fail(op, "collectives outside manual computations have no "
+                      "gradient rule: differentiate before partitioning");
+    return visitCollective(op, g);
   } else if (isa<CompareOp, ArgmaxOp, IotaOp, ConstantOp, FloorOp, SignOp,
                  NotOp, AndOp, OrOp, XorOp, RemOp>(op)) {
     // Piecewise constant or integer: no gradient flows.
@@ -651,6 +658,161 @@ LogicalResult Reverse::visitLoop(LoopOp loop) {
   for (size_t k = 0; k < count; ++k)
     loop.getResult(k).replaceAllUsesWith(saving.getResult(k));
   loop.erase();
+  return success();
+}
+
+LogicalResult Reverse::visitCollective(Operation *op, Value g) {
+  Location loc = op->getLoc();
+  Type type = op->getOperand(0).getType();
+  if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    if (reduce.getKind() != ReductionKind::Sum)
+      return fail(op, "no gradient rule for an all_reduce other than sum");
+    // y_d = sum_d' x_d': every x_d' gets the sum of the cotangents.
+    accumulate(reduce.getOperand(),
+               builder.create<AllReduceOp>(loc, type, ReductionKindAttr::get(builder.getContext(), ReductionKind::Sum), g,
+                                           reduce.getMeshAttr(),
+                                           reduce.getAxes()));
+  } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    accumulate(gather.getOperand(),
+               builder.create<ReduceScatterOp>(
+                   loc, type, ReductionKindAttr::get(builder.getContext(), ReductionKind::Sum), g, gather.getMeshAttr(),
+                   gather.getAxes(), gather.getDimAttr()));
+  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    if (scatter.getKind() != ReductionKind::Sum)
+      return fail(op, "no gradient rule for a reduce_scatter other than sum");
+    accumulate(scatter.getOperand(),
+               builder.create<AllGatherOp>(loc, type, g, scatter.getMeshAttr(),
+                                           scatter.getAxes(),
+                                           scatter.getDimAttr()));
+  } else if (auto toAll = dyn_cast<AllToAllOp>(op)) {
+    accumulate(toAll.getOperand(),
+               builder.create<AllToAllOp>(loc, type, g, toAll.getMeshAttr(),
+                                          toAll.getAxes(),
+                                          toAll.getConcatDimAttr(),
+                                          toAll.getSplitDimAttr()));
+  } else if (auto permute = dyn_cast<CollectivePermuteOp>(op)) {
+    SmallVector<int64_t> inverse;
+    ArrayRef<int64_t> pairs = permute.getPairs();
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      inverse.push_back(pairs[i + 1]);
+      inverse.push_back(pairs[i]);
+    }
+    accumulate(permute.getOperand(),
+               builder.create<CollectivePermuteOp>(
+                   loc, type, g, permute.getMeshAttr(), permute.getAxes(),
+                   builder.getDenseI64ArrayAttr(inverse)));
+  } else {
+    return fail(op, "no gradient rule for '" +
+                        op->getName().getStringRef().str() +
+                        "' in a manual computation");
+  }
+  return success();
+}
+
+/// The manual axes along which a value with `sharding` is replicated (no
+/// dimension names them), and the product of their sizes.
+std::pair<SmallVector<StringRef>, int64_t>
+replicatedManualAxes(ManualComputationOp manual, ShardingAttr sharding) {
+  MeshOp mesh = lookupMesh(manual, sharding.getMesh());
+  Mesh axes = mesh.getMesh().toMesh();
+  std::vector<std::string> used = sharding.toSharding().dimAxes();
+  SmallVector<StringRef> replicated;
+  int64_t size = 1;
+  for (Attribute attr : manual.getManualAxes()) {
+    StringRef axis = cast<StringAttr>(attr).getValue();
+    if (llvm::is_contained(used, axis.str()))
+      continue;
+    replicated.push_back(axis);
+    size *= axes.axisSize(axis.str());
+  }
+  return {replicated, size};
+}
+
+LogicalResult Reverse::visitManual(ManualComputationOp manual) {
+  bool any = false;
+  for (Value result : manual.getResults())
+    any |= adjoints.count(result) != 0;
+  if (!any)
+    return success();
+  Location loc = manual.getLoc();
+  Block &body = manual.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  Emitter e{builder, loc};
+  // Backward manual computation: inputs are the forward operands (to
+  // recompute the body) and the results' cotangents; outputs are the
+  // operands' cotangents, laid out as the operands.
+  SmallVector<Value> operands(manual.getOperands());
+  SmallVector<Attribute> inShardings(manual.getInShardings().begin(),
+                                     manual.getInShardings().end());
+  for (auto [index, result] : llvm::enumerate(manual.getResults())) {
+    Value g = adjoint(result);
+    operands.push_back(g ? g : e.zerosLike(result));
+    inShardings.push_back(manual.getOutShardings()[index]);
+  }
+  SmallVector<Type> resultTypes;
+  for (Value operand : manual.getOperands())
+    resultTypes.push_back(operand.getType());
+  auto backward = builder.create<ManualComputationOp>(
+      loc, resultTypes, operands, builder.getArrayAttr(inShardings),
+      manual.getInShardings(), manual.getManualAxes());
+  Block *backBody = new Block();
+  backward.getBody().push_back(backBody);
+  IRMapping again;
+  for (BlockArgument arg : body.getArguments())
+    again.map(arg, backBody->addArgument(arg.getType(), loc));
+  SmallVector<Value> cotangents;
+  for (Value yielded : yield.getValues())
+    cotangents.push_back(backBody->addArgument(yielded.getType(), loc));
+  OpBuilder inside = OpBuilder::atBlockEnd(backBody);
+  Emitter ie{inside, loc};
+  SmallVector<Operation *> recomputed;
+  for (Operation &op : body.without_terminator())
+    recomputed.push_back(inside.clone(op, again));
+  Reverse inner(inside);
+  inner.manualBody = true;
+  for (auto [index, yielded] : llvm::enumerate(yield.getValues())) {
+    if (!isFloatTensor(yielded))
+      continue;
+    auto sharding = cast<ShardingAttr>(manual.getOutShardings()[index]);
+    if (sharding.toSharding().partialKind != PartialKind::None) {
+      error = describeOp(manual) + ": no gradient rule for partial results "
+                                   "of manual computations";
+      return failure();
+    }
+    // A result replicated over k manual devices is one value held k times:
+    // each copy gets 1/k of its cotangent.
+    int64_t copies = replicatedManualAxes(manual, sharding).second;
+    Value g = cotangents[index];
+    if (copies > 1)
+      g = ie.div(g, ie.splat(static_cast<double>(copies), g.getType()));
+    inner.accumulate(again.lookupOrDefault(yielded), g);
+  }
+  if (failed(inner.run(recomputed))) {
+    error = inner.error;
+    return failure();
+  }
+  SmallVector<Value> outputs;
+  for (auto [index, arg] : llvm::enumerate(body.getArguments())) {
+    Value local = again.lookup(arg);
+    Value g = isFloatTensor(arg) ? inner.adjoint(local) : Value();
+    if (!g) {
+      outputs.push_back(ie.zerosLike(local));
+      continue;
+    }
+    // An operand replicated over manual devices: its cotangent is the sum
+    // of its copies'.
+    auto sharding = cast<ShardingAttr>(manual.getInShardings()[index]);
+    auto [axes, copies] = replicatedManualAxes(manual, sharding);
+    if (copies > 1)
+      g = inside.create<AllReduceOp>(loc, g.getType(), ReductionKindAttr::get(inside.getContext(), ReductionKind::Sum), g,
+                                     sharding.getMesh(),
+                                     inside.getStrArrayAttr(axes));
+    outputs.push_back(g);
+  }
+  inside.create<YieldOp>(loc, outputs);
+  for (auto [index, operand] : llvm::enumerate(manual.getOperands()))
+    if (isFloatTensor(operand))
+      accumulate(operand, backward.getResult(index));
   return success();
 }
 
