@@ -116,7 +116,10 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
                             op.getRole() ? op.getRole()->str() : "activation",
                             warnings);
       warn(op.getLoc(), "logical constraint", warnings);
-      if (sharding.isReplicated()) {
+      // An activation layout nothing maps is no constraint; a layout named
+      // for an argument role (a gradient, a weight slice) is kept even when
+      // whole.
+      if (sharding.isReplicated() && !op.getRole()) {
         op.getResult().replaceAllUsesWith(op.getInput());
         op.erase();
         continue;

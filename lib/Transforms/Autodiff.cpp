@@ -1091,6 +1091,15 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
       gradients.push_back(mean(accumulate.getResult(1 + p)));
   }
 
+  // The gradients take their buffers' layout where they are complete: one
+  // reduction per gradient (an all_reduce when the buffer is replicated, a
+  // reduce_scatter when the rules split it), not one per consumer in the
+  // optimizer.
+  for (size_t p = 0; p < n; ++p)
+    if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
+            params[p], PartitaDialect::kLogicalAxesAttrName))
+      gradients[p] = builder.create<LogicalConstraintOp>(
+          loc, gradients[p], axes, builder.getStringAttr("grad"));
   SmallVector<Value> newParams, newState[2];
   for (size_t p = 0; p < n; ++p) {
     Value param = paramArg(p);

@@ -111,6 +111,12 @@ private:
   /// Emits the collectives that turn `value` into `to`; returns the new value.
   FailureOr<Value> reshard(Value value, const Sharding &to, Operation *consumer,
                            const std::string &why);
+  FailureOr<Value> emitReshard(Value value, const Sharding &to,
+                               Operation *consumer, const std::string &why);
+  /// Reshards already emitted, by source value and target layout: a value
+  /// several ops need in the same layout moves once (when the earlier
+  /// reshard dominates the later consumer).
+  std::map<std::pair<void *, std::string>, Value> reshardCache;
 
   LogicalResult partitionSignature(func::FuncOp function);
   LogicalResult partitionBlock(Block &block);
@@ -165,6 +171,25 @@ FailureOr<RankedTensorType> Partitioner::localType(RankedTensorType global,
 FailureOr<Value> Partitioner::reshard(Value value, const Sharding &to,
                                       Operation *consumer,
                                       const std::string &why) {
+  std::pair<void *, std::string> key{value.getAsOpaquePointer(),
+                                     closed(to).toString()};
+  auto cached = reshardCache.find(key);
+  if (cached != reshardCache.end()) {
+    Operation *def = cached->second.getDefiningOp();
+    Operation *ancestor =
+        def ? def->getBlock()->findAncestorOpInBlock(*consumer) : nullptr;
+    if (ancestor && def->isBeforeInBlock(ancestor))
+      return cached->second;
+  }
+  FailureOr<Value> result = emitReshard(value, to, consumer, why);
+  if (succeeded(result) && *result != value)
+    reshardCache[key] = *result;
+  return result;
+}
+
+FailureOr<Value> Partitioner::emitReshard(Value value, const Sharding &to,
+                                          Operation *consumer,
+                                          const std::string &why) {
   Layout from = layouts.lookup(value);
   if (sameReshardLayout(mesh, closed(from.sharding), closed(to)))
     return value;
