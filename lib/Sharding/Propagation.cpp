@@ -396,6 +396,36 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
   return effect;
 }
 
+/// Whether `assignment` uses every mesh axis at most once within each tensor
+/// of the op (a reduction factor's axes count in every result, which they
+/// make partial). Separate tensors of one op — the carries of a loop, the
+/// operands of a barrier — may each use the same axis.
+bool axesUniquePerTensor(const OpShardingRule &rule,
+                         const Assignment &assignment) {
+  auto check = [&](const TensorFactors &mapping, bool result) {
+    std::set<std::string> used;
+    for (const std::vector<int> &factors : mapping)
+      for (int f : factors)
+        for (const std::string &axis : assignment[f])
+          if (!used.insert(axis).second)
+            return false;
+    if (result)
+      for (size_t f = 0; f < rule.factors.size(); ++f)
+        if (rule.factors[f].type == FactorType::Reduction)
+          for (const std::string &axis : assignment[f])
+            if (!used.insert(axis).second)
+              return false;
+    return true;
+  };
+  for (const TensorFactors &mapping : rule.operands)
+    if (!check(mapping, false))
+      return false;
+  for (const TensorFactors &mapping : rule.results)
+    if (!check(mapping, true))
+      return false;
+  return true;
+}
+
 /// decideOp with the option effects kept for propagation.
 std::pair<OpDecision, OptionEffect> decide(const Context &context,
                                            int opIndex) {
@@ -443,11 +473,8 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
         conflict = true;
     }
   }
-  std::map<std::string, int> owner;
-  for (size_t f = 0; f < numFactors && !conflict; ++f)
-    for (const std::string &axis : merged[f])
-      if (!owner.emplace(axis, static_cast<int>(f)).second)
-        conflict = true;
+  if (!conflict && !axesUniquePerTensor(rule, merged))
+    conflict = true;
   if (!conflict && !respectsCompoundOrder(mesh, rule, merged))
     conflict = true;
 
@@ -492,14 +519,10 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
   std::vector<size_t> index(numFactors, 0);
   size_t evaluated = 0;
   while (evaluated++ < 8192) {
-    std::set<std::string> used;
-    bool valid = true;
-    for (size_t f = 0; f < numFactors && valid; ++f) {
+    for (size_t f = 0; f < numFactors; ++f)
       current[f] = choices[f][index[f]];
-      for (const std::string &axis : current[f])
-        valid &= used.insert(axis).second;
-    }
-    if (valid && respectsCompoundOrder(mesh, rule, current)) {
+    if (axesUniquePerTensor(rule, current) &&
+        respectsCompoundOrder(mesh, rule, current)) {
       OptionEffect effect = evaluateOption(context, opIndex, current);
       scored.push_back({effect.costUs, countAxes(current),
                         factorAssignmentToString(current), current, effect});

@@ -21,6 +21,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 #include <map>
@@ -192,10 +194,25 @@ public:
   Value adjoint(Value value) const { return adjoints.lookup(value); }
 
   /// Visits `ops` last to first. Fails with a message naming the op.
-  LogicalResult run(ArrayRef<Operation *> ops) {
-    for (Operation *op : llvm::reverse(ops))
-      if (failed(visit(op)))
+  /// `segmentOf` (optional) names each op's recomputation segment (-1:
+  /// none): a segment is recomputed from its inputs when the sweep reaches
+  /// it, and its copy is differentiated instead of the original.
+  LogicalResult run(ArrayRef<Operation *> ops,
+                    ArrayRef<int> segmentOf = {}) {
+    for (size_t k = ops.size(); k-- > 0;) {
+      int segment = segmentOf.empty() ? -1 : segmentOf[k];
+      if (segment < 0) {
+        if (failed(visit(ops[k])))
+          return failure();
+        continue;
+      }
+      size_t first = k;
+      while (first > 0 && segmentOf[first - 1] == segment)
+        --first;
+      if (failed(recompute(ops.slice(first, k - first + 1))))
         return failure();
+      k = first;
+    }
     return success();
   }
 
@@ -218,6 +235,7 @@ private:
   LogicalResult visitEinsum(EinsumOp op, Value g);
   LogicalResult visitLoop(LoopOp loop);
   LogicalResult visitManual(ManualComputationOp manual);
+  LogicalResult recompute(ArrayRef<Operation *> segment);
   LogicalResult visitCollective(Operation *op, Value g);
 };
 
@@ -661,6 +679,52 @@ LogicalResult Reverse::visitLoop(LoopOp loop) {
   return success();
 }
 
+LogicalResult Reverse::recompute(ArrayRef<Operation *> segment) {
+  llvm::SmallPtrSet<Operation *, 32> members(segment.begin(), segment.end());
+  // The segment's inputs: values it reads that it does not define.
+  llvm::SetVector<Value> inputs;
+  for (Operation *op : segment)
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        Region *home = operand.getParentRegion();
+        bool insideNested = op->getNumRegions() && op->isAncestor(home->getParentOp());
+        if (insideNested)
+          continue;
+        if (!def || !members.count(def))
+          inputs.insert(operand);
+      }
+    });
+  // Any adjoint on the segment's values?
+  bool any = false;
+  for (Operation *op : segment)
+    for (Value result : op->getResults())
+      any |= adjoints.count(result) != 0;
+  if (!any)
+    return success();
+  Location loc = segment.front()->getLoc();
+  SmallVector<Type> types;
+  for (Value input : inputs)
+    types.push_back(input.getType());
+  auto barrier = builder.create<OptimizationBarrierOp>(
+      loc, types, SmallVector<Value>(inputs.begin(), inputs.end()));
+  IRMapping map;
+  for (auto [input, kept] : llvm::zip(inputs, barrier.getResults()))
+    map.map(input, kept);
+  SmallVector<Operation *> copies;
+  for (Operation *op : segment)
+    copies.push_back(builder.clone(*op, map));
+  for (auto [op, copy] : llvm::zip(segment, copies))
+    for (auto [result, copied] :
+         llvm::zip(op->getResults(), copy->getResults()))
+      if (Value g = adjoint(result))
+        accumulate(copied, g);
+  // The copy is differentiated; the barrier passes the inputs' adjoints on.
+  if (failed(run(copies)))
+    return failure();
+  return visit(barrier);
+}
+
 LogicalResult Reverse::visitCollective(Operation *op, Value g) {
   Location loc = op->getLoc();
   Type type = op->getOperand(0).getType();
@@ -820,7 +884,11 @@ LogicalResult Reverse::visitManual(ManualComputationOp manual) {
 
 Expected<func::FuncOp> partita::buildGradient(func::FuncOp loss,
                                               const std::vector<unsigned> &wrt,
-                                              const std::string &name) {
+                                              const std::string &name,
+                                              const std::string &remat) {
+  if (remat != "none" && remat != "per-layer" && remat != "full")
+    return Status::error("unknown remat policy '" + remat +
+                         "' (none, per-layer or full)");
   if (loss.isExternal())
     return Status::error("@" + loss.getSymName().str() + " has no body");
   if (loss.getNumResults() == 0 ||
@@ -853,7 +921,25 @@ Expected<func::FuncOp> partita::buildGradient(func::FuncOp loss,
   Reverse reverse(builder);
   reverse.accumulate(value, Emitter{builder, ret.getLoc()}.splat(
                                 1, value.getType()));
-  if (failed(reverse.run(ops))) {
+  // Recomputation segments: the layer an op's name starts with, or all.
+  std::vector<int> segmentOf(ops.size(), -1);
+  if (remat == "full") {
+    std::fill(segmentOf.begin(), segmentOf.end(), 0);
+  } else if (remat == "per-layer") {
+    std::map<std::string, int> layers;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      auto named = dyn_cast<NameLoc>(ops[k]->getLoc());
+      if (!named)
+        continue;
+      StringRef text = named.getName().getValue();
+      StringRef layer = text.take_until([](char c) { return c == '.'; });
+      if (!layer.starts_with("layer") || layer.size() == 5 ||
+          !llvm::all_of(layer.drop_front(5), llvm::isDigit))
+        continue;
+      segmentOf[k] = layers.emplace(layer.str(), layers.size()).first->second;
+    }
+  }
+  if (failed(reverse.run(ops, segmentOf))) {
     gradient.erase();
     return Status::error(reverse.error);
   }
@@ -899,7 +985,7 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
                              "argument " + std::to_string(i) + " of @" +
                              loss.getSymName().str() + " is not bf16");
   Expected<func::FuncOp> gradient =
-      buildGradient(loss, params, name + ".gradient");
+      buildGradient(loss, params, name + ".gradient", options.remat);
   if (!gradient)
     return gradient.status();
   MLIRContext *context = loss.getContext();

@@ -49,7 +49,8 @@ struct GradPass : public partita::impl::GradPassBase<GradPass> {
             role && role.getValue() == Role::Param)
           indices.push_back(i);
     Expected<func::FuncOp> gradient =
-        buildGradient(*loss, indices, loss->getSymName().str() + "_grad");
+        buildGradient(*loss, indices, loss->getSymName().str() + "_grad",
+                      remat);
     if (!gradient) {
       loss->emitError() << gradient.status().message();
       return signalPassFailure();
@@ -70,6 +71,7 @@ struct TrainStepPass : public partita::impl::TrainStepPassBase<TrainStepPass> {
     options.learningRate = learningRate;
     options.mixedPrecision = mixedPrecision;
     options.microBatches = microBatches;
+    options.remat = remat;
     Expected<func::FuncOp> step = buildTrainStep(
         *loss, options, loss->getSymName().str() + "_train_step");
     if (!step) {

@@ -48,6 +48,7 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
     train.learningRate = options.trainLearningRate;
     train.mixedPrecision = options.trainMixedPrecision;
     train.microBatches = options.trainMicroBatches;
+    train.remat = options.trainRemat;
     passes.addPass(createTrainStepPass(train));
   }
   ApplyRulesPassOptions rulesOptions;

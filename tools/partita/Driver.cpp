@@ -137,6 +137,13 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
       return false;
     }
     options.trainMixedPrecision = cl.on("--mixed-precision");
+    options.trainRemat = cl.get("--remat", "none");
+    if (options.trainRemat != "none" && options.trainRemat != "per-layer" &&
+        options.trainRemat != "full") {
+      exitCode = usageError("--remat must be none, per-layer or full, got '" +
+                            options.trainRemat + "'");
+      return false;
+    }
     if (cl.has("--micro-batches")) {
       std::string text = cl.get("--micro-batches");
       char *end = nullptr;
@@ -158,9 +165,10 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
       }
     }
   } else if (cl.has("--optimizer") || cl.has("--lr") ||
-             cl.on("--mixed-precision") || cl.has("--micro-batches")) {
-    exitCode = usageError(
-        "--optimizer, --lr, --mixed-precision and --micro-batches need --train");
+             cl.on("--mixed-precision") || cl.has("--micro-batches") ||
+             cl.has("--remat")) {
+    exitCode = usageError("--optimizer, --lr, --mixed-precision, "
+                          "--micro-batches and --remat need --train");
     return false;
   }
   if (cl.has("--mesh")) {

@@ -84,8 +84,8 @@ bool runPipeline(Session &session, mlir::ModuleOp module,
 
 /// The common flags that take a value.
 inline std::vector<std::string> pipelineValueFlags() {
-  return {"--mesh",      "--interconnect", "--rules",
-          "--optimizer", "--lr",           "--micro-batches"};
+  return {"--mesh", "--interconnect",  "--rules", "--optimizer",
+          "--lr",   "--micro-batches", "--remat"};
 }
 
 /// The common start of a command: parses `args` (the pipeline flags,

@@ -210,6 +210,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
     train.trainLearningRate = options.trainLearningRate;
     train.trainMixedPrecision = options.trainMixedPrecision;
     train.trainMicroBatches = options.trainMicroBatches;
+    train.trainRemat = options.trainRemat;
     if (!runPipeline(session, *module, train))
       return 1;
     options.trainOptimizer.clear();

@@ -55,6 +55,8 @@ Options (defaults in brackets):
                           shuffled by the seed, none twice in an epoch
   --micro-batches M       gradient accumulation: M forward/backward passes
                           on slices of the batch, one update [1]
+  --remat P               activation checkpointing: none, per-layer (each
+                          layer recomputed in the backward), full [none]
   --output DIR            where loss.csv and loss.svg go [partita-train]
   model flags             as for 'partita gen' (--layers, --d-model, ...)
   -h, --help              show this help
@@ -229,7 +231,8 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
   std::vector<std::string> valueFlags = modelValueFlags();
   for (const char *flag : {"--model", "--devices", "--mesh", "--rules",
                            "--steps", "--optimizer", "--lr", "--seed", "--data",
-                           "--output", "--interconnect", "--micro-batches"})
+                           "--output", "--interconnect", "--micro-batches",
+                           "--remat"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
@@ -321,6 +324,11 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
   options.trainOptimizer = optimizer;
   options.trainLearningRate = lr;
   options.trainMicroBatches = micro;
+  options.trainRemat = cl.get("--remat", "none");
+  if (options.trainRemat != "none" && options.trainRemat != "per-layer" &&
+      options.trainRemat != "full")
+    return usageError("--remat must be none, per-layer or full, got '" +
+                      options.trainRemat + "'");
   if (!runPipeline(session, *module, options))
     return 1;
   mlir::func::FuncOp step;

@@ -26,9 +26,17 @@ namespace partita {
 /// carries the forward loop saves. Integer and boolean values, compare,
 /// argmax, iota and top_k's indices carry no gradient. Errors (an op
 /// without a gradient rule, a collective) name the op and its location.
+///
+/// `remat` is the activation checkpointing policy: "none" keeps every
+/// forward value for the backward; "per-layer" recomputes each layer (ops
+/// named `layerN.…`) from its inputs just before differentiating it, so a
+/// layer's intermediates die in the forward pass; "full" recomputes the
+/// whole forward pass. An optimization_barrier over the recomputation's
+/// inputs keeps it from being merged back into the forward pass.
 Expected<mlir::func::FuncOp> buildGradient(mlir::func::FuncOp loss,
                                            const std::vector<unsigned> &wrt,
-                                           const std::string &name);
+                                           const std::string &name,
+                                           const std::string &remat = "none");
 
 /// The optimizer of a train step.
 struct TrainStepOptions {
@@ -47,6 +55,9 @@ struct TrainStepOptions {
   /// and a loop runs forward and backward on each slice, summing gradients
   /// (kept partial through the loop), averaged once at the end.
   int64_t microBatches = 1;
+  /// Activation checkpointing: "none", "per-layer" or "full" (see
+  /// buildGradient).
+  std::string remat = "none";
 };
 
 /// Replaces the loss function `loss` (scalar loss first; arguments with

@@ -90,7 +90,9 @@ def GradPass : Pass<"partita-grad", "mlir::ModuleOp"> {
   }];
   let options = [
     ListOption<"wrt", "wrt", "unsigned",
-               "Argument indices to differentiate (default: role param)">
+               "Argument indices to differentiate (default: role param)">,
+    Option<"remat", "remat", "std::string", /*default=*/"\"none\"",
+           "Activation checkpointing: none, per-layer or full">
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }
@@ -122,7 +124,9 @@ def TrainStepPass : Pass<"partita-train-step", "mlir::ModuleOp"> {
            "f32 master weights and state for a bf16 loss">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Gradient accumulation over this many micro-batches (the loss "
-           "function sees one)">
+           "function sees one)">,
+    Option<"remat", "remat", "std::string", /*default=*/"\"none\"",
+           "Activation checkpointing: none, per-layer or full">
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }

@@ -48,6 +48,8 @@ struct PipelineOptions {
   bool trainMixedPrecision = false;
   /// Gradient accumulation over this many micro-batches.
   int64_t trainMicroBatches = 1;
+  /// Activation checkpointing of the train step: none, per-layer, full.
+  std::string trainRemat = "none";
   /// Logical axis rules (a preset or a JSON file) applied next
   /// (partita-apply-rules); empty: only logical constraints are removed.
   std::string rules;
