@@ -147,6 +147,18 @@ Report partita::analyzeModule(ModuleOp module,
   if (report.bytesByRole.empty())
     report.bytesByRole = {
         {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"activation", 0}};
+  report.persistentBytesByRole = {
+      {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"input", 0}};
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (function.isExternal() || !function.isPublic())
+      continue;
+    for (BlockArgument arg : function.getArguments())
+      if (auto attr = function.getArgAttrOfType<RoleAttr>(
+              arg.getArgNumber(), PartitaDialect::kRoleAttrName))
+        if (attr.getValue() != Role::Activation)
+          report.persistentBytesByRole[stringifyRole(attr.getValue()).str()] +=
+              tensorBytes(arg.getType());
+  }
   return report;
 }
 
@@ -208,6 +220,13 @@ std::string Report::toJson() const {
         for (const char *role : {"param", "grad", "opt_state", "activation"}) {
           auto it = bytesByRole.find(role);
           json.attribute(role, it == bytesByRole.end() ? 0 : it->second);
+        }
+      });
+      json.attributeObject("persistent_by_role", [&] {
+        for (const char *role : {"param", "grad", "opt_state", "input"}) {
+          auto it = persistentBytesByRole.find(role);
+          json.attribute(role,
+                         it == persistentBytesByRole.end() ? 0 : it->second);
         }
       });
     });

@@ -1014,7 +1014,7 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
   if (options.microBatches < 1)
     return Status::error("the number of micro-batches must be at least 1");
   for (unsigned i : params) {
-    inputs.push_back(masterType(i));
+    inputs.push_back(loss.getArgument(i).getType());
     NamedAttrList list(attrsOf(i) ? attrsOf(i) : DictionaryAttr::get(context));
     list.set(PartitaDialect::kDonatedAttrName, UnitAttr::get(context));
     inputAttrs.push_back(list.getDictionary(context));
@@ -1025,7 +1025,9 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
     inputs.push_back(loss.getArgument(i).getType());
     inputAttrs.push_back(withRole(attrsOf(i), Role::Grad, true));
   }
-  unsigned moments = adam ? 2 : 1;
+  // Optimizer state: with mixed precision the f32 master weights first,
+  // then the moments (f32).
+  unsigned moments = (adam ? 2 : 1) + (options.mixedPrecision ? 1 : 0);
   for (unsigned m = 0; m < moments; ++m)
     for (unsigned i : params) {
       inputs.push_back(masterType(i));
@@ -1085,14 +1087,9 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
   Block &gradBody = gradient->getBody().front();
   auto gradReturn = cast<func::ReturnOp>(gradBody.getTerminator());
   SmallVector<Value> computeParams;
-  for (size_t p = 0; p < n; ++p) {
-    Value master = paramArg(p);
-    computeParams.push_back(
-        options.mixedPrecision
-            ? e.convert(master, tensorTypeOf(loss.getArgument(params[p]))
-                                    .getElementType())
-            : master);
-  }
+  for (size_t p = 0; p < n; ++p)
+    computeParams.push_back(paramArg(p));
+  unsigned first = options.mixedPrecision ? 1 : 0; // the first moment
   SmallVector<Value> dataArgs;
   for (size_t k = 0; k < others.size(); ++k)
     dataArgs.push_back(body->getArgument(next++));
@@ -1186,9 +1183,20 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
             params[p], PartitaDialect::kLogicalAxesAttrName))
       gradients[p] = builder.create<LogicalConstraintOp>(
           loc, gradients[p], axes, builder.getStringAttr("grad"));
-  SmallVector<Value> newParams, newState[2];
+  SmallVector<Value> newParams, newState[3];
   for (size_t p = 0; p < n; ++p) {
-    Value param = paramArg(p);
+    // The weights the update applies to: the f32 master copy under mixed
+    // precision (the bf16 parameters are then its rounding).
+    Value param = options.mixedPrecision ? stateArg(0, p) : paramArg(p);
+    auto finish = [&](Value updated) {
+      if (options.mixedPrecision) {
+        newState[0].push_back(updated);
+        newParams.push_back(e.convert(
+            updated, tensorTypeOf(paramArg(p)).getElementType()));
+      } else {
+        newParams.push_back(updated);
+      }
+    };
     Type type = param.getType();
     Value g = gradients[p];
     if (g.getType() != type)
@@ -1199,16 +1207,16 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
                     : constant(options.learningRate);
     if (!adam) {
       // m' = momentum m + g;  p' = p - lr m'.
-      Value m = e.add(e.mul(constant(options.momentum), stateArg(0, p)), g);
-      newState[0].push_back(m);
-      newParams.push_back(e.sub(param, e.mul(rate, m)));
+      Value m = e.add(e.mul(constant(options.momentum), stateArg(first, p)), g);
+      newState[first].push_back(m);
+      finish(e.sub(param, e.mul(rate, m)));
       continue;
     }
     // AdamW (Loshchilov & Hutter): moments, bias correction with
     // t = step + 1, decoupled weight decay.
-    Value m = e.add(e.mul(constant(options.beta1), stateArg(0, p)),
+    Value m = e.add(e.mul(constant(options.beta1), stateArg(first, p)),
                     e.mul(constant(1 - options.beta1), g));
-    Value v = e.add(e.mul(constant(options.beta2), stateArg(1, p)),
+    Value v = e.add(e.mul(constant(options.beta2), stateArg(first + 1, p)),
                     e.mul(constant(1 - options.beta2), e.mul(g, g)));
     Type element = tensorTypeOf(param).getElementType();
     Value t = e.broadcast(
@@ -1221,9 +1229,9 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
                          e.add(e.sqrt(e.div(v, correction2)),
                                constant(options.epsilon)));
     update = e.add(update, e.mul(constant(options.weightDecay), param));
-    newState[0].push_back(m);
-    newState[1].push_back(v);
-    newParams.push_back(e.sub(param, e.mul(rate, update)));
+    newState[first].push_back(m);
+    newState[first + 1].push_back(v);
+    finish(e.sub(param, e.mul(rate, update)));
   }
   SmallVector<Value> results = {lossValue};
   results.append(newParams);

@@ -29,11 +29,16 @@ presets() {
                                              {"vocab", "", "model"}};
   // ZeRO: the `embed` dimension of optimizer state (1), of gradients too
   // (2), of parameters as well (3 = FSDP) over the data axis.
-  static const std::vector<PresetRule> zero1 = {
-      {"batch", "input", "data"}, {"embed", "opt_state", "data"}};
+  // "*" (any dimension still whole, in order) covers tensors without an
+  // embed dimension (norm scales, biases): ZeRO splits all of them.
+  static const std::vector<PresetRule> zero1 = {{"batch", "input", "data"},
+                                                {"embed", "opt_state", "data"},
+                                                {"*", "opt_state", "data"}};
   static const std::vector<PresetRule> zero2 = {{"batch", "input", "data"},
                                                 {"embed", "opt_state", "data"},
-                                                {"embed", "grad", "data"}};
+                                                {"embed", "grad", "data"},
+                                                {"*", "opt_state", "data"},
+                                                {"*", "grad", "data"}};
   // FSDP keeps the batch split over data between blocks too, so weights are
   // gathered before use rather than activations resharded (MaxText's
   // activation_batch rule).
@@ -41,6 +46,9 @@ presets() {
                                                {"embed", "param", "data"},
                                                {"embed", "opt_state", "data"},
                                                {"embed", "grad", "data"},
+                                               {"*", "param", "data"},
+                                               {"*", "opt_state", "data"},
+                                               {"*", "grad", "data"},
                                                {"batch", "activation", "data"}};
   auto join = [](std::vector<PresetRule> a, const std::vector<PresetRule> &b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -201,40 +209,48 @@ Sharding partita::applyLogicalRules(const LogicalRules &rules,
                                     std::vector<std::string> &warnings) {
   Sharding sharding = Sharding::replicated(static_cast<int>(shape.size()));
   std::vector<std::string> used;
-  for (size_t d = 0; d < axes.size() && d < shape.size(); ++d) {
-    if (axes[d].empty())
-      continue;
-    for (const LogicalRule &rule : rules.rules) {
-      if (rule.logical != axes[d])
+  // Named rules first, dimension by dimension; then "*" rules for the
+  // dimensions still whole.
+  for (bool wildcard : {false, true}) {
+    for (size_t d = 0; d < axes.size() && d < shape.size(); ++d) {
+      if (!sharding.dims[d].axes.empty() || (!wildcard && axes[d].empty()))
         continue;
-      bool roleMatches = rule.role.empty() ? role != "activation"
-                                           : rule.role == role;
-      if (!roleMatches || rule.meshAxes.empty())
-        continue;
-      bool free = std::none_of(
-          rule.meshAxes.begin(), rule.meshAxes.end(), [&](const std::string &a) {
-            return std::find(used.begin(), used.end(), a) != used.end() ||
-                   mesh.axisIndex(a) < 0;
-          });
-      if (!free)
-        continue;
-      int64_t devices = 1;
-      for (const std::string &axis : rule.meshAxes)
-        devices *= mesh.axisSize(axis);
-      if (shape[d] % devices != 0) {
-        std::string list;
+      for (const LogicalRule &rule : rules.rules) {
+        if ((rule.logical == "*") != wildcard ||
+            (!wildcard && rule.logical != axes[d]))
+          continue;
+        bool roleMatches = rule.role.empty() ? role != "activation"
+                                             : rule.role == role;
+        if (!roleMatches || rule.meshAxes.empty())
+          continue;
+        bool free = std::none_of(
+            rule.meshAxes.begin(), rule.meshAxes.end(),
+            [&](const std::string &a) {
+              return std::find(used.begin(), used.end(), a) != used.end() ||
+                     mesh.axisIndex(a) < 0;
+            });
+        if (!free)
+          continue;
+        int64_t devices = 1;
         for (const std::string &axis : rule.meshAxes)
-          list += (list.empty() ? "" : ",") + axis;
-        warnings.push_back("logical axis '" + axes[d] + "' (size " +
-                           std::to_string(shape[d]) +
-                           ") does not divide over mesh axes " + list + " (" +
-                           std::to_string(devices) +
-                           " devices): that rule is skipped");
-        continue;
+          devices *= mesh.axisSize(axis);
+        if (shape[d] % devices != 0) {
+          if (!wildcard) {
+            std::string list;
+            for (const std::string &axis : rule.meshAxes)
+              list += (list.empty() ? "" : ",") + axis;
+            warnings.push_back("logical axis '" + axes[d] + "' (size " +
+                               std::to_string(shape[d]) +
+                               ") does not divide over mesh axes " + list +
+                               " (" + std::to_string(devices) +
+                               " devices): that rule is skipped");
+          }
+          continue;
+        }
+        sharding.dims[d].axes = rule.meshAxes;
+        used.insert(used.end(), rule.meshAxes.begin(), rule.meshAxes.end());
+        break;
       }
-      sharding.dims[d].axes = rule.meshAxes;
-      used.insert(used.end(), rule.meshAxes.begin(), rule.meshAxes.end());
-      break;
     }
   }
   return sharding;

@@ -131,10 +131,19 @@ TEST_CASE("mixed precision trains a bf16 model from f32 master weights",
   options.learningRate = 0.01;
   options.mixedPrecision = true;
   mlir::func::FuncOp step = stepOf(*module, config, options);
-  // Master weights and state are f32; the loss is computed in bf16.
+  // Parameters and gradients are bf16; the master weights (the first
+  // optimizer state) and the moments f32; the loss is computed in bf16.
+  size_t params = (step.getNumResults() - 1) / 5; // param, grad, master, m, v
   CHECK(mlir::cast<mlir::RankedTensorType>(step.getArgument(0).getType())
             .getElementType()
+            .isBF16());
+  CHECK(mlir::cast<mlir::RankedTensorType>(
+            step.getArgument(2 * params).getType())
+            .getElementType()
             .isF32());
+  CHECK(step.getArgAttrOfType<RoleAttr>(2 * params,
+                                        PartitaDialect::kRoleAttrName)
+            .getValue() == Role::OptState);
   CHECK(mlir::cast<mlir::RankedTensorType>(step.getResultTypes()[0])
             .getElementType()
             .isBF16());

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <unistd.h>
 
@@ -57,6 +58,8 @@ Options (defaults in brackets):
                           on slices of the batch, one update [1]
   --remat P               activation checkpointing: none, per-layer (each
                           layer recomputed in the backward), full [none]
+  --mixed-precision       bf16 parameters and gradients, f32 master weights
+                          and moments (needs --dtype bf16)
   --output DIR            where loss.csv and loss.svg go [partita-train]
   model flags             as for 'partita gen' (--layers, --d-model, ...)
   -h, --help              show this help
@@ -236,7 +239,9 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
-  if (!parseCommandLine(args, valueFlags, modelSwitchFlags(), cl, exitCode))
+  std::vector<std::string> switches = modelSwitchFlags();
+  switches.push_back("--mixed-precision");
+  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
     return exitCode;
   if (cl.help) {
     llvm::outs() << kTrainUsage;
@@ -324,6 +329,9 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
   options.trainOptimizer = optimizer;
   options.trainLearningRate = lr;
   options.trainMicroBatches = micro;
+  options.trainMixedPrecision = cl.on("--mixed-precision");
+  if (options.trainMixedPrecision && config.dtype != "bf16")
+    return usageError("--mixed-precision trains a bf16 model: add --dtype bf16");
   options.trainRemat = cl.get("--remat", "none");
   if (options.trainRemat != "none" && options.trainRemat != "per-layer" &&
       options.trainRemat != "full")
@@ -393,6 +401,14 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
                << summarizeCommunication(*program).collectives
                << " collectives per step, "
                << program->allocatedBytes() << " bytes per device planned\n";
+  // What each device holds between steps: its blocks of the arguments.
+  std::map<std::string, int64_t> held;
+  for (const ExecutableValue &input : program->inputs)
+    held[input.role.empty() ? "other" : input.role] +=
+        program->slots[input.slot].bytes();
+  llvm::outs() << "held per device between steps: param " << held["param"]
+               << ", grad " << held["grad"] << ", opt_state "
+               << held["opt_state"] << " bytes\n";
   std::vector<double> losses, seconds;
   auto started = std::chrono::steady_clock::now();
   for (long long s = 0; s < steps; ++s) {

@@ -60,6 +60,9 @@ struct Report {
   /// else alive at the peak, inputs included).
   int64_t peakBytesPerDevice = 0;
   std::map<std::string, int64_t> bytesByRole;
+  /// Bytes per device of the public function's arguments by role (param,
+  /// grad, opt_state, input): what a training loop holds between steps.
+  std::map<std::string, int64_t> persistentBytesByRole;
 
   /// The JSON of BRIEF §7, keys in a fixed order (deterministic).
   std::string toJson() const;

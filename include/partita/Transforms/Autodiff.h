@@ -47,8 +47,11 @@ struct TrainStepOptions {
   double learningRate = 0;
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, weightDecay = 0.01;
   double momentum = 0.9;
-  /// Parameters and optimizer state in f32 (the master weights) while the
-  /// loss runs on a bf16 copy; needs a loss function with bf16 parameters.
+  /// For a loss function with bf16 parameters: the parameters and
+  /// gradients stay bf16, and the optimizer state holds f32 master weights
+  /// (first) and f32 moments; the update applies to the master weights and
+  /// the new parameters are their bf16 rounding (as Megatron and DeepSpeed
+  /// keep them: 2 + 2 + 12 bytes per parameter with Adam).
   bool mixedPrecision = false;
   /// Gradient accumulation: the loss function sees one micro-batch; the
   /// step's inputs with a `batch` logical axis are this many times larger

@@ -12,7 +12,9 @@
 // `activation`, so a preset must say when it wants an activation layout.
 // For each dimension the first rule whose logical axis and role match, whose
 // mesh axes are all still unused on that tensor and which divides the
-// dimension wins.
+// dimension wins. A rule for the logical axis "*" applies afterwards to any
+// dimension still whole (first dimension first): ZeRO uses it to split every
+// optimizer state tensor, whatever its axes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_TRANSFORMS_LOGICALRULES_H

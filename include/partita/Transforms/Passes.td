@@ -108,7 +108,7 @@ def TrainStepPass : Pass<"partita-train-step", "mlir::ModuleOp"> {
     m and v, bias correction from an i32 `step` input, decoupled weight
     decay) or `optimizer=sgd` (momentum). The learning rate is an `lr`
     input unless `lr` is given. `mixed-precision` keeps f32 master weights
-    and state for a bf16 loss function.
+    (as optimizer state) and f32 moments for a bf16 loss function.
 
     **Constraints:** as for `partita-grad`, and at least one argument with
     role `param`.
