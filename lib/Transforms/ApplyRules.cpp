@@ -125,10 +125,19 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
         continue;
       }
       OpBuilder builder(op);
-      auto constraint = builder.create<ShardingConstraintOp>(
-          op.getLoc(), op.getInput(),
-          ShardingAttr::fromSharding(context, meshRef, sharding));
-      op.getResult().replaceAllUsesWith(constraint.getResult());
+      auto attr = ShardingAttr::fromSharding(context, meshRef, sharding);
+      // A gradient is moved into its buffer's layout where it is complete,
+      // without pulling that layout into the ops that compute it (a
+      // reshard, not a constraint): they keep the batch split and produce
+      // partial sums, which the move reduces.
+      Value moved =
+          op.getRole() && *op.getRole() == "grad"
+              ? builder.create<ReshardOp>(op.getLoc(), op.getInput(), attr)
+                    .getResult()
+              : builder.create<ShardingConstraintOp>(op.getLoc(), op.getInput(),
+                                                     attr)
+                    .getResult();
+      op.getResult().replaceAllUsesWith(moved);
       op.erase();
     }
   }

@@ -232,7 +232,7 @@ TEST_CASE("one AdamW step matches the update by hand", "[train]") {
 namespace {
 
 /// The computation of the public function of `module`: every op but
-/// sharding constraints, with its operand and result types and its
+/// sharding constraints and reshards, with its operand and result types and its
 /// attributes other than shardings and names.
 std::vector<std::string> computationOf(mlir::ModuleOp module) {
   std::vector<std::string> ops;
@@ -248,8 +248,10 @@ std::vector<std::string> computationOf(mlir::ModuleOp module) {
   entry.walk([&](mlir::Operation *op) {
     if (op == entry.getOperation())
       return; // its argument and result attributes hold the shardings
-    if (auto constraint = mlir::dyn_cast<ShardingConstraintOp>(op)) {
-      numbers[constraint.getResult()] = numbers.lookup(constraint.getInput());
+    // Layout annotations: constraints, and the reshards that move a
+    // gradient into its buffer's layout.
+    if (mlir::isa<ShardingConstraintOp, ReshardOp>(op)) {
+      numbers[op->getResult(0)] = numbers.lookup(op->getOperand(0));
       return;
     }
     std::string text;
