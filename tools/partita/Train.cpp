@@ -53,7 +53,10 @@ Options (defaults in brackets):
   --seed S                initialization and synthetic data [0]
   --data FILE             int32 little-endian tokens (gpt, moe): each step
                           reads batch windows of seq + 1 tokens, in an order
-                          shuffled by the seed, none twice in an epoch
+                          shuffled by the seed, none twice in an epoch; each
+                          data-parallel rank reads only its rows
+  --data-trace FILE       record every window read (step, epoch, rank, row,
+                          window) as CSV
   --micro-batches M       gradient accumulation: M forward/backward passes
                           on slices of the batch, one update [1]
   --remat P               activation checkpointing: none, per-layer (each
@@ -110,13 +113,17 @@ struct SyntheticData : TrainData {
 };
 
 /// Windows of a token file: `seq + 1` tokens each, visited in an order
-/// shuffled per epoch, each window once per epoch.
+/// shuffled per epoch, each window once per epoch. Data-parallel rank r
+/// reads only its rows of each global batch (the rows its devices hold,
+/// a contiguous block of batch / ranks).
 struct TokenFileData : TrainData {
   std::vector<int32_t> tokens;
   std::vector<int64_t> order;
-  int64_t vocab = 0, seq = 0, windows = 0;
+  int64_t vocab = 0, seq = 0, windows = 0, ranks = 1;
   uint64_t seed = 0;
   int64_t epochOf = -1;
+  /// When set, one line per window read: step, epoch, rank, row, window.
+  std::unique_ptr<std::ofstream> trace;
 
   Status load(const std::string &path, int64_t sequence, int64_t vocabulary) {
     std::ifstream file(path, std::ios::binary);
@@ -160,12 +167,24 @@ struct TokenFileData : TrainData {
       std::shuffle(order.begin(), order.end(), random);
       epochOf = epoch;
     }
-    for (int64_t b = 0; b < batch; ++b) {
-      const int32_t *window = tokens.data() + order[within * batch + b] * (seq + 1);
-      std::memcpy(in.bytes.data() + 4 * b * seq, window, 4 * seq);
-      std::memcpy(out.bytes.data() + 4 * b * seq, window + 1, 4 * seq);
-    }
+    for (int64_t rank = 0; rank < ranks; ++rank)
+      readRank(step, epoch, within, rank, batch, in, out);
     return Status::success();
+  }
+
+  /// Rank `rank`'s rows of the batch of `step`.
+  void readRank(int64_t step, int64_t epoch, int64_t within, int64_t rank,
+                int64_t batch, HostArray &in, HostArray &out) {
+    int64_t rows = batch / ranks;
+    for (int64_t b = rank * rows; b < (rank + 1) * rows; ++b) {
+      int64_t window = order[within * batch + b];
+      const int32_t *start = tokens.data() + window * (seq + 1);
+      std::memcpy(in.bytes.data() + 4 * b * seq, start, 4 * seq);
+      std::memcpy(out.bytes.data() + 4 * b * seq, start + 1, 4 * seq);
+      if (trace)
+        *trace << step << "," << epoch << "," << rank << "," << b << ","
+               << window << "\n";
+    }
   }
 };
 
@@ -235,7 +254,7 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
   for (const char *flag : {"--model", "--devices", "--mesh", "--rules",
                            "--steps", "--optimizer", "--lr", "--seed", "--data",
                            "--output", "--interconnect", "--micro-batches",
-                           "--remat"})
+                           "--remat", "--data-trace"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
@@ -374,6 +393,15 @@ int partita::cli::runTrain(const std::vector<std::string> &args) {
       return usageError("--data holds tokens: it needs --model gpt or moe");
     auto file = std::make_unique<TokenFileData>();
     file->seed = static_cast<uint64_t>(seed);
+    if (mesh->axisIndex("data") >= 0 && count > 1 &&
+        config.batch * micro % mesh->axisSize("data") == 0)
+      file->ranks = mesh->axisSize("data");
+    if (cl.has("--data-trace")) {
+      file->trace = std::make_unique<std::ofstream>(cl.get("--data-trace"));
+      if (!*file->trace)
+        return usageError("cannot write '" + cl.get("--data-trace") + "'");
+      *file->trace << "step,epoch,rank,row,window\n";
+    }
     if (Status status = file->load(cl.get("--data"), config.seq, config.vocab);
         !status.ok())
       return usageError(status.message());
