@@ -14,5 +14,5 @@ build/bin/partita show docs/examples/megatron-mlp.mlir --value mlp.gelu
 # A generated GPT under data + tensor parallelism, run on 8 devices.
 build/bin/partita gen gpt --layers 2 --mesh data=2,model=4 --rules dp+tp > /tmp/partita-gpt.mlir
 build/bin/partita run /tmp/partita-gpt.mlir --devices cpu:8 --check
-# Train it for 10 steps with data and tensor parallelism.
-build/bin/partita train --model gpt --devices cpu:8 --mesh data=2,model=4 --rules dp+tp --steps 10 --output /tmp/partita-train
+# Train it for 60 steps with data and tensor parallelism.
+build/bin/partita train --model gpt --devices cpu:8 --mesh data=2,model=4 --rules dp+tp --steps 60 --lr 1e-2 --output /tmp/partita-train
