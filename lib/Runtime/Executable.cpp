@@ -429,14 +429,46 @@ partita::runOnCpuDevices(const Executable &program,
   std::vector<HostArray> results;
   for (size_t o = 0; o < program.outputs.size(); ++o) {
     const ExecutableValue &output = program.outputs[o];
-    if (output.sharding.partialKind != PartialKind::None)
+    if (output.sharding.partialKind != PartialKind::None &&
+        output.sharding.partialKind != PartialKind::Sum)
       return Status::error("output " + output.name +
-                           " is partial; only whole outputs are assembled");
-    std::vector<HostArray> blocks;
-    for (int64_t d = 0; d < devices; ++d)
-      blocks.push_back(deviceOutputs[d][o]);
-    Expected<HostArray> global =
-        assembleDeviceBlocks(mesh, output.sharding, output.globalShape, blocks);
+                           " is a partial max or min; only sums are assembled");
+    // A partial sum is assembled per position in its partial group (each
+    // such slice of devices holds a whole, split addend) and the addends
+    // summed: the global value.
+    Sharding whole = output.sharding;
+    whole.partialKind = PartialKind::None;
+    whole.partialAxes.clear();
+    std::map<std::vector<int64_t>, std::vector<HostArray>> addends;
+    for (int64_t d = 0; d < devices; ++d) {
+      std::vector<int64_t> coords = mesh.coordinates(d), key;
+      for (const std::string &axis : output.sharding.partialAxes)
+        key.push_back(coords[mesh.axisIndex(axis)]);
+      addends[key].resize(devices);
+    }
+    Expected<HostArray> global = Status::error("no devices");
+    for (auto &[key, blocks] : addends) {
+      // Devices outside this position hold other addends; their blocks are
+      // replaced by this position's copy of the same block.
+      for (int64_t d = 0; d < devices; ++d) {
+        std::vector<int64_t> coords = mesh.coordinates(d);
+        for (size_t a = 0; a < key.size(); ++a)
+          coords[mesh.axisIndex(output.sharding.partialAxes[a])] = key[a];
+        blocks[d] = deviceOutputs[mesh.deviceAt(coords)][o];
+      }
+      Expected<HostArray> part =
+          assembleDeviceBlocks(mesh, whole, output.globalShape, blocks);
+      if (!part)
+        return Status::error("output " + output.name + ": " +
+                             part.status().message());
+      if (!global) {
+        global = std::move(*part);
+        continue;
+      }
+      for (int64_t e = 0; e < global->numElements(); ++e)
+        storeElement(*global, e,
+                     elementAsDouble(*global, e) + elementAsDouble(*part, e));
+    }
     if (!global)
       return Status::error("output " + output.name + ": " +
                            global.status().message());

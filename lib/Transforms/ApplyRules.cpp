@@ -126,12 +126,12 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
       }
       OpBuilder builder(op);
       auto attr = ShardingAttr::fromSharding(context, meshRef, sharding);
-      // A gradient is moved into its buffer's layout where it is complete,
-      // without pulling that layout into the ops that compute it (a
-      // reshard, not a constraint): they keep the batch split and produce
-      // partial sums, which the move reduces.
+      // A gradient is moved into its buffer's (or the optimizer state's)
+      // layout where it is complete, without pulling that layout into the
+      // ops that compute it (a reshard, not a constraint): they keep the
+      // batch split and produce partial sums, which the move reduces.
       Value moved =
-          op.getRole() && *op.getRole() == "grad"
+          op.getRole() && (*op.getRole() == "grad" || *op.getRole() == "opt_state")
               ? builder.create<ReshardOp>(op.getLoc(), op.getInput(), attr)
                     .getResult()
               : builder.create<ShardingConstraintOp>(op.getLoc(), op.getInput(),

@@ -1198,7 +1198,13 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
       }
     };
     Type type = param.getType();
+    // The update runs in the optimizer state's layout: the gradient moves
+    // there once (under zero1, a reduce-scatter of the unreduced buffer).
     Value g = gradients[p];
+    if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
+            params[p], PartitaDialect::kLogicalAxesAttrName))
+      g = builder.create<LogicalConstraintOp>(loc, g, axes,
+                                              builder.getStringAttr("opt_state"));
     if (g.getType() != type)
       g = e.convert(g, tensorTypeOf(param).getElementType());
     auto constant = [&](double value) { return e.splat(value, type); };

@@ -15,6 +15,7 @@ struct PresetRule {
   const char *logical;
   const char *role;
   const char *axis;
+  bool partial = false;
 };
 
 /// The presets. Each uses the mesh axes `data` and `model` (`ep` also
@@ -30,10 +31,14 @@ presets() {
   // ZeRO: the `embed` dimension of optimizer state (1), of gradients too
   // (2), of parameters as well (3 = FSDP) over the data axis.
   // "*" (any dimension still whole, in order) covers tensors without an
-  // embed dimension (norm scales, biases): ZeRO splits all of them.
-  static const std::vector<PresetRule> zero1 = {{"batch", "input", "data"},
-                                                {"embed", "opt_state", "data"},
-                                                {"*", "opt_state", "data"}};
+  // embed dimension (norm scales, biases): ZeRO splits all of them. ZeRO-1's
+  // gradient buffer is full size on every device but unreduced (partial
+  // over data): the update reduce-scatters it into the split state.
+  static const std::vector<PresetRule> zero1 = {
+      {"batch", "input", "data"},
+      {"embed", "opt_state", "data"},
+      {"*", "opt_state", "data"},
+      {"*", "grad", "data", /*partial=*/true}};
   static const std::vector<PresetRule> zero2 = {{"batch", "input", "data"},
                                                 {"embed", "opt_state", "data"},
                                                 {"embed", "grad", "data"},
@@ -113,7 +118,7 @@ Expected<LogicalRules> partita::presetLogicalRules(std::string_view name,
         axis = "data";
       if (mesh.axisIndex(axis) < 0)
         continue;
-      result.rules.push_back({rule.logical, rule.role, {axis}});
+      result.rules.push_back({rule.logical, rule.role, {axis}, rule.partial});
     }
     if (result.rules.empty())
       return Status::error("rules preset '" + presetName +
@@ -182,6 +187,12 @@ Expected<LogicalRules> partita::parseLogicalRules(std::string_view json,
       if (mesh.axisIndex(axis) < 0)
         return Status::error(where + ": the mesh has no axis '" + axis +
                              "' (axes: " + meshAxisList(mesh) + ")");
+    if (const llvm::json::Value *partial = entry->get("partial")) {
+      std::optional<bool> flag = partial->getAsBoolean();
+      if (!flag)
+        return Status::error(where + ": \"partial\" must be true or false");
+      rule.partial = *flag;
+    }
     result.rules.push_back(std::move(rule));
   }
   return result;
@@ -223,6 +234,15 @@ Sharding partita::applyLogicalRules(const LogicalRules &rules,
                                              : rule.role == role;
         if (!roleMatches || rule.meshAxes.empty())
           continue;
+        if (rule.partial) {
+          // The whole tensor stays unreduced over the axes.
+          if (sharding.partialKind != PartialKind::None)
+            break;
+          sharding.partialKind = PartialKind::Sum;
+          sharding.partialAxes = rule.meshAxes;
+          used.insert(used.end(), rule.meshAxes.begin(), rule.meshAxes.end());
+          break;
+        }
         bool free = std::none_of(
             rule.meshAxes.begin(), rule.meshAxes.end(),
             [&](const std::string &a) {

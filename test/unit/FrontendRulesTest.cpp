@@ -35,8 +35,9 @@ TEST_CASE("presets map logical axes per role", "[rules]") {
   LogicalRules zero1 = *presetLogicalRules("zero1", mesh);
   CHECK(apply(zero1, mesh, {"embed", "mlp"}, {64, 256}, "opt_state") ==
         R"([{"data"}, {}])");
+  // ZeRO-1's gradient buffer: full size, unreduced over data.
   CHECK(apply(zero1, mesh, {"embed", "mlp"}, {64, 256}, "grad") ==
-        "[{}, {}]");
+        R"([{}, {}], partial = sum{"data"})");
   LogicalRules zero2 = *presetLogicalRules("zero2", mesh);
   CHECK(apply(zero2, mesh, {"embed", "mlp"}, {64, 256}, "grad") ==
         R"([{"data"}, {}])");

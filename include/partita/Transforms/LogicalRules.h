@@ -36,6 +36,9 @@ struct LogicalRule {
   std::string role;
   /// Mesh axes, major to minor; empty: the dimension stays whole.
   std::vector<std::string> meshAxes;
+  /// The tensor is left unreduced over these mesh axes instead (each device
+  /// holds its own full-size partial sum): ZeRO-1's gradient buffer.
+  bool partial = false;
 };
 
 /// An ordered rules table.
