@@ -457,4 +457,95 @@ Status allSlice(const Mesh &mesh, int64_t deviceId,
   return Status::success();
 }
 
+std::string describeCollective(const CollectiveCall &call) {
+  std::string text = communicatorOpName(call.kind);
+  if (call.kind == CommunicatorOp::AllReduce ||
+      call.kind == CommunicatorOp::ReduceScatter)
+    text += std::string(" ") + reductionCodeName(call.reduction);
+  text += " over mesh axes " + formatAxes(call.axes);
+  if (call.kind == CommunicatorOp::AllGather ||
+      call.kind == CommunicatorOp::ReduceScatter)
+    text += " dim " + std::to_string(call.dim);
+  if (call.kind == CommunicatorOp::AllToAll)
+    text += " split_dim " + std::to_string(call.splitDim) + " concat_dim " +
+            std::to_string(call.concatDim);
+  if (call.kind == CommunicatorOp::CollectivePermute) {
+    text += " pairs [";
+    for (size_t i = 0; i < call.pairs.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(call.pairs[i].first) + " -> " +
+              std::to_string(call.pairs[i].second);
+    text += "]";
+  }
+  return text + " on " + dtypeName(call.input.dtype) +
+         formatShape(call.input.shape);
+}
+
+bool sameCollective(const CollectiveCall &a, const CollectiveCall &b) {
+  return a.kind == b.kind && a.axes == b.axes && a.reduction == b.reduction &&
+         a.dim == b.dim && a.splitDim == b.splitDim &&
+         a.concatDim == b.concatDim && a.pairs == b.pairs &&
+         a.input.dtype == b.input.dtype && a.input.shape == b.input.shape;
+}
+
+namespace {
+
+Status checkPairs(const std::vector<SourceTargetPair> &pairs,
+                  int64_t groupSize) {
+  std::vector<bool> isSource(groupSize), isTarget(groupSize);
+  for (const SourceTargetPair &pair : pairs) {
+    for (int64_t position : {pair.first, pair.second})
+      if (position < 0 || position >= groupSize)
+        return Status::error("pair position " + std::to_string(position) +
+                             " is outside the group of " +
+                             std::to_string(groupSize));
+    if (isSource[pair.first] || isTarget[pair.second])
+      return Status::error(
+          "position " +
+          std::to_string(isSource[pair.first] ? pair.first : pair.second) +
+          " appears twice as a " +
+          (isSource[pair.first] ? "source" : "target"));
+    isSource[pair.first] = isTarget[pair.second] = true;
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status checkCollectiveCall(const CollectiveCall &call, int64_t groupSize) {
+  if (Status status =
+          checkCollectiveBuffers(call.kind, groupSize, call.input, call.output,
+                                 call.dim, call.splitDim, call.concatDim);
+      !status)
+    return status;
+  if (call.kind == CommunicatorOp::CollectivePermute)
+    return checkPairs(call.pairs, groupSize);
+  if (call.kind == CommunicatorOp::AllReduce ||
+      call.kind == CommunicatorOp::ReduceScatter)
+    return checkReduction(call.reduction, call.input.dtype);
+  return Status::success();
+}
+
+Status dispatchCollective(Communicator &communicator,
+                          const CollectiveCall &call) {
+  switch (call.kind) {
+  case CommunicatorOp::AllGather:
+    return communicator.allGather(call.deviceId, call.axes, call.dim,
+                                  call.input, call.output);
+  case CommunicatorOp::AllReduce:
+    return communicator.allReduce(call.deviceId, call.axes, call.reduction,
+                                  call.input, call.output);
+  case CommunicatorOp::ReduceScatter:
+    return communicator.reduceScatter(call.deviceId, call.axes,
+                                      call.reduction, call.dim, call.input,
+                                      call.output);
+  case CommunicatorOp::AllToAll:
+    return communicator.allToAll(call.deviceId, call.axes, call.splitDim,
+                                 call.concatDim, call.input, call.output);
+  case CommunicatorOp::CollectivePermute:
+    return communicator.collectivePermute(call.deviceId, call.axes,
+                                          call.pairs, call.input, call.output);
+  }
+  return Status::error("unknown collective kind");
+}
+
 } // namespace partita

@@ -374,58 +374,89 @@ void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
 } // namespace
 
 Expected<std::vector<HostArray>>
-partita::runOnCpuDevices(const Executable &program,
-                         const std::vector<HostArray> &globalInputs,
-                         RunStatistics *statistics) {
-  const Mesh &mesh = program.mesh;
-  int64_t devices = mesh.numDevices();
+partita::inputBlocksByDevice(const Executable &program, size_t index,
+                             const HostArray &global) {
+  const ExecutableValue &input = program.inputs[index];
+  if (global.shape != input.globalShape)
+    return Status::error("input " + std::to_string(index) + " (" +
+                         input.name + ") has the wrong shape");
+  Sharding whole = input.sharding;
+  whole.partialKind = PartialKind::None;
+  whole.partialAxes.clear();
+  Expected<std::vector<HostArray>> blocks =
+      sliceAllDeviceBlocks(global, program.mesh, whole);
+  if (!blocks)
+    return Status::error("input " + input.name + ": " +
+                         blocks.status().message());
+  if (input.sharding.partialKind == PartialKind::Sum) {
+    std::vector<HostArray *> all;
+    for (HostArray &block : *blocks)
+      all.push_back(&block);
+    splitPartialSum(program.mesh, input.sharding, index, all);
+  }
+  return blocks;
+}
+
+Expected<std::vector<std::vector<HostArray>>>
+partita::deviceInputBlocks(const Executable &program,
+                           const std::vector<HostArray> &globalInputs) {
+  int64_t devices = program.mesh.numDevices();
   if (globalInputs.size() != program.inputs.size())
     return Status::error("the program takes " +
                          std::to_string(program.inputs.size()) +
                          " inputs, got " + std::to_string(globalInputs.size()));
-  // Local blocks of every input, per device.
   std::vector<std::vector<HostArray>> deviceInputs(devices);
   for (size_t i = 0; i < globalInputs.size(); ++i) {
-    const ExecutableValue &input = program.inputs[i];
-    if (globalInputs[i].shape != input.globalShape)
-      return Status::error("input " + std::to_string(i) + " (" + input.name +
-                           ") has the wrong shape");
-    Sharding whole = input.sharding;
-    whole.partialKind = PartialKind::None;
-    whole.partialAxes.clear();
     Expected<std::vector<HostArray>> blocks =
-        sliceAllDeviceBlocks(globalInputs[i], mesh, whole);
+        inputBlocksByDevice(program, i, globalInputs[i]);
     if (!blocks)
-      return Status::error("input " + input.name + ": " +
-                           blocks.status().message());
-    std::vector<HostArray *> mine;
-    for (int64_t d = 0; d < devices; ++d) {
+      return blocks.status();
+    for (int64_t d = 0; d < devices; ++d)
       deviceInputs[d].push_back(std::move((*blocks)[d]));
-      mine.push_back(&deviceInputs[d].back());
-    }
-    if (input.sharding.partialKind == PartialKind::Sum)
-      splitPartialSum(mesh, input.sharding, i, mine);
   }
-  InProcessCommunicator communicator(mesh);
-  std::vector<std::vector<HostArray>> deviceOutputs(devices);
-  std::vector<Status> statuses(devices);
-  std::vector<int64_t> peaks(devices, 0);
+  return deviceInputs;
+}
+
+Status partita::runDevicesAsThreads(
+    const Executable &program, const std::vector<int64_t> &devices,
+    Communicator *communicator,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    std::vector<std::vector<HostArray>> &outputsByDevice,
+    RunStatistics *statistics) {
+  outputsByDevice.assign(program.mesh.numDevices(), {});
+  std::vector<Status> statuses(devices.size());
+  std::vector<int64_t> peaks(devices.size(), 0);
   std::vector<std::thread> threads;
-  for (int64_t d = 0; d < devices; ++d)
-    threads.emplace_back([&, d] {
+  for (size_t k = 0; k < devices.size(); ++k)
+    threads.emplace_back([&, k] {
+      int64_t d = devices[k];
       std::unique_ptr<Backend> backend = createCpuBackend();
-      statuses[d] = runOnDevice(program, d, &communicator, deviceInputs[d],
-                                deviceOutputs[d], backend.get());
-      peaks[d] = backend->peakBytes();
+      statuses[k] = runOnDevice(program, d, communicator, inputsByDevice[d],
+                                outputsByDevice[d], backend.get());
+      peaks[k] = backend->peakBytes();
     });
   for (std::thread &thread : threads)
     thread.join();
-  if (statistics)
+  if (statistics && !peaks.empty())
     statistics->peakBytesPerDevice =
         *std::max_element(peaks.begin(), peaks.end());
+  // The first device to fail aborted the communicator; its message says
+  // why, the others only that they were aborted.
+  for (const Status &status : statuses)
+    if (!status.ok() &&
+        status.message().find("was aborted") == std::string::npos)
+      return status;
   for (const Status &status : statuses)
     if (!status.ok())
       return status;
+  return Status::success();
+}
+
+Expected<std::vector<HostArray>> partita::assembleOutputs(
+    const Executable &program,
+    const std::vector<std::vector<HostArray>> &outputsByDevice) {
+  const Mesh &mesh = program.mesh;
+  int64_t devices = mesh.numDevices();
   std::vector<HostArray> results;
   for (size_t o = 0; o < program.outputs.size(); ++o) {
     const ExecutableValue &output = program.outputs[o];
@@ -454,7 +485,13 @@ partita::runOnCpuDevices(const Executable &program,
         std::vector<int64_t> coords = mesh.coordinates(d);
         for (size_t a = 0; a < key.size(); ++a)
           coords[mesh.axisIndex(output.sharding.partialAxes[a])] = key[a];
-        blocks[d] = deviceOutputs[mesh.deviceAt(coords)][o];
+        const std::vector<HostArray> &held =
+            outputsByDevice[mesh.deviceAt(coords)];
+        if (o >= held.size())
+          return Status::error("output " + output.name + ": device " +
+                               std::to_string(mesh.deviceAt(coords)) +
+                               " returned no block");
+        blocks[d] = held[o];
       }
       Expected<HostArray> part =
           assembleDeviceBlocks(mesh, whole, output.globalShape, blocks);
@@ -475,6 +512,27 @@ partita::runOnCpuDevices(const Executable &program,
     results.push_back(std::move(*global));
   }
   return results;
+}
+
+Expected<std::vector<HostArray>>
+partita::runOnCpuDevices(const Executable &program,
+                         const std::vector<HostArray> &globalInputs,
+                         RunStatistics *statistics) {
+  Expected<std::vector<std::vector<HostArray>>> deviceInputs =
+      deviceInputBlocks(program, globalInputs);
+  if (!deviceInputs)
+    return deviceInputs.status();
+  InProcessCommunicator communicator(program.mesh);
+  std::vector<int64_t> devices(program.mesh.numDevices());
+  for (size_t d = 0; d < devices.size(); ++d)
+    devices[d] = static_cast<int64_t>(d);
+  std::vector<std::vector<HostArray>> deviceOutputs;
+  if (Status status = runDevicesAsThreads(program, devices, &communicator,
+                                          *deviceInputs, deviceOutputs,
+                                          statistics);
+      !status.ok())
+    return status;
+  return assembleOutputs(program, deviceOutputs);
 }
 
 namespace {

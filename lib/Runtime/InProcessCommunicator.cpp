@@ -18,71 +18,11 @@ namespace partita {
 
 using Clock = std::chrono::steady_clock;
 
-struct InProcessCommunicator::Call {
-  CommunicatorOp kind = CommunicatorOp::AllReduce;
-  int64_t deviceId = 0;
-  std::vector<std::string> axes;
-  ReductionCode reduction = ReductionCode::Sum;
-  int64_t dim = 0, splitDim = 0, concatDim = 0;
-  std::vector<SourceTargetPair> pairs;
-  ConstBufferRef input;
-  BufferRef output;
-};
+struct InProcessCommunicator::Call : CollectiveCall {};
 
 namespace {
 
 using Call = InProcessCommunicator::Call;
-
-/// "all_reduce sum over mesh axes [data]" plus the attributes that matter.
-std::string describeCall(const Call &call) {
-  std::string text = communicatorOpName(call.kind);
-  if (call.kind == CommunicatorOp::AllReduce ||
-      call.kind == CommunicatorOp::ReduceScatter)
-    text += std::string(" ") + reductionCodeName(call.reduction);
-  text += " over mesh axes " + formatAxes(call.axes);
-  if (call.kind == CommunicatorOp::AllGather ||
-      call.kind == CommunicatorOp::ReduceScatter)
-    text += " dim " + std::to_string(call.dim);
-  if (call.kind == CommunicatorOp::AllToAll)
-    text += " split_dim " + std::to_string(call.splitDim) + " concat_dim " +
-            std::to_string(call.concatDim);
-  if (call.kind == CommunicatorOp::CollectivePermute) {
-    text += " pairs [";
-    for (size_t i = 0; i < call.pairs.size(); ++i)
-      text += (i ? ", " : "") + std::to_string(call.pairs[i].first) + " -> " +
-              std::to_string(call.pairs[i].second);
-    text += "]";
-  }
-  return text + " on " + dtypeName(call.input.dtype) +
-         formatShape(call.input.shape);
-}
-
-bool sameCollective(const Call &a, const Call &b) {
-  return a.kind == b.kind && a.axes == b.axes && a.reduction == b.reduction &&
-         a.dim == b.dim && a.splitDim == b.splitDim &&
-         a.concatDim == b.concatDim && a.pairs == b.pairs &&
-         a.input.dtype == b.input.dtype && a.input.shape == b.input.shape;
-}
-
-Status checkPairs(const std::vector<SourceTargetPair> &pairs,
-                  int64_t groupSize) {
-  std::vector<bool> isSource(groupSize), isTarget(groupSize);
-  for (const SourceTargetPair &pair : pairs) {
-    for (int64_t position : {pair.first, pair.second})
-      if (position < 0 || position >= groupSize)
-        return Status::error("pair position " + std::to_string(position) +
-                             " is outside the group of " +
-                             std::to_string(groupSize));
-    if (isSource[pair.first] || isTarget[pair.second])
-      return Status::error(
-          "position " +
-          std::to_string(isSource[pair.first] ? pair.first : pair.second) +
-          " appears twice as a " +
-          (isSource[pair.first] ? "source" : "target"));
-    isSource[pair.first] = isTarget[pair.second] = true;
-  }
-  return Status::success();
-}
 
 /// One collective of one group: what the first device asked for, every
 /// member's buffers, and how far the group has got.
@@ -324,7 +264,7 @@ Status computeAllOutputs(const Slot &slot) {
 
 Status InProcessCommunicator::run(const Call &call) {
   auto prefix = [&]() {
-    return describeCall(call) + " on device " + std::to_string(call.deviceId);
+    return describeCollective(call) + " on device " + std::to_string(call.deviceId);
   };
   Expected<CollectiveGroup> group =
       resolveGroup(state->mesh, call.deviceId, call.axes);
@@ -332,14 +272,7 @@ Status InProcessCommunicator::run(const Call &call) {
     return Status::error(prefix() + ": " + group.status().message());
   auto groupSize = static_cast<int64_t>(group->members.size());
   int64_t position = group->position;
-  Status argumentError =
-      checkCollectiveBuffers(call.kind, groupSize, call.input, call.output,
-                             call.dim, call.splitDim, call.concatDim);
-  if (argumentError && call.kind == CommunicatorOp::CollectivePermute)
-    argumentError = checkPairs(call.pairs, groupSize);
-  if (argumentError && (call.kind == CommunicatorOp::AllReduce ||
-                        call.kind == CommunicatorOp::ReduceScatter))
-    argumentError = checkReduction(call.reduction, call.input.dtype);
+  Status argumentError = checkCollectiveCall(call, groupSize);
 
   std::vector<int64_t> deviceSet = group->members;
   std::sort(deviceSet.begin(), deviceSet.end());
@@ -380,9 +313,9 @@ Status InProcessCommunicator::run(const Call &call) {
                            std::to_string(sequence) + " of group " +
                            formatDeviceList(slot->members) + ": device " +
                            std::to_string(slot->request.deviceId) + " called " +
-                           describeCall(slot->request) + " but device " +
+                           describeCollective(slot->request) + " but device " +
                            std::to_string(call.deviceId) + " called " +
-                           describeCall(call)));
+                           describeCollective(call)));
     return slot->failure;
   }
   slot->inputs[position] = static_cast<const uint8_t *>(call.input.data);
@@ -412,7 +345,7 @@ Status InProcessCommunicator::run(const Call &call) {
               .count();
       failSlot(*slot,
                Status::error(
-                   describeCall(slot->request) + ": " + groupText +
+                   describeCollective(slot->request) + ": " + groupText +
                    " made no progress for " + std::to_string(ms) +
                    " ms; arrived: devices " + formatDeviceList(arrived) +
                    "; did not arrive: devices " + formatDeviceList(missing)));

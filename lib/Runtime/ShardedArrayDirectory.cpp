@@ -205,10 +205,25 @@ Status checkShardFileSizes(const std::string &directory,
 
 Expected<std::vector<HostArray>>
 readDeviceBlocks(const std::string &directory, const ShardedArrayIndex &index) {
+  std::vector<int64_t> all(index.mesh.numDevices());
+  for (size_t d = 0; d < all.size(); ++d)
+    all[d] = static_cast<int64_t>(d);
+  return readDeviceBlocksOf(directory, index, all);
+}
+
+Expected<std::vector<HostArray>>
+readDeviceBlocksOf(const std::string &directory, const ShardedArrayIndex &index,
+                   const std::vector<int64_t> &devices) {
   std::vector<int64_t> local =
       localShape(index.mesh, index.sharding, index.globalShape);
+  std::set<int64_t> wanted(devices.begin(), devices.end());
   std::vector<HostArray> blocks(index.mesh.numDevices());
   for (const ShardFileEntry &entry : index.files) {
+    bool needed = false;
+    for (int64_t device : entry.devices)
+      needed |= wanted.count(device) > 0;
+    if (!needed)
+      continue;
     Expected<HostArray> stored = readShardFile(directory, index, entry);
     if (!stored)
       return stored.status();
@@ -217,9 +232,43 @@ readDeviceBlocks(const std::string &directory, const ShardedArrayIndex &index) {
       whole.push_back({0, size});
     HostArray padded = extractBlock(*stored, whole, local);
     for (int64_t device : entry.devices)
-      blocks[device] = padded;
+      if (wanted.count(device))
+        blocks[device] = padded;
   }
   return blocks;
+}
+
+Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
+                                const Sharding &sharding, DType dtype,
+                                const std::vector<int64_t> &globalShape,
+                                const std::vector<HostArray> &blocksByDevice,
+                                const std::vector<int64_t> &devices,
+                                bool writeIndex) {
+  if (Status layout = checkShardedLayout(mesh, sharding, globalShape); !layout)
+    return layout;
+  ShardedArrayIndex index = planShardFiles(mesh, sharding, dtype, globalShape);
+  std::set<int64_t> mine(devices.begin(), devices.end());
+  for (const ShardFileEntry &entry : index.files) {
+    int64_t writer = entry.devices.front();
+    if (!mine.count(writer))
+      continue;
+    if (writer >= static_cast<int64_t>(blocksByDevice.size()) ||
+        blocksByDevice[writer].dtype != dtype)
+      return Status::error("device " + std::to_string(writer) +
+                           " has no block of the array to write");
+    std::vector<IndexRange> corner;
+    for (const IndexRange &range : entry.globalRanges)
+      corner.push_back({0, range.size()});
+    HostArray block = extractBlock(blocksByDevice[writer], corner,
+                                   rangeSizes(entry.globalRanges));
+    if (Status status = writeNpy(joinPath(directory, entry.file), block);
+        !status)
+      return status;
+  }
+  if (!writeIndex)
+    return Status::success();
+  return writeTextFile(joinPath(directory, shardedArrayIndexName),
+                       printShardedArrayIndex(index));
 }
 
 Expected<HostArray> readShardedArray(const std::string &directory) {

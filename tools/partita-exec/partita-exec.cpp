@@ -12,6 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/ExecutableFile.h"
+#ifdef PARTITA_HAVE_MPI
+#include "partita/Runtime/Mpi.h"
+#endif
 #include "partita/Runtime/Npy.h"
 #include "partita/Runtime/RunSupport.h"
 #include "partita/Runtime/ShardedArray.h"
@@ -33,7 +36,8 @@ using namespace partita;
 
 namespace {
 
-/// One option a subcommand accepts; every option takes a value.
+/// One option a subcommand accepts; it takes a value unless `valueName` is
+/// null (a flag).
 struct OptionSpec {
   const char *name;
   const char *valueName;
@@ -137,6 +141,15 @@ const std::vector<Subcommand> &subcommands() {
         {"--expect", "DIR",
          "compare the outputs with DIR/result_<i>.npy "
          "(exit 1 on a mismatch)",
+         false},
+        {"--distributed", nullptr,
+         "run as one of the processes mpirun started: each drives N/P of "
+         "the devices; --outputs are then sharded-array directories written "
+         "shard by shard (docs/Distributed.md)",
+         false},
+        {"--timeout", "SECONDS",
+         "with --distributed: fail a collective that makes no progress for "
+         "this long (default 60)",
          false}},
        runProgram},
   };
@@ -162,13 +175,17 @@ void printSubcommandHelp(const Subcommand &command) {
   if (*command.positionalUsage)
     std::printf(" %s", command.positionalUsage);
   for (const OptionSpec &option : command.options)
-    std::printf(option.required ? " %s %s" : " [%s %s]", option.name,
-                option.valueName);
+    if (!option.valueName)
+      std::printf(" [%s]", option.name);
+    else
+      std::printf(option.required ? " %s %s" : " [%s %s]", option.name,
+                  option.valueName);
   std::printf("\n\n%s\n", command.summary);
   if (!command.options.empty())
     std::printf("\noptions:\n");
   for (const OptionSpec &option : command.options)
-    std::printf("  %-14s %-8s %s\n", option.name, option.valueName,
+    std::printf("  %-14s %-8s %s\n", option.name,
+                option.valueName ? option.valueName : "",
                 option.help);
 }
 
@@ -216,7 +233,12 @@ Expected<Arguments> parseArguments(const Subcommand &command, int argc,
     if (known == command.options.end())
       return Status::error("unknown option '" + name + "' for '" +
                            command.name + "'" + usageHint);
-    if (!inlineValue) {
+    if (!known->valueName) {
+      if (inlineValue)
+        return Status::error("option '" + name + "' takes no value" +
+                             usageHint);
+      value = "1";
+    } else if (!inlineValue) {
       if (i + 1 >= argc)
         return Status::error("option '" + name + "' needs a value (" +
                              known->valueName + ")" + usageHint);
@@ -489,7 +511,8 @@ int main(int argc, char **argv) {
   if (!args)
     return reportError(args.status().message());
   if (Status status = command->run(*args); !status)
-    return reportError(status.message());
+    // An empty message: the command has reported its failure itself.
+    return status.message().empty() ? 1 : reportError(status.message());
   return 0;
 }
 
@@ -502,10 +525,63 @@ Status runDescribe(const Arguments &args) {
   return Status::success();
 }
 
+/// `run --distributed`: rank 0 reads the program and broadcasts it.
+Status runProgramDistributed(const Arguments &args, uint64_t seed) {
+#ifdef PARTITA_HAVE_MPI
+  DistributedRunOptions options;
+  options.seed = seed;
+  if (args.has("--inputs"))
+    options.inputs = args.get("--inputs");
+  if (args.has("--outputs"))
+    options.outputs = args.get("--outputs");
+  if (args.has("--timeout")) {
+    const std::string &text = args.get("--timeout");
+    char *end = nullptr;
+    double seconds = std::strtod(text.c_str(), &end);
+    if (text.empty() || !end || *end || !(seconds > 0))
+      return Status::error("--timeout must be a positive number of seconds, "
+                           "got '" + text + "'");
+    options.timeout = std::chrono::milliseconds(
+        static_cast<int64_t>(seconds * 1000 + 0.5));
+  }
+  Expected<std::unique_ptr<MpiProcess>> process =
+      MpiProcess::initialize(nullptr, nullptr);
+  if (!process)
+    return process.status();
+  (*process)->setTimeout(options.timeout);
+  Expected<Executable> loaded = Status::error("not loaded");
+  if ((*process)->rank() == 0)
+    loaded = readExecutableFile(args.positional[0]);
+  Expected<Executable> program =
+      broadcastExecutable(**process, (*process)->rank() == 0 ? &loaded
+                                                             : nullptr);
+  if (!program) {
+    std::fprintf(stderr, "error: rank %d: %s\n", (*process)->rank(),
+                 program.status().message().c_str());
+    return Status::error("");
+  }
+  OutputCheck check;
+  if (args.has("--expect")) {
+    std::string directory = args.get("--expect");
+    const Executable &compiled = *program;
+    check = [directory, &compiled](const std::vector<HostArray> &outputs,
+                                   std::string &report) {
+      return expectOutputs(directory, compiled, outputs, report);
+    };
+  }
+  int code = runDistributedAndReport(**process, *program, options, check);
+  process->reset();
+  return code == 0 ? Status::success() : Status::error("");
+#else
+  (void)args;
+  (void)seed;
+  return Status::error("--distributed needs MPI, and this partita-exec was "
+                       "built without it (install libopenmpi-dev and "
+                       "rebuild)");
+#endif
+}
+
 Status runProgram(const Arguments &args) {
-  Expected<Executable> program = readExecutableFile(args.positional[0]);
-  if (!program)
-    return program.status();
   uint64_t seed = 0;
   if (args.has("--seed")) {
     const std::string &text = args.get("--seed");
@@ -515,6 +591,13 @@ Status runProgram(const Arguments &args) {
       return Status::error("--seed must be a non-negative integer, got '" +
                            text + "'");
   }
+  if (args.has("--distributed"))
+    return runProgramDistributed(args, seed);
+  if (args.has("--timeout"))
+    return Status::error("--timeout applies to --distributed runs");
+  Expected<Executable> program = readExecutableFile(args.positional[0]);
+  if (!program)
+    return program.status();
   Expected<std::vector<HostArray>> inputs =
       args.has("--inputs")
           ? readInputs(*program, args.get("--inputs"))

@@ -212,6 +212,37 @@ Status allSlice(const Mesh &mesh, int64_t deviceId,
                 const std::vector<std::string> &axes, int64_t dim,
                 const ConstBufferRef &input, const BufferRef &output);
 
+/// One device's collective call, as the Communicator methods receive it;
+/// implementations that queue or forward calls keep them in this form.
+struct CollectiveCall {
+  CommunicatorOp kind = CommunicatorOp::AllReduce;
+  int64_t deviceId = 0;
+  std::vector<std::string> axes;
+  ReductionCode reduction = ReductionCode::Sum;
+  int64_t dim = 0, splitDim = 0, concatDim = 0;
+  std::vector<SourceTargetPair> pairs;
+  ConstBufferRef input;
+  BufferRef output;
+};
+
+/// "all_reduce sum over mesh axes [data] on f32[4x8]" plus the attributes
+/// that matter (dim, split/concat dims, pairs).
+std::string describeCollective(const CollectiveCall &call);
+
+/// Whether two devices' calls are the same collective (kind, axes,
+/// attributes, input dtype and shape).
+bool sameCollective(const CollectiveCall &a, const CollectiveCall &b);
+
+/// Every check of a call that needs no other device: its buffers
+/// (checkCollectiveBuffers), collective_permute's pairs (positions inside
+/// the group, each at most once as source and as target) and the reduction
+/// against the dtype.
+Status checkCollectiveCall(const CollectiveCall &call, int64_t groupSize);
+
+/// Calls the method of `communicator` that `call` names.
+Status dispatchCollective(Communicator &communicator,
+                          const CollectiveCall &call);
+
 /// "[data, model]" for messages.
 std::string formatAxes(const std::vector<std::string> &axes);
 /// "[0, 4, 2]" for messages.

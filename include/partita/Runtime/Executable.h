@@ -104,6 +104,39 @@ struct RunStatistics {
   int64_t peakBytesPerDevice = 0;
 };
 
+/// The local blocks of program input `index` for every device (indexed by
+/// device id), from its global value, as deviceInputBlocks() makes them.
+Expected<std::vector<HostArray>>
+inputBlocksByDevice(const Executable &program, size_t index,
+                    const HostArray &global);
+
+/// Every device's local input blocks (indexed by device id, then by program
+/// input) of `globalInputs`, sliced by each input's sharding; a partial-sum
+/// input is split into random addends over its partial group
+/// (deterministic; they sum to the global value up to rounding) and a
+/// partial max/min input is given whole to every device.
+Expected<std::vector<std::vector<HostArray>>>
+deviceInputBlocks(const Executable &program,
+                  const std::vector<HostArray> &globalInputs);
+
+/// Runs `program` on `devices` (device ids), one thread each, with
+/// `communicator`; `inputsByDevice` and `outputsByDevice` are indexed by
+/// device id (entries of devices not run are ignored / left empty). The
+/// status is the first device's failure that is not merely an abort caused
+/// by another device.
+Status runDevicesAsThreads(
+    const Executable &program, const std::vector<int64_t> &devices,
+    Communicator *communicator,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    std::vector<std::vector<HostArray>> &outputsByDevice,
+    RunStatistics *statistics = nullptr);
+
+/// The global outputs from every device's output blocks (indexed by device
+/// id): replicas must agree bit for bit, partial sums are summed.
+Expected<std::vector<HostArray>>
+assembleOutputs(const Executable &program,
+                const std::vector<std::vector<HostArray>> &outputsByDevice);
+
 /// Runs `program` on every device of its mesh as threads of this process
 /// with the in-process communicator: slices each global input by its
 /// sharding, runs, and assembles the global outputs (checking that

@@ -28,6 +28,19 @@ Status writeShardedArrayFromBlocks(const std::string &directory,
                                    const std::vector<int64_t> &globalShape,
                                    const std::vector<HostArray> &blocks);
 
+/// Writes the shard files of a `globalShape` array of `dtype` laid out by
+/// `sharding` on `mesh` whose lowest-numbered holder is one of `devices`,
+/// taking each from that device's padded block in `blocksByDevice` (indexed
+/// by device id); with `writeIndex`, also index.json. `directory` must
+/// exist. Processes that each drive some devices call this on one
+/// directory: together they write every file exactly once.
+Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
+                                const Sharding &sharding, DType dtype,
+                                const std::vector<int64_t> &globalShape,
+                                const std::vector<HostArray> &blocksByDevice,
+                                const std::vector<int64_t> &devices,
+                                bool writeIndex);
+
 /// Reads and checks `directory`/index.json.
 Expected<ShardedArrayIndex> readShardedArrayIndex(const std::string &directory);
 
@@ -35,6 +48,12 @@ Expected<ShardedArrayIndex> readShardedArrayIndex(const std::string &directory);
 /// per-device blocks, indexed by device id.
 Expected<std::vector<HostArray>>
 readDeviceBlocks(const std::string &directory, const ShardedArrayIndex &index);
+
+/// readDeviceBlocks() for `devices` only: reads just the shard files those
+/// devices hold; the other entries of the result are empty arrays.
+Expected<std::vector<HostArray>>
+readDeviceBlocksOf(const std::string &directory, const ShardedArrayIndex &index,
+                   const std::vector<int64_t> &devices);
 
 /// Reads `directory` back into one global array.
 Expected<HostArray> readShardedArray(const std::string &directory);

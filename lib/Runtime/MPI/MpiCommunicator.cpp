@@ -1,0 +1,745 @@
+//===- MpiCommunicator.cpp - Collectives across processes -----------------===//
+//
+// A group whose devices all live in this process goes to the in-process
+// communicator unchanged. A group that spans processes meets in two steps:
+//
+//  1. its local members rendezvous in this process (as in the in-process
+//     communicator); the last to arrive becomes the process's leader;
+//  2. the leader exchanges one message with every other process of the
+//     group, on the MPI communicator of that process set, tagged by the
+//     group (groups sharing a process set get distinct tags), and writes
+//     every local member's output.
+//
+// What a process sends depends on the collective: for reductions the
+// reduction of its members' inputs (so the bytes on the wire do not grow
+// with the devices per process); for all_gather its members' inputs; for
+// all_to_all only the blocks the receiving process's members need; for
+// collective_permute only the inputs whose targets live there. Every
+// process then combines the same messages in rank order, so all replicas
+// get identical bits. Each message starts with a header (the call's
+// sequence number on its group and a hash of its description), so two
+// processes that disagree on the program get an error, not wrong numbers.
+//
+// Waiting polls with sleeps (MpiInternal.h). A call that makes no progress
+// for the timeout fails naming the ranks and devices that did not send;
+// waits inside the process get twice that, so that the cross-process
+// failure, which names the culprit, is the one reported.
+//
+//===----------------------------------------------------------------------===//
+#include "MpiInternal.h"
+
+#include "partita/Runtime/InProcessCommunicator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace partita {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t headerMagic = 0x5041525449544131ULL; // "PARTITA1"
+
+struct MessageHeader {
+  uint64_t magic;
+  uint64_t sequence;
+  uint64_t signature;
+  uint64_t payloadBytes;
+};
+
+uint64_t fnv1a(const std::string &text) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char c : text)
+    hash = (hash ^ c) * 1099511628211ULL;
+  return hash;
+}
+
+/// A cross-process group's channel: the process set's communicator and
+/// the group's tag on it.
+struct Channel {
+  std::vector<int> processes; // Ascending world ranks.
+  MPI_Comm comm = MPI_COMM_NULL;
+  int tag = 0;
+};
+
+/// One collective of a cross-process group, as seen by this process.
+struct Slot {
+  CollectiveCall request;
+  std::vector<int64_t> members;
+  std::vector<const uint8_t *> inputs; // By position; null for remote.
+  std::vector<uint8_t *> outputs;
+  std::vector<bool> present;
+  int64_t arrived = 0;
+  bool done = false;
+  bool failed = false;
+  Status result;
+  Clock::time_point lastArrival;
+  std::condition_variable changed;
+};
+
+/// Parses PARTITA_DEBUG_STOP=RANK:K (tests): RANK stops itself with
+/// SIGSTOP as it starts its K-th cross-process exchange.
+int64_t debugStopExchange(int rank) {
+  const char *spec = std::getenv("PARTITA_DEBUG_STOP");
+  if (!spec)
+    return 0;
+  int stopRank = -1;
+  long long exchange = 0;
+  if (std::sscanf(spec, "%d:%lld", &stopRank, &exchange) != 2 ||
+      stopRank != rank)
+    return 0;
+  return exchange;
+}
+
+} // namespace
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(MpiProcess &process, Mesh mesh, ProcessLayout layout,
+                  std::chrono::milliseconds timeout)
+      : process(process), meshValue(std::move(mesh)),
+        layout(std::move(layout)), timeout(timeout),
+        local(meshValue, timeout * 2),
+        stopAtExchange(debugStopExchange(process.rank())) {}
+
+  ~MpiCommunicator() override {
+    if (aborted)
+      return; // Requests may be pending on these communicators.
+    for (auto &entry : comms)
+      if (entry.second != MPI_COMM_NULL)
+        MPI_Comm_free(&entry.second);
+  }
+
+  /// Creates one communicator per process set (collective over all
+  /// processes, in the same order everywhere).
+  Status createChannels() {
+    MpiProcess::Impl &mpi = process.impl();
+    for (const std::vector<int> &set : crossProcessSets(meshValue, layout)) {
+      bool member = std::binary_search(set.begin(), set.end(), mpi.rank);
+      MPI_Comm comm = MPI_COMM_NULL;
+      std::lock_guard<std::mutex> guard(mpi.lock);
+      PARTITA_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD,
+                                       member ? 0 : MPI_UNDEFINED, mpi.rank,
+                                       &comm));
+      if (member)
+        comms[set] = comm;
+    }
+    std::map<std::vector<int>, int> nextTag;
+    for (const auto &[devices, processes] :
+         crossProcessGroups(meshValue, layout)) {
+      int tag = nextTag[processes]++;
+      if (!comms.count(processes))
+        continue;
+      Channel channel;
+      channel.processes = processes;
+      channel.comm = comms[processes];
+      channel.tag = tag;
+      channels[devices] = channel;
+    }
+    return Status::success();
+  }
+
+  const Mesh &mesh() const override { return meshValue; }
+
+  Status allGather(int64_t deviceId, const std::vector<std::string> &axes,
+                   int64_t dim, const ConstBufferRef &input,
+                   const BufferRef &output) override {
+    CollectiveCall call;
+    call.kind = CommunicatorOp::AllGather;
+    call.deviceId = deviceId;
+    call.axes = axes;
+    call.dim = dim;
+    call.input = input;
+    call.output = output;
+    return run(call);
+  }
+  Status allReduce(int64_t deviceId, const std::vector<std::string> &axes,
+                   ReductionCode kind, const ConstBufferRef &input,
+                   const BufferRef &output) override {
+    CollectiveCall call;
+    call.kind = CommunicatorOp::AllReduce;
+    call.deviceId = deviceId;
+    call.axes = axes;
+    call.reduction = kind;
+    call.input = input;
+    call.output = output;
+    return run(call);
+  }
+  Status reduceScatter(int64_t deviceId, const std::vector<std::string> &axes,
+                       ReductionCode kind, int64_t dim,
+                       const ConstBufferRef &input,
+                       const BufferRef &output) override {
+    CollectiveCall call;
+    call.kind = CommunicatorOp::ReduceScatter;
+    call.deviceId = deviceId;
+    call.axes = axes;
+    call.reduction = kind;
+    call.dim = dim;
+    call.input = input;
+    call.output = output;
+    return run(call);
+  }
+  Status allToAll(int64_t deviceId, const std::vector<std::string> &axes,
+                  int64_t splitDim, int64_t concatDim,
+                  const ConstBufferRef &input,
+                  const BufferRef &output) override {
+    CollectiveCall call;
+    call.kind = CommunicatorOp::AllToAll;
+    call.deviceId = deviceId;
+    call.axes = axes;
+    call.splitDim = splitDim;
+    call.concatDim = concatDim;
+    call.input = input;
+    call.output = output;
+    return run(call);
+  }
+  Status collectivePermute(int64_t deviceId,
+                           const std::vector<std::string> &axes,
+                           const std::vector<SourceTargetPair> &pairs,
+                           const ConstBufferRef &input,
+                           const BufferRef &output) override {
+    CollectiveCall call;
+    call.kind = CommunicatorOp::CollectivePermute;
+    call.deviceId = deviceId;
+    call.axes = axes;
+    call.pairs = pairs;
+    call.input = input;
+    call.output = output;
+    return run(call);
+  }
+
+  void abort(const Status &reason) override {
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      if (!aborted) {
+        aborted = true;
+        abortReason =
+            reason.ok() ? Status::error("abort() without a reason") : reason;
+        for (auto &entry : slots)
+          entry.second->changed.notify_all();
+      }
+    }
+    local.abort(reason);
+  }
+
+private:
+  Status run(const CollectiveCall &call);
+  Status exchange(Slot &slot, const Channel &channel, uint64_t sequence,
+                  const std::string &groupText);
+  std::string devicesOfRank(int rank) const {
+    return formatDeviceList(layout.devicesOf(rank));
+  }
+
+  MpiProcess &process;
+  Mesh meshValue;
+  ProcessLayout layout;
+  std::chrono::milliseconds timeout;
+  InProcessCommunicator local;
+  std::map<std::vector<int>, MPI_Comm> comms;
+  std::map<std::vector<int64_t>, Channel> channels;
+
+  std::mutex mutex;
+  bool aborted = false;
+  Status abortReason;
+  std::map<std::pair<std::vector<int64_t>, uint64_t>, std::shared_ptr<Slot>>
+      slots;
+  std::map<std::vector<int64_t>, std::map<int64_t, uint64_t>> callCounts;
+  /// Buffers of requests left pending by a failed exchange: MPI may still
+  /// touch them, so they live as long as the communicator.
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> abandoned;
+  std::atomic<int64_t> exchanges{0};
+  int64_t stopAtExchange = 0;
+};
+
+Status MpiCommunicator::run(const CollectiveCall &call) {
+  auto prefix = [&]() {
+    return describeCollective(call) + " on device " +
+           std::to_string(call.deviceId);
+  };
+  Expected<CollectiveGroup> group =
+      resolveGroup(meshValue, call.deviceId, call.axes);
+  if (!group)
+    return Status::error(prefix() + ": " + group.status().message());
+  std::vector<int64_t> deviceSet = group->members;
+  std::sort(deviceSet.begin(), deviceSet.end());
+  auto channel = channels.find(deviceSet);
+  if (channel == channels.end())
+    return dispatchCollective(local, call); // The whole group is here.
+
+  auto groupSize = static_cast<int64_t>(group->members.size());
+  int64_t position = group->position;
+  if (layout.processOfDevice[call.deviceId] != layout.rank)
+    return Status::error(prefix() + ": device " +
+                         std::to_string(call.deviceId) +
+                         " is driven by rank " +
+                         std::to_string(layout.processOfDevice[call.deviceId]) +
+                         ", not by this process (rank " +
+                         std::to_string(layout.rank) + ")");
+  Status argumentError = checkCollectiveCall(call, groupSize);
+  int64_t localMembers = 0;
+  for (int64_t member : group->members)
+    localMembers += layout.processOfDevice[member] == layout.rank;
+
+  std::unique_lock<std::mutex> lock(mutex);
+  auto abortedError = [&]() {
+    return Status::error(prefix() + ": the communicator was aborted: " +
+                         abortReason.message());
+  };
+  if (aborted)
+    return abortedError();
+  uint64_t sequence = callCounts[deviceSet][call.deviceId]++;
+  std::shared_ptr<Slot> &entry = slots[{deviceSet, sequence}];
+  if (!entry) {
+    entry = std::make_shared<Slot>();
+    entry->request = call;
+    entry->members = group->members;
+    entry->inputs.assign(groupSize, nullptr);
+    entry->outputs.assign(groupSize, nullptr);
+    entry->present.assign(groupSize, false);
+  }
+  std::shared_ptr<Slot> slot = entry;
+  std::string groupText = "group " + formatDeviceList(slot->members) +
+                          " (call #" + std::to_string(sequence) +
+                          " on this group)";
+  auto fail = [&](Status failure) {
+    slot->failed = true;
+    slot->done = true;
+    slot->result = std::move(failure);
+    slot->changed.notify_all();
+    return slot->result;
+  };
+  if (slot->failed)
+    return slot->result;
+  if (!argumentError)
+    return fail(Status::error(prefix() + ": " + argumentError.message() +
+                              "; failing " + groupText));
+  if (!sameCollective(slot->request, call))
+    return fail(Status::error(
+        "devices disagree on call #" + std::to_string(sequence) +
+        " of group " + formatDeviceList(slot->members) + ": device " +
+        std::to_string(slot->request.deviceId) + " called " +
+        describeCollective(slot->request) + " but device " +
+        std::to_string(call.deviceId) + " called " +
+        describeCollective(call)));
+  slot->inputs[position] = static_cast<const uint8_t *>(call.input.data);
+  slot->outputs[position] = static_cast<uint8_t *>(call.output.data);
+  slot->present[position] = true;
+  slot->lastArrival = Clock::now();
+  bool leader = ++slot->arrived == localMembers;
+  if (leader) {
+    lock.unlock();
+    Status result = exchange(*slot, channel->second, sequence, groupText);
+    lock.lock();
+    slot->result = result;
+    slot->failed = !result.ok();
+    slot->done = true;
+    slot->changed.notify_all();
+    slots.erase({deviceSet, sequence});
+    return result;
+  }
+  // Wait for the other local members, then for the leader.
+  std::chrono::milliseconds localTimeout = timeout * 2;
+  while (!slot->done) {
+    if (aborted)
+      return abortedError();
+    if (slot->arrived < localMembers) {
+      Clock::time_point deadline = slot->lastArrival + localTimeout;
+      if (Clock::now() >= deadline) {
+        std::vector<int64_t> missing;
+        for (int64_t i = 0; i < groupSize; ++i)
+          if (!slot->present[i] &&
+              layout.processOfDevice[slot->members[i]] == layout.rank)
+            missing.push_back(slot->members[i]);
+        return fail(Status::error(
+            describeCollective(slot->request) + ": " + groupText +
+            " made no progress for " + std::to_string(localTimeout.count()) +
+            " ms; devices " + formatDeviceList(missing) +
+            " of this process did not arrive"));
+      }
+      slot->changed.wait_until(lock, deadline);
+    } else {
+      slot->changed.wait(lock);
+    }
+  }
+  return slot->result;
+}
+
+Status MpiCommunicator::exchange(Slot &slot, const Channel &channel,
+                                 uint64_t sequence,
+                                 const std::string &groupText) {
+  if (stopAtExchange > 0 && ++exchanges == stopAtExchange)
+    std::raise(SIGSTOP);
+  const CollectiveCall &request = slot.request;
+  std::string what = describeCollective(request) + ": " + groupText;
+  auto groupSize = static_cast<int64_t>(slot.members.size());
+  const std::vector<int64_t> &inShape = request.input.shape;
+  int64_t elementSize = dtypeSize(request.input.dtype);
+  std::vector<int64_t> outShape =
+      *collectiveResultShape(request.kind, inShape, groupSize, request.dim,
+                             request.splitDim, request.concatDim);
+  int64_t inBytes = *checkedNumBytes(request.input.dtype, inShape);
+  int64_t outBytes = *checkedNumBytes(request.input.dtype, outShape);
+  int64_t count = *checkedNumElements(inShape);
+  std::vector<int64_t> zeros(inShape.size(), 0);
+
+  int me = layout.rank;
+  std::vector<int> processOf(groupSize);
+  for (int64_t i = 0; i < groupSize; ++i)
+    processOf[i] = layout.processOfDevice[slot.members[i]];
+  auto positionsOn = [&](int rank) {
+    std::vector<int64_t> positions;
+    for (int64_t i = 0; i < groupSize; ++i)
+      if (processOf[i] == rank)
+        positions.push_back(i);
+    return positions;
+  };
+  std::vector<int64_t> mine = positionsOn(me);
+  std::vector<int> peers;
+  for (int rank : channel.processes)
+    if (rank != me)
+      peers.push_back(rank);
+  // Index of a world rank in the channel's communicator.
+  auto commRank = [&](int rank) {
+    return static_cast<int>(std::lower_bound(channel.processes.begin(),
+                                             channel.processes.end(), rank) -
+                            channel.processes.begin());
+  };
+
+  // What goes to each peer, and how much comes back from each.
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> sends(peers.size());
+  std::vector<int64_t> receiveBytes(peers.size(), 0);
+  std::shared_ptr<std::vector<uint8_t>> shared;
+  std::vector<int64_t> box = inShape;
+  int64_t boxBytes = 0;
+  switch (request.kind) {
+  case CommunicatorOp::AllReduce:
+  case CommunicatorOp::ReduceScatter: {
+    shared = std::make_shared<std::vector<uint8_t>>(inBytes);
+    std::vector<const void *> inputs;
+    for (int64_t i : mine)
+      inputs.push_back(slot.inputs[i]);
+    if (Status status = reduceElements(request.reduction, request.input.dtype,
+                                       inputs, shared->data(), count);
+        !status)
+      return Status::error(what + ": " + status.message());
+    for (size_t k = 0; k < peers.size(); ++k) {
+      sends[k] = shared;
+      receiveBytes[k] = inBytes;
+    }
+    break;
+  }
+  case CommunicatorOp::AllGather: {
+    shared = std::make_shared<std::vector<uint8_t>>(inBytes * mine.size());
+    for (size_t k = 0; k < mine.size(); ++k)
+      if (inBytes)
+        std::memcpy(shared->data() + k * inBytes, slot.inputs[mine[k]],
+                    inBytes);
+    for (size_t k = 0; k < peers.size(); ++k) {
+      sends[k] = shared;
+      receiveBytes[k] = inBytes * positionsOn(peers[k]).size();
+    }
+    break;
+  }
+  case CommunicatorOp::AllToAll: {
+    box[request.splitDim] /= groupSize;
+    boxBytes = *checkedNumBytes(request.input.dtype, box);
+    for (size_t k = 0; k < peers.size(); ++k) {
+      std::vector<int64_t> theirs = positionsOn(peers[k]);
+      auto buffer = std::make_shared<std::vector<uint8_t>>(
+          boxBytes * mine.size() * theirs.size());
+      int64_t at = 0;
+      for (int64_t i : mine)
+        for (int64_t j : theirs) {
+          std::vector<int64_t> offset = zeros;
+          offset[request.splitDim] = j * box[request.splitDim];
+          copyTensorBox(slot.inputs[i], inShape, offset,
+                        buffer->data() + at * boxBytes, box, zeros, box,
+                        elementSize);
+          ++at;
+        }
+      sends[k] = buffer;
+      receiveBytes[k] = boxBytes * mine.size() * theirs.size();
+    }
+    break;
+  }
+  case CommunicatorOp::CollectivePermute: {
+    for (size_t k = 0; k < peers.size(); ++k) {
+      auto buffer = std::make_shared<std::vector<uint8_t>>();
+      for (const SourceTargetPair &pair : request.pairs) {
+        if (processOf[pair.first] == me && processOf[pair.second] == peers[k])
+          buffer->insert(buffer->end(), slot.inputs[pair.first],
+                         slot.inputs[pair.first] + inBytes);
+        if (processOf[pair.first] == peers[k] && processOf[pair.second] == me)
+          receiveBytes[k] += inBytes;
+      }
+      sends[k] = buffer;
+    }
+    break;
+  }
+  }
+
+  // Header + payload each way, posted together, waited for with polling.
+  uint64_t signature = fnv1a(describeCollective(request) + groupText.substr(
+                                 0, groupText.find(" (call")));
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> receives(peers.size());
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> framed(peers.size());
+  std::vector<MPI_Request> requests(2 * peers.size(), MPI_REQUEST_NULL);
+  MpiProcess::Impl &mpi = process.impl();
+  {
+    std::lock_guard<std::mutex> guard(mpi.lock);
+    for (size_t k = 0; k < peers.size(); ++k) {
+      receives[k] = std::make_shared<std::vector<uint8_t>>(
+          sizeof(MessageHeader) + receiveBytes[k]);
+      MessageHeader header{headerMagic, sequence, signature,
+                           static_cast<uint64_t>(sends[k]->size())};
+      framed[k] = std::make_shared<std::vector<uint8_t>>(
+          sizeof(MessageHeader) + sends[k]->size());
+      std::memcpy(framed[k]->data(), &header, sizeof(header));
+      if (!sends[k]->empty())
+        std::memcpy(framed[k]->data() + sizeof(header), sends[k]->data(),
+                    sends[k]->size());
+      if (receives[k]->size() > static_cast<size_t>(INT32_MAX) ||
+          framed[k]->size() > static_cast<size_t>(INT32_MAX))
+        return Status::error(what + ": a message of more than 2 GiB");
+      PARTITA_MPI_CHECK(MPI_Irecv(
+          receives[k]->data(), static_cast<int>(receives[k]->size()),
+          MPI_BYTE, commRank(peers[k]), channel.tag, channel.comm,
+          &requests[2 * k]));
+      PARTITA_MPI_CHECK(MPI_Isend(
+          framed[k]->data(), static_cast<int>(framed[k]->size()), MPI_BYTE,
+          commRank(peers[k]), channel.tag, channel.comm,
+          &requests[2 * k + 1]));
+    }
+  }
+  auto stalled = [&](const std::vector<int> &pending) {
+    std::string text;
+    for (int index : pending) {
+      int rank = peers[index / 2];
+      if (index % 2 == 0)
+        text += std::string(text.empty() ? "" : "; ") + "rank " +
+                std::to_string(rank) + " (devices " + devicesOfRank(rank) +
+                ") did not send its part";
+    }
+    if (text.empty())
+      for (int index : pending)
+        text += std::string(text.empty() ? "" : "; ") + "rank " +
+                std::to_string(peers[index / 2]) + " (devices " +
+                devicesOfRank(peers[index / 2]) + ") did not take its part";
+    return text + " (this is rank " + std::to_string(me) + ")";
+  };
+  auto interrupted = [&]() -> Status {
+    std::lock_guard<std::mutex> guard(mutex);
+    if (aborted)
+      return Status::error(what + ": the communicator was aborted: " +
+                           abortReason.message());
+    return Status::success();
+  };
+  Status waited =
+      waitForRequests(mpi, requests, timeout, what, stalled, interrupted);
+  if (!waited) {
+    std::lock_guard<std::mutex> guard(mutex);
+    abandoned.insert(abandoned.end(), receives.begin(), receives.end());
+    abandoned.insert(abandoned.end(), framed.begin(), framed.end());
+    return waited;
+  }
+  for (size_t k = 0; k < peers.size(); ++k) {
+    MessageHeader header;
+    std::memcpy(&header, receives[k]->data(), sizeof(header));
+    if (header.magic != headerMagic || header.sequence != sequence ||
+        header.signature != signature ||
+        header.payloadBytes != static_cast<uint64_t>(receiveBytes[k]))
+      return Status::error(
+          what + ": rank " + std::to_string(peers[k]) +
+          " made a different collective as call #" +
+          std::to_string(header.sequence) +
+          " on this group (the processes disagree on the program)");
+  }
+  auto payload = [&](int rank) {
+    size_t k = std::find(peers.begin(), peers.end(), rank) - peers.begin();
+    return receives[k]->data() + sizeof(MessageHeader);
+  };
+
+  // Every local member's output.
+  switch (request.kind) {
+  case CommunicatorOp::AllReduce:
+  case CommunicatorOp::ReduceScatter: {
+    std::vector<const void *> partials;
+    for (int rank : channel.processes)
+      partials.push_back(rank == me ? shared->data() : payload(rank));
+    std::vector<uint8_t> reduced(inBytes);
+    if (Status status = reduceElements(request.reduction, request.input.dtype,
+                                       partials, reduced.data(), count);
+        !status)
+      return Status::error(what + ": " + status.message());
+    for (int64_t i : mine) {
+      if (request.kind == CommunicatorOp::AllReduce) {
+        if (inBytes)
+          std::memcpy(slot.outputs[i], reduced.data(), inBytes);
+        continue;
+      }
+      std::vector<int64_t> offset = zeros;
+      offset[request.dim] = i * outShape[request.dim];
+      copyTensorBox(reduced.data(), inShape, offset, slot.outputs[i],
+                    outShape, zeros, outShape, elementSize);
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::AllGather: {
+    uint8_t *first = slot.outputs[mine.front()];
+    std::map<int, int64_t> taken;
+    for (int64_t i = 0; i < groupSize; ++i) {
+      const uint8_t *source =
+          processOf[i] == me ? slot.inputs[i]
+                             : payload(processOf[i]) +
+                                   taken[processOf[i]]++ * inBytes;
+      std::vector<int64_t> offset = zeros;
+      offset[request.dim] = i * inShape[request.dim];
+      copyTensorBox(source, inShape, zeros, first, outShape, offset, inShape,
+                    elementSize);
+    }
+    for (int64_t i : mine)
+      if (slot.outputs[i] != first && outBytes)
+        std::memcpy(slot.outputs[i], first, outBytes);
+    return Status::success();
+  }
+  case CommunicatorOp::AllToAll: {
+    for (size_t jl = 0; jl < mine.size(); ++jl) {
+      int64_t j = mine[jl];
+      std::map<int, int64_t> taken;
+      for (int64_t i = 0; i < groupSize; ++i) {
+        std::vector<int64_t> outOffset = zeros;
+        outOffset[request.concatDim] = i * box[request.concatDim];
+        if (processOf[i] == me) {
+          std::vector<int64_t> inOffset = zeros;
+          inOffset[request.splitDim] = j * box[request.splitDim];
+          copyTensorBox(slot.inputs[i], inShape, inOffset, slot.outputs[j],
+                        outShape, outOffset, box, elementSize);
+          continue;
+        }
+        // The sender packed (its member, our member) pairs in order.
+        int64_t il = taken[processOf[i]]++;
+        const uint8_t *block =
+            payload(processOf[i]) + (il * mine.size() + jl) * boxBytes;
+        copyTensorBox(block, box, zeros, slot.outputs[j], outShape, outOffset,
+                      box, elementSize);
+      }
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::CollectivePermute: {
+    // Local sources may be local targets' outputs (in place): read them
+    // all before writing any.
+    std::map<int64_t, std::vector<uint8_t>> localSources;
+    std::map<int64_t, const uint8_t *> sourceOf;
+    std::map<int, int64_t> taken;
+    for (const SourceTargetPair &pair : request.pairs) {
+      if (processOf[pair.second] != me)
+        continue;
+      if (processOf[pair.first] == me) {
+        const uint8_t *from = slot.inputs[pair.first];
+        localSources[pair.second].assign(from, from + inBytes);
+        sourceOf[pair.second] = localSources[pair.second].data();
+      } else {
+        sourceOf[pair.second] =
+            payload(processOf[pair.first]) +
+            taken[processOf[pair.first]]++ * inBytes;
+      }
+    }
+    for (int64_t t : mine) {
+      if (!inBytes)
+        continue;
+      auto found = sourceOf.find(t);
+      if (found == sourceOf.end())
+        std::memset(slot.outputs[t], 0, inBytes);
+      else
+        std::memcpy(slot.outputs[t], found->second, inBytes);
+    }
+    return Status::success();
+  }
+  }
+  return Status::error(what + ": unknown collective kind");
+}
+
+Expected<std::unique_ptr<Communicator>>
+createMpiCommunicator(MpiProcess &process, const Mesh &mesh,
+                      const ProcessLayout &layout,
+                      std::chrono::milliseconds timeout) {
+  if (layout.processes != process.size() || layout.rank != process.rank())
+    return Status::error("the process layout is for rank " +
+                         std::to_string(layout.rank) + " of " +
+                         std::to_string(layout.processes) +
+                         " but this is rank " +
+                         std::to_string(process.rank()) + " of " +
+                         std::to_string(process.size()));
+  auto communicator =
+      std::make_unique<MpiCommunicator>(process, mesh, layout, timeout);
+  if (Status status = communicator->createChannels(); !status)
+    return status;
+  return std::unique_ptr<Communicator>(std::move(communicator));
+}
+
+Expected<std::vector<std::vector<uint8_t>>>
+bootstrapUniqueIds(MpiProcess &process,
+                   const std::vector<std::vector<int>> &processSets,
+                   size_t idBytes, const UniqueIdFactory &create) {
+  MpiProcess::Impl &mpi = process.impl();
+  std::vector<std::vector<uint8_t>> ids(processSets.size());
+  for (size_t s = 0; s < processSets.size(); ++s) {
+    const std::vector<int> &set = processSets[s];
+    if (set.empty() || !std::is_sorted(set.begin(), set.end()) ||
+        set.front() < 0 || set.back() >= mpi.size)
+      return Status::error("process set " + std::to_string(s) +
+                           " is not an ascending list of ranks below " +
+                           std::to_string(mpi.size));
+    bool member = std::binary_search(set.begin(), set.end(), mpi.rank);
+    MPI_Comm comm = MPI_COMM_NULL;
+    {
+      std::lock_guard<std::mutex> guard(mpi.lock);
+      PARTITA_MPI_CHECK(MPI_Comm_split(
+          MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, mpi.rank, &comm));
+    }
+    if (!member)
+      continue;
+    std::vector<uint8_t> id(idBytes, 0);
+    // The root reports a failure to make the id with a leading 0 byte.
+    std::vector<uint8_t> message(idBytes + 1, 0);
+    if (mpi.rank == set.front()) {
+      Status made = create(id);
+      if (made && id.size() == idBytes) {
+        message[0] = 1;
+        std::copy(id.begin(), id.end(), message.begin() + 1);
+      }
+    }
+    std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+    {
+      std::lock_guard<std::mutex> guard(mpi.lock);
+      PARTITA_MPI_CHECK(MPI_Ibcast(message.data(),
+                                   static_cast<int>(message.size()), MPI_BYTE,
+                                   0, comm, &requests[0]));
+    }
+    Status waited = waitForRequests(
+        mpi, requests, mpi.timeout,
+        "broadcast of the unique id of process set " + std::to_string(s));
+    {
+      std::lock_guard<std::mutex> guard(mpi.lock);
+      if (waited)
+        MPI_Comm_free(&comm);
+    }
+    if (!waited)
+      return waited;
+    if (message[0] != 1)
+      return Status::error("rank " + std::to_string(set.front()) +
+                           " could not make the unique id of process set " +
+                           std::to_string(s));
+    ids[s].assign(message.begin() + 1, message.end());
+  }
+  return ids;
+}
+
+} // namespace partita

@@ -1,0 +1,59 @@
+//===- MpiInternal.h - What the MPI files share -----------------*- C++ -*-===//
+//
+// Error checking of MPI calls, the process state behind MpiProcess, and the
+// one way Partita waits for MPI requests: test, sleep, test again — a
+// blocked MPI call would spin a core (OpenMPI polls) and could never time
+// out, and a rank that stops must not hang the others.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_LIB_RUNTIME_MPI_MPIINTERNAL_H
+#define PARTITA_LIB_RUNTIME_MPI_MPIINTERNAL_H
+
+#include "partita/Runtime/Mpi.h"
+
+#include <mpi.h>
+
+#include <mutex>
+
+namespace partita {
+
+/// A failed MPI call as a Status: the call, file:line and MPI's message.
+Status mpiError(int code, const char *call, const char *file, int line);
+
+/// Evaluates an MPI call; on failure returns its Status from the enclosing
+/// function.
+#define PARTITA_MPI_CHECK(call)                                                \
+  do {                                                                         \
+    int partitaMpiCode = (call);                                               \
+    if (partitaMpiCode != MPI_SUCCESS)                                         \
+      return ::partita::mpiError(partitaMpiCode, #call, __FILE__, __LINE__);   \
+  } while (false)
+
+struct MpiProcess::Impl {
+  int rank = 0;
+  int size = 1;
+  std::chrono::milliseconds timeout = defaultDistributedTimeout;
+  bool finalize = true;
+  /// Every MPI call of the process holds this lock.
+  std::mutex lock;
+};
+
+/// Words a stall: given the indices of the requests still pending.
+using StallDescription = std::function<std::string(const std::vector<int> &)>;
+
+/// Waits for every request, testing them under the process's lock and
+/// sleeping between tests (from a few microseconds up to a millisecond).
+/// Fails when none completes for `timeout` ("<what>: no progress for N ms"
+/// plus `stalled(pending)`), when `interrupted` returns a failure, or when
+/// MPI reports an error. On failure the requests are left pending; the
+/// caller must keep their buffers alive.
+Status waitForRequests(MpiProcess::Impl &mpi,
+                       std::vector<MPI_Request> &requests,
+                       std::chrono::milliseconds timeout,
+                       const std::string &what,
+                       const StallDescription &stalled = {},
+                       const std::function<Status()> &interrupted = {});
+
+} // namespace partita
+
+#endif // PARTITA_LIB_RUNTIME_MPI_MPIINTERNAL_H

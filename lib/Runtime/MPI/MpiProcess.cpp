@@ -1,0 +1,254 @@
+//===- MpiProcess.cpp - MPI in one process --------------------------------===//
+//
+// Initialisation, the polling wait every MPI wait goes through, and the
+// process-level collectives of a run (program broadcast, output gather,
+// agreement), all non-blocking MPI calls waited for with a timeout.
+//
+//===----------------------------------------------------------------------===//
+#include "MpiInternal.h"
+
+#include "partita/Runtime/ExecutableFile.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <unistd.h>
+
+namespace partita {
+
+using Clock = std::chrono::steady_clock;
+
+Status mpiError(int code, const char *call, const char *file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    std::snprintf(text, sizeof(text), "MPI error %d", code);
+  const char *base = std::strrchr(file, '/');
+  return Status::error(std::string(call) + " failed at " +
+                       (base ? base + 1 : file) + ":" + std::to_string(line) +
+                       ": " + text);
+}
+
+Status waitForRequests(MpiProcess::Impl &mpi,
+                       std::vector<MPI_Request> &requests,
+                       std::chrono::milliseconds timeout,
+                       const std::string &what, const StallDescription &stalled,
+                       const std::function<Status()> &interrupted) {
+  auto count = static_cast<int>(requests.size());
+  std::vector<int> indices(requests.size());
+  std::vector<MPI_Status> statuses(requests.size());
+  int remaining = 0;
+  for (MPI_Request request : requests)
+    remaining += request != MPI_REQUEST_NULL;
+  Clock::time_point lastProgress = Clock::now();
+  auto pause = std::chrono::microseconds(2);
+  while (remaining > 0) {
+    int completed = 0;
+    {
+      std::lock_guard<std::mutex> guard(mpi.lock);
+      int code = MPI_Testsome(count, requests.data(), &completed,
+                              indices.data(), statuses.data());
+      if (code != MPI_SUCCESS)
+        return mpiError(code, "MPI_Testsome", __FILE__, __LINE__);
+    }
+    if (completed == MPI_UNDEFINED)
+      break;
+    if (completed > 0) {
+      remaining -= completed;
+      lastProgress = Clock::now();
+      pause = std::chrono::microseconds(2);
+      continue;
+    }
+    if (interrupted)
+      if (Status status = interrupted(); !status)
+        return status;
+    if (Clock::now() - lastProgress >= timeout) {
+      std::vector<int> pending;
+      for (int i = 0; i < count; ++i)
+        if (requests[i] != MPI_REQUEST_NULL)
+          pending.push_back(i);
+      std::string text =
+          what + ": no progress for " + std::to_string(timeout.count()) +
+          " ms";
+      if (stalled)
+        text += "; " + stalled(pending);
+      return Status::error(text);
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+  return Status::success();
+}
+
+MpiProcess::MpiProcess() : state(std::make_unique<Impl>()) {}
+
+Expected<std::unique_ptr<MpiProcess>> MpiProcess::initialize(int *argc,
+                                                             char ***argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized)
+    return Status::error("MPI is already initialised in this process");
+  int provided = 0;
+  PARTITA_MPI_CHECK(
+      MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  std::unique_ptr<MpiProcess> process(new MpiProcess());
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    process->state->finalize = false;
+    return Status::error("this MPI provides thread level " +
+                         std::to_string(provided) +
+                         "; Partita's device threads need at least "
+                         "MPI_THREAD_SERIALIZED");
+  }
+  PARTITA_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD,
+                                            MPI_ERRORS_RETURN));
+  PARTITA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &process->state->rank));
+  PARTITA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &process->state->size));
+  return process;
+}
+
+MpiProcess::~MpiProcess() {
+  if (state->finalize)
+    MPI_Finalize();
+}
+
+int MpiProcess::rank() const { return state->rank; }
+int MpiProcess::size() const { return state->size; }
+std::chrono::milliseconds MpiProcess::timeout() const {
+  return state->timeout;
+}
+void MpiProcess::setTimeout(std::chrono::milliseconds timeout) {
+  state->timeout = timeout;
+}
+
+void MpiProcess::exitAfterFailure(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  state->finalize = false;
+  _exit(code);
+}
+
+Status MpiProcess::broadcast(std::vector<uint8_t> &bytes, int root,
+                             const std::string &what) {
+  uint64_t size = bytes.size();
+  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  {
+    std::lock_guard<std::mutex> guard(state->lock);
+    PARTITA_MPI_CHECK(MPI_Ibcast(&size, 1, MPI_UINT64_T, root, MPI_COMM_WORLD,
+                                 &requests[0]));
+  }
+  std::string text = "broadcast of " + what + " from rank " +
+                     std::to_string(root);
+  if (Status status = waitForRequests(*state, requests, state->timeout, text);
+      !status)
+    return status;
+  bytes.resize(size);
+  if (size == 0)
+    return Status::success();
+  if (size > static_cast<uint64_t>(std::numeric_limits<int>::max()))
+    return Status::error(text + ": " + std::to_string(size) +
+                         " bytes is more than one MPI message carries");
+  {
+    std::lock_guard<std::mutex> guard(state->lock);
+    PARTITA_MPI_CHECK(MPI_Ibcast(bytes.data(), static_cast<int>(size),
+                                 MPI_BYTE, root, MPI_COMM_WORLD,
+                                 &requests[0]));
+  }
+  return waitForRequests(*state, requests, state->timeout, text);
+}
+
+Status MpiProcess::gather(const std::vector<uint8_t> &mine, int root,
+                          std::vector<std::vector<uint8_t>> &all,
+                          const std::string &what) {
+  std::string text = "gather of " + what + " on rank " + std::to_string(root);
+  if (mine.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return Status::error(text + ": too many bytes for one MPI message");
+  int size = static_cast<int>(mine.size());
+  std::vector<int> sizes(state->size, 0);
+  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  {
+    std::lock_guard<std::mutex> guard(state->lock);
+    PARTITA_MPI_CHECK(MPI_Igather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT,
+                                  root, MPI_COMM_WORLD, &requests[0]));
+  }
+  if (Status status = waitForRequests(*state, requests, state->timeout, text);
+      !status)
+    return status;
+  std::vector<int> offsets(state->size, 0);
+  int64_t total = 0;
+  for (int r = 0; r < state->size; ++r) {
+    offsets[r] = static_cast<int>(total);
+    total += sizes[r];
+  }
+  if (total > std::numeric_limits<int>::max())
+    return Status::error(text + ": too many bytes for one MPI message");
+  std::vector<uint8_t> received(state->rank == root ? total : 0);
+  {
+    std::lock_guard<std::mutex> guard(state->lock);
+    PARTITA_MPI_CHECK(MPI_Igatherv(mine.data(), size, MPI_BYTE,
+                                   received.data(), sizes.data(),
+                                   offsets.data(), MPI_BYTE, root,
+                                   MPI_COMM_WORLD, &requests[0]));
+  }
+  if (Status status = waitForRequests(*state, requests, state->timeout, text);
+      !status)
+    return status;
+  all.clear();
+  if (state->rank == root)
+    for (int r = 0; r < state->size; ++r)
+      all.emplace_back(received.begin() + offsets[r],
+                       received.begin() + offsets[r] + sizes[r]);
+  return Status::success();
+}
+
+Expected<int64_t> MpiProcess::allMax(int64_t mine, const std::string &what) {
+  int64_t result = 0;
+  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  {
+    std::lock_guard<std::mutex> guard(state->lock);
+    PARTITA_MPI_CHECK(MPI_Iallreduce(&mine, &result, 1, MPI_INT64_T, MPI_MAX,
+                                     MPI_COMM_WORLD, &requests[0]));
+  }
+  if (Status status = waitForRequests(*state, requests, state->timeout,
+                                      "agreement on " + what);
+      !status)
+    return status;
+  return result;
+}
+
+Expected<bool> MpiProcess::allTrue(bool mine, const std::string &what) {
+  // All true <=> the largest "failed" flag is 0.
+  Expected<int64_t> failed = allMax(mine ? 0 : 1, what);
+  if (!failed)
+    return failed.status();
+  return *failed == 0;
+}
+
+Expected<Executable> broadcastExecutable(MpiProcess &process,
+                                         const Expected<Executable> *onRoot) {
+  // First byte: 1 when a program follows, 0 when rank 0 failed (its
+  // message follows instead).
+  std::vector<uint8_t> bytes;
+  if (process.rank() == 0) {
+    if (onRoot && *onRoot) {
+      bytes = serializeExecutable(**onRoot);
+      bytes.insert(bytes.begin(), 1);
+    } else {
+      std::string message = onRoot ? onRoot->status().message()
+                                   : std::string("rank 0 has no program");
+      bytes.assign(message.begin(), message.end());
+      bytes.insert(bytes.begin(), 0);
+    }
+  }
+  if (Status status = process.broadcast(bytes, 0, "the program"); !status)
+    return status;
+  if (bytes.empty())
+    return Status::error("rank 0 broadcast an empty program");
+  if (bytes[0] == 0)
+    return Status::error("rank 0 has no program to run: " +
+                         std::string(bytes.begin() + 1, bytes.end()));
+  bytes.erase(bytes.begin());
+  return deserializeExecutable(bytes, "the program broadcast by rank 0");
+}
+
+} // namespace partita
