@@ -17,3 +17,10 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["partita-opt", "partita", "partita-exec"], [config.partita_tools_dir])
+
+# The multi-process runtime's tests run under mpirun (OpenMPI as root needs
+# --allow-run-as-root; --oversubscribe lets 4 processes share 2 cores).
+if config.partita_have_mpi in ("ON", "1", "TRUE") and config.partita_mpiexec:
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", config.partita_mpiexec + " --oversubscribe --allow-run-as-root"))

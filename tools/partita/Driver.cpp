@@ -214,13 +214,15 @@ std::optional<int>
 partita::cli::startCommand(const std::vector<std::string> &args,
                            const std::vector<std::string> &extraFlags,
                            const char *usage, Stage stage, CommandLine &cl,
-                           PipelineOptions &options) {
+                           PipelineOptions &options,
+                           const std::vector<std::string> &extraSwitches) {
   int exitCode = 0;
   std::vector<std::string> valueFlags = pipelineValueFlags();
   valueFlags.insert(valueFlags.end(), extraFlags.begin(), extraFlags.end());
-  if (!parseCommandLine(args, valueFlags,
-                        {"--strict", "--check", "--train", "--mixed-precision"},
-                        cl, exitCode))
+  std::vector<std::string> switches = {"--strict", "--check", "--train",
+                                       "--mixed-precision"};
+  switches.insert(switches.end(), extraSwitches.begin(), extraSwitches.end());
+  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
     return exitCode;
   if (cl.help) {
     llvm::outs() << usage;

@@ -95,7 +95,9 @@ inline std::vector<std::string> pipelineValueFlags() {
 std::optional<int> startCommand(const std::vector<std::string> &args,
                                 const std::vector<std::string> &extraFlags,
                                 const char *usage, Stage stage, CommandLine &cl,
-                                PipelineOptions &options);
+                                PipelineOptions &options,
+                                const std::vector<std::string> &extraSwitches =
+                                    {});
 
 int runCompile(const std::vector<std::string> &args);
 int runExplain(const std::vector<std::string> &args);

@@ -15,6 +15,9 @@
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/ExecutableFile.h"
+#ifdef PARTITA_HAVE_MPI
+#include "partita/Runtime/Mpi.h"
+#endif
 #include "partita/Runtime/RunSupport.h"
 
 #include "llvm/Support/Format.h"
@@ -52,6 +55,18 @@ Options:
                          1e-10 and 1e-12; integers and booleans exact; exit 1
                          on a mismatch
   --seed <S>             seed of the random inputs (default 0)
+  --inputs <paths>       global inputs instead: comma-separated .npy files
+                         or sharded-array directories
+  --outputs <dir>        write the outputs (dir/result_<i>.npy; with
+                         --distributed one sharded-array directory per
+                         output, dir/result_<i>/, written shard by shard)
+  --expect <dir>         compare the outputs with dir/result_<i>.npy
+  --distributed          run as one of the P processes `mpirun -np P`
+                         started: each drives N/P devices (mesh order);
+                         rank 0 compiles and broadcasts the program and
+                         does --check (docs/Distributed.md)
+  --timeout <seconds>    with --distributed: fail a collective that makes
+                         no progress for this long (default 60)
   --mesh <spec>          replace the module's mesh first
   --rules <preset|file>  map logical axis names (partita gen's models) to
                          mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,
@@ -110,15 +125,191 @@ bool replicateAroundManualComputations(ModuleOp module) {
   return true;
 }
 
+/// The outputs the partitioned program must reproduce: the unpartitioned
+/// program on one device, or, when manual computations need their devices,
+/// the program replicated around them (`manual` says which).
+Expected<std::vector<HostArray>>
+referenceOutputs(Session &session, ModuleOp reference,
+                 const PipelineOptions &options,
+                 const std::vector<HostArray> &inputs, bool &manual) {
+  manual = replicateAroundManualComputations(reference);
+  if (manual && !runPipeline(session, reference, options))
+    return Status::error("the reference program does not compile");
+  Expected<Executable> single = lowerToExecutable(reference);
+  if (!single)
+    return Status::error("reference program: " + single.status().message());
+  if (!manual)
+    single->mesh = Mesh();
+  Expected<std::vector<HostArray>> expected = runOnCpuDevices(*single, inputs);
+  if (!expected)
+    return Status::error("reference run: " + expected.status().message());
+  return expected;
+}
+
+/// One line per output, and whether all are within tolerance.
+bool compareWithReference(const Executable &program,
+                          const std::vector<HostArray> &outputs,
+                          const std::vector<HostArray> &expected,
+                          std::string &report) {
+  bool ok = true;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    Comparison comparison = compareArrays(outputs[o], expected[o]);
+    report += "  check " +
+              describeComparison(program.outputs[o].name, comparison) + "\n";
+    ok &= comparison.within;
+  }
+  return ok;
+}
+
+/// Compiles the module at `input` for `partita run`: the train step first
+/// when asked (so that the reference is the same step), then, for more
+/// than one device, the pipeline. `reference` keeps the module before
+/// partitioning. A failure whose diagnostics are printed has an empty
+/// message.
+Expected<Executable> compileForRun(Session &session, const std::string &input,
+                                   PipelineOptions &options, long count,
+                                   OwningOpRef<ModuleOp> &module,
+                                   OwningOpRef<ModuleOp> &reference) {
+  module = loadModule(session, input);
+  if (!module)
+    return Status::error("");
+  if (!options.trainOptimizer.empty()) {
+    PipelineOptions train;
+    train.stage = Stage::Verified;
+    train.trainOptimizer = options.trainOptimizer;
+    train.trainLearningRate = options.trainLearningRate;
+    train.trainMixedPrecision = options.trainMixedPrecision;
+    train.trainMicroBatches = options.trainMicroBatches;
+    train.trainRemat = options.trainRemat;
+    if (!runPipeline(session, *module, train))
+      return Status::error("");
+    options.trainOptimizer.clear();
+  }
+  reference = module->clone();
+  if (count > 1 && !runPipeline(session, *module, options))
+    return Status::error("");
+  return lowerToExecutable(*module);
+}
+
+/// `partita run --distributed`: rank 0 compiles (or reads the Executable)
+/// and broadcasts the program; every rank runs its devices; rank 0 checks.
+int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
+                      long count, uint64_t seed, bool check) {
+#ifdef PARTITA_HAVE_MPI
+  DistributedRunOptions runOptions;
+  runOptions.seed = seed;
+  runOptions.inputs = cl.get("--inputs", "");
+  runOptions.outputs = cl.get("--outputs", "");
+  if (cl.has("--timeout")) {
+    std::string text = cl.get("--timeout");
+    char *end = nullptr;
+    double seconds = std::strtod(text.c_str(), &end);
+    if (text.empty() || !end || *end || !(seconds > 0))
+      return usageError("--timeout must be a positive number of seconds, "
+                        "got '" + text + "'");
+    runOptions.timeout = std::chrono::milliseconds(
+        static_cast<int64_t>(seconds * 1000 + 0.5));
+  }
+  Expected<std::unique_ptr<MpiProcess>> process =
+      MpiProcess::initialize(nullptr, nullptr);
+  if (!process) {
+    llvm::errs() << "error: " << process.status().message() << "\n";
+    return 1;
+  }
+  MpiProcess &mpi = **process;
+  mpi.setTimeout(runOptions.timeout);
+  int rank = mpi.rank();
+
+  Session session;
+  OwningOpRef<ModuleOp> module, reference;
+  Expected<Executable> compiled = Status::error("not compiled");
+  if (rank == 0) {
+    std::ifstream file(cl.input, std::ios::binary);
+    char magic[8] = {};
+    bool executable = file && file.read(magic, 8) &&
+                      looksLikeExecutable(
+                          std::vector<uint8_t>(magic, magic + 8));
+    if (executable && check)
+      compiled = Status::error("--check needs the .mlir (it compiles both "
+                               "programs); give an Executable --expect");
+    else if (executable)
+      compiled = readExecutableFile(cl.input);
+    else
+      compiled = compileForRun(session, cl.input, options, count, module,
+                               reference);
+    if (!compiled && compiled.status().message().empty())
+      compiled = Status::error("the module does not compile (see above)");
+  }
+  llvm::outs().flush();
+  llvm::errs().flush();
+  Expected<Executable> program =
+      broadcastExecutable(mpi, rank == 0 ? &compiled : nullptr);
+  // One write per message, so that ranks' lines do not interleave.
+  auto rankError = [&](const std::string &message) {
+    llvm::errs() << ("error: rank " + std::to_string(rank) + ": " + message +
+                     "\n");
+    return 1;
+  };
+  if (!program)
+    return rankError(program.status().message());
+  if (program->mesh.numDevices() != count)
+    return rankError("the program's mesh has " +
+                     std::to_string(program->mesh.numDevices()) +
+                     " devices but --devices asks for " +
+                     std::to_string(count));
+  OutputCheck checker;
+  std::string expectDirectory = cl.get("--expect", "");
+  if (check || !expectDirectory.empty())
+    checker = [&](const std::vector<HostArray> &outputs,
+                  std::string &report) -> Status {
+      if (!expectDirectory.empty())
+        if (Status status =
+                expectOutputs(expectDirectory, *program, outputs, report);
+            !status)
+          return status;
+      if (!check)
+        return Status::success();
+      Expected<std::vector<HostArray>> inputs =
+          runOptions.inputs.empty()
+              ? Expected<std::vector<HostArray>>(randomInputs(*program, seed))
+              : readInputs(*program, runOptions.inputs);
+      if (!inputs)
+        return inputs.status();
+      bool manual = false;
+      Expected<std::vector<HostArray>> expected =
+          referenceOutputs(session, *reference, options, *inputs, manual);
+      if (!expected)
+        return expected.status();
+      if (!compareWithReference(*program, outputs, *expected, report))
+        return Status::error(
+            "the partitioned program does not match the unpartitioned one");
+      report += manual ? "  (reference: the program replicated around its "
+                         "manual computations)\n"
+                       : "  (reference: the unpartitioned program on cpu:1)\n";
+      return Status::success();
+    };
+  return runDistributedAndReport(mpi, *program, runOptions, checker);
+#else
+  (void)cl;
+  (void)options;
+  (void)count;
+  (void)seed;
+  (void)check;
+  return usageError("--distributed needs MPI, and this partita was built "
+                    "without it (install libopenmpi-dev and rebuild)");
+#endif
+}
+
 } // namespace
 
 int partita::cli::runRun(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
-  std::vector<std::string> extra = {"--devices", "--seed", "--inputs",
-                                    "--outputs", "--expect"};
+  std::vector<std::string> extra = {"--devices", "--seed",   "--inputs",
+                                    "--outputs", "--expect", "--timeout"};
   if (std::optional<int> done =
-          startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options))
+          startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options,
+                       {"--distributed"}))
     return *done;
   std::string devices = cl.get("--devices");
   if (devices.rfind("cpu:", 0) != 0)
@@ -136,6 +327,10 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
     return usageError("--seed must be a non-negative integer, got '" +
                       seedText + "'");
   bool check = cl.on("--check");
+  if (cl.on("--distributed"))
+    return runDistributedRun(cl, options, count, seed, check);
+  if (cl.has("--timeout"))
+    return usageError("--timeout applies to --distributed runs");
   // Inputs: the user's (--inputs) or deterministic random ones.
   auto inputsFor =
       [&](const Executable &program) -> Expected<std::vector<HostArray>> {
@@ -199,29 +394,12 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
   }
 
   Session session;
-  OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
-  if (!module)
-    return 1;
-  // A train step is made first, so that the reference is the same step.
-  if (!options.trainOptimizer.empty()) {
-    PipelineOptions train;
-    train.stage = Stage::Verified;
-    train.trainOptimizer = options.trainOptimizer;
-    train.trainLearningRate = options.trainLearningRate;
-    train.trainMixedPrecision = options.trainMixedPrecision;
-    train.trainMicroBatches = options.trainMicroBatches;
-    train.trainRemat = options.trainRemat;
-    if (!runPipeline(session, *module, train))
-      return 1;
-    options.trainOptimizer.clear();
-  }
-  OwningOpRef<ModuleOp> reference = module->clone();
-  if (count > 1 && !runPipeline(session, *module, options))
-    return 1;
-
-  Expected<Executable> program = lowerToExecutable(*module);
+  OwningOpRef<ModuleOp> module, reference;
+  Expected<Executable> program =
+      compileForRun(session, cl.input, options, count, module, reference);
   if (!program) {
-    llvm::errs() << "error: " << program.status().message() << "\n";
+    if (!program.status().message().empty())
+      llvm::errs() << "error: " << program.status().message() << "\n";
     return 1;
   }
   if (program->mesh.numDevices() != count)
@@ -268,34 +446,18 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                  << summarizeArray((*outputs)[o]) << "\n";
   if (int code = finish(*program, *outputs); code != 0 || !check)
     return code;
+  bool manual = false;
 
-  // The reference: the unpartitioned program on one device, or, when manual
-  // computations need their devices, the program replicated around them.
-  bool manual = replicateAroundManualComputations(*reference);
-  if (manual && !runPipeline(session, *reference, options))
-    return 1;
-  Expected<Executable> single = lowerToExecutable(*reference);
-  if (!single) {
-    llvm::errs() << "error: reference program: " << single.status().message()
-                 << "\n";
-    return 1;
-  }
-  if (!manual)
-    single->mesh = Mesh();
-  Expected<std::vector<HostArray>> expected = runOnCpuDevices(*single, inputs);
+  Expected<std::vector<HostArray>> expected =
+      referenceOutputs(session, *reference, options, inputs, manual);
   if (!expected) {
-    llvm::errs() << "error: reference run: " << expected.status().message()
-                 << "\n";
+    llvm::errs() << "error: " << expected.status().message() << "\n";
     return 1;
   }
-  bool ok = true;
-  for (size_t o = 0; o < outputs->size(); ++o) {
-    Comparison comparison = compareArrays((*outputs)[o], (*expected)[o]);
-    llvm::outs() << "  check "
-                 << describeComparison(program->outputs[o].name, comparison)
-                 << "\n";
-    ok &= comparison.within;
-  }
+  std::string comparisonReport;
+  bool ok = compareWithReference(*program, *outputs, *expected,
+                                 comparisonReport);
+  llvm::outs() << comparisonReport;
   if (!ok) {
     llvm::errs() << "error: the partitioned program does not match the "
                     "unpartitioned one\n";

@@ -165,9 +165,10 @@ using OutputCheck = std::function<Status(const std::vector<HostArray> &outputs,
 
 /// What `partita run --distributed` and `partita-exec run --distributed`
 /// share after the program is known on every process: runs it, prints on
-/// rank 0 the rank/device mapping, time, traffic, measured memory and
-/// output fingerprints, runs `check` on rank 0 when given (gathering the
-/// outputs) and makes every process agree on its verdict. Returns the exit
+/// rank 0 the rank/device mapping, time, traffic, measured memory and the
+/// fingerprints of the outputs (gathered on rank 0 unless they are written
+/// shard by shard to `options.outputs`), runs `check` on rank 0 when given
+/// (gathering the outputs) and makes every process agree on its verdict. Returns the exit
 /// code: 0, or 1 on any failure (every process prints its own error as
 /// "error: rank R: ..."). When a rank stopped making progress the process
 /// exits at once without finalising MPI (MpiProcess::exitAfterFailure).

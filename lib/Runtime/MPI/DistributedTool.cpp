@@ -38,7 +38,9 @@ int runDistributedAndReport(MpiProcess &process, const Executable &program,
     std::fflush(stdout);
   }
   DistributedRunOptions runOptions = options;
-  runOptions.gatherOutputs |= static_cast<bool>(check);
+  // Rank 0 prints fingerprints of the assembled outputs, unless they go to
+  // disk shard by shard (a model's outputs may not fit one process).
+  runOptions.gatherOutputs |= static_cast<bool>(check) || options.outputs.empty();
   Expected<DistributedRunResult> result =
       runDistributed(process, program, runOptions);
   if (!result) {

@@ -13,7 +13,9 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <mutex>
+#include <vector>
 
 namespace partita {
 
@@ -36,6 +38,11 @@ struct MpiProcess::Impl {
   bool finalize = true;
   /// Every MPI call of the process holds this lock.
   std::mutex lock;
+  /// The agreements' own communicator (their messages never mix with
+  /// broadcasts and gathers on MPI_COMM_WORLD).
+  MPI_Comm agreement = MPI_COMM_NULL;
+  /// Buffers of requests a failed wait left pending.
+  std::vector<std::shared_ptr<std::vector<int64_t>>> abandoned;
 };
 
 /// Words a stall: given the indices of the requests still pending.

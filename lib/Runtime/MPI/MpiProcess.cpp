@@ -9,6 +9,7 @@
 
 #include "partita/Runtime/ExecutableFile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -104,12 +105,17 @@ Expected<std::unique_ptr<MpiProcess>> MpiProcess::initialize(int *argc,
                                             MPI_ERRORS_RETURN));
   PARTITA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &process->state->rank));
   PARTITA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &process->state->size));
+  PARTITA_MPI_CHECK(
+      MPI_Comm_dup(MPI_COMM_WORLD, &process->state->agreement));
   return process;
 }
 
 MpiProcess::~MpiProcess() {
-  if (state->finalize)
-    MPI_Finalize();
+  if (!state->finalize)
+    return;
+  if (state->agreement != MPI_COMM_NULL)
+    MPI_Comm_free(&state->agreement);
+  MPI_Finalize();
 }
 
 int MpiProcess::rank() const { return state->rank; }
@@ -202,18 +208,42 @@ Status MpiProcess::gather(const std::vector<uint8_t> &mine, int root,
 }
 
 Expected<int64_t> MpiProcess::allMax(int64_t mine, const std::string &what) {
-  int64_t result = 0;
-  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  // Every process sends its value to every other (P is small), so a stalled
+  // process is named by everyone waiting for it, which a tree-shaped
+  // MPI_Allreduce cannot tell.
+  int size = state->size;
+  // values[0, size) receive, values[size] is sent; kept alive past a
+  // failed wait, since MPI may still use them.
+  auto values = std::make_shared<std::vector<int64_t>>(size + 1, mine);
+  int64_t *received = values->data();
+  int64_t *sent = values->data() + size;
+  std::vector<MPI_Request> requests(2 * size, MPI_REQUEST_NULL);
   {
     std::lock_guard<std::mutex> guard(state->lock);
-    PARTITA_MPI_CHECK(MPI_Iallreduce(&mine, &result, 1, MPI_INT64_T, MPI_MAX,
-                                     MPI_COMM_WORLD, &requests[0]));
+    for (int r = 0; r < size; ++r) {
+      if (r == state->rank)
+        continue;
+      PARTITA_MPI_CHECK(MPI_Irecv(received + r, 1, MPI_INT64_T, r, 0,
+                                  state->agreement, &requests[2 * r]));
+      PARTITA_MPI_CHECK(MPI_Isend(sent, 1, MPI_INT64_T, r, 0,
+                                  state->agreement, &requests[2 * r + 1]));
+    }
   }
+  auto stalled = [&](const std::vector<int> &pending) {
+    std::string ranks;
+    for (int index : pending)
+      if (index % 2 == 0)
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(index / 2);
+    return "rank(s) " + ranks + " did not arrive (this is rank " +
+           std::to_string(state->rank) + ")";
+  };
   if (Status status = waitForRequests(*state, requests, state->timeout,
-                                      "agreement on " + what);
-      !status)
+                                      "agreement on " + what, stalled);
+      !status) {
+    state->abandoned.push_back(values);
     return status;
-  return result;
+  }
+  return *std::max_element(values->begin(), values->end());
 }
 
 Expected<bool> MpiProcess::allTrue(bool mine, const std::string &what) {
