@@ -23,6 +23,9 @@
 #include "partita/Runtime/InProcessCommunicator.h"
 #include "partita/Runtime/Mpi.h"
 #include "partita/Runtime/RunSupport.h"
+#ifdef PARTITA_HAVE_NCCL_BOOTSTRAP
+#include "partita/Runtime/NcclBootstrap.h"
+#endif
 
 #include <cstdio>
 #include <random>
@@ -308,6 +311,37 @@ void testBootstrap(MpiProcess &process) {
               process.rank(), sets.size());
 }
 
+#ifdef PARTITA_HAVE_NCCL_BOOTSTRAP
+/// NCCL's own ids: every member of a set must hold the bytes its root made
+/// (compared through a hash every process agrees on), and two sets must
+/// not share an id.
+void testNcclBootstrap(MpiProcess &process) {
+  std::vector<int> everyone;
+  for (int r = 0; r < process.size(); ++r)
+    everyone.push_back(r);
+  std::vector<std::vector<int>> sets = {everyone, everyone};
+  Expected<std::vector<std::vector<uint8_t>>> ids =
+      bootstrapNcclUniqueIds(process, sets);
+  if (!ids) {
+    fail(process.rank(), "nccl bootstrap: " + ids.status().message());
+    return;
+  }
+  for (const std::vector<uint8_t> &id : *ids) {
+    auto hash = static_cast<int64_t>(hashBytes(id) >> 1);
+    Expected<int64_t> largest = process.allMax(hash, "nccl id hash");
+    Expected<bool> same =
+        process.allTrue(largest && *largest == hash, "nccl id agreement");
+    if (id.size() != ncclUniqueIdBytes || !same || !*same)
+      fail(process.rank(), "nccl bootstrap: the members hold different ids");
+  }
+  if ((*ids)[0] == (*ids)[1])
+    fail(process.rank(), "nccl bootstrap: two communicators got one id");
+  std::printf("rank %d: nccl bootstrap: ncclGetUniqueId on rank 0, the same "
+              "128 bytes on every rank\n",
+              process.rank());
+}
+#endif
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -333,6 +367,9 @@ int main(int argc, char **argv) {
               "communicator (%d processes)\n",
               mpi.rank(), casesRun, mpi.size());
   testBootstrap(mpi);
+#ifdef PARTITA_HAVE_NCCL_BOOTSTRAP
+  testNcclBootstrap(mpi);
+#endif
   Expected<bool> all = mpi.allTrue(failures == 0, "the verdict");
   if (!all || !*all) {
     std::fprintf(stderr, "rank %d: %d failures here\n", mpi.rank(), failures);
