@@ -60,12 +60,23 @@ uint64_t fnv1a(const std::string &text) {
   return hash;
 }
 
+/// Message buffers of one group, kept from call to call: a fresh
+/// megabyte-sized buffer costs more in page faults than the copy into it.
+/// Calls on one group never overlap (a call's leader starts only after
+/// every local member has left the previous call), so one set suffices.
+struct ChannelBuffers {
+  std::vector<std::vector<uint8_t>> send, receive; // Per peer, header first.
+  std::vector<uint8_t> reduced;
+};
+
 /// A cross-process group's channel: the process set's communicator and
 /// the group's tag on it.
 struct Channel {
   std::vector<int> processes; // Ascending world ranks.
   MPI_Comm comm = MPI_COMM_NULL;
   int tag = 0;
+  std::shared_ptr<ChannelBuffers> buffers =
+      std::make_shared<ChannelBuffers>();
 };
 
 /// One collective of a cross-process group, as seen by this process.
@@ -230,7 +241,7 @@ public:
 
 private:
   Status run(const CollectiveCall &call);
-  Status exchange(Slot &slot, const Channel &channel, uint64_t sequence,
+  Status exchange(Slot &slot, Channel &channel, uint64_t sequence,
                   const std::string &groupText);
   std::string devicesOfRank(int rank) const {
     return formatDeviceList(layout.devicesOf(rank));
@@ -252,7 +263,7 @@ private:
   std::map<std::vector<int64_t>, std::map<int64_t, uint64_t>> callCounts;
   /// Buffers of requests left pending by a failed exchange: MPI may still
   /// touch them, so they live as long as the communicator.
-  std::vector<std::shared_ptr<std::vector<uint8_t>>> abandoned;
+  std::vector<std::shared_ptr<ChannelBuffers>> abandoned;
   std::atomic<int64_t> exchanges{0};
   int64_t stopAtExchange = 0;
 };
@@ -370,7 +381,7 @@ Status MpiCommunicator::run(const CollectiveCall &call) {
   return slot->result;
 }
 
-Status MpiCommunicator::exchange(Slot &slot, const Channel &channel,
+Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
                                  uint64_t sequence,
                                  const std::string &groupText) {
   if (stopAtExchange > 0 && ++exchanges == stopAtExchange)
@@ -411,109 +422,122 @@ Status MpiCommunicator::exchange(Slot &slot, const Channel &channel,
                             channel.processes.begin());
   };
 
-  // What goes to each peer, and how much comes back from each.
-  std::vector<std::shared_ptr<std::vector<uint8_t>>> sends(peers.size());
-  std::vector<int64_t> receiveBytes(peers.size(), 0);
-  std::shared_ptr<std::vector<uint8_t>> shared;
+  // What goes to each peer (written after a header slot), and how much
+  // comes back from each.
+  ChannelBuffers &buffers = *channel.buffers;
+  buffers.send.resize(peers.size());
+  buffers.receive.resize(peers.size());
+  constexpr size_t headerBytes = sizeof(MessageHeader);
+  std::vector<int64_t> sendBytes(peers.size(), 0), receiveBytes(peers.size(), 0);
   std::vector<int64_t> box = inShape;
   int64_t boxBytes = 0;
   switch (request.kind) {
   case CommunicatorOp::AllReduce:
+  case CommunicatorOp::ReduceScatter:
+    for (size_t k = 0; k < peers.size(); ++k)
+      sendBytes[k] = receiveBytes[k] = inBytes;
+    break;
+  case CommunicatorOp::AllGather:
+    for (size_t k = 0; k < peers.size(); ++k) {
+      sendBytes[k] = inBytes * static_cast<int64_t>(mine.size());
+      receiveBytes[k] =
+          inBytes * static_cast<int64_t>(positionsOn(peers[k]).size());
+    }
+    break;
+  case CommunicatorOp::AllToAll:
+    box[request.splitDim] /= groupSize;
+    boxBytes = *checkedNumBytes(request.input.dtype, box);
+    for (size_t k = 0; k < peers.size(); ++k)
+      sendBytes[k] = receiveBytes[k] =
+          boxBytes * static_cast<int64_t>(mine.size() *
+                                          positionsOn(peers[k]).size());
+    break;
+  case CommunicatorOp::CollectivePermute:
+    for (size_t k = 0; k < peers.size(); ++k)
+      for (const SourceTargetPair &pair : request.pairs) {
+        if (processOf[pair.first] == me && processOf[pair.second] == peers[k])
+          sendBytes[k] += inBytes;
+        if (processOf[pair.first] == peers[k] && processOf[pair.second] == me)
+          receiveBytes[k] += inBytes;
+      }
+    break;
+  }
+  for (size_t k = 0; k < peers.size(); ++k) {
+    if (headerBytes + sendBytes[k] > static_cast<size_t>(INT32_MAX) ||
+        headerBytes + receiveBytes[k] > static_cast<size_t>(INT32_MAX))
+      return Status::error(what + ": a message of more than 2 GiB");
+    buffers.send[k].resize(headerBytes + sendBytes[k]);
+    buffers.receive[k].resize(headerBytes + receiveBytes[k]);
+  }
+  auto sendPayload = [&](size_t k) {
+    return buffers.send[k].data() + headerBytes;
+  };
+  switch (request.kind) {
+  case CommunicatorOp::AllReduce:
   case CommunicatorOp::ReduceScatter: {
-    shared = std::make_shared<std::vector<uint8_t>>(inBytes);
+    // This process's partial result, then the same bytes to every peer.
     std::vector<const void *> inputs;
     for (int64_t i : mine)
       inputs.push_back(slot.inputs[i]);
     if (Status status = reduceElements(request.reduction, request.input.dtype,
-                                       inputs, shared->data(), count);
+                                       inputs, sendPayload(0), count);
         !status)
       return Status::error(what + ": " + status.message());
-    for (size_t k = 0; k < peers.size(); ++k) {
-      sends[k] = shared;
-      receiveBytes[k] = inBytes;
-    }
-    break;
-  }
-  case CommunicatorOp::AllGather: {
-    shared = std::make_shared<std::vector<uint8_t>>(inBytes * mine.size());
-    for (size_t k = 0; k < mine.size(); ++k)
+    for (size_t k = 1; k < peers.size(); ++k)
       if (inBytes)
-        std::memcpy(shared->data() + k * inBytes, slot.inputs[mine[k]],
-                    inBytes);
-    for (size_t k = 0; k < peers.size(); ++k) {
-      sends[k] = shared;
-      receiveBytes[k] = inBytes * positionsOn(peers[k]).size();
-    }
+        std::memcpy(sendPayload(k), sendPayload(0), inBytes);
     break;
   }
-  case CommunicatorOp::AllToAll: {
-    box[request.splitDim] /= groupSize;
-    boxBytes = *checkedNumBytes(request.input.dtype, box);
+  case CommunicatorOp::AllGather:
+    for (size_t k = 0; k < peers.size(); ++k)
+      for (size_t m = 0; m < mine.size(); ++m)
+        if (inBytes)
+          std::memcpy(sendPayload(k) + m * inBytes, slot.inputs[mine[m]],
+                      inBytes);
+    break;
+  case CommunicatorOp::AllToAll:
     for (size_t k = 0; k < peers.size(); ++k) {
-      std::vector<int64_t> theirs = positionsOn(peers[k]);
-      auto buffer = std::make_shared<std::vector<uint8_t>>(
-          boxBytes * mine.size() * theirs.size());
       int64_t at = 0;
       for (int64_t i : mine)
-        for (int64_t j : theirs) {
+        for (int64_t j : positionsOn(peers[k])) {
           std::vector<int64_t> offset = zeros;
           offset[request.splitDim] = j * box[request.splitDim];
           copyTensorBox(slot.inputs[i], inShape, offset,
-                        buffer->data() + at * boxBytes, box, zeros, box,
+                        sendPayload(k) + at * boxBytes, box, zeros, box,
                         elementSize);
           ++at;
         }
-      sends[k] = buffer;
-      receiveBytes[k] = boxBytes * mine.size() * theirs.size();
     }
     break;
-  }
-  case CommunicatorOp::CollectivePermute: {
+  case CommunicatorOp::CollectivePermute:
     for (size_t k = 0; k < peers.size(); ++k) {
-      auto buffer = std::make_shared<std::vector<uint8_t>>();
-      for (const SourceTargetPair &pair : request.pairs) {
+      int64_t at = 0;
+      for (const SourceTargetPair &pair : request.pairs)
         if (processOf[pair.first] == me && processOf[pair.second] == peers[k])
-          buffer->insert(buffer->end(), slot.inputs[pair.first],
-                         slot.inputs[pair.first] + inBytes);
-        if (processOf[pair.first] == peers[k] && processOf[pair.second] == me)
-          receiveBytes[k] += inBytes;
-      }
-      sends[k] = buffer;
+          std::memcpy(sendPayload(k) + inBytes * at++, slot.inputs[pair.first],
+                      inBytes);
     }
     break;
-  }
   }
 
   // Header + payload each way, posted together, waited for with polling.
   uint64_t signature = fnv1a(describeCollective(request) + groupText.substr(
                                  0, groupText.find(" (call")));
-  std::vector<std::shared_ptr<std::vector<uint8_t>>> receives(peers.size());
-  std::vector<std::shared_ptr<std::vector<uint8_t>>> framed(peers.size());
   std::vector<MPI_Request> requests(2 * peers.size(), MPI_REQUEST_NULL);
   MpiProcess::Impl &mpi = process.impl();
   {
     std::lock_guard<std::mutex> guard(mpi.lock);
     for (size_t k = 0; k < peers.size(); ++k) {
-      receives[k] = std::make_shared<std::vector<uint8_t>>(
-          sizeof(MessageHeader) + receiveBytes[k]);
       MessageHeader header{headerMagic, sequence, signature,
-                           static_cast<uint64_t>(sends[k]->size())};
-      framed[k] = std::make_shared<std::vector<uint8_t>>(
-          sizeof(MessageHeader) + sends[k]->size());
-      std::memcpy(framed[k]->data(), &header, sizeof(header));
-      if (!sends[k]->empty())
-        std::memcpy(framed[k]->data() + sizeof(header), sends[k]->data(),
-                    sends[k]->size());
-      if (receives[k]->size() > static_cast<size_t>(INT32_MAX) ||
-          framed[k]->size() > static_cast<size_t>(INT32_MAX))
-        return Status::error(what + ": a message of more than 2 GiB");
+                           static_cast<uint64_t>(sendBytes[k])};
+      std::memcpy(buffers.send[k].data(), &header, headerBytes);
       PARTITA_MPI_CHECK(MPI_Irecv(
-          receives[k]->data(), static_cast<int>(receives[k]->size()),
-          MPI_BYTE, commRank(peers[k]), channel.tag, channel.comm,
-          &requests[2 * k]));
+          buffers.receive[k].data(),
+          static_cast<int>(buffers.receive[k].size()), MPI_BYTE,
+          commRank(peers[k]), channel.tag, channel.comm, &requests[2 * k]));
       PARTITA_MPI_CHECK(MPI_Isend(
-          framed[k]->data(), static_cast<int>(framed[k]->size()), MPI_BYTE,
-          commRank(peers[k]), channel.tag, channel.comm,
+          buffers.send[k].data(), static_cast<int>(buffers.send[k].size()),
+          MPI_BYTE, commRank(peers[k]), channel.tag, channel.comm,
           &requests[2 * k + 1]));
     }
   }
@@ -543,14 +567,15 @@ Status MpiCommunicator::exchange(Slot &slot, const Channel &channel,
   Status waited =
       waitForRequests(mpi, requests, timeout, what, stalled, interrupted);
   if (!waited) {
+    // MPI may still use these buffers; the group gets fresh ones.
     std::lock_guard<std::mutex> guard(mutex);
-    abandoned.insert(abandoned.end(), receives.begin(), receives.end());
-    abandoned.insert(abandoned.end(), framed.begin(), framed.end());
+    abandoned.push_back(channel.buffers);
+    channel.buffers = std::make_shared<ChannelBuffers>();
     return waited;
   }
   for (size_t k = 0; k < peers.size(); ++k) {
     MessageHeader header;
-    std::memcpy(&header, receives[k]->data(), sizeof(header));
+    std::memcpy(&header, buffers.receive[k].data(), headerBytes);
     if (header.magic != headerMagic || header.sequence != sequence ||
         header.signature != signature ||
         header.payloadBytes != static_cast<uint64_t>(receiveBytes[k]))
@@ -560,9 +585,9 @@ Status MpiCommunicator::exchange(Slot &slot, const Channel &channel,
           std::to_string(header.sequence) +
           " on this group (the processes disagree on the program)");
   }
-  auto payload = [&](int rank) {
+  auto payload = [&](int rank) -> const uint8_t * {
     size_t k = std::find(peers.begin(), peers.end(), rank) - peers.begin();
-    return receives[k]->data() + sizeof(MessageHeader);
+    return buffers.receive[k].data() + headerBytes;
   };
 
   // Every local member's output.
@@ -571,22 +596,28 @@ Status MpiCommunicator::exchange(Slot &slot, const Channel &channel,
   case CommunicatorOp::ReduceScatter: {
     std::vector<const void *> partials;
     for (int rank : channel.processes)
-      partials.push_back(rank == me ? shared->data() : payload(rank));
-    std::vector<uint8_t> reduced(inBytes);
+      partials.push_back(rank == me ? sendPayload(0) : payload(rank));
+    // all_reduce reduces straight into the first local output (no output
+    // aliases a message buffer); reduce_scatter through a full buffer.
+    bool scatter = request.kind == CommunicatorOp::ReduceScatter;
+    if (scatter)
+      buffers.reduced.resize(inBytes);
+    uint8_t *reduced = scatter ? buffers.reduced.data()
+                               : slot.outputs[mine.front()];
     if (Status status = reduceElements(request.reduction, request.input.dtype,
-                                       partials, reduced.data(), count);
+                                       partials, reduced, count);
         !status)
       return Status::error(what + ": " + status.message());
     for (int64_t i : mine) {
-      if (request.kind == CommunicatorOp::AllReduce) {
-        if (inBytes)
-          std::memcpy(slot.outputs[i], reduced.data(), inBytes);
+      if (!scatter) {
+        if (slot.outputs[i] != reduced && inBytes)
+          std::memcpy(slot.outputs[i], reduced, inBytes);
         continue;
       }
       std::vector<int64_t> offset = zeros;
       offset[request.dim] = i * outShape[request.dim];
-      copyTensorBox(reduced.data(), inShape, offset, slot.outputs[i],
-                    outShape, zeros, outShape, elementSize);
+      copyTensorBox(reduced, inShape, offset, slot.outputs[i], outShape,
+                    zeros, outShape, elementSize);
     }
     return Status::success();
   }

@@ -41,8 +41,12 @@ Status waitForRequests(MpiProcess::Impl &mpi,
   int remaining = 0;
   for (MPI_Request request : requests)
     remaining += request != MPI_REQUEST_NULL;
+  // Poll: yield the core between tests for a short spell after any
+  // progress (a message is often microseconds away, and sleeping costs at
+  // least the kernel's timer slack, ~50 us), then sleep, longer as the wait
+  // grows, so a rank waiting seconds for another burns no core.
   Clock::time_point lastProgress = Clock::now();
-  auto pause = std::chrono::microseconds(2);
+  constexpr auto spinWindow = std::chrono::microseconds(300);
   while (remaining > 0) {
     int completed = 0;
     {
@@ -54,16 +58,17 @@ Status waitForRequests(MpiProcess::Impl &mpi,
     }
     if (completed == MPI_UNDEFINED)
       break;
+    Clock::time_point now = Clock::now();
     if (completed > 0) {
       remaining -= completed;
-      lastProgress = Clock::now();
-      pause = std::chrono::microseconds(2);
+      lastProgress = now;
       continue;
     }
     if (interrupted)
       if (Status status = interrupted(); !status)
         return status;
-    if (Clock::now() - lastProgress >= timeout) {
+    auto idle = now - lastProgress;
+    if (idle >= timeout) {
       std::vector<int> pending;
       for (int i = 0; i < count; ++i)
         if (requests[i] != MPI_REQUEST_NULL)
@@ -75,8 +80,12 @@ Status waitForRequests(MpiProcess::Impl &mpi,
         text += "; " + stalled(pending);
       return Status::error(text);
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    if (idle < spinWindow)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(idle < std::chrono::milliseconds(20)
+                                      ? std::chrono::microseconds(50)
+                                      : std::chrono::microseconds(1000));
   }
   return Status::success();
 }

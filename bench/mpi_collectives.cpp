@@ -1,0 +1,219 @@
+//===- mpi_collectives.cpp - Collectives across processes vs within one ---===//
+//
+// The price of a process boundary: the same collective on the same bytes
+// between two devices, once as two threads of one process (the in-process
+// communicator) and once as two processes under mpirun (the MPI
+// communicator), in the same run. all_reduce (sum, f32), all_gather and
+// all_to_all, 4 KiB .. 64 MiB per device input.
+//
+//   mpirun --oversubscribe --allow-run-as-root -np 2 \
+//       build/bin/partita-bench-mpi [--max-mib 64]
+//   (bash bench/mpi.sh does exactly that)
+//
+// Figures: size = one device's input; time = median over iterations of one
+// collective seen by device 0 (MPI: by rank 0, both ranks released together
+// by an agreement before each iteration); algbw = size / time; ratio = MPI
+// time / in-process time. Each result is checked against the expected
+// values after timing ("check"). Rank 1 sleeps while rank 0 times the
+// in-process version, so both versions have the same cores.
+//
+//===----------------------------------------------------------------------===//
+#include "partita/Runtime/InProcessCommunicator.h"
+#include "partita/Runtime/Mpi.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace partita;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle]
+                           : (values[middle - 1] + values[middle]) / 2;
+}
+
+int iterationsFor(int64_t bytes) {
+  int64_t budget = int64_t(256) << 20;
+  return static_cast<int>(std::clamp<int64_t>(budget / bytes, 5, 100));
+}
+
+std::string formatSize(int64_t bytes) {
+  if (bytes >= (1 << 20))
+    return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes >> 10) + " KiB";
+}
+
+/// Device d's input: every element d + 1.
+std::vector<float> inputOf(int64_t device, int64_t elements) {
+  return std::vector<float>(elements, static_cast<float>(device + 1));
+}
+
+CollectiveCall callFor(CommunicatorOp kind, int64_t device, int64_t elements,
+                       std::vector<float> &input, std::vector<float> &output) {
+  CollectiveCall call;
+  call.kind = kind;
+  call.deviceId = device;
+  call.axes = {"x"};
+  call.input = {input.data(), DType::F32, {elements}};
+  std::vector<int64_t> outShape = {elements};
+  if (kind == CommunicatorOp::AllGather)
+    outShape[0] *= 2;
+  output.assign(outShape[0], 0.0f);
+  call.output = {output.data(), DType::F32, outShape};
+  return call;
+}
+
+/// Whether device `device`'s output is right.
+bool correct(CommunicatorOp kind, int64_t device, int64_t elements,
+             const std::vector<float> &output) {
+  for (int64_t e = 0; e < static_cast<int64_t>(output.size()); ++e) {
+    float want = 0;
+    switch (kind) {
+    case CommunicatorOp::AllReduce:
+      want = 3; // 1 + 2
+      break;
+    case CommunicatorOp::AllGather:
+      want = e < elements ? 1 : 2;
+      break;
+    default: // all_to_all: block j of each device's input, in device order.
+      want = e < elements / 2 ? 1 : 2;
+      break;
+    }
+    (void)device;
+    if (output[e] != want)
+      return false;
+  }
+  return true;
+}
+
+/// Median seconds of `kind` between two threads of this process.
+double inProcessSeconds(CommunicatorOp kind, int64_t elements, bool &ok) {
+  Mesh mesh = *Mesh::create({{"x", 2}});
+  InProcessCommunicator communicator(mesh);
+  std::vector<std::vector<float>> inputs = {inputOf(0, elements),
+                                            inputOf(1, elements)};
+  std::vector<std::vector<float>> outputs(2);
+  std::vector<CollectiveCall> calls = {
+      callFor(kind, 0, elements, inputs[0], outputs[0]),
+      callFor(kind, 1, elements, inputs[1], outputs[1])};
+  int iterations = iterationsFor(elements * 4);
+  std::vector<double> times;
+  std::thread partner([&] {
+    for (int i = 0; i <= iterations; ++i)
+      (void)dispatchCollective(communicator, calls[1]);
+  });
+  for (int i = 0; i <= iterations; ++i) {
+    auto start = Clock::now();
+    (void)dispatchCollective(communicator, calls[0]);
+    if (i > 0) // The first call warms up.
+      times.push_back(
+          std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  partner.join();
+  ok = correct(kind, 0, elements, outputs[0]) &&
+       correct(kind, 1, elements, outputs[1]);
+  return median(times);
+}
+
+/// Median seconds of `kind` between the two processes (this one drives
+/// device rank()).
+double mpiSeconds(MpiProcess &process, Communicator &communicator,
+                  CommunicatorOp kind, int64_t elements, bool &ok) {
+  int64_t device = process.rank();
+  std::vector<float> input = inputOf(device, elements), output;
+  CollectiveCall call = callFor(kind, device, elements, input, output);
+  int iterations = iterationsFor(elements * 4);
+  std::vector<double> times;
+  ok = true;
+  for (int i = 0; i <= iterations; ++i) {
+    (void)process.allTrue(true, "the start of an iteration");
+    auto start = Clock::now();
+    Status status = dispatchCollective(communicator, call);
+    ok &= status.ok();
+    if (i > 0)
+      times.push_back(
+          std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  ok &= correct(kind, device, elements, output);
+  Expected<bool> all = process.allTrue(ok, "the check");
+  ok = all && *all;
+  return median(times);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int64_t maxMiB = 64;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--max-mib" && i + 1 < argc)
+      maxMiB = std::atoll(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: mpirun -np 2 %s [--max-mib N]\n", argv[0]);
+      return 1;
+    }
+  }
+  Expected<std::unique_ptr<MpiProcess>> process =
+      MpiProcess::initialize(&argc, &argv);
+  if (!process) {
+    std::fprintf(stderr, "error: %s\n", process.status().message().c_str());
+    return 1;
+  }
+  MpiProcess &mpi = **process;
+  if (mpi.size() != 2) {
+    std::fprintf(stderr, "error: run with mpirun -np 2 (got %d processes)\n",
+                 mpi.size());
+    return 1;
+  }
+  Mesh mesh = *Mesh::create({{"x", 2}});
+  Expected<ProcessLayout> layout =
+      ProcessLayout::create(mesh, mpi.size(), mpi.rank());
+  Expected<std::unique_ptr<Communicator>> communicator =
+      createMpiCommunicator(mpi, mesh, *layout);
+  if (!communicator) {
+    std::fprintf(stderr, "error: %s\n",
+                 communicator.status().message().c_str());
+    return 1;
+  }
+  bool rank0 = mpi.rank() == 0;
+  if (rank0)
+    std::printf("# 2 devices: 2 threads of one process vs 2 processes "
+                "(mpirun), same bytes, same run; f32; median of iterations\n"
+                "%-11s %8s %14s %14s %12s %12s %7s %6s\n",
+                "collective", "size", "in-proc(us)", "mpi(us)",
+                "in-proc GB/s", "mpi GB/s", "ratio", "check");
+  bool allCorrect = true;
+  for (CommunicatorOp kind :
+       {CommunicatorOp::AllReduce, CommunicatorOp::AllGather,
+        CommunicatorOp::AllToAll}) {
+    for (int64_t bytes = 4 << 10; bytes <= (maxMiB << 20); bytes *= 16) {
+      int64_t elements = bytes / 4;
+      bool inProcessOk = true, mpiOk = true;
+      double local = 0;
+      if (rank0)
+        local = inProcessSeconds(kind, elements, inProcessOk);
+      double remote = mpiSeconds(mpi, **communicator, kind, elements, mpiOk);
+      allCorrect &= inProcessOk && mpiOk;
+      if (rank0) {
+        std::printf("%-11s %8s %14.1f %14.1f %12.2f %12.2f %6.2fx %6s\n",
+                    communicatorOpName(kind), formatSize(bytes).c_str(),
+                    local * 1e6, remote * 1e6, bytes / local / 1e9,
+                    bytes / remote / 1e9, remote / local,
+                    inProcessOk && mpiOk ? "ok" : "WRONG");
+        std::fflush(stdout);
+      }
+    }
+  }
+  return allCorrect ? 0 : 1;
+}
