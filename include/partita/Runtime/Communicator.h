@@ -16,10 +16,11 @@
 // a HostArray. How an implementation maps onto the calls:
 //   * in-process: every device is a thread; a call blocks until the group
 //     has arrived and the results are written (InProcessCommunicator.h);
-//   * MPI: one communicator per group (MPI_Comm_split keyed by the
-//     coordinates on the axes not named, ranked by group position); dtypes
-//     MPI lacks (bf16, f16) reduce with a user MPI_Op built on
-//     reduceElements();
+//   * MPI (Mpi.h): groups inside a process go to the in-process
+//     communicator; a group across processes reduces or packs inside each
+//     process, then exchanges one message per pair of processes on an
+//     MPI_Comm per process set, every process combining with
+//     reduceElements() in the same order;
 //   * NCCL: the same split (ncclCommSplit), calls issued on the device's
 //     stream; dims other than 0 are packed to / unpacked from contiguous
 //     blocks with copyTensorBox-style kernels.
