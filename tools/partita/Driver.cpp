@@ -2,6 +2,9 @@
 
 #include "Driver.h"
 
+#include "partita/Frontend/ImportStableHLO.h"
+#include "mlir/IR/Verifier.h"
+
 #include <cstdlib>
 
 #include "mlir/Support/FileUtilities.h"
@@ -119,8 +122,35 @@ partita::cli::loadModule(Session &session, const std::string &path) {
     return nullptr;
   }
   session.sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  return mlir::parseSourceFile<mlir::ModuleOp>(session.sourceMgr,
-                                               &session.context);
+  // Programs JAX lowered use dialects we do not link (StableHLO, Shardy):
+  // they parse as unregistered ops and are imported; any other unknown op
+  // is an error.
+  session.context.allowUnregisteredDialects(true);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(session.sourceMgr,
+                                            &session.context);
+  session.context.allowUnregisteredDialects(false);
+  if (!module)
+    return nullptr;
+  if (looksLikeStableHLO(*module)) {
+    if (mlir::failed(importStableHLO(*module)))
+      return nullptr;
+  } else {
+    bool unknown = false;
+    module->walk([&](mlir::Operation *op) {
+      if (op->getName().isRegistered())
+        return;
+      op->emitError() << "unknown op '" << op->getName().getStringRef()
+                      << "' (dialects: partita, func; StableHLO as JAX "
+                         "writes it is imported)";
+      unknown = true;
+    });
+    if (unknown)
+      return nullptr;
+  }
+  if (mlir::failed(mlir::verify(*module)))
+    return nullptr;
+  return module;
 }
 
 bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,

@@ -100,6 +100,7 @@ std::optional<int> startCommand(const std::vector<std::string> &args,
                                     {});
 
 int runCompile(const std::vector<std::string> &args);
+int runImport(const std::vector<std::string> &args);
 int runExplain(const std::vector<std::string> &args);
 int runShow(const std::vector<std::string> &args);
 int runRun(const std::vector<std::string> &args);

@@ -28,6 +28,10 @@ Commands:
                                  IR; --rules PRESET maps its logical axes to
                                  the mesh, --summary counts parameters and
                                  FLOPs
+  import [in.mlir|-] [-o out]    convert a program JAX lowered (StableHLO in
+                                 generic op form, Shardy shardings) to the
+                                 partita dialect (every command reads such
+                                 programs directly too)
   compile [in.mlir|-] [-o out]   run the pipeline up to a stage (default:
                                  partitioned) and print the module
                                  (--stage verified|propagated|partitioned,
@@ -73,6 +77,7 @@ int main(int argc, char **argv) {
   }
   std::map<std::string, std::function<int(const std::vector<std::string> &)>>
       commands = {{"compile", runCompile},
+                  {"import", runImport},
                   {"explain", runExplain},
                   {"show", runShow},
                   {"run", runRun},
@@ -85,7 +90,7 @@ int main(int argc, char **argv) {
                         "'; see 'partita --help'");
     return usageError(
         "unknown command '" + command +
-        "'; available: gen, compile, explain, show, run, train (see "
+        "'; available: gen, import, compile, explain, show, run, train (see "
         "'partita --help')");
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
