@@ -15,16 +15,19 @@
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
+#include "partita/Transforms/InlineCalls.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
+#include <limits>
 #include <optional>
 
 using namespace mlir;
@@ -125,6 +128,11 @@ private:
   FailureOr<SmallVector<Value>> concatenate(Operation *op);
   FailureOr<SmallVector<Value>> pad(Operation *op);
   FailureOr<SmallVector<Value>> shardingConstraint(Operation *op);
+  FailureOr<SmallVector<Value>> argReduce(Operation *op,
+                                          ArrayRef<int64_t> dims);
+  FailureOr<SmallVector<Value>> reduceWindow(Operation *op);
+  FailureOr<SmallVector<Value>> gather(Operation *op);
+  FailureOr<SmallVector<Value>> whileLoop(Operation *op);
 
   template <typename OpTy>
   static Conversion unary() {
@@ -207,6 +215,53 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
           self.builder, op->getLoc(), op->getResultTypes(), op->getOperands());
       return SmallVector<Value>(barrier->getResults());
     };
+    t["stablehlo.is_finite"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      // |x| < inf: false for infinities and (unordered) NaN.
+      Location loc = op->getLoc();
+      Value x = op->getOperand(0);
+      auto type = tensorOf(x);
+      Value magnitude = AbsOp::create(self.builder, loc, type, x);
+      Value infinity =
+          self.splat(loc, type, std::numeric_limits<double>::infinity());
+      return SmallVector<Value>{CompareOp::create(
+          self.builder, loc, op->getResult(0).getType(), CompareDirection::LT,
+          magnitude, infinity)};
+    };
+    t["stablehlo.clamp"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
+      Location loc = op->getLoc();
+      auto type = tensorOf(op->getResult(0));
+      auto whole = [&](Value bound) -> Value {
+        if (tensorOf(bound).getShape() == type.getShape())
+          return bound;
+        return BroadcastOp::create(self.builder, loc, type, bound,
+                                   self.builder.getDenseI64ArrayAttr({}));
+      };
+      Value low = MaxOp::create(self.builder, loc, type, op->getOperand(1),
+                                whole(op->getOperand(0)));
+      return SmallVector<Value>{MinOp::create(self.builder, loc, type, low,
+                                              whole(op->getOperand(2)))};
+    };
+    t["stablehlo.dynamic_slice"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      std::optional<SmallVector<int64_t>> sizes =
+          integers(property(op, "slice_sizes"));
+      if (!sizes)
+        return self.reject(op, "stablehlo.dynamic_slice without slice_sizes");
+      return SmallVector<Value>{DynamicSliceOp::create(
+          self.builder, op->getLoc(), op->getResult(0).getType(),
+          op->getOperand(0), op->getOperands().drop_front(),
+          self.builder.getDenseI64ArrayAttr(*sizes))};
+    };
+    t["stablehlo.dynamic_update_slice"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      return SmallVector<Value>{DynamicUpdateSliceOp::create(
+          self.builder, op->getLoc(), op->getResult(0).getType(),
+          op->getOperand(0), op->getOperand(1),
+          op->getOperands().drop_front(2))};
+    };
     t["stablehlo.constant"] = &Importer::constant;
     t["stablehlo.iota"] = &Importer::iota;
     t["stablehlo.compare"] = &Importer::compare;
@@ -218,6 +273,9 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
     t["stablehlo.concatenate"] = &Importer::concatenate;
     t["stablehlo.pad"] = &Importer::pad;
     t["sdy.sharding_constraint"] = &Importer::shardingConstraint;
+    t["stablehlo.reduce_window"] = &Importer::reduceWindow;
+    t["stablehlo.gather"] = &Importer::gather;
+    t["stablehlo.while"] = &Importer::whileLoop;
     return t;
   }();
   return table;
@@ -485,11 +543,12 @@ FailureOr<SmallVector<Value>> Importer::reduce(Operation *op) {
       integers(property(op, "dimensions"));
   if (!dims || op->getNumRegions() != 1)
     return reject(op, "stablehlo.reduce without dimensions or a body");
+  if (op->getNumOperands() == 4)
+    return argReduce(op, *dims);
   if (op->getNumOperands() != 2)
     return reject(op, "stablehlo.reduce over " +
                           Twine(op->getNumOperands() / 2) +
-                          " values at once (the variadic form) is not "
-                          "supported yet");
+                          " values at once is not supported");
   std::optional<ReductionKind> kind = reductionOfBody(op->getRegion(0));
   if (!kind)
     return reject(op, "stablehlo.reduce whose body is not one add, maximum, "
@@ -527,6 +586,209 @@ FailureOr<SmallVector<Value>> Importer::reduce(Operation *op) {
     break;
   }
   return SmallVector<Value>{combined};
+}
+
+/// The iota dimension of `value` if an iota defines it.
+std::optional<int64_t> iotaDimension(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || (def->getName().getStringRef() != "stablehlo.iota" &&
+               !isa<IotaOp>(def)))
+    return std::nullopt;
+  if (auto iota = dyn_cast<IotaOp>(def))
+    return iota.getDim();
+  if (auto dim = dyn_cast_or_null<IntegerAttr>(property(def, "iota_dimension")))
+    return dim.getInt();
+  return std::nullopt;
+}
+
+FailureOr<SmallVector<Value>> Importer::argReduce(Operation *op,
+                                                  ArrayRef<int64_t> dims) {
+  // jnp.argmax/argmin: reduce (values, iota along the reduced dimension)
+  // with a body that keeps the greater (lesser) value and, on ties, the
+  // lower index.
+  Value values = op->getOperand(0);
+  std::optional<int64_t> iotaDim = iotaDimension(op->getOperand(1));
+  if (dims.size() != 1 || !iotaDim || *iotaDim != dims[0])
+    return reject(op, "a two-value stablehlo.reduce that is not an argmax "
+                      "or argmin (values and an iota along the one reduced "
+                      "dimension)");
+  std::optional<CompareDirection> direction;
+  op->getRegion(0).walk([&](Operation *inner) {
+    if (inner->getName().getStringRef() != "stablehlo.compare" ||
+        inner->getOperand(0) != op->getRegion(0).getArgument(0))
+      return;
+    std::string text = printed(property(inner, "comparison_direction"));
+    if (text.find(" GT") != std::string::npos)
+      direction = CompareDirection::GT;
+    else if (text.find(" LT") != std::string::npos)
+      direction = CompareDirection::LT;
+  });
+  if (!direction)
+    return reject(op, "a two-value stablehlo.reduce whose body compares "
+                      "neither greater nor less");
+  Location loc = op->getLoc();
+  auto valueType = tensorOf(values);
+  if (*direction == CompareDirection::LT)
+    values = NegOp::create(builder, loc, valueType, values);
+  Value index = ArgmaxOp::create(builder, loc, op->getResult(1).getType(),
+                                 values, dims[0]);
+  Value extreme = ReduceOp::create(
+      builder, loc, op->getResult(0).getType(),
+      *direction == CompareDirection::GT ? ReductionKind::Max
+                                         : ReductionKind::Min,
+      op->getOperand(0), builder.getDenseI64ArrayAttr(dims));
+  return SmallVector<Value>{extreme, index};
+}
+
+FailureOr<SmallVector<Value>> Importer::reduceWindow(Operation *op) {
+  // jnp.cumsum: a sum over a window as long as one dimension, padded by
+  // length - 1 on one side, stride 1.
+  std::optional<SmallVector<int64_t>> window =
+      integers(property(op, "window_dimensions"));
+  auto padding = dyn_cast_or_null<DenseIntElementsAttr>(property(op, "padding"));
+  std::optional<SmallVector<int64_t>> strides =
+      integers(property(op, "window_strides"));
+  auto type = tensorOf(op->getResult(0));
+  std::optional<ReductionKind> kind =
+      op->getNumRegions() == 1 ? reductionOfBody(op->getRegion(0))
+                               : std::nullopt;
+  std::optional<int64_t> dim;
+  bool reverse = false, matches = window && padding && op->getNumOperands() == 2 &&
+                                  kind && *kind == ReductionKind::Sum &&
+                                  isIdentityOf(op->getOperand(1), *kind);
+  SmallVector<int64_t> pads;
+  if (padding)
+    for (const APInt &value : padding)
+      pads.push_back(value.getSExtValue());
+  for (int64_t d = 0; matches && d < type.getRank(); ++d) {
+    int64_t size = type.getDimSize(d);
+    if ((*window)[d] == 1 && pads[2 * d] == 0 && pads[2 * d + 1] == 0)
+      continue;
+    if (dim || (*window)[d] != size ||
+        !((pads[2 * d] == size - 1 && pads[2 * d + 1] == 0) ||
+          (pads[2 * d] == 0 && pads[2 * d + 1] == size - 1)))
+      matches = false;
+    dim = d;
+    reverse = pads[2 * d] == 0 && size > 1;
+  }
+  if (strides && llvm::any_of(*strides, [](int64_t v) { return v != 1; }))
+    matches = false;
+  if (!matches || !dim)
+    return reject(op, "stablehlo.reduce_window other than the cumulative "
+                      "sum jnp.cumsum writes is not supported");
+  return SmallVector<Value>{CumsumOp::create(builder, op->getLoc(), type,
+                                             op->getOperand(0), *dim,
+                                             reverse)};
+}
+
+FailureOr<SmallVector<Value>> Importer::gather(Operation *op) {
+  // Row lookups (`table[tokens]`, jnp.take on axis 0): one index per row,
+  // whole rows.
+  Attribute numbers = property(op, "dimension_numbers");
+  std::optional<SmallVector<int64_t>> sizes =
+      integers(property(op, "slice_sizes"));
+  std::string text = numbers ? printed(numbers) : "";
+  Value table = op->getOperand(0), indices = op->getOperand(1);
+  auto tableType = tensorOf(table), indexType = tensorOf(indices);
+  int64_t batchRank = indexType.getRank() - 1;
+  bool rowLookup =
+      sizes && indexType.getRank() >= 1 &&
+      indexType.getDimSize(batchRank) == 1 &&
+      intList(text, "collapsed_slice_dims") == SmallVector<int64_t>{0} &&
+      intList(text, "start_index_map") == SmallVector<int64_t>{0} &&
+      text.find("index_vector_dim = " + std::to_string(batchRank)) !=
+          std::string::npos &&
+      text.find("operand_batching_dims") == std::string::npos &&
+      (*sizes)[0] == 1;
+  for (int64_t d = 1; rowLookup && d < tableType.getRank(); ++d)
+    rowLookup = (*sizes)[d] == tableType.getDimSize(d);
+  SmallVector<int64_t> offsets = intList(text, "offset_dims");
+  for (int64_t d = 1; rowLookup && d < tableType.getRank(); ++d)
+    rowLookup = static_cast<int64_t>(offsets.size()) == tableType.getRank() - 1 &&
+                offsets[d - 1] == batchRank + d - 1;
+  if (!rowLookup)
+    return reject(op, "stablehlo.gather other than a lookup of whole rows "
+                      "by one index each (table[indices]) is not "
+                      "supported");
+  Location loc = op->getLoc();
+  auto flatType = RankedTensorType::get(indexType.getShape().drop_back(),
+                                        indexType.getElementType());
+  Value flat = ReshapeOp::create(builder, loc, flatType, indices);
+  return SmallVector<Value>{GatherOp::create(
+      builder, loc, op->getResult(0).getType(), table, flat)};
+}
+
+/// The integer a constant (stablehlo or partita) holds, if any.
+std::optional<int64_t> constantInteger(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  auto elements = dyn_cast_or_null<DenseIntElementsAttr>(property(def, "value"));
+  if (!elements || !elements.isSplat())
+    return std::nullopt;
+  return elements.getSplatValue<APInt>().getSExtValue();
+}
+
+FailureOr<SmallVector<Value>> Importer::whileLoop(Operation *op) {
+  // lax.scan / fori_loop with a static trip count: the condition compares
+  // one carried counter with a constant, the body adds one to it.
+  auto notCounted = [&]() {
+    return reject(op, "stablehlo.while that is not a counted loop (lax.scan "
+                      "or fori_loop with a static trip count: `counter < N` "
+                      "with a constant N, the body adding 1)");
+  };
+  if (op->getNumRegions() != 2 || !op->getRegion(0).hasOneBlock() ||
+      !op->getRegion(1).hasOneBlock())
+    return notCounted();
+  Block &cond = op->getRegion(0).front();
+  Block &body = op->getRegion(1).front();
+  Operation *condReturn = cond.getTerminator();
+  Operation *compare =
+      condReturn && condReturn->getNumOperands() == 1
+          ? condReturn->getOperand(0).getDefiningOp()
+          : nullptr;
+  if (!compare || compare->getName().getStringRef() != "stablehlo.compare" ||
+      printed(property(compare, "comparison_direction")).find(" LT") ==
+          std::string::npos)
+    return notCounted();
+  auto counter = dyn_cast<BlockArgument>(compare->getOperand(0));
+  std::optional<int64_t> limit = constantInteger(compare->getOperand(1));
+  if (!counter || counter.getOwner() != &cond || !limit)
+    return notCounted();
+  unsigned k = counter.getArgNumber();
+  std::optional<int64_t> start = constantInteger(op->getOperand(k));
+  Operation *bodyReturn = body.getTerminator();
+  Operation *step = bodyReturn && bodyReturn->getNumOperands() > k
+                        ? bodyReturn->getOperand(k).getDefiningOp()
+                        : nullptr;
+  bool addsOne =
+      step && step->getName().getStringRef() == "stablehlo.add" &&
+      ((step->getOperand(0) == body.getArgument(k) &&
+        constantInteger(step->getOperand(1)) == 1) ||
+       (step->getOperand(1) == body.getArgument(k) &&
+        constantInteger(step->getOperand(0)) == 1));
+  if (!start || !addsOne)
+    return notCounted();
+  int64_t trips = std::max<int64_t>(0, *limit - *start);
+  auto loop = LoopOp::create(builder, op->getLoc(), op->getResultTypes(),
+                             op->getOperands(), trips);
+  Block *loopBody = new Block();
+  loop.getBody().push_back(loopBody);
+  loopBody->addArgument(
+      RankedTensorType::get({}, builder.getI32Type()), op->getLoc());
+  for (Value operand : op->getOperands())
+    loopBody->addArgument(operand.getType(), operand.getLoc());
+  // Move the body over; the carried arguments follow the iteration number.
+  loopBody->getOperations().splice(loopBody->end(), body.getOperations());
+  for (unsigned i = 0; i < body.getNumArguments(); ++i)
+    body.getArgument(i).replaceAllUsesWith(loopBody->getArgument(i + 1));
+  Operation *terminator = loopBody->getTerminator();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(terminator);
+  YieldOp::create(builder, terminator->getLoc(), terminator->getOperands());
+  terminator->erase();
+  importBlock(*loopBody);
+  return SmallVector<Value>(loop.getResults());
 }
 
 FailureOr<SmallVector<Value>> Importer::shardingConstraint(Operation *op) {
@@ -680,6 +942,20 @@ LogicalResult Importer::run() {
       jaxAttributes.push_back(attr.getName());
   for (StringAttr name : jaxAttributes)
     module->removeAttr(name);
+  if (failures == 0) {
+    // Private functions JAX emits (helpers, scan bodies) are inlined, as
+    // the runtime inlines every call anyway.
+    inlineCalls(module);
+    SmallVector<func::FuncOp> unused;
+    for (auto function : module.getOps<func::FuncOp>())
+      if (function.isPrivate() &&
+          !SymbolTable::symbolKnownUseEmpty(function, module))
+        continue;
+      else if (function.isPrivate())
+        unused.push_back(function);
+    for (func::FuncOp function : unused)
+      function.erase();
+  }
   if (failures > 0) {
     module.emitError() << failures
                        << (failures == 1 ? " op or attribute"
