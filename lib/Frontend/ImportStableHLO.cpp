@@ -112,7 +112,8 @@ private:
   }
 
   void importMeshes();
-  ShardingAttr importSharding(Operation *where, Attribute sdy);
+  ShardingAttr importSharding(Operation *where, Attribute sdy, Type type,
+                              StringRef what);
   void importFunctionAttributes(func::FuncOp function);
   void importBlock(Block &block);
 
@@ -792,14 +793,17 @@ FailureOr<SmallVector<Value>> Importer::whileLoop(Operation *op) {
 }
 
 FailureOr<SmallVector<Value>> Importer::shardingConstraint(Operation *op) {
-  ShardingAttr sharding = importSharding(op, property(op, "sharding"));
+  ShardingAttr sharding = importSharding(op, property(op, "sharding"),
+                                         op->getOperand(0).getType(),
+                                         "the constraint");
   if (!sharding)
     return failure();
   return SmallVector<Value>{ShardingConstraintOp::create(
       builder, op->getLoc(), op->getOperand(0), sharding)};
 }
 
-ShardingAttr Importer::importSharding(Operation *where, Attribute sdy) {
+ShardingAttr Importer::importSharding(Operation *where, Attribute sdy,
+                                      Type type, StringRef what) {
   if (!sdy) {
     fail(where) << "missing sharding";
     return nullptr;
@@ -821,8 +825,15 @@ ShardingAttr Importer::importSharding(Operation *where, Attribute sdy) {
   }
   Attribute parsed = parseAttribute("#partita.sharding<" + body, context);
   auto sharding = dyn_cast_or_null<ShardingAttr>(parsed);
-  if (!sharding)
+  if (!sharding) {
     fail(where) << "cannot read the sharding " << text;
+    return nullptr;
+  }
+  // Checked against its mesh now, so that a bad axis is reported with the
+  // other problems of the module.
+  if (failed(verifyShardingFor(where, sharding, type, what,
+                               [&]() { return fail(where); })))
+    return nullptr;
   return sharding;
 }
 
@@ -853,14 +864,16 @@ void Importer::importMeshes() {
 }
 
 void Importer::importFunctionAttributes(func::FuncOp function) {
-  auto convert = [&](DictionaryAttr attrs) -> DictionaryAttr {
+  auto convert = [&](DictionaryAttr attrs, Type type,
+                     const std::string &what) -> DictionaryAttr {
     if (!attrs)
       return attrs;
     NamedAttrList kept;
     for (NamedAttribute attr : attrs) {
       StringRef name = attr.getName().getValue();
       if (name == "sdy.sharding") {
-        if (ShardingAttr sharding = importSharding(function, attr.getValue()))
+        if (ShardingAttr sharding =
+                importSharding(function, attr.getValue(), type, what))
           kept.append(PartitaDialect::kShardingAttrName, sharding);
         continue;
       }
@@ -873,9 +886,13 @@ void Importer::importFunctionAttributes(func::FuncOp function) {
     return kept.getDictionary(context);
   };
   for (unsigned i = 0; i < function.getNumArguments(); ++i)
-    function.setArgAttrs(i, convert(function.getArgAttrDict(i)));
+    function.setArgAttrs(i, convert(function.getArgAttrDict(i),
+                                    function.getArgument(i).getType(),
+                                    "argument " + std::to_string(i)));
   for (unsigned i = 0; i < function.getNumResults(); ++i)
-    function.setResultAttrs(i, convert(function.getResultAttrDict(i)));
+    function.setResultAttrs(i, convert(function.getResultAttrDict(i),
+                                       function.getResultTypes()[i],
+                                       "result " + std::to_string(i)));
 }
 
 void Importer::importBlock(Block &block) {
@@ -917,6 +934,10 @@ void Importer::importBlock(Block &block) {
         fail(&op) << "unsupported op sharding " << text;
         continue;
       }
+      if (failed(verifyShardingFor(&op, sharding, (*results)[0].getType(),
+                                   "the result",
+                                   [&]() { return fail(&op); })))
+        continue;
       def->setAttr(PartitaDialect::kShardingAttrName, sharding);
     }
     for (auto [from, to] : llvm::zip(op.getResults(), *results))

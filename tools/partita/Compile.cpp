@@ -37,6 +37,9 @@ Options:
                          cost model; default 450 GB/s and 5 us per axis
   --strict               ops without a sharding rule, unwanted all-gathers
                          of annotated tensors, and padding are errors
+  --from <format>        the input's format: partita, stablehlo (a program
+                         JAX lowered, imported first; docs/JAX.md) or auto
+                         (default: StableHLO is recognised by its ops)
   -h, --help             show this help
 )";
 } // namespace
@@ -45,9 +48,13 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
   if (std::optional<int> done =
-          startCommand(args, {"--stage", "--report"}, kCompileUsage,
+          startCommand(args, {"--stage", "--report", "--from"}, kCompileUsage,
                        Stage::Partitioned, cl, options))
     return *done;
+  std::string from = cl.get("--from", "auto");
+  if (from != "auto" && from != "partita" && from != "stablehlo")
+    return usageError("--from must be partita, stablehlo or auto, got '" +
+                      from + "'");
   std::string stageText = cl.get("--stage", "partitioned");
   bool executable = stageText == "executable";
   std::optional<Stage> stage = executable
@@ -59,6 +66,7 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
   options.stage = *stage;
 
   Session session;
+  session.from = from;
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModule(session, cl.input);
   if (!module || !runPipeline(session, *module, options))
     return 1;

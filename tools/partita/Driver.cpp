@@ -132,7 +132,14 @@ partita::cli::loadModule(Session &session, const std::string &path) {
   session.context.allowUnregisteredDialects(false);
   if (!module)
     return nullptr;
-  if (looksLikeStableHLO(*module)) {
+  bool stablehlo = looksLikeStableHLO(*module);
+  if (session.from != "auto" && stablehlo != (session.from == "stablehlo")) {
+    llvm::errs() << "error: " << path << " is "
+                 << (stablehlo ? "StableHLO" : "not StableHLO")
+                 << ", but --from says " << session.from << "\n";
+    return nullptr;
+  }
+  if (stablehlo) {
     if (mlir::failed(importStableHLO(*module)))
       return nullptr;
   } else {

@@ -62,9 +62,13 @@ struct Session {
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagnostics;
+  /// What loadModule expects: "auto" (partita IR, or StableHLO as JAX
+  /// writes it, which is imported), "partita" or "stablehlo".
+  std::string from = "auto";
 };
 
-/// Reads, parses and verifies `path` ("-" for stdin); null after reporting.
+/// Reads, parses and verifies `path` ("-" for stdin), importing StableHLO
+/// (ImportStableHLO.h); null after reporting.
 mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
                                              const std::string &path);
 

@@ -1,0 +1,458 @@
+#!/usr/bin/env python3
+"""Exports small sharded JAX programs as fixtures for Partita's importer.
+
+For every model below it writes a directory test/Import/<name>/ holding
+  module.mlir      the jitted function lowered to StableHLO with Shardy
+                   shardings, in generic op form with debug locations (the
+                   absolute path of this script in them becomes
+                   tools/export_jax.py, so the file is the same wherever it
+                   is generated);
+  input_<i>.npy    the i-th positional argument (deterministic numpy RNG);
+  result_<i>.npy   the i-th output of the jitted function on those inputs,
+                   computed by JAX (outputs flattened in pytree order);
+  xla.json         what XLA did with it: the collectives of the compiled SPMD
+                   module with their per-device bus traffic, the compiled
+                   input and output shardings, lowering and compile times.
+
+All programs run on a (2, 4) mesh with axes ("data", "model") over 8
+emulated CPU devices, and every array is float32 (token ids int32) and
+smaller than 64 KiB.
+
+Bus traffic per device, with S the size in bytes of the per-device buffer
+and n the size of the collective's device group:
+  all-reduce          2 (n-1)/n S
+  all-gather          (n-1)/n S   (S: the gathered result)
+  reduce-scatter      (n-1)/n S   (S: the operand before scattering)
+  all-to-all          (n-1)/n S
+  collective-permute  S
+
+Usage (CPU JAX from PyPI is enough: pip install jax==0.10.2 numpy):
+    /tmp/jaxenv/bin/python tools/export_jax.py [--only NAME] [--out DIR]
+"""
+
+import argparse
+import inspect
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import sys
+import time
+
+# Eight emulated CPU devices; must be set before jax is imported.
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import AxisType, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+SCRIPT = os.path.abspath(__file__)
+REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT))
+SCRIPT_REL = "tools/export_jax.py"
+DEFAULT_OUT = os.path.join(REPO_ROOT, "test", "Import")
+
+# Auto axes: shardings are given to jit and propagated by the compiler, not
+# carried in the types of traced values.
+MESH = jax.make_mesh((2, 4), ("data", "model"),
+                     axis_types=(AxisType.Auto, AxisType.Auto))
+ALL = ("data", "model")  # both axes on one dimension: 8-way
+
+TIMING_RUNS = 3
+
+# Model dimensions.
+D_MODEL = 32
+N_HEADS = 4
+HEAD_DIM = 8
+D_FF = 64
+VOCAB = 64
+SEQ = 8
+LN_EPS = 1e-5
+N_LAYERS = 2
+
+
+def sharding(*spec):
+    return NamedSharding(MESH, P(*spec))
+
+
+def with_arg_names(fn, names):
+    """Gives a function taking *args named positional parameters, so that the
+    lowered module names its arguments (loc("wq_0")) instead of args[i]."""
+    fn.__signature__ = inspect.Signature([
+        inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names])
+    return fn
+
+
+# ---------------------------------------------------------------------------
+# Inputs.
+
+def normal(rng, shape, std):
+    return (rng.standard_normal(shape) * std).astype(np.float32)
+
+
+def weight(rng, shape, fan_in):
+    """A weight with activations of unit variance: normal / sqrt(fan_in)."""
+    return normal(rng, shape, 1.0 / math.sqrt(fan_in))
+
+
+def ln_scale(rng):
+    return (1.0 + rng.standard_normal(D_MODEL) * 0.1).astype(np.float32)
+
+
+def ln_bias(rng):
+    return normal(rng, (D_MODEL,), 0.1)
+
+
+def tokens(rng, batch):
+    return rng.integers(0, VOCAB, (batch, SEQ), dtype=np.int32)
+
+
+# ---------------------------------------------------------------------------
+# Models.
+
+def ffn(x, w1, w2):
+    return jax.nn.gelu(x @ w1, approximate=True) @ w2
+
+
+def ffn_inputs(seed, batch=16):
+    rng = np.random.default_rng(seed)
+    return [normal(rng, (batch, D_MODEL), 1.0),
+            weight(rng, (D_MODEL, D_FF), D_MODEL),
+            weight(rng, (D_FF, D_MODEL), D_FF)]
+
+
+def layer_norm(x, scale, bias):
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.var(x, axis=-1, keepdims=True)
+    return (x - mean) / jnp.sqrt(var + LN_EPS) * scale + bias
+
+
+def attention(h, wq, wk, wv, wo):
+    """Causal multi-head self-attention; h is [batch, seq, d_model], wq/wk/wv
+    are [d_model, heads, head_dim] and wo is [heads, head_dim, d_model]."""
+    q = jnp.einsum("bsm,mhd->bshd", h, wq)
+    k = jnp.einsum("bsm,mhd->bshd", h, wk)
+    v = jnp.einsum("bsm,mhd->bshd", h, wv)
+    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(HEAD_DIM)
+    seq = h.shape[1]
+    mask = jnp.tril(jnp.ones((seq, seq), dtype=bool))
+    scores = jnp.where(mask, scores, -1e9)
+    probs = jax.nn.softmax(scores, axis=-1)
+    out = jnp.einsum("bhqk,bkhd->bqhd", probs, v)
+    return jnp.einsum("bqhd,hdm->bqm", out, wo)
+
+
+LAYER_PARAMS = ("ln1_scale", "ln1_bias", "wq", "wk", "wv", "wo",
+                "ln2_scale", "ln2_bias", "w1", "w2")
+
+
+def transformer_layer(x, ln1_scale, ln1_bias, wq, wk, wv, wo,
+                      ln2_scale, ln2_bias, w1, w2):
+    """Pre-LayerNorm transformer layer: attention and MLP, each residual."""
+    x = x + attention(layer_norm(x, ln1_scale, ln1_bias), wq, wk, wv, wo)
+    h = layer_norm(x, ln2_scale, ln2_bias)
+    return x + jax.nn.gelu(h @ w1, approximate=True) @ w2
+
+
+def layer_params(rng):
+    """The arrays of one layer, in LAYER_PARAMS order."""
+    return [ln_scale(rng), ln_bias(rng),
+            weight(rng, (D_MODEL, N_HEADS, HEAD_DIM), D_MODEL),
+            weight(rng, (D_MODEL, N_HEADS, HEAD_DIM), D_MODEL),
+            weight(rng, (D_MODEL, N_HEADS, HEAD_DIM), D_MODEL),
+            weight(rng, (N_HEADS, HEAD_DIM, D_MODEL), D_MODEL),
+            ln_scale(rng), ln_bias(rng),
+            weight(rng, (D_MODEL, D_FF), D_MODEL),
+            weight(rng, (D_FF, D_MODEL), D_FF)]
+
+
+def layer_tp_shardings():
+    """Megatron-style shardings of one layer's params: heads and the MLP's
+    hidden dimension over "model", layer norms replicated."""
+    return [sharding(), sharding(),
+            sharding(None, "model", None), sharding(None, "model", None),
+            sharding(None, "model", None), sharding("model", None, None),
+            sharding(), sharding(),
+            sharding(None, "model"), sharding("model", None)]
+
+
+# GPT parameters after the two int32 arguments (tokens, targets).
+GPT_PARAMS = (("wte", "wpe")
+              + tuple(f"{p}_{i}" for i in range(N_LAYERS) for p in LAYER_PARAMS)
+              + ("lnf_scale", "lnf_bias", "head"))
+
+
+def gpt_loss(token_ids, targets, *params):
+    """Mean softmax cross-entropy of a GPT with N_LAYERS layers; params are
+    the arrays named in GPT_PARAMS, in that order."""
+    wte, wpe = params[0], params[1]
+    layers = params[2:2 + N_LAYERS * len(LAYER_PARAMS)]
+    lnf_scale, lnf_bias, head = params[2 + N_LAYERS * len(LAYER_PARAMS):]
+    x = jax.nn.one_hot(token_ids, VOCAB, dtype=jnp.float32) @ wte + wpe
+    for i in range(N_LAYERS):
+        x = transformer_layer(
+            x, *layers[i * len(LAYER_PARAMS):(i + 1) * len(LAYER_PARAMS)])
+    logits = layer_norm(x, lnf_scale, lnf_bias) @ head
+    target_logits = jnp.sum(
+        jax.nn.one_hot(targets, VOCAB, dtype=jnp.float32) * logits, axis=-1)
+    return jnp.mean(jax.nn.logsumexp(logits, axis=-1) - target_logits)
+
+
+with_arg_names(gpt_loss, ("tokens", "targets") + GPT_PARAMS)
+
+
+def gpt_grad(token_ids, targets, *params):
+    """Gradients of gpt_loss with respect to every float parameter."""
+    return jax.grad(gpt_loss, argnums=tuple(range(2, 2 + len(params))))(
+        token_ids, targets, *params)
+
+
+with_arg_names(gpt_grad, ("tokens", "targets") + GPT_PARAMS)
+
+
+def gpt_inputs(seed, batch):
+    rng = np.random.default_rng(seed)
+    args = [tokens(rng, batch), tokens(rng, batch),
+            # One-hot rows pick one row each: unit variance embeddings.
+            normal(rng, (VOCAB, D_MODEL), 1.0),
+            normal(rng, (SEQ, D_MODEL), 0.1)]
+    for _ in range(N_LAYERS):
+        args += layer_params(rng)
+    args += [ln_scale(rng), ln_bias(rng),
+             weight(rng, (D_MODEL, VOCAB), D_MODEL)]
+    return args
+
+
+def gpt_dp_tp_param_shardings():
+    """Vocabulary-parallel embedding and head, Megatron layers, the rest
+    replicated."""
+    shardings = [sharding("model", None), sharding()]
+    for _ in range(N_LAYERS):
+        shardings += layer_tp_shardings()
+    return shardings + [sharding(), sharding(), sharding(None, "model")]
+
+
+def fsdp_sharding(array):
+    """The first dimension over both axes where it divides by 8, else
+    replicated; vectors (layer norm params) stay replicated."""
+    if array.ndim >= 2 and array.shape[0] % MESH.size == 0:
+        return sharding(ALL, *([None] * (array.ndim - 1)))
+    return sharding()
+
+
+# ---------------------------------------------------------------------------
+# Export.
+
+DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2,
+               "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8,
+               "f64": 8, "c64": 8, "c128": 16}
+
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+               "collective-permute")
+
+# "%name = <shape> <opcode>(" where the shape is an array or a tuple.
+INSTRUCTION = re.compile(
+    r"^\s*(?:ROOT\s+)?%[\w.\-]+\s*=\s*(?P<shape>\(.*?\)|[\w]+\[[\d,]*\](?:\{[^}]*\})?)"
+    r"\s+(?P<op>[a-z\-]+)\(")
+ARRAY_SHAPE = re.compile(r"([a-z]+\d*)\[([\d,]*)\]")
+EXPLICIT_GROUPS = re.compile(r"replica_groups=\{(\{[\d,]*\}(?:,\{[\d,]*\})*)?\}")
+IOTA_GROUPS = re.compile(r"replica_groups=\[([\d,]+)\]<=")
+NUM_PARTITIONS = re.compile(r"num_partitions=(\d+)")
+
+
+def array_shapes(text):
+    """The (dtype, dims) of every array in a printed shape, layouts dropped."""
+    return [(dtype, tuple(int(d) for d in dims.split(",") if d))
+            for dtype, dims in ARRAY_SHAPE.findall(text)]
+
+
+def shape_bytes(shapes):
+    return sum(DTYPE_BYTES[dtype] * math.prod(dims) for dtype, dims in shapes)
+
+
+def shape_string(shapes):
+    parts = [f"{dtype}[{','.join(map(str, dims))}]" for dtype, dims in shapes]
+    return parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+
+
+def group_size(line, num_devices):
+    iota = IOTA_GROUPS.search(line)
+    if iota:  # [groups, size]<=[...] with or without a T(...) transpose
+        return int(iota.group(1).split(",")[-1])
+    explicit = EXPLICIT_GROUPS.search(line)
+    if explicit and explicit.group(1):
+        return len(explicit.group(1).split("}")[0].strip("{").split(","))
+    return num_devices  # replica_groups={} or absent: every device
+
+
+def collectives(hlo_text):
+    """The collectives of a compiled HLO module with their bus traffic."""
+    num_devices = int(NUM_PARTITIONS.search(hlo_text).group(1))
+    found = []
+    for line in hlo_text.splitlines():
+        match = INSTRUCTION.match(line)
+        if not match:
+            continue
+        op = match.group("op")
+        kind = op[:-len("-start")] if op.endswith("-start") else op
+        if kind not in COLLECTIVES:
+            continue
+        shapes = array_shapes(match.group("shape"))
+        # Async starts of these return (operands, results[, contexts]); keep
+        # the results. An all-reduce-start returns its results alone.
+        if op == "all-gather-start":
+            shapes = shapes[len(shapes) // 2:]
+        elif op == "collective-permute-start":
+            shapes = shapes[1:2]
+        n = group_size(line, num_devices)
+        size = shape_bytes(shapes)
+        if kind == "all-reduce":
+            traffic = 2 * (n - 1) / n * size
+        elif kind == "reduce-scatter":
+            traffic = (n - 1) * size  # (n-1)/n of the operand, n results
+        elif kind == "collective-permute":
+            traffic = size
+        else:  # all-gather (size is the gathered result), all-to-all
+            traffic = (n - 1) / n * size
+        found.append({"kind": kind, "shape": shape_string(shapes),
+                      "group_size": n, "bytes_per_device": traffic})
+    return found
+
+
+def check_collectives_found(hlo_text, found):
+    """Guards the parser: every collective opcode in the text was counted."""
+    ops = re.findall(r"\s(" + "|".join(COLLECTIVES) + r")(-start)?\(", hlo_text)
+    if len(ops) != len(found):
+        raise RuntimeError(f"parsed {len(found)} collectives, text has {len(ops)}")
+
+
+def portable_asm(lowered):
+    asm = lowered.compiler_ir("stablehlo").operation.get_asm(
+        print_generic_op_form=True, enable_debug_info=True)
+    for path in {SCRIPT, os.path.realpath(SCRIPT)}:
+        asm = asm.replace(f'"{path}"', f'"{SCRIPT_REL}"')
+    for prefix in (REPO_ROOT, "/tmp/", "/work/"):
+        if prefix in asm:
+            raise RuntimeError(f"module still mentions {prefix}")
+    return asm
+
+
+def spec_strings(shardings):
+    return [str(s.spec) for s in jax.tree_util.tree_leaves(shardings)]
+
+
+def export(out_dir, name, fn, args, in_shardings, out_shardings):
+    """Lowers and compiles fn on args with the given shardings, runs it and
+    writes test/Import/<name>/."""
+    abstract = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
+    lower_times, compile_times = [], []
+    for _ in range(TIMING_RUNS):
+        jax.clear_caches()
+        start = time.perf_counter()
+        lowered = jax.jit(fn, in_shardings=in_shardings,
+                          out_shardings=out_shardings).lower(*abstract)
+        lowered_at = time.perf_counter()
+        compiled = lowered.compile()
+        lower_times.append(lowered_at - start)
+        compile_times.append(time.perf_counter() - lowered_at)
+
+    jitted = jax.jit(fn, in_shardings=in_shardings, out_shardings=out_shardings)
+    results = [np.asarray(r) for r in jax.tree_util.tree_leaves(jitted(*args))]
+
+    hlo_text = compiled.as_text()
+    found = collectives(hlo_text)
+    check_collectives_found(hlo_text, found)
+    report = {
+        "collectives": found,
+        "collective_count": len(found),
+        "total_bytes_per_device": sum(c["bytes_per_device"] for c in found),
+        "input_shardings": spec_strings(compiled.input_shardings[0]),
+        "output_shardings": spec_strings(compiled.output_shardings),
+        "lower_seconds": statistics.median(lower_times),
+        "compile_seconds": statistics.median(compile_times),
+        "jax_version": jax.__version__,
+    }
+
+    directory = os.path.join(out_dir, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    with open(os.path.join(directory, "module.mlir"), "w") as f:
+        f.write(portable_asm(lowered))
+    for i, a in enumerate(args):
+        np.save(os.path.join(directory, f"input_{i}.npy"), a)
+    for i, r in enumerate(results):
+        np.save(os.path.join(directory, f"result_{i}.npy"), r)
+    with open(os.path.join(directory, "xla.json"), "w") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    print(f"{name}: {len(args)} inputs, {len(results)} results, "
+          f"{len(found)} collectives, "
+          f"{report['total_bytes_per_device']:.0f} bytes per device")
+
+
+# ---------------------------------------------------------------------------
+# Fixtures: name -> (function, inputs, in_shardings, out_shardings).
+
+def fixtures():
+    ffn_tp = (sharding("data", None), sharding(None, "model"),
+              sharding("model", None))
+    layer_in = [sharding("data", None, None)] + layer_tp_shardings()
+
+    def layer_inputs():
+        rng = np.random.default_rng(5)
+        return [normal(rng, (4, SEQ, D_MODEL), 1.0)] + layer_params(rng)
+
+    gpt_dp = [sharding("data", None), sharding("data", None)]
+    gpt_dp_tp = gpt_dp + gpt_dp_tp_param_shardings()
+    fsdp_args = gpt_inputs(8, batch=8)
+    gpt_fsdp = ([sharding(ALL, None), sharding(ALL, None)]
+                + [fsdp_sharding(a) for a in fsdp_args[2:]])
+
+    return {
+        # Megatron MLP: hidden dimension over "model", batch over "data".
+        "ffn_tp": (ffn, ffn_inputs(1), ffn_tp, sharding("data", None)),
+        # Data parallel: replicated weights, "model" unused.
+        "ffn_dp": (ffn, ffn_inputs(2),
+                   (sharding("data", None), sharding(), sharding()),
+                   sharding("data", None)),
+        # Fully sharded: batch and every weight's rows 8-way.
+        "ffn_fsdp": (ffn, ffn_inputs(3),
+                     (sharding(ALL, None), sharding(ALL, None),
+                      sharding(ALL, None)),
+                     sharding(ALL, None)),
+        # As ffn_tp, but the output stays sharded over "model" too, so the
+        # partial sums can be reduce-scattered instead of all-reduced.
+        "ffn_dp_tp": (ffn, ffn_inputs(4), ffn_tp, sharding("data", "model")),
+        "layer_tp": (transformer_layer, layer_inputs(), layer_in,
+                     sharding("data", None, None)),
+        "gpt_loss_dp_tp": (gpt_loss, gpt_inputs(6, batch=4), gpt_dp_tp,
+                           sharding()),
+        "gpt_grad_dp_tp": (gpt_grad, gpt_inputs(7, batch=4), gpt_dp_tp,
+                           tuple(gpt_dp_tp[2:])),
+        "gpt_loss_fsdp": (gpt_loss, fsdp_args, gpt_fsdp, sharding()),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", metavar="NAME",
+                        help="export this fixture alone")
+    parser.add_argument("--out", default=DEFAULT_OUT,
+                        help="output directory (default: test/Import)")
+    options = parser.parse_args()
+
+    table = fixtures()
+    if options.only and options.only not in table:
+        sys.exit(f"unknown fixture {options.only}; "
+                 f"one of {', '.join(table)}")
+    for name, (fn, args, in_shardings, out_shardings) in table.items():
+        if options.only in (None, name):
+            export(options.out, name, fn, args, tuple(in_shardings),
+                   out_shardings)
+
+
+if __name__ == "__main__":
+    main()
