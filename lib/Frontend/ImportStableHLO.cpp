@@ -206,15 +206,29 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
     };
     t["stablehlo.select"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      // StableHLO allows one scalar predicate for all elements.
+      Value predicate = op->getOperand(0);
+      auto type = tensorOf(op->getResult(0));
+      if (tensorOf(predicate).getRank() == 0 && type.getRank() > 0)
+        predicate = BroadcastOp::create(
+            self.builder, op->getLoc(),
+            RankedTensorType::get(type.getShape(), self.builder.getI1Type()),
+            predicate, self.builder.getDenseI64ArrayAttr({}));
       return SmallVector<Value>{SelectOp::create(
-          self.builder, op->getLoc(), op->getResult(0).getType(),
-          op->getOperand(0), op->getOperand(1), op->getOperand(2))};
+          self.builder, op->getLoc(), type, predicate, op->getOperand(1),
+          op->getOperand(2))};
     };
     t["stablehlo.optimization_barrier"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
       auto barrier = OptimizationBarrierOp::create(
           self.builder, op->getLoc(), op->getResultTypes(), op->getOperands());
       return SmallVector<Value>(barrier->getResults());
+    };
+    t["chlo.square"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      Value x = op->getOperand(0);
+      return SmallVector<Value>{
+          MulOp::create(self.builder, op->getLoc(), x.getType(), x, x)};
     };
     t["stablehlo.is_finite"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {

@@ -71,6 +71,21 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
   if (!module || !runPipeline(session, *module, options))
     return 1;
 
+  if (cl.has("--report")) {
+    Interconnect interconnect;
+    if (!options.interconnectFile.empty()) {
+      Expected<Interconnect> parsed =
+          readInterconnect(options.interconnectFile);
+      if (!parsed)
+        return usageError(parsed.status().message());
+      interconnect = *parsed;
+    }
+    if (!writeOutputFile(cl.get("--report"), [&](llvm::raw_ostream &os) {
+          os << analyzeModule(*module, interconnect).toJson();
+        }))
+      return 1;
+  }
+
   if (executable) {
     if (cl.output == "-")
       return usageError(
@@ -91,20 +106,6 @@ int partita::cli::runCompile(const std::vector<std::string> &args) {
       }))
     return 1;
 
-  if (cl.has("--report")) {
-    Interconnect interconnect;
-    if (!options.interconnectFile.empty()) {
-      Expected<Interconnect> parsed =
-          readInterconnect(options.interconnectFile);
-      if (!parsed)
-        return usageError(parsed.status().message());
-      interconnect = *parsed;
-    }
-    if (!writeOutputFile(cl.get("--report"), [&](llvm::raw_ostream &os) {
-          os << analyzeModule(*module, interconnect).toJson();
-        }))
-      return 1;
-  }
   return 0;
 }
 

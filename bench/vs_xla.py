@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Partita against XLA on the same JAX programs, in the same run.
+
+For every program of tools/export_jax.py (the fixtures of test/Import), on 8
+emulated CPU devices with the same shardings:
+  * XLA: jax.jit(...).lower() + .compile() (which includes code
+    generation), median of 3, and the collectives of the compiled SPMD
+    module with their bytes per device (bus-traffic convention, BRIEF §7);
+  * Partita: `partita compile module.mlir --stage executable` — import of
+    the StableHLO, propagation, partitioning and lowering to a runnable
+    Executable, process start included — median of 3, and the collectives
+    and bytes of its report.
+Writes the table to docs/benchmarks.md (between the markers of its "Partita
+vs XLA" section) and prints it.
+
+    python3 -m venv /tmp/jaxenv && /tmp/jaxenv/bin/pip install jax==0.10.2 numpy
+    /tmp/jaxenv/bin/python bench/vs_xla.py [--partita build/bin/partita]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import export_jax  # noqa: E402  (sets XLA_FLAGS before importing jax)
+
+BEGIN = "<!-- vs_xla: begin -->"
+END = "<!-- vs_xla: end -->"
+
+
+def partita_compile(partita, module, workdir):
+    """Median seconds of import + compile to an Executable, and the report."""
+    exe = os.path.join(workdir, "program.exe")
+    report = os.path.join(workdir, "report.json")
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run([partita, "compile", module, "--stage", "executable",
+                        "-o", exe, "--report", report], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    with open(report) as f:
+        return statistics.median(times), json.load(f)
+
+
+def kinds(collectives, key, count_key=None):
+    """'2 all-reduce, 1 all-gather' from a list of collectives."""
+    counts = {}
+    for c in collectives:
+        kind = c[key].replace("_", "-")
+        counts[kind] = counts.get(kind, 0) + (c[count_key] if count_key else 1)
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--partita",
+                        default=os.path.join(ROOT, "build", "bin", "partita"))
+    parser.add_argument("--doc",
+                        default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    options = parser.parse_args()
+
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for name, (fn, args, ins, outs) in export_jax.fixtures().items():
+            export_jax.export(workdir, name, fn, args, tuple(ins), outs)
+            directory = os.path.join(workdir, name)
+            with open(os.path.join(directory, "xla.json")) as f:
+                xla = json.load(f)
+            seconds, report = partita_compile(
+                options.partita, os.path.join(directory, "module.mlir"),
+                workdir)
+            ours = report["collectives"]
+            rows.append({
+                "name": name,
+                "xla_count": xla["collective_count"],
+                "xla_kinds": kinds(xla["collectives"], "kind"),
+                "xla_bytes": xla["total_bytes_per_device"],
+                "xla_seconds": xla["lower_seconds"] + xla["compile_seconds"],
+                "our_count": report["totals"]["collectives"],
+                "our_kinds": kinds(ours, "kind", "count"),
+                "our_bytes": report["totals"]["bytes_per_device"],
+                "our_seconds": seconds,
+            })
+
+    lines = [
+        f"Measured {datetime.date.today()} on this machine (2 cores), JAX "
+        f"{export_jax.jax.__version__}, 8 emulated CPU devices, mesh "
+        "data=2,model=4; `python bench/vs_xla.py`.",
+        "",
+        "| program | XLA collectives | XLA bytes/device | Partita "
+        "collectives | Partita bytes/device | bytes Partita/XLA | XLA lower+"
+        "compile (ms) | Partita import+compile (ms) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = (f"{r['our_bytes'] / r['xla_bytes']:.2f}x"
+                 if r["xla_bytes"] else ("=" if not r["our_bytes"] else "-"))
+        lines.append(
+            f"| {r['name']} | {r['xla_count']} ({r['xla_kinds']}) | "
+            f"{r['xla_bytes']:,.0f} | {r['our_count']} ({r['our_kinds']}) | "
+            f"{r['our_bytes']:,.0f} | {ratio} | {r['xla_seconds'] * 1e3:.0f} | "
+            f"{r['our_seconds'] * 1e3:.0f} |")
+    table = "\n".join(lines)
+    print(table)
+
+    text = open(options.doc).read() if os.path.exists(options.doc) else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + BEGIN + "\n" + table + "\n" + END + rest.split(END, 1)[1]
+    else:
+        text += ("\n## Partita vs XLA on JAX programs\n\n" + BEGIN + "\n" +
+                 table + "\n" + END + "\n")
+    with open(options.doc, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()

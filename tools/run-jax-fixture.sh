@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs one JAX fixture (test/Import/<name>/, made by tools/export_jax.py):
+# imports module.mlir, compiles and runs it on cpu:8 with JAX's inputs,
+# checks it against the unpartitioned program (--check) and against JAX's
+# outputs (--expect).
+#   tools/run-jax-fixture.sh DIR [partita run options...]
+set -euo pipefail
+dir=$1
+shift
+count=$(ls "$dir" | grep -c '^input_[0-9]*\.npy$')
+inputs=""
+for ((i = 0; i < count; i++)); do
+  inputs+="${inputs:+,}$dir/input_$i.npy"
+done
+exec "${PARTITA:-partita}" run "$dir/module.mlir" --devices cpu:8 --inputs "$inputs" --expect "$dir" --check "$@"
