@@ -226,6 +226,74 @@ def gpt_inputs(seed, batch):
     return args
 
 
+def mlp_stack(x, w1s, w2s):
+    """A residual MLP block applied once per layer with lax.scan over
+    stacked weights (a scanned layer stack)."""
+    def block(h, weights):
+        w1, w2 = weights
+        return h + jax.nn.gelu(h @ w1, approximate=True) @ w2, None
+    return jax.lax.scan(block, x, (w1s, w2s))[0]
+
+
+def mlp_stack_inputs(seed, layers=3, batch=16):
+    rng = np.random.default_rng(seed)
+    return [normal(rng, (batch, D_MODEL), 1.0),
+            weight(rng, (layers, D_MODEL, D_FF), D_MODEL),
+            weight(rng, (layers, D_FF, D_MODEL), D_FF)]
+
+
+def shard_map_program(x, w):
+    """Per-device code (shard_map): a local matmul, psum over "model", a
+    ppermute swapping the two "data" halves, and an all_gather over
+    "data"."""
+    def local(x, w):
+        y = jax.lax.psum(x @ w, "model")
+        z = jax.lax.ppermute(y, "data", [(0, 1), (1, 0)])
+        g = jax.lax.all_gather(z, "data", axis=0, tiled=True)
+        return z + 0.5 * g[:z.shape[0]]
+    return jax.shard_map(local, mesh=MESH,
+                         in_specs=(P("data", "model"), P("model", None)),
+                         out_specs=P("data", None))(x, w)
+
+
+def shard_map_inputs(seed):
+    rng = np.random.default_rng(seed)
+    return [normal(rng, (8, 16), 1.0), weight(rng, (16, 4), 16)]
+
+
+N_EXPERTS = 4
+TOP_K = 2
+
+
+def moe_layer(x, router, w1, w2):
+    """A mixture-of-experts MLP: softmax router, top-2 experts per token,
+    dense dispatch and combine einsums over an expert dimension (every
+    expert sees every token, weighted by its gate, 0 when not chosen)."""
+    probs = jax.nn.softmax(x @ router, axis=-1)  # [tokens, experts]
+    gate, chosen = jax.lax.top_k(probs, TOP_K)   # [tokens, k]
+    mask = jnp.sum(jax.nn.one_hot(chosen, N_EXPERTS, dtype=jnp.float32)
+                   * gate[..., None], axis=1)    # [tokens, experts]
+    h = jax.nn.gelu(jnp.einsum("td,edf->etf", x, w1), approximate=True)
+    y = jnp.einsum("etf,efd->etd", h, w2)
+    return jnp.einsum("etd,te->td", y, mask)
+
+
+def moe_loss(x, router, w1, w2):
+    return jnp.mean(moe_layer(x, router, w1, w2) ** 2)
+
+
+def moe_grad(x, router, w1, w2):
+    return jax.grad(moe_loss, argnums=(1, 2, 3))(x, router, w1, w2)
+
+
+def moe_inputs(seed, tokens_=16):
+    rng = np.random.default_rng(seed)
+    return [normal(rng, (tokens_, D_MODEL), 1.0),
+            weight(rng, (D_MODEL, N_EXPERTS), D_MODEL),
+            weight(rng, (N_EXPERTS, D_MODEL, D_FF), D_MODEL),
+            weight(rng, (N_EXPERTS, D_FF, D_MODEL), D_FF)]
+
+
 def gpt_dp_tp_param_shardings():
     """Vocabulary-parallel embedding and head, Megatron layers, the rest
     replicated."""
@@ -436,6 +504,30 @@ def fixtures():
         "gpt_grad_dp_tp": (gpt_grad, gpt_inputs(7, batch=4), gpt_dp_tp,
                            tuple(gpt_dp_tp[2:])),
         "gpt_loss_fsdp": (gpt_loss, fsdp_args, gpt_fsdp, sharding()),
+        # Three residual MLP blocks as one lax.scan over stacked weights,
+        # Megatron-sharded over "model", batch over "data".
+        "scan_stack_dp_tp": (mlp_stack, mlp_stack_inputs(9),
+                             (sharding("data", None),
+                              sharding(None, None, "model"),
+                              sharding(None, "model", None)),
+                             sharding("data", None)),
+        # shard_map with psum, ppermute and all_gather.
+        "shard_map": (shard_map_program, shard_map_inputs(10),
+                      (sharding("data", "model"), sharding("model", None)),
+                      sharding("data", None)),
+        # Mixture of experts, experts over "model" (expert parallelism),
+        # tokens over "data"; forward and gradient.
+        "moe_ep": (moe_layer, moe_inputs(11),
+                   (sharding("data", None), sharding(),
+                    sharding("model", None, None),
+                    sharding("model", None, None)),
+                   sharding("data", None)),
+        "moe_grad_ep": (moe_grad, moe_inputs(12),
+                        (sharding("data", None), sharding(),
+                         sharding("model", None, None),
+                         sharding("model", None, None)),
+                        (sharding(), sharding("model", None, None),
+                         sharding("model", None, None))),
     }
 
 

@@ -16,6 +16,7 @@
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
 #include "partita/Transforms/InlineCalls.h"
+#include "partita/Runtime/Communicator.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,7 +27,10 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <functional>
+#include <map>
+#include <set>
 #include <limits>
 #include <optional>
 
@@ -133,7 +137,14 @@ private:
                                           ArrayRef<int64_t> dims);
   FailureOr<SmallVector<Value>> reduceWindow(Operation *op);
   FailureOr<SmallVector<Value>> gather(Operation *op);
+  FailureOr<SmallVector<Value>> scatter(Operation *op);
   FailureOr<SmallVector<Value>> whileLoop(Operation *op);
+  FailureOr<SmallVector<Value>> manualComputation(Operation *op);
+  FailureOr<SmallVector<Value>> collective(Operation *op);
+  /// The mesh axes (in order) whose groups are `groups` (device ids), or
+  /// none after an error.
+  std::optional<SmallVector<std::string>>
+  axesOfGroups(Operation *op, const std::vector<std::vector<int64_t>> &groups);
 
   template <typename OpTy>
   static Conversion unary() {
@@ -161,6 +172,9 @@ private:
   int failures = 0;
   /// sdy mesh names already converted.
   llvm::StringMap<bool> meshes;
+  /// The mesh of the manual computation being imported (collectives inside
+  /// it are over its axes).
+  FlatSymbolRefAttr manualMesh;
 };
 
 const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
@@ -223,6 +237,19 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
       auto barrier = OptimizationBarrierOp::create(
           self.builder, op->getLoc(), op->getResultTypes(), op->getOperands());
       return SmallVector<Value>(barrier->getResults());
+    };
+    t["chlo.top_k"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      // The k largest along the last dimension, largest first.
+      auto k = dyn_cast_or_null<IntegerAttr>(property(op, "k"));
+      if (!k || op->getNumResults() != 2)
+        return self.reject(op, "chlo.top_k without k");
+      int64_t last = tensorOf(op->getOperand(0)).getRank() - 1;
+      auto topK = TopKOp::create(self.builder, op->getLoc(),
+                                 op->getResult(0).getType(),
+                                 op->getResult(1).getType(), op->getOperand(0),
+                                 last, k.getInt());
+      return SmallVector<Value>{topK.getValues(), topK.getIndices()};
     };
     t["chlo.square"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
@@ -290,7 +317,14 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
     t["sdy.sharding_constraint"] = &Importer::shardingConstraint;
     t["stablehlo.reduce_window"] = &Importer::reduceWindow;
     t["stablehlo.gather"] = &Importer::gather;
+    t["stablehlo.scatter"] = &Importer::scatter;
     t["stablehlo.while"] = &Importer::whileLoop;
+    t["sdy.manual_computation"] = &Importer::manualComputation;
+    for (const char *name :
+         {"stablehlo.all_reduce", "stablehlo.all_gather",
+          "stablehlo.reduce_scatter", "stablehlo.all_to_all",
+          "stablehlo.collective_permute"})
+      t[name] = &Importer::collective;
     return t;
   }();
   return table;
@@ -733,6 +767,82 @@ FailureOr<SmallVector<Value>> Importer::gather(Operation *op) {
       builder, loc, op->getResult(0).getType(), table, flat)};
 }
 
+FailureOr<SmallVector<Value>> Importer::scatter(Operation *op) {
+  // Two additive scatters JAX's gradients write:
+  //  * rows: table[indices[i...]] += updates[i...] (the adjoint of a row
+  //    gather: embeddings) -> partita.scatter_add;
+  //  * one element per batch row: out[b..., idx[b..., k]] += upd[b..., k]
+  //    (the adjoint of top_k) -> a one-hot einsum, exact for sums.
+  Attribute numbers = property(op, "scatter_dimension_numbers");
+  std::string text = numbers ? printed(numbers) : "";
+  std::optional<ReductionKind> kind =
+      op->getNumRegions() == 1 ? reductionOfBody(op->getRegion(0))
+                               : std::nullopt;
+  if (op->getNumOperands() != 3 || !kind || *kind != ReductionKind::Sum)
+    return reject(op, "stablehlo.scatter other than a sum into one array");
+  Value operand = op->getOperand(0), indices = op->getOperand(1),
+        updates = op->getOperand(2);
+  auto operandType = tensorOf(operand), indexType = tensorOf(indices),
+       updateType = tensorOf(updates);
+  int64_t indexRank = indexType.getRank();
+  bool trailingIndex =
+      indexRank >= 1 && indexType.getDimSize(indexRank - 1) == 1 &&
+      text.find("index_vector_dim = " + std::to_string(indexRank - 1)) !=
+          std::string::npos;
+  Location loc = op->getLoc();
+  auto flatIndexType = RankedTensorType::get(
+      indexType.getShape().drop_back(), indexType.getElementType());
+  SmallVector<int64_t> batching = intList(text, "input_batching_dims");
+  SmallVector<int64_t> inserted = intList(text, "inserted_window_dims");
+  SmallVector<int64_t> toOperand = intList(text, "scatter_dims_to_operand_dims");
+  if (trailingIndex && batching.empty() && inserted == SmallVector<int64_t>{0} &&
+      toOperand == SmallVector<int64_t>{0}) {
+    Value flat = ReshapeOp::create(builder, loc, flatIndexType, indices);
+    return SmallVector<Value>{ScatterAddOp::create(
+        builder, loc, operandType, operand, flat, updates)};
+  }
+  int64_t batch = static_cast<int64_t>(batching.size());
+  bool perRow =
+      trailingIndex && operandType.getRank() == batch + 1 &&
+      intList(text, "scatter_indices_batching_dims") == batching &&
+      inserted == SmallVector<int64_t>{batch} &&
+      toOperand == SmallVector<int64_t>{batch} &&
+      indexRank == batch + 2 && updateType.getRank() == batch + 1;
+  for (int64_t d = 0; perRow && d < batch; ++d)
+    perRow = batching[d] == d;
+  if (!perRow)
+    return reject(op, "stablehlo.scatter other than rows of a table or one "
+                      "element per batch row is not supported");
+  // one_hot[b..., k, e] = (idx[b..., k] == e); out += sum_k upd * one_hot.
+  int64_t width = operandType.getDimSize(batch);
+  SmallVector<int64_t> hotShape(flatIndexType.getShape());
+  hotShape.push_back(width);
+  auto hotIndexType =
+      RankedTensorType::get(hotShape, indexType.getElementType());
+  Value flat = ReshapeOp::create(builder, loc, flatIndexType, indices);
+  SmallVector<int64_t> keep;
+  for (int64_t d = 0; d < flatIndexType.getRank(); ++d)
+    keep.push_back(d);
+  Value spread = BroadcastOp::create(builder, loc, hotIndexType, flat,
+                                     builder.getDenseI64ArrayAttr(keep));
+  Value positions = IotaOp::create(builder, loc, hotIndexType,
+                                   static_cast<int64_t>(hotShape.size()) - 1);
+  Value hit = CompareOp::create(
+      builder, loc, RankedTensorType::get(hotShape, builder.getI1Type()),
+      CompareDirection::EQ, spread, positions);
+  Value hot = ConvertOp::create(
+      builder, loc,
+      RankedTensorType::get(hotShape, updateType.getElementType()), hit);
+  std::string letters = "abcdefghij";
+  std::string b = letters.substr(0, batch);
+  std::string spec = b + "k," + b + "ke->" + b + "e";
+  Value added = EinsumOp::create(builder, loc, operandType,
+                                 builder.getStringAttr(spec),
+                                 ValueRange{updates, hot});
+  return SmallVector<Value>{
+      AddOp::create(builder, loc, operandType, operand, added)};
+}
+
 /// The integer a constant (stablehlo or partita) holds, if any.
 std::optional<int64_t> constantInteger(Value value) {
   Operation *def = value.getDefiningOp();
@@ -804,6 +914,293 @@ FailureOr<SmallVector<Value>> Importer::whileLoop(Operation *op) {
   terminator->erase();
   importBlock(*loopBody);
   return SmallVector<Value>(loop.getResults());
+}
+
+/// The `<@mesh, [...]>` items of `#sdy.sharding_per_value<[...]>` as
+/// partita shardings, or none if one cannot be read.
+std::optional<SmallVector<Attribute>> shardingList(Attribute attr,
+                                                   MLIRContext *context) {
+  std::string text = printed(attr);
+  SmallVector<Attribute> shardings;
+  size_t at = text.find('[');
+  if (at == std::string::npos)
+    return std::nullopt;
+  int depth = 0;
+  size_t start = std::string::npos;
+  for (size_t i = at + 1; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '<' && depth++ == 0)
+      start = i + 1;
+    else if (c == '>' && --depth == 0) {
+      auto sharding = dyn_cast_or_null<ShardingAttr>(parseAttribute(
+          "#partita.sharding<" + text.substr(start, i - start) + ">",
+          context));
+      if (!sharding)
+        return std::nullopt;
+      shardings.push_back(sharding);
+    }
+  }
+  return shardings;
+}
+
+/// The quoted names of `#sdy<manual_axes{"data", "model"}>`.
+SmallVector<std::string> quotedNames(Attribute attr) {
+  std::string text = printed(attr);
+  SmallVector<std::string> names;
+  for (size_t at = text.find('"'); at != std::string::npos;) {
+    size_t end = text.find('"', at + 1);
+    if (end == std::string::npos)
+      break;
+    names.push_back(text.substr(at + 1, end - at - 1));
+    at = text.find('"', end + 1);
+  }
+  return names;
+}
+
+FailureOr<SmallVector<Value>> Importer::manualComputation(Operation *op) {
+  std::optional<SmallVector<Attribute>> ins =
+      shardingList(property(op, "in_shardings"), context);
+  std::optional<SmallVector<Attribute>> outs =
+      shardingList(property(op, "out_shardings"), context);
+  SmallVector<std::string> axes = quotedNames(property(op, "manual_axes"));
+  if (!ins || !outs || op->getNumRegions() != 1 ||
+      !op->getRegion(0).hasOneBlock())
+    return reject(op, "sdy.manual_computation whose shardings cannot be "
+                      "read");
+  FlatSymbolRefAttr mesh;
+  for (Attribute sharding : llvm::concat<Attribute>(*ins, *outs))
+    mesh = cast<ShardingAttr>(sharding).getMesh();
+  if (!mesh)
+    return reject(op, "sdy.manual_computation with no operand or result");
+  SmallVector<StringRef> axisRefs(axes.begin(), axes.end());
+  auto manual = ManualComputationOp::create(
+      builder, op->getLoc(), op->getResultTypes(), op->getOperands(),
+      builder.getArrayAttr(*ins), builder.getArrayAttr(*outs),
+      builder.getStrArrayAttr(axisRefs));
+  Block &source = op->getRegion(0).front();
+  Block *body = new Block();
+  manual.getBody().push_back(body);
+  for (BlockArgument argument : source.getArguments())
+    argument.replaceAllUsesWith(
+        body->addArgument(argument.getType(), argument.getLoc()));
+  body->getOperations().splice(body->end(), source.getOperations());
+  Operation *terminator = body->getTerminator();
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(terminator);
+    YieldOp::create(builder, terminator->getLoc(), terminator->getOperands());
+  }
+  terminator->erase();
+  FlatSymbolRefAttr outer = manualMesh;
+  manualMesh = mesh;
+  importBlock(*body);
+  manualMesh = outer;
+  return SmallVector<Value>(manual.getResults());
+}
+
+/// The rows of a replica_groups or source_target_pairs attribute.
+std::vector<std::vector<int64_t>> integerRows(Attribute attr) {
+  std::vector<std::vector<int64_t>> rows;
+  auto elements = dyn_cast_or_null<DenseIntElementsAttr>(attr);
+  if (!elements || elements.getType().getRank() != 2)
+    return rows;
+  int64_t width = elements.getType().getDimSize(1);
+  int64_t index = 0;
+  for (const APInt &value : elements) {
+    if (index++ % width == 0)
+      rows.emplace_back();
+    rows.back().push_back(value.getSExtValue());
+  }
+  return rows;
+}
+
+std::optional<SmallVector<std::string>>
+Importer::axesOfGroups(Operation *op,
+                       const std::vector<std::vector<int64_t>> &groups) {
+  // Looked up in the module: symbol lookups stop at unregistered ops with
+  // a region (an all_reduce with its body), which might be symbol tables.
+  auto meshOp =
+      manualMesh ? module.lookupSymbol<MeshOp>(manualMesh.getAttr()) : MeshOp();
+  if (!meshOp) {
+    fail(op) << "a collective outside a manual computation (shard_map)";
+    return std::nullopt;
+  }
+  Mesh mesh = meshOp.getMesh().toMesh();
+  // Every ordered set of axes, fewest first.
+  std::vector<std::vector<std::string>> candidates;
+  int rank = mesh.rank();
+  for (int mask = 1; mask < (1 << rank); ++mask) {
+    std::vector<std::string> names;
+    for (int a = 0; a < rank; ++a)
+      if (mask & (1 << a))
+        names.push_back(mesh.axes()[a].name);
+    std::sort(names.begin(), names.end());
+    do
+      candidates.push_back(names);
+    while (std::next_permutation(names.begin(), names.end()));
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto &a, const auto &b) {
+                     return a.size() < b.size();
+                   });
+  for (const std::vector<std::string> &axes : candidates) {
+    bool matches = !groups.empty();
+    for (const std::vector<int64_t> &group : groups) {
+      if (group.empty() || group.front() < 0 ||
+          group.front() >= mesh.numDevices()) {
+        matches = false;
+        break;
+      }
+      Expected<CollectiveGroup> resolved =
+          resolveGroup(mesh, group.front(), axes);
+      matches &= resolved && resolved->members == group;
+      if (!matches)
+        break;
+    }
+    if (matches)
+      return SmallVector<std::string>(axes.begin(), axes.end());
+  }
+  std::string text;
+  for (const std::vector<int64_t> &group : groups) {
+    text += text.empty() ? "[" : ", [";
+    for (size_t i = 0; i < group.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(group[i]);
+    text += "]";
+  }
+  fail(op) << "replica groups " << text << " are not the groups of any "
+           << "mesh axes of " << mesh.toString();
+  return std::nullopt;
+}
+
+FailureOr<SmallVector<Value>> Importer::collective(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  if (op->getNumOperands() != 1 || op->getNumResults() != 1)
+    return reject(op, name + " over several values at once is not supported");
+  Location loc = op->getLoc();
+  Type type = op->getResult(0).getType();
+  Value operand = op->getOperand(0);
+  if (name == "stablehlo.collective_permute") {
+    std::vector<std::vector<int64_t>> pairs =
+        integerRows(property(op, "source_target_pairs"));
+    // The axes whose groups contain every pair, with the same positions in
+    // every group.
+    auto meshOp = manualMesh
+                      ? module.lookupSymbol<MeshOp>(manualMesh.getAttr())
+                      : MeshOp();
+    if (!meshOp)
+      return reject(op, "a collective outside a manual computation "
+                        "(shard_map)");
+    Mesh mesh = meshOp.getMesh().toMesh();
+    std::vector<std::vector<int64_t>> all;
+    for (int64_t d = 0; d < mesh.numDevices(); ++d)
+      all.push_back({d});
+    std::optional<SmallVector<std::string>> found;
+    SmallVector<int64_t> positions;
+    for (int size = 1; size <= mesh.rank() && !found; ++size) {
+      std::vector<std::string> names;
+      for (const MeshAxis &axis : mesh.axes())
+        names.push_back(axis.name);
+      std::sort(names.begin(), names.end());
+      // Ordered choices of `size` axes.
+      std::vector<std::vector<std::string>> choices;
+      do {
+        std::vector<std::string> choice(names.begin(), names.begin() + size);
+        if (std::find(choices.begin(), choices.end(), choice) ==
+            choices.end())
+          choices.push_back(choice);
+      } while (std::next_permutation(names.begin(), names.end()));
+      for (const std::vector<std::string> &axes : choices) {
+        std::map<std::vector<int64_t>, std::set<std::pair<int64_t, int64_t>>>
+            byGroup;
+        bool ok = !pairs.empty();
+        for (const std::vector<int64_t> &pair : pairs) {
+          Expected<CollectiveGroup> source = resolveGroup(mesh, pair[0], axes);
+          Expected<CollectiveGroup> target = resolveGroup(mesh, pair[1], axes);
+          if (!source || !target || source->members != target->members) {
+            ok = false;
+            break;
+          }
+          byGroup[source->members].insert(
+              {source->position, target->position});
+        }
+        if (!ok)
+          continue;
+        // Every group must make the same moves (groups with no pair at all
+        // are allowed only if no group has one).
+        std::set<std::vector<int64_t>> groups;
+        for (int64_t d = 0; d < mesh.numDevices(); ++d)
+          groups.insert(resolveGroup(mesh, d, axes)->members);
+        const auto &first = byGroup.begin()->second;
+        ok = byGroup.size() == groups.size();
+        for (const auto &entry : byGroup)
+          ok &= entry.second == first;
+        if (!ok)
+          continue;
+        found = SmallVector<std::string>(axes.begin(), axes.end());
+        for (const auto &[s, t] : first) {
+          positions.push_back(s);
+          positions.push_back(t);
+        }
+        break;
+      }
+    }
+    if (!found)
+      return reject(op, "source_target_pairs that are not the same "
+                        "permutation within the groups of some mesh axes");
+    SmallVector<StringRef> refs(found->begin(), found->end());
+    return SmallVector<Value>{CollectivePermuteOp::create(
+        builder, loc, type, operand, manualMesh,
+        builder.getStrArrayAttr(refs),
+        builder.getDenseI64ArrayAttr(positions))};
+  }
+
+  std::vector<std::vector<int64_t>> groups =
+      integerRows(property(op, "replica_groups"));
+  std::optional<SmallVector<std::string>> axes = axesOfGroups(op, groups);
+  if (!axes)
+    return failure();
+  SmallVector<StringRef> refs(axes->begin(), axes->end());
+  ArrayAttr axesAttr = builder.getStrArrayAttr(refs);
+  auto dimension = [&](StringRef key) -> std::optional<int64_t> {
+    if (auto attr = dyn_cast_or_null<IntegerAttr>(property(op, key)))
+      return attr.getInt();
+    return std::nullopt;
+  };
+  if (name == "stablehlo.all_gather") {
+    std::optional<int64_t> dim = dimension("all_gather_dim");
+    if (!dim)
+      return reject(op, "stablehlo.all_gather without all_gather_dim");
+    return SmallVector<Value>{
+        AllGatherOp::create(builder, loc, type, operand, manualMesh, axesAttr,
+                            builder.getI64IntegerAttr(*dim))};
+  }
+  if (name == "stablehlo.all_to_all") {
+    std::optional<int64_t> split = dimension("split_dimension");
+    std::optional<int64_t> concat = dimension("concat_dimension");
+    if (!split || !concat)
+      return reject(op, "stablehlo.all_to_all without split and concat "
+                        "dimensions");
+    return SmallVector<Value>{AllToAllOp::create(
+        builder, loc, type, operand, manualMesh, axesAttr,
+        builder.getI64IntegerAttr(*split), builder.getI64IntegerAttr(*concat))};
+  }
+  std::optional<ReductionKind> kind =
+      op->getNumRegions() == 1 ? reductionOfBody(op->getRegion(0))
+                               : std::nullopt;
+  if (!kind)
+    return reject(op, name + " whose body is not one add, maximum, minimum, "
+                             "and or or");
+  auto kindAttr = ReductionKindAttr::get(context, *kind);
+  if (name == "stablehlo.all_reduce")
+    return SmallVector<Value>{AllReduceOp::create(
+        builder, loc, type, kindAttr, operand, manualMesh, axesAttr)};
+  std::optional<int64_t> dim = dimension("scatter_dimension");
+  if (!dim)
+    return reject(op, "stablehlo.reduce_scatter without scatter_dimension");
+  return SmallVector<Value>{
+      ReduceScatterOp::create(builder, loc, type, kindAttr, operand,
+                              manualMesh, axesAttr,
+                              builder.getI64IntegerAttr(*dim))};
 }
 
 FailureOr<SmallVector<Value>> Importer::shardingConstraint(Operation *op) {
