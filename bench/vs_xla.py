@@ -81,7 +81,7 @@ def main():
             rows.append({
                 "name": name,
                 "xla_count": xla["collective_count"],
-                "xla_kinds": kinds(xla["collectives"], "kind"),
+                "xla_kinds": kinds(xla["collectives"], "kind", "count"),
                 "xla_bytes": xla["total_bytes_per_device"],
                 "xla_seconds": xla["lower_seconds"] + xla["compile_seconds"],
                 "our_count": report["totals"]["collectives"],

@@ -356,11 +356,49 @@ def group_size(line, num_devices):
     return num_devices  # replica_groups={} or absent: every device
 
 
-def collectives(hlo_text):
-    """The collectives of a compiled HLO module with their bus traffic."""
-    num_devices = int(NUM_PARTITIONS.search(hlo_text).group(1))
-    found = []
+COMPUTATION = re.compile(r"^(?:ENTRY )?(%[\w.\-]+) ")
+WHILE_BODY = re.compile(r"\swhile\(.*\bbody=(%[\w.\-]+)")
+TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+def executions_per_step(hlo_text):
+    """How many times each computation runs per step: 1 for the entry, the
+    trip count (known_trip_count) times its caller's for a while body."""
+    calls = {}  # body -> (caller, trips)
+    entry, current = None, None
     for line in hlo_text.splitlines():
+        match = COMPUTATION.match(line)
+        if match:
+            current = match.group(1)
+            if line.startswith("ENTRY"):
+                entry = current
+            continue
+        body = WHILE_BODY.search(line)
+        if body:
+            trips = TRIP_COUNT.search(line)
+            calls[body.group(1)] = (current, int(trips.group(1)) if trips else 1)
+
+    def runs(name, depth=0):
+        if name == entry or name not in calls or depth > 32:
+            return 1
+        caller, trips = calls[name]
+        return trips * runs(caller, depth + 1)
+
+    return runs
+
+
+def collectives(hlo_text):
+    """The collectives of a compiled HLO module with their bus traffic; a
+    collective in a loop body counts once per iteration ("count")."""
+    num_devices = int(NUM_PARTITIONS.search(hlo_text).group(1))
+    runs = executions_per_step(hlo_text)
+    found = []
+    current = None
+    for line in hlo_text.splitlines():
+        computation = COMPUTATION.match(line)
+        if computation:
+            current = computation.group(1)
+            continue
         match = INSTRUCTION.match(line)
         if not match:
             continue
@@ -385,8 +423,10 @@ def collectives(hlo_text):
             traffic = size
         else:  # all-gather (size is the gathered result), all-to-all
             traffic = (n - 1) / n * size
+        count = runs(current)
         found.append({"kind": kind, "shape": shape_string(shapes),
-                      "group_size": n, "bytes_per_device": traffic})
+                      "group_size": n, "count": count,
+                      "bytes_per_device": traffic * count})
     return found
 
 
@@ -438,7 +478,7 @@ def export(out_dir, name, fn, args, in_shardings, out_shardings):
     check_collectives_found(hlo_text, found)
     report = {
         "collectives": found,
-        "collective_count": len(found),
+        "collective_count": sum(c["count"] for c in found),
         "total_bytes_per_device": sum(c["bytes_per_device"] for c in found),
         "input_shardings": spec_strings(compiled.input_shardings[0]),
         "output_shardings": spec_strings(compiled.output_shardings),
@@ -460,7 +500,7 @@ def export(out_dir, name, fn, args, in_shardings, out_shardings):
         json.dump(report, f, indent=2)
         f.write("\n")
     print(f"{name}: {len(args)} inputs, {len(results)} results, "
-          f"{len(found)} collectives, "
+          f"{report['collective_count']} collectives per step, "
           f"{report['total_bytes_per_device']:.0f} bytes per device")
 
 
