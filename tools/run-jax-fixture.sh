@@ -12,4 +12,6 @@ inputs=""
 for ((i = 0; i < count; i++)); do
   inputs+="${inputs:+,}$dir/input_$i.npy"
 done
-exec "${PARTITA:-partita}" run "$dir/module.mlir" --devices cpu:8 --inputs "$inputs" --expect "$dir" --check "$@"
+# The partita binary: $PARTITA, else the build tree's.
+partita=${PARTITA:-$(dirname "$0")/../${PARTITA_BUILD_DIR:-build}/bin/partita}
+exec "$partita" run "$dir/module.mlir" --devices cpu:8 --inputs "$inputs" --expect "$dir" --check "$@"
