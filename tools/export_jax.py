@@ -457,7 +457,17 @@ def spec_strings(shardings):
 
 def export(out_dir, name, fn, args, in_shardings, out_shardings):
     """Lowers and compiles fn on args with the given shardings, runs it and
-    writes test/Import/<name>/."""
+    writes test/Import/<name>/. Names ending in _gspmd are lowered with
+    Shardy off: GSPMD's mhlo.sharding strings instead of sdy shardings."""
+    gspmd = name.endswith("_gspmd")
+    jax.config.update("jax_use_shardy_partitioner", not gspmd)
+    try:
+        _export(out_dir, name, fn, args, in_shardings, out_shardings)
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", True)
+
+
+def _export(out_dir, name, fn, args, in_shardings, out_shardings):
     abstract = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
     lower_times, compile_times = [], []
     for _ in range(TIMING_RUNS):
@@ -544,6 +554,11 @@ def fixtures():
         "gpt_grad_dp_tp": (gpt_grad, gpt_inputs(7, batch=4), gpt_dp_tp,
                            tuple(gpt_dp_tp[2:])),
         "gpt_loss_fsdp": (gpt_loss, fsdp_args, gpt_fsdp, sharding()),
+        # The Megatron FFN and the GPT loss again, as GSPMD (Shardy off)
+        # writes them: mhlo.sharding strings, custom_call @Sharding.
+        "ffn_tp_gspmd": (ffn, ffn_inputs(13), ffn_tp, sharding("data", None)),
+        "gpt_loss_dp_tp_gspmd": (gpt_loss, gpt_inputs(14, batch=4),
+                                 gpt_dp_tp, sharding()),
         # Three residual MLP blocks as one lax.scan over stacked weights,
         # Megatron-sharded over "model", batch over "data".
         "scan_stack_dp_tp": (mlp_stack, mlp_stack_inputs(9),
