@@ -138,6 +138,11 @@ private:
   FailureOr<SmallVector<Value>> reduceWindow(Operation *op);
   FailureOr<SmallVector<Value>> gather(Operation *op);
   FailureOr<SmallVector<Value>> scatter(Operation *op);
+  FailureOr<SmallVector<Value>>
+  takeAlongLastAxis(Operation *op, const std::string &text,
+                    const std::optional<SmallVector<int64_t>> &sizes);
+  /// one_hot[b..., k, e] = (indices[b..., k, 0] == e) in `element`.
+  Value oneHot(Location loc, Value indices, int64_t width, Type element);
   FailureOr<SmallVector<Value>> whileLoop(Operation *op);
   FailureOr<SmallVector<Value>> manualComputation(Operation *op);
   FailureOr<SmallVector<Value>> collective(Operation *op);
@@ -782,9 +787,7 @@ FailureOr<SmallVector<Value>> Importer::gather(Operation *op) {
     rowLookup = static_cast<int64_t>(offsets.size()) == tableType.getRank() - 1 &&
                 offsets[d - 1] == batchRank + d - 1;
   if (!rowLookup)
-    return reject(op, "stablehlo.gather other than a lookup of whole rows "
-                      "by one index each (table[indices]) is not "
-                      "supported");
+    return takeAlongLastAxis(op, text, sizes);
   Location loc = op->getLoc();
   auto flatType = RankedTensorType::get(indexType.getShape().drop_back(),
                                         indexType.getElementType());
@@ -839,26 +842,9 @@ FailureOr<SmallVector<Value>> Importer::scatter(Operation *op) {
   if (!perRow)
     return reject(op, "stablehlo.scatter other than rows of a table or one "
                       "element per batch row is not supported");
-  // one_hot[b..., k, e] = (idx[b..., k] == e); out += sum_k upd * one_hot.
-  int64_t width = operandType.getDimSize(batch);
-  SmallVector<int64_t> hotShape(flatIndexType.getShape());
-  hotShape.push_back(width);
-  auto hotIndexType =
-      RankedTensorType::get(hotShape, indexType.getElementType());
-  Value flat = ReshapeOp::create(builder, loc, flatIndexType, indices);
-  SmallVector<int64_t> keep;
-  for (int64_t d = 0; d < flatIndexType.getRank(); ++d)
-    keep.push_back(d);
-  Value spread = BroadcastOp::create(builder, loc, hotIndexType, flat,
-                                     builder.getDenseI64ArrayAttr(keep));
-  Value positions = IotaOp::create(builder, loc, hotIndexType,
-                                   static_cast<int64_t>(hotShape.size()) - 1);
-  Value hit = CompareOp::create(
-      builder, loc, RankedTensorType::get(hotShape, builder.getI1Type()),
-      CompareDirection::EQ, spread, positions);
-  Value hot = ConvertOp::create(
-      builder, loc,
-      RankedTensorType::get(hotShape, updateType.getElementType()), hit);
+  // out += sum_k upd[b..., k] * one_hot[b..., k, e].
+  Value hot = oneHot(loc, indices, operandType.getDimSize(batch),
+                     updateType.getElementType());
   std::string letters = "abcdefghij";
   std::string b = letters.substr(0, batch);
   std::string spec = b + "k," + b + "ke->" + b + "e";
@@ -867,6 +853,69 @@ FailureOr<SmallVector<Value>> Importer::scatter(Operation *op) {
                                  ValueRange{updates, hot});
   return SmallVector<Value>{
       AddOp::create(builder, loc, operandType, operand, added)};
+}
+
+Value Importer::oneHot(Location loc, Value indices, int64_t width,
+                       Type element) {
+  auto indexType = tensorOf(indices);
+  auto flatType = RankedTensorType::get(indexType.getShape().drop_back(),
+                                        indexType.getElementType());
+  SmallVector<int64_t> hotShape(flatType.getShape());
+  hotShape.push_back(width);
+  auto hotIndexType =
+      RankedTensorType::get(hotShape, indexType.getElementType());
+  Value flat = ReshapeOp::create(builder, loc, flatType, indices);
+  SmallVector<int64_t> keep;
+  for (int64_t d = 0; d < flatType.getRank(); ++d)
+    keep.push_back(d);
+  Value spread = BroadcastOp::create(builder, loc, hotIndexType, flat,
+                                     builder.getDenseI64ArrayAttr(keep));
+  Value positions = IotaOp::create(builder, loc, hotIndexType,
+                                   static_cast<int64_t>(hotShape.size()) - 1);
+  Value hit = CompareOp::create(
+      builder, loc, RankedTensorType::get(hotShape, builder.getI1Type()),
+      CompareDirection::EQ, spread, positions);
+  return ConvertOp::create(builder, loc,
+                           RankedTensorType::get(hotShape, element), hit);
+}
+
+FailureOr<SmallVector<Value>> Importer::takeAlongLastAxis(
+    Operation *op, const std::string &text,
+    const std::optional<SmallVector<int64_t>> &sizes) {
+  // jnp.take_along_axis on the last axis: out[b..., k] =
+  // x[b..., idx[b..., k]], a batched one-element gather -> a one-hot einsum
+  // (exact for finite values).
+  Value operand = op->getOperand(0), indices = op->getOperand(1);
+  auto operandType = tensorOf(operand), indexType = tensorOf(indices);
+  auto resultType = tensorOf(op->getResult(0));
+  int64_t batch = operandType.getRank() - 1;
+  SmallVector<int64_t> batching = intList(text, "operand_batching_dims");
+  bool matches =
+      sizes && isa<FloatType>(operandType.getElementType()) && batch <= 9 &&
+      static_cast<int64_t>(batching.size()) == batch &&
+      intList(text, "start_indices_batching_dims") == batching &&
+      intList(text, "collapsed_slice_dims") == SmallVector<int64_t>{batch} &&
+      intList(text, "start_index_map") == SmallVector<int64_t>{batch} &&
+      intList(text, "offset_dims").empty() &&
+      indexType.getRank() == batch + 2 &&
+      indexType.getDimSize(batch + 1) == 1 &&
+      text.find("index_vector_dim = " + std::to_string(batch + 1)) !=
+          std::string::npos &&
+      llvm::all_of(*sizes, [](int64_t v) { return v == 1; });
+  for (int64_t d = 0; matches && d < batch; ++d)
+    matches = batching[d] == d;
+  if (!matches)
+    return reject(op, "stablehlo.gather other than whole rows by one index "
+                      "each (table[indices]) or one element per row "
+                      "(take_along_axis on the last axis) is not supported");
+  Location loc = op->getLoc();
+  Value hot = oneHot(loc, indices, operandType.getDimSize(batch),
+                     operandType.getElementType());
+  std::string b = std::string("abcdefghi").substr(0, batch);
+  std::string spec = b + "e," + b + "ke->" + b + "k";
+  return SmallVector<Value>{EinsumOp::create(builder, loc, resultType,
+                                             builder.getStringAttr(spec),
+                                             ValueRange{operand, hot})};
 }
 
 /// The integer a constant (stablehlo or partita) holds, if any.

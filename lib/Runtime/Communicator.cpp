@@ -548,4 +548,73 @@ Status dispatchCollective(Communicator &communicator,
   return Status::error("unknown collective kind");
 }
 
+Status CallForwardingCommunicator::allGather(
+    int64_t deviceId, const std::vector<std::string> &axes, int64_t dim,
+    const ConstBufferRef &input, const BufferRef &output) {
+  CollectiveCall call;
+  call.kind = CommunicatorOp::AllGather;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.dim = dim;
+  call.input = input;
+  call.output = output;
+  return runCall(call);
+}
+
+Status CallForwardingCommunicator::allReduce(
+    int64_t deviceId, const std::vector<std::string> &axes,
+    ReductionCode kind, const ConstBufferRef &input, const BufferRef &output) {
+  CollectiveCall call;
+  call.kind = CommunicatorOp::AllReduce;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.reduction = kind;
+  call.input = input;
+  call.output = output;
+  return runCall(call);
+}
+
+Status CallForwardingCommunicator::reduceScatter(
+    int64_t deviceId, const std::vector<std::string> &axes,
+    ReductionCode kind, int64_t dim, const ConstBufferRef &input,
+    const BufferRef &output) {
+  CollectiveCall call;
+  call.kind = CommunicatorOp::ReduceScatter;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.reduction = kind;
+  call.dim = dim;
+  call.input = input;
+  call.output = output;
+  return runCall(call);
+}
+
+Status CallForwardingCommunicator::allToAll(
+    int64_t deviceId, const std::vector<std::string> &axes, int64_t splitDim,
+    int64_t concatDim, const ConstBufferRef &input, const BufferRef &output) {
+  CollectiveCall call;
+  call.kind = CommunicatorOp::AllToAll;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.splitDim = splitDim;
+  call.concatDim = concatDim;
+  call.input = input;
+  call.output = output;
+  return runCall(call);
+}
+
+Status CallForwardingCommunicator::collectivePermute(
+    int64_t deviceId, const std::vector<std::string> &axes,
+    const std::vector<SourceTargetPair> &pairs, const ConstBufferRef &input,
+    const BufferRef &output) {
+  CollectiveCall call;
+  call.kind = CommunicatorOp::CollectivePermute;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.pairs = pairs;
+  call.input = input;
+  call.output = output;
+  return runCall(call);
+}
+
 } // namespace partita

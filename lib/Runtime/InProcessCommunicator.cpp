@@ -18,16 +18,12 @@ namespace partita {
 
 using Clock = std::chrono::steady_clock;
 
-struct InProcessCommunicator::Call : CollectiveCall {};
-
 namespace {
-
-using Call = InProcessCommunicator::Call;
 
 /// One collective of one group: what the first device asked for, every
 /// member's buffers, and how far the group has got.
 struct Slot {
-  Call request; // The first arrival's call; later ones must agree.
+  CollectiveCall request; // The first arrival's call; later ones must agree.
   std::vector<int64_t> members;
   uint64_t sequence = 0;
   std::vector<const uint8_t *> inputs;
@@ -123,7 +119,7 @@ void failSlot(Slot &slot, Status failure) {
 /// two-step collectives `step` 0 computes and step 1 distributes.
 Status computeOutput(const Slot &slot, int64_t position, int step,
                      std::vector<uint8_t> &scratch) {
-  const Call &request = slot.request;
+  const CollectiveCall &request = slot.request;
   auto groupSize = static_cast<int64_t>(slot.members.size());
   const std::vector<int64_t> &inShape = request.input.shape;
   int64_t elementSize = dtypeSize(request.input.dtype);
@@ -262,7 +258,7 @@ Status computeAllOutputs(const Slot &slot) {
 
 } // namespace
 
-Status InProcessCommunicator::run(const Call &call) {
+Status InProcessCommunicator::runCall(const CollectiveCall &call) {
   auto prefix = [&]() {
     return describeCollective(call) + " on device " + std::to_string(call.deviceId);
   };
@@ -399,80 +395,6 @@ Status InProcessCommunicator::run(const Call &call) {
   if (!result)
     return Status::error(prefix() + ": " + result.message());
   return Status::success();
-}
-
-Status InProcessCommunicator::allGather(int64_t deviceId,
-                                        const std::vector<std::string> &axes,
-                                        int64_t dim,
-                                        const ConstBufferRef &input,
-                                        const BufferRef &output) {
-  Call call;
-  call.kind = CommunicatorOp::AllGather;
-  call.deviceId = deviceId;
-  call.axes = axes;
-  call.dim = dim;
-  call.input = input;
-  call.output = output;
-  return run(call);
-}
-
-Status InProcessCommunicator::allReduce(int64_t deviceId,
-                                        const std::vector<std::string> &axes,
-                                        ReductionCode kind,
-                                        const ConstBufferRef &input,
-                                        const BufferRef &output) {
-  Call call;
-  call.kind = CommunicatorOp::AllReduce;
-  call.deviceId = deviceId;
-  call.axes = axes;
-  call.reduction = kind;
-  call.input = input;
-  call.output = output;
-  return run(call);
-}
-
-Status InProcessCommunicator::reduceScatter(
-    int64_t deviceId, const std::vector<std::string> &axes, ReductionCode kind,
-    int64_t dim, const ConstBufferRef &input, const BufferRef &output) {
-  Call call;
-  call.kind = CommunicatorOp::ReduceScatter;
-  call.deviceId = deviceId;
-  call.axes = axes;
-  call.reduction = kind;
-  call.dim = dim;
-  call.input = input;
-  call.output = output;
-  return run(call);
-}
-
-Status InProcessCommunicator::allToAll(int64_t deviceId,
-                                       const std::vector<std::string> &axes,
-                                       int64_t splitDim, int64_t concatDim,
-                                       const ConstBufferRef &input,
-                                       const BufferRef &output) {
-  Call call;
-  call.kind = CommunicatorOp::AllToAll;
-  call.deviceId = deviceId;
-  call.axes = axes;
-  call.splitDim = splitDim;
-  call.concatDim = concatDim;
-  call.input = input;
-  call.output = output;
-  return run(call);
-}
-
-Status InProcessCommunicator::collectivePermute(
-    int64_t deviceId, const std::vector<std::string> &axes,
-    const std::vector<SourceTargetPair> &pairs, const ConstBufferRef &input,
-    const BufferRef &output) {
-  Call call;
-  call.kind = CommunicatorOp::CollectivePermute;
-  call.deviceId = deviceId;
-  call.axes = axes;
-  call.pairs = pairs;
-  call.input = input;
-  call.output = output;
-  return run(call);
 }
 
 } // namespace partita

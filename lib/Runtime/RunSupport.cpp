@@ -21,17 +21,22 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 } // namespace
 
-Expected<std::vector<HostArray>> partita::readInputs(const Executable &program,
-                                                     const std::string &paths) {
+std::vector<std::string> partita::splitCommaList(const std::string &text) {
   std::vector<std::string> list;
   size_t start = 0;
-  while (start <= paths.size()) {
-    size_t comma = paths.find(',', start);
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
     if (comma == std::string::npos)
-      comma = paths.size();
-    list.push_back(paths.substr(start, comma - start));
+      comma = text.size();
+    list.push_back(text.substr(start, comma - start));
     start = comma + 1;
   }
+  return list;
+}
+
+Expected<std::vector<HostArray>> partita::readInputs(const Executable &program,
+                                                     const std::string &paths) {
+  std::vector<std::string> list = splitCommaList(paths);
   if (list.size() != program.inputs.size())
     return Status::error("--inputs gives " + std::to_string(list.size()) +
                          " paths but the program takes " +

@@ -151,6 +151,36 @@ public:
   virtual void abort(const Status &reason) = 0;
 };
 
+/// A Communicator whose five collectives all go through one function that
+/// takes the call as a CollectiveCall (declared below): implementations
+/// that queue, match or forward calls derive from it.
+class CallForwardingCommunicator : public Communicator {
+public:
+  Status allGather(int64_t deviceId, const std::vector<std::string> &axes,
+                   int64_t dim, const ConstBufferRef &input,
+                   const BufferRef &output) override;
+  Status allReduce(int64_t deviceId, const std::vector<std::string> &axes,
+                   ReductionCode kind, const ConstBufferRef &input,
+                   const BufferRef &output) override;
+  Status reduceScatter(int64_t deviceId, const std::vector<std::string> &axes,
+                       ReductionCode kind, int64_t dim,
+                       const ConstBufferRef &input,
+                       const BufferRef &output) override;
+  Status allToAll(int64_t deviceId, const std::vector<std::string> &axes,
+                  int64_t splitDim, int64_t concatDim,
+                  const ConstBufferRef &input,
+                  const BufferRef &output) override;
+  Status collectivePermute(int64_t deviceId,
+                           const std::vector<std::string> &axes,
+                           const std::vector<SourceTargetPair> &pairs,
+                           const ConstBufferRef &input,
+                           const BufferRef &output) override;
+
+protected:
+  /// Performs one device's call.
+  virtual Status runCall(const struct CollectiveCall &call) = 0;
+};
+
 //===----------------------------------------------------------------------===//
 // Helpers shared by implementations (no threads, no communication)
 //===----------------------------------------------------------------------===//

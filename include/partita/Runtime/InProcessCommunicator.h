@@ -33,7 +33,7 @@
 namespace partita {
 
 /// Collectives between the threads of one process, one thread per device.
-class InProcessCommunicator final : public Communicator {
+class InProcessCommunicator final : public CallForwardingCommunicator {
 public:
   /// How long a rendezvous waits without a new arrival before failing.
   static constexpr std::chrono::milliseconds defaultTimeout =
@@ -62,37 +62,13 @@ public:
   /// afterwards (0: every collective runs on all of its devices' threads).
   void setSingleThreadedBytes(int64_t bytes);
 
-  Status allGather(int64_t deviceId, const std::vector<std::string> &axes,
-                   int64_t dim, const ConstBufferRef &input,
-                   const BufferRef &output) override;
-  Status allReduce(int64_t deviceId, const std::vector<std::string> &axes,
-                   ReductionCode kind, const ConstBufferRef &input,
-                   const BufferRef &output) override;
-  Status reduceScatter(int64_t deviceId, const std::vector<std::string> &axes,
-                       ReductionCode kind, int64_t dim,
-                       const ConstBufferRef &input,
-                       const BufferRef &output) override;
-  Status allToAll(int64_t deviceId, const std::vector<std::string> &axes,
-                  int64_t splitDim, int64_t concatDim,
-                  const ConstBufferRef &input,
-                  const BufferRef &output) override;
-  Status collectivePermute(int64_t deviceId,
-                           const std::vector<std::string> &axes,
-                           const std::vector<SourceTargetPair> &pairs,
-                           const ConstBufferRef &input,
-                           const BufferRef &output) override;
-
   void abort(const Status &reason) override;
   /// True once abort() has been called.
   bool aborted() const;
 
-  /// One device's request; public only so the implementation file can name
-  /// it in helpers.
-  struct Call;
-
 private:
   struct State;
-  Status run(const Call &call);
+  Status runCall(const CollectiveCall &call) override;
   std::unique_ptr<State> state;
 };
 

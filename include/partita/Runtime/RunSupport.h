@@ -16,6 +16,9 @@
 
 namespace partita {
 
+/// "a,b,,c" -> {"a", "b", "", "c"} ("" -> {""}).
+std::vector<std::string> splitCommaList(const std::string &text);
+
 /// Reads the program's global inputs from a comma-separated list of paths,
 /// one per input in order: a `.npy` file or a sharded-array directory. The
 /// dtype and global shape must be the program's.

@@ -12,6 +12,7 @@
 #include "MpiInternal.h"
 
 #include "partita/Runtime/Npy.h"
+#include "partita/Runtime/RunSupport.h"
 #include "partita/Runtime/ShardedArrayDirectory.h"
 
 #include <cstring>
@@ -22,19 +23,6 @@ namespace fs = std::filesystem;
 namespace partita {
 
 namespace {
-
-std::vector<std::string> splitPaths(const std::string &paths) {
-  std::vector<std::string> list;
-  size_t start = 0;
-  while (start <= paths.size()) {
-    size_t comma = paths.find(',', start);
-    if (comma == std::string::npos)
-      comma = paths.size();
-    list.push_back(paths.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return list;
-}
 
 /// Whether the sharded array in a directory is laid out exactly as the
 /// program wants input `input`, so its shard files are the devices' blocks.
@@ -75,7 +63,7 @@ loadLocalInputs(const Executable &program, const ProcessLayout &layout,
     }
     return byDevice;
   }
-  std::vector<std::string> paths = splitPaths(options.inputs);
+  std::vector<std::string> paths = splitCommaList(options.inputs);
   if (paths.size() != program.inputs.size())
     return Status::error("--inputs gives " + std::to_string(paths.size()) +
                          " paths but the program takes " +

@@ -110,7 +110,7 @@ int64_t debugStopExchange(int rank) {
 
 } // namespace
 
-class MpiCommunicator final : public Communicator {
+class MpiCommunicator final : public CallForwardingCommunicator {
 public:
   MpiCommunicator(MpiProcess &process, Mesh mesh, ProcessLayout layout,
                   std::chrono::milliseconds timeout)
@@ -158,73 +158,6 @@ public:
 
   const Mesh &mesh() const override { return meshValue; }
 
-  Status allGather(int64_t deviceId, const std::vector<std::string> &axes,
-                   int64_t dim, const ConstBufferRef &input,
-                   const BufferRef &output) override {
-    CollectiveCall call;
-    call.kind = CommunicatorOp::AllGather;
-    call.deviceId = deviceId;
-    call.axes = axes;
-    call.dim = dim;
-    call.input = input;
-    call.output = output;
-    return run(call);
-  }
-  Status allReduce(int64_t deviceId, const std::vector<std::string> &axes,
-                   ReductionCode kind, const ConstBufferRef &input,
-                   const BufferRef &output) override {
-    CollectiveCall call;
-    call.kind = CommunicatorOp::AllReduce;
-    call.deviceId = deviceId;
-    call.axes = axes;
-    call.reduction = kind;
-    call.input = input;
-    call.output = output;
-    return run(call);
-  }
-  Status reduceScatter(int64_t deviceId, const std::vector<std::string> &axes,
-                       ReductionCode kind, int64_t dim,
-                       const ConstBufferRef &input,
-                       const BufferRef &output) override {
-    CollectiveCall call;
-    call.kind = CommunicatorOp::ReduceScatter;
-    call.deviceId = deviceId;
-    call.axes = axes;
-    call.reduction = kind;
-    call.dim = dim;
-    call.input = input;
-    call.output = output;
-    return run(call);
-  }
-  Status allToAll(int64_t deviceId, const std::vector<std::string> &axes,
-                  int64_t splitDim, int64_t concatDim,
-                  const ConstBufferRef &input,
-                  const BufferRef &output) override {
-    CollectiveCall call;
-    call.kind = CommunicatorOp::AllToAll;
-    call.deviceId = deviceId;
-    call.axes = axes;
-    call.splitDim = splitDim;
-    call.concatDim = concatDim;
-    call.input = input;
-    call.output = output;
-    return run(call);
-  }
-  Status collectivePermute(int64_t deviceId,
-                           const std::vector<std::string> &axes,
-                           const std::vector<SourceTargetPair> &pairs,
-                           const ConstBufferRef &input,
-                           const BufferRef &output) override {
-    CollectiveCall call;
-    call.kind = CommunicatorOp::CollectivePermute;
-    call.deviceId = deviceId;
-    call.axes = axes;
-    call.pairs = pairs;
-    call.input = input;
-    call.output = output;
-    return run(call);
-  }
-
   void abort(const Status &reason) override {
     {
       std::lock_guard<std::mutex> guard(mutex);
@@ -240,7 +173,7 @@ public:
   }
 
 private:
-  Status run(const CollectiveCall &call);
+  Status runCall(const CollectiveCall &call) override;
   Status exchange(Slot &slot, Channel &channel, uint64_t sequence,
                   const std::string &groupText);
   std::string devicesOfRank(int rank) const {
@@ -268,7 +201,7 @@ private:
   int64_t stopAtExchange = 0;
 };
 
-Status MpiCommunicator::run(const CollectiveCall &call) {
+Status MpiCommunicator::runCall(const CollectiveCall &call) {
   auto prefix = [&]() {
     return describeCollective(call) + " on device " +
            std::to_string(call.deviceId);
