@@ -15,6 +15,9 @@
 #ifdef PARTITA_HAVE_MPI
 #include "partita/Runtime/Mpi.h"
 #endif
+#ifdef PARTITA_HAVE_CUDA
+#include "partita/Runtime/CUDA/CudaBackend.h"
+#endif
 #include "partita/Runtime/Npy.h"
 #include "partita/Runtime/RunSupport.h"
 #include "partita/Runtime/ShardedArray.h"
@@ -142,6 +145,11 @@ const std::vector<Subcommand> &subcommands() {
          "compare the outputs with DIR/result_<i>.npy "
          "(exit 1 on a mismatch)",
          false},
+        {"--devices", "KIND:N",
+         "cpu:N (default: threads) or cuda:N (N logical devices over the "
+         "visible GPUs); N is the mesh's device count",
+         false},
+        {"--tf32", nullptr, "with cuda: f32 einsums may use TF32", false},
         {"--distributed", nullptr,
          "run as one of the processes mpirun started: each drives N/P of "
          "the devices; --outputs are then sharded-array directories written "
@@ -604,10 +612,40 @@ Status runProgram(const Arguments &args) {
           : Expected<std::vector<HostArray>>(randomInputs(*program, seed));
   if (!inputs)
     return inputs.status();
+  // --devices cpu:N (default) or cuda:N; N must be the mesh's size.
+  std::string kind = "cpu";
+  if (args.has("--devices")) {
+    const std::string &text = args.get("--devices");
+    size_t colon = text.find(':');
+    kind = text.substr(0, colon);
+    char *end = nullptr;
+    long long count = colon == std::string::npos
+                          ? -1
+                          : std::strtoll(text.c_str() + colon + 1, &end, 10);
+    if ((kind != "cpu" && kind != "cuda") || count < 1 || !end || *end)
+      return Status::error("--devices must be cpu:N or cuda:N, got '" + text +
+                           "'");
+    if (count != program->mesh.numDevices())
+      return Status::error(
+          "the program's mesh has " +
+          std::to_string(program->mesh.numDevices()) +
+          " devices but --devices asks for " + std::to_string(count));
+  }
   auto start = std::chrono::steady_clock::now();
   RunStatistics statistics;
-  Expected<std::vector<HostArray>> outputs =
-      runOnCpuDevices(*program, *inputs, &statistics);
+  Expected<std::vector<HostArray>> outputs = Status::error("not run");
+  if (kind == "cpu") {
+    outputs = runOnCpuDevices(*program, *inputs, &statistics);
+  } else {
+#ifdef PARTITA_HAVE_CUDA
+    CudaBackendOptions options;
+    options.allowTF32 = args.has("--tf32");
+    outputs = runOnCudaDevices(*program, *inputs, options, &statistics);
+#else
+    return Status::error("--devices cuda:N needs the CUDA backend, and this "
+                         "partita-exec was built without CUDA");
+#endif
+  }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -615,9 +653,10 @@ Status runProgram(const Arguments &args) {
     return outputs.status();
   CommunicationSummary communication = summarizeCommunication(*program);
   std::printf(
-      "ran on cpu:%lld in %.3f ms (%zu instructions; %lld collectives per "
+      "ran on %s:%lld in %.3f ms (%zu instructions; %lld collectives per "
       "step, %.0f bytes per device)\n",
-      static_cast<long long>(program->mesh.numDevices()), seconds * 1e3,
+      kind.c_str(), static_cast<long long>(program->mesh.numDevices()),
+      seconds * 1e3,
       program->instructions.size(),
       static_cast<long long>(communication.collectives),
       communication.bytesPerDevice);

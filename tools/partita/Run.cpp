@@ -18,6 +18,9 @@
 #ifdef PARTITA_HAVE_MPI
 #include "partita/Runtime/Mpi.h"
 #endif
+#ifdef PARTITA_HAVE_CUDA
+#include "partita/Runtime/CUDA/CudaBackend.h"
+#endif
 #include "partita/Runtime/RunSupport.h"
 
 #include "llvm/Support/Format.h"
@@ -44,7 +47,9 @@ uniform in [-1, 1], integers in [0, 4), booleans at random).
 
 Options:
   --devices cpu:N        the devices; N must equal the mesh's device count
-                         (cpu:1 runs the unpartitioned program)
+                         (cpu:1 runs the unpartitioned program); cuda:N runs
+                         N logical devices over the visible GPUs
+                         (docs/GPU.md), --check still against cpu:1
   --check                also run the unpartitioned program on one device (a
                          program with manual computations: the program with
                          every annotation outside them replaced by
@@ -312,14 +317,33 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                        {"--distributed"}))
     return *done;
   std::string devices = cl.get("--devices");
-  if (devices.rfind("cpu:", 0) != 0)
-    return usageError("--devices must be cpu:N (e.g. cpu:8), got '" + devices +
-                      "'");
+  bool cuda = devices.rfind("cuda:", 0) == 0;
+  if (devices.rfind("cpu:", 0) != 0 && !cuda)
+    return usageError("--devices must be cpu:N or cuda:N (e.g. cpu:8), got '" +
+                      devices + "'");
   char *end = nullptr;
-  long count = std::strtol(devices.c_str() + 4, &end, 10);
+  long count = std::strtol(devices.c_str() + (cuda ? 5 : 4), &end, 10);
   if (!end || *end || count < 1)
-    return usageError("--devices must be cpu:N with N >= 1, got '" + devices +
-                      "'");
+    return usageError("--devices must be cpu:N or cuda:N with N >= 1, got '" +
+                      devices + "'");
+  if (cuda && cl.on("--distributed"))
+    return usageError("--distributed runs on cpu devices (the multi-GPU "
+                      "launch is docs/GPU.md's)");
+  // The partitioned program runs on the devices asked for; the reference of
+  // --check always on one CPU device.
+  auto runProgram = [&](const Executable &program,
+                        const std::vector<HostArray> &inputs,
+                        RunStatistics *statistics)
+      -> Expected<std::vector<HostArray>> {
+    if (!cuda)
+      return runOnCpuDevices(program, inputs, statistics);
+#ifdef PARTITA_HAVE_CUDA
+    return runOnCudaDevices(program, inputs, CudaBackendOptions(), statistics);
+#else
+    return Status::error("--devices cuda:N needs the CUDA backend, and this "
+                         "partita was built without CUDA");
+#endif
+  };
   char *seedEnd = nullptr;
   std::string seedText = cl.get("--seed", "0");
   unsigned long long seed = std::strtoull(seedText.c_str(), &seedEnd, 10);
@@ -381,7 +405,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
       if (!given)
         return usageError(given.status().message());
       Expected<std::vector<HostArray>> outputs =
-          runOnCpuDevices(*program, *given);
+          runProgram(*program, *given, nullptr);
       if (!outputs) {
         llvm::errs() << "error: " << outputs.status().message() << "\n";
         return 1;
@@ -414,7 +438,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
   auto start = std::chrono::steady_clock::now();
   RunStatistics statistics;
   Expected<std::vector<HostArray>> outputs =
-      runOnCpuDevices(*program, inputs, &statistics);
+      runProgram(*program, inputs, &statistics);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -425,7 +449,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
   CommunicationSummary communication = summarizeCommunication(*program);
   int64_t measured = statistics.peakBytesPerDevice;
   Report report = analyzeModule(*module, Interconnect());
-  llvm::outs() << "ran on cpu:" << count << " in "
+  llvm::outs() << "ran on " << (cuda ? "cuda:" : "cpu:") << count << " in "
                << llvm::format("%.3f", seconds * 1e3) << " ms ("
                << program->instructions.size() << " instructions; "
                << communication.collectives << " collectives per step, "
@@ -464,10 +488,11 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
     return 1;
   }
   if (manual)
-    llvm::outs() << "check passed: cpu:" << count
+    llvm::outs() << "check passed: " << (cuda ? "cuda:" : "cpu:") << count
                  << " matches the program replicated around its manual "
                     "computations\n";
   else
-    llvm::outs() << "check passed: cpu:" << count << " matches cpu:1\n";
+    llvm::outs() << "check passed: " << (cuda ? "cuda:" : "cpu:") << count
+                 << " matches cpu:1\n";
   return 0;
 }

@@ -1,0 +1,1021 @@
+//===- CudaKernels.cu - The runtime's tensor ops on a GPU -----------------===//
+//
+// One entry point, runCudaKernel(), runs an Instruction on device buffers on
+// the backend's stream. Semantics are the CPU kernels' (the reference):
+// bf16/f16 compute in f32 and round to nearest even on store, integers in
+// 64 bits, booleans as bytes 0/1. Data movement is one strided-copy kernel
+// evaluating DeviceMath.h's views; einsum is cuBLAS; the rest are simple
+// one-thread-per-output kernels (deterministic: no atomics).
+//
+//===----------------------------------------------------------------------===//
+#include "CudaCheck.h"
+
+#include "partita/Runtime/DeviceMath.h"
+#include "partita/Runtime/Instruction.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace partita {
+
+using device::StridedView;
+
+namespace {
+
+constexpr int threadsPerBlock = 256;
+
+int blocksFor(int64_t count) {
+  int64_t blocks = (count + threadsPerBlock - 1) / threadsPerBlock;
+  return static_cast<int>(blocks < 65535 * 32 ? (blocks > 0 ? blocks : 1)
+                                              : 65535 * 32);
+}
+
+#define PARTITA_GRID_LOOP(i, count)                                            \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) +            \
+                   threadIdx.x;                                                \
+       i < (count); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+//===----------------------------------------------------------------------===//
+// Element types: storage type S, compute type C, load/store.
+//===----------------------------------------------------------------------===//
+
+template <typename S, typename C> struct Plain {
+  using Storage = S;
+  using Compute = C;
+  static __device__ C load(S v) { return static_cast<C>(v); }
+  static __device__ S store(C v) { return static_cast<S>(v); }
+};
+struct BF16 {
+  using Storage = uint16_t;
+  using Compute = float;
+  static __device__ float load(uint16_t v) { return device::bf16ToFloat(v); }
+  static __device__ uint16_t store(float v) { return device::floatToBf16(v); }
+};
+struct F16 {
+  using Storage = uint16_t;
+  using Compute = float;
+  static __device__ float load(uint16_t v) { return device::halfToFloat(v); }
+  static __device__ uint16_t store(float v) { return device::floatToHalf(v); }
+};
+struct Bool {
+  using Storage = uint8_t;
+  using Compute = int64_t;
+  static __device__ int64_t load(uint8_t v) { return v != 0; }
+  static __device__ uint8_t store(int64_t v) { return v != 0; }
+};
+
+/// Calls f(Tag{}) with the element tag of `dtype`.
+template <typename F> Status withDType(DType dtype, F f) {
+  switch (dtype) {
+  case DType::F64:
+    return f(Plain<double, double>{});
+  case DType::F32:
+    return f(Plain<float, float>{});
+  case DType::BF16:
+    return f(BF16{});
+  case DType::F16:
+    return f(F16{});
+  case DType::I64:
+    return f(Plain<int64_t, int64_t>{});
+  case DType::I32:
+    return f(Plain<int32_t, int64_t>{});
+  case DType::I16:
+    return f(Plain<int16_t, int64_t>{});
+  case DType::I8:
+    return f(Plain<int8_t, int64_t>{});
+  case DType::U8:
+    return f(Plain<uint8_t, int64_t>{});
+  case DType::Bool:
+    return f(Bool{});
+  }
+  return Status::error("unknown dtype");
+}
+
+template <typename T> constexpr bool isFloating() {
+  return std::is_floating_point<typename T::Compute>::value;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+template <int Bytes> struct Chunk { uint8_t bytes[Bytes]; };
+
+template <int Bytes>
+__global__ void stridedCopyKernel(const Chunk<Bytes> *source,
+                                  Chunk<Bytes> *destination, StridedView view,
+                                  int64_t count) {
+  PARTITA_GRID_LOOP(i, count)
+  destination[i] = source[device::sourceOffset(view, i)];
+}
+
+/// Scatters a contiguous block into a strided place of the destination.
+template <int Bytes>
+__global__ void placeKernel(const Chunk<Bytes> *block, Chunk<Bytes> *destination,
+                            StridedView place, int64_t count) {
+  PARTITA_GRID_LOOP(i, count)
+  destination[device::sourceOffset(place, i)] = block[i];
+}
+
+template <int Bytes>
+__global__ void fillKernel(const Chunk<Bytes> *value, Chunk<Bytes> *out,
+                           int64_t count) {
+  PARTITA_GRID_LOOP(i, count)
+  out[i] = *value;
+}
+
+template <typename T>
+__global__ void unaryKernel(const typename T::Storage *in,
+                            typename T::Storage *out, int64_t count, int op) {
+  using C = typename T::Compute;
+  PARTITA_GRID_LOOP(i, count) {
+    C x = T::load(in[i]), y = x;
+    if constexpr (std::is_floating_point<C>::value) {
+      switch (static_cast<OpCode>(op)) {
+      case OpCode::Neg: y = -x; break;
+      case OpCode::Abs: y = x < 0 ? -x : x; break;
+      case OpCode::Sign: y = x > 0 ? C(1) : (x < 0 ? C(-1) : x); break;
+      case OpCode::Exp: y = exp(x); break;
+      case OpCode::Log: y = log(x); break;
+      case OpCode::Log1p: y = log1p(x); break;
+      case OpCode::Tanh: y = tanh(x); break;
+      case OpCode::Logistic: y = C(1) / (C(1) + exp(-x)); break;
+      case OpCode::Sqrt: y = sqrt(x); break;
+      case OpCode::Rsqrt: y = C(1) / sqrt(x); break;
+      case OpCode::Erf: y = erf(x); break;
+      case OpCode::Sin: y = sin(x); break;
+      case OpCode::Cos: y = cos(x); break;
+      case OpCode::Floor: y = floor(x); break;
+      default: break;
+      }
+    } else {
+      switch (static_cast<OpCode>(op)) {
+      case OpCode::Neg: y = -x; break;
+      case OpCode::Abs: y = x < 0 ? -x : x; break;
+      case OpCode::Sign: y = x > 0 ? 1 : (x < 0 ? -1 : 0); break;
+      case OpCode::Not: y = ~x; break;
+      default: break;
+      }
+    }
+    out[i] = T::store(y);
+  }
+}
+
+template <typename T>
+__global__ void binaryKernel(const typename T::Storage *a,
+                             const typename T::Storage *b,
+                             typename T::Storage *out, int64_t count, int op) {
+  using C = typename T::Compute;
+  PARTITA_GRID_LOOP(i, count) {
+    C x = T::load(a[i]), y = T::load(b[i]), z = x;
+    switch (static_cast<OpCode>(op)) {
+    case OpCode::Add: z = x + y; break;
+    case OpCode::Sub: z = x - y; break;
+    case OpCode::Mul: z = x * y; break;
+    case OpCode::Max: z = (x > y || x != x) ? x : y; break;
+    case OpCode::Min: z = (x < y || x != x) ? x : y; break;
+    default:
+      if constexpr (std::is_floating_point<C>::value) {
+        if (static_cast<OpCode>(op) == OpCode::Div)
+          z = x / y;
+        else if (static_cast<OpCode>(op) == OpCode::Rem)
+          z = fmod(x, y);
+        else if (static_cast<OpCode>(op) == OpCode::Pow)
+          z = pow(x, y);
+      } else {
+        switch (static_cast<OpCode>(op)) {
+        case OpCode::Div: z = y == 0 ? 0 : x / y; break;
+        case OpCode::Rem: z = y == 0 ? 0 : x % y; break;
+        case OpCode::And: z = x & y; break;
+        case OpCode::Or: z = x | y; break;
+        case OpCode::Xor: z = x ^ y; break;
+        default: break;
+        }
+      }
+    }
+    out[i] = T::store(z);
+  }
+}
+
+template <typename T>
+__global__ void compareKernel(const typename T::Storage *a,
+                              const typename T::Storage *b, uint8_t *out,
+                              int64_t count, int direction) {
+  PARTITA_GRID_LOOP(i, count) {
+    auto x = T::load(a[i]), y = T::load(b[i]);
+    bool r = false;
+    switch (static_cast<CompareCode>(direction)) {
+    case CompareCode::EQ: r = x == y; break;
+    case CompareCode::NE: r = x != y; break;
+    case CompareCode::LT: r = x < y; break;
+    case CompareCode::LE: r = x <= y; break;
+    case CompareCode::GT: r = x > y; break;
+    case CompareCode::GE: r = x >= y; break;
+    }
+    out[i] = r;
+  }
+}
+
+template <int Bytes>
+__global__ void selectKernel(const uint8_t *predicate, const Chunk<Bytes> *a,
+                             const Chunk<Bytes> *b, Chunk<Bytes> *out,
+                             int64_t count) {
+  PARTITA_GRID_LOOP(i, count)
+  out[i] = predicate[i] ? a[i] : b[i];
+}
+
+template <typename From, typename To>
+__global__ void convertKernel(const typename From::Storage *in,
+                              typename To::Storage *out, int64_t count) {
+  PARTITA_GRID_LOOP(i, count) {
+    auto x = From::load(in[i]);
+    using C = typename To::Compute;
+    if constexpr (std::is_floating_point<decltype(x)>::value &&
+                  !std::is_floating_point<C>::value) {
+      // Float to integer truncates toward zero; NaN becomes 0.
+      out[i] = To::store(x != x ? C(0) : static_cast<C>(trunc(x)));
+    } else {
+      out[i] = To::store(static_cast<C>(x));
+    }
+  }
+}
+
+template <typename T>
+__global__ void iotaKernel(typename T::Storage *out, StridedView shape,
+                           int dim, int64_t count) {
+  PARTITA_GRID_LOOP(i, count) {
+    int64_t rest = i, coordinate = 0;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      if (d == dim)
+        coordinate = rest % shape.shape[d];
+      rest /= shape.shape[d];
+    }
+    out[i] = T::store(static_cast<typename T::Compute>(coordinate));
+  }
+}
+
+template <typename T>
+__global__ void reduceKernel(const typename T::Storage *in,
+                             typename T::Storage *out, StridedView kept,
+                             StridedView reduced, int kind, int64_t count) {
+  using C = typename T::Compute;
+  int64_t inner = device::viewElements(reduced);
+  PARTITA_GRID_LOOP(i, count) {
+    int64_t base = device::sourceOffset(kept, i);
+    C acc = inner > 0 ? T::load(in[base + device::sourceOffset(reduced, 0)])
+                      : C(0);
+    if (inner == 0) {
+      if (static_cast<ReductionCode>(kind) == ReductionCode::Max)
+        acc = std::is_floating_point<C>::value ? C(-INFINITY) : C(0);
+      if (static_cast<ReductionCode>(kind) == ReductionCode::Min)
+        acc = std::is_floating_point<C>::value ? C(INFINITY) : C(0);
+    }
+    for (int64_t j = 1; j < inner; ++j) {
+      C x = T::load(in[base + device::sourceOffset(reduced, j)]);
+      switch (static_cast<ReductionCode>(kind)) {
+      case ReductionCode::Sum: acc = acc + x; break;
+      case ReductionCode::Max: acc = (acc > x || acc != acc) ? acc : x; break;
+      case ReductionCode::Min: acc = (acc < x || acc != acc) ? acc : x; break;
+      case ReductionCode::And:
+        if constexpr (!std::is_floating_point<C>::value)
+          acc = acc & x;
+        break;
+      case ReductionCode::Or:
+        if constexpr (!std::is_floating_point<C>::value)
+          acc = acc | x;
+        break;
+      }
+    }
+    out[i] = T::store(acc);
+  }
+}
+
+/// One thread per line along `dim` (lines: `outer` x `inner`).
+template <typename T>
+__global__ void cumsumKernel(const typename T::Storage *in,
+                             typename T::Storage *out, int64_t outer,
+                             int64_t length, int64_t inner, bool reverse) {
+  PARTITA_GRID_LOOP(line, outer * inner) {
+    int64_t o = line / inner, n = line % inner;
+    typename T::Compute acc = 0;
+    for (int64_t j = 0; j < length; ++j) {
+      int64_t k = reverse ? length - 1 - j : j;
+      int64_t at = (o * length + k) * inner + n;
+      acc = acc + T::load(in[at]);
+      out[at] = T::store(acc);
+    }
+  }
+}
+
+/// argmax along `dim`: first index of the largest value (NaN wins).
+template <typename T, typename Index>
+__global__ void argmaxKernel(const typename T::Storage *in, Index *out,
+                             int64_t outer, int64_t length, int64_t inner) {
+  PARTITA_GRID_LOOP(line, outer * inner) {
+    int64_t o = line / inner, n = line % inner;
+    auto best = T::load(in[(o * length) * inner + n]);
+    int64_t bestIndex = 0;
+    for (int64_t j = 1; j < length && best == best; ++j) {
+      auto x = T::load(in[(o * length + j) * inner + n]);
+      if (x > best || x != x) {
+        best = x;
+        bestIndex = j;
+      }
+    }
+    out[line] = static_cast<Index>(bestIndex);
+  }
+}
+
+/// top_k along `dim`: k passes of selection per line, largest first, ties
+/// to the lower index.
+template <typename T, typename Index>
+__global__ void topKKernel(const typename T::Storage *in,
+                           typename T::Storage *values, Index *indices,
+                           int64_t outer, int64_t length, int64_t inner,
+                           int64_t k) {
+  PARTITA_GRID_LOOP(line, outer * inner) {
+    int64_t o = line / inner, n = line % inner;
+    for (int64_t r = 0; r < k; ++r) {
+      int64_t best = -1;
+      for (int64_t j = 0; j < length; ++j) {
+        bool taken = false;
+        for (int64_t q = 0; q < r; ++q)
+          taken |= indices[(o * k + q) * inner + n] == static_cast<Index>(j);
+        if (taken)
+          continue;
+        auto x = T::load(in[(o * length + j) * inner + n]);
+        if (best < 0 || x > T::load(in[(o * length + best) * inner + n]))
+          best = j;
+      }
+      indices[(o * k + r) * inner + n] = static_cast<Index>(best);
+      values[(o * k + r) * inner + n] = in[(o * length + best) * inner + n];
+    }
+  }
+}
+
+template <typename Index>
+__device__ int64_t clampIndex(Index value, int64_t rows) {
+  int64_t v = static_cast<int64_t>(value);
+  return v < 0 ? 0 : (v >= rows ? rows - 1 : v);
+}
+
+/// result[i, r] = table[clamp(indices[i]), r]
+template <int Bytes, typename Index>
+__global__ void gatherKernel(const Chunk<Bytes> *table, const Index *indices,
+                             Chunk<Bytes> *out, int64_t lookups, int64_t rows,
+                             int64_t rowElements) {
+  PARTITA_GRID_LOOP(i, lookups * rowElements) {
+    int64_t lookup = i / rowElements, element = i % rowElements;
+    out[i] = table[clampIndex(indices[lookup], rows) * rowElements + element];
+  }
+}
+
+/// table[r, e] += sum of updates[i, e] over i with clamp(indices[i]) == r,
+/// in index order (deterministic).
+template <typename T, typename Index>
+__global__ void scatterAddKernel(const typename T::Storage *table,
+                                 const Index *indices,
+                                 const typename T::Storage *updates,
+                                 typename T::Storage *out, int64_t lookups,
+                                 int64_t rows, int64_t rowElements) {
+  PARTITA_GRID_LOOP(i, rows * rowElements) {
+    int64_t row = i / rowElements, element = i % rowElements;
+    auto acc = T::load(table[i]);
+    for (int64_t l = 0; l < lookups; ++l)
+      if (clampIndex(indices[l], rows) == row)
+        acc = acc + T::load(updates[l * rowElements + element]);
+    out[i] = T::store(acc);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+Status launched(const char *what) {
+  cudaError_t code = cudaGetLastError();
+  if (code != cudaSuccess)
+    return Status::error(std::string(what) + ": kernel launch failed: " +
+                         cudaGetErrorString(code));
+  return Status::success();
+}
+
+Status stridedCopy(const CudaContext &ctx, const void *source,
+                   void *destination, const StridedView &view,
+                   int64_t elementSize) {
+  int64_t count = device::viewElements(view);
+  if (count == 0)
+    return Status::success();
+  switch (elementSize) {
+#define PARTITA_COPY_CASE(B)                                                   \
+  case B:                                                                      \
+    stridedCopyKernel<B><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>( \
+        static_cast<const Chunk<B> *>(source),                                 \
+        static_cast<Chunk<B> *>(destination), view, count);                    \
+    return launched("strided copy");
+    PARTITA_COPY_CASE(1)
+    PARTITA_COPY_CASE(2)
+    PARTITA_COPY_CASE(4)
+    PARTITA_COPY_CASE(8)
+#undef PARTITA_COPY_CASE
+  }
+  return Status::error("strided copy of " + std::to_string(elementSize) +
+                       "-byte elements");
+}
+
+Status place(const CudaContext &ctx, const void *block, void *destination,
+             const StridedView &view, int64_t elementSize) {
+  int64_t count = device::viewElements(view);
+  if (count == 0)
+    return Status::success();
+  switch (elementSize) {
+#define PARTITA_PLACE_CASE(B)                                                  \
+  case B:                                                                      \
+    placeKernel<B><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(      \
+        static_cast<const Chunk<B> *>(block),                                  \
+        static_cast<Chunk<B> *>(destination), view, count);                    \
+    return launched("place");
+    PARTITA_PLACE_CASE(1)
+    PARTITA_PLACE_CASE(2)
+    PARTITA_PLACE_CASE(4)
+    PARTITA_PLACE_CASE(8)
+#undef PARTITA_PLACE_CASE
+  }
+  return Status::error("placement of " + std::to_string(elementSize) +
+                       "-byte elements");
+}
+
+Status fill(const CudaContext &ctx, const void *scalar, void *out,
+            int64_t count, int64_t elementSize) {
+  if (count == 0)
+    return Status::success();
+  switch (elementSize) {
+#define PARTITA_FILL_CASE(B)                                                   \
+  case B:                                                                      \
+    fillKernel<B><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(       \
+        static_cast<const Chunk<B> *>(scalar), static_cast<Chunk<B> *>(out),   \
+        count);                                                                \
+    return launched("fill");
+    PARTITA_FILL_CASE(1)
+    PARTITA_FILL_CASE(2)
+    PARTITA_FILL_CASE(4)
+    PARTITA_FILL_CASE(8)
+#undef PARTITA_FILL_CASE
+  }
+  return Status::error("fill of " + std::to_string(elementSize) +
+                       "-byte elements");
+}
+
+/// outer x length x inner around `dim`.
+void lineShape(const std::vector<int64_t> &shape, int64_t dim, int64_t &outer,
+               int64_t &length, int64_t &inner) {
+  outer = 1;
+  inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  length = shape[dim];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+}
+
+Status readIndex(const CudaContext &ctx, const void *scalar, DType dtype,
+                 int64_t &value) {
+  PARTITA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  if (dtype == DType::I32) {
+    int32_t v = 0;
+    PARTITA_CUDA_CHECK(cudaMemcpy(&v, scalar, 4, cudaMemcpyDeviceToHost));
+    value = v;
+  } else {
+    PARTITA_CUDA_CHECK(cudaMemcpy(&value, scalar, 8, cudaMemcpyDeviceToHost));
+  }
+  return Status::success();
+}
+
+/// The einsum of one or two operands as a (batched) cuBLAS GEMM: operands
+/// permuted to [batch, m, k] and [batch, k, n], the product [batch, m, n]
+/// permuted to the output's labels.
+Status einsum(const CudaContext &ctx, const Instruction &inst,
+              const std::vector<TensorType> &operandTypes,
+              const std::vector<const void *> &operands,
+              const TensorType &resultType, void *result) {
+  const std::string &spec = inst.text;
+  size_t arrow = spec.find("->");
+  if (arrow == std::string::npos)
+    return Status::error("einsum: spec '" + spec + "' has no '->'");
+  std::string inputs = spec.substr(0, arrow), output = spec.substr(arrow + 2);
+  std::vector<std::string> terms;
+  size_t comma = inputs.find(',');
+  terms.push_back(inputs.substr(0, comma));
+  if (comma != std::string::npos)
+    terms.push_back(inputs.substr(comma + 1));
+  if (terms.size() != operands.size())
+    return Status::error("einsum: spec '" + spec + "' does not match " +
+                         std::to_string(operands.size()) + " operands");
+  std::vector<int64_t> size(128, 0);
+  for (size_t t = 0; t < terms.size(); ++t)
+    for (size_t d = 0; d < terms[t].size(); ++d)
+      size[static_cast<unsigned char>(terms[t][d])] =
+          operandTypes[t].shape[d];
+  auto labelsShape = [&](const std::string &labels) {
+    std::vector<int64_t> shape;
+    for (char c : labels)
+      shape.push_back(size[static_cast<unsigned char>(c)]);
+    return shape;
+  };
+  auto product = [](const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    return n;
+  };
+  // The permutation taking labels `from` to labels `to` (same letters).
+  auto permutation = [](const std::string &from, const std::string &to) {
+    std::vector<int64_t> perm;
+    for (char c : to)
+      perm.push_back(static_cast<int64_t>(from.find(c)));
+    return perm;
+  };
+  DType dtype = operandTypes[0].dtype;
+  int64_t elementSize = dtypeSize(dtype);
+  auto permuted = [&](const void *data, const std::string &from,
+                      const std::string &to,
+                      const void *&out) -> Status {
+    if (from == to) {
+      out = data;
+      return Status::success();
+    }
+    StridedView view;
+    if (!device::transposeView(labelsShape(from), permutation(from, to),
+                               view))
+      return Status::error("einsum: cannot permute " + from + " to " + to);
+    void *buffer = ctx.scratch(ctx.backend, product(labelsShape(to)) *
+                                                elementSize);
+    out = buffer;
+    return stridedCopy(ctx, data, buffer, view, elementSize);
+  };
+  auto has = [](const std::string &term, char c) {
+    return term.find(c) != std::string::npos;
+  };
+  if (terms.size() == 1) {
+    // A permutation (labels summed away in one operand: not on CUDA yet).
+    if (terms[0].size() != output.size())
+      return Status::error("einsum '" + spec +
+                           "': a one-operand sum is not supported on CUDA");
+    const void *out = nullptr;
+    if (resultType.dtype != dtype)
+      return Status::error("einsum '" + spec +
+                           "': a one-operand einsum cannot change the type");
+    if (Status status = permuted(operands[0], terms[0], output, out); !status)
+      return status;
+    if (out != result && product(labelsShape(output)) > 0)
+      PARTITA_CUDA_CHECK(cudaMemcpyAsync(result, out,
+                                         product(labelsShape(output)) *
+                                             elementSize,
+                                         cudaMemcpyDeviceToDevice,
+                                         ctx.stream));
+    return Status::success();
+  }
+  const std::string &lhs = terms[0], &rhs = terms[1];
+  std::string batch, m, n, k;
+  for (char c : output) {
+    if (has(lhs, c) && has(rhs, c))
+      batch += c;
+    else if (has(lhs, c))
+      m += c;
+    else if (has(rhs, c))
+      n += c;
+  }
+  for (char c : lhs)
+    if (has(rhs, c) && !has(output, c))
+      k += c;
+  for (const std::string &term : terms)
+    for (char c : term)
+      if (!has(output, c) && !has(k, c))
+        return Status::error("einsum '" + spec +
+                             "': a label summed in one operand only is not "
+                             "supported on CUDA");
+  cudaDataType_t type, resultTypeCode;
+  cublasComputeType_t compute;
+  switch (dtype) {
+  case DType::F32:
+    type = CUDA_R_32F;
+    compute = ctx.allowTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    break;
+  case DType::BF16:
+    type = CUDA_R_16BF;
+    compute = CUBLAS_COMPUTE_32F;
+    break;
+  case DType::F16:
+    type = CUDA_R_16F;
+    compute = CUBLAS_COMPUTE_32F;
+    break;
+  case DType::F64:
+    type = CUDA_R_64F;
+    compute = CUBLAS_COMPUTE_64F;
+    break;
+  default:
+    return Status::error(std::string("einsum on ") + dtypeName(dtype) +
+                         " is not supported on CUDA");
+  }
+  resultTypeCode = resultType.dtype == DType::F32 ? CUDA_R_32F : type;
+  const void *a = nullptr, *b = nullptr;
+  if (Status status = permuted(operands[0], lhs, batch + m + k, a); !status)
+    return status;
+  if (Status status = permuted(operands[1], rhs, batch + k + n, b); !status)
+    return status;
+  int64_t batches = product(labelsShape(batch));
+  int64_t rows = product(labelsShape(m)), cols = product(labelsShape(n)),
+          depth = product(labelsShape(k));
+  std::string productLabels = batch + m + n;
+  int64_t resultElement = dtypeSize(resultType.dtype);
+  void *c = productLabels == output
+                ? result
+                : ctx.scratch(ctx.backend, batches * rows * cols * resultElement);
+  if (batches * rows * cols == 0)
+    return Status::success();
+  float oneF = 1, zeroF = 0;
+  double oneD = 1, zeroD = 0;
+  const void *alpha = dtype == DType::F64 ? static_cast<const void *>(&oneD)
+                                          : static_cast<const void *>(&oneF);
+  const void *beta = dtype == DType::F64 ? static_cast<const void *>(&zeroD)
+                                         : static_cast<const void *>(&zeroF);
+  PARTITA_CUBLAS_CHECK(cublasSetStream(ctx.blas, ctx.stream));
+  // Row-major C = A·B is column-major C^T = B^T·A^T.
+  PARTITA_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(cols),
+      static_cast<int>(rows), static_cast<int>(depth), alpha, b, type,
+      static_cast<int>(std::max<int64_t>(cols, 1)), depth * cols, a, type,
+      static_cast<int>(std::max<int64_t>(depth, 1)), rows * depth, beta, c,
+      resultTypeCode, static_cast<int>(std::max<int64_t>(cols, 1)),
+      rows * cols, static_cast<int>(batches), compute, CUBLAS_GEMM_DEFAULT));
+  if (c == result)
+    return Status::success();
+  StridedView view;
+  if (!device::transposeView(labelsShape(productLabels),
+                             permutation(productLabels, output), view))
+    return Status::error("einsum: cannot permute the product");
+  return stridedCopy(ctx, c, result, view, resultElement);
+}
+
+} // namespace
+
+/// Runs one tensor instruction on device buffers (CudaBackend.cu).
+Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,
+                     const std::vector<TensorType> &operandTypes,
+                     const std::vector<const void *> &operands,
+                     const std::vector<TensorType> &resultTypes,
+                     const std::vector<void *> &results,
+                     const std::vector<HostArray> &constants) {
+  std::string name = opCodeName(inst.op);
+  auto fail = [&](const std::string &message) {
+    return Status::error(name + " on CUDA: " + message);
+  };
+  if (resultTypes.empty())
+    return fail("no result");
+  const TensorType &out = resultTypes[0];
+  int64_t count = out.numElements();
+  int64_t elementSize = dtypeSize(out.dtype);
+  auto sameBytes = [&]() -> Status {
+    if (operands[0] != results[0] && count > 0)
+      PARTITA_CUDA_CHECK(cudaMemcpyAsync(results[0], operands[0],
+                                         out.bytes(), cudaMemcpyDeviceToDevice,
+                                         ctx.stream));
+    return Status::success();
+  };
+  switch (inst.op) {
+  case OpCode::Constant: {
+    if (inst.ints.size() != 1 || inst.ints[0] < 0 ||
+        inst.ints[0] >= static_cast<int64_t>(constants.size()))
+      return fail("bad constant index");
+    const HostArray &value = constants[inst.ints[0]];
+    if (static_cast<int64_t>(value.bytes.size()) != out.bytes())
+      return fail("the constant's size differs from the result's");
+    if (count > 0)
+      PARTITA_CUDA_CHECK(cudaMemcpyAsync(results[0], value.bytes.data(),
+                                         out.bytes(), cudaMemcpyHostToDevice,
+                                         ctx.stream));
+    // The pool outlives the program, but make the copy complete before the
+    // host may reuse anything.
+    PARTITA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    return Status::success();
+  }
+  case OpCode::Iota: {
+    if (inst.ints.size() != 1 || out.shape.size() > device::maxRank)
+      return fail("bad attributes");
+    StridedView shape;
+    shape.rank = static_cast<int>(out.shape.size());
+    for (size_t d = 0; d < out.shape.size(); ++d)
+      shape.shape[d] = out.shape[d];
+    return withDType(out.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if (count > 0)
+        iotaKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
+            static_cast<typename T::Storage *>(results[0]), shape,
+            static_cast<int>(inst.ints[0]), count);
+      return launched("iota");
+    });
+  }
+  case OpCode::Neg: case OpCode::Abs: case OpCode::Sign: case OpCode::Exp:
+  case OpCode::Log: case OpCode::Log1p: case OpCode::Tanh:
+  case OpCode::Logistic: case OpCode::Sqrt: case OpCode::Rsqrt:
+  case OpCode::Erf: case OpCode::Sin: case OpCode::Cos: case OpCode::Floor:
+  case OpCode::Not:
+    return withDType(out.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if (count > 0)
+        unaryKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
+            static_cast<const typename T::Storage *>(operands[0]),
+            static_cast<typename T::Storage *>(results[0]), count,
+            static_cast<int>(inst.op));
+      return launched(name.c_str());
+    });
+  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
+  case OpCode::Rem: case OpCode::Max: case OpCode::Min: case OpCode::Pow:
+  case OpCode::And: case OpCode::Or: case OpCode::Xor:
+    return withDType(out.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if (count > 0)
+        binaryKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
+            static_cast<const typename T::Storage *>(operands[0]),
+            static_cast<const typename T::Storage *>(operands[1]),
+            static_cast<typename T::Storage *>(results[0]), count,
+            static_cast<int>(inst.op));
+      return launched(name.c_str());
+    });
+  case OpCode::Compare:
+    if (inst.ints.size() != 1)
+      return fail("bad attributes");
+    return withDType(operandTypes[0].dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if (count > 0)
+        compareKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
+            static_cast<const typename T::Storage *>(operands[0]),
+            static_cast<const typename T::Storage *>(operands[1]),
+            static_cast<uint8_t *>(results[0]), count,
+            static_cast<int>(inst.ints[0]));
+      return launched("compare");
+    });
+  case OpCode::Select: {
+    if (count == 0)
+      return Status::success();
+    switch (elementSize) {
+#define PARTITA_SELECT_CASE(B)                                                 \
+  case B:                                                                      \
+    selectKernel<B><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(     \
+        static_cast<const uint8_t *>(operands[0]),                             \
+        static_cast<const Chunk<B> *>(operands[1]),                            \
+        static_cast<const Chunk<B> *>(operands[2]),                            \
+        static_cast<Chunk<B> *>(results[0]), count);                           \
+    return launched("select");
+      PARTITA_SELECT_CASE(1)
+      PARTITA_SELECT_CASE(2)
+      PARTITA_SELECT_CASE(4)
+      PARTITA_SELECT_CASE(8)
+#undef PARTITA_SELECT_CASE
+    }
+    return fail("bad element size");
+  }
+  case OpCode::Convert:
+    if (operandTypes[0].dtype == out.dtype)
+      return sameBytes();
+    return withDType(operandTypes[0].dtype, [&](auto from) -> Status {
+      return withDType(out.dtype, [&](auto to) -> Status {
+        using From = decltype(from);
+        using To = decltype(to);
+        if (count > 0)
+          convertKernel<From, To>
+              <<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
+                  static_cast<const typename From::Storage *>(operands[0]),
+                  static_cast<typename To::Storage *>(results[0]), count);
+        return launched("convert");
+      });
+    });
+  case OpCode::Reshape:
+  case OpCode::OptimizationBarrier: {
+    for (size_t i = 0; i < operands.size() && i < results.size(); ++i)
+      if (operands[i] != results[i] && resultTypes[i].bytes() > 0)
+        PARTITA_CUDA_CHECK(cudaMemcpyAsync(
+            results[i], operands[i], resultTypes[i].bytes(),
+            cudaMemcpyDeviceToDevice, ctx.stream));
+    return Status::success();
+  }
+  case OpCode::Broadcast: {
+    StridedView view;
+    if (!device::broadcastView(operandTypes[0].shape, out.shape, inst.ints,
+                               view))
+      return fail("bad dims");
+    return stridedCopy(ctx, operands[0], results[0], view, elementSize);
+  }
+  case OpCode::Transpose: {
+    StridedView view;
+    if (!device::transposeView(operandTypes[0].shape, inst.ints, view))
+      return fail("bad permutation");
+    return stridedCopy(ctx, operands[0], results[0], view, elementSize);
+  }
+  case OpCode::Slice: {
+    size_t rank = out.shape.size();
+    if (inst.ints.size() != 3 * rank)
+      return fail("bad attributes");
+    std::vector<int64_t> start(inst.ints.begin(), inst.ints.begin() + rank);
+    std::vector<int64_t> stride(inst.ints.begin() + 2 * rank, inst.ints.end());
+    StridedView view;
+    if (!device::sliceView(operandTypes[0].shape, start, stride, out.shape,
+                           view))
+      return fail("bad bounds");
+    return stridedCopy(ctx, operands[0], results[0], view, elementSize);
+  }
+  case OpCode::Concatenate: {
+    if (inst.ints.size() != 1)
+      return fail("bad attributes");
+    std::vector<int64_t> offset(out.shape.size(), 0);
+    for (size_t i = 0; i < operands.size(); ++i) {
+      StridedView view;
+      if (!device::placementView(out.shape, operandTypes[i].shape, offset,
+                                 view))
+        return fail("operands do not fit the result");
+      if (Status status = place(ctx, operands[i], results[0], view,
+                                elementSize);
+          !status)
+        return status;
+      offset[inst.ints[0]] += operandTypes[i].shape[inst.ints[0]];
+    }
+    return Status::success();
+  }
+  case OpCode::Pad: {
+    size_t rank = out.shape.size();
+    if (inst.ints.size() != 2 * rank)
+      return fail("bad attributes");
+    if (Status status = fill(ctx, operands[1], results[0], count, elementSize);
+        !status)
+      return status;
+    std::vector<int64_t> low(inst.ints.begin(), inst.ints.begin() + rank);
+    StridedView view;
+    if (!device::placementView(out.shape, operandTypes[0].shape, low, view))
+      return fail("bad padding");
+    return place(ctx, operands[0], results[0], view, elementSize);
+  }
+  case OpCode::DynamicSlice:
+  case OpCode::DynamicUpdateSlice: {
+    bool update = inst.op == OpCode::DynamicUpdateSlice;
+    const TensorType &operand = operandTypes[0];
+    size_t first = update ? 2 : 1;
+    std::vector<int64_t> sizes =
+        update ? operandTypes[1].shape : inst.ints;
+    if (operands.size() != first + operand.shape.size() ||
+        sizes.size() != operand.shape.size())
+      return fail("bad operands");
+    std::vector<int64_t> start;
+    for (size_t d = 0; d < operand.shape.size(); ++d) {
+      int64_t value = 0;
+      if (Status status = readIndex(ctx, operands[first + d],
+                                    operandTypes[first + d].dtype, value);
+          !status)
+        return status;
+      // Clamped so the window stays inside (the dialect's rule).
+      int64_t limit = operand.shape[d] - sizes[d];
+      start.push_back(value < 0 ? 0 : (value > limit ? limit : value));
+    }
+    if (!update) {
+      StridedView view;
+      std::vector<int64_t> ones(start.size(), 1);
+      if (!device::sliceView(operand.shape, start, ones, out.shape, view))
+        return fail("bad window");
+      return stridedCopy(ctx, operands[0], results[0], view, elementSize);
+    }
+    if (Status status = sameBytes(); !status)
+      return status;
+    StridedView view;
+    if (!device::placementView(out.shape, sizes, start, view))
+      return fail("bad window");
+    return place(ctx, operands[1], results[0], view, elementSize);
+  }
+  case OpCode::Reduce: {
+    if (inst.ints.empty())
+      return fail("bad attributes");
+    std::vector<int64_t> dims(inst.ints.begin() + 1, inst.ints.end());
+    StridedView kept, reduced;
+    if (!device::reductionViews(operandTypes[0].shape, dims, kept, reduced))
+      return fail("bad dims");
+    return withDType(out.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if (count > 0)
+        reduceKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
+            static_cast<const typename T::Storage *>(operands[0]),
+            static_cast<typename T::Storage *>(results[0]), kept, reduced,
+            static_cast<int>(inst.ints[0]), count);
+      return launched("reduce");
+    });
+  }
+  case OpCode::Cumsum: {
+    if (inst.ints.size() != 2)
+      return fail("bad attributes");
+    int64_t outer, length, inner;
+    lineShape(out.shape, inst.ints[0], outer, length, inner);
+    return withDType(out.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if (count > 0)
+        cumsumKernel<T>
+            <<<blocksFor(outer * inner), threadsPerBlock, 0, ctx.stream>>>(
+                static_cast<const typename T::Storage *>(operands[0]),
+                static_cast<typename T::Storage *>(results[0]), outer, length,
+                inner, inst.ints[1] != 0);
+      return launched("cumsum");
+    });
+  }
+  case OpCode::Argmax:
+  case OpCode::TopK: {
+    bool topK = inst.op == OpCode::TopK;
+    if (inst.ints.size() != (topK ? 2u : 1u))
+      return fail("bad attributes");
+    int64_t outer, length, inner;
+    lineShape(operandTypes[0].shape, inst.ints[0], outer, length, inner);
+    DType indexType = resultTypes[topK ? 1 : 0].dtype;
+    return withDType(operandTypes[0].dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      auto run = [&](auto index) -> Status {
+        using Index = decltype(index);
+        if (outer * inner == 0)
+          return Status::success();
+        if (topK)
+          topKKernel<T, Index>
+              <<<blocksFor(outer * inner), threadsPerBlock, 0, ctx.stream>>>(
+                  static_cast<const typename T::Storage *>(operands[0]),
+                  static_cast<typename T::Storage *>(results[0]),
+                  static_cast<Index *>(results[1]), outer, length, inner,
+                  inst.ints[1]);
+        else
+          argmaxKernel<T, Index>
+              <<<blocksFor(outer * inner), threadsPerBlock, 0, ctx.stream>>>(
+                  static_cast<const typename T::Storage *>(operands[0]),
+                  static_cast<Index *>(results[0]), outer, length, inner);
+        return launched(name.c_str());
+      };
+      return indexType == DType::I32 ? run(int32_t{}) : run(int64_t{});
+    });
+  }
+  case OpCode::Gather:
+  case OpCode::ScatterAdd: {
+    bool scatter = inst.op == OpCode::ScatterAdd;
+    const TensorType &table = operandTypes[0];
+    int64_t rows = table.shape.empty() ? 1 : table.shape[0];
+    int64_t rowElements = rows > 0 ? table.numElements() / rows : 0;
+    int64_t lookups = operandTypes[1].numElements();
+    bool wide = operandTypes[1].dtype == DType::I64;
+    if (!scatter) {
+      if (count == 0)
+        return Status::success();
+      switch (elementSize) {
+#define PARTITA_GATHER_CASE(B)                                                 \
+  case B:                                                                      \
+    if (wide)                                                                  \
+      gatherKernel<B, int64_t>                                                 \
+          <<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(              \
+              static_cast<const Chunk<B> *>(operands[0]),                      \
+              static_cast<const int64_t *>(operands[1]),                       \
+              static_cast<Chunk<B> *>(results[0]), lookups, rows,              \
+              rowElements);                                                    \
+    else                                                                       \
+      gatherKernel<B, int32_t>                                                 \
+          <<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(              \
+              static_cast<const Chunk<B> *>(operands[0]),                      \
+              static_cast<const int32_t *>(operands[1]),                       \
+              static_cast<Chunk<B> *>(results[0]), lookups, rows,              \
+              rowElements);                                                    \
+    return launched("gather");
+        PARTITA_GATHER_CASE(1)
+        PARTITA_GATHER_CASE(2)
+        PARTITA_GATHER_CASE(4)
+        PARTITA_GATHER_CASE(8)
+#undef PARTITA_GATHER_CASE
+      }
+      return fail("bad element size");
+    }
+    return withDType(out.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      if (count == 0)
+        return Status::success();
+      auto run = [&](auto index) -> Status {
+        using Index = decltype(index);
+        scatterAddKernel<T, Index>
+            <<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
+                static_cast<const typename T::Storage *>(operands[0]),
+                static_cast<const Index *>(operands[1]),
+                static_cast<const typename T::Storage *>(operands[2]),
+                static_cast<typename T::Storage *>(results[0]), lookups, rows,
+                rowElements);
+        return launched("scatter_add");
+      };
+      return wide ? run(int64_t{}) : run(int32_t{});
+    });
+  }
+  case OpCode::Einsum:
+    return einsum(ctx, inst, operandTypes, operands, out, results[0]);
+  default:
+    break;
+  }
+  return fail("not a tensor op the CUDA backend runs");
+}
+
+} // namespace partita
