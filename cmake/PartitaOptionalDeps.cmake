@@ -33,7 +33,7 @@ if(PARTITA_ENABLE_CUDA)
   # NCCL has no CMake package: look in the toolkit, then in pip's nvidia-nccl.
   find_path(PARTITA_NCCL_INCLUDE_DIR nccl.h
     HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME PATH_SUFFIXES include)
-  find_library(PARTITA_NCCL_LIBRARY nccl
+  find_library(PARTITA_NCCL_LIBRARY NAMES nccl libnccl.so.2
     HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME PATH_SUFFIXES lib lib64)
   if(PARTITA_NCCL_INCLUDE_DIR AND PARTITA_NCCL_LIBRARY)
     add_library(Partita::NCCL UNKNOWN IMPORTED)

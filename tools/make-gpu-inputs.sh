@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Prepares what tools/gpu-check.sh needs on the GPU machine, which has no
+# MLIR: Executables compiled here and their outputs on the CPU devices here
+# (the reference), in build/gpu-inputs/ (carried to the GPU machine).
+#   bash tools/make-gpu-inputs.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${PARTITA_BUILD_DIR:-build}/bin
+OUT=${PARTITA_BUILD_DIR:-build}/gpu-inputs
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# name | partita gen arguments | devices
+programs=(
+  "gpt1|gpt --mesh data=1 --rules dp|1"
+  "gpt8|gpt --rules dp+tp|8"
+  "gpt8-bf16|gpt --rules dp+tp --dtype bf16|8"
+  "moe8|moe --mesh data=8 --experts 8 --rules ep|8"
+  "gpt8-train|gpt --rules fsdp|8"
+)
+for entry in "${programs[@]}"; do
+  IFS='|' read -r name args devices <<<"$entry"
+  # shellcheck disable=SC2086
+  "$BIN/partita" gen $args -o "$OUT/$name.mlir" 2>/dev/null
+  train=()
+  if [[ $name == *-train ]]; then train=(--train); fi
+  "$BIN/partita" compile "$OUT/$name.mlir" "${train[@]}" --stage executable \
+    -o "$OUT/$name.exe"
+  "$BIN/partita-exec" run "$OUT/$name.exe" --seed 1 --outputs "$OUT/$name.ref" \
+    > "$OUT/$name.cpu.txt"
+  echo "$name $devices" >> "$OUT/programs.txt"
+done
+du -sh "$OUT"
