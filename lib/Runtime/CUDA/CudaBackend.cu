@@ -201,6 +201,8 @@ public:
     return Status::success();
   }
 
+  cudaStream_t workStream() const { return stream; }
+
 private:
   int device;
   CudaBackendOptions options;
@@ -251,6 +253,10 @@ private:
 
 } // namespace
 
+void *cudaStreamOf(Backend &backend) {
+  return static_cast<CudaBackend &>(backend).workStream();
+}
+
 Expected<std::unique_ptr<Backend>>
 createCudaBackend(int device, const CudaBackendOptions &options) {
   std::string why;
@@ -281,7 +287,23 @@ runOnCudaDevices(const Executable &program,
   if (!inputs)
     return inputs.status();
   int64_t devices = program.mesh.numDevices();
-  StagingCommunicator communicator(program.mesh);
+  // Every device on its own GPU: NCCL; otherwise logical devices staged
+  // through the host.
+  std::unique_ptr<Communicator> owned;
+  bool nccl = devices <= gpus && devices > 1 && !options.forceStaging;
+  if (nccl) {
+    std::vector<int> gpuOf(devices);
+    for (int64_t d = 0; d < devices; ++d)
+      gpuOf[d] = static_cast<int>(d);
+    Expected<std::unique_ptr<Communicator>> created =
+        createNcclCommunicator(program.mesh, gpuOf);
+    if (!created)
+      return created.status();
+    owned = std::move(*created);
+  } else {
+    owned = std::make_unique<StagingCommunicator>(program.mesh);
+  }
+  Communicator &communicator = *owned;
   std::vector<std::vector<HostArray>> outputs(devices);
   std::vector<Status> statuses(devices);
   std::vector<int64_t> peaks(devices, 0);
@@ -290,6 +312,8 @@ runOnCudaDevices(const Executable &program,
     threads.emplace_back([&, d] {
       Expected<std::unique_ptr<Backend>> backend =
           createCudaBackend(static_cast<int>(d % gpus), options);
+      if (backend && nccl)
+        setNcclStream(communicator, d, cudaStreamOf(**backend));
       Status status = backend ? runOnDevice(program, d, &communicator,
                                             (*inputs)[d], outputs[d],
                                             backend->get())

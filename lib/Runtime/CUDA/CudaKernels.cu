@@ -661,6 +661,21 @@ Status einsum(const CudaContext &ctx, const Instruction &inst,
 
 } // namespace
 
+Status cudaStridedCopy(cudaStream_t stream, const void *source,
+                       void *destination, const StridedView &view,
+                       int64_t elementSize) {
+  CudaContext ctx;
+  ctx.stream = stream;
+  return stridedCopy(ctx, source, destination, view, elementSize);
+}
+
+Status cudaPlace(cudaStream_t stream, const void *block, void *destination,
+                 const StridedView &view, int64_t elementSize) {
+  CudaContext ctx;
+  ctx.stream = stream;
+  return place(ctx, block, destination, view, elementSize);
+}
+
 /// Runs one tensor instruction on device buffers (CudaBackend.cu).
 Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,
                      const std::vector<TensorType> &operandTypes,

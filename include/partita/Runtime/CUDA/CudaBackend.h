@@ -29,18 +29,36 @@ int cudaDeviceCount(std::string *why = nullptr);
 struct CudaBackendOptions {
   /// f32 einsums may use TF32 tensor cores (cuBLAS's FAST_TF32 compute).
   bool allowTF32 = false;
+  /// Stage collectives through the host even when every device has its own
+  /// GPU (the NCCL path is the default then).
+  bool forceStaging = false;
 };
 
 /// A backend on CUDA device `device`.
 Expected<std::unique_ptr<Backend>>
 createCudaBackend(int device, const CudaBackendOptions &options = {});
 
-/// Runs `program` on its mesh's N devices as N logical devices spread over
-/// the visible GPUs (device d on GPU d mod count), one host thread each.
-/// Collectives stage device buffers through host memory into the
-/// in-process communicator, so N > the GPU count works (NCCL refuses two
-/// ranks on one GPU); the NCCL communicator is the multi-GPU path.
-/// Inputs, outputs and the partial-sum handling are runOnCpuDevices's.
+/// The stream a CUDA backend issues its work on (a cudaStream_t).
+void *cudaStreamOf(Backend &backend);
+
+/// NCCL collectives for the devices of `mesh`, all driven by this process,
+/// device d on GPU gpus[d] (distinct GPUs: NCCL refuses two ranks on one).
+/// One communicator per device over the whole mesh, split per ordered set
+/// of mesh axes; calls are issued on the stream given by setNcclStream().
+Expected<std::unique_ptr<Communicator>>
+createNcclCommunicator(const Mesh &mesh, const std::vector<int> &gpus);
+
+/// The stream device `deviceId`'s collectives are issued on (its backend's,
+/// cudaStreamOf()), so they are ordered with its kernels.
+void setNcclStream(Communicator &communicator, int64_t deviceId, void *stream);
+
+/// Runs `program` on its mesh's N devices, one host thread each. With at
+/// least N GPUs, device d runs on GPU d and collectives go through NCCL;
+/// with fewer, the devices are logical devices spread over the GPUs
+/// (device d on GPU d mod count) whose collectives stage device buffers
+/// through host memory into the in-process communicator, so partitioned
+/// programs run on a single GPU. Inputs, outputs and the partial-sum
+/// handling are runOnCpuDevices's.
 Expected<std::vector<HostArray>>
 runOnCudaDevices(const Executable &program,
                  const std::vector<HostArray> &globalInputs,

@@ -1,0 +1,406 @@
+//===- NcclCommunicator.cu - Collectives between GPUs with NCCL -----------===//
+//
+// One NCCL communicator per device over all devices of the mesh (rank =
+// row-major mesh position), split once per ordered set of mesh axes with
+// ncclCommSplit (color: the group, key: the position in it), so every
+// collective of the dialect is one NCCL call on its group's communicator,
+// issued on the device's compute stream — ordered with the kernels before
+// and after it without extra events.
+//
+//   all_reduce      ncclAllReduce (and/or: max/min on booleans only)
+//   all_gather      ncclAllGather into [group, input...], then each block
+//                   placed at its offset along `dim`
+//   reduce_scatter  blocks along `dim` packed to [group, block...], then
+//                   ncclReduceScatter
+//   all_to_all      blocks along split_dim packed per peer, grouped
+//                   ncclSend/ncclRecv, blocks placed along concat_dim
+//   collective_permute  grouped ncclSend/ncclRecv; non-targets get zeros
+//
+// Not yet run on a GPU (docs/GPU.md).
+//
+//===----------------------------------------------------------------------===//
+#include "CudaCheck.h"
+
+#include "partita/Runtime/CUDA/CudaBackend.h"
+#include "partita/Runtime/DeviceMath.h"
+
+#include <nccl.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace partita {
+
+Status cudaStridedCopy(cudaStream_t stream, const void *source,
+                       void *destination, const device::StridedView &view,
+                       int64_t elementSize);
+Status cudaPlace(cudaStream_t stream, const void *block, void *destination,
+                 const device::StridedView &view, int64_t elementSize);
+
+namespace {
+
+Status ncclFailure(ncclResult_t code, const char *call, const char *file,
+                   int line) {
+  const char *base = file;
+  for (const char *p = file; *p; ++p)
+    if (*p == '/')
+      base = p + 1;
+  return Status::error(std::string(call) + " failed at " + base + ":" +
+                       std::to_string(line) + ": " + ncclGetErrorString(code));
+}
+
+#define PARTITA_NCCL_CHECK(call)                                               \
+  do {                                                                         \
+    ncclResult_t partitaNcclCode = (call);                                     \
+    if (partitaNcclCode != ncclSuccess)                                        \
+      return ncclFailure(partitaNcclCode, #call, __FILE__, __LINE__);          \
+  } while (false)
+
+Expected<ncclDataType_t> ncclTypeOf(DType dtype) {
+  switch (dtype) {
+  case DType::F64: return ncclFloat64;
+  case DType::F32: return ncclFloat32;
+  case DType::F16: return ncclFloat16;
+  case DType::BF16: return ncclBfloat16;
+  case DType::I64: return ncclInt64;
+  case DType::I32: return ncclInt32;
+  case DType::I8: return ncclInt8;
+  case DType::U8:
+  case DType::Bool: return ncclUint8;
+  default: break;
+  }
+  return Status::error(std::string("NCCL has no ") + dtypeName(dtype));
+}
+
+Expected<ncclRedOp_t> ncclOpOf(ReductionCode kind, DType dtype) {
+  switch (kind) {
+  case ReductionCode::Sum:
+    return dtype == DType::Bool ? ncclMax : ncclSum; // Or on booleans.
+  case ReductionCode::Max: return ncclMax;
+  case ReductionCode::Min: return ncclMin;
+  case ReductionCode::And:
+    if (dtype == DType::Bool)
+      return ncclMin;
+    break;
+  case ReductionCode::Or:
+    if (dtype == DType::Bool)
+      return ncclMax;
+    break;
+  }
+  return Status::error(std::string("NCCL cannot reduce ") +
+                       reductionCodeName(kind) + " on " + dtypeName(dtype));
+}
+
+class NcclCommunicator final : public CallForwardingCommunicator {
+public:
+  explicit NcclCommunicator(Mesh mesh) : meshValue(std::move(mesh)) {}
+
+  ~NcclCommunicator() override {
+    for (auto &entry : comms)
+      ncclCommDestroy(entry.second);
+    for (auto &entry : world)
+      ncclCommDestroy(entry.second);
+  }
+
+  /// One process drives every device: device d on GPU gpus[d].
+  Status initializeAll(const std::vector<int> &gpus) {
+    int64_t count = meshValue.numDevices();
+    std::vector<ncclComm_t> all(count);
+    // Rank r is mesh position r; ncclCommInitAll numbers ranks by the
+    // device list's order.
+    std::vector<int64_t> order = positionsToDevices();
+    std::vector<int> devices;
+    for (int64_t position = 0; position < count; ++position)
+      devices.push_back(gpus[order[position]]);
+    PARTITA_NCCL_CHECK(
+        ncclCommInitAll(all.data(), static_cast<int>(count), devices.data()));
+    for (int64_t position = 0; position < count; ++position)
+      world[order[position]] = all[position];
+    return splitAll();
+  }
+
+  void setStream(int64_t deviceId, cudaStream_t stream) {
+    std::lock_guard<std::mutex> guard(mutex);
+    streams[deviceId] = stream;
+  }
+
+  const Mesh &mesh() const override { return meshValue; }
+  void abort(const Status &reason) override {
+    std::lock_guard<std::mutex> guard(mutex);
+    if (!aborted) {
+      aborted = true;
+      abortReason = reason;
+      for (auto &entry : world)
+        ncclCommAbort(entry.second);
+      world.clear();
+      comms.clear();
+    }
+  }
+
+private:
+  std::vector<int64_t> positionsToDevices() const {
+    std::vector<int64_t> order(meshValue.numDevices());
+    for (int64_t d = 0; d < meshValue.numDevices(); ++d) {
+      std::vector<int64_t> coords = meshValue.coordinates(d);
+      int64_t position = 0;
+      for (size_t a = 0; a < coords.size(); ++a)
+        position = position * meshValue.axes()[a].size + coords[a];
+      order[position] = d;
+    }
+    return order;
+  }
+
+  /// Every ordered set of axes, split once for all devices together.
+  Status splitAll() {
+    std::vector<std::string> names;
+    for (const MeshAxis &axis : meshValue.axes())
+      names.push_back(axis.name);
+    int rank = meshValue.rank();
+    for (int mask = 1; mask < (1 << rank); ++mask) {
+      std::vector<std::string> chosen;
+      for (int a = 0; a < rank; ++a)
+        if (mask & (1 << a))
+          chosen.push_back(names[a]);
+      std::sort(chosen.begin(), chosen.end());
+      do {
+        if (Status status = split(chosen); !status)
+          return status;
+      } while (std::next_permutation(chosen.begin(), chosen.end()));
+    }
+    return Status::success();
+  }
+
+  Status split(const std::vector<std::string> &axes) {
+    std::map<std::vector<int64_t>, int> colorOf;
+    PARTITA_NCCL_CHECK(ncclGroupStart());
+    for (auto &entry : world) {
+      Expected<CollectiveGroup> group =
+          resolveGroup(meshValue, entry.first, axes);
+      if (!group)
+        return group.status();
+      std::vector<int64_t> members = group->members;
+      std::sort(members.begin(), members.end());
+      int color = colorOf.emplace(members, static_cast<int>(colorOf.size()))
+                      .first->second;
+      ncclComm_t &sub = comms[{entry.first, axes}];
+      ncclResult_t code =
+          ncclCommSplit(entry.second, color,
+                        static_cast<int>(group->position), &sub, nullptr);
+      if (code != ncclSuccess) {
+        ncclGroupEnd();
+        return ncclFailure(code, "ncclCommSplit", __FILE__, __LINE__);
+      }
+    }
+    PARTITA_NCCL_CHECK(ncclGroupEnd());
+    return Status::success();
+  }
+
+  Status runCall(const CollectiveCall &call) override;
+
+  Mesh meshValue;
+  std::mutex mutex;
+  bool aborted = false;
+  Status abortReason;
+  std::map<int64_t, ncclComm_t> world;
+  std::map<std::pair<int64_t, std::vector<std::string>>, ncclComm_t> comms;
+  std::map<int64_t, cudaStream_t> streams;
+};
+
+Status NcclCommunicator::runCall(const CollectiveCall &call) {
+  std::string what = describeCollective(call) + " on device " +
+                     std::to_string(call.deviceId);
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    if (aborted)
+      return Status::error(what + ": the communicator was aborted: " +
+                           abortReason.message());
+    auto found = comms.find({call.deviceId, call.axes});
+    if (found == comms.end())
+      return Status::error(what + ": no communicator for these axes");
+    comm = found->second;
+    stream = streams[call.deviceId];
+  }
+  Expected<CollectiveGroup> group =
+      resolveGroup(meshValue, call.deviceId, call.axes);
+  if (!group)
+    return Status::error(what + ": " + group.status().message());
+  auto groupSize = static_cast<int64_t>(group->members.size());
+  if (Status status = checkCollectiveCall(call, groupSize); !status)
+    return Status::error(what + ": " + status.message());
+  Expected<ncclDataType_t> type = ncclTypeOf(call.input.dtype);
+  if (!type)
+    return Status::error(what + ": " + type.status().message());
+  int64_t elementSize = dtypeSize(call.input.dtype);
+  int64_t count = *checkedNumElements(call.input.shape);
+  const std::vector<int64_t> &inShape = call.input.shape;
+  const std::vector<int64_t> &outShape = call.output.shape;
+  std::vector<int64_t> zeros(inShape.size(), 0);
+  // Scratch for packing; freed after the stream has finished with it.
+  void *scratch = nullptr;
+  auto allocateScratch = [&](int64_t bytes) -> Status {
+    PARTITA_CUDA_CHECK(cudaMallocAsync(&scratch, std::max<int64_t>(bytes, 1),
+                                       stream));
+    return Status::success();
+  };
+  auto freeScratch = [&]() -> Status {
+    if (scratch)
+      PARTITA_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+    return Status::success();
+  };
+
+  switch (call.kind) {
+  case CommunicatorOp::AllReduce: {
+    Expected<ncclRedOp_t> op = ncclOpOf(call.reduction, call.input.dtype);
+    if (!op)
+      return Status::error(what + ": " + op.status().message());
+    PARTITA_NCCL_CHECK(ncclAllReduce(call.input.data, call.output.data, count,
+                                     *type, *op, comm, stream));
+    return Status::success();
+  }
+  case CommunicatorOp::AllGather: {
+    bool leading = call.dim == 0;
+    if (!leading)
+      if (Status status = allocateScratch(count * groupSize * elementSize);
+          !status)
+        return status;
+    void *gathered = leading ? call.output.data : scratch;
+    PARTITA_NCCL_CHECK(ncclAllGather(call.input.data, gathered, count, *type,
+                                     comm, stream));
+    if (leading)
+      return Status::success();
+    std::vector<int64_t> offset = zeros;
+    for (int64_t j = 0; j < groupSize; ++j) {
+      offset[call.dim] = j * inShape[call.dim];
+      device::StridedView view;
+      if (!device::placementView(outShape, inShape, offset, view))
+        return Status::error(what + ": bad shapes");
+      if (Status status = cudaPlace(
+              stream,
+              static_cast<const uint8_t *>(gathered) + j * count * elementSize,
+              call.output.data, view, elementSize);
+          !status)
+        return status;
+    }
+    return freeScratch();
+  }
+  case CommunicatorOp::ReduceScatter: {
+    Expected<ncclRedOp_t> op = ncclOpOf(call.reduction, call.input.dtype);
+    if (!op)
+      return Status::error(what + ": " + op.status().message());
+    int64_t block = *checkedNumElements(outShape);
+    const void *packed = call.input.data;
+    if (call.dim != 0) {
+      if (Status status = allocateScratch(count * elementSize); !status)
+        return status;
+      for (int64_t j = 0; j < groupSize; ++j) {
+        std::vector<int64_t> start = zeros, ones(inShape.size(), 1);
+        start[call.dim] = j * outShape[call.dim];
+        device::StridedView view;
+        if (!device::sliceView(inShape, start, ones, outShape, view))
+          return Status::error(what + ": bad shapes");
+        if (Status status = cudaStridedCopy(
+                stream, call.input.data,
+                static_cast<uint8_t *>(scratch) + j * block * elementSize,
+                view, elementSize);
+            !status)
+          return status;
+      }
+      packed = scratch;
+    }
+    PARTITA_NCCL_CHECK(ncclReduceScatter(packed, call.output.data, block,
+                                         *type, *op, comm, stream));
+    return freeScratch();
+  }
+  case CommunicatorOp::AllToAll: {
+    std::vector<int64_t> box = inShape;
+    box[call.splitDim] /= groupSize;
+    int64_t block = *checkedNumElements(box);
+    if (Status status = allocateScratch(2 * count * elementSize); !status)
+      return status;
+    auto *send = static_cast<uint8_t *>(scratch);
+    uint8_t *receive = send + count * elementSize;
+    std::vector<int64_t> ones(inShape.size(), 1);
+    for (int64_t j = 0; j < groupSize; ++j) {
+      std::vector<int64_t> start = zeros;
+      start[call.splitDim] = j * box[call.splitDim];
+      device::StridedView view;
+      if (!device::sliceView(inShape, start, ones, box, view))
+        return Status::error(what + ": bad shapes");
+      if (Status status = cudaStridedCopy(stream, call.input.data,
+                                          send + j * block * elementSize, view,
+                                          elementSize);
+          !status)
+        return status;
+    }
+    PARTITA_NCCL_CHECK(ncclGroupStart());
+    for (int64_t j = 0; j < groupSize; ++j) {
+      ncclSend(send + j * block * elementSize, block, *type,
+               static_cast<int>(j), comm, stream);
+      ncclRecv(receive + j * block * elementSize, block, *type,
+               static_cast<int>(j), comm, stream);
+    }
+    PARTITA_NCCL_CHECK(ncclGroupEnd());
+    std::vector<int64_t> offset = zeros;
+    for (int64_t j = 0; j < groupSize; ++j) {
+      offset[call.concatDim] = j * box[call.concatDim];
+      device::StridedView view;
+      if (!device::placementView(outShape, box, offset, view))
+        return Status::error(what + ": bad shapes");
+      if (Status status = cudaPlace(stream, receive + j * block * elementSize,
+                                    call.output.data, view, elementSize);
+          !status)
+        return status;
+    }
+    return freeScratch();
+  }
+  case CommunicatorOp::CollectivePermute: {
+    int64_t bytes = count * elementSize;
+    const void *source = call.input.data;
+    if (call.input.data == call.output.data) { // In place: send a copy.
+      if (Status status = allocateScratch(bytes); !status)
+        return status;
+      PARTITA_CUDA_CHECK(cudaMemcpyAsync(scratch, source, bytes,
+                                         cudaMemcpyDeviceToDevice, stream));
+      source = scratch;
+    }
+    bool target = false;
+    for (const SourceTargetPair &pair : call.pairs)
+      target |= pair.second == group->position;
+    if (!target)
+      PARTITA_CUDA_CHECK(cudaMemsetAsync(call.output.data, 0, bytes, stream));
+    PARTITA_NCCL_CHECK(ncclGroupStart());
+    for (const SourceTargetPair &pair : call.pairs) {
+      if (pair.first == group->position)
+        ncclSend(source, count, *type, static_cast<int>(pair.second), comm,
+                 stream);
+      if (pair.second == group->position)
+        ncclRecv(call.output.data, count, *type, static_cast<int>(pair.first),
+                 comm, stream);
+    }
+    PARTITA_NCCL_CHECK(ncclGroupEnd());
+    return freeScratch();
+  }
+  }
+  return Status::error(what + ": unknown collective");
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Communicator>>
+createNcclCommunicator(const Mesh &mesh, const std::vector<int> &gpus) {
+  auto communicator = std::make_unique<NcclCommunicator>(mesh);
+  if (Status status = communicator->initializeAll(gpus); !status)
+    return status;
+  return std::unique_ptr<Communicator>(std::move(communicator));
+}
+
+void setNcclStream(Communicator &communicator, int64_t deviceId,
+                   void *stream) {
+  static_cast<NcclCommunicator &>(communicator)
+      .setStream(deviceId, static_cast<cudaStream_t>(stream));
+}
+
+} // namespace partita
