@@ -7,7 +7,9 @@
 #   2. runs every tensor op on the GPU against the CPU kernels;
 #   3. runs the Executables compiled here (tools/make-gpu-inputs.sh: GPT on
 #      cuda:1 and on 8 logical devices, bf16 GPT, MoE, an FSDP train step)
-#      against the outputs the CPU devices computed here.
+#      against the outputs the CPU devices computed here;
+#   4. measures einsum against cuBLAS and the logical-device all_reduce
+#      (bench/cuda.cpp).
 # Run here first: bash tools/make-gpu-inputs.sh; then carry
 # build/gpu-inputs to the GPU machine.
 set -euo pipefail
@@ -34,7 +36,7 @@ cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DPARTITA_RUNTIME_ONLY=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   > "$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
 grep -E "optional dependencies" "$OUT/configure.txt" | tee -a "$OUT/figures.txt"
-cmake --build build-gpu -j "$(nproc)" --target partita-exec partita-cuda-ops-test \
+cmake --build build-gpu -j "$(nproc)" --target partita-exec partita-cuda-ops-test partita-bench-cuda \
   > "$OUT/build.txt" 2>&1 || { tail -40 "$OUT/build.txt"; exit 1; }
 log "built in $(( $(date +%s) - started )) s"
 
@@ -56,4 +58,6 @@ while read -r name devices; do
     fi
   done
 done < "$INPUTS/programs.txt"
+log "== benchmarks (einsum vs cuBLAS, logical-device all_reduce vs memcpy)"
+build-gpu/bin/partita-bench-cuda 2>&1 | tee -a "$OUT/figures.txt"
 log "== gpu-check passed in $(( $(date +%s) - started )) s"

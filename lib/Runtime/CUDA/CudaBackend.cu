@@ -253,6 +253,10 @@ private:
 
 } // namespace
 
+std::unique_ptr<Communicator> createStagingCommunicator(const Mesh &mesh) {
+  return std::make_unique<StagingCommunicator>(mesh);
+}
+
 void *cudaStreamOf(Backend &backend) {
   return static_cast<CudaBackend &>(backend).workStream();
 }

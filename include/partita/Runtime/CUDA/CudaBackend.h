@@ -38,6 +38,11 @@ struct CudaBackendOptions {
 Expected<std::unique_ptr<Backend>>
 createCudaBackend(int device, const CudaBackendOptions &options = {});
 
+/// Collectives of logical devices through host memory (device buffers in,
+/// device buffers out; the in-process communicator in between): what
+/// runOnCudaDevices uses when devices share a GPU.
+std::unique_ptr<Communicator> createStagingCommunicator(const Mesh &mesh);
+
 /// The stream a CUDA backend issues its work on (a cudaStream_t).
 void *cudaStreamOf(Backend &backend);
 
