@@ -6,8 +6,10 @@
 //     buffers, same run: bf16 8192^3 and the GEMMs of a GPT layer with
 //     d_model 4096 (QKV, attention output, MLP up and down, over 8 x 2048
 //     tokens), TFLOP/s and the ratio (goal >= 0.9);
-//   * all_reduce among 8 logical devices on one GPU (the staging
-//     communicator) against a device-to-device cudaMemcpy of the same bytes.
+//   * all_reduce among 8 logical devices on one GPU, through the
+//     device-memory communicator (cuda:8's default there) and through the
+//     host (the staging communicator), against a device-to-device cudaMemcpy
+//     of the same bytes; busbw is nccl-tests' 2(n-1)/n x bytes / time.
 // Times are medians of 10 runs after a warm-up, from CUDA events.
 //
 //===----------------------------------------------------------------------===//
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -99,10 +102,20 @@ void benchGemm(Backend &backend, cublasHandle_t blas, const char *name,
   backend.release(c);
 }
 
-void benchAllReduce(int64_t bytes) {
+/// all_reduce among 8 logical devices on GPU 0 through the device-memory
+/// communicator (what cuda:8 uses on one GPU) or through the host.
+void benchAllReduce(int64_t bytes, bool staging) {
   Mesh mesh = *Mesh::create({{"x", 8}});
   std::unique_ptr<Communicator> communicator =
-      createStagingCommunicator(mesh);
+      staging ? createStagingCommunicator(mesh) : createDeviceCommunicator(mesh);
+  std::vector<cudaStream_t> streams(8);
+  for (int64_t d = 0; d < 8; ++d) {
+    cudaStreamCreate(&streams[d]);
+    if (!staging)
+      setDeviceCommunicatorStream(*communicator, d, streams[d]);
+  }
+  Status failed;
+  std::mutex failure;
   std::vector<void *> buffers(8);
   int64_t count = bytes / 4;
   for (void *&buffer : buffers)
@@ -115,7 +128,11 @@ void benchAllReduce(int64_t bytes) {
       threads.emplace_back([&, d] {
         ConstBufferRef in{buffers[d], DType::F32, {count}};
         BufferRef out{buffers[d], DType::F32, {count}};
-        (void)communicator->allReduce(d, {"x"}, ReductionCode::Sum, in, out);
+        Status status =
+            communicator->allReduce(d, {"x"}, ReductionCode::Sum, in, out);
+        std::lock_guard<std::mutex> guard(failure);
+        if (failed && !status)
+          failed = status;
       });
     for (std::thread &thread : threads)
       thread.join();
@@ -136,12 +153,16 @@ void benchAllReduce(int64_t bytes) {
       nullptr);
   double busbw = 2.0 * 7 / 8 * bytes / seconds / 1e9;
   double memcpyBw = bytes / (memcpyMs / 1e3) / 1e9;
-  std::printf("all_reduce 8 logical devices %6lld MiB: %8.2f ms, busbw %7.2f "
-              "GB/s; d2d memcpy %7.1f GB/s; ratio %.4f\n",
+  std::printf("all_reduce 8 logical devices %-13s %6lld MiB: %8.2f ms, busbw "
+              "%7.2f GB/s; d2d memcpy %7.1f GB/s; ratio %.4f%s\n",
+              staging ? "(host staged)" : "(device)",
               static_cast<long long>(bytes >> 20), seconds * 1e3, busbw,
-              memcpyBw, busbw / memcpyBw);
+              memcpyBw, busbw / memcpyBw,
+              failed ? "" : ("  ERROR " + failed.message()).c_str());
   for (void *buffer : buffers)
     cudaFree(buffer);
+  for (cudaStream_t stream : streams)
+    cudaStreamDestroy(stream);
   cudaFree(copy);
 }
 
@@ -168,6 +189,7 @@ int main() {
   benchGemm(**backend, blas, "GPT mlp down", tokens, model, 4 * model);
   cublasDestroy(blas);
   for (int64_t mib : {1, 64})
-    benchAllReduce(mib << 20);
+    for (bool staging : {false, true})
+      benchAllReduce(mib << 20, staging);
   return 0;
 }

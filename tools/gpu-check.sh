@@ -4,7 +4,8 @@
 #   1. builds partita-exec and the CUDA op test from lib/Runtime alone
 #      (no MLIR there) with that machine's CUDA, cuBLAS and NCCL (found in
 #      the pip packages);
-#   2. runs every tensor op on the GPU against the CPU kernels;
+#   2. runs every tensor op on the GPU against the CPU kernels, and every
+#      collective of the CUDA communicators against the in-process one;
 #   3. runs the Executables compiled here (tools/make-gpu-inputs.sh: GPT on
 #      cuda:1 and on 8 logical devices, bf16 GPT, MoE, an FSDP train step)
 #      against the outputs the CPU devices computed here;
@@ -36,7 +37,8 @@ cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DPARTITA_RUNTIME_ONLY=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   > "$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
 grep -E "optional dependencies" "$OUT/configure.txt" | tee -a "$OUT/figures.txt"
-cmake --build build-gpu -j "$(nproc)" --target partita-exec partita-cuda-ops-test partita-bench-cuda \
+cmake --build build-gpu -j "$(nproc)" --target partita-exec partita-cuda-ops-test \
+  partita-cuda-communicator-test partita-bench-cuda \
   > "$OUT/build.txt" 2>&1 || { tail -40 "$OUT/build.txt"; exit 1; }
 log "built in $(( $(date +%s) - started )) s"
 
@@ -45,6 +47,12 @@ build-gpu/bin/partita-cuda-ops-test 2>&1 | tee "$OUT/ops.txt" | tail -20
 status=${PIPESTATUS[0]}
 grep -E "cuda ops:" "$OUT/ops.txt" | tee -a "$OUT/figures.txt"
 [ "$status" -eq 0 ] || { log "op tests FAILED"; exit 1; }
+
+log "== communicator tests (device memory, staging, NCCL with 8 GPUs vs in-process)"
+build-gpu/bin/partita-cuda-communicator-test 2>&1 | tee "$OUT/communicators.txt" | tail -20
+status=${PIPESTATUS[0]}
+grep -E "cuda communicators:|nccl: skipped" "$OUT/communicators.txt" | tee -a "$OUT/figures.txt"
+[ "$status" -eq 0 ] || { log "communicator tests FAILED"; exit 1; }
 
 log "== programs compiled here, checked against the CPU run here"
 while read -r name devices; do
@@ -59,5 +67,27 @@ while read -r name devices; do
   done
 done < "$INPUTS/programs.txt"
 log "== benchmarks (einsum vs cuBLAS, logical-device all_reduce vs memcpy)"
-build-gpu/bin/partita-bench-cuda 2>&1 | tee -a "$OUT/figures.txt"
+build-gpu/bin/partita-bench-cuda 2>&1 | tee "$OUT/bench.txt" | tee -a "$OUT/figures.txt"
+
+log "== GPT forward, bf16, d_model 4096, 32 heads, seq 2048, batch 8, 4 layers, vocab 32000, cuda:1"
+build-gpu/bin/partita-exec run "$INPUTS/gpt-large.exe" --devices cuda:1 \
+  --seed 1 --repeat 5 > "$OUT/gpt-large.txt" 2>&1 || { tail -20 "$OUT/gpt-large.txt"; exit 1; }
+grep -E "step: median" "$OUT/gpt-large.txt" | tee -a "$OUT/figures.txt"
+# MFU (the issue's definition): (2 N_matmul + 4 layers seq d_model) FLOPs per
+# token, N_matmul = 4*12*4096^2 + 4096*32000 (layers and LM head; the
+# embedding lookup table not), over 989 TFLOP/s dense bf16; and over the
+# cuBLAS 8192^3 rate measured above.
+step_ms=$(grep -oE "step: median [0-9.]+" "$OUT/gpt-large.txt" | awk '{print $3}')
+cublas=$(grep -E "einsum bf16 8192\^3" "$OUT/bench.txt" | grep -oE "cuBLAS +[0-9.]+" | awk '{print $2}')
+python3 - "$step_ms" "${cublas:-0}" <<'PY' | tee -a "$OUT/figures.txt"
+import sys
+step_ms, cublas = float(sys.argv[1]), float(sys.argv[2])
+tokens = 8 * 2048
+flops_per_token = 2 * (4 * 12 * 4096**2 + 4096 * 32000) + 4 * 4 * 2048 * 4096
+tokens_per_s = tokens / (step_ms / 1e3)
+achieved = flops_per_token * tokens_per_s
+print(f"GPT forward: {tokens_per_s:,.0f} tokens/s, {achieved / 1e12:.1f} TFLOP/s model FLOPs, "
+      f"MFU {achieved / 989e12:.3f} of 989 TFLOP/s"
+      + (f", {achieved / (cublas * 1e12):.3f} of the measured cuBLAS rate {cublas:.1f} TFLOP/s" if cublas else ""))
+PY
 log "== gpu-check passed in $(( $(date +%s) - started )) s"

@@ -30,4 +30,11 @@ for entry in "${programs[@]}"; do
     > "$OUT/$name.cpu.txt"
   echo "$name $devices" >> "$OUT/programs.txt"
 done
+# The GPT forward benchmark (bf16, d_model 4096, 32 heads, seq 2048, batch 8,
+# 4 layers, vocab 32000) on one GPU: compiled here, timed there; no CPU
+# reference (3.7e13 FLOPs a step).
+"$BIN/partita" gen gpt --mesh data=1 --layers 4 --d-model 4096 --heads 32 \
+  --seq 2048 --batch 8 --vocab 32000 --dtype bf16 -o "$OUT/gpt-large.mlir"
+"$BIN/partita" compile "$OUT/gpt-large.mlir" --stage executable \
+  -o "$OUT/gpt-large.exe"
 du -sh "$OUT"

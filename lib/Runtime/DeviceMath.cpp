@@ -3,6 +3,7 @@
 #include "partita/Runtime/DeviceMath.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace partita {
 namespace device {
@@ -104,6 +105,41 @@ bool placementView(const std::vector<int64_t> &resultShape,
     view.offset += blockOffset[d] * strides[d];
   }
   return true;
+}
+
+bool isContiguous(const StridedView &view) {
+  int64_t expected = 1;
+  for (int d = view.rank - 1; d >= 0; --d) {
+    if (view.shape[d] == 1)
+      continue;
+    if (view.shape[d] == 0)
+      return true; // No elements: nothing to copy.
+    if (view.stride[d] != expected)
+      return false;
+    expected *= view.shape[d];
+  }
+  return true;
+}
+
+bool boxCopyViews(const std::vector<int64_t> &srcShape,
+                  const std::vector<int64_t> &srcOffset,
+                  const std::vector<int64_t> &dstShape,
+                  const std::vector<int64_t> &dstOffset,
+                  const std::vector<int64_t> &box, StridedView &from,
+                  StridedView &to) {
+  return placementView(srcShape, box, srcOffset, from) &&
+         placementView(dstShape, box, dstOffset, to);
+}
+
+void boxCopyOnHost(const void *source, const StridedView &from,
+                   void *destination, const StridedView &to,
+                   int64_t elementSize) {
+  int64_t count = viewElements(from);
+  const auto *src = static_cast<const uint8_t *>(source);
+  auto *dst = static_cast<uint8_t *>(destination);
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(dst + sourceOffset(to, i) * elementSize,
+                src + sourceOffset(from, i) * elementSize, elementSize);
 }
 
 bool reductionViews(const std::vector<int64_t> &shape,

@@ -15,6 +15,7 @@
 #include "partita/Sharding/Layout.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -225,6 +226,17 @@ Status partita::runOnDevice(const Executable &program, int64_t deviceId,
                             Communicator *communicator,
                             const std::vector<HostArray> &inputs,
                             std::vector<HostArray> &outputs, Backend *backend) {
+  return runOnDeviceRepeated(program, deviceId, communicator, inputs, outputs,
+                             backend, 1, nullptr);
+}
+
+Status partita::runOnDeviceRepeated(const Executable &program,
+                                    int64_t deviceId,
+                                    Communicator *communicator,
+                                    const std::vector<HostArray> &inputs,
+                                    std::vector<HostArray> &outputs,
+                                    Backend *backend, int repeats,
+                                    std::vector<double> *stepSeconds) {
   std::unique_ptr<Backend> cpu;
   if (!backend) {
     cpu = createCpuBackend();
@@ -255,11 +267,19 @@ Status partita::runOnDevice(const Executable &program, int64_t deviceId,
         !status.ok())
       return fail(status);
   }
-  if (Status status = runInstructions(program, 0, program.instructions.size(),
-                                      deviceId, communicator, memory);
-      !status.ok() || !(status = backend->synchronize()).ok())
-    return fail(Status::error("device " + std::to_string(deviceId) + ": " +
-                              status.message()));
+  for (int repeat = 0; repeat < std::max(repeats, 1); ++repeat) {
+    auto start = std::chrono::steady_clock::now();
+    if (Status status =
+            runInstructions(program, 0, program.instructions.size(), deviceId,
+                            communicator, memory);
+        !status.ok() || !(status = backend->synchronize()).ok())
+      return fail(Status::error("device " + std::to_string(deviceId) + ": " +
+                                status.message()));
+    if (stepSeconds)
+      stepSeconds->push_back(std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count());
+  }
   outputs.clear();
   for (const ExecutableValue &output : program.outputs) {
     const TensorType &type = program.slots[output.slot];
@@ -431,8 +451,11 @@ Status partita::runDevicesAsThreads(
     threads.emplace_back([&, k] {
       int64_t d = devices[k];
       std::unique_ptr<Backend> backend = createCpuBackend();
-      statuses[k] = runOnDevice(program, d, communicator, inputsByDevice[d],
-                                outputsByDevice[d], backend.get());
+      int repeats = statistics ? statistics->repeats : 1;
+      statuses[k] = runOnDeviceRepeated(
+          program, d, communicator, inputsByDevice[d], outputsByDevice[d],
+          backend.get(), repeats,
+          statistics && k == 0 ? &statistics->stepSeconds : nullptr);
       peaks[k] = backend->peakBytes();
     });
   for (std::thread &thread : threads)

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -50,6 +51,7 @@ int64_t sliceStart(int64_t count, int64_t index, int64_t parts) {
 
 struct InProcessCommunicator::State {
   Mesh mesh;
+  std::shared_ptr<CollectiveMemory> memory;
   std::chrono::milliseconds timeout;
   int64_t singleThreadedBytes =
       InProcessCommunicator::defaultSingleThreadedBytes;
@@ -64,10 +66,12 @@ struct InProcessCommunicator::State {
   std::map<std::vector<int64_t>, std::map<int64_t, uint64_t>> callCounts;
 };
 
-InProcessCommunicator::InProcessCommunicator(Mesh mesh,
-                                             std::chrono::milliseconds timeout)
+InProcessCommunicator::InProcessCommunicator(
+    Mesh mesh, std::chrono::milliseconds timeout,
+    std::shared_ptr<CollectiveMemory> memory)
     : state(std::make_unique<State>()) {
   state->mesh = std::move(mesh);
+  state->memory = memory ? std::move(memory) : hostCollectiveMemory();
   state->timeout = timeout;
 }
 
@@ -115,10 +119,13 @@ void failSlot(Slot &slot, Status failure) {
   slot.changed.notify_all();
 }
 
-/// This device's share of the work once the whole group has arrived. For
-/// two-step collectives `step` 0 computes and step 1 distributes.
+/// This device's share of the work once the whole group has arrived,
+/// issued on `memory` by the thread of device `worker`. For two-step
+/// collectives `step` 0 computes and step 1 distributes; `scratch` carries
+/// an in-place permute's copy of its source from one step to the next.
 Status computeOutput(const Slot &slot, int64_t position, int step,
-                     std::vector<uint8_t> &scratch) {
+                     void *&scratch, CollectiveMemory &memory,
+                     int64_t worker) {
   const CollectiveCall &request = slot.request;
   auto groupSize = static_cast<int64_t>(slot.members.size());
   const std::vector<int64_t> &inShape = request.input.shape;
@@ -135,8 +142,11 @@ Status computeOutput(const Slot &slot, int64_t position, int step,
     std::vector<int64_t> dstOffset = zeros;
     for (int64_t i = 0; i < groupSize; ++i) {
       dstOffset[request.dim] = i * inShape[request.dim];
-      copyTensorBox(slot.inputs[i], inShape, zeros, output, outShape, dstOffset,
-                    inShape, elementSize);
+      if (Status status =
+              memory.copyBox(worker, slot.inputs[i], inShape, zeros, output,
+                             outShape, dstOffset, inShape, elementSize);
+          !status)
+        return status;
     }
     return Status::success();
   }
@@ -145,11 +155,14 @@ Status computeOutput(const Slot &slot, int64_t position, int step,
     int64_t begin = sliceStart(count, position, groupSize);
     int64_t end = sliceStart(count, position + 1, groupSize);
     if (step == 0) {
+      if (end == begin)
+        return Status::success();
       std::vector<const void *> inputs;
       for (const uint8_t *input : slot.inputs)
         inputs.push_back(input + begin * elementSize);
-      return reduceElements(request.reduction, request.input.dtype, inputs,
-                            output + begin * elementSize, end - begin);
+      return memory.reduce(worker, request.reduction, request.input.dtype,
+                           inputs, 0, output + begin * elementSize, 1,
+                           end - begin);
     }
     for (int64_t owner = 0; owner < groupSize; ++owner) {
       if (owner == position)
@@ -157,9 +170,12 @@ Status computeOutput(const Slot &slot, int64_t position, int step,
       int64_t from = sliceStart(count, owner, groupSize);
       int64_t to = sliceStart(count, owner + 1, groupSize);
       if (to > from)
-        std::memcpy(output + from * elementSize,
-                    slot.outputs[owner] + from * elementSize,
-                    (to - from) * elementSize);
+        if (Status status = memory.copy(
+                worker, output + from * elementSize,
+                slot.outputs[owner] + from * elementSize,
+                (to - from) * elementSize);
+            !status)
+          return status;
     }
     return Status::success();
   }
@@ -172,18 +188,13 @@ Status computeOutput(const Slot &slot, int64_t position, int step,
     for (size_t d = request.dim + 1; d < inShape.size(); ++d)
       inner *= inShape[d];
     int64_t block = outShape[request.dim] * inner;
+    if (outer == 0 || block == 0)
+      return Status::success();
     std::vector<const void *> inputs(groupSize);
-    for (int64_t row = 0; row < outer; ++row) {
-      int64_t inOffset = (row * groupSize + position) * block * elementSize;
-      for (int64_t i = 0; i < groupSize; ++i)
-        inputs[i] = slot.inputs[i] + inOffset;
-      if (Status status =
-              reduceElements(request.reduction, request.input.dtype, inputs,
-                             output + row * block * elementSize, block);
-          !status)
-        return status;
-    }
-    return Status::success();
+    for (int64_t i = 0; i < groupSize; ++i)
+      inputs[i] = slot.inputs[i] + position * block * elementSize;
+    return memory.reduce(worker, request.reduction, request.input.dtype,
+                         inputs, groupSize * block, output, outer, block);
   }
   case CommunicatorOp::AllToAll: {
     std::vector<int64_t> box = inShape;
@@ -192,8 +203,11 @@ Status computeOutput(const Slot &slot, int64_t position, int step,
     srcOffset[request.splitDim] = position * box[request.splitDim];
     for (int64_t i = 0; i < groupSize; ++i) {
       dstOffset[request.concatDim] = i * box[request.concatDim];
-      copyTensorBox(slot.inputs[i], inShape, srcOffset, output, outShape,
-                    dstOffset, box, elementSize);
+      if (Status status =
+              memory.copyBox(worker, slot.inputs[i], inShape, srcOffset, output,
+                             outShape, dstOffset, box, elementSize);
+          !status)
+        return status;
     }
     return Status::success();
   }
@@ -203,25 +217,44 @@ Status computeOutput(const Slot &slot, int64_t position, int step,
     for (const SourceTargetPair &pair : request.pairs)
       if (pair.second == position)
         source = slot.inputs[pair.first];
+    if (bytes == 0)
+      return Status::success();
     // In place, a source's input is someone's output: read everything
     // first (step 0), write after the whole group has read (step 1).
     if (slot.inPlace && step == 0) {
-      if (source)
-        scratch.assign(source, source + bytes);
-      return Status::success();
+      if (!source)
+        return Status::success();
+      Expected<void *> copy = memory.temporary(worker, bytes);
+      if (!copy)
+        return copy.status();
+      scratch = *copy;
+      return memory.copy(worker, scratch, source, bytes);
     }
     if (slot.inPlace)
-      source = source ? scratch.data() : nullptr;
-    if (bytes == 0)
-      return Status::success();
+      source = static_cast<const uint8_t *>(scratch);
     if (source)
-      std::memcpy(output, source, bytes);
-    else
-      std::memset(output, 0, bytes);
-    return Status::success();
+      return memory.copy(worker, output, source, bytes);
+    return memory.zero(worker, output, bytes);
   }
   }
   return Status::error("unknown collective kind");
+}
+
+/// computeOutput() followed by complete(): what others read of this step
+/// is written when it returns. An in-place permute's temporary is released
+/// after its last step.
+Status computeStep(const Slot &slot, int64_t position, int step, int steps,
+                   void *&scratch, CollectiveMemory &memory, int64_t worker) {
+  Status result =
+      computeOutput(slot, position, step, scratch, memory, worker);
+  Status completed = memory.complete(worker);
+  if (result)
+    result = completed;
+  if (scratch && (step + 1 == steps || !result)) {
+    memory.releaseTemporary(worker, scratch);
+    scratch = nullptr;
+  }
+  return result;
 }
 
 /// all_reduce, and collective_permute in place, read what others write.
@@ -242,18 +275,22 @@ bool resultsFitIn(const Slot &slot, int64_t limit) {
   return perDevice * groupSize <= limit;
 }
 
-/// Every device's output, on the calling thread.
-Status computeAllOutputs(const Slot &slot) {
+/// Every device's output, on the calling thread (device `worker`).
+Status computeAllOutputs(const Slot &slot, CollectiveMemory &memory,
+                         int64_t worker) {
   auto groupSize = static_cast<int64_t>(slot.members.size());
-  std::vector<std::vector<uint8_t>> scratch(groupSize);
+  std::vector<void *> scratch(groupSize, nullptr);
   int steps = needsTwoSteps(slot) ? 2 : 1;
+  Status result;
   for (int step = 0; step < steps; ++step)
     for (int64_t position = 0; position < groupSize; ++position)
-      if (Status status =
-              computeOutput(slot, position, step, scratch[position]);
-          !status)
-        return status;
-  return Status::success();
+      if (result)
+        result = computeStep(slot, position, step, steps, scratch[position],
+                             memory, worker);
+  for (void *block : scratch)
+    if (block)
+      memory.releaseTemporary(worker, block);
+  return result;
 }
 
 } // namespace
@@ -358,7 +395,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
     // work while the others sleep until it is done.
     if (completesGroup) {
       lock.unlock();
-      Status result = computeAllOutputs(*slot);
+      Status result = computeAllOutputs(*slot, *state->memory, call.deviceId);
       lock.lock();
       slot->result = result;
       slot->done = true;
@@ -373,16 +410,21 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
   }
   if (completesGroup)
     slot->changed.notify_all();
-  std::vector<uint8_t> scratch;
+  void *scratch = nullptr;
+  int steps = needsTwoSteps(*slot) ? 2 : 1;
+  CollectiveMemory &memory = *state->memory;
   lock.unlock();
-  Status result = computeOutput(*slot, position, 0, scratch);
+  Status result =
+      computeStep(*slot, position, 0, steps, scratch, memory, call.deviceId);
   lock.lock();
   if (needsTwoSteps(*slot)) {
     if (++slot->computed == groupSize)
       slot->changed.notify_all();
     slot->changed.wait(lock, [&] { return slot->computed == groupSize; });
     lock.unlock();
-    Status second = computeOutput(*slot, position, 1, scratch);
+    Status second = result ? computeStep(*slot, position, 1, steps, scratch,
+                                         memory, call.deviceId)
+                           : result;
     if (result)
       result = second;
     lock.lock();
@@ -395,6 +437,71 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
   if (!result)
     return Status::error(prefix() + ": " + result.message());
   return Status::success();
+}
+
+} // namespace partita
+
+namespace partita {
+
+CollectiveMemory::~CollectiveMemory() = default;
+
+namespace {
+
+class HostCollectiveMemory final : public CollectiveMemory {
+public:
+  Status copyBox(int64_t, const void *src, const std::vector<int64_t> &srcShape,
+                 const std::vector<int64_t> &srcOffset, void *dst,
+                 const std::vector<int64_t> &dstShape,
+                 const std::vector<int64_t> &dstOffset,
+                 const std::vector<int64_t> &box,
+                 int64_t elementSize) override {
+    copyTensorBox(src, srcShape, srcOffset, dst, dstShape, dstOffset, box,
+                  elementSize);
+    return Status::success();
+  }
+  Status reduce(int64_t, ReductionCode kind, DType dtype,
+                const std::vector<const void *> &inputs,
+                int64_t inputRowStride, void *output, int64_t rows,
+                int64_t count) override {
+    int64_t elementSize = dtypeSize(dtype);
+    std::vector<const void *> row(inputs.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (size_t i = 0; i < inputs.size(); ++i)
+        row[i] = static_cast<const uint8_t *>(inputs[i]) +
+                 r * inputRowStride * elementSize;
+      if (Status status = reduceElements(
+              kind, dtype, row,
+              static_cast<uint8_t *>(output) + r * count * elementSize, count);
+          !status)
+        return status;
+    }
+    return Status::success();
+  }
+  Status copy(int64_t, void *dst, const void *src, int64_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::success();
+  }
+  Status zero(int64_t, void *dst, int64_t bytes) override {
+    std::memset(dst, 0, bytes);
+    return Status::success();
+  }
+  Expected<void *> temporary(int64_t, int64_t bytes) override {
+    void *block = std::malloc(std::max<int64_t>(bytes, 1));
+    if (!block)
+      return Status::error("out of host memory for a " +
+                           std::to_string(bytes) + "-byte temporary");
+    return block;
+  }
+  void releaseTemporary(int64_t, void *block) override { std::free(block); }
+  Status complete(int64_t) override { return Status::success(); }
+};
+
+} // namespace
+
+std::shared_ptr<CollectiveMemory> hostCollectiveMemory() {
+  static std::shared_ptr<CollectiveMemory> memory =
+      std::make_shared<HostCollectiveMemory>();
+  return memory;
 }
 
 } // namespace partita

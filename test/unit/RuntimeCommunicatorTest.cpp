@@ -15,6 +15,10 @@
 
 #include <array>
 #include <cstring>
+#include <functional>
+#include <list>
+#include <map>
+#include <mutex>
 
 using namespace partita;
 using namespace partita::test;
@@ -187,13 +191,120 @@ double referenceValue(const OpCase &op, size_t opIndex,
   return -1.0;
 }
 
+/// Pointers the communicator cannot dereference: bit 62 set makes an x86-64
+/// address non-canonical, so any load or store through it faults, while
+/// offsets added to it survive the translation back.
+constexpr uintptr_t handleBit = uintptr_t(1) << 62;
+void *toHandle(const void *pointer) {
+  return reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(pointer) ^
+                                  handleBit);
+}
+template <typename T> T *fromHandle(T *handle) {
+  return reinterpret_cast<T *>(reinterpret_cast<uintptr_t>(handle) ^
+                               handleBit);
+}
+
+/// A CollectiveMemory like a GPU's: buffers are handles the communicator
+/// must only forward, and nothing happens until complete(worker) — so a
+/// communicator that reads another worker's output before that worker
+/// completed, or that forgets to complete, gets wrong results here.
+class DeferredHandleMemory final : public CollectiveMemory {
+public:
+  Status copyBox(int64_t worker, const void *src,
+                 const std::vector<int64_t> &srcShape,
+                 const std::vector<int64_t> &srcOffset, void *dst,
+                 const std::vector<int64_t> &dstShape,
+                 const std::vector<int64_t> &dstOffset,
+                 const std::vector<int64_t> &box,
+                 int64_t elementSize) override {
+    return later(worker, [=] {
+      copyTensorBox(fromHandle(src), srcShape, srcOffset, fromHandle(dst),
+                    dstShape, dstOffset, box, elementSize);
+      return Status::success();
+    });
+  }
+  Status reduce(int64_t worker, ReductionCode kind, DType dtype,
+                const std::vector<const void *> &inputs,
+                int64_t inputRowStride, void *output, int64_t rows,
+                int64_t count) override {
+    std::vector<const void *> real;
+    for (const void *input : inputs)
+      real.push_back(fromHandle(input));
+    return later(worker, [=] {
+      return hostCollectiveMemory()->reduce(worker, kind, dtype, real,
+                                            inputRowStride, fromHandle(output),
+                                            rows, count);
+    });
+  }
+  Status copy(int64_t worker, void *dst, const void *src,
+              int64_t bytes) override {
+    return later(worker, [=] {
+      std::memcpy(fromHandle(dst), fromHandle(src), bytes);
+      return Status::success();
+    });
+  }
+  Status zero(int64_t worker, void *dst, int64_t bytes) override {
+    return later(worker, [=] {
+      std::memset(fromHandle(dst), 0, bytes);
+      return Status::success();
+    });
+  }
+  Expected<void *> temporary(int64_t, int64_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    temporaries.emplace_back(std::max<int64_t>(bytes, 1));
+    ++temporariesHeld;
+    return toHandle(temporaries.back().data());
+  }
+  void releaseTemporary(int64_t, void *) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    --temporariesHeld;
+  }
+  Status complete(int64_t worker) override {
+    std::vector<std::function<Status()>> work;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      work.swap(pending[worker]);
+    }
+    Status result;
+    for (auto &item : work)
+      if (Status status = item(); result && !status)
+        result = status;
+    return result;
+  }
+
+  /// Work still queued (none once every call has returned).
+  int64_t pendingCount() {
+    std::lock_guard<std::mutex> lock(mutex);
+    int64_t count = 0;
+    for (auto &entry : pending)
+      count += static_cast<int64_t>(entry.second.size());
+    return count;
+  }
+  int64_t issued = 0, temporariesHeld = 0;
+
+private:
+  Status later(int64_t worker, std::function<Status()> work) {
+    std::lock_guard<std::mutex> lock(mutex);
+    pending[worker].push_back(std::move(work));
+    ++issued;
+    return Status::success();
+  }
+  std::mutex mutex;
+  std::map<int64_t, std::vector<std::function<Status()>>> pending;
+  std::list<std::vector<uint8_t>> temporaries;
+};
+
 Status runOp(Communicator &comm, int64_t device,
              const std::vector<std::string> &axes, const OpCase &op,
-             const HostArray &input, HostArray &output) {
+             const HostArray &input, HostArray &output, bool handles) {
   ConstBufferRef in = op.inPlace ? ConstBufferRef{output.bytes.data(),
                                                   output.dtype, output.shape}
                                  : inputRef(input);
   BufferRef out = outputRef(output);
+  if (handles) {
+    in.data = toHandle(in.data);
+    out.data = toHandle(out.data);
+  }
   switch (op.kind) {
   case CommunicatorOp::AllGather:
     return comm.allGather(device, axes, op.dim, in, out);
@@ -230,12 +341,19 @@ TEST_CASE("every collective over every ordered axis subset matches the "
   // Single-threaded (the default for these sizes) and fully parallel.
   int64_t singleThreadedBytes =
       GENERATE(InProcessCommunicator::defaultSingleThreadedBytes, int64_t(0));
+  // Host memory, or buffers behind handles whose work is deferred until the
+  // worker completes (the shape of the CUDA backend's device memory).
+  bool handles = GENERATE(false, true);
   for (const Mesh &mesh : meshes) {
     for (const std::vector<std::string> &axes : orderedAxisSubsets(mesh)) {
       INFO("mesh " << mesh.toString() << " axes " << formatAxes(axes)
                    << " single-threaded up to " << singleThreadedBytes
-                   << " bytes");
-      InProcessCommunicator comm(mesh, std::chrono::seconds(20));
+                   << " bytes" << (handles ? ", deferred handle memory" : ""));
+      auto deferred = std::make_shared<DeferredHandleMemory>();
+      InProcessCommunicator comm(
+          mesh, std::chrono::seconds(20),
+          handles ? std::shared_ptr<CollectiveMemory>(deferred)
+                  : hostCollectiveMemory());
       comm.setSingleThreadedBytes(singleThreadedBytes);
       int64_t numDevices = mesh.numDevices();
       std::vector<ReferenceGroup> groups;
@@ -269,11 +387,16 @@ TEST_CASE("every collective over every ordered axis subset matches the "
             for (size_t op = 0; op < ops.size(); ++op)
               if (Status status =
                       runOp(comm, device, axes, ops[op], inputs[device][op],
-                            outputs[device][op]);
+                            outputs[device][op], handles);
                   !status)
                 return status;
             return Status::success();
           });
+      if (handles) {
+        CHECK(deferred->issued > 0);
+        CHECK(deferred->pendingCount() == 0);
+        CHECK(deferred->temporariesHeld == 0);
+      }
       for (int64_t device = 0; device < numDevices; ++device) {
         INFO("device " << device);
         REQUIRE(statuses[device].message() == "");

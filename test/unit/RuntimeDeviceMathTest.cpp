@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/Communicator.h"
 #include "partita/Runtime/DeviceMath.h"
 
 #include <catch2/catch.hpp>
@@ -147,6 +148,49 @@ TEST_CASE("placement and reduction views", "[devicemath]") {
   CHECK(walk == std::vector<int64_t>{0, 1, 2, 3, 12, 13, 14, 15});
   CHECK_FALSE(reductionViews({2, 3}, {0, 0}, kept, reduced));
   CHECK_FALSE(reductionViews({2, 3}, {2}, kept, reduced));
+}
+
+TEST_CASE("box copies through two views equal copyTensorBox, and "
+          "contiguous boxes are recognised",
+          "[devicemath]") {
+  // The device communicator's copies: random boxes between random tensors,
+  // against the host communicators' copyTensorBox.
+  std::mt19937 random(11);
+  int contiguous = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    int rank = static_cast<int>(random() % 5);
+    std::vector<int64_t> box = randomShape(random, rank);
+    std::vector<int64_t> srcShape(rank), dstShape(rank), srcOffset(rank),
+        dstOffset(rank);
+    for (int d = 0; d < rank; ++d) {
+      srcShape[d] = box[d] + random() % 3;
+      dstShape[d] = box[d] + random() % 3;
+      srcOffset[d] = random() % (srcShape[d] - box[d] + 1);
+      dstOffset[d] = random() % (dstShape[d] - box[d] + 1);
+    }
+    std::vector<float> source = iotaValues(product(srcShape));
+    std::vector<float> expected(product(dstShape), -1.0f);
+    std::vector<float> actual = expected;
+    copyTensorBox(source.data(), srcShape, srcOffset, expected.data(),
+                  dstShape, dstOffset, box, sizeof(float));
+    StridedView from, to;
+    REQUIRE(boxCopyViews(srcShape, srcOffset, dstShape, dstOffset, box, from,
+                         to));
+    boxCopyOnHost(source.data(), from, actual.data(), to, sizeof(float));
+    INFO("trial " << trial);
+    CHECK(actual == expected);
+    // Contiguous: consecutive box elements are consecutive in memory.
+    for (const StridedView *view : {&from, &to}) {
+      bool consecutive = true;
+      for (int64_t i = 1; i < viewElements(*view); ++i)
+        consecutive &= sourceOffset(*view, i) == sourceOffset(*view, i - 1) + 1;
+      CHECK(isContiguous(*view) == consecutive);
+      contiguous += consecutive;
+    }
+  }
+  CHECK(contiguous > 100); // Both kinds were exercised.
+  StridedView from, to;
+  CHECK_FALSE(boxCopyViews({4}, {3}, {4}, {0}, {2}, from, to));
 }
 
 TEST_CASE("planners refuse attributes that do not fit", "[devicemath]") {

@@ -150,6 +150,10 @@ const std::vector<Subcommand> &subcommands() {
          "visible GPUs); N is the mesh's device count",
          false},
         {"--tf32", nullptr, "with cuda: f32 einsums may use TF32", false},
+        {"--repeat", "K",
+         "run the program K times on inputs uploaded once and print the "
+         "median time per run (outputs: the last run's)",
+         false},
         {"--distributed", nullptr,
          "run as one of the processes mpirun started: each drives N/P of "
          "the devices; --outputs are then sharded-array directories written "
@@ -633,6 +637,15 @@ Status runProgram(const Arguments &args) {
   }
   auto start = std::chrono::steady_clock::now();
   RunStatistics statistics;
+  if (args.has("--repeat")) {
+    const std::string &text = args.get("--repeat");
+    char *end = nullptr;
+    long repeats = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end || repeats < 1 || repeats > 100000)
+      return Status::error("--repeat must be a positive integer, got '" +
+                           text + "'");
+    statistics.repeats = static_cast<int>(repeats);
+  }
   Expected<std::vector<HostArray>> outputs = Status::error("not run");
   if (kind == "cpu") {
     outputs = runOnCpuDevices(*program, *inputs, &statistics);
@@ -660,6 +673,13 @@ Status runProgram(const Arguments &args) {
       program->instructions.size(),
       static_cast<long long>(communication.collectives),
       communication.bytesPerDevice);
+  if (statistics.repeats > 1 && !statistics.stepSeconds.empty()) {
+    std::vector<double> steps = statistics.stepSeconds;
+    std::sort(steps.begin(), steps.end());
+    std::printf("step: median %.3f ms over %d runs (min %.3f, max %.3f)\n",
+                steps[steps.size() / 2] * 1e3, statistics.repeats,
+                steps.front() * 1e3, steps.back() * 1e3);
+  }
   std::printf("memory: peak %lld bytes per device measured (buffer plan "
               "arena %lld)\n",
               static_cast<long long>(statistics.peakBytesPerDevice),

@@ -163,6 +163,28 @@ bool placementView(const std::vector<int64_t> &resultShape,
                    const std::vector<int64_t> &blockOffset,
                    StridedView &view);
 
+/// Whether a view reads (or, as a placement, writes) one contiguous run of
+/// elements starting at its offset: a box copy between two such views is a
+/// memcpy.
+bool isContiguous(const StridedView &view);
+
+/// copyTensorBox() as two views over the same box: element i of the box
+/// (row-major) moves from source element sourceOffset(from, i) to
+/// destination element sourceOffset(to, i). False when the box does not fit
+/// either tensor or the rank exceeds maxRank.
+bool boxCopyViews(const std::vector<int64_t> &srcShape,
+                  const std::vector<int64_t> &srcOffset,
+                  const std::vector<int64_t> &dstShape,
+                  const std::vector<int64_t> &dstOffset,
+                  const std::vector<int64_t> &box, StridedView &from,
+                  StridedView &to);
+
+/// Runs a box copy on the host from its two views (the GPU kernel's
+/// reference).
+void boxCopyOnHost(const void *source, const StridedView &from,
+                   void *destination, const StridedView &to,
+                   int64_t elementSize);
+
 /// A reduction over `dims` of an operand of `shape`, as two views: `kept`
 /// maps each result element to its first operand element, `reduced` walks
 /// the reduced elements relative to it (row-major over the reduced dims).

@@ -98,10 +98,26 @@ Status runOnDevice(const Executable &program, int64_t deviceId,
                    const std::vector<HostArray> &inputs,
                    std::vector<HostArray> &outputs, Backend *backend = nullptr);
 
-/// Measured figures of a run.
+/// runOnDevice() running the instructions `repeats` times on inputs
+/// uploaded once, appending each run's wall time (backend synchronized) to
+/// `stepSeconds` when given.
+Status runOnDeviceRepeated(const Executable &program, int64_t deviceId,
+                           Communicator *communicator,
+                           const std::vector<HostArray> &inputs,
+                           std::vector<HostArray> &outputs, Backend *backend,
+                           int repeats, std::vector<double> *stepSeconds);
+
+/// Measured figures of a run (and how many times to run).
 struct RunStatistics {
   /// The most device memory any one device held at once.
   int64_t peakBytesPerDevice = 0;
+  /// In: run the program this many times on inputs uploaded once (a
+  /// steady-state timing; a program that updates donated inputs in place
+  /// sees its own updates from the second run on, and the outputs are the
+  /// last run's).
+  int repeats = 1;
+  /// Out: the first device's wall time per run, backend synchronized.
+  std::vector<double> stepSeconds;
 };
 
 /// The local blocks of program input `index` for every device (indexed by

@@ -15,6 +15,14 @@
 // collectives skip the parallel steps: the device that completes the group
 // computes every output while the others sleep.
 //
+// Where the data lives is a CollectiveMemory: host memory by default; the
+// CUDA backend's logical devices plug in device memory (copies and
+// reductions as kernels on the calling device's stream), so the rendezvous
+// and the split of the work — the part tested here against the reference —
+// are the same for both. The communicator never dereferences a buffer
+// itself, and it calls complete() for a worker before anyone may read what
+// that worker wrote.
+//
 // Failure: a rendezvous that sees no new arrival for `timeout` (default
 // 60 s) fails every waiting device with a message naming the collective, the
 // group and the devices that never arrived; abort() fails every pending and
@@ -32,6 +40,46 @@
 
 namespace partita {
 
+/// The data movement of the in-process rendezvous, issued by the thread of
+/// device `worker` (the device doing that share of the work). Calls may be
+/// asynchronous; complete(worker) returns once everything `worker` issued
+/// has finished. Pointers are the buffers the devices passed in, possibly
+/// not host-addressable: an implementation only offsets and forwards them.
+class CollectiveMemory {
+public:
+  virtual ~CollectiveMemory();
+  /// copyTensorBox()'s contract.
+  virtual Status copyBox(int64_t worker, const void *src,
+                         const std::vector<int64_t> &srcShape,
+                         const std::vector<int64_t> &srcOffset, void *dst,
+                         const std::vector<int64_t> &dstShape,
+                         const std::vector<int64_t> &dstOffset,
+                         const std::vector<int64_t> &box,
+                         int64_t elementSize) = 0;
+  /// For each row r < rows: elements [r*count, (r+1)*count) of `output` are
+  /// reduceElements() of `count` elements at inputs[i] + r*inputRowStride
+  /// (strides in elements). `output` may be one of the inputs.
+  virtual Status reduce(int64_t worker, ReductionCode kind, DType dtype,
+                        const std::vector<const void *> &inputs,
+                        int64_t inputRowStride, void *output, int64_t rows,
+                        int64_t count) = 0;
+  /// `bytes` bytes from `src` to `dst` (disjoint).
+  virtual Status copy(int64_t worker, void *dst, const void *src,
+                      int64_t bytes) = 0;
+  /// `bytes` zero bytes at `dst`.
+  virtual Status zero(int64_t worker, void *dst, int64_t bytes) = 0;
+  /// A temporary buffer of `bytes` bytes in the same memory as the devices'
+  /// buffers, released by releaseTemporary() after complete(worker).
+  virtual Expected<void *> temporary(int64_t worker, int64_t bytes) = 0;
+  virtual void releaseTemporary(int64_t worker, void *block) = 0;
+  /// Waits for everything `worker` issued.
+  virtual Status complete(int64_t worker) = 0;
+};
+
+/// Host memory: every call runs synchronously with memcpy, copyTensorBox()
+/// and reduceElements().
+std::shared_ptr<CollectiveMemory> hostCollectiveMemory();
+
 /// Collectives between the threads of one process, one thread per device.
 class InProcessCommunicator final : public CallForwardingCommunicator {
 public:
@@ -46,7 +94,8 @@ public:
 
   /// A communicator for the devices of `mesh`.
   explicit InProcessCommunicator(
-      Mesh mesh, std::chrono::milliseconds timeout = defaultTimeout);
+      Mesh mesh, std::chrono::milliseconds timeout = defaultTimeout,
+      std::shared_ptr<CollectiveMemory> memory = hostCollectiveMemory());
   ~InProcessCommunicator() override;
   InProcessCommunicator(const InProcessCommunicator &) = delete;
   InProcessCommunicator &operator=(const InProcessCommunicator &) = delete;

@@ -251,6 +251,28 @@ private:
   InProcessCommunicator local;
 };
 
+/// Lets each of GPUs [0, gpus) read the others' memory; false when a pair
+/// cannot (the devices' collectives are then staged through the host).
+bool enablePeerAccess(int64_t gpus) {
+  for (int a = 0; a < gpus; ++a)
+    for (int b = 0; b < gpus; ++b) {
+      if (a == b)
+        continue;
+      int possible = 0;
+      if (cudaDeviceCanAccessPeer(&possible, a, b) != cudaSuccess ||
+          !possible)
+        return false;
+      if (cudaSetDevice(a) != cudaSuccess)
+        return false;
+      cudaError_t code = cudaDeviceEnablePeerAccess(b, 0);
+      if (code == cudaErrorPeerAccessAlreadyEnabled)
+        cudaGetLastError();
+      else if (code != cudaSuccess)
+        return false;
+    }
+  return true;
+}
+
 } // namespace
 
 std::unique_ptr<Communicator> createStagingCommunicator(const Mesh &mesh) {
@@ -291,10 +313,12 @@ runOnCudaDevices(const Executable &program,
   if (!inputs)
     return inputs.status();
   int64_t devices = program.mesh.numDevices();
-  // Every device on its own GPU: NCCL; otherwise logical devices staged
-  // through the host.
+  // Every device on its own GPU: NCCL. Logical devices sharing GPUs: the
+  // device-memory communicator where one process can address all their
+  // buffers, staging through the host otherwise (or when asked to).
   std::unique_ptr<Communicator> owned;
   bool nccl = devices <= gpus && devices > 1 && !options.forceStaging;
+  bool deviceMemory = false;
   if (nccl) {
     std::vector<int> gpuOf(devices);
     for (int64_t d = 0; d < devices; ++d)
@@ -304,6 +328,10 @@ runOnCudaDevices(const Executable &program,
     if (!created)
       return created.status();
     owned = std::move(*created);
+  } else if (!options.forceStaging && devices > 1 &&
+             enablePeerAccess(std::min<int64_t>(gpus, devices))) {
+    deviceMemory = true;
+    owned = createDeviceCommunicator(program.mesh);
   } else {
     owned = std::make_unique<StagingCommunicator>(program.mesh);
   }
@@ -318,10 +346,15 @@ runOnCudaDevices(const Executable &program,
           createCudaBackend(static_cast<int>(d % gpus), options);
       if (backend && nccl)
         setNcclStream(communicator, d, cudaStreamOf(**backend));
-      Status status = backend ? runOnDevice(program, d, &communicator,
-                                            (*inputs)[d], outputs[d],
-                                            backend->get())
-                              : backend.status();
+      if (backend && deviceMemory)
+        setDeviceCommunicatorStream(communicator, d, cudaStreamOf(**backend));
+      Status status =
+          backend ? runOnDeviceRepeated(
+                        program, d, &communicator, (*inputs)[d], outputs[d],
+                        backend->get(), statistics ? statistics->repeats : 1,
+                        statistics && d == 0 ? &statistics->stepSeconds
+                                             : nullptr)
+                  : backend.status();
       if (!backend)
         communicator.abort(status);
       std::swap(statuses[d], status);

@@ -29,8 +29,9 @@ int cudaDeviceCount(std::string *why = nullptr);
 struct CudaBackendOptions {
   /// f32 einsums may use TF32 tensor cores (cuBLAS's FAST_TF32 compute).
   bool allowTF32 = false;
-  /// Stage collectives through the host even when every device has its own
-  /// GPU (the NCCL path is the default then).
+  /// Stage collectives through the host (the staging communicator) instead
+  /// of NCCL (every device on its own GPU) or the device-memory
+  /// communicator (logical devices sharing GPUs): a baseline to compare.
   bool forceStaging = false;
 };
 
@@ -42,6 +43,18 @@ createCudaBackend(int device, const CudaBackendOptions &options = {});
 /// device buffers out; the in-process communicator in between): what
 /// runOnCudaDevices uses when devices share a GPU.
 std::unique_ptr<Communicator> createStagingCommunicator(const Mesh &mesh);
+
+/// Collectives of logical devices whose buffers this process can address
+/// in device memory (several devices on one GPU, or GPUs with peer access
+/// between all of them): the in-process communicator's rendezvous with its
+/// copies and reductions done on the GPU (DeviceCommunicator.cu), on each
+/// device's stream given by setDeviceCommunicatorStream().
+std::unique_ptr<Communicator> createDeviceCommunicator(const Mesh &mesh);
+
+/// The stream device `deviceId`'s share of a collective runs on (its
+/// backend's, cudaStreamOf()); `communicator` is createDeviceCommunicator's.
+void setDeviceCommunicatorStream(Communicator &communicator, int64_t deviceId,
+                                 void *stream);
 
 /// The stream a CUDA backend issues its work on (a cudaStream_t).
 void *cudaStreamOf(Backend &backend);
@@ -60,9 +73,10 @@ void setNcclStream(Communicator &communicator, int64_t deviceId, void *stream);
 /// Runs `program` on its mesh's N devices, one host thread each. With at
 /// least N GPUs, device d runs on GPU d and collectives go through NCCL;
 /// with fewer, the devices are logical devices spread over the GPUs
-/// (device d on GPU d mod count) whose collectives stage device buffers
-/// through host memory into the in-process communicator, so partitioned
-/// programs run on a single GPU. Inputs, outputs and the partial-sum
+/// (device d on GPU d mod count) whose collectives run in device memory
+/// (createDeviceCommunicator) when one GPU holds them all or every pair of
+/// GPUs has peer access, and are staged through host memory otherwise, so
+/// partitioned programs run on a single GPU. Inputs, outputs and the partial-sum
 /// handling are runOnCpuDevices's.
 Expected<std::vector<HostArray>>
 runOnCudaDevices(const Executable &program,
