@@ -66,13 +66,24 @@ while read -r name devices; do
     fi
   done
 done < "$INPUTS/programs.txt"
+# Logical devices on one GPU: the device-memory communicator (default)
+# against staging every collective through the host, same program.
+for name in gpt8 moe8; do
+  for mode in device staging; do
+    flags=(); [ "$mode" = staging ] && flags=(--staging)
+    build-gpu/bin/partita-exec run "$INPUTS/$name.exe" --seed 1 --devices cuda:8 \
+      ${flags[@]+"${flags[@]}"} --repeat 20 > "$OUT/$name.$mode.txt" 2>&1 \
+      || { tail -20 "$OUT/$name.$mode.txt"; exit 1; }
+    log "$name on cuda:8, collectives in $mode memory: $(grep -o 'step: median [0-9.]* ms' "$OUT/$name.$mode.txt")"
+  done
+done
 log "== benchmarks (einsum vs cuBLAS, logical-device all_reduce vs memcpy)"
 build-gpu/bin/partita-bench-cuda 2>&1 | tee "$OUT/bench.txt" | tee -a "$OUT/figures.txt"
 
 log "== GPT forward, bf16, d_model 4096, 32 heads, seq 2048, batch 8, 4 layers, vocab 32000, cuda:1"
 build-gpu/bin/partita-exec run "$INPUTS/gpt-large.exe" --devices cuda:1 \
   --seed 1 --repeat 5 > "$OUT/gpt-large.txt" 2>&1 || { tail -20 "$OUT/gpt-large.txt"; exit 1; }
-grep -E "step: median" "$OUT/gpt-large.txt" | tee -a "$OUT/figures.txt"
+grep -E "step: median|memory: peak" "$OUT/gpt-large.txt" | tee -a "$OUT/figures.txt"
 # MFU (the issue's definition): (2 N_matmul + 4 layers seq d_model) FLOPs per
 # token, N_matmul = 4*12*4096^2 + 4096*32000 (layers and LM head; the
 # embedding lookup table not), over 989 TFLOP/s dense bf16; and over the

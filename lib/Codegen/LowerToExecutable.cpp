@@ -114,8 +114,10 @@ std::string joinAxes(ArrayAttr axes) {
   return text;
 }
 
-/// The constant's value as a host array.
-Expected<HostArray> constantValue(ElementsAttr attr) {
+/// The constant's value as a host array: every element, or for a splat of
+/// more than one element the one value as a scalar (`splat` set), which the
+/// runtime broadcasts — a model's splat constants are activation-sized.
+Expected<HostArray> constantValue(ElementsAttr attr, bool &splat) {
   auto dense = dyn_cast<DenseElementsAttr>(attr);
   if (!dense)
     return Status::error("only dense constants are supported");
@@ -123,9 +125,11 @@ Expected<HostArray> constantValue(ElementsAttr attr) {
   if (!dtype)
     return dtype.status();
   auto type = cast<RankedTensorType>(dense.getType());
-  HostArray array =
-      HostArray::zeros(*dtype, std::vector<int64_t>(type.getShape().begin(),
-                                                    type.getShape().end()));
+  splat = dense.isSplat() && type.getNumElements() > 1;
+  HostArray array = HostArray::zeros(
+      *dtype, splat ? std::vector<int64_t>{}
+                    : std::vector<int64_t>(type.getShape().begin(),
+                                           type.getShape().end()));
   int64_t count = array.numElements(), size = dtypeSize(*dtype);
   Type element = type.getElementType();
   for (int64_t i = 0; i < count; ++i) {
@@ -573,11 +577,14 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp original) {
       Instruction inst;
       inst.op = code->second;
       if (auto constant = dyn_cast<ConstantOp>(op)) {
-        Expected<HostArray> value = constantValue(constant.getValue());
+        bool splat = false;
+        Expected<HostArray> value = constantValue(constant.getValue(), splat);
         if (!value)
           return Status::error(describeOp(&op) + ": " +
                                value.status().message());
         inst.ints = {static_cast<int64_t>(program.constants.size())};
+        if (splat)
+          inst.ints.push_back(1);
         program.constants.push_back(std::move(*value));
       } else {
         lowerAttributes(&op, inst);

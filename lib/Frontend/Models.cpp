@@ -167,12 +167,14 @@ Value attention(ModelBuilder &b, Value x, const std::vector<Value> &w,
   }
   q = b.mul(q, b.scalarLike(1.0 / std::sqrt(static_cast<double>(d.K)), q, "scale"),
             "q.scaled");
-  // Causal mask: -1e9 above the diagonal.
-  std::vector<float> mask;
-  for (int64_t s = 0; s < d.S; ++s)
-    for (int64_t t = 0; t < d.S; ++t)
-      mask.push_back(t > s ? -1e9f : 0.0f);
-  Value causal = b.constantData(mask, {d.S, d.S}, "mask");
+  // Causal mask: -1e9 above the diagonal, computed from two iotas rather
+  // than stored (S^2 elements per layer in every Executable otherwise).
+  Type index = b.ops().getI32Type();
+  Value query = b.iota({d.S, d.S}, 0, index, "mask.s");
+  Value key = b.iota({d.S, d.S}, 1, index, "mask.t");
+  Value causal = b.select(b.compare(CompareDirection::GT, key, query, "mask.future"),
+                          b.constant(-1e9, {d.S, d.S}, "mask.hidden"),
+                          b.constant(0.0, {d.S, d.S}, "mask.visible"), "mask");
   Value context;
   if (d.N == d.H) {
     Value scores = b.einsum("bshk,bthk->bhst", ValueRange{q, k}, {d.B, d.H, d.S, d.S},

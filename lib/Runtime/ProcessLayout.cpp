@@ -101,4 +101,30 @@ std::vector<std::vector<int>> crossProcessSets(const Mesh &mesh,
   return {sets.begin(), sets.end()};
 }
 
+Expected<std::vector<int>> gpusForLocalDevices(
+    int64_t meshDevices, const std::vector<int64_t> &localDevices, int rank,
+    int localRank, int visibleGpus) {
+  std::vector<int> gpus(meshDevices, -1);
+  auto count = static_cast<int64_t>(localDevices.size());
+  int64_t first = static_cast<int64_t>(localRank) * count;
+  if (first + count > visibleGpus)
+    return Status::error(
+        "rank " + std::to_string(rank) + " (process " +
+        std::to_string(localRank) + " on its host) needs GPUs " +
+        std::to_string(first) + ".." + std::to_string(first + count - 1) +
+        " for its " + std::to_string(count) + " device" +
+        (count == 1 ? "" : "s") + ", but the host shows " +
+        std::to_string(visibleGpus) + " (one GPU per device across "
+        "processes; run fewer processes per host, or cuda:N in one process "
+        "for logical devices)");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t device = localDevices[i];
+    if (device < 0 || device >= meshDevices)
+      return Status::error("device " + std::to_string(device) +
+                           " is not in the mesh");
+    gpus[device] = static_cast<int>(first + i);
+  }
+  return gpus;
+}
+
 } // namespace partita

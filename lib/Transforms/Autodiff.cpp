@@ -179,9 +179,11 @@ class Reverse {
 public:
   explicit Reverse(OpBuilder &builder) : builder(builder) {}
 
-  /// Adds `gradient` to the adjoint of `value` (floats only).
+  /// Adds `gradient` to the adjoint of `value` (floats only; nothing for
+  /// values that depend on no argument, such as a mask built from iotas and
+  /// constants, whose adjoint no gradient needs).
   void accumulate(Value value, Value gradient) {
-    if (!gradient || !isFloatTensor(value))
+    if (!gradient || !isFloatTensor(value) || isConstantDerived(value))
       return;
     auto it = adjoints.find(value);
     if (it == adjoints.end()) {
@@ -225,6 +227,22 @@ public:
 private:
   OpBuilder &builder;
   DenseMap<Value, Value> adjoints;
+  DenseMap<Value, bool> constantDerived;
+
+  /// Whether `value` is computed from constants and iotas alone (no block
+  /// argument, no op with regions on the way).
+  bool isConstantDerived(Value value) {
+    auto known = constantDerived.find(value);
+    if (known != constantDerived.end())
+      return known->second;
+    Operation *op = value.getDefiningOp();
+    bool result = op && op->getNumRegions() == 0;
+    for (Value operand : op ? op->getOperands() : ValueRange{})
+      if (result)
+        result = isConstantDerived(operand);
+    constantDerived[value] = result;
+    return result;
+  }
 
   LogicalResult fail(Operation *op, const std::string &why) {
     error = describeOp(op) + ": " + why;

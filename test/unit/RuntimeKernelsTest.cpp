@@ -437,6 +437,23 @@ TEST_CASE("constant copies from the pool", "[kernels]") {
   CHECK(!runOp(OpCode::Constant, {0}, {}, wrong, "", &pool).ok());
 }
 
+TEST_CASE("a splat constant writes its one element everywhere",
+          "[kernels]") {
+  std::vector<HostArray> pool = {
+      HostArray::fromValues<float>(DType::F32, {}, {-1e9f}),
+      HostArray::fromValues<float>(DType::F32, {2}, {1.0f, 2.0f})};
+  std::vector<Buffer> results{Buffer(DType::F32, {2, 3})};
+  REQUIRE(runOp(OpCode::Constant, {0, 1}, {}, results, "", &pool).ok());
+  checkEqual(results[0], std::vector<double>(6, -1e9));
+  // The pool entry must be one element of the result's type.
+  Status many = runOp(OpCode::Constant, {1, 1}, {}, results, "", &pool);
+  CHECK(many.message().find("splat constant 1 is f32[2], not one element") !=
+        std::string::npos);
+  std::vector<Buffer> ints{Buffer(DType::I32, {4})};
+  CHECK(!runOp(OpCode::Constant, {0, 1}, {}, ints, "", &pool).ok());
+  CHECK(!runOp(OpCode::Constant, {0, 2}, {}, results, "", &pool).ok());
+}
+
 TEST_CASE("reshape and optimization_barrier copy bytes", "[kernels]") {
   std::mt19937 rng(8);
   Buffer x = randomBuffer(DType::BF16, {2, 3}, rng);

@@ -18,6 +18,9 @@
 #ifdef PARTITA_HAVE_CUDA
 #include "partita/Runtime/CUDA/CudaBackend.h"
 #endif
+#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
+#include "partita/Runtime/CUDA/CudaDistributed.h"
+#endif
 #include "partita/Runtime/Npy.h"
 #include "partita/Runtime/RunSupport.h"
 #include "partita/Runtime/ShardedArray.h"
@@ -150,6 +153,10 @@ const std::vector<Subcommand> &subcommands() {
          "visible GPUs); N is the mesh's device count",
          false},
         {"--tf32", nullptr, "with cuda: f32 einsums may use TF32", false},
+        {"--staging", nullptr,
+         "with cuda: collectives through host memory instead of NCCL or "
+         "device memory (a baseline to compare)",
+         false},
         {"--repeat", "K",
          "run the program K times on inputs uploaded once and print the "
          "median time per run (outputs: the last run's)",
@@ -542,6 +549,21 @@ Status runProgramDistributed(const Arguments &args, uint64_t seed) {
 #ifdef PARTITA_HAVE_MPI
   DistributedRunOptions options;
   options.seed = seed;
+  if (args.has("--devices") && args.get("--devices").rfind("cuda:", 0) == 0) {
+#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
+    CudaBackendOptions cuda;
+    cuda.allowTF32 = args.has("--tf32");
+    options.devices = cudaDistributedDevices(cuda);
+#else
+    return Status::error("--distributed --devices cuda:N needs CUDA and "
+                         "NCCL, and this partita-exec was built without "
+                         "them");
+#endif
+  } else if (args.has("--devices") &&
+             args.get("--devices").rfind("cpu:", 0) != 0) {
+    return Status::error("--devices must be cpu:N or cuda:N, got '" +
+                         args.get("--devices") + "'");
+  }
   if (args.has("--inputs"))
     options.inputs = args.get("--inputs");
   if (args.has("--outputs"))
@@ -571,6 +593,19 @@ Status runProgramDistributed(const Arguments &args, uint64_t seed) {
     std::fprintf(stderr, "error: rank %d: %s\n", (*process)->rank(),
                  program.status().message().c_str());
     return Status::error("");
+  }
+  if (args.has("--devices")) {
+    const std::string &text = args.get("--devices");
+    long long count = std::strtoll(text.c_str() + text.find(':') + 1,
+                                   nullptr, 10);
+    if (count != program->mesh.numDevices()) {
+      std::fprintf(stderr,
+                   "error: rank %d: the program's mesh has %lld devices but "
+                   "--devices asks for %lld\n",
+                   (*process)->rank(),
+                   static_cast<long long>(program->mesh.numDevices()), count);
+      return Status::error("");
+    }
   }
   OutputCheck check;
   if (args.has("--expect")) {
@@ -653,6 +688,7 @@ Status runProgram(const Arguments &args) {
 #ifdef PARTITA_HAVE_CUDA
     CudaBackendOptions options;
     options.allowTF32 = args.has("--tf32");
+    options.forceStaging = args.has("--staging");
     outputs = runOnCudaDevices(*program, *inputs, options, &statistics);
 #else
     return Status::error("--devices cuda:N needs the CUDA backend, and this "

@@ -21,6 +21,9 @@
 #ifdef PARTITA_HAVE_CUDA
 #include "partita/Runtime/CUDA/CudaBackend.h"
 #endif
+#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
+#include "partita/Runtime/CUDA/CudaDistributed.h"
+#endif
 #include "partita/Runtime/RunSupport.h"
 
 #include "llvm/Support/Format.h"
@@ -199,9 +202,17 @@ Expected<Executable> compileForRun(Session &session, const std::string &input,
 /// `partita run --distributed`: rank 0 compiles (or reads the Executable)
 /// and broadcasts the program; every rank runs its devices; rank 0 checks.
 int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
-                      long count, uint64_t seed, bool check) {
+                      long count, uint64_t seed, bool check, bool cuda) {
 #ifdef PARTITA_HAVE_MPI
   DistributedRunOptions runOptions;
+  if (cuda) {
+#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
+    runOptions.devices = cudaDistributedDevices(CudaBackendOptions());
+#else
+    return usageError("--distributed --devices cuda:N needs CUDA and NCCL, "
+                      "and this partita was built without them");
+#endif
+  }
   runOptions.seed = seed;
   runOptions.inputs = cl.get("--inputs", "");
   runOptions.outputs = cl.get("--outputs", "");
@@ -298,6 +309,7 @@ int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
   (void)cl;
   (void)options;
   (void)count;
+  (void)cuda;
   (void)seed;
   (void)check;
   return usageError("--distributed needs MPI, and this partita was built "
@@ -326,9 +338,6 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
   if (!end || *end || count < 1)
     return usageError("--devices must be cpu:N or cuda:N with N >= 1, got '" +
                       devices + "'");
-  if (cuda && cl.on("--distributed"))
-    return usageError("--distributed runs on cpu devices (the multi-GPU "
-                      "launch is docs/GPU.md's)");
   // The partitioned program runs on the devices asked for; the reference of
   // --check always on one CPU device.
   auto runProgram = [&](const Executable &program,
@@ -352,7 +361,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                       seedText + "'");
   bool check = cl.on("--check");
   if (cl.on("--distributed"))
-    return runDistributedRun(cl, options, count, seed, check);
+    return runDistributedRun(cl, options, count, seed, check, cuda);
   if (cl.has("--timeout"))
     return usageError("--timeout applies to --distributed runs");
   // Inputs: the user's (--inputs) or deterministic random ones.

@@ -19,7 +19,9 @@
 //   dynamic_update_slice: operands = {operand, update, start indices...}.
 //   pad: ints = low..., high...; operands = {operand, padding value}.
 //   einsum: text = spec ("bd,df->bf").
-//   constant: ints = {index into the Executable's constant pool}.
+//   constant: ints = {index into the Executable's constant pool} (the
+//     entry has the result's shape) or {index, 1} (a splat: the entry is
+//     one element, written to every element of the result).
 //   convert, reshape, elementwise ops, select, gather, scatter_add,
 //   optimization_barrier: no attributes.
 //

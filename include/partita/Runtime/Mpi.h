@@ -54,6 +54,9 @@ public:
   /// This process's rank and the number of processes.
   int rank() const;
   int size() const;
+  /// This process's index among the processes on its host (ranks sharing
+  /// memory, MPI_COMM_TYPE_SHARED, in rank order): which GPUs it drives.
+  int localRank() const;
 
   /// The no-progress timeout of every wait (default 60 s).
   std::chrono::milliseconds timeout() const;
@@ -122,6 +125,27 @@ bootstrapUniqueIds(MpiProcess &process,
 Expected<Executable> broadcastExecutable(MpiProcess &process,
                                          const Expected<Executable> *onRoot);
 
+/// How a process of a multi-process run drives its devices. Empty
+/// functions mean CPU device threads with the MPI communicator; the CUDA
+/// backend supplies GPUs with NCCL (cudaDistributedDevices(),
+/// CUDA/CudaDistributed.h).
+struct DistributedDevices {
+  /// The communicator for this process's devices of `layout`.
+  std::function<Expected<std::unique_ptr<Communicator>>(
+      MpiProcess &process, const Mesh &mesh, const ProcessLayout &layout)>
+      communicator;
+  /// Runs `devices` with `communicator`, as runDevicesAsThreads().
+  std::function<Status(
+      const Executable &program, const std::vector<int64_t> &devices,
+      Communicator *communicator,
+      const std::vector<std::vector<HostArray>> &inputsByDevice,
+      std::vector<std::vector<HostArray>> &outputsByDevice,
+      RunStatistics *statistics)>
+      run;
+  /// "cpu" or "cuda", for the report.
+  std::string kind = "cpu";
+};
+
 /// What one multi-process run does besides running.
 struct DistributedRunOptions {
   /// Seed of the deterministic random inputs (used when `inputs` is empty).
@@ -140,6 +164,8 @@ struct DistributedRunOptions {
   bool gatherOutputs = false;
   /// The no-progress timeout of every collective and wait.
   std::chrono::milliseconds timeout = defaultDistributedTimeout;
+  /// Where the devices run (default: CPU threads, MPI communicator).
+  DistributedDevices devices;
 };
 
 /// The result of runDistributed().

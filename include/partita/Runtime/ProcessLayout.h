@@ -56,6 +56,16 @@ std::vector<std::vector<int>> crossProcessSets(const Mesh &mesh,
 std::vector<std::pair<std::vector<int64_t>, std::vector<int>>>
 crossProcessGroups(const Mesh &mesh, const ProcessLayout &layout);
 
+/// The GPU of each of `localDevices` (indexed by device id over
+/// `meshDevices`, -1 for devices of other processes) when this process has
+/// host-local rank `localRank` and sees `visibleGpus` GPUs: the processes
+/// of a host split its GPUs in order, localRank taking
+/// [localRank·L, (localRank+1)·L) for its L devices. Fails, naming the rank
+/// and the GPUs it needs, when the host has fewer.
+Expected<std::vector<int>> gpusForLocalDevices(
+    int64_t meshDevices, const std::vector<int64_t> &localDevices, int rank,
+    int localRank, int visibleGpus);
+
 } // namespace partita
 
 #endif // PARTITA_RUNTIME_PROCESSLAYOUT_H

@@ -150,8 +150,10 @@ namespace {
 
 Status runConstant(const KernelContext &ctx) {
   const std::vector<HostArray> *pool = ctx.call.constantPool;
-  if (ctx.ints().size() != 1)
-    return ctx.error("expects ints = {constant pool index}");
+  bool splat = ctx.ints().size() == 2 && ctx.ints()[1] == 1;
+  if (ctx.ints().size() != 1 && !splat)
+    return ctx.error("expects ints = {constant pool index} or {index, 1} "
+                     "(a splat)");
   int64_t index = ctx.ints()[0];
   if (!pool || index < 0 || index >= static_cast<int64_t>(pool->size()))
     return ctx.error("constant pool index " + std::to_string(index) +
@@ -159,6 +161,17 @@ Status runConstant(const KernelContext &ctx) {
                      std::to_string(pool ? pool->size() : 0) + " entries)");
   const HostArray &value = (*pool)[index];
   const TensorType &type = ctx.resultType(0);
+  if (splat) {
+    if (value.dtype != type.dtype || value.numElements() != 1)
+      return ctx.error("splat constant " + std::to_string(index) + " is " +
+                       dtypeName(value.dtype) + formatShape(value.shape) +
+                       ", not one element of the result's " + describe(type));
+    int64_t size = dtypeSize(type.dtype), count = type.bytes() / size;
+    auto *out = static_cast<uint8_t *>(ctx.result(0));
+    for (int64_t i = 0; i < count; ++i)
+      std::memcpy(out + i * size, value.bytes.data(), size);
+    return Status::success();
+  }
   if (value.dtype != type.dtype || value.shape != type.shape ||
       static_cast<int64_t>(value.bytes.size()) != type.bytes())
     return ctx.error("constant " + std::to_string(index) + " is " +

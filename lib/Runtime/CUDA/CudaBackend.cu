@@ -299,6 +299,55 @@ createCudaBackend(int device, const CudaBackendOptions &options) {
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
+Status runDevicesOnCuda(
+    const Executable &program, const std::vector<int64_t> &devices,
+    const std::vector<int> &gpuOf, Communicator *communicator,
+    CudaCollectives collectives,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    std::vector<std::vector<HostArray>> &outputsByDevice,
+    const CudaBackendOptions &options, RunStatistics *statistics) {
+  outputsByDevice.resize(program.mesh.numDevices());
+  std::vector<Status> statuses(devices.size());
+  std::vector<int64_t> peaks(devices.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < devices.size(); ++k)
+    threads.emplace_back([&, k] {
+      int64_t d = devices[k];
+      Expected<std::unique_ptr<Backend>> backend =
+          createCudaBackend(gpuOf[d], options);
+      if (backend && collectives == CudaCollectives::Nccl)
+        setNcclStream(*communicator, d, cudaStreamOf(**backend));
+      if (backend && collectives == CudaCollectives::DeviceMemory)
+        setDeviceCommunicatorStream(*communicator, d, cudaStreamOf(**backend));
+      Status status =
+          backend ? runOnDeviceRepeated(
+                        program, d, communicator, inputsByDevice[d],
+                        outputsByDevice[d], backend->get(),
+                        statistics ? statistics->repeats : 1,
+                        statistics && k == 0 ? &statistics->stepSeconds
+                                             : nullptr)
+                  : backend.status();
+      if (!status)
+        communicator->abort(status);
+      std::swap(statuses[k], status);
+      if (backend)
+        peaks[k] = (*backend)->peakBytes();
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  if (statistics && !peaks.empty())
+    statistics->peakBytesPerDevice =
+        *std::max_element(peaks.begin(), peaks.end());
+  for (const Status &status : statuses)
+    if (!status.ok() &&
+        status.message().find("was aborted") == std::string::npos)
+      return status;
+  for (const Status &status : statuses)
+    if (!status.ok())
+      return status;
+  return Status::success();
+}
+
 Expected<std::vector<HostArray>>
 runOnCudaDevices(const Executable &program,
                  const std::vector<HostArray> &globalInputs,
@@ -313,67 +362,37 @@ runOnCudaDevices(const Executable &program,
   if (!inputs)
     return inputs.status();
   int64_t devices = program.mesh.numDevices();
+  std::vector<int64_t> all(devices);
+  std::vector<int> gpuOf(devices);
+  for (int64_t d = 0; d < devices; ++d) {
+    all[d] = d;
+    gpuOf[d] = static_cast<int>(d % gpus);
+  }
   // Every device on its own GPU: NCCL. Logical devices sharing GPUs: the
   // device-memory communicator where one process can address all their
   // buffers, staging through the host otherwise (or when asked to).
   std::unique_ptr<Communicator> owned;
-  bool nccl = devices <= gpus && devices > 1 && !options.forceStaging;
-  bool deviceMemory = false;
-  if (nccl) {
-    std::vector<int> gpuOf(devices);
-    for (int64_t d = 0; d < devices; ++d)
-      gpuOf[d] = static_cast<int>(d);
+  CudaCollectives collectives = CudaCollectives::Staging;
+  if (devices <= gpus && devices > 1 && !options.forceStaging) {
     Expected<std::unique_ptr<Communicator>> created =
         createNcclCommunicator(program.mesh, gpuOf);
     if (!created)
       return created.status();
     owned = std::move(*created);
+    collectives = CudaCollectives::Nccl;
   } else if (!options.forceStaging && devices > 1 &&
              enablePeerAccess(std::min<int64_t>(gpus, devices))) {
-    deviceMemory = true;
     owned = createDeviceCommunicator(program.mesh);
+    collectives = CudaCollectives::DeviceMemory;
   } else {
     owned = std::make_unique<StagingCommunicator>(program.mesh);
   }
-  Communicator &communicator = *owned;
-  std::vector<std::vector<HostArray>> outputs(devices);
-  std::vector<Status> statuses(devices);
-  std::vector<int64_t> peaks(devices, 0);
-  std::vector<std::thread> threads;
-  for (int64_t d = 0; d < devices; ++d)
-    threads.emplace_back([&, d] {
-      Expected<std::unique_ptr<Backend>> backend =
-          createCudaBackend(static_cast<int>(d % gpus), options);
-      if (backend && nccl)
-        setNcclStream(communicator, d, cudaStreamOf(**backend));
-      if (backend && deviceMemory)
-        setDeviceCommunicatorStream(communicator, d, cudaStreamOf(**backend));
-      Status status =
-          backend ? runOnDeviceRepeated(
-                        program, d, &communicator, (*inputs)[d], outputs[d],
-                        backend->get(), statistics ? statistics->repeats : 1,
-                        statistics && d == 0 ? &statistics->stepSeconds
-                                             : nullptr)
-                  : backend.status();
-      if (!backend)
-        communicator.abort(status);
-      std::swap(statuses[d], status);
-      if (!backend)
-        return;
-      peaks[d] = (*backend)->peakBytes();
-    });
-  for (std::thread &thread : threads)
-    thread.join();
-  if (statistics)
-    statistics->peakBytesPerDevice =
-        *std::max_element(peaks.begin(), peaks.end());
-  for (const Status &status : statuses)
-    if (!status.ok() &&
-        status.message().find("was aborted") == std::string::npos)
-      return status;
-  for (const Status &status : statuses)
-    if (!status.ok())
-      return status;
+  std::vector<std::vector<HostArray>> outputs;
+  if (Status status =
+          runDevicesOnCuda(program, all, gpuOf, owned.get(), collectives,
+                           *inputs, outputs, options, statistics);
+      !status)
+    return status;
   return assembleOutputs(program, outputs);
 }
 

@@ -621,10 +621,25 @@ Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,
   };
   switch (inst.op) {
   case OpCode::Constant: {
-    if (inst.ints.size() != 1 || inst.ints[0] < 0 ||
+    bool splat = inst.ints.size() == 2 && inst.ints[1] == 1;
+    if ((inst.ints.size() != 1 && !splat) || inst.ints[0] < 0 ||
         inst.ints[0] >= static_cast<int64_t>(constants.size()))
       return fail("bad constant index");
     const HostArray &value = constants[inst.ints[0]];
+    if (splat) {
+      // One element up, then a fill on the device.
+      int64_t size = dtypeSize(out.dtype);
+      if (value.dtype != out.dtype || value.numElements() != 1)
+        return fail("a splat constant is one element of the result's type");
+      if (count == 0)
+        return Status::success();
+      void *scalar = ctx.scratch(ctx.backend, size);
+      if (!scalar)
+        return fail("no device memory for a splat constant");
+      PARTITA_CUDA_CHECK(cudaMemcpyAsync(scalar, value.bytes.data(), size,
+                                         cudaMemcpyHostToDevice, ctx.stream));
+      return fill(ctx, scalar, results[0], count, size);
+    }
     if (static_cast<int64_t>(value.bytes.size()) != out.bytes())
       return fail("the constant's size differs from the result's");
     if (count > 0)

@@ -27,6 +27,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -120,6 +121,42 @@ public:
     return splitAll();
   }
 
+  /// Devices spread over processes: this one drives `localDevices`, all
+  /// with the id every process was given.
+  Status initializeRanks(const std::vector<int64_t> &localDevices,
+                         const std::vector<int> &gpus,
+                         const std::vector<uint8_t> &uniqueId) {
+    if (uniqueId.size() != sizeof(ncclUniqueId))
+      return Status::error("an NCCL unique id has " +
+                           std::to_string(sizeof(ncclUniqueId)) +
+                           " bytes, got " + std::to_string(uniqueId.size()));
+    ncclUniqueId id;
+    std::memcpy(&id, uniqueId.data(), sizeof(id));
+    auto count = static_cast<int>(meshValue.numDevices());
+    std::vector<int64_t> order = positionsToDevices();
+    std::vector<int> positionOf(count);
+    for (int position = 0; position < count; ++position)
+      positionOf[order[position]] = position;
+    // Several ranks in one process: one group, or the first init waits
+    // for the others forever.
+    PARTITA_NCCL_CHECK(ncclGroupStart());
+    for (int64_t d : localDevices) {
+      cudaError_t code = cudaSetDevice(gpus[d]);
+      if (code != cudaSuccess) {
+        ncclGroupEnd();
+        return cudaFailure(code, "cudaSetDevice", __FILE__, __LINE__);
+      }
+      ncclResult_t result =
+          ncclCommInitRank(&world[d], count, id, positionOf[d]);
+      if (result != ncclSuccess) {
+        ncclGroupEnd();
+        return ncclFailure(result, "ncclCommInitRank", __FILE__, __LINE__);
+      }
+    }
+    PARTITA_NCCL_CHECK(ncclGroupEnd());
+    return splitAll();
+  }
+
   void setStream(int64_t deviceId, cudaStream_t stream) {
     std::lock_guard<std::mutex> guard(mutex);
     streams[deviceId] = stream;
@@ -172,17 +209,16 @@ private:
   }
 
   Status split(const std::vector<std::string> &axes) {
-    std::map<std::vector<int64_t>, int> colorOf;
     PARTITA_NCCL_CHECK(ncclGroupStart());
     for (auto &entry : world) {
       Expected<CollectiveGroup> group =
           resolveGroup(meshValue, entry.first, axes);
       if (!group)
         return group.status();
-      std::vector<int64_t> members = group->members;
-      std::sort(members.begin(), members.end());
-      int color = colorOf.emplace(members, static_cast<int>(colorOf.size()))
-                      .first->second;
+      // The group's lowest device id: the same color on every process
+      // without talking to the others.
+      int color = static_cast<int>(
+          *std::min_element(group->members.begin(), group->members.end()));
       ncclComm_t &sub = comms[{entry.first, axes}];
       ncclResult_t code =
           ncclCommSplit(entry.second, color,
@@ -393,6 +429,19 @@ Expected<std::unique_ptr<Communicator>>
 createNcclCommunicator(const Mesh &mesh, const std::vector<int> &gpus) {
   auto communicator = std::make_unique<NcclCommunicator>(mesh);
   if (Status status = communicator->initializeAll(gpus); !status)
+    return status;
+  return std::unique_ptr<Communicator>(std::move(communicator));
+}
+
+Expected<std::unique_ptr<Communicator>>
+createNcclCommunicatorForRanks(const Mesh &mesh,
+                               const std::vector<int64_t> &localDevices,
+                               const std::vector<int> &gpus,
+                               const std::vector<uint8_t> &uniqueId) {
+  auto communicator = std::make_unique<NcclCommunicator>(mesh);
+  if (Status status =
+          communicator->initializeRanks(localDevices, gpus, uniqueId);
+      !status)
     return status;
   return std::unique_ptr<Communicator>(std::move(communicator));
 }

@@ -246,7 +246,10 @@ runDistributed(MpiProcess &process, const Executable &program,
   DistributedRunResult result;
   result.layout = *layout;
   Expected<std::unique_ptr<Communicator>> communicator =
-      createMpiCommunicator(process, program.mesh, *layout, options.timeout);
+      options.devices.communicator
+          ? options.devices.communicator(process, program.mesh, *layout)
+          : createMpiCommunicator(process, program.mesh, *layout,
+                                  options.timeout);
   if (!communicator)
     return communicator.status();
 
@@ -264,9 +267,14 @@ runDistributed(MpiProcess &process, const Executable &program,
   auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<HostArray>> outputsByDevice;
   RunStatistics statistics;
-  Status ran = runDevicesAsThreads(program, layout->localDevices,
-                                   communicator->get(), *inputs,
-                                   outputsByDevice, &statistics);
+  Status ran =
+      options.devices.run
+          ? options.devices.run(program, layout->localDevices,
+                                communicator->get(), *inputs, outputsByDevice,
+                                &statistics)
+          : runDevicesAsThreads(program, layout->localDevices,
+                                communicator->get(), *inputs, outputsByDevice,
+                                &statistics);
   result.seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();

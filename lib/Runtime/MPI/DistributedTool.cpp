@@ -51,9 +51,10 @@ int runDistributedAndReport(MpiProcess &process, const Executable &program,
   CommunicationSummary communication = summarizeCommunication(program);
   Status verdict = Status::success();
   if (rank == 0) {
-    std::printf("ran on cpu:%lld as %d processes in %.3f ms (%zu "
+    std::printf("ran on %s:%lld as %d processes in %.3f ms (%zu "
                 "instructions; %lld collectives per step, %.0f bytes per "
                 "device)\n",
+                options.devices.kind.c_str(),
                 static_cast<long long>(program.mesh.numDevices()),
                 process.size(), result->seconds * 1e3,
                 program.instructions.size(),

@@ -34,6 +34,7 @@ Status mpiError(int code, const char *call, const char *file, int line);
 struct MpiProcess::Impl {
   int rank = 0;
   int size = 1;
+  int localRank = 0;
   std::chrono::milliseconds timeout = defaultDistributedTimeout;
   bool finalize = true;
   /// Every MPI call of the process holds this lock.

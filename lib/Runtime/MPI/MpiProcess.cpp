@@ -116,6 +116,12 @@ Expected<std::unique_ptr<MpiProcess>> MpiProcess::initialize(int *argc,
   PARTITA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &process->state->size));
   PARTITA_MPI_CHECK(
       MPI_Comm_dup(MPI_COMM_WORLD, &process->state->agreement));
+  MPI_Comm host = MPI_COMM_NULL;
+  PARTITA_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                                        process->state->rank, MPI_INFO_NULL,
+                                        &host));
+  PARTITA_MPI_CHECK(MPI_Comm_rank(host, &process->state->localRank));
+  MPI_Comm_free(&host);
   return process;
 }
 
@@ -129,6 +135,7 @@ MpiProcess::~MpiProcess() {
 
 int MpiProcess::rank() const { return state->rank; }
 int MpiProcess::size() const { return state->size; }
+int MpiProcess::localRank() const { return state->localRank; }
 std::chrono::milliseconds MpiProcess::timeout() const {
   return state->timeout;
 }

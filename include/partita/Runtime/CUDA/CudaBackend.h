@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace partita {
 
@@ -69,6 +70,36 @@ createNcclCommunicator(const Mesh &mesh, const std::vector<int> &gpus);
 /// The stream device `deviceId`'s collectives are issued on (its backend's,
 /// cudaStreamOf()), so they are ordered with its kernels.
 void setNcclStream(Communicator &communicator, int64_t deviceId, void *stream);
+
+/// Which communicator the devices of a CUDA run use (each device thread
+/// registers its backend's stream with it).
+enum class CudaCollectives { Nccl, DeviceMemory, Staging };
+
+/// Runs `program` on `devices` (device ids), one host thread and backend
+/// each, device d on GPU gpuOf[d], with `communicator` of kind
+/// `collectives`; inputs and outputs are indexed by device id, as
+/// runDevicesAsThreads's. A failing device aborts the communicator; the
+/// status is the first failure that is not merely such an abort.
+Status runDevicesOnCuda(
+    const Executable &program, const std::vector<int64_t> &devices,
+    const std::vector<int> &gpuOf, Communicator *communicator,
+    CudaCollectives collectives,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    std::vector<std::vector<HostArray>> &outputsByDevice,
+    const CudaBackendOptions &options = {},
+    RunStatistics *statistics = nullptr);
+
+/// NCCL collectives for the devices of `mesh` spread over processes (one
+/// or more per process, under mpirun): this process drives
+/// `localDevices`, device d on GPU gpus[d]; every process passes the same
+/// `uniqueId` (ncclGetUniqueId's bytes, made on one rank and broadcast:
+/// bootstrapNcclUniqueIds). Rank = mesh position, split per ordered set of
+/// mesh axes as createNcclCommunicator's.
+Expected<std::unique_ptr<Communicator>>
+createNcclCommunicatorForRanks(const Mesh &mesh,
+                               const std::vector<int64_t> &localDevices,
+                               const std::vector<int> &gpus,
+                               const std::vector<uint8_t> &uniqueId);
 
 /// Runs `program` on its mesh's N devices, one host thread each. With at
 /// least N GPUs, device d runs on GPU d and collectives go through NCCL;
