@@ -43,15 +43,17 @@ cmake --build build-gpu -j "$(nproc)" --target partita-exec partita-cuda-ops-tes
 log "built in $(( $(date +%s) - started )) s"
 
 log "== op tests (GPU vs CPU kernels)"
-build-gpu/bin/partita-cuda-ops-test 2>&1 | tee "$OUT/ops.txt" | tail -20
-status=${PIPESTATUS[0]}
-grep -E "cuda ops:" "$OUT/ops.txt" | tee -a "$OUT/figures.txt"
+status=0
+build-gpu/bin/partita-cuda-ops-test > "$OUT/ops.txt" 2>&1 || status=$?
+tail -20 "$OUT/ops.txt"
+{ grep -E "cuda ops:|skipped" "$OUT/ops.txt" || true; } | tee -a "$OUT/figures.txt"
 [ "$status" -eq 0 ] || { log "op tests FAILED"; exit 1; }
 
 log "== communicator tests (device memory, staging, NCCL with 8 GPUs vs in-process)"
-build-gpu/bin/partita-cuda-communicator-test 2>&1 | tee "$OUT/communicators.txt" | tail -20
-status=${PIPESTATUS[0]}
-grep -E "cuda communicators:|nccl: skipped" "$OUT/communicators.txt" | tee -a "$OUT/figures.txt"
+status=0
+build-gpu/bin/partita-cuda-communicator-test > "$OUT/communicators.txt" 2>&1 || status=$?
+tail -20 "$OUT/communicators.txt"
+{ grep -E "cuda communicators:|skipped" "$OUT/communicators.txt" || true; } | tee -a "$OUT/figures.txt"
 [ "$status" -eq 0 ] || { log "communicator tests FAILED"; exit 1; }
 
 log "== programs compiled here, checked against the CPU run here"
@@ -83,11 +85,12 @@ build-gpu/bin/partita-bench-cuda 2>&1 | tee "$OUT/bench.txt" | tee -a "$OUT/figu
 log "== GPT forward, bf16, d_model 4096, 32 heads, seq 2048, batch 8, 4 layers, vocab 32000, cuda:1"
 build-gpu/bin/partita-exec run "$INPUTS/gpt-large.exe" --devices cuda:1 \
   --seed 1 --repeat 5 > "$OUT/gpt-large.txt" 2>&1 || { tail -20 "$OUT/gpt-large.txt"; exit 1; }
-grep -E "step: median|memory: peak" "$OUT/gpt-large.txt" | tee -a "$OUT/figures.txt"
+{ grep -E "step: median|memory: peak" "$OUT/gpt-large.txt" || true; } | tee -a "$OUT/figures.txt"
 # MFU (the issue's definition): (2 N_matmul + 4 layers seq d_model) FLOPs per
 # token, N_matmul = 4*12*4096^2 + 4096*32000 (layers and LM head; the
-# embedding lookup table not), over 989 TFLOP/s dense bf16; and over the
-# cuBLAS 8192^3 rate measured above.
+# embedding table not: the program embeds by gather, --embedding gather),
+# over 989 TFLOP/s dense bf16; and over the cuBLAS 8192^3 rate measured
+# above.
 step_ms=$(grep -oE "step: median [0-9.]+" "$OUT/gpt-large.txt" | awk '{print $3}')
 cublas=$(grep -E "einsum bf16 8192\^3" "$OUT/bench.txt" | grep -oE "cuBLAS +[0-9.]+" | awk '{print $2}')
 python3 - "$step_ms" "${cublas:-0}" <<'PY' | tee -a "$OUT/figures.txt"

@@ -34,7 +34,8 @@ done
 # 4 layers, vocab 32000) on one GPU: compiled here, timed there; no CPU
 # reference (3.7e13 FLOPs a step).
 "$BIN/partita" gen gpt --mesh data=1 --layers 4 --d-model 4096 --heads 32 \
-  --seq 2048 --batch 8 --vocab 32000 --dtype bf16 -o "$OUT/gpt-large.mlir"
+  --seq 2048 --batch 8 --vocab 32000 --dtype bf16 --embedding gather \
+  -o "$OUT/gpt-large.mlir"
 "$BIN/partita" compile "$OUT/gpt-large.mlir" --stage executable \
   -o "$OUT/gpt-large.exe"
 du -sh "$OUT"

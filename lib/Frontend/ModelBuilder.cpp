@@ -154,6 +154,14 @@ Value ModelBuilder::iota(std::vector<int64_t> shape, int64_t dim, Type element,
                                 static_cast<uint64_t>(dim));
 }
 
+Value ModelBuilder::gather(Value table, Value indices, const std::string &name) {
+  std::vector<int64_t> shape = shapeOf(indices), rows = shapeOf(table);
+  shape.insert(shape.end(), rows.begin() + 1, rows.end());
+  Type element = cast<RankedTensorType>(table.getType()).getElementType();
+  return builder.create<GatherOp>(loc(name), tensorType(shape, element), table,
+                                  indices);
+}
+
 Value ModelBuilder::broadcast(Value x, std::vector<int64_t> shape,
                               std::vector<int64_t> dims,
                               const std::string &name) {

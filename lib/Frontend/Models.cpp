@@ -330,6 +330,9 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
     return Status::error("--heads (" + std::to_string(d.H) +
                          ") must be a multiple of --kv-heads (" +
                          std::to_string(d.N) + ")");
+  if (c.embedding != "onehot" && c.embedding != "gather")
+    return Status::error("--embedding must be onehot or gather, got '" +
+                         c.embedding + "'");
   if (c.rotary && d.K % 2 != 0)
     return Status::error("rotary positions need an even head dimension "
                          "(d_model / heads = " + std::to_string(d.K) + ")");
@@ -367,9 +370,11 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
     wpe = b.param("embed.positions", {d.S, d.D}, {"seq", "embed"});
 
   b.pushScope("embed");
-  Value x = b.einsum("bsv,vd->bsd",
-                     ValueRange{oneHot(b, tokens, d.V, "onehot"), wte},
-                     {d.B, d.S, d.D}, "tokens");
+  Value x = c.embedding == "gather"
+                ? b.gather(wte, tokens, "tokens")
+                : b.einsum("bsv,vd->bsd",
+                           ValueRange{oneHot(b, tokens, d.V, "onehot"), wte},
+                           {d.B, d.S, d.D}, "tokens");
   if (wpe)
     x = b.add(x, b.broadcast(wpe, {d.B, d.S, d.D}, {1, 2}, "positions.b"),
               "with_positions");

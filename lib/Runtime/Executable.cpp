@@ -463,6 +463,10 @@ Status partita::runDevicesAsThreads(
   if (statistics && !peaks.empty())
     statistics->peakBytesPerDevice =
         *std::max_element(peaks.begin(), peaks.end());
+  return firstDeviceFailure(statuses);
+}
+
+Status partita::firstDeviceFailure(const std::vector<Status> &statuses) {
   // The first device to fail aborted the communicator; its message says
   // why, the others only that they were aborted.
   for (const Status &status : statuses)

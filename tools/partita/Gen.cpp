@@ -55,6 +55,11 @@ Options (defaults in brackets):
   --scan                  the layers as a loop over stacked weights (gpt, mlp)
   --no-loss               stop at the logits (gpt, moe) or output (mlp)
   --rotary                rotary positions instead of a learned table
+  --embedding onehot|gather
+                          token embedding: a one-hot einsum (keeps a
+                          vocab-split table split) or rows by index (no
+                          embedding FLOPs; a vocab-split table is gathered)
+                          [onehot]
   --rmsnorm               RMSNorm instead of LayerNorm
   --swiglu                SwiGLU MLP instead of GELU (gpt, ffn)
   --dtype f32|bf16        parameter and activation type [f32]
@@ -96,6 +101,7 @@ std::vector<std::string> partita::cli::modelValueFlags() {
   std::vector<std::string> flags = modelIntFlags();
   flags.push_back("--capacity-factor");
   flags.push_back("--dtype");
+  flags.push_back("--embedding");
   return flags;
 }
 
@@ -128,6 +134,7 @@ bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
   config.rmsNorm = cl.on("--rmsnorm");
   config.swiglu = cl.on("--swiglu");
   config.dtype = cl.get("--dtype", "f32");
+  config.embedding = cl.get("--embedding", "onehot");
   return true;
 }
 

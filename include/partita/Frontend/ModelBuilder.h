@@ -82,6 +82,9 @@ public:
                            std::vector<int64_t> shape, const std::string &name);
   mlir::Value iota(std::vector<int64_t> shape, int64_t dim, mlir::Type element,
                    const std::string &name);
+  /// Rows of `table` by `indices` (partita.gather).
+  mlir::Value gather(mlir::Value table, mlir::Value indices,
+                     const std::string &name);
   mlir::Value broadcast(mlir::Value x, std::vector<int64_t> shape,
                         std::vector<int64_t> dims, const std::string &name);
   mlir::Value reduce(ReductionKind kind, mlir::Value x,

@@ -49,6 +49,11 @@ struct ModelConfig {
   bool rotary = false;
   /// RMSNorm instead of LayerNorm.
   bool rmsNorm = false;
+  /// Token embedding (gpt, moe): "onehot" (a one-hot einsum, so a table
+  /// split along the vocabulary stays split: Megatron's vocab-parallel
+  /// embedding) or "gather" (rows by index: no one-hot tensor and no
+  /// embedding FLOPs, but a table split along the vocabulary is gathered).
+  std::string embedding = "onehot";
   /// SwiGLU instead of GELU in the MLP.
   bool swiglu = false;
   /// "f32" or "bf16".

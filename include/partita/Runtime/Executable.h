@@ -147,6 +147,11 @@ Status runDevicesAsThreads(
     std::vector<std::vector<HostArray>> &outputsByDevice,
     RunStatistics *statistics = nullptr);
 
+/// The outcome of a run of several devices, from each device's status: the
+/// first failure that is not merely an abort another device caused (its
+/// message says why), else the first failure, else success.
+Status firstDeviceFailure(const std::vector<Status> &statuses);
+
 /// The global outputs from every device's output blocks (indexed by device
 /// id): replicas must agree bit for bit, partial sums are summed.
 Expected<std::vector<HostArray>>

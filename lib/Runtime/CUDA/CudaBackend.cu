@@ -338,14 +338,7 @@ Status runDevicesOnCuda(
   if (statistics && !peaks.empty())
     statistics->peakBytesPerDevice =
         *std::max_element(peaks.begin(), peaks.end());
-  for (const Status &status : statuses)
-    if (!status.ok() &&
-        status.message().find("was aborted") == std::string::npos)
-      return status;
-  for (const Status &status : statuses)
-    if (!status.ok())
-      return status;
-  return Status::success();
+  return firstDeviceFailure(statuses);
 }
 
 Expected<std::vector<HostArray>>
