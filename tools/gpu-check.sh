@@ -42,19 +42,19 @@ cmake --build build-gpu -j "$(nproc)" --target partita-exec partita-cuda-ops-tes
   > "$OUT/build.txt" 2>&1 || { tail -40 "$OUT/build.txt"; exit 1; }
 log "built in $(( $(date +%s) - started )) s"
 
+# Runs a GPU test, logs its summary line (or why it skipped), and stops the
+# check when it fails.
+gpu_test() { # name binary summary-pattern
+  local name=$1 binary=$2 summary=$3 status=0
+  "build-gpu/bin/$binary" > "$OUT/$name.txt" 2>&1 || status=$?
+  tail -20 "$OUT/$name.txt"
+  { grep -E "$summary|skipped" "$OUT/$name.txt" || true; } | tee -a "$OUT/figures.txt"
+  [ "$status" -eq 0 ] || { log "$name tests FAILED"; exit 1; }
+}
 log "== op tests (GPU vs CPU kernels)"
-status=0
-build-gpu/bin/partita-cuda-ops-test > "$OUT/ops.txt" 2>&1 || status=$?
-tail -20 "$OUT/ops.txt"
-{ grep -E "cuda ops:|skipped" "$OUT/ops.txt" || true; } | tee -a "$OUT/figures.txt"
-[ "$status" -eq 0 ] || { log "op tests FAILED"; exit 1; }
-
+gpu_test ops partita-cuda-ops-test "cuda ops:"
 log "== communicator tests (device memory, staging, NCCL with 8 GPUs vs in-process)"
-status=0
-build-gpu/bin/partita-cuda-communicator-test > "$OUT/communicators.txt" 2>&1 || status=$?
-tail -20 "$OUT/communicators.txt"
-{ grep -E "cuda communicators:|skipped" "$OUT/communicators.txt" || true; } | tee -a "$OUT/figures.txt"
-[ "$status" -eq 0 ] || { log "communicator tests FAILED"; exit 1; }
+gpu_test communicators partita-cuda-communicator-test "cuda communicators:"
 
 log "== programs compiled here, checked against the CPU run here"
 while read -r name devices; do

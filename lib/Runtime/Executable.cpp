@@ -437,36 +437,9 @@ partita::deviceInputBlocks(const Executable &program,
   return deviceInputs;
 }
 
-Status partita::runDevicesAsThreads(
-    const Executable &program, const std::vector<int64_t> &devices,
-    Communicator *communicator,
-    const std::vector<std::vector<HostArray>> &inputsByDevice,
-    std::vector<std::vector<HostArray>> &outputsByDevice,
-    RunStatistics *statistics) {
-  outputsByDevice.assign(program.mesh.numDevices(), {});
-  std::vector<Status> statuses(devices.size());
-  std::vector<int64_t> peaks(devices.size(), 0);
-  std::vector<std::thread> threads;
-  for (size_t k = 0; k < devices.size(); ++k)
-    threads.emplace_back([&, k] {
-      int64_t d = devices[k];
-      std::unique_ptr<Backend> backend = createCpuBackend();
-      int repeats = statistics ? statistics->repeats : 1;
-      statuses[k] = runOnDeviceRepeated(
-          program, d, communicator, inputsByDevice[d], outputsByDevice[d],
-          backend.get(), repeats,
-          statistics && k == 0 ? &statistics->stepSeconds : nullptr);
-      peaks[k] = backend->peakBytes();
-    });
-  for (std::thread &thread : threads)
-    thread.join();
-  if (statistics && !peaks.empty())
-    statistics->peakBytesPerDevice =
-        *std::max_element(peaks.begin(), peaks.end());
-  return firstDeviceFailure(statuses);
-}
-
-Status partita::firstDeviceFailure(const std::vector<Status> &statuses) {
+/// The first failure that is not merely an abort another device caused,
+/// else the first failure, else success.
+static Status firstDeviceFailure(const std::vector<Status> &statuses) {
   // The first device to fail aborted the communicator; its message says
   // why, the others only that they were aborted.
   for (const Status &status : statuses)
@@ -478,6 +451,43 @@ Status partita::firstDeviceFailure(const std::vector<Status> &statuses) {
       return status;
   return Status::success();
 }
+
+Status partita::runDevicesAsThreads(
+    const Executable &program, const std::vector<int64_t> &devices,
+    Communicator *communicator,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    std::vector<std::vector<HostArray>> &outputsByDevice,
+    RunStatistics *statistics, const BackendFactory &makeBackend) {
+  outputsByDevice.assign(program.mesh.numDevices(), {});
+  std::vector<Status> statuses(devices.size());
+  std::vector<int64_t> peaks(devices.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < devices.size(); ++k)
+    threads.emplace_back([&, k] {
+      int64_t d = devices[k];
+      Expected<std::unique_ptr<Backend>> backend =
+          makeBackend ? makeBackend(d)
+                      : Expected<std::unique_ptr<Backend>>(createCpuBackend());
+      if (!backend) {
+        communicator->abort(backend.status());
+        statuses[k] = backend.status();
+        return;
+      }
+      int repeats = statistics ? statistics->repeats : 1;
+      statuses[k] = runOnDeviceRepeated(
+          program, d, communicator, inputsByDevice[d], outputsByDevice[d],
+          backend->get(), repeats,
+          statistics && k == 0 ? &statistics->stepSeconds : nullptr);
+      peaks[k] = (*backend)->peakBytes();
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  if (statistics && !peaks.empty())
+    statistics->peakBytesPerDevice =
+        *std::max_element(peaks.begin(), peaks.end());
+  return firstDeviceFailure(statuses);
+}
+
 
 Expected<std::vector<HostArray>> partita::assembleOutputs(
     const Executable &program,

@@ -17,6 +17,8 @@
 #include "partita/Runtime/Instruction.h"
 #include "partita/Sharding/Sharding.h"
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -135,22 +137,25 @@ Expected<std::vector<std::vector<HostArray>>>
 deviceInputBlocks(const Executable &program,
                   const std::vector<HostArray> &globalInputs);
 
+/// Makes device `deviceId`'s backend, on the thread that will drive it
+/// (a GPU backend binds its device to that thread).
+using BackendFactory =
+    std::function<Expected<std::unique_ptr<Backend>>(int64_t deviceId)>;
+
 /// Runs `program` on `devices` (device ids), one thread each, with
 /// `communicator`; `inputsByDevice` and `outputsByDevice` are indexed by
-/// device id (entries of devices not run are ignored / left empty). The
-/// status is the first device's failure that is not merely an abort caused
-/// by another device.
+/// device id (entries of devices not run are ignored / left empty). Each
+/// thread's backend comes from `makeBackend` (default: the CPU backend); a
+/// device whose backend cannot be made aborts the communicator. The status
+/// is the first device's failure that is not merely an abort caused by
+/// another device.
 Status runDevicesAsThreads(
     const Executable &program, const std::vector<int64_t> &devices,
     Communicator *communicator,
     const std::vector<std::vector<HostArray>> &inputsByDevice,
     std::vector<std::vector<HostArray>> &outputsByDevice,
-    RunStatistics *statistics = nullptr);
-
-/// The outcome of a run of several devices, from each device's status: the
-/// first failure that is not merely an abort another device caused (its
-/// message says why), else the first failure, else success.
-Status firstDeviceFailure(const std::vector<Status> &statuses);
+    RunStatistics *statistics = nullptr,
+    const BackendFactory &makeBackend = {});
 
 /// The global outputs from every device's output blocks (indexed by device
 /// id): replicas must agree bit for bit, partial sums are summed.

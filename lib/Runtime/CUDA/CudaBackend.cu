@@ -15,8 +15,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
-#include <thread>
 
 namespace partita {
 
@@ -306,39 +304,18 @@ Status runDevicesOnCuda(
     const std::vector<std::vector<HostArray>> &inputsByDevice,
     std::vector<std::vector<HostArray>> &outputsByDevice,
     const CudaBackendOptions &options, RunStatistics *statistics) {
-  outputsByDevice.resize(program.mesh.numDevices());
-  std::vector<Status> statuses(devices.size());
-  std::vector<int64_t> peaks(devices.size(), 0);
-  std::vector<std::thread> threads;
-  for (size_t k = 0; k < devices.size(); ++k)
-    threads.emplace_back([&, k] {
-      int64_t d = devices[k];
-      Expected<std::unique_ptr<Backend>> backend =
-          createCudaBackend(gpuOf[d], options);
-      if (backend && collectives == CudaCollectives::Nccl)
-        setNcclStream(*communicator, d, cudaStreamOf(**backend));
-      if (backend && collectives == CudaCollectives::DeviceMemory)
-        setDeviceCommunicatorStream(*communicator, d, cudaStreamOf(**backend));
-      Status status =
-          backend ? runOnDeviceRepeated(
-                        program, d, communicator, inputsByDevice[d],
-                        outputsByDevice[d], backend->get(),
-                        statistics ? statistics->repeats : 1,
-                        statistics && k == 0 ? &statistics->stepSeconds
-                                             : nullptr)
-                  : backend.status();
-      if (!status)
-        communicator->abort(status);
-      std::swap(statuses[k], status);
-      if (backend)
-        peaks[k] = (*backend)->peakBytes();
-    });
-  for (std::thread &thread : threads)
-    thread.join();
-  if (statistics && !peaks.empty())
-    statistics->peakBytesPerDevice =
-        *std::max_element(peaks.begin(), peaks.end());
-  return firstDeviceFailure(statuses);
+  auto makeBackend =
+      [&](int64_t d) -> Expected<std::unique_ptr<Backend>> {
+    Expected<std::unique_ptr<Backend>> backend =
+        createCudaBackend(gpuOf[d], options);
+    if (backend && collectives == CudaCollectives::Nccl)
+      setNcclStream(*communicator, d, cudaStreamOf(**backend));
+    if (backend && collectives == CudaCollectives::DeviceMemory)
+      setDeviceCommunicatorStream(*communicator, d, cudaStreamOf(**backend));
+    return backend;
+  };
+  return runDevicesAsThreads(program, devices, communicator, inputsByDevice,
+                             outputsByDevice, statistics, makeBackend);
 }
 
 Expected<std::vector<HostArray>>
