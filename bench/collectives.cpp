@@ -23,7 +23,7 @@
 //       [--single-threaded-bytes B]   (InProcessCommunicator's limit)
 //
 //===----------------------------------------------------------------------===//
-#include "partita/Runtime/InProcessCommunicator.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
 
 #include <algorithm>
 #include <chrono>

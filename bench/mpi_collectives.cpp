@@ -18,8 +18,8 @@
 // in-process version, so both versions have the same cores.
 //
 //===----------------------------------------------------------------------===//
-#include "partita/Runtime/InProcessCommunicator.h"
-#include "partita/Runtime/Mpi.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
+#include "partita/Runtime/MPI/Mpi.h"
 
 #include <algorithm>
 #include <chrono>

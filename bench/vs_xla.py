@@ -5,7 +5,7 @@ For every program of tools/export_jax.py (the fixtures of test/Import), on 8
 emulated CPU devices with the same shardings:
   * XLA: jax.jit(...).lower() + .compile() (which includes code
     generation), median of 3, and the collectives of the compiled SPMD
-    module with their bytes per device (bus-traffic convention, BRIEF §7);
+    module with their bytes per device (bus-traffic convention, docs/Partitioning.md);
   * Partita: `partita compile module.mlir --stage executable` — import of
     the StableHLO, propagation, partitioning and lowering to a runnable
     Executable, process start included — median of 3, and the collectives

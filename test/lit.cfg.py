@@ -11,6 +11,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.partita_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "tools", "Inputs", "install"]
 
+config.substitutions.append(("%partita_src", config.partita_src_root))
 config.substitutions.append(("%examples", os.path.join(config.partita_src_root, "docs", "examples")))
 
 llvm_config.use_default_substitutions()

@@ -12,7 +12,7 @@ It also records the shapes JAX refuses. JAX only accepts shapes whose every
 dimension divides by its shard count (a dimension of size 0 counts as
 divisible); anything else raises IndivisibleError, in devices_indices_map,
 device_put, jit's out_shardings and shard_shape alike. Partita accepts
-indivisible dimensions (BRIEF section 3: chunk ceil(d/k), trailing shards
+indivisible dimensions (docs/ShardingRepresentation.md: chunk ceil(d/k), trailing shards
 short or empty, padded locally); that convention agrees with what XLA's SPMD
 partitioner does inside jit for an intermediate value, where it pads the
 dimension to k*ceil(d/k) and gives shard i the offset i*ceil(d/k), but JAX

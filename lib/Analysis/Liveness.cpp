@@ -3,7 +3,7 @@
 #include "partita/Analysis/Liveness.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
-#include "partita/Transforms/InlineCalls.h"
+#include "partita/Dialect/Partita/Utils/InlineCalls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -38,17 +38,6 @@ bool partita::mayWriteInPlace(Operation *op) {
     return false;
   return op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
          isa<SelectOp>(op);
-}
-
-OwningOpRef<ModuleOp> partita::cloneWithCallsInlined(ModuleOp module,
-                                                     unsigned maxDepth) {
-  bool any = false;
-  module.walk([&](func::CallOp) { any = true; });
-  if (!any)
-    return nullptr;
-  OwningOpRef<ModuleOp> copy = module.clone();
-  inlineCalls(copy->getOperation(), maxDepth);
-  return copy;
 }
 
 BufferLiveness partita::analyzeLiveness(func::FuncOp function) {

@@ -3,10 +3,11 @@
 #include "partita/Codegen/LowerToExecutable.h"
 
 #include "partita/Analysis/Liveness.h"
+#include "partita/Dialect/Partita/Utils/InlineCalls.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Sharding/Layout.h"
-#include "partita/Transforms/ValueNames.h"
+#include "partita/Dialect/Partita/Utils/ValueNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

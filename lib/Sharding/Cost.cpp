@@ -1,8 +1,8 @@
 //===- Cost.cpp - Estimated time of collectives and reshards --------------===//
 //
-// The cost model of BRIEF §7 and planReshard's memo table. The search itself
-// is in ReshardSearch.cpp; what each step does to a sharding, in
-// ReshardStep.cpp.
+// The cost model of docs/Partitioning.md ("The moves and their costs") and
+// planReshard's memo table. The search itself is in ReshardSearch.cpp; what
+// each step does to a sharding, in ReshardStep.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -8,6 +8,7 @@
 
 #include "partita/Sharding/Mesh.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -244,6 +245,53 @@ Expected<Mesh> parseMeshSpec(std::string_view text) {
     start = comma + 1;
   }
   return Mesh::create(std::move(axes));
+}
+
+std::string formatAxes(const std::vector<std::string> &axes) {
+  std::string text = "[";
+  for (size_t i = 0; i < axes.size(); ++i)
+    text += (i ? ", " : "") + axes[i];
+  return text + "]";
+}
+
+Expected<CollectiveGroup> resolveGroup(const Mesh &mesh, int64_t deviceId,
+                                       const std::vector<std::string> &axes) {
+  if (axes.empty())
+    return Status::error("a collective needs at least one mesh axis");
+  if (deviceId < 0 || deviceId >= mesh.numDevices())
+    return Status::error("device " + std::to_string(deviceId) +
+                         " is not on mesh " + mesh.toString());
+  CollectiveGroup group;
+  for (const std::string &axis : axes) {
+    int index = mesh.axisIndex(axis);
+    if (index < 0)
+      return Status::error("unknown mesh axis '" + axis + "' on mesh " +
+                           mesh.toString());
+    if (std::find(group.axisIndices.begin(), group.axisIndices.end(), index) !=
+        group.axisIndices.end())
+      return Status::error("mesh axis '" + axis + "' is named twice in " +
+                           formatAxes(axes));
+    group.axisIndices.push_back(index);
+  }
+  std::vector<int64_t> coords = mesh.coordinates(deviceId);
+  int64_t groupSize = 1;
+  for (int index : group.axisIndices) {
+    int64_t size = mesh.axes()[index].size;
+    group.position = group.position * size + coords[index];
+    groupSize *= size;
+  }
+  group.members.reserve(groupSize);
+  for (int64_t position = 0; position < groupSize; ++position) {
+    // Mixed radix: the last named axis is the least significant digit.
+    int64_t rest = position;
+    for (size_t k = group.axisIndices.size(); k-- > 0;) {
+      int64_t size = mesh.axes()[group.axisIndices[k]].size;
+      coords[group.axisIndices[k]] = rest % size;
+      rest /= size;
+    }
+    group.members.push_back(mesh.deviceAt(coords));
+  }
+  return group;
 }
 
 } // namespace partita

@@ -15,8 +15,8 @@
 #include "AutodiffEmitter.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
-#include "partita/Transforms/InlineCalls.h"
-#include "partita/Transforms/ValueNames.h"
+#include "partita/Dialect/Partita/Utils/InlineCalls.h"
+#include "partita/Dialect/Partita/Utils/ValueNames.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -17,7 +17,7 @@
 #include "partita/Sharding/Propagation.h"
 #include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/Passes.h"
-#include "partita/Transforms/ValueNames.h"
+#include "partita/Dialect/Partita/Utils/ValueNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -12,7 +12,7 @@
 #include "partita/Transforms/Autodiff.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
-#include "partita/Transforms/ValueNames.h"
+#include "partita/Dialect/Partita/Utils/ValueNames.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"

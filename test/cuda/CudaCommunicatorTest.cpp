@@ -14,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/CUDA/CudaBackend.h"
-#include "partita/Runtime/InProcessCommunicator.h"
-#include "partita/Runtime/RunSupport.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
+#include "partita/Runtime/IO/RunSupport.h"
 
 #include <cstdio>
 #include <cstring>

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/CUDA/CudaBackend.h"
-#include "partita/Runtime/RunSupport.h"
+#include "partita/Runtime/IO/RunSupport.h"
 
 #include <cstdio>
 #include <cstring>

@@ -20,11 +20,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/CPU/Kernels.h"
-#include "partita/Runtime/InProcessCommunicator.h"
-#include "partita/Runtime/Mpi.h"
-#include "partita/Runtime/RunSupport.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
+#include "partita/Runtime/MPI/Mpi.h"
+#include "partita/Runtime/IO/RunSupport.h"
 #ifdef PARTITA_HAVE_NCCL_BOOTSTRAP
-#include "partita/Runtime/NcclBootstrap.h"
+#include "partita/Runtime/MPI/NcclBootstrap.h"
 #endif
 
 #include <cstdio>

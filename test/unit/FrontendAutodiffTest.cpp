@@ -10,9 +10,9 @@
 
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
-#include "partita/Frontend/ModelBuilder.h"
-#include "partita/Frontend/Models.h"
-#include "partita/Runtime/Executable.h"
+#include "partita/Models/ModelBuilder.h"
+#include "partita/Models/Models.h"
+#include "partita/Runtime/Program/Executable.h"
 #include "partita/Transforms/Autodiff.h"
 
 #include "mlir/IR/Verifier.h"

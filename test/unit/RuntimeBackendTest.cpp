@@ -1,7 +1,7 @@
 //===- RuntimeBackendTest.cpp - The CPU backend ---------------------------===//
 
-#include "partita/Runtime/Backend.h"
-#include "partita/Runtime/Executable.h"
+#include "partita/Runtime/Program/Backend.h"
+#include "partita/Runtime/Program/Executable.h"
 
 #include <catch2/catch.hpp>
 

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "RuntimeCommunicatorTestSupport.h"
 
-#include "partita/Runtime/InProcessCommunicator.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
 
 #include <catch2/catch.hpp>
 

@@ -8,8 +8,8 @@
 #ifndef PARTITA_TEST_RUNTIMECOMMUNICATORTESTSUPPORT_H
 #define PARTITA_TEST_RUNTIMECOMMUNICATORTESTSUPPORT_H
 
-#include "partita/Runtime/Communicator.h"
-#include "partita/Runtime/HostArray.h"
+#include "partita/Runtime/Communication/Communicator.h"
+#include "partita/Runtime/IO/HostArray.h"
 #include "partita/Sharding/Mesh.h"
 
 #include <algorithm>

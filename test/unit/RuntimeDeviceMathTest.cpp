@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/CPU/Kernels.h"
-#include "partita/Runtime/Communicator.h"
-#include "partita/Runtime/DeviceMath.h"
+#include "partita/Runtime/Communication/Communicator.h"
+#include "partita/Runtime/Program/DeviceMath.h"
 
 #include <catch2/catch.hpp>
 

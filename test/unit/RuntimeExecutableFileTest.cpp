@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/ExecutableFile.h"
+#include "partita/Runtime/Program/ExecutableFile.h"
 
 #include <catch2/catch.hpp>
 

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/Json.h"
+#include "partita/Runtime/IO/Json.h"
 
 #include <catch2/catch.hpp>
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/Npy.h"
+#include "partita/Runtime/IO/Npy.h"
 
 #include <catch2/catch.hpp>
 

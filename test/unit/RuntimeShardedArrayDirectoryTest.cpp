@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/Npy.h"
-#include "partita/Runtime/ShardedArray.h"
-#include "partita/Runtime/ShardedArrayDirectory.h"
+#include "partita/Runtime/IO/Npy.h"
+#include "partita/Runtime/IO/ShardedArray.h"
+#include "partita/Runtime/IO/ShardedArrayDirectory.h"
 
 #include <catch2/catch.hpp>
 

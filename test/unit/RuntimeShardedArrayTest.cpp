@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/ShardedArray.h"
+#include "partita/Runtime/IO/ShardedArray.h"
 
 #include <catch2/catch.hpp>
 

@@ -3,17 +3,17 @@
 // partita-exec is built from the runtime alone (no MLIR, no LLVM), so it runs
 // on any machine that can compile plain C++: the GPU machine, a deployed
 // job's hosts. It moves data between whole .npy arrays and sharded array
-// directories, shows where the blocks of a sharding live, and (later) runs
-// compiled Executables.
+// directories, shows where the blocks of a sharding live, and runs compiled
+// Executables on CPU devices, GPUs or many processes.
 //
 // Each subcommand is a row of `subcommands`: its name, usage, options and a
 // function that returns a Status. main() only parses the command line,
 // dispatches, and turns a failed Status into "error: ..." and exit code 1.
 //
 //===----------------------------------------------------------------------===//
-#include "partita/Runtime/ExecutableFile.h"
+#include "partita/Runtime/Program/ExecutableFile.h"
 #ifdef PARTITA_HAVE_MPI
-#include "partita/Runtime/Mpi.h"
+#include "partita/Runtime/MPI/Mpi.h"
 #endif
 #ifdef PARTITA_HAVE_CUDA
 #include "partita/Runtime/CUDA/CudaBackend.h"
@@ -21,10 +21,10 @@
 #ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
 #include "partita/Runtime/CUDA/CudaDistributed.h"
 #endif
-#include "partita/Runtime/Npy.h"
-#include "partita/Runtime/RunSupport.h"
-#include "partita/Runtime/ShardedArray.h"
-#include "partita/Runtime/ShardedArrayDirectory.h"
+#include "partita/Runtime/IO/Npy.h"
+#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/IO/ShardedArray.h"
+#include "partita/Runtime/IO/ShardedArrayDirectory.h"
 
 #include <algorithm>
 #include <chrono>

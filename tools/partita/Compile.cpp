@@ -4,7 +4,7 @@
 
 #include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
-#include "partita/Runtime/ExecutableFile.h"
+#include "partita/Runtime/Program/ExecutableFile.h"
 #include "partita/Transforms/Interconnect.h"
 
 #include "mlir/Support/FileUtilities.h"

@@ -2,7 +2,7 @@
 
 #include "Driver.h"
 
-#include "partita/Frontend/ImportStableHLO.h"
+#include "partita/Conversion/StableHLOToPartita.h"
 #include "mlir/IR/Verifier.h"
 
 #include <cstdlib>

@@ -12,7 +12,7 @@
 #include "partita/Analysis/Report.h"
 #include "partita/Sharding/Layout.h"
 #include "partita/Transforms/Interconnect.h"
-#include "partita/Transforms/ValueNames.h"
+#include "partita/Dialect/Partita/Utils/ValueNames.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"

@@ -8,7 +8,7 @@
 
 #include "Driver.h"
 
-#include "partita/Frontend/Models.h"
+#include "partita/Models/Models.h"
 #include "partita/Transforms/LogicalRules.h"
 #include "partita/Transforms/Passes.h"
 

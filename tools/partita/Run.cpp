@@ -14,9 +14,9 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"
-#include "partita/Runtime/ExecutableFile.h"
+#include "partita/Runtime/Program/ExecutableFile.h"
 #ifdef PARTITA_HAVE_MPI
-#include "partita/Runtime/Mpi.h"
+#include "partita/Runtime/MPI/Mpi.h"
 #endif
 #ifdef PARTITA_HAVE_CUDA
 #include "partita/Runtime/CUDA/CudaBackend.h"
@@ -24,7 +24,7 @@
 #ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
 #include "partita/Runtime/CUDA/CudaDistributed.h"
 #endif
-#include "partita/Runtime/RunSupport.h"
+#include "partita/Runtime/IO/RunSupport.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"

@@ -12,8 +12,8 @@
 
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
-#include "partita/Frontend/Models.h"
-#include "partita/Runtime/Executable.h"
+#include "partita/Models/Models.h"
+#include "partita/Runtime/Program/Executable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"

@@ -2,7 +2,7 @@
 
 #include "ValueCatalog.h"
 
-#include "partita/Transforms/ValueNames.h"
+#include "partita/Dialect/Partita/Utils/ValueNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/raw_ostream.h"

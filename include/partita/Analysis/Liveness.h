@@ -71,13 +71,6 @@ bool mayWriteInPlace(mlir::Operation *op);
 /// Bytes of a statically shaped tensor type (i1 counts one byte).
 int64_t tensorBytes(mlir::Type type);
 
-/// A copy of `module` in which every call to a function with a body is
-/// replaced by that body (repeatedly, up to `maxDepth` levels, so recursive
-/// calls remain), so liveness sees callee buffers; null when the module has
-/// no calls to inline.
-mlir::OwningOpRef<mlir::ModuleOp> cloneWithCallsInlined(mlir::ModuleOp module,
-                                                        unsigned maxDepth = 32);
-
 /// Liveness of every tensor buffer of `function`.
 BufferLiveness analyzeLiveness(mlir::func::FuncOp function);
 

@@ -1,8 +1,7 @@
-//===- Report.h - What a partitioned program communicates and holds -*- C++
-//-*-===//
+//===- Report.h - What a partitioned program communicates and holds -*- C++ -*-//
 //
-// The report of BRIEF §7, one struct and one JSON serializer for the CLI's
-// `--report` and the C++ API: the meshes, every collective (kind, axes,
+// The report of docs/Partitioning.md ("The report"): one struct and one JSON
+// serializer for the CLI's `--report` and the C++ API: the meshes, every collective (kind, axes,
 // shapes, bytes per device by the nccl-tests bus-traffic convention, count
 // per step, location, reason), totals with the estimated time, and memory
 // per device by role from the liveness analysis.
@@ -64,7 +63,7 @@ struct Report {
   /// grad, opt_state, input): what a training loop holds between steps.
   std::map<std::string, int64_t> persistentBytesByRole;
 
-  /// The JSON of BRIEF §7, keys in a fixed order (deterministic).
+  /// The JSON of docs/Partitioning.md, keys in a fixed order (deterministic).
   std::string toJson() const;
 };
 

@@ -10,7 +10,7 @@
 #ifndef PARTITA_CODEGEN_LOWERTOEXECUTABLE_H
 #define PARTITA_CODEGEN_LOWERTOEXECUTABLE_H
 
-#include "partita/Runtime/Executable.h"
+#include "partita/Runtime/Program/Executable.h"
 
 namespace mlir {
 class ModuleOp;

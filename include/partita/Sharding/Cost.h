@@ -1,7 +1,8 @@
 //===- Cost.h - Estimated time of collectives and reshards ------*- C++ -*-===//
 //
-// The cost model of BRIEF §7, shared by propagation (to settle conflicts),
-// the partitioner (to pick reshard plans) and the report:
+// The cost model of docs/Partitioning.md ("The moves and their costs"),
+// shared by propagation (to settle conflicts), the partitioner (to pick
+// reshard plans) and the report:
 //
 //   bytes per device, n = group size, S = local input bytes:
 //     all_gather (n-1)·S; reduce_scatter and all_to_all (n-1)/n·S;

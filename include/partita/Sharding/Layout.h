@@ -3,7 +3,7 @@
 // Index math shared by the compiler and the runtime: local shapes, the
 // global index ranges each device holds, which devices hold an element.
 //
-// Uneven dimensions (BRIEF §3): a dimension of size d over k shards has chunk
+// Uneven dimensions (docs/ShardingRepresentation.md): a dimension of size d over k shards has chunk
 // c = ceil(d / k); shard i holds [i*c, min((i+1)*c, d)) - trailing shards may
 // be short or empty - and every device allocates c elements (padded).
 //

@@ -76,6 +76,22 @@ private:
 /// tokens). The message of a failure names the offending token.
 Expected<Mesh> parseMeshSpec(std::string_view text);
 
+/// A device's group: the mesh axis indices named by the op, the member
+/// device ids in group order, and the device's own position.
+struct CollectiveGroup {
+  std::vector<int> axisIndices;
+  std::vector<int64_t> members;
+  int64_t position = 0;
+};
+
+/// Resolves `axes` on `mesh` for `deviceId`. Fails on an unknown, repeated
+/// or missing axis, or a device id outside the mesh.
+Expected<CollectiveGroup> resolveGroup(const Mesh &mesh, int64_t deviceId,
+                                       const std::vector<std::string> &axes);
+
+/// "[data, model]" for messages.
+std::string formatAxes(const std::vector<std::string> &axes);
+
 } // namespace partita
 
 #endif // PARTITA_SHARDING_MESH_H

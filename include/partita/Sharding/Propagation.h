@@ -5,7 +5,7 @@
 // builds the graph from a module and writes the result back; the partitioner
 // reuses decideOp() so that both agree on what each op runs.
 //
-// Semantics (BRIEF §4):
+// Semantics (docs/Propagation.md):
 //  * a tensor's closed dimensions, and the axes a user wrote, never change;
 //    open dimensions may gain axes after the ones they have;
 //  * annotations take effect level by level, lowest priority number first

@@ -1,6 +1,6 @@
 //===- Sharding.h - The sharding of one tensor ------------------*- C++ -*-===//
 //
-// The value type behind the `#partita.sharding` attribute (BRIEF §3): per
+// The value type behind the `#partita.sharding` attribute (docs/ShardingRepresentation.md): per
 // tensor dimension an ordered list of mesh axes (major to minor) and whether
 // propagation may still add axes (open) or not (closed); optionally the axes
 // over which the value is partial and how partial values combine; and a

@@ -1,6 +1,6 @@
 //===- CpuBackend.cpp - The CPU backend -----------------------------------===//
 
-#include "partita/Runtime/Backend.h"
+#include "partita/Runtime/Program/Backend.h"
 #include "partita/Runtime/CPU/Kernels.h"
 
 #include <cstdlib>

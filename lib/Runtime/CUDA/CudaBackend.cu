@@ -11,7 +11,7 @@
 #include "CudaCheck.h"
 
 #include "partita/Runtime/CUDA/CudaBackend.h"
-#include "partita/Runtime/InProcessCommunicator.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
 
 #include <algorithm>
 #include <map>

@@ -11,8 +11,8 @@
 
 #include "CudaCheck.h"
 
-#include "partita/Runtime/DeviceMath.h"
-#include "partita/Runtime/HostArray.h"
+#include "partita/Runtime/Program/DeviceMath.h"
+#include "partita/Runtime/IO/HostArray.h"
 
 #include <string>
 #include <type_traits>

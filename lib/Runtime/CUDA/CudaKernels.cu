@@ -11,8 +11,8 @@
 #include "CudaCheck.h"
 #include "CudaElements.cuh"
 
-#include "partita/Runtime/DeviceMath.h"
-#include "partita/Runtime/Instruction.h"
+#include "partita/Runtime/Program/DeviceMath.h"
+#include "partita/Runtime/Program/Instruction.h"
 
 #include <cmath>
 #include <cstring>

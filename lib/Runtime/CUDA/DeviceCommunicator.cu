@@ -20,7 +20,7 @@
 #include "CudaElements.cuh"
 
 #include "partita/Runtime/CUDA/CudaBackend.h"
-#include "partita/Runtime/InProcessCommunicator.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
 
 #include <map>
 #include <mutex>

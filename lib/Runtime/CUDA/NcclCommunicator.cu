@@ -22,7 +22,7 @@
 #include "CudaCheck.h"
 
 #include "partita/Runtime/CUDA/CudaBackend.h"
-#include "partita/Runtime/DeviceMath.h"
+#include "partita/Runtime/Program/DeviceMath.h"
 
 #include <nccl.h>
 

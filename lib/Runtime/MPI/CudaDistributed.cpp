@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/CUDA/CudaDistributed.h"
-#include "partita/Runtime/NcclBootstrap.h"
+#include "partita/Runtime/MPI/NcclBootstrap.h"
 
 #include <memory>
 #include <numeric>

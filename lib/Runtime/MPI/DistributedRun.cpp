@@ -11,9 +11,9 @@
 //===----------------------------------------------------------------------===//
 #include "MpiInternal.h"
 
-#include "partita/Runtime/Npy.h"
-#include "partita/Runtime/RunSupport.h"
-#include "partita/Runtime/ShardedArrayDirectory.h"
+#include "partita/Runtime/IO/Npy.h"
+#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/IO/ShardedArrayDirectory.h"
 
 #include <cstring>
 #include <filesystem>

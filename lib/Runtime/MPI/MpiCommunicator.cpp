@@ -28,7 +28,7 @@
 //===----------------------------------------------------------------------===//
 #include "MpiInternal.h"
 
-#include "partita/Runtime/InProcessCommunicator.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
 
 #include <algorithm>
 #include <atomic>

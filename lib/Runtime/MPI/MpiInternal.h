@@ -9,7 +9,7 @@
 #ifndef PARTITA_LIB_RUNTIME_MPI_MPIINTERNAL_H
 #define PARTITA_LIB_RUNTIME_MPI_MPIINTERNAL_H
 
-#include "partita/Runtime/Mpi.h"
+#include "partita/Runtime/MPI/Mpi.h"
 
 #include <mpi.h>
 

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "MpiInternal.h"
 
-#include "partita/Runtime/ExecutableFile.h"
+#include "partita/Runtime/Program/ExecutableFile.h"
 
 #include <algorithm>
 #include <cstdio>

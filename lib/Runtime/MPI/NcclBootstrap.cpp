@@ -1,6 +1,6 @@
 //===- NcclBootstrap.cpp - NCCL unique ids over MPI -----------------------===//
 
-#include "partita/Runtime/NcclBootstrap.h"
+#include "partita/Runtime/MPI/NcclBootstrap.h"
 
 #include <nccl.h>
 

@@ -24,8 +24,8 @@
 #ifndef PARTITA_RUNTIME_CPU_KERNELS_H
 #define PARTITA_RUNTIME_CPU_KERNELS_H
 
-#include "partita/Runtime/HostArray.h"
-#include "partita/Runtime/Instruction.h"
+#include "partita/Runtime/IO/HostArray.h"
+#include "partita/Runtime/Program/Instruction.h"
 
 #include <cstdint>
 #include <vector>

@@ -13,7 +13,7 @@
 #define PARTITA_RUNTIME_CUDA_CUDADISTRIBUTED_H
 
 #include "partita/Runtime/CUDA/CudaBackend.h"
-#include "partita/Runtime/Mpi.h"
+#include "partita/Runtime/MPI/Mpi.h"
 
 namespace partita {
 

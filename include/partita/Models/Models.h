@@ -1,0 +1,93 @@
+//===- Models.h - The models Partita can generate ---------------*- C++ -*-===//
+//
+// `mlp` (residual regression MLP with an MSE loss), `ffn` (Megatron's
+// two-layer feed-forward block), `gpt` (a decoder-only transformer with a
+// softmax cross-entropy loss) and `moe` (GPT with mixture-of-experts MLPs,
+// GShard's grouped top-k dispatch). Parameters and inputs carry logical axis
+// names and roles; a rules preset or file maps them to the mesh
+// (partita-apply-rules). docs/Models.md describes each graph.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_MODELS_MODELS_H
+#define PARTITA_MODELS_MODELS_H
+
+#include "partita/Sharding/Mesh.h"
+#include "partita/Sharding/Status.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace partita {
+
+/// What to build. Defaults are small enough for tests on cpu:8.
+struct ModelConfig {
+  /// "mlp", "ffn", "gpt" or "moe".
+  std::string model = "gpt";
+  int64_t layers = 2;
+  int64_t dModel = 64;
+  int64_t heads = 4;
+  /// Key/value heads (grouped-query attention); 0: as many as `heads`.
+  int64_t kvHeads = 0;
+  int64_t seq = 16;
+  int64_t batch = 8;
+  int64_t vocab = 128;
+  /// Hidden width of the MLP = mlpRatio * dModel.
+  int64_t mlpRatio = 4;
+  int64_t experts = 4;
+  int64_t topK = 2;
+  double capacityFactor = 1.25;
+  /// MoE dispatch groups along the batch; 0: the size of the mesh's `data`
+  /// axis (one group per data shard), or 1 without one.
+  int64_t groups = 0;
+  /// The layer stack as a loop over stacked weights.
+  bool scan = false;
+  /// Stop at the logits (gpt, moe) or the output (mlp).
+  bool noLoss = false;
+  /// Positions: rotary embeddings instead of a learned table.
+  bool rotary = false;
+  /// RMSNorm instead of LayerNorm.
+  bool rmsNorm = false;
+  /// Token embedding (gpt, moe): "onehot" (a one-hot einsum, so a table
+  /// split along the vocabulary stays split: Megatron's vocab-parallel
+  /// embedding) or "gather" (rows by index: no one-hot tensor and no
+  /// embedding FLOPs, but a table split along the vocabulary is gathered).
+  std::string embedding = "onehot";
+  /// SwiGLU instead of GELU in the MLP.
+  bool swiglu = false;
+  /// "f32" or "bf16".
+  std::string dtype = "f32";
+  /// MoE only (C++ API): also return the first MoE layer's dispatch tensor
+  /// [groups, tokens per group, experts, capacity], for tests.
+  bool exposeDispatch = false;
+};
+
+/// The model names, comma separated.
+const char *modelNames();
+
+/// Builds the model with a `partita.mesh @mesh` of `mesh`'s axes. Bad
+/// sizes (heads not dividing d_model, ...) are errors naming the flag.
+Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildModel(mlir::MLIRContext *context, const ModelConfig &config,
+           const Mesh &mesh);
+
+/// Per-step figures of a module, computed from the IR alone: parameters
+/// from the arguments with role `param`, FLOPs from the ops (loops times
+/// their trip counts).
+struct ModelSummary {
+  int64_t parameters = 0;
+  int64_t parameterBytes = 0;
+  /// 2 * (product of every index size) per einsum.
+  int64_t matmulFlops = 0;
+  /// One per element of each arithmetic elementwise op, reduction input
+  /// element and cumsum element.
+  int64_t vectorFlops = 0;
+};
+
+/// The summary of the public function of `module` (or its only function).
+ModelSummary summarizeModel(mlir::ModuleOp module);
+
+} // namespace partita
+
+#endif // PARTITA_MODELS_MODELS_H

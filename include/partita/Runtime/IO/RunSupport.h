@@ -1,0 +1,60 @@
+//===- RunSupport.h - Inputs, outputs and checks of a run -------*- C++ -*-===//
+//
+// What `partita run` and `partita-exec run` share: reading the inputs a user
+// gives (.npy files or sharded-array directories), writing outputs,
+// comparing outputs with per-dtype tolerances, and checking them against
+// expected .npy files.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_RUNTIME_RUNSUPPORT_H
+#define PARTITA_RUNTIME_RUNSUPPORT_H
+
+#include "partita/Runtime/Program/Executable.h"
+
+#include <string>
+#include <vector>
+
+namespace partita {
+
+/// "a,b,,c" -> {"a", "b", "", "c"} ("" -> {""}).
+std::vector<std::string> splitCommaList(const std::string &text);
+
+/// Reads the program's global inputs from a comma-separated list of paths,
+/// one per input in order: a `.npy` file or a sharded-array directory. The
+/// dtype and global shape must be the program's.
+Expected<std::vector<HostArray>>
+readInputs(const Executable &program, const std::string &commaSeparatedPaths);
+
+/// Writes each global output as `<directory>/result_<i>.npy` (creating the
+/// directory).
+Status writeOutputs(const std::string &directory,
+                    const std::vector<HostArray> &outputs);
+
+/// How far `got` is from `want`: |got - want| <= rel·|want| + abs·scale,
+/// scale = max(1, largest |want|); f32 rel 1e-4 abs 1e-5, bf16/f16 2e-2 and
+/// 1e-2, f64 1e-10 and 1e-12; integers and booleans exact.
+struct Comparison {
+  bool sameType = true;
+  double maxAbsError = 0;
+  /// Largest relative error where |want| >= 1e-3 of the scale.
+  double maxRelError = 0;
+  double scale = 1;
+  bool within = true;
+};
+
+/// Compares two arrays by the rule above.
+Comparison compareArrays(const HostArray &got, const HostArray &want);
+
+/// One line per output: "<name>: max abs error …, max rel error …: ok".
+std::string describeComparison(const std::string &name,
+                               const Comparison &comparison);
+
+/// Compares `outputs` with `<directory>/result_<i>.npy`; appends one line
+/// per output to `report` and fails when one is missing or out of tolerance.
+Status expectOutputs(const std::string &directory, const Executable &program,
+                     const std::vector<HostArray> &outputs,
+                     std::string &report);
+
+} // namespace partita
+
+#endif // PARTITA_RUNTIME_RUNSUPPORT_H

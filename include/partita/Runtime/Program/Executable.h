@@ -1,0 +1,179 @@
+//===- Executable.h - A compiled program and how to run it ------*- C++ -*-===//
+//
+// The program every device runs: instructions over buffer slots with static
+// local types, a constant pool, the mesh, and how each input and output is
+// laid out over the mesh. The compiler produces it (lib/Codegen); the
+// runtime runs it with any Communicator; nothing here needs MLIR.
+//
+// This in-memory form is what `partita run` executes today; the versioned
+// file format of the runtime issue serializes exactly these fields.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_RUNTIME_EXECUTABLE_H
+#define PARTITA_RUNTIME_EXECUTABLE_H
+
+#include "partita/Runtime/Communication/Communicator.h"
+#include "partita/Runtime/IO/HostArray.h"
+#include "partita/Runtime/Program/Instruction.h"
+#include "partita/Sharding/Sharding.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace partita {
+
+class Backend;
+
+/// How a program input or output is laid out over the mesh.
+struct ExecutableValue {
+  int32_t slot = 0;
+  std::vector<int64_t> globalShape;
+  Sharding sharding;
+  /// For messages: the value's name.
+  std::string name;
+  /// Inputs: what the argument holds (`partita.role`: "param", "opt_state",
+  /// "grad", "input", "activation"), or empty.
+  std::string role;
+  /// Inputs: the caller gives the buffer up (`partita.donated`); the program
+  /// may reuse its storage once the value is dead.
+  bool donated = false;
+  /// Outputs: the donated input whose storage this output is written into
+  /// (the program updates that argument in place), or -1.
+  int32_t aliasedInput = -1;
+};
+
+/// A compiled program.
+struct Executable {
+  Mesh mesh;
+  /// Local type of every buffer slot.
+  std::vector<TensorType> slots;
+  std::vector<ExecutableValue> inputs;
+  std::vector<ExecutableValue> outputs;
+  std::vector<Instruction> instructions;
+  std::vector<HostArray> constants;
+  /// The buffer plan: each slot's byte offset in one arena per device, and
+  /// the arena's size. Slots whose live ranges do not overlap may share
+  /// bytes. Empty: every slot has its own allocation.
+  std::vector<int64_t> slotOffsets;
+  int64_t arenaBytes = 0;
+
+  /// Bytes a device allocates under the plan.
+  int64_t allocatedBytes() const;
+};
+
+/// Deterministic random global inputs for `program` from `seed`: floats
+/// uniform in [-1, 1], except parameters (role "param") of rank >= 2, which
+/// are initialised as a model would be, uniform in ±1/sqrt(fan_in) with
+/// fan_in the next-to-last dimension (so activations keep their scale and
+/// checks are well conditioned); integers in [0, 4), booleans at random (the
+/// same in `partita run` and `partita-exec run`).
+std::vector<HostArray> randomInputs(const Executable &program, uint64_t seed);
+
+/// "f32[4x8] sum=… min=… max=…": a one-line fingerprint of an array.
+std::string summarizeArray(const HostArray &array);
+
+/// A human-readable description of `program`: mesh, inputs (donated or
+/// not), outputs (and the input each updates in place), instruction counts
+/// by op, the buffer plan and the constants.
+std::string describeExecutable(const Executable &program);
+
+/// What a program communicates per step, by the report's convention
+/// (bus-traffic bytes per device, loops counted once per iteration,
+/// all_slice not counted).
+struct CommunicationSummary {
+  int64_t collectives = 0;
+  double bytesPerDevice = 0;
+};
+
+/// The communication of `program` (the same figures as the compile report).
+CommunicationSummary summarizeCommunication(const Executable &program);
+
+/// Runs `program` as device `deviceId`: `inputs` are this device's local
+/// blocks (one per program input), `outputs` receive its local results.
+/// Collectives go through `communicator` (may be null for a program
+/// without collectives); buffers and kernels through `backend` (null: the
+/// CPU backend). A failing device aborts the communicator.
+Status runOnDevice(const Executable &program, int64_t deviceId,
+                   Communicator *communicator,
+                   const std::vector<HostArray> &inputs,
+                   std::vector<HostArray> &outputs, Backend *backend = nullptr);
+
+/// runOnDevice() running the instructions `repeats` times on inputs
+/// uploaded once, appending each run's wall time (backend synchronized) to
+/// `stepSeconds` when given.
+Status runOnDeviceRepeated(const Executable &program, int64_t deviceId,
+                           Communicator *communicator,
+                           const std::vector<HostArray> &inputs,
+                           std::vector<HostArray> &outputs, Backend *backend,
+                           int repeats, std::vector<double> *stepSeconds);
+
+/// Measured figures of a run (and how many times to run).
+struct RunStatistics {
+  /// The most device memory any one device held at once.
+  int64_t peakBytesPerDevice = 0;
+  /// In: run the program this many times on inputs uploaded once (a
+  /// steady-state timing; a program that updates donated inputs in place
+  /// sees its own updates from the second run on, and the outputs are the
+  /// last run's).
+  int repeats = 1;
+  /// Out: the first device's wall time per run, backend synchronized.
+  std::vector<double> stepSeconds;
+};
+
+/// The local blocks of program input `index` for every device (indexed by
+/// device id), from its global value, as deviceInputBlocks() makes them.
+Expected<std::vector<HostArray>>
+inputBlocksByDevice(const Executable &program, size_t index,
+                    const HostArray &global);
+
+/// Every device's local input blocks (indexed by device id, then by program
+/// input) of `globalInputs`, sliced by each input's sharding; a partial-sum
+/// input is split into random addends over its partial group
+/// (deterministic; they sum to the global value up to rounding) and a
+/// partial max/min input is given whole to every device.
+Expected<std::vector<std::vector<HostArray>>>
+deviceInputBlocks(const Executable &program,
+                  const std::vector<HostArray> &globalInputs);
+
+/// Makes device `deviceId`'s backend, on the thread that will drive it
+/// (a GPU backend binds its device to that thread).
+using BackendFactory =
+    std::function<Expected<std::unique_ptr<Backend>>(int64_t deviceId)>;
+
+/// Runs `program` on `devices` (device ids), one thread each, with
+/// `communicator`; `inputsByDevice` and `outputsByDevice` are indexed by
+/// device id (entries of devices not run are ignored / left empty). Each
+/// thread's backend comes from `makeBackend` (default: the CPU backend); a
+/// device whose backend cannot be made aborts the communicator. The status
+/// is the first device's failure that is not merely an abort caused by
+/// another device.
+Status runDevicesAsThreads(
+    const Executable &program, const std::vector<int64_t> &devices,
+    Communicator *communicator,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    std::vector<std::vector<HostArray>> &outputsByDevice,
+    RunStatistics *statistics = nullptr,
+    const BackendFactory &makeBackend = {});
+
+/// The global outputs from every device's output blocks (indexed by device
+/// id): replicas must agree bit for bit, partial sums are summed.
+Expected<std::vector<HostArray>>
+assembleOutputs(const Executable &program,
+                const std::vector<std::vector<HostArray>> &outputsByDevice);
+
+/// Runs `program` on every device of its mesh as threads of this process
+/// with the in-process communicator: slices each global input by its
+/// sharding, runs, and assembles the global outputs (checking that
+/// replicas agree). A partial-sum input is split into random addends over
+/// its partial group (deterministic; they sum to the global value up to
+/// rounding); a partial max/min input is given whole to every device.
+Expected<std::vector<HostArray>>
+runOnCpuDevices(const Executable &program,
+                const std::vector<HostArray> &globalInputs,
+                RunStatistics *statistics = nullptr);
+
+} // namespace partita
+
+#endif // PARTITA_RUNTIME_EXECUTABLE_H

@@ -1,0 +1,54 @@
+//===- InlineCalls.cpp - Replace calls by their callees' bodies -----------===//
+
+#include "partita/Dialect/Partita/Utils/InlineCalls.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+
+bool partita::inlineCalls(Operation *root, unsigned maxDepth) {
+  bool any = false;
+  for (unsigned depth = 0; depth < maxDepth; ++depth) {
+    SmallVector<func::CallOp> calls;
+    root->walk([&](func::CallOp call) { calls.push_back(call); });
+    bool changed = false;
+    for (func::CallOp call : calls) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee || callee.isExternal() ||
+          callee->isAncestor(call.getOperation()))
+        continue;
+      Block &body = callee.getBody().front();
+      IRMapping mapping;
+      for (auto [arg, operand] :
+           llvm::zip(body.getArguments(), call.getOperands()))
+        mapping.map(arg, operand);
+      OpBuilder builder(call);
+      for (Operation &op : body.without_terminator())
+        builder.clone(op, mapping);
+      for (auto [result, returned] :
+           llvm::zip(call.getResults(), body.getTerminator()->getOperands()))
+        result.replaceAllUsesWith(mapping.lookupOrDefault(returned));
+      call.erase();
+      changed = true;
+    }
+    any |= changed;
+    if (!changed)
+      break;
+  }
+  return any;
+}
+
+OwningOpRef<ModuleOp> partita::cloneWithCallsInlined(ModuleOp module,
+                                                     unsigned maxDepth) {
+  bool any = false;
+  module.walk([&](func::CallOp) { any = true; });
+  if (!any)
+    return nullptr;
+  OwningOpRef<ModuleOp> copy = module.clone();
+  inlineCalls(copy->getOperation(), maxDepth);
+  return copy;
+}

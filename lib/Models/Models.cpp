@@ -1,0 +1,576 @@
+//===- Models.cpp - mlp, ffn, gpt and moe --------------------------------===//
+//
+// Each model is written once with logical axis names on its parameters and
+// inputs. The transformer's residual stream carries a logical constraint
+// [batch, seq, embed] at every block boundary and after every norm: where
+// Megatron puts its sequence-parallel layout and MaxText its activation
+// constraints, mapped only by presets that ask for an activation layout
+// (tp+sp, fsdp, ep).
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Models/Models.h"
+#include "partita/Models/ModelBuilder.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+using namespace partita;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Axes = std::vector<std::string>;
+
+/// A parameter of one layer.
+struct LayerParam {
+  std::string name;
+  Shape shape;
+  Axes axes;
+};
+
+/// The layers of a model: unrolled (parameters per layer, named
+/// layer<i>.<name>) or, with `scan`, one loop over stacked parameters
+/// (named layers.<name>, with a leading `layers` axis).
+Value layerStack(ModelBuilder &b, int64_t count, bool scan,
+                 const std::vector<LayerParam> &params, Value state,
+                 const std::function<Value(Value, const std::vector<Value> &)>
+                     &layer) {
+  if (!scan) {
+    for (int64_t i = 0; i < count; ++i) {
+      b.pushScope("layer" + std::to_string(i));
+      std::vector<Value> weights;
+      for (const LayerParam &param : params)
+        weights.push_back(b.param(param.name, param.shape, param.axes));
+      state = layer(state, weights);
+      b.popScope();
+    }
+    return state;
+  }
+  b.pushScope("layers");
+  std::vector<Value> stacked;
+  for (const LayerParam &param : params) {
+    Shape shape = param.shape;
+    shape.insert(shape.begin(), count);
+    Axes axes = param.axes;
+    axes.insert(axes.begin(), "layers");
+    stacked.push_back(b.param(param.name, shape, axes));
+  }
+  OpBuilder &ops = b.ops();
+  auto loop = ops.create<LoopOp>(b.loc("loop"), TypeRange{state.getType()},
+                                 ValueRange{state},
+                                 static_cast<uint64_t>(count));
+  Block *body = new Block();
+  loop.getBody().push_back(body);
+  Type counterType = b.tensorType({}, ops.getI32Type());
+  Value index = body->addArgument(counterType, b.loc("index"));
+  Value carried = body->addArgument(state.getType(), b.loc("state"));
+  OpBuilder::InsertionGuard guard(ops);
+  ops.setInsertionPointToStart(body);
+  b.popScope();
+  b.pushScope("layer");
+  Value zero = b.constant(0, {}, "zero", ops.getI32Type());
+  std::vector<Value> weights;
+  for (size_t p = 0; p < params.size(); ++p) {
+    Shape sizes = params[p].shape;
+    sizes.insert(sizes.begin(), 1);
+    std::vector<Value> starts(sizes.size(), zero);
+    starts[0] = index;
+    Value slice = b.dynamicSlice(stacked[p], starts, sizes, params[p].name);
+    // This layer's weight keeps its parameter's layout.
+    weights.push_back(b.logicalConstraint(
+        b.reshape(slice, params[p].shape, params[p].name), params[p].axes,
+        params[p].name + ".layout", "param"));
+  }
+  Value next = layer(carried, weights);
+  ops.create<YieldOp>(b.loc("yield"), ValueRange{next});
+  b.popScope();
+  return loop.getResult(0);
+}
+
+/// One-hot of integer `indices` over a new last dimension of `size`, as
+/// the element type of the model.
+Value oneHot(ModelBuilder &b, Value indices, int64_t size,
+             const std::string &name) {
+  Shape shape = ModelBuilder::shapeOf(indices);
+  Type indexType = cast<RankedTensorType>(indices.getType()).getElementType();
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < shape.size(); ++d)
+    dims.push_back(static_cast<int64_t>(d));
+  shape.push_back(size);
+  Value wide = b.broadcast(indices, shape, dims, name + ".indices");
+  Value positions = b.iota(shape, static_cast<int64_t>(shape.size()) - 1,
+                           indexType, name + ".iota");
+  Value hit = b.compare(CompareDirection::EQ, wide, positions, name + ".eq");
+  return b.convert(hit, b.element(), name);
+}
+
+/// Mean softmax cross-entropy of `logits` [B, S, V] against `targets` [B, S].
+Value crossEntropy(ModelBuilder &b, Value logits, Value targets) {
+  b.pushScope("loss");
+  Shape shape = ModelBuilder::shapeOf(logits);
+  Value peak = b.reduce(ReductionKind::Max, logits, {2}, "max");
+  Value shifted =
+      b.sub(logits, b.broadcast(peak, shape, {0, 1}, "max.b"), "shifted");
+  Value sum = b.reduce(ReductionKind::Sum, b.exp(shifted, "exp"), {2}, "sum");
+  Value logSumExp = b.add(b.log(sum, "log"), peak, "logsumexp");
+  Value picked = b.reduce(
+      ReductionKind::Sum, b.mul(logits, oneHot(b, targets, shape[2], "target"), "picked"),
+      {2}, "target.logit");
+  Value nll = b.sub(logSumExp, picked, "nll");
+  Value loss = b.mean(nll, {0, 1}, "mean");
+  b.popScope();
+  return loss;
+}
+
+struct Dims {
+  int64_t B, S, D, H, N, K, F, V, E, L;
+};
+
+/// Rotary position embedding of q or k [B, S, heads, K] (rotate-half form).
+Value rotary(ModelBuilder &b, Value x, const Dims &d, const std::string &name) {
+  Shape shape = ModelBuilder::shapeOf(x);
+  int64_t half = d.K / 2;
+  std::vector<float> cosines, sines;
+  for (int64_t s = 0; s < d.S; ++s)
+    for (int64_t i = 0; i < half; ++i) {
+      double angle = s * std::pow(10000.0, -2.0 * i / d.K);
+      cosines.push_back(static_cast<float>(std::cos(angle)));
+      sines.push_back(static_cast<float>(std::sin(angle)));
+    }
+  Shape halfShape = {shape[0], shape[1], shape[2], half};
+  Value cos = b.broadcast(b.constantData(cosines, {d.S, half}, name + ".cos"),
+                          halfShape, {1, 3}, name + ".cos.b");
+  Value sin = b.broadcast(b.constantData(sines, {d.S, half}, name + ".sin"),
+                          halfShape, {1, 3}, name + ".sin.b");
+  Value x1 = b.slice(x, {0, 0, 0, 0}, {shape[0], shape[1], shape[2], half},
+                     name + ".x1");
+  Value x2 = b.slice(x, {0, 0, 0, half}, shape, name + ".x2");
+  Value r1 = b.sub(b.mul(x1, cos, name + ".x1cos"), b.mul(x2, sin, name + ".x2sin"),
+                   name + ".r1");
+  Value r2 = b.add(b.mul(x1, sin, name + ".x1sin"), b.mul(x2, cos, name + ".x2cos"),
+                   name + ".r2");
+  return b.concatenate(ValueRange{r1, r2}, 3, name);
+}
+
+/// Causal self-attention of `x` [B, S, D].
+Value attention(ModelBuilder &b, Value x, const std::vector<Value> &w,
+                const Dims &d, bool useRotary) {
+  // w: wq [D, H, K], wk [D, N, K], wv [D, N, K], wo [H, K, D]
+  Value q = b.einsum("bsd,dhk->bshk", ValueRange{x, w[0]}, {d.B, d.S, d.H, d.K}, "q");
+  Value k = b.einsum("bsd,dnk->bsnk", ValueRange{x, w[1]}, {d.B, d.S, d.N, d.K}, "k");
+  Value v = b.einsum("bsd,dnk->bsnk", ValueRange{x, w[2]}, {d.B, d.S, d.N, d.K}, "v");
+  if (useRotary) {
+    q = rotary(b, q, d, "q.rotary");
+    k = rotary(b, k, d, "k.rotary");
+  }
+  q = b.mul(q, b.scalarLike(1.0 / std::sqrt(static_cast<double>(d.K)), q, "scale"),
+            "q.scaled");
+  // Causal mask: -1e9 above the diagonal, computed from two iotas rather
+  // than stored (S^2 elements per layer in every Executable otherwise).
+  Type index = b.ops().getI32Type();
+  Value query = b.iota({d.S, d.S}, 0, index, "mask.s");
+  Value key = b.iota({d.S, d.S}, 1, index, "mask.t");
+  Value causal = b.select(b.compare(CompareDirection::GT, key, query, "mask.future"),
+                          b.constant(-1e9, {d.S, d.S}, "mask.hidden"),
+                          b.constant(0.0, {d.S, d.S}, "mask.visible"), "mask");
+  Value context;
+  if (d.N == d.H) {
+    Value scores = b.einsum("bshk,bthk->bhst", ValueRange{q, k}, {d.B, d.H, d.S, d.S},
+                            "scores");
+    scores = b.add(scores, b.broadcast(causal, {d.B, d.H, d.S, d.S}, {2, 3}, "mask.b"),
+                   "scores.masked");
+    Value probs = b.softmax(scores, "probs");
+    context = b.einsum("bhst,bthk->bshk", ValueRange{probs, v}, {d.B, d.S, d.H, d.K},
+                       "context");
+  } else {
+    int64_t G = d.H / d.N;
+    Value grouped = b.reshape(q, {d.B, d.S, d.N, G, d.K}, "q.grouped");
+    Value scores = b.einsum("bsngk,btnk->bngst", ValueRange{grouped, k},
+                            {d.B, d.N, G, d.S, d.S}, "scores");
+    scores = b.add(scores,
+                   b.broadcast(causal, {d.B, d.N, G, d.S, d.S}, {3, 4}, "mask.b"),
+                   "scores.masked");
+    Value probs = b.softmax(scores, "probs");
+    Value out = b.einsum("bngst,btnk->bsngk", ValueRange{probs, v},
+                         {d.B, d.S, d.N, G, d.K}, "context.grouped");
+    context = b.reshape(out, {d.B, d.S, d.H, d.K}, "context");
+  }
+  return b.einsum("bshk,hkd->bsd", ValueRange{context, w[3]}, {d.B, d.S, d.D}, "out");
+}
+
+/// GELU or SwiGLU MLP of `x` [..., D]. w: w1 [D, F], w2 [F, D] (, w3 [D, F]).
+Value mlpBlock(ModelBuilder &b, Value x, const std::vector<Value> &w,
+               const Dims &d, bool swiglu, const std::string &in,
+               const std::string &out) {
+  Shape shape = ModelBuilder::shapeOf(x);
+  Shape hidden = shape;
+  hidden.back() = d.F;
+  Value h = b.einsum(in, ValueRange{x, w[0]}, hidden, "up");
+  Value act;
+  if (swiglu) {
+    Value gate = b.einsum(in, ValueRange{x, w[2]}, hidden, "gate");
+    act = b.mul(b.silu(h, "silu"), gate, "swiglu");
+  } else {
+    act = b.gelu(h, "gelu");
+  }
+  return b.einsum(out, ValueRange{act, w[1]}, shape, "down");
+}
+
+/// GShard's mixture-of-experts layer of `x` [B, S, D]: tokens split into
+/// groups along the batch, top-k routing with capacity per group and expert,
+/// positions in each expert's queue by cumsum within the group, dispatch and
+/// combine as einsums over the expert dimension. Returns the output and
+/// adds the load-balancing loss to `auxLoss`; `dispatchOut` receives the
+/// dispatch tensor.
+Value moeBlock(ModelBuilder &b, Value x, const std::vector<Value> &w,
+               const Dims &d, int64_t groups, int64_t topK, int64_t capacity,
+               Value &auxLoss, Value *dispatchOut) {
+  // w: router [D, E], w1 [E, D, F], w2 [E, F, D]
+  int64_t G = groups, T = d.B * d.S / groups, E = d.E, C = capacity;
+  // The layouts expert parallelism needs by definition (mapped by the `ep`
+  // preset's activation rules, dropped by others): groups split along the
+  // batch, dispatched tokens split by expert.
+  Axes byGroup3 = {"batch", "", ""}, byGroup4 = {"batch", "", "", ""},
+       byExpert = {"expert", "", "", ""};
+  Value tokens = b.logicalConstraint(b.reshape(x, {G, T, d.D}, "tokens"),
+                                     byGroup3, "tokens.layout");
+  Value logits = b.einsum("gtd,de->gte", ValueRange{tokens, w[0]}, {G, T, E},
+                          "router.logits");
+  Value probs = b.softmax(logits, "router.probs");
+  Value dispatch, combine, firstMask;
+  Value taken; // [G, E]: slots already used in each expert's queue
+  Value remaining = probs;
+  std::vector<Value> masks, gates;
+  for (int64_t choice = 0; choice < topK; ++choice) {
+    std::string name = "choice" + std::to_string(choice);
+    Value expert = b.argmax(remaining, 2, name + ".expert");
+    Value mask = oneHot(b, expert, E, name + ".mask");
+    Value gate = b.reduce(ReductionKind::Sum, b.mul(probs, mask, name + ".p"),
+                          {2}, name + ".gate");
+    // Position in the expert's queue: earlier tokens of the group first,
+    // after the slots earlier choices took.
+    Value position = b.sub(b.cumsum(mask, 1, name + ".cumsum"),
+                           b.scalarLike(1.0, mask, name + ".one"), name + ".position");
+    if (taken)
+      position = b.add(position, b.broadcast(taken, {G, T, E}, {0, 2}, name + ".taken.b"),
+                       name + ".position.after");
+    Value count = b.reduce(ReductionKind::Sum, mask, {1}, name + ".count");
+    taken = taken ? b.add(taken, count, name + ".taken") : count;
+    // Tokens past the capacity are dropped.
+    Value fits = b.compare(CompareDirection::LT, position,
+                           b.scalarLike(static_cast<double>(C), position, name + ".capacity"),
+                           name + ".fits");
+    Value kept = b.select(fits, mask, b.scalarLike(0.0, mask, name + ".zero"),
+                          name + ".kept");
+    Value slot = b.mul(b.broadcast(kept, {G, T, E, C}, {0, 1, 2}, name + ".kept.b"),
+                       oneHot(b, b.convert(position, b.ops().getI32Type(), name + ".position.i"),
+                              C, name + ".slot.onehot"),
+                       name + ".slot");
+    masks.push_back(mask);
+    gates.push_back(gate);
+    dispatch = dispatch ? b.add(dispatch, slot, name + ".dispatch") : slot;
+    Value weighted = b.mul(slot, b.broadcast(gate, {G, T, E, C}, {0, 1}, name + ".gate.b"),
+                           name + ".weighted");
+    combine = combine ? b.add(combine, weighted, name + ".combine") : weighted;
+    if (choice + 1 < topK)
+      remaining = b.mul(remaining,
+                        b.sub(b.scalarLike(1.0, mask, name + ".one.m"), mask, name + ".not"),
+                        name + ".remaining");
+  }
+  if (topK > 1) {
+    // GShard normalizes the top-k gates to sum to one.
+    Value total = gates[0];
+    for (int64_t i = 1; i < topK; ++i)
+      total = b.add(total, gates[i], "gates.total");
+    combine = b.div(combine, b.broadcast(total, {G, T, E, C}, {0, 1}, "gates.total.b"),
+                    "combine");
+  }
+  dispatch = b.logicalConstraint(dispatch, byGroup4, "dispatch.layout");
+  combine = b.logicalConstraint(combine, byGroup4, "combine.layout");
+  if (dispatchOut)
+    *dispatchOut = dispatch;
+  Value expertIn = b.logicalConstraint(
+      b.einsum("gtec,gtd->egcd", ValueRange{dispatch, tokens}, {E, G, C, d.D},
+               "dispatched"),
+      byExpert, "dispatched.layout");
+  Value h = b.einsum("egcd,edf->egcf", ValueRange{expertIn, w[1]}, {E, G, C, d.F},
+                     "expert.up");
+  Value act = b.gelu(h, "expert.gelu");
+  Value expertOut = b.logicalConstraint(
+      b.einsum("egcf,efd->egcd", ValueRange{act, w[2]}, {E, G, C, d.D},
+               "expert.down"),
+      byExpert, "expert.down.layout");
+  Value combined = b.logicalConstraint(
+      b.einsum("gtec,egcd->gtd", ValueRange{combine, expertOut}, {G, T, d.D},
+               "combined"),
+      byGroup3, "combined.layout");
+  // Load balancing (Switch/GShard): E * sum_e fraction_e * mean_prob_e.
+  Value fraction = b.mean(masks[0], {0, 1}, "aux.fraction");
+  Value meanProb = b.mean(probs, {0, 1}, "aux.prob");
+  Value aux = b.mul(b.reduce(ReductionKind::Sum, b.mul(fraction, meanProb, "aux.product"),
+                             {0}, "aux.sum"),
+                    b.constant(static_cast<double>(E), {}, "aux.experts"), "aux");
+  auxLoss = auxLoss ? b.add(auxLoss, aux, "aux.total") : aux;
+  return b.reshape(combined, {d.B, d.S, d.D}, "out");
+}
+
+Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
+                                                 const ModelConfig &c,
+                                                 const Mesh &mesh) {
+  bool moe = c.model == "moe";
+  Dims d{c.batch, c.seq, c.dModel, c.heads, c.kvHeads ? c.kvHeads : c.heads,
+         c.dModel / c.heads, c.mlpRatio * c.dModel, c.vocab, c.experts, c.layers};
+  if (c.dModel % c.heads != 0)
+    return Status::error("--d-model (" + std::to_string(c.dModel) +
+                         ") must be a multiple of --heads (" +
+                         std::to_string(c.heads) + ")");
+  if (d.H % d.N != 0)
+    return Status::error("--heads (" + std::to_string(d.H) +
+                         ") must be a multiple of --kv-heads (" +
+                         std::to_string(d.N) + ")");
+  if (c.embedding != "onehot" && c.embedding != "gather")
+    return Status::error("--embedding must be onehot or gather, got '" +
+                         c.embedding + "'");
+  if (c.rotary && d.K % 2 != 0)
+    return Status::error("rotary positions need an even head dimension "
+                         "(d_model / heads = " + std::to_string(d.K) + ")");
+  int64_t groups = c.groups;
+  if (groups == 0) {
+    groups = mesh.axisIndex("data") >= 0 ? mesh.axisSize("data") : 1;
+    if (c.batch % groups != 0)
+      groups = 1;
+  }
+  int64_t capacity = 0;
+  if (moe) {
+    if (c.topK < 1 || c.topK > c.experts)
+      return Status::error("--top-k must be between 1 and --experts");
+    if (c.batch % groups != 0)
+      return Status::error("--batch (" + std::to_string(c.batch) +
+                           ") must be a multiple of the MoE groups (" +
+                           std::to_string(groups) + ")");
+    if (c.capacityFactor <= 0)
+      return Status::error("--capacity-factor must be positive");
+    int64_t perGroup = c.batch * c.seq / groups;
+    capacity = static_cast<int64_t>(
+        std::ceil(c.capacityFactor * c.topK * perGroup / c.experts));
+    capacity = std::max<int64_t>(1, std::min(capacity, perGroup));
+  }
+
+  b.beginFunction(c.model);
+  Type i32 = b.ops().getI32Type();
+  Value tokens = b.input("tokens", {d.B, d.S}, {"batch", "seq"}, i32);
+  Value targets;
+  if (!c.noLoss)
+    targets = b.input("targets", {d.B, d.S}, {"batch", "seq"}, i32);
+  Value wte = b.param("embed.table", {d.V, d.D}, {"vocab", "embed"});
+  Value wpe;
+  if (!c.rotary)
+    wpe = b.param("embed.positions", {d.S, d.D}, {"seq", "embed"});
+
+  b.pushScope("embed");
+  Value x = c.embedding == "gather"
+                ? b.gather(wte, tokens, "tokens")
+                : b.einsum("bsv,vd->bsd",
+                           ValueRange{oneHot(b, tokens, d.V, "onehot"), wte},
+                           {d.B, d.S, d.D}, "tokens");
+  if (wpe)
+    x = b.add(x, b.broadcast(wpe, {d.B, d.S, d.D}, {1, 2}, "positions.b"),
+              "with_positions");
+  b.popScope();
+  // The residual stream between blocks, and a norm's output where the
+  // block's matrix products read it: whole along the sequence and the
+  // embedding (Megatron's all_gather before the column-parallel GEMMs under
+  // sequence parallelism; FSDP gathers the weights, not the activations).
+  Axes stream = {"batch", "seq", "embed"};
+  Axes normed = {"batch", "", ""};
+
+  std::vector<LayerParam> params;
+  // Norm parameters have their own logical axis (MaxText's "norm"), which
+  // the presets leave whole: sharding a vector of D scales would drag the
+  // normalized activations' layout along with it for no memory worth having.
+  auto normParams = [&](const std::string &name) {
+    params.push_back({name + ".scale", {d.D}, {"norm"}});
+    if (!c.rmsNorm)
+      params.push_back({name + ".bias", {d.D}, {"norm"}});
+  };
+  normParams("attn.norm");
+  params.push_back({"attn.wq", {d.D, d.H, d.K}, {"embed", "heads", "head_dim"}});
+  params.push_back({"attn.wk", {d.D, d.N, d.K}, {"embed", "kv_heads", "head_dim"}});
+  params.push_back({"attn.wv", {d.D, d.N, d.K}, {"embed", "kv_heads", "head_dim"}});
+  params.push_back({"attn.wo", {d.H, d.K, d.D}, {"heads", "head_dim", "embed"}});
+  normParams("mlp.norm");
+  if (moe) {
+    params.push_back({"moe.router", {d.D, d.E}, {"embed", ""}});
+    params.push_back({"moe.w1", {d.E, d.D, d.F}, {"expert", "embed", "mlp"}});
+    params.push_back({"moe.w2", {d.E, d.F, d.D}, {"expert", "mlp", "embed"}});
+  } else {
+    params.push_back({"mlp.w1", {d.D, d.F}, {"embed", "mlp"}});
+    params.push_back({"mlp.w2", {d.F, d.D}, {"mlp", "embed"}});
+    if (c.swiglu)
+      params.push_back({"mlp.w3", {d.D, d.F}, {"embed", "mlp"}});
+  }
+  size_t normSize = c.rmsNorm ? 1 : 2;
+
+  Value auxLoss, dispatch;
+  bool first = true;
+  auto layer = [&](Value h, const std::vector<Value> &w) -> Value {
+    size_t at = 0;
+    auto take = [&](size_t count) {
+      std::vector<Value> taken(w.begin() + at, w.begin() + at + count);
+      at += count;
+      return taken;
+    };
+    h = b.logicalConstraint(h, stream, "input");
+    std::vector<Value> norm1 = take(normSize);
+    b.pushScope("attn");
+    Value a = b.logicalConstraint(
+        b.norm(h, norm1[0], normSize == 2 ? norm1[1] : Value(), "norm"),
+        normed, "norm.layout");
+    Value attended = attention(b, a, take(4), d, c.rotary);
+    b.popScope();
+    h = b.logicalConstraint(b.add(h, attended, "attn.residual"), stream,
+                            "attn.output");
+    std::vector<Value> norm2 = take(normSize);
+    if (moe) {
+      b.pushScope("moe");
+      Value m = b.logicalConstraint(
+          b.norm(h, norm2[0], normSize == 2 ? norm2[1] : Value(), "norm"),
+          normed, "norm.layout");
+      Value y = moeBlock(b, m, take(3), d, groups, c.topK, capacity, auxLoss,
+                         first && c.exposeDispatch ? &dispatch : nullptr);
+      b.popScope();
+      h = b.add(h, y, "moe.residual");
+    } else {
+      b.pushScope("mlp");
+      Value m = b.logicalConstraint(
+          b.norm(h, norm2[0], normSize == 2 ? norm2[1] : Value(), "norm"),
+          normed, "norm.layout");
+      Value y = mlpBlock(b, m, take(c.swiglu ? 3 : 2), d, c.swiglu,
+                         "bsd,df->bsf", "bsf,fd->bsd");
+      b.popScope();
+      h = b.add(h, y, "mlp.residual");
+    }
+    first = false;
+    return h;
+  };
+  if (moe && c.scan)
+    return Status::error("--scan is not available for moe (its auxiliary "
+                         "loss would have to be carried through the loop); "
+                         "use the unrolled layers");
+  x = layerStack(b, d.L, c.scan, params, x, layer);
+  x = b.logicalConstraint(x, stream, "final.input");
+
+  Value gamma = b.param("final.norm.scale", {d.D}, {"norm"});
+  Value beta = c.rmsNorm ? Value() : b.param("final.norm.bias", {d.D}, {"norm"});
+  Value head = b.param("head", {d.D, d.V}, {"embed", "vocab"});
+  x = b.logicalConstraint(b.norm(x, gamma, beta, "final.norm"), normed,
+                          "final.norm.layout");
+  Value logits = b.einsum("bsd,dv->bsv", ValueRange{x, head}, {d.B, d.S, d.V},
+                          "logits");
+  std::vector<Value> results;
+  if (c.noLoss) {
+    results.push_back(logits);
+  } else {
+    Value loss = crossEntropy(b, logits, targets);
+    if (auxLoss)
+      loss = b.add(loss, b.mul(auxLoss, b.scalarLike(0.01, auxLoss, "aux.weight"),
+                               "aux.weighted"),
+                   "total_loss");
+    results.push_back(loss);
+  }
+  if (dispatch)
+    results.push_back(dispatch);
+  return b.finish(results);
+}
+
+Expected<OwningOpRef<ModuleOp>> buildMlp(ModelBuilder &b, const ModelConfig &c) {
+  int64_t B = c.batch, D = c.dModel, F = c.mlpRatio * c.dModel;
+  b.beginFunction("mlp");
+  Value x = b.input("x", {B, D}, {"batch", "embed"}, b.element());
+  Value target;
+  if (!c.noLoss)
+    target = b.input("target", {B, D}, {"batch", "embed"}, b.element());
+  std::vector<LayerParam> params = {{"w1", {D, F}, {"embed", "mlp"}},
+                                    {"b1", {F}, {"mlp"}},
+                                    {"w2", {F, D}, {"mlp", "embed"}},
+                                    {"b2", {D}, {"embed"}}};
+  auto block = [&](Value h, const std::vector<Value> &w) -> Value {
+    Value up = b.einsum("bd,df->bf", ValueRange{h, w[0]}, {B, F}, "up");
+    up = b.add(up, b.broadcast(w[1], {B, F}, {1}, "b1.b"), "up.biased");
+    Value act = b.gelu(up, "gelu");
+    Value down = b.einsum("bf,fd->bd", ValueRange{act, w[2]}, {B, D}, "down");
+    down = b.add(down, b.broadcast(w[3], {B, D}, {1}, "b2.b"), "down.biased");
+    return b.add(h, down, "residual");
+  };
+  Value out = layerStack(b, c.layers, c.scan, params, x, block);
+  if (c.noLoss)
+    return b.finish({out});
+  b.pushScope("loss");
+  Value diff = b.sub(out, target, "diff");
+  Value loss = b.mean(b.mul(diff, diff, "squared"), {0, 1}, "mse");
+  b.popScope();
+  return b.finish({loss});
+}
+
+Expected<OwningOpRef<ModuleOp>> buildFfn(ModelBuilder &b, const ModelConfig &c) {
+  Dims d{c.batch, c.seq, c.dModel, 0, 0, 0, c.mlpRatio * c.dModel, 0, 0, 0};
+  b.beginFunction("ffn");
+  Value x = b.input("x", {d.B, d.S, d.D}, {"batch", "seq", "embed"}, b.element());
+  Value w1 = b.param("mlp.w1", {d.D, d.F}, {"embed", "mlp"});
+  Value w2 = b.param("mlp.w2", {d.F, d.D}, {"mlp", "embed"});
+  std::vector<Value> weights = {w1, w2};
+  if (c.swiglu)
+    weights.push_back(b.param("mlp.w3", {d.D, d.F}, {"embed", "mlp"}));
+  b.pushScope("mlp");
+  Value y = mlpBlock(b, x, weights, d, c.swiglu, "bsd,df->bsf", "bsf,fd->bsd");
+  b.popScope();
+  return b.finish({y});
+}
+
+} // namespace
+
+const char *partita::modelNames() { return "mlp, ffn, gpt, moe"; }
+
+Expected<OwningOpRef<ModuleOp>>
+partita::buildModel(MLIRContext *context, const ModelConfig &config,
+                    const Mesh &mesh) {
+  auto positive = [](int64_t value, const char *flag) -> Status {
+    if (value < 1)
+      return Status::error(std::string(flag) + " must be at least 1, got " +
+                           std::to_string(value));
+    return Status::success();
+  };
+  for (auto [value, flag] :
+       {std::pair<int64_t, const char *>{config.layers, "--layers"},
+        {config.dModel, "--d-model"},
+        {config.heads, "--heads"},
+        {config.seq, "--seq"},
+        {config.batch, "--batch"},
+        {config.vocab, "--vocab"},
+        {config.mlpRatio, "--mlp-ratio"},
+        {config.experts, "--experts"}})
+    if (Status status = positive(value, flag); !status.ok())
+      return status;
+  if (config.kvHeads < 0)
+    return Status::error("--kv-heads must be positive");
+  Type element;
+  if (config.dtype == "f32")
+    element = Float32Type::get(context);
+  else if (config.dtype == "bf16")
+    element = BFloat16Type::get(context);
+  else
+    return Status::error("--dtype must be f32 or bf16, got '" + config.dtype +
+                         "'");
+  ModelBuilder builder(context, config.model, element);
+  builder.addMesh(mesh);
+  if (config.model == "gpt" || config.model == "moe")
+    return buildTransformer(builder, config, mesh);
+  if (config.model == "mlp")
+    return buildMlp(builder, config);
+  if (config.model == "ffn")
+    return buildFfn(builder, config);
+  return Status::error("unknown model '" + config.model +
+                       "' (models: " + modelNames() + ")");
+}

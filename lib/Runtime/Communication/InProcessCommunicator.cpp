@@ -1,0 +1,507 @@
+//===- InProcessCommunicator.cpp - Collectives between threads ------------===//
+//
+// One mutex guards the table of rendezvous slots; each slot has its own
+// condition variable. Threads sleep while they wait (no spinning: on a
+// two-core machine eight spinning devices would starve the one doing work)
+// and copy or reduce outside the lock.
+//
+//===----------------------------------------------------------------------===//
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace partita {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// One collective of one group: what the first device asked for, every
+/// member's buffers, and how far the group has got.
+struct Slot {
+  CollectiveCall request; // The first arrival's call; later ones must agree.
+  std::vector<int64_t> members;
+  uint64_t sequence = 0;
+  std::vector<const uint8_t *> inputs;
+  std::vector<uint8_t *> outputs;
+  std::vector<bool> present;
+  int64_t arrived = 0, computed = 0, finished = 0;
+  bool inPlace = false;
+  bool failed = false;
+  bool singleThreaded = false; // One device computes every output.
+  bool done = false;           // Single-threaded: all outputs are written.
+  Status result;               // Single-threaded: the outcome for everyone.
+  Status failure;
+  Clock::time_point lastArrival;
+  std::condition_variable changed;
+};
+
+/// Where the element range [begin, end) of a flat reduction starts for
+/// slice `index` of `parts` (balanced to within one element).
+int64_t sliceStart(int64_t count, int64_t index, int64_t parts) {
+  return count / parts * index + std::min(index, count % parts);
+}
+
+} // namespace
+
+struct InProcessCommunicator::State {
+  Mesh mesh;
+  std::shared_ptr<CollectiveMemory> memory;
+  std::chrono::milliseconds timeout;
+  int64_t singleThreadedBytes =
+      InProcessCommunicator::defaultSingleThreadedBytes;
+  mutable std::mutex mutex;
+  bool aborted = false;
+  Status abortReason;
+  /// Keyed by the group's sorted device set and the collective's index
+  /// among the calls on that set.
+  std::map<std::pair<std::vector<int64_t>, uint64_t>, std::shared_ptr<Slot>>
+      slots;
+  /// Per sorted device set, how many calls each device has made on it.
+  std::map<std::vector<int64_t>, std::map<int64_t, uint64_t>> callCounts;
+};
+
+InProcessCommunicator::InProcessCommunicator(
+    Mesh mesh, std::chrono::milliseconds timeout,
+    std::shared_ptr<CollectiveMemory> memory)
+    : state(std::make_unique<State>()) {
+  state->mesh = std::move(mesh);
+  state->memory = memory ? std::move(memory) : hostCollectiveMemory();
+  state->timeout = timeout;
+}
+
+InProcessCommunicator::~InProcessCommunicator() = default;
+
+const Mesh &InProcessCommunicator::mesh() const { return state->mesh; }
+
+void InProcessCommunicator::setTimeout(std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  state->timeout = timeout;
+}
+
+std::chrono::milliseconds InProcessCommunicator::timeout() const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  return state->timeout;
+}
+
+void InProcessCommunicator::abort(const Status &reason) {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (state->aborted)
+    return;
+  state->aborted = true;
+  state->abortReason =
+      reason.ok() ? Status::error("abort() without a reason") : reason;
+  for (auto &entry : state->slots)
+    entry.second->changed.notify_all();
+}
+
+void InProcessCommunicator::setSingleThreadedBytes(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  state->singleThreadedBytes = bytes;
+}
+
+bool InProcessCommunicator::aborted() const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  return state->aborted;
+}
+
+namespace {
+
+/// Fails `slot` for everyone waiting on it and everyone still to come.
+void failSlot(Slot &slot, Status failure) {
+  slot.failed = true;
+  slot.failure = std::move(failure);
+  slot.changed.notify_all();
+}
+
+/// This device's share of the work once the whole group has arrived,
+/// issued on `memory` by the thread of device `worker`. For two-step
+/// collectives `step` 0 computes and step 1 distributes; `scratch` carries
+/// an in-place permute's copy of its source from one step to the next.
+Status computeOutput(const Slot &slot, int64_t position, int step,
+                     void *&scratch, CollectiveMemory &memory,
+                     int64_t worker) {
+  const CollectiveCall &request = slot.request;
+  auto groupSize = static_cast<int64_t>(slot.members.size());
+  const std::vector<int64_t> &inShape = request.input.shape;
+  int64_t elementSize = dtypeSize(request.input.dtype);
+  auto outShapeOr =
+      collectiveResultShape(request.kind, inShape, groupSize, request.dim,
+                            request.splitDim, request.concatDim);
+  const std::vector<int64_t> &outShape = *outShapeOr;
+  uint8_t *output = slot.outputs[position];
+  std::vector<int64_t> zeros(inShape.size(), 0);
+
+  switch (request.kind) {
+  case CommunicatorOp::AllGather: {
+    std::vector<int64_t> dstOffset = zeros;
+    for (int64_t i = 0; i < groupSize; ++i) {
+      dstOffset[request.dim] = i * inShape[request.dim];
+      if (Status status =
+              memory.copyBox(worker, slot.inputs[i], inShape, zeros, output,
+                             outShape, dstOffset, inShape, elementSize);
+          !status)
+        return status;
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::AllReduce: {
+    int64_t count = *checkedNumElements(inShape);
+    int64_t begin = sliceStart(count, position, groupSize);
+    int64_t end = sliceStart(count, position + 1, groupSize);
+    if (step == 0) {
+      if (end == begin)
+        return Status::success();
+      std::vector<const void *> inputs;
+      for (const uint8_t *input : slot.inputs)
+        inputs.push_back(input + begin * elementSize);
+      return memory.reduce(worker, request.reduction, request.input.dtype,
+                           inputs, 0, output + begin * elementSize, 1,
+                           end - begin);
+    }
+    for (int64_t owner = 0; owner < groupSize; ++owner) {
+      if (owner == position)
+        continue;
+      int64_t from = sliceStart(count, owner, groupSize);
+      int64_t to = sliceStart(count, owner + 1, groupSize);
+      if (to > from)
+        if (Status status = memory.copy(
+                worker, output + from * elementSize,
+                slot.outputs[owner] + from * elementSize,
+                (to - from) * elementSize);
+            !status)
+          return status;
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::ReduceScatter: {
+    // Views: input [outer, groupSize * block, inner], output [outer, block,
+    // inner]; this device reduces its block of every outer row.
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < request.dim; ++d)
+      outer *= inShape[d];
+    for (size_t d = request.dim + 1; d < inShape.size(); ++d)
+      inner *= inShape[d];
+    int64_t block = outShape[request.dim] * inner;
+    if (outer == 0 || block == 0)
+      return Status::success();
+    std::vector<const void *> inputs(groupSize);
+    for (int64_t i = 0; i < groupSize; ++i)
+      inputs[i] = slot.inputs[i] + position * block * elementSize;
+    return memory.reduce(worker, request.reduction, request.input.dtype,
+                         inputs, groupSize * block, output, outer, block);
+  }
+  case CommunicatorOp::AllToAll: {
+    std::vector<int64_t> box = inShape;
+    box[request.splitDim] /= groupSize;
+    std::vector<int64_t> srcOffset = zeros, dstOffset = zeros;
+    srcOffset[request.splitDim] = position * box[request.splitDim];
+    for (int64_t i = 0; i < groupSize; ++i) {
+      dstOffset[request.concatDim] = i * box[request.concatDim];
+      if (Status status =
+              memory.copyBox(worker, slot.inputs[i], inShape, srcOffset, output,
+                             outShape, dstOffset, box, elementSize);
+          !status)
+        return status;
+    }
+    return Status::success();
+  }
+  case CommunicatorOp::CollectivePermute: {
+    int64_t bytes = *checkedNumBytes(request.input.dtype, inShape);
+    const uint8_t *source = nullptr;
+    for (const SourceTargetPair &pair : request.pairs)
+      if (pair.second == position)
+        source = slot.inputs[pair.first];
+    if (bytes == 0)
+      return Status::success();
+    // In place, a source's input is someone's output: read everything
+    // first (step 0), write after the whole group has read (step 1).
+    if (slot.inPlace && step == 0) {
+      if (!source)
+        return Status::success();
+      Expected<void *> copy = memory.temporary(worker, bytes);
+      if (!copy)
+        return copy.status();
+      scratch = *copy;
+      return memory.copy(worker, scratch, source, bytes);
+    }
+    if (slot.inPlace)
+      source = static_cast<const uint8_t *>(scratch);
+    if (source)
+      return memory.copy(worker, output, source, bytes);
+    return memory.zero(worker, output, bytes);
+  }
+  }
+  return Status::error("unknown collective kind");
+}
+
+/// computeOutput() followed by complete(): what others read of this step
+/// is written when it returns. An in-place permute's temporary is released
+/// after its last step.
+Status computeStep(const Slot &slot, int64_t position, int step, int steps,
+                   void *&scratch, CollectiveMemory &memory, int64_t worker) {
+  Status result =
+      computeOutput(slot, position, step, scratch, memory, worker);
+  Status completed = memory.complete(worker);
+  if (result)
+    result = completed;
+  if (scratch && (step + 1 == steps || !result)) {
+    memory.releaseTemporary(worker, scratch);
+    scratch = nullptr;
+  }
+  return result;
+}
+
+/// all_reduce, and collective_permute in place, read what others write.
+bool needsTwoSteps(const Slot &slot) {
+  return slot.request.kind == CommunicatorOp::AllReduce ||
+         (slot.request.kind == CommunicatorOp::CollectivePermute &&
+          slot.inPlace);
+}
+
+/// Whether the results of all devices together are at most `limit` bytes.
+bool resultsFitIn(const Slot &slot, int64_t limit) {
+  auto groupSize = static_cast<int64_t>(slot.members.size());
+  Expected<int64_t> inputBytes =
+      checkedNumBytes(slot.request.input.dtype, slot.request.input.shape);
+  int64_t perDevice = *inputBytes;
+  if (slot.request.kind == CommunicatorOp::AllGather)
+    perDevice *= groupSize;
+  return perDevice * groupSize <= limit;
+}
+
+/// Every device's output, on the calling thread (device `worker`).
+Status computeAllOutputs(const Slot &slot, CollectiveMemory &memory,
+                         int64_t worker) {
+  auto groupSize = static_cast<int64_t>(slot.members.size());
+  std::vector<void *> scratch(groupSize, nullptr);
+  int steps = needsTwoSteps(slot) ? 2 : 1;
+  Status result;
+  for (int step = 0; step < steps; ++step)
+    for (int64_t position = 0; position < groupSize; ++position)
+      if (result)
+        result = computeStep(slot, position, step, steps, scratch[position],
+                             memory, worker);
+  for (void *block : scratch)
+    if (block)
+      memory.releaseTemporary(worker, block);
+  return result;
+}
+
+} // namespace
+
+Status InProcessCommunicator::runCall(const CollectiveCall &call) {
+  auto prefix = [&]() {
+    return describeCollective(call) + " on device " + std::to_string(call.deviceId);
+  };
+  Expected<CollectiveGroup> group =
+      resolveGroup(state->mesh, call.deviceId, call.axes);
+  if (!group)
+    return Status::error(prefix() + ": " + group.status().message());
+  auto groupSize = static_cast<int64_t>(group->members.size());
+  int64_t position = group->position;
+  Status argumentError = checkCollectiveCall(call, groupSize);
+
+  std::vector<int64_t> deviceSet = group->members;
+  std::sort(deviceSet.begin(), deviceSet.end());
+
+  std::unique_lock<std::mutex> lock(state->mutex);
+  auto abortedError = [&]() {
+    return Status::error(prefix() + ": the communicator was aborted: " +
+                         state->abortReason.message());
+  };
+  if (state->aborted)
+    return abortedError();
+  uint64_t sequence = state->callCounts[deviceSet][call.deviceId]++;
+  std::shared_ptr<Slot> &entry = state->slots[{deviceSet, sequence}];
+  if (!entry) {
+    entry = std::make_shared<Slot>();
+    entry->request = call;
+    entry->members = group->members;
+    entry->sequence = sequence;
+    entry->inputs.assign(groupSize, nullptr);
+    entry->outputs.assign(groupSize, nullptr);
+    entry->present.assign(groupSize, false);
+    entry->singleThreaded = resultsFitIn(*entry, state->singleThreadedBytes);
+  }
+  std::shared_ptr<Slot> slot = entry;
+  std::string groupText = "group " + formatDeviceList(slot->members) +
+                          " (call #" + std::to_string(sequence) +
+                          " on this group)";
+  if (slot->failed)
+    return slot->failure;
+  if (!argumentError) {
+    failSlot(*slot, Status::error(prefix() + ": " + argumentError.message() +
+                                  "; failing " + groupText));
+    return slot->failure;
+  }
+  if (!sameCollective(slot->request, call)) {
+    failSlot(*slot,
+             Status::error("devices disagree on call #" +
+                           std::to_string(sequence) + " of group " +
+                           formatDeviceList(slot->members) + ": device " +
+                           std::to_string(slot->request.deviceId) + " called " +
+                           describeCollective(slot->request) + " but device " +
+                           std::to_string(call.deviceId) + " called " +
+                           describeCollective(call)));
+    return slot->failure;
+  }
+  slot->inputs[position] = static_cast<const uint8_t *>(call.input.data);
+  slot->outputs[position] = static_cast<uint8_t *>(call.output.data);
+  slot->present[position] = true;
+  slot->inPlace |= call.input.data == call.output.data;
+  bool completesGroup = ++slot->arrived == groupSize;
+  // Waiters only care about the last arrival (and failures): waking them
+  // for every arrival would cost O(n^2) context switches. The timeout
+  // deadline moves with lastArrival; a waiter that wakes at the old
+  // deadline sees the new one and sleeps again.
+  slot->lastArrival = Clock::now();
+
+  // Wait for the group, failing after `timeout` without a new arrival.
+  while (slot->arrived < groupSize) {
+    if (slot->failed)
+      return slot->failure;
+    if (state->aborted)
+      return abortedError();
+    Clock::time_point deadline = slot->lastArrival + state->timeout;
+    if (Clock::now() >= deadline) {
+      std::vector<int64_t> arrived, missing;
+      for (int64_t i = 0; i < groupSize; ++i)
+        (slot->present[i] ? arrived : missing).push_back(slot->members[i]);
+      auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(state->timeout)
+              .count();
+      failSlot(*slot,
+               Status::error(
+                   describeCollective(slot->request) + ": " + groupText +
+                   " made no progress for " + std::to_string(ms) +
+                   " ms; arrived: devices " + formatDeviceList(arrived) +
+                   "; did not arrive: devices " + formatDeviceList(missing)));
+      return slot->failure;
+    }
+    slot->changed.wait_until(lock, deadline);
+  }
+
+  // Everyone is here: from now on every member must finish, because the
+  // others may read this device's buffers until the last one is done.
+  if (slot->singleThreaded) {
+    // Small results: waking every device for the parallel steps costs more
+    // than the copies, so the device that completed the group does all the
+    // work while the others sleep until it is done.
+    if (completesGroup) {
+      lock.unlock();
+      Status result = computeAllOutputs(*slot, *state->memory, call.deviceId);
+      lock.lock();
+      slot->result = result;
+      slot->done = true;
+      slot->changed.notify_all();
+      state->slots.erase({deviceSet, sequence});
+    } else {
+      slot->changed.wait(lock, [&] { return slot->done; });
+    }
+    if (!slot->result)
+      return Status::error(prefix() + ": " + slot->result.message());
+    return Status::success();
+  }
+  if (completesGroup)
+    slot->changed.notify_all();
+  void *scratch = nullptr;
+  int steps = needsTwoSteps(*slot) ? 2 : 1;
+  CollectiveMemory &memory = *state->memory;
+  lock.unlock();
+  Status result =
+      computeStep(*slot, position, 0, steps, scratch, memory, call.deviceId);
+  lock.lock();
+  if (needsTwoSteps(*slot)) {
+    if (++slot->computed == groupSize)
+      slot->changed.notify_all();
+    slot->changed.wait(lock, [&] { return slot->computed == groupSize; });
+    lock.unlock();
+    Status second = result ? computeStep(*slot, position, 1, steps, scratch,
+                                         memory, call.deviceId)
+                           : result;
+    if (result)
+      result = second;
+    lock.lock();
+  }
+  if (++slot->finished == groupSize) {
+    slot->changed.notify_all();
+    state->slots.erase({deviceSet, sequence});
+  }
+  slot->changed.wait(lock, [&] { return slot->finished == groupSize; });
+  if (!result)
+    return Status::error(prefix() + ": " + result.message());
+  return Status::success();
+}
+
+} // namespace partita
+
+namespace partita {
+
+CollectiveMemory::~CollectiveMemory() = default;
+
+namespace {
+
+class HostCollectiveMemory final : public CollectiveMemory {
+public:
+  Status copyBox(int64_t, const void *src, const std::vector<int64_t> &srcShape,
+                 const std::vector<int64_t> &srcOffset, void *dst,
+                 const std::vector<int64_t> &dstShape,
+                 const std::vector<int64_t> &dstOffset,
+                 const std::vector<int64_t> &box,
+                 int64_t elementSize) override {
+    copyTensorBox(src, srcShape, srcOffset, dst, dstShape, dstOffset, box,
+                  elementSize);
+    return Status::success();
+  }
+  Status reduce(int64_t, ReductionCode kind, DType dtype,
+                const std::vector<const void *> &inputs,
+                int64_t inputRowStride, void *output, int64_t rows,
+                int64_t count) override {
+    int64_t elementSize = dtypeSize(dtype);
+    std::vector<const void *> row(inputs.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (size_t i = 0; i < inputs.size(); ++i)
+        row[i] = static_cast<const uint8_t *>(inputs[i]) +
+                 r * inputRowStride * elementSize;
+      if (Status status = reduceElements(
+              kind, dtype, row,
+              static_cast<uint8_t *>(output) + r * count * elementSize, count);
+          !status)
+        return status;
+    }
+    return Status::success();
+  }
+  Status copy(int64_t, void *dst, const void *src, int64_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::success();
+  }
+  Status zero(int64_t, void *dst, int64_t bytes) override {
+    std::memset(dst, 0, bytes);
+    return Status::success();
+  }
+  Expected<void *> temporary(int64_t, int64_t bytes) override {
+    void *block = std::malloc(std::max<int64_t>(bytes, 1));
+    if (!block)
+      return Status::error("out of host memory for a " +
+                           std::to_string(bytes) + "-byte temporary");
+    return block;
+  }
+  void releaseTemporary(int64_t, void *block) override { std::free(block); }
+  Status complete(int64_t) override { return Status::success(); }
+};
+
+} // namespace
+
+std::shared_ptr<CollectiveMemory> hostCollectiveMemory() {
+  static std::shared_ptr<CollectiveMemory> memory =
+      std::make_shared<HostCollectiveMemory>();
+  return memory;
+}
+
+} // namespace partita

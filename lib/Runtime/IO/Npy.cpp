@@ -1,0 +1,393 @@
+//===- Npy.cpp - Reading and writing NumPy .npy files ---------------------===//
+//
+// A .npy file is a magic string, a version, a header length, a header that
+// is the text of a Python dict literal ({'descr': '<f4', 'fortran_order':
+// False, 'shape': (2, 3), }) padded with spaces and a newline, then the raw
+// elements. The reader parses the dict with a small recursive-descent parser
+// that accepts what numpy writes (and the 'L' suffixes of Python 2 files);
+// it never evaluates anything.
+//
+//===----------------------------------------------------------------------===//
+#include "partita/Runtime/IO/Npy.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+
+namespace partita {
+
+namespace {
+
+constexpr char npyMagic[] = "\x93NUMPY";
+constexpr size_t npyMagicLength = 6;
+/// numpy pads the header so the data starts on this boundary.
+constexpr size_t npyAlignment = 64;
+/// numpy leaves room in the header for a first dimension of this many digits
+/// so the shape can grow in place; we do the same so files match numpy's.
+constexpr size_t npyGrowthDigits = 21;
+
+struct DescrInfo {
+  const char *descr;
+  DType dtype;
+};
+
+const DescrInfo descrTable[] = {
+    {"<f8", DType::F64},  {"<f4", DType::F32}, {"<f2", DType::F16},
+    {"<V2", DType::BF16}, {"<i8", DType::I64}, {"<i4", DType::I32},
+    {"<i2", DType::I16},  {"|i1", DType::I8},  {"|u1", DType::U8},
+    {"|b1", DType::Bool},
+};
+
+/// The fields of a parsed header.
+struct NpyHeader {
+  std::string descr;
+  bool fortranOrder = false;
+  std::vector<int64_t> shape;
+};
+
+/// Recursive-descent parser for the header dict. Failures carry only the
+/// problem; the caller adds the file name.
+class HeaderParser {
+public:
+  explicit HeaderParser(std::string_view text) : text(text) {}
+
+  Expected<NpyHeader> parse() {
+    NpyHeader header;
+    bool seenDescr = false, seenOrder = false, seenShape = false;
+    skipSpace();
+    if (!consume('{'))
+      return fail("the header is not a dict (expected '{')");
+    while (true) {
+      skipSpace();
+      if (consume('}'))
+        break;
+      Expected<std::string> key = parseString();
+      if (!key)
+        return key.status();
+      skipSpace();
+      if (!consume(':'))
+        return fail("expected ':' after key '" + *key + "'");
+      skipSpace();
+      if (*key == "descr") {
+        if (peek() == '[')
+          return fail("structured dtypes (a descr list) are not supported");
+        Expected<std::string> descr = parseString();
+        if (!descr)
+          return descr.status();
+        header.descr = *descr;
+        seenDescr = true;
+      } else if (*key == "fortran_order") {
+        Expected<bool> order = parseBool();
+        if (!order)
+          return order.status();
+        header.fortranOrder = *order;
+        seenOrder = true;
+      } else if (*key == "shape") {
+        Expected<std::vector<int64_t>> shape = parseShape();
+        if (!shape)
+          return shape.status();
+        header.shape = std::move(*shape);
+        seenShape = true;
+      } else {
+        return fail("unexpected key '" + *key + "' in the header");
+      }
+      skipSpace();
+      if (consume(','))
+        continue;
+      if (consume('}'))
+        break;
+      return fail("expected ',' or '}' after the value of '" + *key + "'");
+    }
+    skipSpace();
+    if (pos != text.size())
+      return fail("unexpected text after the header dict");
+    if (!seenDescr || !seenOrder || !seenShape)
+      return fail(std::string("the header has no '") +
+                  (!seenDescr   ? "descr"
+                   : !seenOrder ? "fortran_order"
+                                : "shape") +
+                  "' entry");
+    return header;
+  }
+
+private:
+  Status fail(const std::string &message) const {
+    return Status::error(message + " (header offset " + std::to_string(pos) +
+                         ")");
+  }
+  char peek() const { return pos < text.size() ? text[pos] : '\0'; }
+  bool consume(char c) {
+    if (pos >= text.size() || text[pos] != c)
+      return false;
+    ++pos;
+    return true;
+  }
+  void skipSpace() {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n' ||
+                                 text[pos] == '\t' || text[pos] == '\r'))
+      ++pos;
+  }
+  bool consumeWord(std::string_view word) {
+    if (text.substr(pos, word.size()) != word)
+      return false;
+    pos += word.size();
+    return true;
+  }
+
+  Expected<std::string> parseString() {
+    char quote = peek();
+    if (quote != '\'' && quote != '"')
+      return fail("expected a quoted string");
+    size_t close = text.find(quote, pos + 1);
+    if (close == std::string_view::npos)
+      return fail("unterminated string");
+    std::string value(text.substr(pos + 1, close - pos - 1));
+    pos = close + 1;
+    return value;
+  }
+
+  Expected<bool> parseBool() {
+    if (consumeWord("True"))
+      return true;
+    if (consumeWord("False"))
+      return false;
+    return fail("expected True or False");
+  }
+
+  Expected<int64_t> parseDimension() {
+    size_t start = pos;
+    int64_t value = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      int digit = text[pos] - '0';
+      if (value > (std::numeric_limits<int64_t>::max() - digit) / 10)
+        return fail("dimension too large");
+      value = value * 10 + digit;
+      ++pos;
+    }
+    if (pos == start)
+      return fail("expected a non-negative integer dimension");
+    consume('L'); // Python 2 long literal.
+    return value;
+  }
+
+  Expected<std::vector<int64_t>> parseShape() {
+    std::vector<int64_t> shape;
+    if (!consume('('))
+      return fail("expected a tuple for 'shape'");
+    skipSpace();
+    if (consume(')'))
+      return shape;
+    while (true) {
+      Expected<int64_t> dim = parseDimension();
+      if (!dim)
+        return dim.status();
+      shape.push_back(*dim);
+      skipSpace();
+      bool comma = consume(',');
+      skipSpace();
+      if (consume(')'))
+        return shape;
+      if (!comma)
+        return fail("expected ',' or ')' in 'shape'");
+    }
+  }
+
+  std::string_view text;
+  size_t pos = 0;
+};
+
+std::string supportedDescrs() {
+  std::string list;
+  for (const DescrInfo &info : descrTable) {
+    list += list.empty() ? "" : ", ";
+    list += info.descr;
+  }
+  return list + " ('<V2' is bfloat16 as ml_dtypes saves it)";
+}
+
+/// Maps a descr to a DType; '|' and '=' mean the same as '<' here, and a
+/// one-byte type may carry any byte order.
+Expected<DType> dtypeFromDescr(const std::string &descr) {
+  if (descr.size() < 2)
+    return Status::error("unsupported dtype descr '" + descr + "'");
+  char order = descr[0];
+  std::string body = descr.substr(1);
+  if (order != '<' && order != '>' && order != '|' && order != '=') {
+    order = '|';
+    body = descr;
+  }
+  for (const DescrInfo &info : descrTable) {
+    if (body != info.descr + 1)
+      continue;
+    if (order == '>' && dtypeSize(info.dtype) > 1)
+      return Status::error("big-endian data ('" + descr +
+                           "') is not supported; save a little-endian array, "
+                           "e.g. a.astype(a.dtype.newbyteorder('<'))");
+    return info.dtype;
+  }
+  return Status::error("unsupported dtype descr '" + descr +
+                       "'; supported: " + supportedDescrs());
+}
+
+uint32_t readLittleEndian(std::string_view bytes, size_t offset, size_t width) {
+  uint32_t value = 0;
+  for (size_t i = 0; i < width; ++i)
+    value |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[offset + i]))
+             << (8 * i);
+  return value;
+}
+
+/// numpy's spelling of a shape tuple: "()", "(3,)", "(2, 3)".
+std::string pythonTuple(const std::vector<int64_t> &shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1)
+    text += ",";
+  return text + ")";
+}
+
+} // namespace
+
+const char *npyDescr(DType dtype) {
+  for (const DescrInfo &info : descrTable)
+    if (info.dtype == dtype)
+      return info.descr;
+  return "?";
+}
+
+Expected<HostArray> parseNpy(std::string_view contents, std::string_view name) {
+  std::string prefix = std::string(name) + ": ";
+  auto fail = [&](const std::string &message) {
+    return Status::error(prefix + message);
+  };
+  if (contents.size() < npyMagicLength ||
+      contents.substr(0, npyMagicLength) !=
+          std::string_view(npyMagic, npyMagicLength))
+    return fail("not a .npy file (missing the \\x93NUMPY magic string)");
+  if (contents.size() < npyMagicLength + 2)
+    return fail("truncated before the format version");
+  int major = static_cast<uint8_t>(contents[6]);
+  int minor = static_cast<uint8_t>(contents[7]);
+  if (minor != 0 || major < 1 || major > 3)
+    return fail("unsupported .npy format version " + std::to_string(major) +
+                "." + std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
+  size_t lengthWidth = major == 1 ? 2 : 4;
+  size_t headerStart = npyMagicLength + 2 + lengthWidth;
+  if (contents.size() < headerStart)
+    return fail("truncated before the header length");
+  size_t headerLength = readLittleEndian(contents, 8, lengthWidth);
+  if (contents.size() - headerStart < headerLength)
+    return fail("truncated header: it declares " +
+                std::to_string(headerLength) + " bytes but the file has " +
+                std::to_string(contents.size() - headerStart));
+  Expected<NpyHeader> header =
+      HeaderParser(contents.substr(headerStart, headerLength)).parse();
+  if (!header)
+    return fail("bad header: " + header.status().message());
+
+  Expected<DType> dtype = dtypeFromDescr(header->descr);
+  if (!dtype)
+    return fail(dtype.status().message());
+  // Column-major and row-major layouts coincide below rank 2.
+  if (header->fortranOrder && header->shape.size() > 1)
+    return fail("fortran_order is True (column-major data), which is not "
+                "supported; save a C-ordered array, e.g. "
+                "np.save(path, np.ascontiguousarray(a))");
+  Expected<int64_t> byteCount = checkedNumBytes(*dtype, header->shape);
+  if (!byteCount)
+    return fail(byteCount.status().message());
+  uint64_t dataBytes = static_cast<uint64_t>(*byteCount);
+  uint64_t available = contents.size() - headerStart - headerLength;
+  if (available < dataBytes)
+    return fail("data too short: a " + std::string(dtypeName(*dtype)) +
+                " array of shape " + formatShape(header->shape) + " needs " +
+                std::to_string(dataBytes) + " bytes but the file has " +
+                std::to_string(available));
+  if (available > dataBytes)
+    return fail(std::to_string(available - dataBytes) +
+                " unexpected bytes after the data");
+
+  HostArray array;
+  array.dtype = *dtype;
+  array.shape = std::move(header->shape);
+  const char *data = contents.data() + headerStart + headerLength;
+  array.bytes.assign(data, data + dataBytes);
+  return array;
+}
+
+Expected<HostArray> readNpy(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Status::error(path + ": is a directory, expected a .npy file");
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  std::string contents;
+  char buffer[1 << 16];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+    contents.append(buffer, got);
+  bool readError = std::ferror(file);
+  std::fclose(file);
+  if (readError)
+    return Status::error(path + ": read error");
+  return parseNpy(contents, path);
+}
+
+Expected<std::string> serializeNpy(const HostArray &array) {
+  if (Status consistent = array.checkConsistent(); !consistent)
+    return consistent;
+  std::string dict =
+      std::string("{'descr': '") + npyDescr(array.dtype) +
+      "', 'fortran_order': False, 'shape': " + pythonTuple(array.shape) + ", }";
+  if (!array.shape.empty()) {
+    size_t digits = std::to_string(array.shape[0]).size();
+    if (digits < npyGrowthDigits)
+      dict.append(npyGrowthDigits - digits, ' ');
+  }
+  // Version 1.0 stores the header length in two bytes; 2.0 in four.
+  size_t lengthWidth = 2;
+  size_t unpadded = npyMagicLength + 2 + lengthWidth + dict.size() + 1;
+  size_t padding = npyAlignment - unpadded % npyAlignment;
+  if (dict.size() + 1 + padding > 0xffff) {
+    lengthWidth = 4;
+    unpadded += 2;
+    padding = npyAlignment - unpadded % npyAlignment;
+  }
+  size_t headerLength = dict.size() + padding + 1;
+
+  std::string out(npyMagic, npyMagicLength);
+  out += static_cast<char>(lengthWidth == 2 ? 1 : 2);
+  out += '\0';
+  for (size_t i = 0; i < lengthWidth; ++i)
+    out += static_cast<char>((headerLength >> (8 * i)) & 0xff);
+  out += dict;
+  out.append(padding, ' ');
+  out += '\n';
+  out.append(reinterpret_cast<const char *>(array.bytes.data()),
+             array.bytes.size());
+  return out;
+}
+
+Status writeNpy(const std::string &path, const HostArray &array) {
+  Expected<std::string> contents = serializeNpy(array);
+  if (!contents)
+    return Status::error(path + ": " + contents.status().message());
+  std::FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file)
+    return Status::error(path + ": cannot create: " + std::strerror(errno));
+  size_t written = std::fwrite(contents->data(), 1, contents->size(), file);
+  bool closeFailed = std::fclose(file) != 0;
+  if (written != contents->size() || closeFailed)
+    return Status::error(path + ": write failed: " + std::strerror(errno));
+  return Status::success();
+}
+
+} // namespace partita

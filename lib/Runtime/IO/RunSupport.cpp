@@ -1,0 +1,151 @@
+//===- RunSupport.cpp - Inputs, outputs and checks of a run ---------------===//
+
+#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/IO/Npy.h"
+#include "partita/Runtime/IO/ShardedArrayDirectory.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+using namespace partita;
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+} // namespace
+
+std::vector<std::string> partita::splitCommaList(const std::string &text) {
+  std::vector<std::string> list;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos)
+      comma = text.size();
+    list.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return list;
+}
+
+Expected<std::vector<HostArray>> partita::readInputs(const Executable &program,
+                                                     const std::string &paths) {
+  std::vector<std::string> list = splitCommaList(paths);
+  if (list.size() != program.inputs.size())
+    return Status::error("--inputs gives " + std::to_string(list.size()) +
+                         " paths but the program takes " +
+                         std::to_string(program.inputs.size()) + " inputs");
+  std::vector<HostArray> inputs;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::error_code error;
+    Expected<HostArray> array = std::filesystem::is_directory(list[i], error)
+                                    ? readShardedArray(list[i])
+                                    : readNpy(list[i]);
+    if (!array)
+      return array.status();
+    const ExecutableValue &input = program.inputs[i];
+    DType dtype = program.slots[input.slot].dtype;
+    if (array->dtype != dtype || array->shape != input.globalShape)
+      return Status::error(list[i] + ": input " + std::to_string(i) + " (" +
+                           input.name + ") must be " + dtypeName(dtype) +
+                           shapeText(input.globalShape) + ", got " +
+                           dtypeName(array->dtype) + shapeText(array->shape));
+    inputs.push_back(std::move(*array));
+  }
+  return inputs;
+}
+
+Status partita::writeOutputs(const std::string &directory,
+                             const std::vector<HostArray> &outputs) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  if (error)
+    return Status::error("cannot create '" + directory +
+                         "': " + error.message());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (Status status = writeNpy(
+            directory + "/result_" + std::to_string(i) + ".npy", outputs[i]);
+        !status.ok())
+      return status;
+  return Status::success();
+}
+
+Comparison partita::compareArrays(const HostArray &got, const HostArray &want) {
+  Comparison result;
+  if (got.dtype != want.dtype || got.shape != want.shape) {
+    result.sameType = false;
+    result.within = false;
+    return result;
+  }
+  double relative = 0, absolute = 0;
+  switch (got.dtype) {
+  case DType::F64:
+    relative = 1e-10, absolute = 1e-12;
+    break;
+  case DType::F32:
+    relative = 1e-4, absolute = 1e-5;
+    break;
+  case DType::BF16:
+  case DType::F16:
+    relative = 2e-2, absolute = 1e-2;
+    break;
+  default:
+    break;
+  }
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    double value = elementAsDouble(want, i);
+    if (!std::isnan(value))
+      result.scale = std::max(result.scale, std::fabs(value));
+  }
+  for (int64_t i = 0; i < got.numElements(); ++i) {
+    double a = elementAsDouble(got, i), b = elementAsDouble(want, i);
+    double diff = std::fabs(a - b);
+    if (std::isnan(a) || std::isnan(b))
+      diff = std::isnan(a) && std::isnan(b) ? 0 : INFINITY;
+    result.maxAbsError = std::max(result.maxAbsError, diff);
+    if (std::fabs(b) >= 1e-3 * result.scale)
+      result.maxRelError = std::max(result.maxRelError, diff / std::fabs(b));
+    if (diff > absolute * result.scale + relative * std::fabs(b))
+      result.within = false;
+  }
+  return result;
+}
+
+std::string partita::describeComparison(const std::string &name,
+                                        const Comparison &comparison) {
+  if (!comparison.sameType)
+    return name + ": MISMATCH in shape or dtype";
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                ": max abs error %.3g, max rel error %.3g: %s",
+                comparison.maxAbsError, comparison.maxRelError,
+                comparison.within ? "ok" : "MISMATCH");
+  return name + text;
+}
+
+Status partita::expectOutputs(const std::string &directory,
+                              const Executable &program,
+                              const std::vector<HostArray> &outputs,
+                              std::string &report) {
+  bool ok = true;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string path = directory + "/result_" + std::to_string(i) + ".npy";
+    Expected<HostArray> want = readNpy(path);
+    if (!want)
+      return want.status();
+    Comparison comparison = compareArrays(outputs[i], *want);
+    report += "  expect " +
+              describeComparison(program.outputs[i].name, comparison) + "\n";
+    ok &= comparison.within;
+  }
+  if (!ok)
+    return Status::error("the outputs do not match the expected ones in '" +
+                         directory + "'");
+  return Status::success();
+}

@@ -1,0 +1,290 @@
+//===- ShardedArrayDirectory.cpp - Sharded arrays on disk -----------------===//
+//
+// Reading and writing the files of a sharded array directory. Writing puts
+// the shard files first and replaces index.json last, in one rename, so a
+// reader sees either the old array or the new one.
+//
+//===----------------------------------------------------------------------===//
+#include "partita/Runtime/IO/ShardedArrayDirectory.h"
+
+#include "partita/Runtime/IO/Npy.h"
+#include "partita/Runtime/IO/ShardedArray.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace partita {
+
+namespace {
+
+std::string joinPath(const std::string &directory, const std::string &file) {
+  return (fs::path(directory) / file).string();
+}
+
+Expected<std::string> readTextFile(const std::string &path) {
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  std::string contents;
+  char buffer[1 << 14];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+    contents.append(buffer, got);
+  bool failed = std::ferror(file);
+  std::fclose(file);
+  if (failed)
+    return Status::error(path + ": read error");
+  return contents;
+}
+
+Status writeTextFile(const std::string &path, const std::string &contents) {
+  std::FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file)
+    return Status::error(path + ": cannot create: " + std::strerror(errno));
+  size_t written = std::fwrite(contents.data(), 1, contents.size(), file);
+  bool closeFailed = std::fclose(file) != 0;
+  if (written != contents.size() || closeFailed)
+    return Status::error(path + ": write failed: " + std::strerror(errno));
+  return Status::success();
+}
+
+std::vector<int64_t> rangeSizes(const std::vector<IndexRange> &ranges) {
+  std::vector<int64_t> sizes;
+  for (const IndexRange &range : ranges)
+    sizes.push_back(range.size());
+  return sizes;
+}
+
+/// Names of the files a previous sharded array left in `directory`, so a
+/// rewrite can remove the ones it no longer needs. Fails when the directory
+/// holds something else.
+Expected<std::vector<std::string>>
+previousShardFiles(const std::string &directory) {
+  std::error_code ec;
+  if (!fs::exists(directory, ec))
+    return std::vector<std::string>();
+  if (!fs::is_directory(directory, ec))
+    return Status::error(directory + ": exists and is not a directory");
+  std::string indexPath = joinPath(directory, shardedArrayIndexName);
+  if (!fs::exists(indexPath, ec)) {
+    if (!fs::is_empty(directory, ec))
+      return Status::error(directory + ": exists, is not empty and holds no " +
+                           shardedArrayIndexName +
+                           "; remove it or write somewhere else");
+    return std::vector<std::string>();
+  }
+  Expected<ShardedArrayIndex> previous = readShardedArrayIndex(directory);
+  if (!previous)
+    return Status::error(previous.status().message() +
+                         " (refusing to overwrite; remove the directory)");
+  std::vector<std::string> files;
+  for (const ShardFileEntry &entry : previous->files)
+    files.push_back(entry.file);
+  return files;
+}
+
+} // namespace
+
+Expected<ShardedArrayIndex>
+readShardedArrayIndex(const std::string &directory) {
+  std::error_code ec;
+  if (!fs::is_directory(directory, ec))
+    return Status::error(directory + ": " +
+                         (fs::exists(directory, ec)
+                              ? "is not a directory"
+                              : "no such sharded array directory"));
+  std::string path = joinPath(directory, shardedArrayIndexName);
+  if (!fs::exists(path, ec))
+    return Status::error(directory + ": has no " +
+                         std::string(shardedArrayIndexName) +
+                         ", so it is not a sharded array directory");
+  Expected<std::string> text = readTextFile(path);
+  if (!text)
+    return text.status();
+  return parseShardedArrayIndex(*text, path);
+}
+
+Status writeShardedArray(const std::string &directory, const HostArray &global,
+                         const Mesh &mesh, const Sharding &sharding) {
+  if (Status layout = checkShardedLayout(mesh, sharding, global.shape); !layout)
+    return layout;
+  if (Status consistent = global.checkConsistent(); !consistent)
+    return consistent;
+  Expected<std::vector<std::string>> previous = previousShardFiles(directory);
+  if (!previous)
+    return previous.status();
+  std::error_code ec;
+  fs::create_directories(directory, ec);
+  if (ec)
+    return Status::error(directory + ": cannot create: " + ec.message());
+
+  ShardedArrayIndex index =
+      planShardFiles(mesh, sharding, global.dtype, global.shape);
+  std::set<std::string> written;
+  for (const ShardFileEntry &entry : index.files) {
+    HostArray block = extractBlock(global, entry.globalRanges,
+                                   rangeSizes(entry.globalRanges));
+    if (Status status = writeNpy(joinPath(directory, entry.file), block);
+        !status)
+      return status;
+    written.insert(entry.file);
+  }
+  // Replace the index in one step so a reader never sees half of it.
+  std::string indexPath = joinPath(directory, shardedArrayIndexName);
+  std::string temporary = indexPath + ".tmp";
+  if (Status status = writeTextFile(temporary, printShardedArrayIndex(index));
+      !status)
+    return status;
+  fs::rename(temporary, indexPath, ec);
+  if (ec)
+    return Status::error(indexPath + ": cannot write: " + ec.message());
+  for (const std::string &stale : *previous)
+    if (!written.count(stale))
+      fs::remove(joinPath(directory, stale), ec);
+  return Status::success();
+}
+
+Status writeShardedArrayFromBlocks(const std::string &directory,
+                                   const Mesh &mesh, const Sharding &sharding,
+                                   const std::vector<int64_t> &globalShape,
+                                   const std::vector<HostArray> &blocks) {
+  Expected<HostArray> global =
+      assembleDeviceBlocks(mesh, sharding, globalShape, blocks);
+  if (!global)
+    return global.status();
+  return writeShardedArray(directory, *global, mesh, sharding);
+}
+
+namespace {
+
+/// Reads one shard file and checks it against its index entry.
+Expected<HostArray> readShardFile(const std::string &directory,
+                                  const ShardedArrayIndex &index,
+                                  const ShardFileEntry &entry) {
+  std::string path = joinPath(directory, entry.file);
+  Expected<HostArray> block = readNpy(path);
+  if (!block)
+    return block;
+  if (block->dtype != index.dtype)
+    return Status::error(path + ": holds " + dtypeName(block->dtype) +
+                         " but the index says " + dtypeName(index.dtype));
+  std::vector<int64_t> expected = rangeSizes(entry.globalRanges);
+  if (block->shape != expected)
+    return Status::error(path + ": has shape " + formatShape(block->shape) +
+                         " but covers " + formatRanges(entry.globalRanges) +
+                         ", shape " + formatShape(expected));
+  return block;
+}
+
+/// Fails unless every shard file is large enough for its block; checked
+/// before allocating the global array so a corrupt index cannot make us
+/// allocate more than the directory holds.
+Status checkShardFileSizes(const std::string &directory,
+                           const ShardedArrayIndex &index) {
+  for (const ShardFileEntry &entry : index.files) {
+    std::string path = joinPath(directory, entry.file);
+    std::error_code ec;
+    uintmax_t size = fs::file_size(path, ec);
+    if (ec)
+      return Status::error(path + ": " + ec.message());
+    Expected<int64_t> needed =
+        checkedNumBytes(index.dtype, rangeSizes(entry.globalRanges));
+    if (!needed || size < static_cast<uintmax_t>(*needed))
+      return Status::error(path + ": too short for its block " +
+                           formatRanges(entry.globalRanges));
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Expected<std::vector<HostArray>>
+readDeviceBlocks(const std::string &directory, const ShardedArrayIndex &index) {
+  std::vector<int64_t> all(index.mesh.numDevices());
+  for (size_t d = 0; d < all.size(); ++d)
+    all[d] = static_cast<int64_t>(d);
+  return readDeviceBlocksOf(directory, index, all);
+}
+
+Expected<std::vector<HostArray>>
+readDeviceBlocksOf(const std::string &directory, const ShardedArrayIndex &index,
+                   const std::vector<int64_t> &devices) {
+  std::vector<int64_t> local =
+      localShape(index.mesh, index.sharding, index.globalShape);
+  std::set<int64_t> wanted(devices.begin(), devices.end());
+  std::vector<HostArray> blocks(index.mesh.numDevices());
+  for (const ShardFileEntry &entry : index.files) {
+    bool needed = false;
+    for (int64_t device : entry.devices)
+      needed |= wanted.count(device) > 0;
+    if (!needed)
+      continue;
+    Expected<HostArray> stored = readShardFile(directory, index, entry);
+    if (!stored)
+      return stored.status();
+    std::vector<IndexRange> whole;
+    for (int64_t size : stored->shape)
+      whole.push_back({0, size});
+    HostArray padded = extractBlock(*stored, whole, local);
+    for (int64_t device : entry.devices)
+      if (wanted.count(device))
+        blocks[device] = padded;
+  }
+  return blocks;
+}
+
+Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
+                                const Sharding &sharding, DType dtype,
+                                const std::vector<int64_t> &globalShape,
+                                const std::vector<HostArray> &blocksByDevice,
+                                const std::vector<int64_t> &devices,
+                                bool writeIndex) {
+  if (Status layout = checkShardedLayout(mesh, sharding, globalShape); !layout)
+    return layout;
+  ShardedArrayIndex index = planShardFiles(mesh, sharding, dtype, globalShape);
+  std::set<int64_t> mine(devices.begin(), devices.end());
+  for (const ShardFileEntry &entry : index.files) {
+    int64_t writer = entry.devices.front();
+    if (!mine.count(writer))
+      continue;
+    if (writer >= static_cast<int64_t>(blocksByDevice.size()) ||
+        blocksByDevice[writer].dtype != dtype)
+      return Status::error("device " + std::to_string(writer) +
+                           " has no block of the array to write");
+    std::vector<IndexRange> corner;
+    for (const IndexRange &range : entry.globalRanges)
+      corner.push_back({0, range.size()});
+    HostArray block = extractBlock(blocksByDevice[writer], corner,
+                                   rangeSizes(entry.globalRanges));
+    if (Status status = writeNpy(joinPath(directory, entry.file), block);
+        !status)
+      return status;
+  }
+  if (!writeIndex)
+    return Status::success();
+  return writeTextFile(joinPath(directory, shardedArrayIndexName),
+                       printShardedArrayIndex(index));
+}
+
+Expected<HostArray> readShardedArray(const std::string &directory) {
+  Expected<ShardedArrayIndex> index = readShardedArrayIndex(directory);
+  if (!index)
+    return index.status();
+  if (Status sizes = checkShardFileSizes(directory, *index); !sizes)
+    return sizes;
+  HostArray global = HostArray::zeros(index->dtype, index->globalShape);
+  for (const ShardFileEntry &entry : index->files) {
+    Expected<HostArray> stored = readShardFile(directory, *index, entry);
+    if (!stored)
+      return stored.status();
+    placeBlock(global, *stored, entry.globalRanges);
+  }
+  return global;
+}
+
+} // namespace partita

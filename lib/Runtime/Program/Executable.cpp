@@ -1,0 +1,747 @@
+//===- Executable.cpp - Running a compiled program ------------------------===//
+//
+// A device runs the instruction stream in order: kernels for tensor ops,
+// the communicator for collectives. runOnCpuDevices emulates the whole mesh
+// with one thread per device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Program/Backend.h"
+#include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
+#include "partita/Runtime/IO/ShardedArray.h"
+#include "partita/Sharding/Cost.h"
+#include "partita/Sharding/Layout.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+
+using namespace partita;
+
+namespace {
+
+std::vector<std::string> splitAxes(const std::string &text) {
+  std::vector<std::string> axes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos)
+      comma = text.size();
+    if (comma > start)
+      axes.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return axes;
+}
+
+/// A device's memory: one backend allocation per storage of the buffer
+/// plan, and where each slot lives.
+struct DeviceMemory {
+  Backend &backend;
+  std::vector<void *> storages;
+  std::vector<uint8_t *> slots;
+  Status status;
+
+  DeviceMemory(const Executable &program, Backend &backend) : backend(backend) {
+    size_t count = program.slots.size();
+    bool planned = program.slotOffsets.size() == count;
+    std::vector<int64_t> sizes;
+    if (planned)
+      sizes.push_back(program.arenaBytes);
+    else
+      for (const TensorType &type : program.slots)
+        sizes.push_back(type.bytes());
+    for (int64_t bytes : sizes) {
+      Expected<void *> memory = backend.allocate(std::max<int64_t>(bytes, 1));
+      if (!memory) {
+        status = memory.status();
+        return;
+      }
+      storages.push_back(*memory);
+    }
+    for (size_t s = 0; s < count; ++s)
+      slots.push_back(planned ? static_cast<uint8_t *>(storages[0]) +
+                                    program.slotOffsets[s]
+                              : static_cast<uint8_t *>(storages[s]));
+  }
+  ~DeviceMemory() {
+    for (void *storage : storages)
+      backend.release(storage);
+  }
+  DeviceMemory(const DeviceMemory &) = delete;
+  DeviceMemory &operator=(const DeviceMemory &) = delete;
+};
+
+Status runCollective(const Executable &program, const Instruction &inst,
+                     int64_t deviceId, Communicator *communicator,
+                     DeviceMemory &memory) {
+  if (inst.operands.size() != 1 || inst.results.size() != 1)
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         ": a collective takes one operand and one result");
+  const TensorType &inType = program.slots[inst.operands[0]];
+  const TensorType &outType = program.slots[inst.results[0]];
+  ConstBufferRef input{memory.slots[inst.operands[0]], inType.dtype,
+                       inType.shape};
+  BufferRef output{memory.slots[inst.results[0]], outType.dtype, outType.shape};
+  std::vector<std::string> axes = splitAxes(inst.text);
+  auto needInts = [&](size_t count) {
+    return inst.ints.size() >= count
+               ? Status::success()
+               : Status::error(std::string(opCodeName(inst.op)) +
+                               ": missing attributes");
+  };
+  if (inst.op == OpCode::AllSlice) {
+    if (Status status = needInts(1); !status.ok())
+      return status;
+    return allSlice(program.mesh, deviceId, axes, inst.ints[0], input, output);
+  }
+  if (!communicator)
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         ": the program needs a communicator");
+  switch (inst.op) {
+  case OpCode::AllGather:
+    if (Status status = needInts(1); !status.ok())
+      return status;
+    return communicator->allGather(deviceId, axes, inst.ints[0], input, output);
+  case OpCode::AllReduce:
+    if (Status status = needInts(1); !status.ok())
+      return status;
+    return communicator->allReduce(deviceId, axes,
+                                   static_cast<ReductionCode>(inst.ints[0]),
+                                   input, output);
+  case OpCode::ReduceScatter:
+    if (Status status = needInts(2); !status.ok())
+      return status;
+    return communicator->reduceScatter(deviceId, axes,
+                                       static_cast<ReductionCode>(inst.ints[0]),
+                                       inst.ints[1], input, output);
+  case OpCode::AllToAll:
+    if (Status status = needInts(2); !status.ok())
+      return status;
+    return communicator->allToAll(deviceId, axes, inst.ints[0], inst.ints[1],
+                                  input, output);
+  case OpCode::CollectivePermute: {
+    std::vector<SourceTargetPair> pairs;
+    for (size_t i = 0; i + 1 < inst.ints.size(); i += 2)
+      pairs.emplace_back(inst.ints[i], inst.ints[i + 1]);
+    return communicator->collectivePermute(deviceId, axes, pairs, input,
+                                           output);
+  }
+  default:
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         " is not a collective");
+  }
+}
+
+/// Runs instructions [begin, end) of `program`, loops included.
+Status runInstructions(const Executable &program, size_t begin, size_t end,
+                       int64_t deviceId, Communicator *communicator,
+                       DeviceMemory &memory) {
+  auto bytesOf = [&](int64_t slot) {
+    return static_cast<size_t>(program.slots[slot].bytes());
+  };
+  Backend &backend = memory.backend;
+  auto copySlot = [&](int64_t from, int64_t to) {
+    return backend.copyOnDevice(memory.slots[to], memory.slots[from],
+                                static_cast<int64_t>(bytesOf(to)));
+  };
+  for (size_t index = begin; index < end; ++index) {
+    const Instruction &inst = program.instructions[index];
+    if (inst.op == OpCode::Loop) {
+      size_t carriedCount = inst.operands.size();
+      if (inst.ints.size() != 3 + 3 * carriedCount ||
+          inst.results.size() != carriedCount || inst.ints[1] < 0 ||
+          index + 1 + inst.ints[1] > end)
+        return Status::error("loop: malformed instruction");
+      int64_t trips = inst.ints[0];
+      size_t bodyBegin = index + 1, bodyEnd = bodyBegin + inst.ints[1];
+      auto carried = [&](size_t i) { return inst.ints[3 + i]; };
+      auto yielded = [&](size_t i) { return inst.ints[3 + carriedCount + i]; };
+      auto copied = [&](size_t i) {
+        return inst.ints[3 + 2 * carriedCount + i];
+      };
+      for (size_t i = 2; i < inst.ints.size(); ++i)
+        if (inst.ints[i] < 0 ||
+            inst.ints[i] >= static_cast<int64_t>(program.slots.size()))
+          return Status::error("loop: slot out of range");
+      for (size_t i = 0; i < carriedCount; ++i)
+        if (Status status = copySlot(inst.operands[i], carried(i));
+            !status.ok())
+          return status;
+      for (int64_t trip = 0; trip < trips; ++trip) {
+        int32_t value = static_cast<int32_t>(trip);
+        if (Status status = backend.copyToDevice(memory.slots[inst.ints[2]],
+                                                 &value, sizeof(value));
+            !status.ok())
+          return status;
+        Status status = runInstructions(program, bodyBegin, bodyEnd, deviceId,
+                                        communicator, memory);
+        for (size_t i = 0; i < carriedCount && status.ok(); ++i)
+          status = copySlot(yielded(i), copied(i));
+        for (size_t i = 0; i < carriedCount && status.ok(); ++i)
+          status = copySlot(copied(i), carried(i));
+        if (!status.ok())
+          return status;
+      }
+      for (size_t i = 0; i < carriedCount; ++i)
+        if (Status status = copySlot(carried(i), inst.results[i]); !status.ok())
+          return status;
+      index = bodyEnd - 1;
+      continue;
+    }
+    Status status;
+    if (isCollective(inst.op)) {
+      status = runCollective(program, inst, deviceId, communicator, memory);
+    } else {
+      std::vector<TensorType> operandTypes, resultTypes;
+      std::vector<const void *> operands;
+      std::vector<void *> results;
+      for (int32_t slot : inst.operands) {
+        operandTypes.push_back(program.slots[slot]);
+        operands.push_back(memory.slots[slot]);
+      }
+      for (int32_t slot : inst.results) {
+        resultTypes.push_back(program.slots[slot]);
+        results.push_back(memory.slots[slot]);
+      }
+      status = backend.run(inst, operandTypes, operands, resultTypes, results,
+                           program.constants);
+    }
+    if (!status.ok())
+      return status;
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status partita::runOnDevice(const Executable &program, int64_t deviceId,
+                            Communicator *communicator,
+                            const std::vector<HostArray> &inputs,
+                            std::vector<HostArray> &outputs, Backend *backend) {
+  return runOnDeviceRepeated(program, deviceId, communicator, inputs, outputs,
+                             backend, 1, nullptr);
+}
+
+Status partita::runOnDeviceRepeated(const Executable &program,
+                                    int64_t deviceId,
+                                    Communicator *communicator,
+                                    const std::vector<HostArray> &inputs,
+                                    std::vector<HostArray> &outputs,
+                                    Backend *backend, int repeats,
+                                    std::vector<double> *stepSeconds) {
+  std::unique_ptr<Backend> cpu;
+  if (!backend) {
+    cpu = createCpuBackend();
+    backend = cpu.get();
+  }
+  auto fail = [&](Status status) {
+    if (communicator)
+      communicator->abort(status);
+    return status;
+  };
+  if (inputs.size() != program.inputs.size())
+    return fail(Status::error("device " + std::to_string(deviceId) + " got " +
+                              std::to_string(inputs.size()) + " inputs for " +
+                              std::to_string(program.inputs.size())));
+  DeviceMemory memory(program, *backend);
+  if (!memory.status.ok())
+    return fail(Status::error("device " + std::to_string(deviceId) + ": " +
+                              memory.status.message()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType &slot = program.slots[program.inputs[i].slot];
+    if (inputs[i].dtype != slot.dtype || inputs[i].shape != slot.shape)
+      return fail(Status::error(
+          "input " + std::to_string(i) + " (" + program.inputs[i].name +
+          ") has the wrong type on device " + std::to_string(deviceId)));
+    if (Status status = backend->copyToDevice(
+            memory.slots[program.inputs[i].slot], inputs[i].bytes.data(),
+            static_cast<int64_t>(inputs[i].bytes.size()));
+        !status.ok())
+      return fail(status);
+  }
+  for (int repeat = 0; repeat < std::max(repeats, 1); ++repeat) {
+    auto start = std::chrono::steady_clock::now();
+    if (Status status =
+            runInstructions(program, 0, program.instructions.size(), deviceId,
+                            communicator, memory);
+        !status.ok() || !(status = backend->synchronize()).ok())
+      return fail(Status::error("device " + std::to_string(deviceId) + ": " +
+                                status.message()));
+    if (stepSeconds)
+      stepSeconds->push_back(std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count());
+  }
+  outputs.clear();
+  for (const ExecutableValue &output : program.outputs) {
+    const TensorType &type = program.slots[output.slot];
+    HostArray array = HostArray::zeros(type.dtype, type.shape);
+    if (Status status =
+            backend->copyToHost(array.bytes.data(), memory.slots[output.slot],
+                                static_cast<int64_t>(array.bytes.size()));
+        !status.ok())
+      return fail(status);
+    outputs.push_back(std::move(array));
+  }
+  return Status::success();
+}
+
+namespace {
+
+/// Stores `value` into element `index` of a float or integer array.
+void storeElement(HostArray &array, int64_t index, double value) {
+  uint8_t *at = array.bytes.data() + index * dtypeSize(array.dtype);
+  switch (array.dtype) {
+  case DType::F64:
+    std::memcpy(at, &value, 8);
+    return;
+  case DType::F32: {
+    float narrow = static_cast<float>(value);
+    std::memcpy(at, &narrow, 4);
+    return;
+  }
+  case DType::BF16: {
+    uint16_t bits = cpu::floatToBFloat16(static_cast<float>(value));
+    std::memcpy(at, &bits, 2);
+    return;
+  }
+  case DType::F16: {
+    uint16_t bits = cpu::floatToHalf(static_cast<float>(value));
+    std::memcpy(at, &bits, 2);
+    return;
+  }
+  default: {
+    int64_t whole = static_cast<int64_t>(value);
+    std::memcpy(at, &whole, dtypeSize(array.dtype)); // little-endian
+    return;
+  }
+  }
+}
+
+/// Splits the blocks of a partial-sum input into addends over each partial
+/// group: every member but the first gets a random block (uniform in
+/// [-1, 1] for floats, [0, 4) for integers), the first the rest, so the
+/// group sums to the value. Booleans go whole to the first member.
+void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
+                     uint64_t seed, std::vector<HostArray *> &blocks) {
+  std::vector<int> partialAxes;
+  for (const std::string &axis : sharding.partialAxes)
+    partialAxes.push_back(mesh.axisIndex(axis));
+  std::vector<bool> usedAxes(mesh.axes().size(), false);
+  for (int axis : partialAxes)
+    usedAxes[axis] = true;
+  for (const DimSharding &dim : sharding.dims)
+    for (const std::string &axis : dim.axes)
+      usedAxes[mesh.axisIndex(axis)] = true;
+  std::map<std::vector<int64_t>, int64_t> first;
+  std::vector<int64_t> leaderOf(blocks.size());
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    std::vector<int64_t> key = mesh.coordinates(static_cast<int64_t>(d));
+    bool leads = true;
+    for (int axis : partialAxes) {
+      leads &= key[axis] == 0;
+      key[axis] = 0;
+    }
+    if (leads)
+      first[key] = static_cast<int64_t>(d);
+    leaderOf[d] = -1;
+  }
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    std::vector<int64_t> key = mesh.coordinates(static_cast<int64_t>(d));
+    for (int axis : partialAxes)
+      key[axis] = 0;
+    leaderOf[d] = first[key];
+  }
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    if (leaderOf[d] == static_cast<int64_t>(d))
+      continue;
+    HostArray &block = *blocks[d];
+    if (block.dtype == DType::Bool) {
+      std::fill(block.bytes.begin(), block.bytes.end(), 0);
+      continue;
+    }
+    bool isFloat = block.dtype == DType::F32 || block.dtype == DType::F64 ||
+                   block.dtype == DType::BF16 || block.dtype == DType::F16;
+    // Replicas (devices differing only on axes the value does not use) get
+    // the same addends, so they compute the same bits.
+    std::vector<int64_t> coords = mesh.coordinates(static_cast<int64_t>(d));
+    uint64_t state = seed * 7919ULL + 1;
+    for (size_t axis = 0; axis < coords.size(); ++axis)
+      if (usedAxes[axis])
+        state = state * 1000003ULL + static_cast<uint64_t>(coords[axis]);
+    std::mt19937_64 random(state);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    HostArray &leader = *blocks[leaderOf[d]];
+    for (int64_t e = 0; e < block.numElements(); ++e) {
+      double addend = isFloat ? uniform(random)
+                              : static_cast<double>(random() % 4);
+      // Rounded to the dtype first, so the leader subtracts what is stored.
+      storeElement(block, e, addend);
+      addend = elementAsDouble(block, e);
+      storeElement(leader, e, elementAsDouble(leader, e) - addend);
+    }
+  }
+}
+
+} // namespace
+
+Expected<std::vector<HostArray>>
+partita::inputBlocksByDevice(const Executable &program, size_t index,
+                             const HostArray &global) {
+  const ExecutableValue &input = program.inputs[index];
+  if (global.shape != input.globalShape)
+    return Status::error("input " + std::to_string(index) + " (" +
+                         input.name + ") has the wrong shape");
+  Sharding whole = input.sharding;
+  whole.partialKind = PartialKind::None;
+  whole.partialAxes.clear();
+  Expected<std::vector<HostArray>> blocks =
+      sliceAllDeviceBlocks(global, program.mesh, whole);
+  if (!blocks)
+    return Status::error("input " + input.name + ": " +
+                         blocks.status().message());
+  if (input.sharding.partialKind == PartialKind::Sum) {
+    std::vector<HostArray *> all;
+    for (HostArray &block : *blocks)
+      all.push_back(&block);
+    splitPartialSum(program.mesh, input.sharding, index, all);
+  }
+  return blocks;
+}
+
+Expected<std::vector<std::vector<HostArray>>>
+partita::deviceInputBlocks(const Executable &program,
+                           const std::vector<HostArray> &globalInputs) {
+  int64_t devices = program.mesh.numDevices();
+  if (globalInputs.size() != program.inputs.size())
+    return Status::error("the program takes " +
+                         std::to_string(program.inputs.size()) +
+                         " inputs, got " + std::to_string(globalInputs.size()));
+  std::vector<std::vector<HostArray>> deviceInputs(devices);
+  for (size_t i = 0; i < globalInputs.size(); ++i) {
+    Expected<std::vector<HostArray>> blocks =
+        inputBlocksByDevice(program, i, globalInputs[i]);
+    if (!blocks)
+      return blocks.status();
+    for (int64_t d = 0; d < devices; ++d)
+      deviceInputs[d].push_back(std::move((*blocks)[d]));
+  }
+  return deviceInputs;
+}
+
+/// The first failure that is not merely an abort another device caused,
+/// else the first failure, else success.
+static Status firstDeviceFailure(const std::vector<Status> &statuses) {
+  // The first device to fail aborted the communicator; its message says
+  // why, the others only that they were aborted.
+  for (const Status &status : statuses)
+    if (!status.ok() &&
+        status.message().find("was aborted") == std::string::npos)
+      return status;
+  for (const Status &status : statuses)
+    if (!status.ok())
+      return status;
+  return Status::success();
+}
+
+Status partita::runDevicesAsThreads(
+    const Executable &program, const std::vector<int64_t> &devices,
+    Communicator *communicator,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    std::vector<std::vector<HostArray>> &outputsByDevice,
+    RunStatistics *statistics, const BackendFactory &makeBackend) {
+  outputsByDevice.assign(program.mesh.numDevices(), {});
+  std::vector<Status> statuses(devices.size());
+  std::vector<int64_t> peaks(devices.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < devices.size(); ++k)
+    threads.emplace_back([&, k] {
+      int64_t d = devices[k];
+      Expected<std::unique_ptr<Backend>> backend =
+          makeBackend ? makeBackend(d)
+                      : Expected<std::unique_ptr<Backend>>(createCpuBackend());
+      if (!backend) {
+        communicator->abort(backend.status());
+        statuses[k] = backend.status();
+        return;
+      }
+      int repeats = statistics ? statistics->repeats : 1;
+      statuses[k] = runOnDeviceRepeated(
+          program, d, communicator, inputsByDevice[d], outputsByDevice[d],
+          backend->get(), repeats,
+          statistics && k == 0 ? &statistics->stepSeconds : nullptr);
+      peaks[k] = (*backend)->peakBytes();
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  if (statistics && !peaks.empty())
+    statistics->peakBytesPerDevice =
+        *std::max_element(peaks.begin(), peaks.end());
+  return firstDeviceFailure(statuses);
+}
+
+
+Expected<std::vector<HostArray>> partita::assembleOutputs(
+    const Executable &program,
+    const std::vector<std::vector<HostArray>> &outputsByDevice) {
+  const Mesh &mesh = program.mesh;
+  int64_t devices = mesh.numDevices();
+  std::vector<HostArray> results;
+  for (size_t o = 0; o < program.outputs.size(); ++o) {
+    const ExecutableValue &output = program.outputs[o];
+    if (output.sharding.partialKind != PartialKind::None &&
+        output.sharding.partialKind != PartialKind::Sum)
+      return Status::error("output " + output.name +
+                           " is a partial max or min; only sums are assembled");
+    // A partial sum is assembled per position in its partial group (each
+    // such slice of devices holds a whole, split addend) and the addends
+    // summed: the global value.
+    Sharding whole = output.sharding;
+    whole.partialKind = PartialKind::None;
+    whole.partialAxes.clear();
+    std::map<std::vector<int64_t>, std::vector<HostArray>> addends;
+    for (int64_t d = 0; d < devices; ++d) {
+      std::vector<int64_t> coords = mesh.coordinates(d), key;
+      for (const std::string &axis : output.sharding.partialAxes)
+        key.push_back(coords[mesh.axisIndex(axis)]);
+      addends[key].resize(devices);
+    }
+    Expected<HostArray> global = Status::error("no devices");
+    for (auto &[key, blocks] : addends) {
+      // Devices outside this position hold other addends; their blocks are
+      // replaced by this position's copy of the same block.
+      for (int64_t d = 0; d < devices; ++d) {
+        std::vector<int64_t> coords = mesh.coordinates(d);
+        for (size_t a = 0; a < key.size(); ++a)
+          coords[mesh.axisIndex(output.sharding.partialAxes[a])] = key[a];
+        const std::vector<HostArray> &held =
+            outputsByDevice[mesh.deviceAt(coords)];
+        if (o >= held.size())
+          return Status::error("output " + output.name + ": device " +
+                               std::to_string(mesh.deviceAt(coords)) +
+                               " returned no block");
+        blocks[d] = held[o];
+      }
+      Expected<HostArray> part =
+          assembleDeviceBlocks(mesh, whole, output.globalShape, blocks);
+      if (!part)
+        return Status::error("output " + output.name + ": " +
+                             part.status().message());
+      if (!global) {
+        global = std::move(*part);
+        continue;
+      }
+      for (int64_t e = 0; e < global->numElements(); ++e)
+        storeElement(*global, e,
+                     elementAsDouble(*global, e) + elementAsDouble(*part, e));
+    }
+    if (!global)
+      return Status::error("output " + output.name + ": " +
+                           global.status().message());
+    results.push_back(std::move(*global));
+  }
+  return results;
+}
+
+Expected<std::vector<HostArray>>
+partita::runOnCpuDevices(const Executable &program,
+                         const std::vector<HostArray> &globalInputs,
+                         RunStatistics *statistics) {
+  Expected<std::vector<std::vector<HostArray>>> deviceInputs =
+      deviceInputBlocks(program, globalInputs);
+  if (!deviceInputs)
+    return deviceInputs.status();
+  InProcessCommunicator communicator(program.mesh);
+  std::vector<int64_t> devices(program.mesh.numDevices());
+  for (size_t d = 0; d < devices.size(); ++d)
+    devices[d] = static_cast<int64_t>(d);
+  std::vector<std::vector<HostArray>> deviceOutputs;
+  if (Status status = runDevicesAsThreads(program, devices, &communicator,
+                                          *deviceInputs, deviceOutputs,
+                                          statistics);
+      !status.ok())
+    return status;
+  return assembleOutputs(program, deviceOutputs);
+}
+
+namespace {
+void summarizeRange(const Executable &program, size_t begin, size_t end,
+                    int64_t multiplier, CommunicationSummary &summary) {
+  for (size_t index = begin; index < end; ++index) {
+    const Instruction &inst = program.instructions[index];
+    if (inst.op == OpCode::Loop && inst.ints.size() >= 2) {
+      size_t bodyEnd =
+          std::min(end, index + 1 + static_cast<size_t>(inst.ints[1]));
+      summarizeRange(program, index + 1, bodyEnd, multiplier * inst.ints[0],
+                     summary);
+      index = bodyEnd - 1;
+      continue;
+    }
+    if (!isCollective(inst.op) || inst.op == OpCode::AllSlice ||
+        inst.operands.empty())
+      continue;
+    int64_t groupSize = 1;
+    for (const std::string &axis : splitAxes(inst.text))
+      groupSize *= program.mesh.axisSize(axis);
+    CollectiveKind kind = CollectiveKind::AllGather;
+    switch (inst.op) {
+    case OpCode::AllReduce:
+      kind = CollectiveKind::AllReduce;
+      break;
+    case OpCode::ReduceScatter:
+      kind = CollectiveKind::ReduceScatter;
+      break;
+    case OpCode::AllToAll:
+      kind = CollectiveKind::AllToAll;
+      break;
+    case OpCode::CollectivePermute:
+      kind = CollectiveKind::CollectivePermute;
+      break;
+    default:
+      break;
+    }
+    double input = static_cast<double>(program.slots[inst.operands[0]].bytes());
+    summary.collectives += multiplier;
+    summary.bytesPerDevice +=
+        multiplier * collectiveBytesPerDevice(kind, groupSize, input);
+  }
+}
+} // namespace
+
+CommunicationSummary
+partita::summarizeCommunication(const Executable &program) {
+  CommunicationSummary summary;
+  summarizeRange(program, 0, program.instructions.size(), 1, summary);
+  return summary;
+}
+
+std::vector<HostArray> partita::randomInputs(const Executable &program,
+                                             uint64_t seed) {
+  std::vector<HostArray> inputs;
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    std::mt19937_64 random(seed * 1000003ULL + i);
+    const std::vector<int64_t> &shape = program.inputs[i].globalShape;
+    float bound = 1.0f;
+    if (program.inputs[i].role == "param" && shape.size() >= 2)
+      bound = 1.0f / std::sqrt(static_cast<float>(
+                         std::max<int64_t>(1, shape[shape.size() - 2])));
+    std::uniform_real_distribution<float> uniform(-bound, bound);
+    DType dtype = program.slots[program.inputs[i].slot].dtype;
+    HostArray array = HostArray::zeros(dtype, program.inputs[i].globalShape);
+    int64_t count = array.numElements(), size = dtypeSize(dtype);
+    for (int64_t e = 0; e < count; ++e) {
+      uint8_t *at = array.bytes.data() + e * size;
+      float value = uniform(random);
+      switch (dtype) {
+      case DType::F64: {
+        double wide = value;
+        std::memcpy(at, &wide, size);
+        break;
+      }
+      case DType::F32:
+        std::memcpy(at, &value, size);
+        break;
+      case DType::BF16: {
+        uint16_t bits = cpu::floatToBFloat16(value);
+        std::memcpy(at, &bits, size);
+        break;
+      }
+      case DType::F16: {
+        uint16_t bits = cpu::floatToHalf(value);
+        std::memcpy(at, &bits, size);
+        break;
+      }
+      case DType::Bool:
+        *at = random() & 1;
+        break;
+      default: {
+        int64_t small = static_cast<int64_t>(random() % 4);
+        std::memcpy(at, &small, size); // little-endian: the low bytes
+        break;
+      }
+      }
+    }
+    inputs.push_back(std::move(array));
+  }
+  return inputs;
+}
+
+std::string partita::summarizeArray(const HostArray &array) {
+  std::string text = std::string(dtypeName(array.dtype)) + "[";
+  for (size_t d = 0; d < array.shape.size(); ++d)
+    text += (d ? "x" : "") + std::to_string(array.shape[d]);
+  double sum = 0, low = INFINITY, high = -INFINITY;
+  for (int64_t i = 0; i < array.numElements(); ++i) {
+    double value = elementAsDouble(array, i);
+    sum += value;
+    low = std::min(low, value);
+    high = std::max(high, value);
+  }
+  char numbers[96];
+  std::snprintf(numbers, sizeof(numbers), "] sum=%.6g min=%.6g max=%.6g", sum,
+                low, high);
+  return text + numbers;
+}
+
+int64_t Executable::allocatedBytes() const {
+  int64_t total = 0;
+  if (slotOffsets.size() == slots.size())
+    return arenaBytes;
+  for (const TensorType &slot : slots)
+    total += slot.bytes();
+  return total;
+}
+
+std::string partita::describeExecutable(const Executable &program) {
+  std::string text = "mesh " + program.mesh.toString() + " (" +
+                     std::to_string(program.mesh.numDevices()) + " devices)\n";
+  auto value = [&](const char *kind, size_t index, const ExecutableValue &v) {
+    const TensorType &local = program.slots[v.slot];
+    text += std::string("  ") + kind + " " + std::to_string(index) + " " +
+            v.name + ": " + dtypeName(local.dtype) + "[";
+    for (size_t d = 0; d < v.globalShape.size(); ++d)
+      text += (d ? "x" : "") + std::to_string(v.globalShape[d]);
+    text += "] " + v.sharding.toString();
+    if (!v.role.empty())
+      text += " " + v.role;
+    if (v.donated)
+      text += " donated";
+    if (v.aliasedInput >= 0)
+      text += " updates input " + std::to_string(v.aliasedInput) + " in place";
+    text += "\n";
+  };
+  text += std::to_string(program.inputs.size()) + " inputs\n";
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    value("input", i, program.inputs[i]);
+  text += std::to_string(program.outputs.size()) + " outputs\n";
+  for (size_t o = 0; o < program.outputs.size(); ++o)
+    value("output", o, program.outputs[o]);
+  std::map<std::string, int64_t> counts;
+  for (const Instruction &inst : program.instructions)
+    ++counts[opCodeName(inst.op)];
+  text += std::to_string(program.instructions.size()) + " instructions:";
+  for (const auto &[name, count] : counts)
+    text += " " + name + " " + std::to_string(count);
+  text += "\n";
+  int64_t slotBytes = 0, constantBytes = 0;
+  for (const TensorType &slot : program.slots)
+    slotBytes += slot.bytes();
+  for (const HostArray &constant : program.constants)
+    constantBytes += static_cast<int64_t>(constant.bytes.size());
+  text += "buffer plan: " + std::to_string(program.slots.size()) + " slots (" +
+          std::to_string(slotBytes) + " bytes) " +
+          (program.slotOffsets.empty() ? "each in its own allocation, "
+                                       : "in one arena, ") +
+          std::to_string(program.allocatedBytes()) + " bytes per device\n";
+  text += std::to_string(program.constants.size()) + " constants, " +
+          std::to_string(constantBytes) + " bytes\n";
+  return text;
+}
