@@ -27,6 +27,7 @@ LAYERS=(
   "models|include/partita/Models lib/Models|dialect sharding"
   "conversion|include/partita/Conversion lib/Conversion|dialect-utils dialect sharding"
   "registration|include/partita/Partita.h include/partita/Registration.h lib/Registration|transforms analysis dialect-utils dialect sharding"
+  "driver|include/partita/Driver lib/Driver|registration codegen analysis transforms models conversion runtime dialect-utils dialect sharding"
 )
 
 # Which layer an included header ("partita/X/...") or a library belongs to.
@@ -42,6 +43,7 @@ layer_of_header() {
     partita/Models/*) echo models ;;
     partita/Conversion/*) echo conversion ;;
     partita/Partita.h | partita/Registration.h) echo registration ;;
+    partita/Driver/*) echo driver ;;
     *) echo unknown ;;
   esac
 }
@@ -57,6 +59,7 @@ layer_of_library() {
     PartitaModels) echo models ;;
     PartitaStableHLOToPartita) echo conversion ;;
     PartitaRegistration) echo registration ;;
+    PartitaDriver) echo driver ;;
     *) echo unknown ;;
   esac
 }

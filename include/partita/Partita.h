@@ -39,27 +39,11 @@ class OpPassManager;
 
 namespace partita {
 
-/// What `compile` does. The defaults run the whole pipeline on the module's
-/// own mesh and shardings.
-struct CompileOptions {
-  /// Replace the module's mesh first: "data=4,model=2", or
-  /// "NAME:data=4,model=2" when the module has several meshes.
-  std::string mesh;
-  /// Logical axis rules: a preset (dp, zero1, zero2, fsdp, tp, dp+tp,
-  /// fsdp+tp, tp+sp, ep) or a JSON rules file (docs/Models.md).
-  std::string rules;
-  /// Per-axis link bandwidth and latency for the cost model (a JSON file,
-  /// docs/Propagation.md); empty: 450 GB/s and 5 µs per axis.
-  std::string interconnectFile;
-  /// The last stage: Verified, Propagated or Partitioned.
-  Stage stage = Stage::Partitioned;
-  /// Turn warnings (ops without a sharding rule, unwanted all-gathers of
-  /// annotated tensors, padding) into errors.
-  bool strict = false;
-};
-
-/// The pipeline options equivalent to `options` (for buildPipeline).
-PipelineOptions pipelineOptionsFor(const CompileOptions &options);
+/// What `compile` does: the pipeline's options (PipelineOptions.def lists
+/// them: mesh override, train step, rules, interconnect file, strictness,
+/// the last stage). The defaults run the whole pipeline on the module's own
+/// mesh and shardings.
+using CompileOptions = PipelineOptions;
 
 /// Verifies `module`, runs the pipeline up to `options.stage` on it in
 /// place, and returns the report of the result (the same struct and JSON as

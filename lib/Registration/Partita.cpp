@@ -12,16 +12,6 @@
 
 using namespace partita;
 
-PipelineOptions partita::pipelineOptionsFor(const CompileOptions &options) {
-  PipelineOptions pipeline;
-  pipeline.mesh = options.mesh;
-  pipeline.rules = options.rules;
-  pipeline.interconnectFile = options.interconnectFile;
-  pipeline.stage = options.stage;
-  pipeline.strict = options.strict;
-  return pipeline;
-}
-
 Expected<Report> partita::compile(mlir::ModuleOp module,
                                   const CompileOptions &options) {
   if (!module)
@@ -68,7 +58,7 @@ Expected<Report> partita::compile(mlir::ModuleOp module,
   if (mlir::failed(mlir::verify(module)))
     return failure("error: the module does not verify");
   mlir::PassManager passes(context);
-  buildPipeline(passes, pipelineOptionsFor(options));
+  buildPipeline(passes, options);
   if (mlir::failed(passes.run(module)))
     return failure("error: the Partita pipeline failed");
   return analyzeModule(module, interconnect);

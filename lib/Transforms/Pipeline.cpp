@@ -35,6 +35,50 @@ llvm::StringRef partita::availableStages() {
   return "verified, propagated, partitioned";
 }
 
+std::optional<TrainOptimizer> partita::parseTrainOptimizer(llvm::StringRef name) {
+  if (name == "none")
+    return TrainOptimizer::None;
+  if (name == "sgd")
+    return TrainOptimizer::SGD;
+  if (name == "adamw")
+    return TrainOptimizer::AdamW;
+  return std::nullopt;
+}
+
+llvm::StringRef partita::trainOptimizerName(TrainOptimizer optimizer) {
+  switch (optimizer) {
+  case TrainOptimizer::None:
+    return "none";
+  case TrainOptimizer::SGD:
+    return "sgd";
+  case TrainOptimizer::AdamW:
+    return "adamw";
+  }
+  return "?";
+}
+
+std::optional<Remat> partita::parseRemat(llvm::StringRef name) {
+  if (name == "none")
+    return Remat::None;
+  if (name == "per-layer")
+    return Remat::PerLayer;
+  if (name == "full")
+    return Remat::Full;
+  return std::nullopt;
+}
+
+llvm::StringRef partita::rematName(Remat remat) {
+  switch (remat) {
+  case Remat::None:
+    return "none";
+  case Remat::PerLayer:
+    return "per-layer";
+  case Remat::Full:
+    return "full";
+  }
+  return "?";
+}
+
 void partita::buildPipeline(mlir::OpPassManager &passes,
                             const PipelineOptions &options) {
   if (!options.mesh.empty()) {
@@ -42,13 +86,13 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
     meshOptions.meshSpec = options.mesh;
     passes.addPass(createSetMeshPass(meshOptions));
   }
-  if (!options.trainOptimizer.empty()) {
+  if (options.trainOptimizer != TrainOptimizer::None) {
     TrainStepPassOptions train;
-    train.optimizer = options.trainOptimizer;
+    train.optimizer = trainOptimizerName(options.trainOptimizer).str();
     train.learningRate = options.trainLearningRate;
     train.mixedPrecision = options.trainMixedPrecision;
     train.microBatches = options.trainMicroBatches;
-    train.remat = options.trainRemat;
+    train.remat = rematName(options.trainRemat).str();
     passes.addPass(createTrainStepPass(train));
   }
   ApplyRulesPassOptions rulesOptions;
@@ -70,28 +114,42 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
 }
 
 namespace {
+
+/// The values an enum option of `--partita-pipeline` accepts; options of
+/// other types take none (the overload for them applies nothing).
+struct NoValues {
+  template <class Opt> void apply(Opt &) const {}
+};
+template <typename T> NoValues valuesOf(T *) { return {}; }
+auto valuesOf(Stage *) {
+  return llvm::cl::values(
+      clEnumValN(Stage::Verified, "verified", "parsed and verified"),
+      clEnumValN(Stage::Propagated, "propagated", "every tensor sharded"),
+      clEnumValN(Stage::Partitioned, "partitioned", "the per-device program"));
+}
+auto valuesOf(TrainOptimizer *) {
+  return llvm::cl::values(
+      clEnumValN(TrainOptimizer::None, "none", "no train step"),
+      clEnumValN(TrainOptimizer::SGD, "sgd", "SGD with momentum"),
+      clEnumValN(TrainOptimizer::AdamW, "adamw", "AdamW"));
+}
+auto valuesOf(Remat *) {
+  return llvm::cl::values(
+      clEnumValN(Remat::None, "none", "keep every forward value"),
+      clEnumValN(Remat::PerLayer, "per-layer", "recompute each layer"),
+      clEnumValN(Remat::Full, "full", "recompute everything"));
+}
+
+/// `--partita-pipeline`'s options: one per row of PipelineOptions.def. A
+/// misspelt enum value (a stage, an optimizer) is a parse error.
 struct PipelineCommandLine
     : public mlir::PassPipelineOptions<PipelineCommandLine> {
-  Option<std::string> mesh{*this, "mesh",
-                           llvm::cl::desc("Replace the mesh first")};
-  Option<std::string> train{
-      *this, "train",
-      llvm::cl::desc("Make a train step first with this optimizer (adamw, sgd)")};
-  Option<double> lr{*this, "lr",
-                    llvm::cl::desc("The train step's constant learning rate"),
-                    llvm::cl::init(0.0)};
-  Option<std::string> rules{
-      *this, "rules",
-      llvm::cl::desc("Logical axis rules: a preset or a JSON file")};
-  Option<std::string> interconnect{*this, "interconnect",
-                                   llvm::cl::desc("Interconnect spec (JSON)")};
-  Option<bool> strict{*this, "strict", llvm::cl::desc("Warnings become errors"),
-                      llvm::cl::init(false)};
-  Option<std::string> stage{
-      *this, "stage",
-      llvm::cl::desc("Last stage: verified, propagated or partitioned"),
-      llvm::cl::init("partitioned")};
+#define PARTITA_PIPELINE_OPTION(TYPE, FIELD, DEFAULT, FLAG, HELP)              \
+  Option<TYPE> FIELD{*this, FLAG, llvm::cl::desc(HELP),                        \
+                     llvm::cl::init(DEFAULT), valuesOf((TYPE *)nullptr)};
+#include "partita/Transforms/PipelineOptions.def"
 };
+
 } // namespace
 
 void partita::registerPipeline() {
@@ -99,13 +157,9 @@ void partita::registerPipeline() {
       "partita-pipeline", "Partita's standard pipeline up to a stage",
       [](mlir::OpPassManager &passes, const PipelineCommandLine &cl) {
         PipelineOptions options;
-        options.mesh = cl.mesh;
-        options.rules = cl.rules;
-        options.trainOptimizer = cl.train;
-        options.trainLearningRate = cl.lr;
-        options.interconnectFile = cl.interconnect;
-        options.strict = cl.strict;
-        options.stage = parseStage(cl.stage).value_or(Stage::Partitioned);
+#define PARTITA_PIPELINE_OPTION(TYPE, FIELD, DEFAULT, FLAG, HELP)              \
+  options.FIELD = cl.FIELD;
+#include "partita/Transforms/PipelineOptions.def"
         buildPipeline(passes, options);
       });
 }

@@ -10,6 +10,7 @@
 #include "partita/Models/ModelBuilder.h"
 #include "partita/Models/Models.h"
 #include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Training/TrainLoop.h"
 #include "partita/Transforms/Autodiff.h"
 #include "partita/Transforms/Pipeline.h"
 
@@ -20,6 +21,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -27,44 +29,45 @@ using namespace partita;
 
 namespace {
 
-float scalarOf(const HostArray &array) {
-  float value;
-  std::memcpy(&value, array.bytes.data(), 4);
-  return value;
-}
+/// Data that stay as randomInputs made them.
+class FixedData : public TrainData {
+public:
+  Status fill(int64_t, const std::vector<HostArray *> &) override {
+    return Status::success();
+  }
+};
 
-/// Runs `steps` train steps of `module`'s step function on one device,
-/// feeding the new parameters and state back; returns the losses.
+/// Runs `steps` train steps of `module`'s step function on one device
+/// through the runtime's train loop, feeding the new parameters and state
+/// back; returns the losses.
 std::vector<float> train(mlir::ModuleOp module, mlir::func::FuncOp step,
                          int steps) {
   Expected<Executable> program = lowerToExecutable(module);
   REQUIRE(program.ok());
   program->mesh = Mesh();
-  std::vector<HostArray> inputs = randomInputs(*program, 3);
-  size_t updated = step.getNumResults() - 1;
-  // Optimizer state starts at zero; the step counter counts.
+  Expected<TrainStepLayout> layout = trainStepLayout(*program);
+  REQUIRE(layout.ok());
+  // The layout read from the Executable is the step function's.
+  REQUIRE(layout->updated == step.getNumResults() - 1);
+  std::vector<HostArray> inputs = initialTrainInputs(*program, 3);
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    auto role = step.getArgAttrOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName);
+    auto role =
+        step.getArgAttrOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName);
     if (role && role.getValue() == Role::OptState)
-      std::fill(inputs[i].bytes.begin(), inputs[i].bytes.end(), 0);
+      CHECK(std::all_of(inputs[i].bytes.begin(), inputs[i].bytes.end(),
+                        [](uint8_t byte) { return byte == 0; }));
   }
-  int stepInput = -1;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i)
-    if (program->inputs[i].name.find("argument") != std::string::npos &&
-        inputs[i].dtype == DType::I32 && inputs[i].shape.empty())
-      stepInput = static_cast<int>(i);
+  FixedData data;
   std::vector<float> losses;
-  for (int s = 0; s < steps; ++s) {
-    if (stepInput >= 0) {
-      int32_t value = s;
-      std::memcpy(inputs[stepInput].bytes.data(), &value, 4);
-    }
-    Expected<std::vector<HostArray>> outputs = runOnCpuDevices(*program, inputs);
-    REQUIRE(outputs.ok());
-    losses.push_back(scalarOf((*outputs)[0]));
-    for (size_t k = 0; k < updated; ++k)
-      inputs[k] = (*outputs)[1 + k];
-  }
+  Status status = trainOnCpuDevices(
+      *program, *layout, inputs, data, steps,
+      [&](const TrainStepResult &result) {
+        CHECK(result.step == static_cast<int64_t>(losses.size()));
+        losses.push_back(static_cast<float>(result.loss));
+        return Status::success();
+      });
+  INFO(status.message());
+  REQUIRE(status.ok());
   return losses;
 }
 
@@ -289,7 +292,7 @@ TEST_CASE("strategies differ only in sharding annotations", "[train]") {
     PipelineOptions options;
     options.stage = Stage::Verified;
     options.rules = rules;
-    options.trainOptimizer = "adamw";
+    options.trainOptimizer = TrainOptimizer::AdamW;
     mlir::PassManager passes(&context);
     buildPipeline(passes, options);
     REQUIRE(mlir::succeeded(passes.run(*module)));

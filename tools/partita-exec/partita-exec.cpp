@@ -11,6 +11,8 @@
 // dispatches, and turns a failed Status into "error: ..." and exit code 1.
 //
 //===----------------------------------------------------------------------===//
+#include "../common/CommandLine.h"
+
 #include "partita/Runtime/Program/ExecutableFile.h"
 #ifdef PARTITA_HAVE_MPI
 #include "partita/Runtime/MPI/Mpi.h"
@@ -31,6 +33,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,28 +42,9 @@
 #endif
 
 using namespace partita;
+using namespace partita::tools;
 
 namespace {
-
-/// One option a subcommand accepts; it takes a value unless `valueName` is
-/// null (a flag).
-struct OptionSpec {
-  const char *name;
-  const char *valueName;
-  const char *help;
-  bool required;
-};
-
-/// The command line of one subcommand after parsing.
-struct Arguments {
-  std::vector<std::string> positional;
-  std::map<std::string, std::string> options;
-
-  bool has(const std::string &name) const { return options.count(name); }
-  const std::string &get(const std::string &name) const {
-    return options.at(name);
-  }
-};
 
 /// A subcommand: what it is called, how to use it, what it does.
 struct Subcommand {
@@ -81,12 +65,12 @@ const OptionSpec deviceIdsOption = {
     "--device-ids", "IDS",
     "device id at each mesh position, row-major: 7,6,5,4,3,2,1,0", false};
 
-Status runLayout(const Arguments &args);
-Status runShard(const Arguments &args);
-Status runAssemble(const Arguments &args);
-Status runInfo(const Arguments &args);
-Status runDescribe(const Arguments &args);
-Status runProgram(const Arguments &args);
+Status layoutCommand(const Arguments &args);
+Status shardCommand(const Arguments &args);
+Status assembleCommand(const Arguments &args);
+Status infoCommand(const Arguments &args);
+Status describeCommand(const Arguments &args);
+Status runCommand(const Arguments &args);
 
 const std::vector<Subcommand> &subcommands() {
   static const std::vector<Subcommand> table = {
@@ -99,7 +83,7 @@ const std::vector<Subcommand> &subcommands() {
         specOption,
         {"--shape", "DIMS", "global shape: 8,6 ('' for a scalar)", true},
         deviceIdsOption},
-       runLayout},
+       layoutCommand},
       {"shard",
        "IN.npy",
        "split an array into a sharded array directory (one .npy per shard)",
@@ -109,21 +93,21 @@ const std::vector<Subcommand> &subcommands() {
         specOption,
         deviceIdsOption,
         {"-o", "DIR", "the directory to write", true}},
-       runShard},
+       shardCommand},
       {"assemble",
        "DIR",
        "rebuild one array from a sharded array directory",
        1,
        1,
        {{"-o", "OUT.npy", "the file to write ('-' for standard output)", true}},
-       runAssemble},
+       assembleCommand},
       {"info",
        "FILE.npy|DIR",
        "print the dtype and shape of an array (and the shards of a directory)",
        1,
        1,
        {},
-       runInfo},
+       infoCommand},
       {"describe",
        "PROGRAM.exe",
        "print a compiled Executable's mesh, inputs and outputs (donated, "
@@ -131,7 +115,7 @@ const std::vector<Subcommand> &subcommands() {
        1,
        1,
        {},
-       runDescribe},
+       describeCommand},
       {"run",
        "PROGRAM.exe",
        "run a compiled Executable on the CPU devices of its mesh (threads), "
@@ -170,7 +154,7 @@ const std::vector<Subcommand> &subcommands() {
          "with --distributed: fail a collective that makes no progress for "
          "this long (default 60)",
          false}},
-       runProgram},
+       runCommand},
   };
   return table;
 }
@@ -189,23 +173,22 @@ std::string subcommandNames() {
   return names;
 }
 
+/// The syntax of `command` for the shared parser (CommandLine.h).
+CommandSyntax syntaxOf(const Subcommand &command) {
+  CommandSyntax syntax;
+  syntax.options = command.options;
+  syntax.minPositional = command.minPositional;
+  syntax.maxPositional = command.maxPositional;
+  syntax.positionalUsage = command.positionalUsage;
+  syntax.command = command.name;
+  syntax.helpHint = std::string("partita-exec ") + command.name + " --help";
+  return syntax;
+}
+
 void printSubcommandHelp(const Subcommand &command) {
-  std::printf("usage: partita-exec %s", command.name);
-  if (*command.positionalUsage)
-    std::printf(" %s", command.positionalUsage);
-  for (const OptionSpec &option : command.options)
-    if (!option.valueName)
-      std::printf(" [%s]", option.name);
-    else
-      std::printf(option.required ? " %s %s" : " [%s %s]", option.name,
-                  option.valueName);
-  std::printf("\n\n%s\n", command.summary);
-  if (!command.options.empty())
-    std::printf("\noptions:\n");
-  for (const OptionSpec &option : command.options)
-    std::printf("  %-14s %-8s %s\n", option.name,
-                option.valueName ? option.valueName : "",
-                option.help);
+  std::printf("%s", describeOptions("partita-exec", syntaxOf(command),
+                                    command.summary)
+                        .c_str());
 }
 
 void printHelp() {
@@ -218,69 +201,6 @@ void printHelp() {
     std::printf("  %-10s %s\n", command.name, command.summary);
 }
 
-/// Parses `argv[first..]` for `command`; help is set when --help/-h appears.
-Expected<Arguments> parseArguments(const Subcommand &command, int argc,
-                                   char **argv, int first, bool &help) {
-  Arguments args;
-  std::string usageHint =
-      std::string("; see 'partita-exec ") + command.name + " --help'";
-  bool optionsEnded = false;
-  for (int i = first; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (optionsEnded || arg.empty() || arg[0] != '-' || arg == "-") {
-      args.positional.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      optionsEnded = true;
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") {
-      help = true;
-      return args;
-    }
-    std::string name = arg, value;
-    bool inlineValue = false;
-    if (size_t equals = arg.find('='); equals != std::string::npos) {
-      name = arg.substr(0, equals);
-      value = arg.substr(equals + 1);
-      inlineValue = true;
-    }
-    auto known = std::find_if(
-        command.options.begin(), command.options.end(),
-        [&](const OptionSpec &option) { return name == option.name; });
-    if (known == command.options.end())
-      return Status::error("unknown option '" + name + "' for '" +
-                           command.name + "'" + usageHint);
-    if (!known->valueName) {
-      if (inlineValue)
-        return Status::error("option '" + name + "' takes no value" +
-                             usageHint);
-      value = "1";
-    } else if (!inlineValue) {
-      if (i + 1 >= argc)
-        return Status::error("option '" + name + "' needs a value (" +
-                             known->valueName + ")" + usageHint);
-      value = argv[++i];
-    }
-    if (args.has(name))
-      return Status::error("option '" + name + "' given twice");
-    args.options[name] = value;
-  }
-  for (const OptionSpec &option : command.options)
-    if (option.required && !args.has(option.name))
-      return Status::error(std::string("'") + command.name + "' needs " +
-                           option.name + " " + option.valueName + " (" +
-                           option.help + ")");
-  if (args.positional.size() < command.minPositional)
-    return Status::error(std::string("'") + command.name + "' needs " +
-                         command.positionalUsage + usageHint);
-  if (args.positional.size() > command.maxPositional)
-    return Status::error("unexpected argument '" +
-                         args.positional[command.maxPositional] + "'" +
-                         usageHint);
-  return args;
-}
 
 /// Parses "8,6" (whitespace allowed; "" is the empty list).
 Expected<std::vector<int64_t>> parseIntegerList(const std::string &text,
@@ -366,7 +286,7 @@ std::string padRight(std::string text, size_t width) {
   return text;
 }
 
-Status runLayout(const Arguments &args) {
+Status layoutCommand(const Arguments &args) {
   Expected<std::vector<int64_t>> shape =
       parseIntegerList(args.get("--shape"), "--shape");
   if (!shape)
@@ -413,7 +333,7 @@ Status runLayout(const Arguments &args) {
   return Status::success();
 }
 
-Status runShard(const Arguments &args) {
+Status shardCommand(const Arguments &args) {
   Expected<HostArray> input = readNpy(args.positional[0]);
   if (!input)
     return input.status();
@@ -433,7 +353,7 @@ Status runShard(const Arguments &args) {
   return Status::success();
 }
 
-Status runAssemble(const Arguments &args) {
+Status assembleCommand(const Arguments &args) {
   Expected<HostArray> global = readShardedArray(args.positional[0]);
   if (!global)
     return global.status();
@@ -449,7 +369,7 @@ Status runAssemble(const Arguments &args) {
   return Status::success();
 }
 
-Status runInfo(const Arguments &args) {
+Status infoCommand(const Arguments &args) {
   const std::string &path = args.positional[0];
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) {
@@ -521,14 +441,14 @@ int main(int argc, char **argv) {
         (first[0] == '-' ? "unknown option '" : "unknown command '") + first +
         "'; expected one of " + subcommandNames() +
         " (see 'partita-exec --help')");
-  bool help = false;
-  Expected<Arguments> args = parseArguments(*command, argc, argv, 2, help);
-  if (help) {
+  Expected<Arguments> args = parseArguments(
+      std::vector<std::string>(argv + 2, argv + argc), syntaxOf(*command));
+  if (!args)
+    return reportError(args.status().message());
+  if (args->help) {
     printSubcommandHelp(*command);
     return 0;
   }
-  if (!args)
-    return reportError(args.status().message());
   if (Status status = command->run(*args); !status)
     // An empty message: the command has reported its failure itself.
     return status.message().empty() ? 1 : reportError(status.message());
@@ -536,7 +456,7 @@ int main(int argc, char **argv) {
 }
 
 namespace {
-Status runDescribe(const Arguments &args) {
+Status describeCommand(const Arguments &args) {
   Expected<Executable> program = readExecutableFile(args.positional[0]);
   if (!program)
     return program.status();
@@ -544,40 +464,79 @@ Status runDescribe(const Arguments &args) {
   return Status::success();
 }
 
+/// What `run` was asked for, parsed once for both of its paths.
+struct RunRequest {
+  uint64_t seed = 0;
+  /// Absent: the program's own mesh size on CPU threads.
+  std::optional<DeviceSpec> devices;
+  int64_t timeoutMilliseconds = 0;
+  int repeats = 1;
+};
+
+Expected<RunRequest> parseRunRequest(const Arguments &args) {
+  RunRequest request;
+  if (args.has("--seed")) {
+    Expected<uint64_t> seed = parseSeed(args.get("--seed"));
+    if (!seed)
+      return seed.status();
+    request.seed = *seed;
+  }
+  if (args.has("--devices")) {
+    Expected<DeviceSpec> devices = parseDeviceSpec(args.get("--devices"));
+    if (!devices)
+      return devices.status();
+    request.devices = *devices;
+  }
+  if (args.has("--timeout")) {
+    if (!args.has("--distributed"))
+      return Status::error("--timeout applies to --distributed runs");
+    Expected<int64_t> timeout = parseTimeoutMilliseconds(args.get("--timeout"));
+    if (!timeout)
+      return timeout.status();
+    request.timeoutMilliseconds = *timeout;
+  }
+  if (args.has("--repeat")) {
+    const std::string &text = args.get("--repeat");
+    char *end = nullptr;
+    long repeats = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end || repeats < 1 || repeats > 100000)
+      return Status::error("--repeat must be a positive integer, got '" +
+                           text + "'");
+    request.repeats = static_cast<int>(repeats);
+  }
+  return request;
+}
+
+#ifdef PARTITA_HAVE_CUDA
+CudaBackendOptions cudaOptions(const Arguments &args) {
+  CudaBackendOptions options;
+  options.allowTF32 = args.has("--tf32");
+  options.forceStaging = args.has("--staging");
+  return options;
+}
+#endif
+
 /// `run --distributed`: rank 0 reads the program and broadcasts it.
-Status runProgramDistributed(const Arguments &args, uint64_t seed) {
+Status runAcrossProcesses(const Arguments &args,
+                             const RunRequest &request) {
 #ifdef PARTITA_HAVE_MPI
   DistributedRunOptions options;
-  options.seed = seed;
-  if (args.has("--devices") && args.get("--devices").rfind("cuda:", 0) == 0) {
+  options.seed = request.seed;
+  if (request.devices && request.devices->isCuda()) {
 #ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
-    CudaBackendOptions cuda;
-    cuda.allowTF32 = args.has("--tf32");
-    options.devices = cudaDistributedDevices(cuda);
+    options.devices = cudaDistributedDevices(cudaOptions(args));
 #else
     return Status::error("--distributed --devices cuda:N needs CUDA and "
                          "NCCL, and this partita-exec was built without "
                          "them");
 #endif
-  } else if (args.has("--devices") &&
-             args.get("--devices").rfind("cpu:", 0) != 0) {
-    return Status::error("--devices must be cpu:N or cuda:N, got '" +
-                         args.get("--devices") + "'");
   }
   if (args.has("--inputs"))
     options.inputs = args.get("--inputs");
   if (args.has("--outputs"))
     options.outputs = args.get("--outputs");
-  if (args.has("--timeout")) {
-    const std::string &text = args.get("--timeout");
-    char *end = nullptr;
-    double seconds = std::strtod(text.c_str(), &end);
-    if (text.empty() || !end || *end || !(seconds > 0))
-      return Status::error("--timeout must be a positive number of seconds, "
-                           "got '" + text + "'");
-    options.timeout = std::chrono::milliseconds(
-        static_cast<int64_t>(seconds * 1000 + 0.5));
-  }
+  if (request.timeoutMilliseconds > 0)
+    options.timeout = std::chrono::milliseconds(request.timeoutMilliseconds);
   Expected<std::unique_ptr<MpiProcess>> process =
       MpiProcess::initialize(nullptr, nullptr);
   if (!process)
@@ -589,23 +548,14 @@ Status runProgramDistributed(const Arguments &args, uint64_t seed) {
   Expected<Executable> program =
       broadcastExecutable(**process, (*process)->rank() == 0 ? &loaded
                                                              : nullptr);
-  if (!program) {
+  Status ready = program ? Status::success() : program.status();
+  if (ready && request.devices)
+    ready = checkDeviceCount("the program's mesh", program->mesh.numDevices(),
+                             request.devices->count);
+  if (!ready) {
     std::fprintf(stderr, "error: rank %d: %s\n", (*process)->rank(),
-                 program.status().message().c_str());
+                 ready.message().c_str());
     return Status::error("");
-  }
-  if (args.has("--devices")) {
-    const std::string &text = args.get("--devices");
-    long long count = std::strtoll(text.c_str() + text.find(':') + 1,
-                                   nullptr, 10);
-    if (count != program->mesh.numDevices()) {
-      std::fprintf(stderr,
-                   "error: rank %d: the program's mesh has %lld devices but "
-                   "--devices asks for %lld\n",
-                   (*process)->rank(),
-                   static_cast<long long>(program->mesh.numDevices()), count);
-      return Status::error("");
-    }
   }
   OutputCheck check;
   if (args.has("--expect")) {
@@ -621,75 +571,44 @@ Status runProgramDistributed(const Arguments &args, uint64_t seed) {
   return code == 0 ? Status::success() : Status::error("");
 #else
   (void)args;
-  (void)seed;
+  (void)request;
   return Status::error("--distributed needs MPI, and this partita-exec was "
                        "built without it (install libopenmpi-dev and "
                        "rebuild)");
 #endif
 }
 
-Status runProgram(const Arguments &args) {
-  uint64_t seed = 0;
-  if (args.has("--seed")) {
-    const std::string &text = args.get("--seed");
-    char *end = nullptr;
-    seed = std::strtoull(text.c_str(), &end, 10);
-    if (text.empty() || !end || *end)
-      return Status::error("--seed must be a non-negative integer, got '" +
-                           text + "'");
-  }
-  if (args.has("--distributed"))
-    return runProgramDistributed(args, seed);
-  if (args.has("--timeout"))
-    return Status::error("--timeout applies to --distributed runs");
+/// `run` in this process: the devices as threads (cpu) or over the GPUs.
+Status runHere(const Arguments &args, const RunRequest &request) {
   Expected<Executable> program = readExecutableFile(args.positional[0]);
   if (!program)
     return program.status();
   Expected<std::vector<HostArray>> inputs =
       args.has("--inputs")
           ? readInputs(*program, args.get("--inputs"))
-          : Expected<std::vector<HostArray>>(randomInputs(*program, seed));
+          : Expected<std::vector<HostArray>>(
+                randomInputs(*program, request.seed));
   if (!inputs)
     return inputs.status();
-  // --devices cpu:N (default) or cuda:N; N must be the mesh's size.
-  std::string kind = "cpu";
-  if (args.has("--devices")) {
-    const std::string &text = args.get("--devices");
-    size_t colon = text.find(':');
-    kind = text.substr(0, colon);
-    char *end = nullptr;
-    long long count = colon == std::string::npos
-                          ? -1
-                          : std::strtoll(text.c_str() + colon + 1, &end, 10);
-    if ((kind != "cpu" && kind != "cuda") || count < 1 || !end || *end)
-      return Status::error("--devices must be cpu:N or cuda:N, got '" + text +
-                           "'");
-    if (count != program->mesh.numDevices())
-      return Status::error(
-          "the program's mesh has " +
-          std::to_string(program->mesh.numDevices()) +
-          " devices but --devices asks for " + std::to_string(count));
+  DeviceSpec devices;
+  devices.count = program->mesh.numDevices();
+  if (request.devices) {
+    devices = *request.devices;
+    if (Status status = checkDeviceCount(
+            "the program's mesh", program->mesh.numDevices(), devices.count);
+        !status)
+      return status;
   }
   auto start = std::chrono::steady_clock::now();
   RunStatistics statistics;
-  if (args.has("--repeat")) {
-    const std::string &text = args.get("--repeat");
-    char *end = nullptr;
-    long repeats = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || !end || *end || repeats < 1 || repeats > 100000)
-      return Status::error("--repeat must be a positive integer, got '" +
-                           text + "'");
-    statistics.repeats = static_cast<int>(repeats);
-  }
+  statistics.repeats = request.repeats;
   Expected<std::vector<HostArray>> outputs = Status::error("not run");
-  if (kind == "cpu") {
+  if (!devices.isCuda()) {
     outputs = runOnCpuDevices(*program, *inputs, &statistics);
   } else {
 #ifdef PARTITA_HAVE_CUDA
-    CudaBackendOptions options;
-    options.allowTF32 = args.has("--tf32");
-    options.forceStaging = args.has("--staging");
-    outputs = runOnCudaDevices(*program, *inputs, options, &statistics);
+    outputs = runOnCudaDevices(*program, *inputs, cudaOptions(args),
+                               &statistics);
 #else
     return Status::error("--devices cuda:N needs the CUDA backend, and this "
                          "partita-exec was built without CUDA");
@@ -702,10 +621,9 @@ Status runProgram(const Arguments &args) {
     return outputs.status();
   CommunicationSummary communication = summarizeCommunication(*program);
   std::printf(
-      "ran on %s:%lld in %.3f ms (%zu instructions; %lld collectives per "
+      "ran on %s in %.3f ms (%zu instructions; %lld collectives per "
       "step, %.0f bytes per device)\n",
-      kind.c_str(), static_cast<long long>(program->mesh.numDevices()),
-      seconds * 1e3,
+      devices.toString().c_str(), seconds * 1e3,
       program->instructions.size(),
       static_cast<long long>(communication.collectives),
       communication.bytesPerDevice);
@@ -735,5 +653,14 @@ Status runProgram(const Arguments &args) {
     return status;
   }
   return Status::success();
+}
+
+Status runCommand(const Arguments &args) {
+  Expected<RunRequest> request = parseRunRequest(args);
+  if (!request)
+    return request.status();
+  if (args.has("--distributed"))
+    return runAcrossProcesses(args, *request);
+  return runHere(args, *request);
 }
 } // namespace

@@ -44,7 +44,7 @@ Options:
 )";
 } // namespace
 
-int partita::cli::runCompile(const std::vector<std::string> &args) {
+int partita::cli::compileCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
   if (std::optional<int> done =
@@ -130,7 +130,7 @@ and show read such files directly as well.
 
 } // namespace
 
-int partita::cli::runImport(const std::vector<std::string> &args) {
+int partita::cli::importCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   int exitCode = 0;
   if (!parseCommandLine(args, {}, {}, cl, exitCode))

@@ -1,27 +1,24 @@
 //===- Driver.cpp - Shared pieces of the partita commands -----------------===//
 
 #include "Driver.h"
+#include "../common/CommandLine.h"
 
 #include "partita/Conversion/StableHLOToPartita.h"
-#include "mlir/IR/Verifier.h"
-
-#include <cstdlib>
-
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/ToolOutputFile.h"
-
 #include "partita/Registration.h"
 #include "partita/Sharding/Mesh.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 using namespace partita;
 using namespace partita::cli;
@@ -45,53 +42,33 @@ bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
                                     const std::vector<std::string> &valueFlags,
                                     const std::vector<std::string> &switchFlags,
                                     CommandLine &parsed, int &exitCode) {
-  auto contains = [](const std::vector<std::string> &list,
-                     const std::string &s) {
-    return std::find(list.begin(), list.end(), s) != list.end();
-  };
-  bool haveInput = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      parsed.help = true;
-      continue;
-    }
-    if (arg == "-" || arg.empty() || arg[0] != '-') {
-      if (haveInput) {
-        exitCode = usageError("more than one input file ('" + parsed.input +
-                              "' and '" + arg + "')");
-        return false;
-      }
-      parsed.input = arg;
-      haveInput = true;
-      continue;
-    }
-    std::string flag = arg, value;
-    bool inlineValue = false;
-    if (size_t eq = arg.find('=');
-        eq != std::string::npos && arg.rfind("--", 0) == 0) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      inlineValue = true;
-    }
-    if (contains(switchFlags, flag) && !inlineValue) {
-      parsed.switches.push_back(flag);
-      continue;
-    }
-    if (flag != "-o" && !contains(valueFlags, flag)) {
-      exitCode =
-          usageError("unknown option '" + arg + "'; see 'partita --help'");
-      return false;
-    }
-    if (!inlineValue) {
-      if (i + 1 >= args.size()) {
-        exitCode = usageError("option '" + flag + "' needs a value");
-        return false;
-      }
-      value = args[++i];
-    }
+  tools::CommandSyntax syntax;
+  syntax.helpHint = "partita --help";
+  syntax.options.push_back({"-o", "FILE", "", false});
+  for (const std::string &flag : valueFlags)
+    syntax.options.push_back({flag.c_str(), "VALUE", "", false});
+  for (const std::string &flag : switchFlags)
+    syntax.options.push_back({flag.c_str(), nullptr, "", false});
+  Expected<tools::Arguments> arguments = tools::parseArguments(args, syntax);
+  if (!arguments) {
+    exitCode = usageError(arguments.status().message());
+    return false;
+  }
+  parsed.help = arguments->help;
+  if (arguments->positional.size() > 1) {
+    exitCode = usageError("more than one input file ('" +
+                          arguments->positional[0] + "' and '" +
+                          arguments->positional[1] + "')");
+    return false;
+  }
+  if (!arguments->positional.empty())
+    parsed.input = arguments->positional[0];
+  for (const auto &[flag, value] : arguments->options) {
     if (flag == "-o")
       parsed.output = value;
+    else if (std::find(switchFlags.begin(), switchFlags.end(), flag) !=
+             switchFlags.end())
+      parsed.switches.push_back(flag);
     else
       parsed.values[flag] = value;
   }
@@ -160,6 +137,28 @@ partita::cli::loadModule(Session &session, const std::string &path) {
   return module;
 }
 
+bool partita::cli::parseTrainChoices(const CommandLine &cl,
+                                     PipelineOptions &options, int &exitCode) {
+  std::string optimizer = cl.get("--optimizer", "adamw");
+  std::optional<TrainOptimizer> parsedOptimizer =
+      parseTrainOptimizer(optimizer);
+  if (!parsedOptimizer || *parsedOptimizer == TrainOptimizer::None) {
+    exitCode =
+        usageError("--optimizer must be adamw or sgd, got '" + optimizer + "'");
+    return false;
+  }
+  options.trainOptimizer = *parsedOptimizer;
+  std::string remat = cl.get("--remat", "none");
+  std::optional<Remat> parsedRemat = parseRemat(remat);
+  if (!parsedRemat) {
+    exitCode = usageError("--remat must be none, per-layer or full, got '" +
+                          remat + "'");
+    return false;
+  }
+  options.trainRemat = *parsedRemat;
+  return true;
+}
+
 bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
                                    PipelineOptions &options, int &exitCode) {
   options.stage = stage;
@@ -167,20 +166,9 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
   options.interconnectFile = cl.get("--interconnect");
   options.rules = cl.get("--rules");
   if (cl.on("--train")) {
-    options.trainOptimizer = cl.get("--optimizer", "adamw");
-    if (options.trainOptimizer != "adamw" && options.trainOptimizer != "sgd") {
-      exitCode = usageError("--optimizer must be adamw or sgd, got '" +
-                            options.trainOptimizer + "'");
+    if (!parseTrainChoices(cl, options, exitCode))
       return false;
-    }
     options.trainMixedPrecision = cl.on("--mixed-precision");
-    options.trainRemat = cl.get("--remat", "none");
-    if (options.trainRemat != "none" && options.trainRemat != "per-layer" &&
-        options.trainRemat != "full") {
-      exitCode = usageError("--remat must be none, per-layer or full, got '" +
-                            options.trainRemat + "'");
-      return false;
-    }
     if (cl.has("--micro-batches")) {
       std::string text = cl.get("--micro-batches");
       char *end = nullptr;

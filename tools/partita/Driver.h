@@ -46,7 +46,8 @@ struct CommandLine {
                   const std::string &fallback = "") const;
 };
 
-/// Parses `args`: `valueFlags` take a value (`--flag v` or `--flag=v`),
+/// Parses `args` with the tools' shared parser (tools/common/CommandLine.h):
+/// `valueFlags` take a value (`--flag v` or `--flag=v`),
 /// `switchFlags` take none; one positional input at most. Returns false after
 /// printing an error (exit code in `exitCode`).
 bool parseCommandLine(const std::vector<std::string> &args,
@@ -71,6 +72,11 @@ struct Session {
 /// (ImportStableHLO.h); null after reporting.
 mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
                                              const std::string &path);
+
+/// --optimizer (default adamw) and --remat (default none), parsed once into
+/// `options`; false after reporting a bad value.
+bool parseTrainChoices(const CommandLine &cl, PipelineOptions &options,
+                       int &exitCode);
 
 /// The pipeline options given by the common flags (--mesh, --interconnect,
 /// --strict) with the stage `stage`; false after reporting a bad value.
@@ -103,13 +109,13 @@ std::optional<int> startCommand(const std::vector<std::string> &args,
                                 const std::vector<std::string> &extraSwitches =
                                     {});
 
-int runCompile(const std::vector<std::string> &args);
-int runImport(const std::vector<std::string> &args);
-int runExplain(const std::vector<std::string> &args);
-int runShow(const std::vector<std::string> &args);
-int runRun(const std::vector<std::string> &args);
-int runGen(const std::vector<std::string> &args);
-int runTrain(const std::vector<std::string> &args);
+int compileCommand(const std::vector<std::string> &args);
+int importCommand(const std::vector<std::string> &args);
+int explainCommand(const std::vector<std::string> &args);
+int showCommand(const std::vector<std::string> &args);
+int runCommand(const std::vector<std::string> &args);
+int genCommand(const std::vector<std::string> &args);
+int trainCommand(const std::vector<std::string> &args);
 
 /// The model flags `gen` and `train` share (docs/Models.md).
 std::vector<std::string> modelValueFlags();

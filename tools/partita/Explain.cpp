@@ -236,7 +236,7 @@ void Explainer::explain(const ValueEntry &entry, llvm::raw_ostream &os) {
 
 } // namespace
 
-int partita::cli::runExplain(const std::vector<std::string> &args) {
+int partita::cli::explainCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
   if (std::optional<int> done = startCommand(args, {"--value"}, kExplainUsage,

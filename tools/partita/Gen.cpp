@@ -138,7 +138,7 @@ bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
   return true;
 }
 
-int partita::cli::runGen(const std::vector<std::string> &args) {
+int partita::cli::genCommand(const std::vector<std::string> &args) {
   std::vector<std::string> valueFlags = modelValueFlags();
   for (const char *flag : {"--mesh", "--rules"})
     valueFlags.push_back(flag);

@@ -12,6 +12,7 @@
 #include "partita/Analysis/Report.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Driver/Check.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/Program/ExecutableFile.h"
@@ -83,125 +84,22 @@ Options:
   -h, --help             show this help
 )";
 
-/// The reference of a program with manual computations (shard_map): their
-/// bodies are per-device code, so it cannot run unpartitioned. Instead every
-/// annotation outside them is replaced by replication (arguments and
-/// results replicated, op shardings and constraints dropped), and the
-/// compiler partitions that; only the manual regions stay per-device.
-/// Returns false when the module has no manual computation.
-bool replicateAroundManualComputations(ModuleOp module) {
-  FlatSymbolRefAttr mesh;
-  module.walk([&](ManualComputationOp manual) {
-    if (!mesh && !manual.getInShardings().empty())
-      mesh = cast<ShardingAttr>(manual.getInShardings()[0]).getMesh();
-    if (!mesh && !manual.getOutShardings().empty())
-      mesh = cast<ShardingAttr>(manual.getOutShardings()[0]).getMesh();
-  });
-  if (!mesh)
-    return false;
-  MLIRContext *context = module.getContext();
-  auto replicated = [&](Type type) -> Attribute {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor)
-      return nullptr;
-    return ShardingAttr::fromSharding(
-        context, mesh,
-        Sharding::replicated(static_cast<int>(tensor.getRank())));
-  };
-  for (auto function : module.getOps<func::FuncOp>()) {
-    if (function.isExternal())
-      continue;
-    for (unsigned i = 0; i < function.getNumArguments(); ++i)
-      if (Attribute attr = replicated(function.getArgument(i).getType()))
-        function.setArgAttr(i, PartitaDialect::kShardingAttrName, attr);
-    for (unsigned i = 0; i < function.getNumResults(); ++i)
-      if (Attribute attr = replicated(function.getResultTypes()[i]))
-        function.setResultAttr(i, PartitaDialect::kShardingAttrName, attr);
-    SmallVector<ShardingConstraintOp> constraints;
-    function.walk([&](Operation *op) {
-      if (op->getParentOfType<ManualComputationOp>())
-        return;
-      op->removeAttr(PartitaDialect::kShardingAttrName);
-      if (auto constraint = dyn_cast<ShardingConstraintOp>(op))
-        constraints.push_back(constraint);
-    });
-    for (ShardingConstraintOp constraint : constraints) {
-      constraint.getResult().replaceAllUsesWith(constraint.getInput());
-      constraint.erase();
-    }
-  }
-  return true;
-}
-
-/// The outputs the partitioned program must reproduce: the unpartitioned
-/// program on one device, or, when manual computations need their devices,
-/// the program replicated around them (`manual` says which).
-Expected<std::vector<HostArray>>
-referenceOutputs(Session &session, ModuleOp reference,
-                 const PipelineOptions &options,
-                 const std::vector<HostArray> &inputs, bool &manual) {
-  manual = replicateAroundManualComputations(reference);
-  if (manual && !runPipeline(session, reference, options))
-    return Status::error("the reference program does not compile");
-  Expected<Executable> single = lowerToExecutable(reference);
-  if (!single)
-    return Status::error("reference program: " + single.status().message());
-  if (!manual)
-    single->mesh = Mesh();
-  Expected<std::vector<HostArray>> expected = runOnCpuDevices(*single, inputs);
-  if (!expected)
-    return Status::error("reference run: " + expected.status().message());
-  return expected;
-}
-
-/// One line per output, and whether all are within tolerance.
-bool compareWithReference(const Executable &program,
-                          const std::vector<HostArray> &outputs,
-                          const std::vector<HostArray> &expected,
-                          std::string &report) {
-  bool ok = true;
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    Comparison comparison = compareArrays(outputs[o], expected[o]);
-    report += "  check " +
-              describeComparison(program.outputs[o].name, comparison) + "\n";
-    ok &= comparison.within;
-  }
-  return ok;
-}
-
-/// Compiles the module at `input` for `partita run`: the train step first
-/// when asked (so that the reference is the same step), then, for more
-/// than one device, the pipeline. `reference` keeps the module before
-/// partitioning. A failure whose diagnostics are printed has an empty
-/// message.
-Expected<Executable> compileForRun(Session &session, const std::string &input,
-                                   PipelineOptions &options, long count,
-                                   OwningOpRef<ModuleOp> &module,
-                                   OwningOpRef<ModuleOp> &reference) {
+/// Loads the module at `input` and compiles it for `partita run`
+/// (compileForRun, Check.h). A failure whose diagnostics are printed has an
+/// empty message.
+Expected<Executable> loadAndCompile(Session &session, const std::string &input,
+                                    PipelineOptions &options, long count,
+                                    OwningOpRef<ModuleOp> &module,
+                                    OwningOpRef<ModuleOp> &reference) {
   module = loadModule(session, input);
   if (!module)
     return Status::error("");
-  if (!options.trainOptimizer.empty()) {
-    PipelineOptions train;
-    train.stage = Stage::Verified;
-    train.trainOptimizer = options.trainOptimizer;
-    train.trainLearningRate = options.trainLearningRate;
-    train.trainMixedPrecision = options.trainMixedPrecision;
-    train.trainMicroBatches = options.trainMicroBatches;
-    train.trainRemat = options.trainRemat;
-    if (!runPipeline(session, *module, train))
-      return Status::error("");
-    options.trainOptimizer.clear();
-  }
-  reference = module->clone();
-  if (count > 1 && !runPipeline(session, *module, options))
-    return Status::error("");
-  return lowerToExecutable(*module);
+  return compileForRun(*module, options, count, reference);
 }
 
 /// `partita run --distributed`: rank 0 compiles (or reads the Executable)
 /// and broadcasts the program; every rank runs its devices; rank 0 checks.
-int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
+int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
                       long count, uint64_t seed, bool check, bool cuda) {
 #ifdef PARTITA_HAVE_MPI
   DistributedRunOptions runOptions;
@@ -217,14 +115,10 @@ int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
   runOptions.inputs = cl.get("--inputs", "");
   runOptions.outputs = cl.get("--outputs", "");
   if (cl.has("--timeout")) {
-    std::string text = cl.get("--timeout");
-    char *end = nullptr;
-    double seconds = std::strtod(text.c_str(), &end);
-    if (text.empty() || !end || *end || !(seconds > 0))
-      return usageError("--timeout must be a positive number of seconds, "
-                        "got '" + text + "'");
-    runOptions.timeout = std::chrono::milliseconds(
-        static_cast<int64_t>(seconds * 1000 + 0.5));
+    Expected<int64_t> timeout = parseTimeoutMilliseconds(cl.get("--timeout"));
+    if (!timeout)
+      return usageError(timeout.status().message());
+    runOptions.timeout = std::chrono::milliseconds(*timeout);
   }
   Expected<std::unique_ptr<MpiProcess>> process =
       MpiProcess::initialize(nullptr, nullptr);
@@ -251,8 +145,8 @@ int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
     else if (executable)
       compiled = readExecutableFile(cl.input);
     else
-      compiled = compileForRun(session, cl.input, options, count, module,
-                               reference);
+      compiled = loadAndCompile(session, cl.input, options, count, module,
+                                reference);
     if (!compiled && compiled.status().message().empty())
       compiled = Status::error("the module does not compile (see above)");
   }
@@ -268,11 +162,10 @@ int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
   };
   if (!program)
     return rankError(program.status().message());
-  if (program->mesh.numDevices() != count)
-    return rankError("the program's mesh has " +
-                     std::to_string(program->mesh.numDevices()) +
-                     " devices but --devices asks for " +
-                     std::to_string(count));
+  if (Status status = checkDeviceCount("the program's mesh",
+                                       program->mesh.numDevices(), count);
+      !status)
+    return rankError(status.message());
   OutputCheck checker;
   std::string expectDirectory = cl.get("--expect", "");
   if (check || !expectDirectory.empty())
@@ -291,17 +184,15 @@ int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
               : readInputs(*program, runOptions.inputs);
       if (!inputs)
         return inputs.status();
-      bool manual = false;
-      Expected<std::vector<HostArray>> expected =
-          referenceOutputs(session, *reference, options, *inputs, manual);
+      Expected<ReferenceOutputs> expected =
+          runReference(*reference, options, *inputs);
       if (!expected)
         return expected.status();
-      if (!compareWithReference(*program, outputs, *expected, report))
+      if (!compareWithReference(*program, outputs, expected->outputs, report))
         return Status::error(
             "the partitioned program does not match the unpartitioned one");
-      report += manual ? "  (reference: the program replicated around its "
-                         "manual computations)\n"
-                       : "  (reference: the unpartitioned program on cpu:1)\n";
+      report += std::string("  (reference: ") +
+                describeReference(expected->kind) + ")\n";
       return Status::success();
     };
   return runDistributedAndReport(mpi, *program, runOptions, checker);
@@ -319,7 +210,7 @@ int runDistributedRun(const CommandLine &cl, PipelineOptions &options,
 
 } // namespace
 
-int partita::cli::runRun(const std::vector<std::string> &args) {
+int partita::cli::runCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
   std::vector<std::string> extra = {"--devices", "--seed",   "--inputs",
@@ -328,16 +219,11 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
           startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options,
                        {"--distributed"}))
     return *done;
-  std::string devices = cl.get("--devices");
-  bool cuda = devices.rfind("cuda:", 0) == 0;
-  if (devices.rfind("cpu:", 0) != 0 && !cuda)
-    return usageError("--devices must be cpu:N or cuda:N (e.g. cpu:8), got '" +
-                      devices + "'");
-  char *end = nullptr;
-  long count = std::strtol(devices.c_str() + (cuda ? 5 : 4), &end, 10);
-  if (!end || *end || count < 1)
-    return usageError("--devices must be cpu:N or cuda:N with N >= 1, got '" +
-                      devices + "'");
+  Expected<DeviceSpec> devices = parseDeviceSpec(cl.get("--devices"));
+  if (!devices)
+    return usageError(devices.status().message());
+  bool cuda = devices->isCuda();
+  long count = static_cast<long>(devices->count);
   // The partitioned program runs on the devices asked for; the reference of
   // --check always on one CPU device.
   auto runProgram = [&](const Executable &program,
@@ -353,15 +239,12 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                          "partita was built without CUDA");
 #endif
   };
-  char *seedEnd = nullptr;
-  std::string seedText = cl.get("--seed", "0");
-  unsigned long long seed = std::strtoull(seedText.c_str(), &seedEnd, 10);
-  if (!seedEnd || *seedEnd)
-    return usageError("--seed must be a non-negative integer, got '" +
-                      seedText + "'");
+  Expected<uint64_t> seed = parseSeed(cl.get("--seed", "0"));
+  if (!seed)
+    return usageError(seed.status().message());
   bool check = cl.on("--check");
   if (cl.on("--distributed"))
-    return runDistributedRun(cl, options, count, seed, check, cuda);
+    return runAcrossProcesses(cl, options, count, *seed, check, cuda);
   if (cl.has("--timeout"))
     return usageError("--timeout applies to --distributed runs");
   // Inputs: the user's (--inputs) or deterministic random ones.
@@ -369,7 +252,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
       [&](const Executable &program) -> Expected<std::vector<HostArray>> {
     if (cl.has("--inputs"))
       return readInputs(program, cl.get("--inputs"));
-    return randomInputs(program, seed);
+    return randomInputs(program, *seed);
   };
   // --outputs and --expect, after a run.
   auto finish = [&](const Executable &program,
@@ -405,11 +288,10 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
         llvm::errs() << "error: " << program.status().message() << "\n";
         return 1;
       }
-      if (program->mesh.numDevices() != count)
-        return usageError("the program's mesh has " +
-                          std::to_string(program->mesh.numDevices()) +
-                          " devices but --devices asks for " +
-                          std::to_string(count));
+      if (Status status = checkDeviceCount(
+              "the program's mesh", program->mesh.numDevices(), count);
+          !status)
+        return usageError(status.message());
       Expected<std::vector<HostArray>> given = inputsFor(*program);
       if (!given)
         return usageError(given.status().message());
@@ -429,16 +311,16 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
   Session session;
   OwningOpRef<ModuleOp> module, reference;
   Expected<Executable> program =
-      compileForRun(session, cl.input, options, count, module, reference);
+      loadAndCompile(session, cl.input, options, count, module, reference);
   if (!program) {
     if (!program.status().message().empty())
       llvm::errs() << "error: " << program.status().message() << "\n";
     return 1;
   }
-  if (program->mesh.numDevices() != count)
-    return usageError(
-        "the program's mesh has " + std::to_string(program->mesh.numDevices()) +
-        " devices but --devices asks for " + std::to_string(count));
+  if (Status status = checkDeviceCount("the program's mesh",
+                                       program->mesh.numDevices(), count);
+      !status)
+    return usageError(status.message());
 
   Expected<std::vector<HostArray>> given = inputsFor(*program);
   if (!given)
@@ -479,16 +361,14 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                  << summarizeArray((*outputs)[o]) << "\n";
   if (int code = finish(*program, *outputs); code != 0 || !check)
     return code;
-  bool manual = false;
-
-  Expected<std::vector<HostArray>> expected =
-      referenceOutputs(session, *reference, options, inputs, manual);
+  Expected<ReferenceOutputs> expected =
+      runReference(*reference, options, inputs);
   if (!expected) {
     llvm::errs() << "error: " << expected.status().message() << "\n";
     return 1;
   }
   std::string comparisonReport;
-  bool ok = compareWithReference(*program, *outputs, *expected,
+  bool ok = compareWithReference(*program, *outputs, expected->outputs,
                                  comparisonReport);
   llvm::outs() << comparisonReport;
   if (!ok) {
@@ -496,7 +376,7 @@ int partita::cli::runRun(const std::vector<std::string> &args) {
                     "unpartitioned one\n";
     return 1;
   }
-  if (manual)
+  if (expected->kind == ReferenceKind::ReplicatedAroundManual)
     llvm::outs() << "check passed: " << (cuda ? "cuda:" : "cpu:") << count
                  << " matches the program replicated around its manual "
                     "computations\n";

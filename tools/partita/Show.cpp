@@ -207,7 +207,7 @@ private:
 
 } // namespace
 
-int partita::cli::runShow(const std::vector<std::string> &args) {
+int partita::cli::showCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
   if (std::optional<int> done =

@@ -76,13 +76,13 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::map<std::string, std::function<int(const std::vector<std::string> &)>>
-      commands = {{"compile", runCompile},
-                  {"import", runImport},
-                  {"explain", runExplain},
-                  {"show", runShow},
-                  {"run", runRun},
-                  {"gen", runGen},
-                  {"train", runTrain}};
+      commands = {{"compile", compileCommand},
+                  {"import", importCommand},
+                  {"explain", explainCommand},
+                  {"show", showCommand},
+                  {"run", runCommand},
+                  {"gen", genCommand},
+                  {"train", trainCommand}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     if (!command.empty() && command[0] == '-')

@@ -231,6 +231,33 @@ def CleanupCollectivesPass : Pass<"partita-cleanup-collectives", "mlir::ModuleOp
   }];
 }
 
+def ReplicateAroundManualPass
+    : Pass<"partita-replicate-around-manual", "mlir::ModuleOp"> {
+  let summary = "Replicates everything outside manual computations";
+  let description = [{
+    A program with `partita.manual_computation` regions (JAX's shard_map)
+    cannot run unpartitioned: the regions' bodies are per-device code. The
+    reference that `partita run --check` compares such a program with is the
+    same program with every annotation outside those regions replaced by
+    replication, partitioned by the compiler: only the manual regions stay
+    per-device. This pass makes that program: arguments and results of every
+    function with a body become replicated on the mesh of the first manual
+    computation, op shardings outside manual regions are dropped, and
+    `sharding_constraint` ops outside them are removed (their input takes
+    their place). Inside manual regions nothing changes. A module without a
+    manual computation (or whose manual computations name no mesh) is left
+    as it is.
+
+    **Constraints:** none; every module is accepted.
+
+    Example: `partita-opt --partita-replicate-around-manual shard-map.mlir`
+    gives the argument `%x` of docs/examples/shard-map.mlir, split over
+    `data`, the replicated sharding (every dimension `{}`) instead; the manual
+    computation inside keeps its `in_shardings` and its body.
+  }];
+  let dependentDialects = ["::partita::PartitaDialect"];
+}
+
 def TestShufflePass : Pass<"partita-test-shuffle"> {
   let summary = "Reorders independent ops and use lists at random (for tests)";
   let description = [{

@@ -1,7 +1,8 @@
 //===- Pipeline.h - The standard compilation pipeline -----------*- C++ -*-===//
 //
 // One place that knows the order of Partita's passes, used by the CLI, by
-// partita-opt (`--partita-pipeline`) and by embedders.
+// partita-opt (`--partita-pipeline`) and by embedders. What the pipeline
+// can be asked to do is one list, PipelineOptions.def.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_TRANSFORMS_PIPELINE_H
@@ -9,6 +10,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -28,6 +30,12 @@ enum class Stage {
   Partitioned,
 };
 
+/// The optimizer of a train step made first, or none.
+enum class TrainOptimizer { None, SGD, AdamW };
+
+/// Activation checkpointing of a train step (docs/Training.md).
+enum class Remat { None, PerLayer, Full };
+
 /// The stage called `name`, if any.
 std::optional<Stage> parseStage(llvm::StringRef name);
 /// The name of `stage` ("verified", ...).
@@ -35,39 +43,25 @@ llvm::StringRef stageName(Stage stage);
 /// The stage names, comma separated, for messages.
 llvm::StringRef availableStages();
 
-/// What the pipeline does.
+/// "none", "sgd", "adamw" and back.
+std::optional<TrainOptimizer> parseTrainOptimizer(llvm::StringRef name);
+llvm::StringRef trainOptimizerName(TrainOptimizer optimizer);
+/// "none", "per-layer", "full" and back.
+std::optional<Remat> parseRemat(llvm::StringRef name);
+llvm::StringRef rematName(Remat remat);
+
+/// What the pipeline does: one field per row of PipelineOptions.def.
 struct PipelineOptions {
-  /// Replaces the module's mesh first (partita-set-mesh); empty: keep it.
-  std::string mesh;
-  /// Turn the loss function into a train step first (partita-train-step)
-  /// with this optimizer ("adamw" or "sgd"); empty: no.
-  std::string trainOptimizer;
-  /// The train step's constant learning rate (0: an `lr` input).
-  double trainLearningRate = 0;
-  /// f32 master weights and state for a bf16 loss.
-  bool trainMixedPrecision = false;
-  /// Gradient accumulation over this many micro-batches.
-  int64_t trainMicroBatches = 1;
-  /// Activation checkpointing of the train step: none, per-layer, full.
-  std::string trainRemat = "none";
-  /// Logical axis rules (a preset or a JSON file) applied next
-  /// (partita-apply-rules); empty: only logical constraints are removed.
-  std::string rules;
-  /// Interconnect spec for the cost model; empty: the default links.
-  std::string interconnectFile;
-  /// Turn warnings about unwanted moves and padding into errors.
-  bool strict = false;
-  /// Emit a remark for each conflict settled by cost.
-  bool reportConflicts = false;
-  /// The last stage to run.
-  Stage stage = Stage::Verified;
+#define PARTITA_PIPELINE_OPTION(TYPE, FIELD, DEFAULT, FLAG, HELP)              \
+  TYPE FIELD = DEFAULT;
+#include "partita/Transforms/PipelineOptions.def"
 };
 
 /// Adds the passes up to `options.stage` to a module-level pass manager.
 void buildPipeline(mlir::OpPassManager &passes, const PipelineOptions &options);
 
-/// Registers `--partita-pipeline` (with options mesh, interconnect, strict,
-/// stage) for MlirOptMain-based tools.
+/// Registers `--partita-pipeline` for MlirOptMain-based tools, with one
+/// option per row of PipelineOptions.def.
 void registerPipeline();
 
 } // namespace partita

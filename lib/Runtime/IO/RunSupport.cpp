@@ -4,7 +4,9 @@
 #include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 
@@ -19,7 +21,64 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
+/// The whole of `text` as a decimal integer; false when anything else.
+bool parseWholeInteger(const std::string &text, long long &value) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  value = std::strtoll(text.c_str(), &end, 10);
+  return errno == 0 && end && *end == '\0';
+}
+
 } // namespace
+
+std::string DeviceSpec::toString() const {
+  return (kind == Kind::Cuda ? "cuda:" : "cpu:") + std::to_string(count);
+}
+
+Expected<DeviceSpec> partita::parseDeviceSpec(const std::string &text) {
+  DeviceSpec spec;
+  size_t colon = text.find(':');
+  std::string kind = text.substr(0, colon);
+  long long count = 0;
+  if (colon == std::string::npos || (kind != "cpu" && kind != "cuda") ||
+      !parseWholeInteger(text.substr(colon + 1), count) || count < 1)
+    return Status::error("--devices must be cpu:N or cuda:N (e.g. cpu:8), "
+                         "got '" + text + "'");
+  spec.kind = kind == "cuda" ? DeviceSpec::Kind::Cuda : DeviceSpec::Kind::Cpu;
+  spec.count = count;
+  return spec;
+}
+
+Status partita::checkDeviceCount(const std::string &meshDescription,
+                                 int64_t meshDevices, int64_t requested) {
+  if (meshDevices == requested)
+    return Status::success();
+  return Status::error(meshDescription + " has " +
+                       std::to_string(meshDevices) +
+                       " devices but --devices asks for " +
+                       std::to_string(requested));
+}
+
+Expected<int64_t> partita::parseTimeoutMilliseconds(const std::string &text) {
+  char *end = nullptr;
+  double seconds = std::strtod(text.c_str(), &end);
+  if (text.empty() || !end || *end || !(seconds > 0))
+    return Status::error("--timeout must be a positive number of seconds, "
+                         "got '" + text + "'");
+  return static_cast<int64_t>(seconds * 1000 + 0.5);
+}
+
+Expected<uint64_t> partita::parseSeed(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || errno != 0 || !end || *end)
+    return Status::error("--seed must be a non-negative integer, got '" +
+                         text + "'");
+  return static_cast<uint64_t>(value);
+}
 
 std::vector<std::string> partita::splitCommaList(const std::string &text) {
   std::vector<std::string> list;

@@ -16,6 +16,34 @@
 
 namespace partita {
 
+/// Where a program runs: `cpu:N` (N emulated devices, threads) or `cuda:N`
+/// (N logical devices over the visible GPUs), as `--devices` spells it.
+struct DeviceSpec {
+  enum class Kind { Cpu, Cuda };
+  Kind kind = Kind::Cpu;
+  int64_t count = 1;
+
+  bool isCuda() const { return kind == Kind::Cuda; }
+  /// "cpu:8", "cuda:2".
+  std::string toString() const;
+};
+
+/// Parses `--devices`: `cpu:N` or `cuda:N` with N >= 1. The error names the
+/// flag and the text.
+Expected<DeviceSpec> parseDeviceSpec(const std::string &text);
+
+/// The one check every runner makes before running: `meshDescription`
+/// ("the program's mesh", "the mesh data=2") with `meshDevices` devices
+/// against the `requested` count of `--devices`.
+Status checkDeviceCount(const std::string &meshDescription,
+                        int64_t meshDevices, int64_t requested);
+
+/// Parses a `--timeout` in seconds (a positive number) into milliseconds.
+Expected<int64_t> parseTimeoutMilliseconds(const std::string &text);
+
+/// Parses a `--seed` (a non-negative integer).
+Expected<uint64_t> parseSeed(const std::string &text);
+
 /// "a,b,,c" -> {"a", "b", "", "c"} ("" -> {""}).
 std::vector<std::string> splitCommaList(const std::string &text);
 

@@ -1,0 +1,77 @@
+//===- TrainData.h - What a train step is fed, step by step -----*- C++ -*-===//
+//
+// The data inputs of a train step (docs/Training.md): deterministic
+// synthetic data (token sequences that follow a fixed rule, or sin(3x) for
+// the MLP), or windows of a token file visited in a per-epoch shuffled
+// order, each data-parallel rank reading only its rows of a batch.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_RUNTIME_TRAINING_TRAINDATA_H
+#define PARTITA_RUNTIME_TRAINING_TRAINDATA_H
+
+#include "partita/Runtime/IO/HostArray.h"
+#include "partita/Sharding/Status.h"
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace partita {
+
+/// A source of the data inputs of every step.
+class TrainData {
+public:
+  virtual ~TrainData();
+  /// Fills the data inputs of step `step` (the train step's non-parameter,
+  /// non-scalar inputs, in order: inputs then targets).
+  virtual Status fill(int64_t step, const std::vector<HostArray *> &inputs) = 0;
+};
+
+/// Deterministic synthetic data: for `mlp`, x uniform in [-1, 1) and the
+/// target sin(3x); for token models, sequences t[k+1] = (3 t[k] + 1) mod
+/// vocab from a random first token, the targets the next tokens.
+class SyntheticData : public TrainData {
+public:
+  SyntheticData(std::string model, int64_t vocab, uint64_t seed)
+      : model(std::move(model)), vocab(vocab), seed(seed) {}
+  Status fill(int64_t step, const std::vector<HostArray *> &inputs) override;
+
+private:
+  std::string model;
+  int64_t vocab;
+  uint64_t seed;
+};
+
+/// Windows of `seq + 1` int32 tokens of a file, visited in an order shuffled
+/// per epoch (seeded), each window once per epoch. With `ranks` data-parallel
+/// ranks, rank r reads only its rows of each global batch (a contiguous
+/// block of batch / ranks rows, the rows its devices hold).
+class TokenFileData : public TrainData {
+public:
+  /// Reads `path`; every token must lie in [0, vocabulary).
+  Status load(const std::string &path, int64_t sequence, int64_t vocabulary);
+  /// Writes one CSV line per window read ("step,epoch,rank,row,window",
+  /// after that header) to `path`.
+  Status traceTo(const std::string &path);
+  void setSeed(uint64_t value) { seed = value; }
+  void setRanks(int64_t value) { ranks = value; }
+  Status fill(int64_t step, const std::vector<HostArray *> &inputs) override;
+
+private:
+  /// Rank `rank`'s rows of the batch of `step`.
+  void readRank(int64_t step, int64_t epoch, int64_t within, int64_t rank,
+                int64_t batch, HostArray &in, HostArray &out);
+
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> order;
+  int64_t vocab = 0, seq = 0, windows = 0, ranks = 1;
+  uint64_t seed = 0;
+  int64_t epochOf = -1;
+  std::unique_ptr<std::ofstream> trace;
+};
+
+} // namespace partita
+
+#endif // PARTITA_RUNTIME_TRAINING_TRAINDATA_H

@@ -1,0 +1,71 @@
+//===- TrainLoop.h - A train step run step after step -----------*- C++ -*-===//
+//
+// The loop of `partita train` (docs/Training.md) on a compiled train step:
+// data in, the step run on the devices, the updated parameters and optimizer
+// state fed back as the next step's inputs, the loss out. No MLIR: the
+// layout of the step is read from its Executable, so any front end (the
+// CLI, a deployed job's partita-exec, a Python package) trains the same way.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_RUNTIME_TRAINING_TRAINLOOP_H
+#define PARTITA_RUNTIME_TRAINING_TRAINLOOP_H
+
+#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Training/TrainData.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace partita {
+
+/// Where a train step keeps what (the train-step builder's convention,
+/// docs/Autodiff.md): output 0 is the loss and output 1 + k the new value of
+/// input k for k < `updated` (parameters, optimizer state, gradient
+/// buffers); of the later inputs with role "input", a scalar is the step
+/// number and the others are data (inputs, then targets).
+struct TrainStepLayout {
+  size_t updated = 0;
+  std::vector<size_t> dataInputs;
+  /// The scalar i32 step-number input, or -1.
+  int stepInput = -1;
+};
+
+/// The layout of `program`; fails when it has no loss output or more
+/// updated values than inputs.
+Expected<TrainStepLayout> trainStepLayout(const Executable &program);
+
+/// The inputs of the first step: parameters initialised as randomInputs
+/// does with `seed`, optimizer state zero.
+std::vector<HostArray> initialTrainInputs(const Executable &program,
+                                          uint64_t seed);
+
+/// One step's outcome.
+struct TrainStepResult {
+  int64_t step = 0;
+  double loss = 0;
+  /// The step's run time (data filling excluded).
+  double seconds = 0;
+};
+
+/// Runs steps `0 .. steps-1` of `program` on its mesh's CPU devices
+/// (threads): fills the data inputs from `data`, sets the step number, runs,
+/// moves the updated values into `inputs`, and calls `onStep`; a failure of
+/// any of these (`onStep`'s included) stops the loop and is returned, a run
+/// failure's message starting with "step N: ".
+Status trainOnCpuDevices(
+    const Executable &program, const TrainStepLayout &layout,
+    std::vector<HostArray> &inputs, TrainData &data, int64_t steps,
+    const std::function<Status(const TrainStepResult &)> &onStep);
+
+/// The losses as CSV: "step,loss,seconds" and one line per step.
+std::string lossCsv(const std::vector<double> &losses,
+                    const std::vector<double> &seconds);
+
+/// The losses as an SVG line plot titled `title`.
+std::string lossPlotSvg(const std::vector<double> &losses,
+                        const std::string &title);
+
+} // namespace partita
+
+#endif // PARTITA_RUNTIME_TRAINING_TRAINLOOP_H

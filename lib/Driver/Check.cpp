@@ -1,0 +1,104 @@
+//===- Check.cpp - A partitioned program against its reference ------------===//
+
+#include "partita/Driver/Check.h"
+
+#include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+namespace partita {
+
+namespace {
+
+/// Runs `options`' pipeline on `module`, after `first` when given.
+LogicalResult runPipelineOn(ModuleOp module, const PipelineOptions &options,
+                            std::unique_ptr<Pass> first = nullptr) {
+  PassManager passes(module.getContext());
+  if (first)
+    passes.addPass(std::move(first));
+  buildPipeline(passes, options);
+  return passes.run(module);
+}
+
+bool hasManualComputations(ModuleOp module) {
+  bool any = false;
+  module.walk([&](ManualComputationOp) {
+    any = true;
+    return WalkResult::interrupt();
+  });
+  return any;
+}
+
+} // namespace
+
+const char *describeReference(ReferenceKind kind) {
+  switch (kind) {
+  case ReferenceKind::Unpartitioned:
+    return "the unpartitioned program on cpu:1";
+  case ReferenceKind::ReplicatedAroundManual:
+    return "the program replicated around its manual computations";
+  }
+  return "?";
+}
+
+Expected<Executable> compileForRun(ModuleOp module, PipelineOptions &options,
+                                   int64_t deviceCount,
+                                   OwningOpRef<ModuleOp> &reference) {
+  if (options.trainOptimizer != TrainOptimizer::None) {
+    PipelineOptions train = options;
+    train.stage = Stage::Verified;
+    train.mesh.clear();
+    train.rules.clear();
+    if (failed(runPipelineOn(module, train)))
+      return Status::error("");
+    options.trainOptimizer = TrainOptimizer::None;
+  }
+  reference = module.clone();
+  if (deviceCount > 1 && failed(runPipelineOn(module, options)))
+    return Status::error("");
+  return lowerToExecutable(module);
+}
+
+Expected<ReferenceOutputs> runReference(ModuleOp reference,
+                                        const PipelineOptions &options,
+                                        const std::vector<HostArray> &inputs) {
+  ReferenceOutputs result;
+  bool manual = hasManualComputations(reference);
+  if (manual) {
+    result.kind = ReferenceKind::ReplicatedAroundManual;
+    if (failed(runPipelineOn(reference, options,
+                             createReplicateAroundManualPass())))
+      return Status::error("the reference program does not compile");
+  }
+  Expected<Executable> single = lowerToExecutable(reference);
+  if (!single)
+    return Status::error("reference program: " + single.status().message());
+  if (!manual)
+    single->mesh = Mesh();
+  Expected<std::vector<HostArray>> outputs = runOnCpuDevices(*single, inputs);
+  if (!outputs)
+    return Status::error("reference run: " + outputs.status().message());
+  result.outputs = std::move(*outputs);
+  return result;
+}
+
+bool compareWithReference(const Executable &program,
+                          const std::vector<HostArray> &outputs,
+                          const std::vector<HostArray> &expected,
+                          std::string &report) {
+  bool ok = true;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    Comparison comparison = compareArrays(outputs[o], expected[o]);
+    report += "  check " +
+              describeComparison(program.outputs[o].name, comparison) + "\n";
+    ok &= comparison.within;
+  }
+  return ok;
+}
+
+} // namespace partita

@@ -1,0 +1,1 @@
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"

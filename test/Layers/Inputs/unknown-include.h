@@ -1,0 +1,1 @@
+#include "partita/Frontend/Models.h"

@@ -1,0 +1,145 @@
+//===- RuntimeTrainDataTest.cpp - What a train step is fed ----------------===//
+//
+// Token-file windows: each window once per epoch in a seeded order, rank r
+// reads only its rows, a trace line per window; bad files are errors.
+// Synthetic data: deterministic per (seed, step).
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Runtime/Training/TrainLoop.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using namespace partita;
+
+namespace {
+
+std::string tempPath(const std::string &name) {
+  return (std::filesystem::temp_directory_path() /
+          ("partita-traindata-" + name))
+      .string();
+}
+
+void writeTokens(const std::string &path, const std::vector<int32_t> &tokens) {
+  std::ofstream file(path, std::ios::binary);
+  file.write(reinterpret_cast<const char *>(tokens.data()),
+             static_cast<std::streamsize>(4 * tokens.size()));
+}
+
+int32_t tokenAt(const HostArray &array, int64_t index) {
+  int32_t value;
+  std::memcpy(&value, array.bytes.data() + 4 * index, 4);
+  return value;
+}
+
+} // namespace
+
+TEST_CASE("token windows: each once per epoch, targets shifted by one",
+          "[train]") {
+  // 8 windows of seq + 1 = 4 tokens: window w holds 4w .. 4w+3.
+  const int64_t seq = 3, batch = 4;
+  std::vector<int32_t> tokens;
+  for (int32_t t = 0; t < 32; ++t)
+    tokens.push_back(t);
+  std::string path = tempPath("tokens.bin");
+  writeTokens(path, tokens);
+  std::string trace = tempPath("trace.csv");
+  std::set<int32_t> firsts;
+  {
+    TokenFileData data;
+    data.setSeed(5);
+    data.setRanks(2);
+    REQUIRE(data.traceTo(trace).ok());
+    REQUIRE(data.load(path, seq, 64).ok());
+    HostArray in = HostArray::zeros(DType::I32, {batch, seq});
+    HostArray out = HostArray::zeros(DType::I32, {batch, seq});
+    std::vector<HostArray *> inputs = {&in, &out};
+    for (int64_t step = 0; step < 2; ++step) { // one epoch: 8 / 4 steps
+      REQUIRE(data.fill(step, inputs).ok());
+      for (int64_t b = 0; b < batch; ++b) {
+        int32_t first = tokenAt(in, b * seq);
+        CHECK(first % 4 == 0);
+        firsts.insert(first);
+        for (int64_t s = 0; s < seq; ++s) {
+          CHECK(tokenAt(in, b * seq + s) == first + s);
+          CHECK(tokenAt(out, b * seq + s) == first + s + 1);
+        }
+      }
+    }
+  } // The trace is complete once the data source is gone.
+  CHECK(firsts.size() == 8);
+  // The trace has a header and a line per window read,
+  // rows 0-1 from rank 0 and 2-3 from rank 1.
+  std::ifstream file(trace);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::string lines = text.str();
+  CHECK(lines.rfind("step,epoch,rank,row,window\n", 0) == 0);
+  CHECK(std::count(lines.begin(), lines.end(), '\n') == 1 + 8);
+  CHECK(lines.find("\n0,0,0,1,") != std::string::npos);
+  CHECK(lines.find("\n0,0,1,2,") != std::string::npos);
+  std::remove(path.c_str());
+  std::remove(trace.c_str());
+}
+
+TEST_CASE("bad token files are errors that name the file", "[train]") {
+  TokenFileData data;
+  CHECK(data.load("/nonexistent/tokens.bin", 3, 64).message() ==
+        "cannot read token file '/nonexistent/tokens.bin'");
+  std::string path = tempPath("odd.bin");
+  {
+    std::ofstream file(path, std::ios::binary);
+    file << "abcdef";
+  }
+  CHECK(data.load(path, 3, 64).message() ==
+        "token file '" + path +
+            "' holds 6 bytes, not a whole number of int32 tokens");
+  writeTokens(path, {1, 2, 70});
+  CHECK(data.load(path, 3, 64).message() ==
+        "token file '" + path +
+            "': token 2 is 70, outside the vocabulary [0, 64)");
+  writeTokens(path, {1, 2, 3, 4});
+  REQUIRE(data.load(path, 3, 64).ok());
+  HostArray in = HostArray::zeros(DType::I32, {2, 3});
+  HostArray out = HostArray::zeros(DType::I32, {2, 3});
+  CHECK(data.fill(0, {&in, &out}).message() ==
+        "the token file holds 1 windows of 4 tokens, fewer than one batch "
+        "of 2");
+  CHECK(data.traceTo("/nonexistent/trace.csv").message() ==
+        "cannot write '/nonexistent/trace.csv'");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("synthetic data are deterministic and follow their rule",
+          "[train]") {
+  SyntheticData data("gpt", 17, 3);
+  HostArray in = HostArray::zeros(DType::I32, {2, 5});
+  HostArray out = HostArray::zeros(DType::I32, {2, 5});
+  REQUIRE(data.fill(4, {&in, &out}).ok());
+  for (int64_t i = 0; i < 10; ++i) {
+    CHECK(tokenAt(out, i) == (3 * tokenAt(in, i) + 1) % 17);
+    if (i % 5 != 4)
+      CHECK(tokenAt(in, i + 1) == tokenAt(out, i));
+  }
+  HostArray again = HostArray::zeros(DType::I32, {2, 5});
+  HostArray againOut = HostArray::zeros(DType::I32, {2, 5});
+  REQUIRE(SyntheticData("gpt", 17, 3).fill(4, {&again, &againOut}).ok());
+  CHECK(again.bytes == in.bytes);
+}
+
+TEST_CASE("losses as CSV and SVG", "[train]") {
+  CHECK(lossCsv({2.5, 1.25}, {0.5, 0.25}) ==
+        "step,loss,seconds\n1,2.5,0.500000\n2,1.25,0.250000\n");
+  std::string svg = lossPlotSvg({3, 2, 1}, "gpt dp on cpu:8");
+  CHECK(svg.rfind("<svg ", 0) == 0);
+  CHECK(svg.find("gpt dp on cpu:8") != std::string::npos);
+  CHECK(svg.find("<polyline") != std::string::npos);
+}

@@ -1,0 +1,103 @@
+//===- CommandLine.cpp - The command-line layer of Partita's tools --------===//
+
+#include "CommandLine.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace partita::tools {
+
+std::string Arguments::get(const std::string &name,
+                           const std::string &fallback) const {
+  auto it = options.find(name);
+  return it == options.end() ? fallback : it->second;
+}
+
+Expected<Arguments> parseArguments(const std::vector<std::string> &args,
+                                   const CommandSyntax &syntax) {
+  Arguments parsed;
+  std::string hint =
+      syntax.helpHint.empty() ? "" : "; see '" + syntax.helpHint + "'";
+  std::string forCommand =
+      syntax.command.empty() ? "" : " for '" + syntax.command + "'";
+  bool optionsEnded = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &arg = args[i];
+    if (optionsEnded || arg.empty() || arg[0] != '-' || arg == "-") {
+      parsed.positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      optionsEnded = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      parsed.help = true;
+      return parsed;
+    }
+    std::string name = arg, value;
+    bool inlineValue = false;
+    if (size_t equals = arg.find('='); equals != std::string::npos) {
+      name = arg.substr(0, equals);
+      value = arg.substr(equals + 1);
+      inlineValue = true;
+    }
+    auto known = std::find_if(
+        syntax.options.begin(), syntax.options.end(),
+        [&](const OptionSpec &option) { return name == option.name; });
+    if (known == syntax.options.end())
+      return Status::error("unknown option '" + arg + "'" + forCommand + hint);
+    if (!known->valueName) {
+      if (inlineValue)
+        return Status::error("option '" + name + "' takes no value" + hint);
+      value = "1";
+    } else if (!inlineValue) {
+      if (i + 1 >= args.size())
+        return Status::error("option '" + name + "' needs a value (" +
+                             known->valueName + ")" + hint);
+      value = args[++i];
+    }
+    if (parsed.has(name))
+      return Status::error("option '" + name + "' given twice");
+    parsed.options[name] = value;
+  }
+  for (const OptionSpec &option : syntax.options)
+    if (option.required && !parsed.has(option.name))
+      return Status::error("'" + syntax.command + "' needs " + option.name +
+                           " " + option.valueName + " (" + option.help + ")");
+  if (parsed.positional.size() < syntax.minPositional)
+    return Status::error("'" + syntax.command + "' needs " +
+                         syntax.positionalUsage + hint);
+  if (parsed.positional.size() > syntax.maxPositional)
+    return Status::error("unexpected argument '" +
+                         parsed.positional[syntax.maxPositional] + "'" + hint);
+  return parsed;
+}
+
+std::string describeOptions(const std::string &tool,
+                            const CommandSyntax &syntax,
+                            const std::string &summary) {
+  std::string text = "usage: " + tool + " " + syntax.command;
+  if (!syntax.positionalUsage.empty())
+    text += " " + syntax.positionalUsage;
+  for (const OptionSpec &option : syntax.options) {
+    if (!option.valueName)
+      text += std::string(" [") + option.name + "]";
+    else if (option.required)
+      text += std::string(" ") + option.name + " " + option.valueName;
+    else
+      text += std::string(" [") + option.name + " " + option.valueName + "]";
+  }
+  text += "\n\n" + summary + "\n";
+  if (!syntax.options.empty())
+    text += "\noptions:\n";
+  char line[512];
+  for (const OptionSpec &option : syntax.options) {
+    std::snprintf(line, sizeof(line), "  %-14s %-8s %s\n", option.name,
+                  option.valueName ? option.valueName : "", option.help);
+    text += line;
+  }
+  return text;
+}
+
+} // namespace partita::tools
