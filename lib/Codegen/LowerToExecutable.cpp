@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 
 using namespace mlir;
 using namespace partita;
@@ -365,6 +364,294 @@ void planBuffers(func::FuncOp entry,
 
 } // namespace
 
+namespace {
+
+/// The lowering of one entry function (calls already inlined where
+/// possible) into `program`: every tensor value gets a buffer slot, every op
+/// one instruction (a loop's body follows its Loop instruction, see
+/// Instruction.h), the entry's arguments and results become the program's
+/// inputs and outputs.
+class Lowering {
+public:
+  Lowering(func::FuncOp entry, bool partitioned)
+      : entry(entry), partitioned(partitioned) {}
+
+  /// The mesh of a partitioned module: the one its shardings name, or its
+  /// only mesh.
+  void findMesh(ModuleOp module);
+  Status lowerArguments();
+  /// Lowers the ops of `block` in order. `callResults`: for a callee's
+  /// body, the slots its return copies into; null for the entry function,
+  /// whose return defines the outputs.
+  Status lowerBlock(Block &block, const std::vector<int32_t> *callResults);
+  Executable finish();
+
+private:
+  Expected<int32_t> slotFor(Value value);
+  /// Slots of `values`, appended to `into`.
+  Status slotsOf(ValueRange values, std::vector<int32_t> &into);
+  /// The global layout of an argument or result: its sharding (when the
+  /// module is partitioned) and the global shape it implies.
+  ExecutableValue layoutOf(Type local, ShardingAttr attr,
+                           const std::string &name, int32_t slot);
+  /// An instruction copying slot `from` into slot `to`.
+  void copy(int32_t from, int32_t to);
+
+  Status lowerCall(func::CallOp call);
+  Status lowerCalleeReturn(func::ReturnOp ret,
+                           const std::vector<int32_t> &callResults);
+  Status lowerReturn(func::ReturnOp ret);
+  Status lowerLoop(LoopOp loop, const std::vector<int32_t> *callResults);
+  /// Every other op: one instruction with the op's runtime code.
+  Status lowerTensorOp(Operation &op);
+
+  func::FuncOp entry;
+  bool partitioned;
+  Executable program;
+  llvm::DenseMap<Value, int32_t> slots;
+  /// The callees being lowered (a recursive call cannot run).
+  std::vector<Operation *> callStack;
+  bool inlinedCalls = false;
+  llvm::DenseMap<OpOperand *, int32_t> yieldCopies;
+};
+
+void Lowering::findMesh(ModuleOp module) {
+  if (!partitioned)
+    return;
+  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+  FlatSymbolRefAttr meshName;
+  entry.walk([&](Operation *op) {
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto sharding = dyn_cast<ShardingAttr>(attr.getValue()))
+        meshName = meshName ? meshName : sharding.getMesh();
+  });
+  for (unsigned i = 0; i < entry.getNumArguments() && !meshName; ++i)
+    if (auto sharding = entry.getArgAttrOfType<ShardingAttr>(
+            i, PartitaDialect::kShardingAttrName))
+      meshName = sharding.getMesh();
+  MeshOp mesh = meshName ? lookupMesh(module, meshName)
+                         : (meshes.size() == 1 ? meshes.front() : MeshOp());
+  if (mesh)
+    program.mesh = mesh.getMesh().toMesh();
+}
+
+Expected<int32_t> Lowering::slotFor(Value value) {
+  auto it = slots.find(value);
+  if (it != slots.end())
+    return it->second;
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return Status::error("non-tensor value " + describeValue(value));
+  Expected<DType> dtype = dtypeOf(type);
+  if (!dtype)
+    return Status::error(describeValue(value) + ": " +
+                         dtype.status().message());
+  program.slots.push_back(
+      {*dtype,
+       std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+  int32_t slot = static_cast<int32_t>(program.slots.size()) - 1;
+  slots[value] = slot;
+  return slot;
+}
+
+Status Lowering::slotsOf(ValueRange values, std::vector<int32_t> &into) {
+  for (Value value : values) {
+    Expected<int32_t> slot = slotFor(value);
+    if (!slot)
+      return slot.status();
+    into.push_back(*slot);
+  }
+  return Status::success();
+}
+
+ExecutableValue Lowering::layoutOf(Type local, ShardingAttr attr,
+                                   const std::string &name, int32_t slot) {
+  auto type = cast<RankedTensorType>(local);
+  ExecutableValue value;
+  value.slot = slot;
+  value.name = name;
+  value.sharding = partitioned && attr
+                       ? attr.toSharding()
+                       : Sharding::replicated(static_cast<int>(type.getRank()));
+  for (DimSharding &dim : value.sharding.dims)
+    dim.open = false;
+  std::vector<int64_t> counts = shardCounts(program.mesh, value.sharding);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    value.globalShape.push_back(type.getDimSize(d) * counts[d]);
+  return value;
+}
+
+void Lowering::copy(int32_t from, int32_t to) {
+  Instruction inst;
+  inst.op = OpCode::OptimizationBarrier;
+  inst.operands = {from};
+  inst.results = {to};
+  program.instructions.push_back(inst);
+}
+
+Status Lowering::lowerArguments() {
+  for (BlockArgument arg : entry.getArguments()) {
+    Expected<int32_t> slot = slotFor(arg);
+    if (!slot)
+      return slot.status();
+    unsigned index = arg.getArgNumber();
+    program.inputs.push_back(layoutOf(
+        arg.getType(),
+        entry.getArgAttrOfType<ShardingAttr>(index,
+                                             PartitaDialect::kShardingAttrName),
+        describeValue(arg), *slot));
+    if (auto role =
+            entry.getArgAttrOfType<RoleAttr>(index, PartitaDialect::kRoleAttrName))
+      program.inputs.back().role = stringifyRole(role.getValue()).str();
+    program.inputs.back().donated =
+        entry.getArgAttr(index, PartitaDialect::kDonatedAttrName) != nullptr;
+  }
+  return Status::success();
+}
+
+Status Lowering::lowerBlock(Block &block,
+                            const std::vector<int32_t> *callResults) {
+  for (Operation &op : block) {
+    Status status = Status::success();
+    if (auto ret = dyn_cast<func::ReturnOp>(op))
+      status = callResults ? lowerCalleeReturn(ret, *callResults)
+                           : lowerReturn(ret);
+    else if (auto call = dyn_cast<func::CallOp>(op))
+      status = lowerCall(call);
+    else if (isa<YieldOp>(op))
+      continue; // The parent loop reads its operands.
+    else if (auto loop = dyn_cast<LoopOp>(op))
+      status = lowerLoop(loop, callResults);
+    else
+      status = lowerTensorOp(op);
+    if (!status.ok())
+      return status;
+  }
+  return Status::success();
+}
+
+Status Lowering::lowerCalleeReturn(func::ReturnOp ret,
+                                   const std::vector<int32_t> &callResults) {
+  for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+    Expected<int32_t> slot = slotFor(operand);
+    if (!slot)
+      return slot.status();
+    copy(*slot, callResults[index]);
+  }
+  return Status::success();
+}
+
+Status Lowering::lowerCall(func::CallOp call) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  if (!callee || callee.isExternal())
+    return Status::error(describeOp(call) + ": the callee has no body");
+  if (llvm::is_contained(callStack, callee.getOperation()))
+    return Status::error(describeOp(call) + ": recursive calls cannot run");
+  for (auto [index, operand] : llvm::enumerate(call.getOperands())) {
+    Expected<int32_t> from = slotFor(operand);
+    Expected<int32_t> to = slotFor(callee.getArgument(index));
+    if (!from || !to)
+      return !from ? from.status() : to.status();
+    copy(*from, *to);
+  }
+  std::vector<int32_t> results;
+  if (Status status = slotsOf(call.getResults(), results); !status.ok())
+    return status;
+  inlinedCalls = true;
+  callStack.push_back(callee.getOperation());
+  Status status = lowerBlock(callee.getBody().front(), &results);
+  callStack.pop_back();
+  return status;
+}
+
+Status Lowering::lowerReturn(func::ReturnOp ret) {
+  for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+    Expected<int32_t> slot = slotFor(operand);
+    if (!slot)
+      return slot.status();
+    program.outputs.push_back(
+        layoutOf(operand.getType(),
+                 entry.getResultAttrOfType<ShardingAttr>(
+                     index, PartitaDialect::kShardingAttrName),
+                 "result " + std::to_string(index), *slot));
+  }
+  return Status::success();
+}
+
+Status Lowering::lowerLoop(LoopOp loop,
+                           const std::vector<int32_t> *callResults) {
+  Instruction inst;
+  inst.op = OpCode::Loop;
+  Block &body = loop.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  Expected<int32_t> counter = slotFor(body.getArgument(0));
+  if (!counter)
+    return counter.status();
+  inst.ints = {static_cast<int64_t>(loop.getTripCount()), 0, *counter};
+  std::vector<int32_t> carried;
+  if (Status status = slotsOf(loop.getInits(), inst.operands); !status.ok())
+    return status;
+  if (Status status = slotsOf(loop.getResults(), inst.results); !status.ok())
+    return status;
+  if (Status status = slotsOf(loop.getCarried(), carried); !status.ok())
+    return status;
+  inst.ints.insert(inst.ints.end(), carried.begin(), carried.end());
+  size_t at = program.instructions.size();
+  program.instructions.push_back(inst);
+  if (Status status = lowerBlock(body, callResults); !status.ok())
+    return status;
+  std::vector<int32_t> yielded;
+  if (Status status = slotsOf(yield.getValues(), yielded); !status.ok())
+    return status;
+  Instruction &loopInst = program.instructions[at];
+  loopInst.ints.insert(loopInst.ints.end(), yielded.begin(), yielded.end());
+  // A slot for the copy of each yielded value.
+  for (OpOperand &operand : yield->getOpOperands()) {
+    program.slots.push_back(program.slots[slots.lookup(operand.get())]);
+    int32_t copySlot = static_cast<int32_t>(program.slots.size()) - 1;
+    yieldCopies[&operand] = copySlot;
+    program.instructions[at].ints.push_back(copySlot);
+  }
+  program.instructions[at].ints[1] =
+      static_cast<int64_t>(program.instructions.size() - at - 1);
+  return Status::success();
+}
+
+Status Lowering::lowerTensorOp(Operation &op) {
+  auto code = opCodes().find(op.getName().getStringRef());
+  if (code == opCodes().end())
+    return Status::error(describeOp(&op) + ": the runtime cannot run '" +
+                         op.getName().getStringRef().str() + "' yet");
+  Instruction inst;
+  inst.op = code->second;
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    bool splat = false;
+    Expected<HostArray> value = constantValue(constant.getValue(), splat);
+    if (!value)
+      return Status::error(describeOp(&op) + ": " + value.status().message());
+    inst.ints = {static_cast<int64_t>(program.constants.size())};
+    if (splat)
+      inst.ints.push_back(1);
+    program.constants.push_back(std::move(*value));
+  } else {
+    lowerAttributes(&op, inst);
+  }
+  if (Status status = slotsOf(op.getOperands(), inst.operands); !status.ok())
+    return status;
+  if (Status status = slotsOf(op.getResults(), inst.results); !status.ok())
+    return status;
+  program.instructions.push_back(std::move(inst));
+  return Status::success();
+}
+
+Executable Lowering::finish() {
+  planBuffers(entry, slots, yieldCopies, program, inlinedCalls);
+  return std::move(program);
+}
+
+} // namespace
+
 Expected<Executable> partita::lowerToExecutable(ModuleOp original) {
   // Calls are inlined first, so the buffer plan sees every buffer.
   OwningOpRef<ModuleOp> inlined = cloneWithCallsInlined(original);
@@ -376,239 +663,13 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp original) {
       entry = function;
   if (!entry)
     return Status::error("the module has no function with a body to run");
-  bool partitioned = module->hasAttr(PartitaDialect::kPartitionedAttrName);
-
-  Executable program;
-  if (partitioned) {
-    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-    FlatSymbolRefAttr meshName;
-    entry.walk([&](Operation *op) {
-      for (NamedAttribute attr : op->getAttrs())
-        if (auto sharding = dyn_cast<ShardingAttr>(attr.getValue()))
-          meshName = meshName ? meshName : sharding.getMesh();
-    });
-    for (unsigned i = 0; i < entry.getNumArguments() && !meshName; ++i)
-      if (auto sharding = entry.getArgAttrOfType<ShardingAttr>(
-              i, PartitaDialect::kShardingAttrName))
-        meshName = sharding.getMesh();
-    MeshOp mesh = meshName ? lookupMesh(module, meshName)
-                           : (meshes.size() == 1 ? meshes.front() : MeshOp());
-    if (mesh)
-      program.mesh = mesh.getMesh().toMesh();
-  }
-
-  llvm::DenseMap<Value, int32_t> slots;
-  auto slotFor = [&](Value value) -> Expected<int32_t> {
-    auto it = slots.find(value);
-    if (it != slots.end())
-      return it->second;
-    auto type = dyn_cast<RankedTensorType>(value.getType());
-    if (!type)
-      return Status::error("non-tensor value " + describeValue(value));
-    Expected<DType> dtype = dtypeOf(type);
-    if (!dtype)
-      return Status::error(describeValue(value) + ": " +
-                           dtype.status().message());
-    program.slots.push_back(
-        {*dtype,
-         std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
-    int32_t slot = static_cast<int32_t>(program.slots.size()) - 1;
-    slots[value] = slot;
-    return slot;
-  };
-  // The global layout of an argument or result: its sharding (when the
-  // module is partitioned) and the global shape it implies.
-  auto layoutOf = [&](Type local, ShardingAttr attr, const std::string &name,
-                      int32_t slot) {
-    auto type = cast<RankedTensorType>(local);
-    ExecutableValue value;
-    value.slot = slot;
-    value.name = name;
-    value.sharding =
-        partitioned && attr
-            ? attr.toSharding()
-            : Sharding::replicated(static_cast<int>(type.getRank()));
-    for (DimSharding &dim : value.sharding.dims)
-      dim.open = false;
-    std::vector<int64_t> counts = shardCounts(program.mesh, value.sharding);
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      value.globalShape.push_back(type.getDimSize(d) * counts[d]);
-    return value;
-  };
-
-  for (BlockArgument arg : entry.getArguments()) {
-    Expected<int32_t> slot = slotFor(arg);
-    if (!slot)
-      return slot.status();
-    program.inputs.push_back(
-        layoutOf(arg.getType(),
-                 entry.getArgAttrOfType<ShardingAttr>(
-                     arg.getArgNumber(), PartitaDialect::kShardingAttrName),
-                 describeValue(arg), *slot));
-    if (auto role = entry.getArgAttrOfType<RoleAttr>(
-            arg.getArgNumber(), PartitaDialect::kRoleAttrName))
-      program.inputs.back().role = stringifyRole(role.getValue()).str();
-    program.inputs.back().donated =
-        entry.getArgAttr(arg.getArgNumber(),
-                         PartitaDialect::kDonatedAttrName) != nullptr;
-  }
-  // Lowers the ops of a block in order; a loop's body follows its Loop
-  // instruction (see Instruction.h).
-  // `callResults`: for a callee's body, the slots its return copies into;
-  // null for the entry function, whose return defines the outputs.
-  std::vector<Operation *> callStack;
-  bool inlinedCalls = false;
-  llvm::DenseMap<OpOperand *, int32_t> yieldCopies;
-  std::function<Status(Block &, const std::vector<int32_t> *)> lowerBlock =
-      [&](Block &block, const std::vector<int32_t> *callResults) -> Status {
-    auto copy = [&](int32_t from, int32_t to) {
-      Instruction inst;
-      inst.op = OpCode::OptimizationBarrier;
-      inst.operands = {from};
-      inst.results = {to};
-      program.instructions.push_back(inst);
-    };
-    for (Operation &op : block) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op); ret && callResults) {
-        for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
-          Expected<int32_t> slot = slotFor(operand);
-          if (!slot)
-            return slot.status();
-          copy(*slot, (*callResults)[index]);
-        }
-        continue;
-      }
-      if (auto call = dyn_cast<func::CallOp>(op)) {
-        auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-            call, call.getCalleeAttr());
-        if (!callee || callee.isExternal())
-          return Status::error(describeOp(&op) + ": the callee has no body");
-        if (llvm::is_contained(callStack, callee.getOperation()))
-          return Status::error(describeOp(&op) +
-                               ": recursive calls cannot run");
-        for (auto [index, operand] : llvm::enumerate(call.getOperands())) {
-          Expected<int32_t> from = slotFor(operand);
-          Expected<int32_t> to = slotFor(callee.getArgument(index));
-          if (!from || !to)
-            return !from ? from.status() : to.status();
-          copy(*from, *to);
-        }
-        std::vector<int32_t> results;
-        for (Value result : call.getResults()) {
-          Expected<int32_t> slot = slotFor(result);
-          if (!slot)
-            return slot.status();
-          results.push_back(*slot);
-        }
-        inlinedCalls = true;
-        callStack.push_back(callee.getOperation());
-        Status status = lowerBlock(callee.getBody().front(), &results);
-        callStack.pop_back();
-        if (!status.ok())
-          return status;
-        continue;
-      }
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
-          Expected<int32_t> slot = slotFor(operand);
-          if (!slot)
-            return slot.status();
-          program.outputs.push_back(
-              layoutOf(operand.getType(),
-                       entry.getResultAttrOfType<ShardingAttr>(
-                           index, PartitaDialect::kShardingAttrName),
-                       "result " + std::to_string(index), *slot));
-        }
-        continue;
-      }
-      if (isa<YieldOp>(op))
-        continue; // The parent loop reads its operands.
-      if (auto loop = dyn_cast<LoopOp>(op)) {
-        Instruction inst;
-        inst.op = OpCode::Loop;
-        Block &body = loop.getBody().front();
-        auto yield = cast<YieldOp>(body.getTerminator());
-        Expected<int32_t> counter = slotFor(body.getArgument(0));
-        if (!counter)
-          return counter.status();
-        inst.ints = {static_cast<int64_t>(loop.getTripCount()), 0, *counter};
-        for (Value init : loop.getInits()) {
-          Expected<int32_t> slot = slotFor(init);
-          if (!slot)
-            return slot.status();
-          inst.operands.push_back(*slot);
-        }
-        for (Value result : loop.getResults()) {
-          Expected<int32_t> slot = slotFor(result);
-          if (!slot)
-            return slot.status();
-          inst.results.push_back(*slot);
-        }
-        for (Value carried : loop.getCarried()) {
-          Expected<int32_t> slot = slotFor(carried);
-          if (!slot)
-            return slot.status();
-          inst.ints.push_back(*slot);
-        }
-        size_t at = program.instructions.size();
-        program.instructions.push_back(inst);
-        if (Status status = lowerBlock(body, callResults); !status.ok())
-          return status;
-        for (Value yielded : yield.getValues()) {
-          Expected<int32_t> slot = slotFor(yielded);
-          if (!slot)
-            return slot.status();
-          program.instructions[at].ints.push_back(*slot);
-        }
-        // A slot for the copy of each yielded value.
-        for (OpOperand &yielded : yield->getOpOperands()) {
-          program.slots.push_back(program.slots[slots.lookup(yielded.get())]);
-          int32_t copy = static_cast<int32_t>(program.slots.size()) - 1;
-          yieldCopies[&yielded] = copy;
-          program.instructions[at].ints.push_back(copy);
-        }
-        program.instructions[at].ints[1] =
-            static_cast<int64_t>(program.instructions.size() - at - 1);
-        continue;
-      }
-      auto code = opCodes().find(op.getName().getStringRef());
-      if (code == opCodes().end())
-        return Status::error(describeOp(&op) + ": the runtime cannot run '" +
-                             op.getName().getStringRef().str() + "' yet");
-      Instruction inst;
-      inst.op = code->second;
-      if (auto constant = dyn_cast<ConstantOp>(op)) {
-        bool splat = false;
-        Expected<HostArray> value = constantValue(constant.getValue(), splat);
-        if (!value)
-          return Status::error(describeOp(&op) + ": " +
-                               value.status().message());
-        inst.ints = {static_cast<int64_t>(program.constants.size())};
-        if (splat)
-          inst.ints.push_back(1);
-        program.constants.push_back(std::move(*value));
-      } else {
-        lowerAttributes(&op, inst);
-      }
-      for (Value operand : op.getOperands()) {
-        Expected<int32_t> slot = slotFor(operand);
-        if (!slot)
-          return slot.status();
-        inst.operands.push_back(*slot);
-      }
-      for (Value result : op.getResults()) {
-        Expected<int32_t> slot = slotFor(result);
-        if (!slot)
-          return slot.status();
-        inst.results.push_back(*slot);
-      }
-      program.instructions.push_back(std::move(inst));
-    }
-    return Status::success();
-  };
-  if (Status status = lowerBlock(entry.getBody().front(), nullptr);
+  Lowering lowering(entry,
+                    module->hasAttr(PartitaDialect::kPartitionedAttrName));
+  lowering.findMesh(module);
+  if (Status status = lowering.lowerArguments(); !status.ok())
+    return status;
+  if (Status status = lowering.lowerBlock(entry.getBody().front(), nullptr);
       !status.ok())
     return status;
-  planBuffers(entry, slots, yieldCopies, program, inlinedCalls);
-  return program;
+  return lowering.finish();
 }
