@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.partita_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "tools", "Inputs", "install"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "tools", "Inputs", "install", "lib"]
 
 config.substitutions.append(("%partita_src", config.partita_src_root))
 config.substitutions.append(("%examples", os.path.join(config.partita_src_root, "docs", "examples")))

@@ -2,7 +2,8 @@
 //
 // The gradient function is the forward function followed by its reverse
 // sweep: ops are visited last to first, each adding its operands' adjoints
-// from its results' adjoints (docs/Autodiff.md has the rules). A loop is
+// from its results' adjoints by its kind's rule in the gradient table
+// (GradientRules.cpp; docs/Autodiff.md lists the rules). A loop is
 // rewritten to save its carries at every iteration; its adjoint is a loop
 // running backwards that reloads the carries, recomputes the body and
 // differentiates that copy, carrying the adjoints of the carries and of the
@@ -13,6 +14,7 @@
 
 #include "partita/Transforms/Autodiff.h"
 #include "AutodiffEmitter.h"
+#include "GradientRules.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/Utils/InlineCalls.h"
@@ -26,7 +28,6 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 
-#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -34,46 +35,6 @@ using namespace partita;
 using namespace partita::autodiff;
 
 namespace {
-
-/// One operand's letters, and every letter's size, of an einsum spec.
-struct EinsumSpec {
-  std::vector<std::string> inputs;
-  std::string output;
-  std::map<char, int64_t> sizes;
-};
-
-FailureOr<EinsumSpec> parseSpec(EinsumOp op) {
-  EinsumSpec spec;
-  std::string text = op.getSpec().str();
-  size_t arrow = text.find("->");
-  if (arrow == std::string::npos)
-    return failure();
-  spec.output = text.substr(arrow + 2);
-  std::string lhs = text.substr(0, arrow);
-  size_t start = 0;
-  while (true) {
-    size_t comma = lhs.find(',', start);
-    spec.inputs.push_back(lhs.substr(start, comma - start));
-    if (comma == std::string::npos)
-      break;
-    start = comma + 1;
-  }
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    Shape shape = shapeOf(op.getOperand(i));
-    if (shape.size() != spec.inputs[i].size())
-      return failure();
-    for (size_t d = 0; d < shape.size(); ++d)
-      spec.sizes[spec.inputs[i][d]] = shape[d];
-  }
-  return spec;
-}
-
-bool hasRepeatedLetter(const std::string &letters) {
-  for (size_t i = 0; i < letters.size(); ++i)
-    if (letters.find(letters[i], i + 1) != std::string::npos)
-      return true;
-  return false;
-}
 
 /// The reverse sweep over a list of ops.
 class Reverse {
@@ -150,8 +111,27 @@ private:
     return failure();
   }
 
+  /// A gradient rule's view of this sweep while it visits `op`.
+  class OpContext final : public GradientContext {
+  public:
+    OpContext(Reverse &sweep, Operation *op, Value g)
+        : GradientContext(op, sweep.builder, g), sweep(sweep), op(op) {}
+    Value adjoint(Value value) const override { return sweep.adjoint(value); }
+    void accumulate(Value value, Value gradient) override {
+      sweep.accumulate(value, gradient);
+    }
+    LogicalResult fail(const std::string &why) override {
+      return sweep.fail(op, why);
+    }
+
+  private:
+    Reverse &sweep;
+    Operation *op;
+  };
+
+  /// Differentiates one op: loops, manual computations and collectives
+  /// here, every other op by its rule in the gradient table.
   LogicalResult visit(Operation *op);
-  LogicalResult visitEinsum(EinsumOp op, Value g);
   LogicalResult visitLoop(LoopOp loop);
   LogicalResult visitManual(ManualComputationOp manual);
   LogicalResult recompute(ArrayRef<Operation *> segment);
@@ -169,279 +149,20 @@ LogicalResult Reverse::visit(Operation *op) {
     any |= adjoints.count(result) != 0;
   if (!any)
     return success();
-  Emitter e{builder, op->getLoc()};
   Value g = op->getNumResults() == 1 ? adjoint(op->getResult(0)) : Value();
-  Value y = op->getNumResults() == 1 ? op->getResult(0) : Value();
-  auto operand = [&](unsigned i) { return op->getOperand(i); };
-
-  if (isa<AddOp>(op)) {
-    accumulate(operand(0), g);
-    accumulate(operand(1), g);
-  } else if (isa<SubOp>(op)) {
-    accumulate(operand(0), g);
-    accumulate(operand(1), e.neg(g));
-  } else if (isa<MulOp>(op)) {
-    accumulate(operand(0), e.mul(g, operand(1)));
-    accumulate(operand(1), e.mul(g, operand(0)));
-  } else if (isa<DivOp>(op)) {
-    accumulate(operand(0), e.div(g, operand(1)));
-    accumulate(operand(1), e.neg(e.div(e.mul(g, y), operand(1))));
-  } else if (isa<MaxOp, MinOp>(op)) {
-    // Ties go to the left operand.
-    Value left = e.compare(isa<MaxOp>(op) ? CompareDirection::GE
-                                          : CompareDirection::LE,
-                           operand(0), operand(1));
-    Value zero = e.zerosLike(g);
-    accumulate(operand(0), e.select(left, g, zero));
-    accumulate(operand(1), e.select(left, zero, g));
-  } else if (isa<PowOp>(op)) {
-    Value one = e.splat(1, g.getType());
-    accumulate(operand(0),
-               e.mul(e.mul(g, operand(1)),
-                     e.pow(operand(0), e.sub(operand(1), one))));
-    accumulate(operand(1), e.mul(e.mul(g, y), e.log(operand(0))));
-  } else if (isa<NegOp>(op)) {
-    accumulate(operand(0), e.neg(g));
-  } else if (isa<AbsOp>(op)) {
-    accumulate(operand(0), e.mul(g, e.sign(operand(0))));
-  } else if (isa<ExpOp>(op)) {
-    accumulate(operand(0), e.mul(g, y));
-  } else if (isa<LogOp>(op)) {
-    accumulate(operand(0), e.div(g, operand(0)));
-  } else if (isa<Log1pOp>(op)) {
-    accumulate(operand(0),
-               e.div(g, e.add(operand(0), e.splat(1, g.getType()))));
-  } else if (isa<TanhOp>(op)) {
-    accumulate(operand(0),
-               e.mul(g, e.sub(e.splat(1, g.getType()), e.mul(y, y))));
-  } else if (isa<LogisticOp>(op)) {
-    accumulate(operand(0),
-               e.mul(g, e.mul(y, e.sub(e.splat(1, g.getType()), y))));
-  } else if (isa<SqrtOp>(op)) {
-    accumulate(operand(0), e.div(e.mul(g, e.splat(0.5, g.getType())), y));
-  } else if (isa<RsqrtOp>(op)) {
-    accumulate(operand(0), e.mul(e.mul(g, e.splat(-0.5, g.getType())),
-                                 e.mul(y, e.mul(y, y))));
-  } else if (isa<ErfOp>(op)) {
-    Value x = operand(0);
-    accumulate(x, e.mul(e.mul(g, e.splat(2.0 / std::sqrt(M_PI), g.getType())),
-                        e.exp(e.neg(e.mul(x, x)))));
-  } else if (isa<SinOp>(op)) {
-    accumulate(operand(0), e.mul(g, e.cos(operand(0))));
-  } else if (isa<CosOp>(op)) {
-    accumulate(operand(0), e.neg(e.mul(g, e.sin(operand(0)))));
-  } else if (isa<SelectOp>(op)) {
-    Value zero = e.zerosLike(g);
-    accumulate(operand(1), e.select(operand(0), g, zero));
-    accumulate(operand(2), e.select(operand(0), zero, g));
-  } else if (auto convert = dyn_cast<ConvertOp>(op)) {
-    if (isFloatTensor(convert.getOperand()))
-      accumulate(convert.getOperand(),
-                 e.convert(g, tensorTypeOf(convert.getOperand()).getElementType()));
-  } else if (auto einsum = dyn_cast<EinsumOp>(op)) {
-    return visitEinsum(einsum, g);
-  } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
-    Value x = reduce.getOperand();
-    ArrayRef<int64_t> dims = reduce.getDims();
-    if (reduce.getKind() == ReductionKind::Sum) {
-      accumulate(x, e.unreduce(g, x, dims));
-    } else if (reduce.getKind() == ReductionKind::Max ||
-               reduce.getKind() == ReductionKind::Min) {
-      // Split among ties, as JAX does.
-      Value hit = e.compare(CompareDirection::EQ, x, e.unreduce(y, x, dims));
-      Value ones = e.convert(hit, tensorTypeOf(x).getElementType());
-      Value count = e.unreduce(e.reduceSum(ones, dims), x, dims);
-      accumulate(x, e.div(e.mul(e.unreduce(g, x, dims), ones), count));
-    }
-  } else if (auto cumsum = dyn_cast<CumsumOp>(op)) {
-    accumulate(cumsum.getOperand(),
-               builder.create<CumsumOp>(op->getLoc(), g.getType(), g,
-                                        builder.getI64IntegerAttr(cumsum.getDim()),
-                                        cumsum.getReverse()
-                                            ? UnitAttr()
-                                            : builder.getUnitAttr()));
-  } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-    Value x = broadcast.getOperand();
-    Shape in = shapeOf(x), out = shapeOf(y);
-    ArrayRef<int64_t> dims = broadcast.getDims();
-    SmallVector<int64_t> summed;
-    for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d) {
-      auto at = llvm::find(dims, d);
-      if (at == dims.end() || in[at - dims.begin()] != out[d])
-        summed.push_back(d);
-    }
-    // Sum the new and expanded dimensions, then restore size-1 ones.
-    accumulate(x, e.reshape(summed.empty() ? g : e.reduceSum(g, summed), in));
-  } else if (isa<ReshapeOp>(op)) {
-    accumulate(operand(0), e.reshape(g, shapeOf(operand(0))));
-  } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
-    ArrayRef<int64_t> perm = transpose.getPerm();
-    SmallVector<int64_t> inverse(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i)
-      inverse[perm[i]] = static_cast<int64_t>(i);
-    accumulate(operand(0),
-               builder.create<TransposeOp>(op->getLoc(), operand(0).getType(),
-                                           g, inverse));
-  } else if (auto slice = dyn_cast<SliceOp>(op)) {
-    if (llvm::any_of(slice.getStride(), [](int64_t s) { return s != 1; }))
-      return fail(op, "no gradient rule for a strided slice");
-    Shape in = shapeOf(slice.getOperand());
-    SmallVector<int64_t> low(slice.getStart()), high;
-    for (size_t d = 0; d < in.size(); ++d)
-      high.push_back(in[d] - slice.getLimit()[d]);
-    Value zero = e.splat(0, RankedTensorType::get({}, tensorTypeOf(g).getElementType()));
-    accumulate(slice.getOperand(),
-               builder.create<PadOp>(op->getLoc(), slice.getOperand().getType(),
-                                     g, zero, low, high));
-  } else if (auto dynamicSlice = dyn_cast<DynamicSliceOp>(op)) {
-    Value x = dynamicSlice.getOperand();
-    accumulate(x, e.dynamicUpdateSlice(e.zerosLike(x), g,
-                                       dynamicSlice.getStartIndices()));
-  } else if (auto update = dyn_cast<DynamicUpdateSliceOp>(op)) {
-    ValueRange starts = update.getStartIndices();
-    Value u = update.getUpdate();
-    accumulate(update.getOperand(),
-               e.dynamicUpdateSlice(g, e.zerosLike(u), starts));
-    accumulate(u, e.dynamicSlice(g, starts, shapeOf(u)));
-  } else if (auto concat = dyn_cast<ConcatenateOp>(op)) {
-    int64_t dim = static_cast<int64_t>(concat.getDim()), offset = 0;
-    Shape out = shapeOf(y);
-    for (Value input : concat.getInputs()) {
-      SmallVector<int64_t> start(out.size(), 0), limit(out);
-      start[dim] = offset;
-      limit[dim] = offset + shapeOf(input)[dim];
-      offset = limit[dim];
-      accumulate(input, e.slice(g, start, limit));
-    }
-  } else if (auto pad = dyn_cast<PadOp>(op)) {
-    Value x = pad.getOperand();
-    Shape in = shapeOf(x);
-    SmallVector<int64_t> start(pad.getLow()), limit;
-    for (size_t d = 0; d < in.size(); ++d)
-      limit.push_back(start[d] + in[d]);
-    Value inner = e.slice(g, start, limit);
-    accumulate(x, inner);
-    if (isFloatTensor(pad.getPaddingValue())) {
-      SmallVector<int64_t> all;
-      for (size_t d = 0; d < in.size(); ++d)
-        all.push_back(static_cast<int64_t>(d));
-      accumulate(pad.getPaddingValue(),
-                 e.sub(e.reduceSum(g, all), e.reduceSum(inner, all)));
-    }
-  } else if (auto gather = dyn_cast<GatherOp>(op)) {
-    Value table = gather.getTable();
-    accumulate(table, builder.create<ScatterAddOp>(op->getLoc(), table.getType(),
-                                                   e.zerosLike(table),
-                                                   gather.getIndices(), g));
-  } else if (auto scatter = dyn_cast<ScatterAddOp>(op)) {
-    accumulate(scatter.getTable(), g);
-    accumulate(scatter.getUpdates(),
-               builder.create<GatherOp>(op->getLoc(),
-                                        scatter.getUpdates().getType(), g,
-                                        scatter.getIndices()));
-  } else if (auto topk = dyn_cast<TopKOp>(op)) {
-    Value gv = adjoint(topk.getValues());
-    if (!gv)
-      return success();
-    Value x = topk.getOperand();
-    Shape in = shapeOf(x), values = shapeOf(topk.getValues());
-    int64_t rank = static_cast<int64_t>(in.size());
-    if (static_cast<int64_t>(topk.getDim()) != rank - 1)
-      return fail(op, "no gradient rule for top_k along a dimension other "
-                      "than the last");
-    // d x[..., n] = sum_k g[..., k] * (indices[..., k] == n).
-    Shape wide(values);
-    wide.push_back(in.back());
-    SmallVector<int64_t> dims;
-    for (int64_t d = 0; d < rank; ++d)
-      dims.push_back(d);
-    Value indices = e.broadcast(topk.getIndices(), wide, dims);
-    Value positions = builder.create<IotaOp>(
-        op->getLoc(),
-        RankedTensorType::get(wide, tensorTypeOf(topk.getIndices()).getElementType()),
-        static_cast<uint64_t>(rank));
-    Value hot = e.convert(e.compare(CompareDirection::EQ, indices, positions),
-                          tensorTypeOf(x).getElementType());
-    std::string lead;
-    for (int64_t d = 0; d + 1 < rank; ++d)
-      lead += static_cast<char>('a' + d);
-    accumulate(x, e.einsum(lead + "yz," + lead + "y->" + lead + "z",
-                           ValueRange{hot, gv}, in));
-  } else if (auto barrier = dyn_cast<OptimizationBarrierOp>(op)) {
-    for (auto [input, result] :
-         llvm::zip(barrier.getOperands(), barrier.getResults()))
-      accumulate(input, adjoint(result));
-  } else if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
-    // The cotangent keeps the value's layout (as JAX transposes
-    // with_sharding_constraint).
-    accumulate(constraint.getInput(),
-               builder.create<ShardingConstraintOp>(op->getLoc(), g,
-                                                    constraint.getSharding()));
-  } else if (auto reshard = dyn_cast<ReshardOp>(op)) {
-    accumulate(reshard.getInput(),
-               builder.create<ShardingConstraintOp>(op->getLoc(), g,
-                                                    reshard.getSharding()));
-  } else if (auto logical = dyn_cast<LogicalConstraintOp>(op)) {
-    accumulate(logical.getInput(),
-               builder.create<LogicalConstraintOp>(op->getLoc(), g,
-                                                   logical.getAxes(),
-                                                   logical.getRoleAttr()));
-  } else if (isa<AllGatherOp, AllSliceOp, AllReduceOp, ReduceScatterOp,
-                 AllToAllOp, CollectivePermuteOp>(op)) {
+  if (isa<AllGatherOp, AllSliceOp, AllReduceOp, ReduceScatterOp, AllToAllOp,
+          CollectivePermuteOp>(op)) {
     if (!manualBody)
       return fail(op, "collectives outside manual computations have no "
                       "gradient rule: differentiate before partitioning");
     return visitCollective(op, g);
-  } else if (isa<CompareOp, ArgmaxOp, IotaOp, ConstantOp, FloorOp, SignOp,
-                 NotOp, AndOp, OrOp, XorOp, RemOp>(op)) {
-    // Piecewise constant or integer: no gradient flows.
-  } else {
+  }
+  const GradientRule *rule = lookupGradientRule(op);
+  if (!rule)
     return fail(op, "no gradient rule for '" +
                         op->getName().getStringRef().str() + "'");
-  }
-  return success();
-}
-
-LogicalResult Reverse::visitEinsum(EinsumOp op, Value g) {
-  FailureOr<EinsumSpec> spec = parseSpec(op);
-  if (failed(spec))
-    return fail(op, "cannot read the einsum spec");
-  Emitter e{builder, op->getLoc()};
-  for (size_t i = 0; i < spec->inputs.size(); ++i) {
-    Value operand = op.getOperand(i);
-    if (!isFloatTensor(operand))
-      continue;
-    const std::string &target = spec->inputs[i];
-    if (hasRepeatedLetter(target))
-      return fail(op, "no gradient rule for an einsum with a repeated index "
-                      "in one operand");
-    // d operand_i = einsum(g, other operands -> operand_i's letters that
-    // appear elsewhere), broadcast over the letters only it has.
-    std::string available = spec->output;
-    std::string sources = spec->output;
-    SmallVector<Value> operands = {g};
-    for (size_t j = 0; j < spec->inputs.size(); ++j) {
-      if (j == i)
-        continue;
-      sources += "," + spec->inputs[j];
-      available += spec->inputs[j];
-      operands.push_back(op.getOperand(j));
-    }
-    std::string kept;
-    Shape keptShape;
-    SmallVector<int64_t> keptDims;
-    for (size_t d = 0; d < target.size(); ++d)
-      if (available.find(target[d]) != std::string::npos) {
-        kept += target[d];
-        keptShape.push_back(spec->sizes[target[d]]);
-        keptDims.push_back(static_cast<int64_t>(d));
-      }
-    Value partial = e.einsum(sources + "->" + kept, operands, keptShape);
-    if (kept.size() != target.size())
-      partial = e.broadcast(partial, shapeOf(operand), keptDims);
-    accumulate(operand, partial);
-  }
-  return success();
+  OpContext context(*this, op, g);
+  return (*rule)(op, context);
 }
 
 LogicalResult Reverse::visitLoop(LoopOp loop) {

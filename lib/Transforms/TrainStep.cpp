@@ -6,6 +6,10 @@
 // micro-batches — with parameters, optimizer state and gradient buffers as
 // donated arguments the step returns updated (docs/Autodiff.md).
 //
+// One function per concern: the step's signature, running forward and
+// backward (over micro-batches when accumulating), moving the gradients
+// into their buffers' layout, each optimizer's update, and the results.
+//
 //===----------------------------------------------------------------------===//
 
 #include "AutodiffEmitter.h"
@@ -18,21 +22,102 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 
-#include <cmath>
-#include <map>
 
 using namespace mlir;
 using namespace partita;
 using namespace partita::autodiff;
 
-Expected<func::FuncOp>
-partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
-                        const std::string &name) {
-  bool adam = options.optimizer == "adamw";
+namespace {
+
+/// Builds one train step from a loss function and its gradient function.
+/// The step's arguments are, in order: parameters, gradient buffers,
+/// optimizer state (`moments` groups of one per parameter), the loss's
+/// other arguments, the step number (AdamW) and the learning rate (unless
+/// constant).
+class TrainStepBuilder {
+public:
+  TrainStepBuilder(func::FuncOp loss, const TrainStepOptions &options)
+      : loss(loss), options(options), adam(options.optimizer == "adamw"),
+        context(loss.getContext()), builder(context), loc(loss.getLoc()),
+        moments((adam ? 2 : 1) + (options.mixedPrecision ? 1 : 0)),
+        first(options.mixedPrecision ? 1 : 0),
+        lrInput(options.learningRate <= 0) {}
+
+  /// Checks the optimizer and the loss's arguments, and sorts them into
+  /// trained parameters and the others.
+  Status classifyArguments();
+
+  /// Builds the step `name` after `gradient`, which it then erases.
+  Expected<func::FuncOp> build(func::FuncOp gradient, const std::string &name);
+
+  /// The arguments with role `param` that are trained.
+  std::vector<unsigned> params;
+
+private:
+  /// The step's argument types and attributes.
+  struct Signature {
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+  };
+
+  /// The step's signature; fails when micro-batches cannot be formed.
+  Expected<Signature> signature();
+  /// Runs the gradient function's body at `at` with `data` for the loss's
+  /// other arguments; returns (loss, gradients).
+  SmallVector<Value> forwardBackward(OpBuilder &at, ValueRange data);
+  /// One loop over the micro-batches of `data`, summing the loss and the
+  /// gradients in its carries, then averaged; returns (loss, gradients).
+  SmallVector<Value> accumulateMicroBatches(ValueRange data);
+  /// Moves each gradient into its buffer's layout.
+  void reduceGradients(SmallVector<Value> &gradients);
+  /// The gradient of parameter `p` in the optimizer state's layout and
+  /// `param`'s element type.
+  Value optimizerGradient(size_t p, Value gradient, Value param);
+  /// SGD with momentum: the updated `param`; pushes the new momentum.
+  Value sgd(size_t p, Value param, Value g, Value rate);
+  /// AdamW: the updated `param`; pushes the new moments.
+  Value adamw(size_t p, Value param, Value g, Value rate);
+  /// Writes the return, the function type and the argument and result
+  /// attributes of the step.
+  void finish(Value lossValue, ArrayRef<Value> gradients,
+              const Signature &signature);
+
+  RankedTensorType masterType(unsigned i) {
+    RankedTensorType type = tensorTypeOf(loss.getArgument(i));
+    return options.mixedPrecision
+               ? RankedTensorType::get(type.getShape(), builder.getF32Type())
+               : type;
+  }
+  Value paramArg(size_t p) { return body->getArgument(p); }
+  Value stateArg(unsigned m, size_t p) {
+    return body->getArgument(params.size() * (2 + m) + p);
+  }
+  Emitter emitter() { return Emitter{builder, loc}; }
+
+  func::FuncOp loss;
+  const TrainStepOptions &options;
+  bool adam;
+  MLIRContext *context;
+  OpBuilder builder;
+  Location loc;
+  /// Optimizer state groups, and which of them is the first moment.
+  unsigned moments, first;
+  bool lrInput;
+  std::vector<unsigned> others;
+  /// The `batch` dimension of each loss argument (-1: none).
+  std::vector<int64_t> batchDim;
+
+  Block *body = nullptr;
+  Block *gradBody = nullptr;
+  SmallVector<Value> dataArgs;
+  Value stepNumber, lr;
+  SmallVector<Value> newParams, newState[3];
+};
+
+Status TrainStepBuilder::classifyArguments() {
   if (!adam && options.optimizer != "sgd")
     return Status::error("unknown optimizer '" + options.optimizer +
                          "' (adamw or sgd)");
-  std::vector<unsigned> params, others;
   for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
     auto role = loss.getArgAttrOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName);
     if (role && role.getValue() == Role::Param && isFloatTensor(loss.getArgument(i)))
@@ -49,24 +134,11 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
         return Status::error("mixed precision needs bf16 parameters; "
                              "argument " + std::to_string(i) + " of @" +
                              loss.getSymName().str() + " is not bf16");
-  Expected<func::FuncOp> gradient =
-      buildGradient(loss, params, name + ".gradient", options.remat);
-  if (!gradient)
-    return gradient.status();
-  MLIRContext *context = loss.getContext();
-  OpBuilder builder(context);
-  Location loc = loss.getLoc();
-  Type f32 = builder.getF32Type();
-  auto masterType = [&](unsigned i) -> RankedTensorType {
-    RankedTensorType type = tensorTypeOf(loss.getArgument(i));
-    return options.mixedPrecision ? RankedTensorType::get(type.getShape(), f32)
-                                  : type;
-  };
+  return Status::success();
+}
 
-  // The step's signature: params, state, the loss's other arguments, step
-  // number, learning rate.
-  SmallVector<Type> inputs;
-  SmallVector<DictionaryAttr> inputAttrs;
+Expected<TrainStepBuilder::Signature> TrainStepBuilder::signature() {
+  Signature s;
   auto attrsOf = [&](unsigned i) { return loss.getArgAttrDict(i); };
   auto withRole = [&](DictionaryAttr base, Role role, bool donated) {
     NamedAttrList list(base ? base : DictionaryAttr::get(context));
@@ -79,29 +151,28 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
   if (options.microBatches < 1)
     return Status::error("the number of micro-batches must be at least 1");
   for (unsigned i : params) {
-    inputs.push_back(loss.getArgument(i).getType());
+    s.types.push_back(loss.getArgument(i).getType());
     NamedAttrList list(attrsOf(i) ? attrsOf(i) : DictionaryAttr::get(context));
     list.set(PartitaDialect::kDonatedAttrName, UnitAttr::get(context));
-    inputAttrs.push_back(list.getDictionary(context));
+    s.attrs.push_back(list.getDictionary(context));
   }
   // Gradient buffers: the loss's parameter type (bf16 under mixed
   // precision), their parameter's logical axes.
   for (unsigned i : params) {
-    inputs.push_back(loss.getArgument(i).getType());
-    inputAttrs.push_back(withRole(attrsOf(i), Role::Grad, true));
+    s.types.push_back(loss.getArgument(i).getType());
+    s.attrs.push_back(withRole(attrsOf(i), Role::Grad, true));
   }
   // Optimizer state: with mixed precision the f32 master weights first,
   // then the moments (f32).
-  unsigned moments = (adam ? 2 : 1) + (options.mixedPrecision ? 1 : 0);
   for (unsigned m = 0; m < moments; ++m)
     for (unsigned i : params) {
-      inputs.push_back(masterType(i));
+      s.types.push_back(masterType(i));
       // The state shares its parameter's logical axes (the rules may shard
       // it apart by role), not its explicit sharding.
-      inputAttrs.push_back(withRole(attrsOf(i), Role::OptState, true));
+      s.attrs.push_back(withRole(attrsOf(i), Role::OptState, true));
     }
   // Inputs with a batch axis hold every micro-batch.
-  std::vector<int64_t> batchDim(loss.getNumArguments(), -1);
+  batchDim.assign(loss.getNumArguments(), -1);
   for (unsigned i : others) {
     RankedTensorType type = tensorTypeOf(loss.getArgument(i));
     if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
@@ -114,8 +185,8 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
       shape[batchDim[i]] *= options.microBatches;
       type = RankedTensorType::get(shape, type.getElementType());
     }
-    inputs.push_back(type);
-    inputAttrs.push_back(attrsOf(i) ? attrsOf(i) : DictionaryAttr::get(context));
+    s.types.push_back(type);
+    s.attrs.push_back(attrsOf(i) ? attrsOf(i) : DictionaryAttr::get(context));
   }
   if (options.microBatches > 1 &&
       llvm::none_of(others, [&](unsigned i) { return batchDim[i] >= 0; }))
@@ -128,193 +199,164 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
     return list.getDictionary(context);
   };
   if (adam) {
-    inputs.push_back(scalar(builder.getI32Type()));
-    inputAttrs.push_back(inputRole());
+    s.types.push_back(scalar(builder.getI32Type()));
+    s.attrs.push_back(inputRole());
   }
-  bool lrInput = options.learningRate <= 0;
   if (lrInput) {
-    inputs.push_back(scalar(f32));
-    inputAttrs.push_back(inputRole());
+    s.types.push_back(scalar(builder.getF32Type()));
+    s.attrs.push_back(inputRole());
   }
+  return s;
+}
 
-  auto step = func::FuncOp::create(loc, name, builder.getFunctionType(inputs, {}));
-  loss->getBlock()->getOperations().insertAfter(Block::iterator(*gradient),
-                                                step);
-  Block *body = step.addEntryBlock();
-  builder.setInsertionPointToStart(body);
-  Emitter e{builder, loc};
-  size_t n = params.size();
-  auto paramArg = [&](size_t p) { return body->getArgument(p); };
-  auto stateArg = [&](unsigned m, size_t p) {
-    return body->getArgument(n * (2 + m) + p);
-  };
-  size_t next = n * (2 + moments);
-  Block &gradBody = gradient->getBody().front();
-  auto gradReturn = cast<func::ReturnOp>(gradBody.getTerminator());
-  SmallVector<Value> computeParams;
-  for (size_t p = 0; p < n; ++p)
-    computeParams.push_back(paramArg(p));
-  unsigned first = options.mixedPrecision ? 1 : 0; // the first moment
-  SmallVector<Value> dataArgs;
+SmallVector<Value> TrainStepBuilder::forwardBackward(OpBuilder &at,
+                                                     ValueRange data) {
+  IRMapping map;
+  for (size_t p = 0; p < params.size(); ++p)
+    map.map(gradBody->getArgument(params[p]), paramArg(p));
   for (size_t k = 0; k < others.size(); ++k)
-    dataArgs.push_back(body->getArgument(next++));
-  Value stepNumber = adam ? body->getArgument(next++) : Value();
-  Value lr = lrInput ? body->getArgument(next++) : Value();
-  // Runs the gradient function's body with `data` for the loss's other
-  // arguments; returns (loss, gradients).
-  auto forwardBackward = [&](OpBuilder &at, ValueRange data) {
-    IRMapping map;
-    for (size_t p = 0; p < n; ++p)
-      map.map(gradBody.getArgument(params[p]), computeParams[p]);
-    for (size_t k = 0; k < others.size(); ++k)
-      map.map(gradBody.getArgument(others[k]), data[k]);
-    for (Operation &op : gradBody.without_terminator())
-      at.clone(op, map);
-    SmallVector<Value> results;
-    for (Value value : gradReturn.getOperands())
-      results.push_back(map.lookup(value));
-    return results;
-  };
-  Value lossValue;
-  SmallVector<Value> gradients;
-  if (options.microBatches == 1) {
-    SmallVector<Value> results = forwardBackward(builder, dataArgs);
-    lossValue = results[0];
-    gradients.assign(results.begin() + 1, results.end());
-  } else {
-    // Gradient accumulation: one loop over the micro-batches, summing the
-    // loss and the gradients in its carries (accumulators: they stay
-    // partial, and are reduced once after the loop).
-    int64_t count = options.microBatches;
-    SmallVector<Value> inits = {e.splat(0, gradReturn.getOperand(0).getType())};
-    for (size_t p = 0; p < n; ++p)
-      inits.push_back(e.splat(0, gradReturn.getOperand(1 + p).getType()));
-    SmallVector<Type> types;
-    for (Value init : inits)
-      types.push_back(init.getType());
-    auto accumulate = builder.create<LoopOp>(loc, types, inits,
-                                             static_cast<uint64_t>(count));
-    Block *loopBody = new Block();
-    accumulate.getBody().push_back(loopBody);
-    Value micro = loopBody->addArgument(
-        RankedTensorType::get({}, builder.getI32Type()), loc);
-    SmallVector<Value> sums;
-    for (Type type : types)
-      sums.push_back(loopBody->addArgument(type, loc));
-    OpBuilder inside = OpBuilder::atBlockEnd(loopBody);
-    Emitter ie{inside, loc};
-    Value zero = ie.splat(0, micro.getType());
-    SmallVector<Value> slices;
-    for (size_t k = 0; k < others.size(); ++k) {
-      unsigned i = others[k];
-      if (batchDim[i] < 0) {
-        slices.push_back(dataArgs[k]);
-        continue;
-      }
-      // Micro-batch j holds the examples j, j + M, j + 2M, ...: the batch
-      // viewed as [B/M, M] keeps its data-parallel split on the major
-      // dimension, so every device slices its own examples.
-      Shape micro_shape(tensorTypeOf(loss.getArgument(i)).getShape());
-      int64_t d = batchDim[i];
-      Shape split(micro_shape);
-      split.insert(split.begin() + d + 1, count);
-      Value viewed = ie.reshape(dataArgs[k], split);
-      Shape sizes(split);
-      sizes[d + 1] = 1;
-      SmallVector<Value> starts(sizes.size(), zero);
-      starts[d + 1] = micro;
-      slices.push_back(
-          ie.reshape(ie.dynamicSlice(viewed, starts, sizes), micro_shape));
-    }
-    SmallVector<Value> results = forwardBackward(inside, slices);
-    SmallVector<Value> yields;
-    for (size_t r = 0; r < results.size(); ++r)
-      yields.push_back(ie.add(sums[r], results[r]));
-    inside.create<YieldOp>(loc, yields);
-    auto mean = [&](Value sum) {
-      return e.div(sum, e.splat(static_cast<double>(count), sum.getType()));
-    };
-    lossValue = mean(accumulate.getResult(0));
-    for (size_t p = 0; p < n; ++p)
-      gradients.push_back(mean(accumulate.getResult(1 + p)));
-  }
+    map.map(gradBody->getArgument(others[k]), data[k]);
+  for (Operation &op : gradBody->without_terminator())
+    at.clone(op, map);
+  SmallVector<Value> results;
+  for (Value value : gradBody->getTerminator()->getOperands())
+    results.push_back(map.lookup(value));
+  return results;
+}
 
-  // The gradients take their buffers' layout where they are complete: one
-  // reduction per gradient (an all_reduce when the buffer is replicated, a
-  // reduce_scatter when the rules split it), not one per consumer in the
-  // optimizer.
-  for (size_t p = 0; p < n; ++p)
+SmallVector<Value> TrainStepBuilder::accumulateMicroBatches(ValueRange data) {
+  // The carries are accumulators: they stay partial, and are reduced once
+  // after the loop.
+  Emitter e = emitter();
+  int64_t count = options.microBatches;
+  Operation *gradReturn = gradBody->getTerminator();
+  SmallVector<Value> inits = {e.splat(0, gradReturn->getOperand(0).getType())};
+  for (size_t p = 0; p < params.size(); ++p)
+    inits.push_back(e.splat(0, gradReturn->getOperand(1 + p).getType()));
+  SmallVector<Type> types;
+  for (Value init : inits)
+    types.push_back(init.getType());
+  auto accumulate = builder.create<LoopOp>(loc, types, inits,
+                                           static_cast<uint64_t>(count));
+  Block *loopBody = new Block();
+  accumulate.getBody().push_back(loopBody);
+  Value micro = loopBody->addArgument(
+      RankedTensorType::get({}, builder.getI32Type()), loc);
+  SmallVector<Value> sums;
+  for (Type type : types)
+    sums.push_back(loopBody->addArgument(type, loc));
+  OpBuilder inside = OpBuilder::atBlockEnd(loopBody);
+  Emitter ie{inside, loc};
+  Value zero = ie.splat(0, micro.getType());
+  SmallVector<Value> slices;
+  for (size_t k = 0; k < others.size(); ++k) {
+    unsigned i = others[k];
+    if (batchDim[i] < 0) {
+      slices.push_back(data[k]);
+      continue;
+    }
+    // Micro-batch j holds the examples j, j + M, j + 2M, ...: the batch
+    // viewed as [B/M, M] keeps its data-parallel split on the major
+    // dimension, so every device slices its own examples.
+    Shape microShape(tensorTypeOf(loss.getArgument(i)).getShape());
+    int64_t d = batchDim[i];
+    Shape split(microShape);
+    split.insert(split.begin() + d + 1, count);
+    Value viewed = ie.reshape(data[k], split);
+    Shape sizes(split);
+    sizes[d + 1] = 1;
+    SmallVector<Value> starts(sizes.size(), zero);
+    starts[d + 1] = micro;
+    slices.push_back(
+        ie.reshape(ie.dynamicSlice(viewed, starts, sizes), microShape));
+  }
+  SmallVector<Value> results = forwardBackward(inside, slices);
+  SmallVector<Value> yields;
+  for (size_t r = 0; r < results.size(); ++r)
+    yields.push_back(ie.add(sums[r], results[r]));
+  inside.create<YieldOp>(loc, yields);
+  SmallVector<Value> means;
+  for (Value sum : accumulate.getResults())
+    means.push_back(
+        e.div(sum, e.splat(static_cast<double>(count), sum.getType())));
+  return means;
+}
+
+void TrainStepBuilder::reduceGradients(SmallVector<Value> &gradients) {
+  // One reduction per gradient (an all_reduce when the buffer is
+  // replicated, a reduce_scatter when the rules split it), not one per
+  // consumer in the optimizer.
+  for (size_t p = 0; p < params.size(); ++p)
     if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
             params[p], PartitaDialect::kLogicalAxesAttrName))
       gradients[p] = builder.create<LogicalConstraintOp>(
           loc, gradients[p], axes, builder.getStringAttr("grad"));
-  SmallVector<Value> newParams, newState[3];
-  for (size_t p = 0; p < n; ++p) {
-    // The weights the update applies to: the f32 master copy under mixed
-    // precision (the bf16 parameters are then its rounding).
-    Value param = options.mixedPrecision ? stateArg(0, p) : paramArg(p);
-    auto finish = [&](Value updated) {
-      if (options.mixedPrecision) {
-        newState[0].push_back(updated);
-        newParams.push_back(e.convert(
-            updated, tensorTypeOf(paramArg(p)).getElementType()));
-      } else {
-        newParams.push_back(updated);
-      }
-    };
-    Type type = param.getType();
-    // The update runs in the optimizer state's layout: the gradient moves
-    // there once (under zero1, a reduce-scatter of the unreduced buffer).
-    Value g = gradients[p];
-    if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
-            params[p], PartitaDialect::kLogicalAxesAttrName))
-      g = builder.create<LogicalConstraintOp>(loc, g, axes,
-                                              builder.getStringAttr("opt_state"));
-    if (g.getType() != type)
-      g = e.convert(g, tensorTypeOf(param).getElementType());
-    auto constant = [&](double value) { return e.splat(value, type); };
-    Value rate = lr ? e.broadcast(e.convert(lr, tensorTypeOf(param).getElementType()),
-                                  shapeOf(param), {})
-                    : constant(options.learningRate);
-    if (!adam) {
-      // m' = momentum m + g;  p' = p - lr m'.
-      Value m = e.add(e.mul(constant(options.momentum), stateArg(first, p)), g);
-      newState[first].push_back(m);
-      finish(e.sub(param, e.mul(rate, m)));
-      continue;
-    }
-    // AdamW (Loshchilov & Hutter): moments, bias correction with
-    // t = step + 1, decoupled weight decay.
-    Value m = e.add(e.mul(constant(options.beta1), stateArg(first, p)),
-                    e.mul(constant(1 - options.beta1), g));
-    Value v = e.add(e.mul(constant(options.beta2), stateArg(first + 1, p)),
-                    e.mul(constant(1 - options.beta2), e.mul(g, g)));
-    Type element = tensorTypeOf(param).getElementType();
-    Value t = e.broadcast(
-        e.add(e.convert(stepNumber, element),
-              e.splat(1, RankedTensorType::get({}, element))),
-        shapeOf(param), {});
-    Value correction1 = e.sub(constant(1), e.pow(constant(options.beta1), t));
-    Value correction2 = e.sub(constant(1), e.pow(constant(options.beta2), t));
-    Value update = e.div(e.div(m, correction1),
-                         e.add(e.sqrt(e.div(v, correction2)),
-                               constant(options.epsilon)));
-    update = e.add(update, e.mul(constant(options.weightDecay), param));
-    newState[first].push_back(m);
-    newState[first + 1].push_back(v);
-    finish(e.sub(param, e.mul(rate, update)));
-  }
+}
+
+Value TrainStepBuilder::optimizerGradient(size_t p, Value gradient,
+                                          Value param) {
+  // The update runs in the optimizer state's layout: the gradient moves
+  // there once (under zero1, a reduce-scatter of the unreduced buffer).
+  Value g = gradient;
+  if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
+          params[p], PartitaDialect::kLogicalAxesAttrName))
+    g = builder.create<LogicalConstraintOp>(loc, g, axes,
+                                            builder.getStringAttr("opt_state"));
+  if (g.getType() != param.getType())
+    g = emitter().convert(g, tensorTypeOf(param).getElementType());
+  return g;
+}
+
+Value TrainStepBuilder::sgd(size_t p, Value param, Value g, Value rate) {
+  // m' = momentum m + g;  p' = p - lr m'.
+  Emitter e = emitter();
+  Value m = e.add(e.mul(e.splat(options.momentum, param.getType()),
+                        stateArg(first, p)),
+                  g);
+  newState[first].push_back(m);
+  return e.sub(param, e.mul(rate, m));
+}
+
+Value TrainStepBuilder::adamw(size_t p, Value param, Value g, Value rate) {
+  // AdamW (Loshchilov & Hutter): moments, bias correction with
+  // t = step + 1, decoupled weight decay.
+  Emitter e = emitter();
+  Type type = param.getType();
+  auto constant = [&](double value) { return e.splat(value, type); };
+  Value m = e.add(e.mul(constant(options.beta1), stateArg(first, p)),
+                  e.mul(constant(1 - options.beta1), g));
+  Value v = e.add(e.mul(constant(options.beta2), stateArg(first + 1, p)),
+                  e.mul(constant(1 - options.beta2), e.mul(g, g)));
+  Type element = tensorTypeOf(param).getElementType();
+  Value t = e.broadcast(
+      e.add(e.convert(stepNumber, element),
+            e.splat(1, RankedTensorType::get({}, element))),
+      shapeOf(param), {});
+  Value correction1 = e.sub(constant(1), e.pow(constant(options.beta1), t));
+  Value correction2 = e.sub(constant(1), e.pow(constant(options.beta2), t));
+  Value update = e.div(e.div(m, correction1),
+                       e.add(e.sqrt(e.div(v, correction2)),
+                             constant(options.epsilon)));
+  update = e.add(update, e.mul(constant(options.weightDecay), param));
+  newState[first].push_back(m);
+  newState[first + 1].push_back(v);
+  return e.sub(param, e.mul(rate, update));
+}
+
+void TrainStepBuilder::finish(Value lossValue, ArrayRef<Value> gradients,
+                              const Signature &signature) {
+  auto step = cast<func::FuncOp>(body->getParentOp());
   SmallVector<Value> results = {lossValue};
   results.append(newParams);
-  results.append(gradients);
+  results.append(gradients.begin(), gradients.end());
   for (unsigned m = 0; m < moments; ++m)
     results.append(newState[m]);
   builder.create<func::ReturnOp>(loc, results);
   SmallVector<Type> resultTypes;
   for (Value result : results)
     resultTypes.push_back(result.getType());
-  step.setFunctionType(builder.getFunctionType(inputs, resultTypes));
-  step.setAllArgAttrs(inputAttrs);
+  step.setFunctionType(builder.getFunctionType(signature.types, resultTypes));
+  step.setAllArgAttrs(signature.attrs);
   // The new parameters and state are the arguments' new values: they keep
   // the layouts the arguments get (partita-apply-rules and propagation see
   // partita.aliases), so the runtime updates them in place.
@@ -324,6 +366,67 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
     if (Attribute sharding = step.getArgAttr(r - 1, PartitaDialect::kShardingAttrName))
       step.setResultAttr(r, PartitaDialect::kShardingAttrName, sharding);
   }
+}
+
+Expected<func::FuncOp> TrainStepBuilder::build(func::FuncOp gradient,
+                                               const std::string &name) {
+  Expected<Signature> s = signature();
+  if (!s)
+    return s.status();
+  auto step = func::FuncOp::create(loc, name,
+                                   builder.getFunctionType(s->types, {}));
+  loss->getBlock()->getOperations().insertAfter(Block::iterator(gradient),
+                                                step);
+  body = step.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  gradBody = &gradient.getBody().front();
+  size_t next = params.size() * (2 + moments);
+  for (size_t k = 0; k < others.size(); ++k)
+    dataArgs.push_back(body->getArgument(next++));
+  stepNumber = adam ? body->getArgument(next++) : Value();
+  lr = lrInput ? body->getArgument(next++) : Value();
+
+  SmallVector<Value> results = options.microBatches == 1
+                                   ? forwardBackward(builder, dataArgs)
+                                   : accumulateMicroBatches(dataArgs);
+  Value lossValue = results[0];
+  SmallVector<Value> gradients(results.begin() + 1, results.end());
+  // The gradients take their buffers' layout where they are complete.
+  reduceGradients(gradients);
+  Emitter e = emitter();
+  for (size_t p = 0; p < params.size(); ++p) {
+    // The weights the update applies to: the f32 master copy under mixed
+    // precision (the bf16 parameters are then its rounding).
+    Value param = options.mixedPrecision ? stateArg(0, p) : paramArg(p);
+    Value g = optimizerGradient(p, gradients[p], param);
+    Value rate = lr ? e.broadcast(e.convert(lr, tensorTypeOf(param).getElementType()),
+                                  shapeOf(param), {})
+                    : e.splat(options.learningRate, param.getType());
+    Value updated = adam ? adamw(p, param, g, rate) : sgd(p, param, g, rate);
+    if (options.mixedPrecision) {
+      newState[0].push_back(updated);
+      newParams.push_back(
+          e.convert(updated, tensorTypeOf(paramArg(p)).getElementType()));
+    } else {
+      newParams.push_back(updated);
+    }
+  }
+  finish(lossValue, gradients, *s);
   gradient->erase();
   return step;
+}
+
+} // namespace
+
+Expected<func::FuncOp>
+partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
+                        const std::string &name) {
+  TrainStepBuilder step(loss, options);
+  if (Status status = step.classifyArguments(); !status.ok())
+    return status;
+  Expected<func::FuncOp> gradient =
+      buildGradient(loss, step.params, name + ".gradient", options.remat);
+  if (!gradient)
+    return gradient.status();
+  return step.build(*gradient, name);
 }

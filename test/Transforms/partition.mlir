@@ -1,4 +1,8 @@
-// RUN: partita-opt %s --split-input-file --partita-pipeline | FileCheck %s --enable-var-scope
+// RUN: partita-opt %s --split-input-file --partita-partition | FileCheck %s --enable-var-scope
+// RUN: partita-opt %s --split-input-file --partita-partition --partita-cleanup-collectives | FileCheck %s --enable-var-scope --check-prefix=CLEANUP
+
+// The input is what --partita-propagate makes of each case: every value
+// carries its sharding.
 
 // A loop is partitioned once: the carried value and the body run on local
 // shapes, with no collective.
@@ -9,12 +13,12 @@
 // CHECK-NOT: partita.all_
 // CHECK: return %{{.*}} : tensor<2x8xf32>
 partita.mesh @mesh = <["x"=4]>
-func.func @loop(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x8xf32> {
-  %r = partita.loop 3 times (%i) iter_args(%a = %x) : tensor<8x8xf32> {
-    %e = partita.exp %a : tensor<8x8xf32>
-    partita.yield %e : tensor<8x8xf32>
-  }
-  return %r : tensor<8x8xf32>
+func.func @loop(%arg0: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = partita.loop 3 times (%arg1) iter_args(%arg2 = %arg0) : tensor<8x8xf32> {
+    %1 = partita.exp %arg2 {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} : tensor<8x8xf32>
+    partita.yield %1 : tensor<8x8xf32>
+  } {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}
+  return %0 : tensor<8x8xf32>
 }
 
 // -----
@@ -28,13 +32,13 @@ func.func @loop(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh,
 // CHECK: %[[T:.*]] = partita.all_reduce sum %[[S]] on @mesh axes = ["x"] : tensor<8xf32>
 // CHECK: return %[[T]]
 partita.mesh @mesh = <["x"=4]>
-func.func @manual(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8xf32> {
-  %r = partita.manual_computation(%x) in_shardings = [<@mesh, [{"x"}, {}]>] out_shardings = [<@mesh, [{}]>] manual_axes = ["x"] (%l: tensor<2x8xf32>) {
-    %s = partita.reduce sum %l dims = [0] : tensor<2x8xf32> -> tensor<8xf32>
-    %t = partita.all_reduce sum %s on @mesh axes = ["x"] : tensor<8xf32>
-    partita.yield %t : tensor<8xf32>
+func.func @manual(%arg0: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8xf32> {partita.sharding = #partita.sharding<@mesh, [{}]>}) {
+  %0 = partita.manual_computation(%arg0) in_shardings = [<@mesh, [{"x"}, {}]>] out_shardings = [<@mesh, [{}]>] manual_axes = ["x"] (%arg1: tensor<2x8xf32>) {
+    %1 = partita.reduce sum %arg1 dims = [0] : tensor<2x8xf32> -> tensor<8xf32>
+    %2 = partita.all_reduce sum %1 on @mesh axes = ["x"] : tensor<8xf32>
+    partita.yield %2 : tensor<8xf32>
   } : (tensor<8x8xf32>) -> tensor<8xf32>
-  return %r : tensor<8xf32>
+  return %0 : tensor<8xf32>
 }
 
 // -----
@@ -47,13 +51,13 @@ func.func @manual(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mes
 // CHECK: %[[M:.*]] = partita.all_to_all %{{.*}} on @mesh axes = ["x"] split_dim = 1 concat_dim = 0 {partita.reason = "argument 0 of the call to @callee: [{\22x\22}, {}] -> [{}, {\22x\22}]"
 // CHECK: call @callee(%[[M]]) {{.*}}: (tensor<8x2xf32>) -> tensor<8x2xf32>
 partita.mesh @mesh = <["x"=4]>
-func.func private @callee(%y: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>}) -> (tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>}) {
-  %t = partita.tanh %y : tensor<8x8xf32>
-  return %t : tensor<8x8xf32>
+func.func private @callee(%arg0: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>}) -> (tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>}) {
+  %0 = partita.tanh %arg0 {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
 }
-func.func @caller(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>}) {
-  %r = call @callee(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
-  return %r : tensor<8x8xf32>
+func.func @caller(%arg0: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>}) {
+  %0 = call @callee(%arg0) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
 }
 
 // -----
@@ -72,44 +76,45 @@ func.func @caller(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mes
 // CHECK: %[[I:.*]] = partita.iota dim = 0 : tensor<4x8xi32>
 // CHECK: partita.all_slice %[[I]] on @mesh axes = ["x"] dim = 0 {{.*}}: tensor<4x8xi32> -> tensor<1x8xi32>
 partita.mesh @mesh = <["x"=4]>
-func.func @constant_and_slice(%x: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>},
-                              %y: tensor<4x2xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>},
-                              %z: tensor<4x8xi32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>})
-    -> (tensor<8x4xf32>, tensor<4x2xf32>, tensor<4x8xi32>, tensor<4x8xi32>) {
-  %c = partita.constant dense<1.0> : tensor<8x8xf32>
-  %s = partita.add %x, %c : tensor<8x8xf32>
-  %t = partita.slice %s start = [0, 0] limit = [8, 4] stride = [1, 1] : tensor<8x8xf32> -> tensor<8x4xf32>
-  %w = partita.constant dense<[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]> : tensor<4x2xf32>
-  %u = partita.add %y, %w : tensor<4x2xf32>
-  %i = partita.iota dim = 1 : tensor<4x8xi32>
-  %v = partita.add %z, %i : tensor<4x8xi32>
-  %j = partita.iota dim = 0 : tensor<4x8xi32>
-  %k = partita.add %z, %j : tensor<4x8xi32>
-  return %t, %u, %v, %k : tensor<8x4xf32>, tensor<4x2xf32>, tensor<4x8xi32>, tensor<4x8xi32>
+func.func @constant_and_slice(%arg0: tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<4x2xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}, %arg2: tensor<4x8xi32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x4xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}, tensor<4x2xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}, tensor<4x8xi32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}, tensor<4x8xi32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = partita.constant {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} dense<1.000000e+00> : tensor<8x8xf32>
+  %1 = partita.add %arg0, %0 {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} : tensor<8x8xf32>
+  %2 = partita.slice %1 start = [0, 0] limit = [8, 4] stride = [1, 1] {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} : tensor<8x8xf32> -> tensor<8x4xf32>
+  %3 = partita.constant {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} dense<[[0.000000e+00, 1.000000e+00], [2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00], [6.000000e+00, 7.000000e+00]]> : tensor<4x2xf32>
+  %4 = partita.add %arg1, %3 {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} : tensor<4x2xf32>
+  %5 = partita.iota dim = 1 {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} : tensor<4x8xi32>
+  %6 = partita.add %arg2, %5 {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} : tensor<4x8xi32>
+  %7 = partita.iota dim = 0 {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} : tensor<4x8xi32>
+  %8 = partita.add %arg2, %7 {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>} : tensor<4x8xi32>
+  return %2, %4, %6, %8 : tensor<8x4xf32>, tensor<4x2xf32>, tensor<4x8xi32>, tensor<4x8xi32>
 }
 
 // -----
 
 // A loop that accumulates into a partial sum keeps it partial through the
-// loop (the zero it starts from is partial for free) and reduces once after
-// it, here with a reduce_scatter since the result is free to be split.
+// loop and reduces once after it, here with a reduce_scatter since the
+// result is free to be split. The replicated zero it starts from becomes
+// partial by a permute 0 -> 0 (zeros on the other devices), which
+// partita-cleanup-collectives removes: the zero is partial for free.
 // CHECK-LABEL: func.func @accumulate
 // CHECK: %[[ZERO:.*]] = partita.constant {{.*}}dense<0.000000e+00>
-// CHECK: partita.loop 4 times (%{{.*}}) iter_args(%{{.*}} = %[[ZERO]])
+// CHECK: %[[PARTIAL:.*]] = partita.collective_permute %[[ZERO]] on @mesh axes = ["x"] pairs = [0 -> 0]
+// CHECK: partita.loop 4 times (%{{.*}}) iter_args(%{{.*}} = %[[PARTIAL]])
 // CHECK-NOT: partita.all_reduce
 // CHECK-NOT: partita.reduce_scatter
 // CHECK: partita.yield
 // CHECK: partita.reduce_scatter sum
 // CHECK-NOT: partita.all_reduce
+// CLEANUP-LABEL: func.func @accumulate
+// CLEANUP: %[[ZERO:.*]] = partita.constant {{.*}}dense<0.000000e+00>
+// CLEANUP: partita.loop 4 times (%{{.*}}) iter_args(%{{.*}} = %[[ZERO]])
 partita.mesh @mesh = <["x"=4]>
-func.func @accumulate(%x: tensor<8x16xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>},
-                      %w: tensor<16x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>})
-    -> tensor<8x8xf32> {
-  %zero = partita.constant dense<0.0> : tensor<8x8xf32>
-  %r = partita.loop 4 times (%i) iter_args(%acc = %zero) : tensor<8x8xf32> {
-    %p = partita.einsum "bd,df->bf" %x, %w : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
-    %n = partita.add %acc, %p : tensor<8x8xf32>
-    partita.yield %n : tensor<8x8xf32>
-  }
-  return %r : tensor<8x8xf32>
+func.func @accumulate(%arg0: tensor<8x16xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x"}]>}, %arg1: tensor<16x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) {
+  %0 = partita.constant {partita.sharding = #partita.sharding<@mesh, [{}, {}]>} dense<0.000000e+00> : tensor<8x8xf32>
+  %1 = partita.loop 4 times (%arg2) iter_args(%arg3 = %0) : tensor<8x8xf32> {
+    %2 = partita.einsum "bd,df->bf" %arg0, %arg1 {partita.sharding = #partita.sharding<@mesh, [{}, {}], partial = sum{"x"}>} : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+    %3 = partita.add %arg3, %2 {partita.sharding = #partita.sharding<@mesh, [{}, {}], partial = sum{"x"}>} : tensor<8x8xf32>
+    partita.yield %3 : tensor<8x8xf32>
+  } {partita.sharding = #partita.sharding<@mesh, [{}, {}], partial = sum{"x"}>}
+  return %1 : tensor<8x8xf32>
 }

@@ -2,7 +2,8 @@
 //
 // Every pass of Partita: one definition here, one implementation file in
 // lib/Transforms named after it, one test file test/Transforms/<flag>.mlir
-// (and <flag>-errors.mlir for bad input).
+// (and <flag>-errors.mlir for bad input). Passes that only tests use are
+// not here: they live in test/lib and only partita-opt links them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_TRANSFORMS_PASSES_TD
@@ -131,20 +132,6 @@ def TrainStepPass : Pass<"partita-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["::partita::PartitaDialect"];
 }
 
-def PrintShardingRulesPass : Pass<"partita-print-sharding-rules"> {
-  let summary = "Prints every op's sharding rule as a remark (for tests)";
-  let description = [{
-    Emits a remark at each op that implements `ShardingRuleOpInterface` with
-    the text of its rule: the factors of each operand and result dimension,
-    factor sizes and types, the reduction kind and how partial values pass.
-    Also checks each rule against the op's shapes and reports a rule that
-    does not fit as an error.
-
-    Example remark for `partita.einsum "bd,df->bf"` on 8x16 and 16x32:
-    `([i, j], [j, k]) -> ([i, k]) {i=8, j=16 reduction, k=32} reduction=sum partial=single(0, 1) sum`
-  }];
-}
-
 def PropagatePass : Pass<"partita-propagate", "mlir::ModuleOp"> {
   let summary = "Fills in the sharding of every tensor from a few annotations";
   let description = [{
@@ -256,21 +243,6 @@ def ReplicateAroundManualPass
     computation inside keeps its `in_shardings` and its body.
   }];
   let dependentDialects = ["::partita::PartitaDialect"];
-}
-
-def TestShufflePass : Pass<"partita-test-shuffle"> {
-  let summary = "Reorders independent ops and use lists at random (for tests)";
-  let description = [{
-    Moves the ops of every block into a random order that still respects
-    their dependencies, and shuffles every value's use list, from a seed.
-    Tests use it to check that a pass's result does not depend on op or use
-    order: `shuffle | pass` must equal `pass | shuffle`.
-
-    Example: `partita-opt --partita-test-shuffle="seed=3" in.mlir`
-  }];
-  let options = [
-    Option<"seed", "seed", "unsigned", /*default=*/"1", "Random seed">
-  ];
 }
 
 #endif // PARTITA_TRANSFORMS_PASSES_TD

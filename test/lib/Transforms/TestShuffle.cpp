@@ -2,21 +2,21 @@
 //
 // Order-independence is a promise of propagation (and later of the
 // partitioner): this pass produces the other orders to test it against.
+// Tests use it to check that a pass's result does not depend on op or use
+// order: `shuffle | pass` must equal `pass | shuffle`.
+//
+// Example: `partita-opt --partita-test-shuffle="seed=3" in.mlir`
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Transforms/Passes.h"
-
+#include "mlir/IR/Operation.h"
+#include "mlir/Pass/Pass.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
 #include <numeric>
 #include <random>
-
-namespace partita {
-#define GEN_PASS_DEF_TESTSHUFFLEPASS
-#include "partita/Transforms/Passes.h.inc"
-} // namespace partita
 
 using namespace mlir;
 
@@ -34,9 +34,22 @@ llvm::SmallDenseSet<Operation *> dependencies(Operation *op, Block *block) {
   return deps;
 }
 
+/// Moves the ops of every block into a random order that still respects
+/// their dependencies, and shuffles every value's use list, from a seed.
 struct TestShufflePass
-    : public partita::impl::TestShufflePassBase<TestShufflePass> {
-  using TestShufflePassBase::TestShufflePassBase;
+    : public PassWrapper<TestShufflePass, OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestShufflePass)
+
+  TestShufflePass() = default;
+  TestShufflePass(const TestShufflePass &other) : PassWrapper(other) {}
+
+  StringRef getArgument() const final { return "partita-test-shuffle"; }
+  StringRef getDescription() const final {
+    return "Reorders independent ops and use lists at random (for tests)";
+  }
+
+  Option<unsigned> seed{*this, "seed", llvm::cl::desc("Random seed"),
+                        llvm::cl::init(1)};
 
   void runOnOperation() override {
     std::mt19937 random(seed);
@@ -98,3 +111,9 @@ struct TestShufflePass
 };
 
 } // namespace
+
+namespace partita {
+namespace test {
+void registerTestShufflePass() { PassRegistration<TestShufflePass>(); }
+} // namespace test
+} // namespace partita

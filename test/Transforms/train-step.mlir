@@ -1,0 +1,141 @@
+// RUN: split-file %s %t
+// RUN: partita-opt %t/sgd.mlir --split-input-file --partita-train-step="optimizer=sgd lr=0.1" | FileCheck %t/sgd.mlir --enable-var-scope
+// RUN: partita-opt %t/adamw.mlir --partita-train-step | FileCheck %t/adamw.mlir --enable-var-scope
+// RUN: partita-opt %t/mixed.mlir --partita-train-step="optimizer=sgd lr=0.5 mixed-precision" | FileCheck %t/mixed.mlir --enable-var-scope
+// RUN: partita-opt %t/micro.mlir --partita-train-step="optimizer=sgd lr=0.1 micro-batches=2" | FileCheck %t/micro.mlir --enable-var-scope
+// RUN: partita-opt %t/remat.mlir --partita-train-step="optimizer=sgd lr=0.1 remat=full" | FileCheck %t/remat.mlir --enable-var-scope
+
+//--- sgd.mlir
+// SGD with a constant rate: (param, grad buffer, momentum, input) -> (loss, new param, gradient, new momentum); the new values alias their arguments, and the loss function is gone.
+// CHECK-NOT: func.func @loss(
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK-SAME: %[[W:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<param>},
+// CHECK-SAME: %{{.*}}: tensor<4xf32> {partita.donated, partita.role = #partita.role<grad>},
+// CHECK-SAME: %[[M:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<opt_state>},
+// CHECK-SAME: %[[X:arg[0-9]+]]: tensor<4xf32> {partita.role = #partita.role<input>})
+// CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {partita.aliases = 0 : i64}, tensor<4xf32> {partita.aliases = 1 : i64}, tensor<4xf32> {partita.aliases = 2 : i64})
+// CHECK: %[[LOSS:.*]] = partita.reduce sum
+// CHECK: %[[G:.*]] = partita.mul %{{.*}}, %[[X]]
+// CHECK: %[[LR:.*]] = partita.constant dense<1.000000e-01> : tensor<4xf32>
+// CHECK: %[[MU:.*]] = partita.constant dense<0.899999976> : tensor<4xf32>
+// CHECK: %[[DECAYED:.*]] = partita.mul %[[MU]], %[[M]]
+// CHECK: %[[NEWM:.*]] = partita.add %[[DECAYED]], %[[G]]
+// CHECK: %[[STEP:.*]] = partita.mul %[[LR]], %[[NEWM]]
+// CHECK: %[[NEWW:.*]] = partita.sub %[[W]], %[[STEP]]
+// CHECK: return %[[LOSS]], %[[NEWW]], %[[G]], %[[NEWM]]
+func.func @loss(%w: tensor<4xf32> {partita.role = #partita.role<param>}, %x: tensor<4xf32> {partita.role = #partita.role<input>}) -> tensor<f32> {
+  %p = partita.mul %w, %x : tensor<4xf32>
+  %l = partita.reduce sum %p dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Parameters with logical axes: the gradient buffer and the state share them and drop the explicit sharding, which the new parameter keeps; the gradient is constrained for its buffer, then for the state.
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK-SAME: %[[W:arg[0-9]+]]: tensor<4x2xf32> {partita.donated, partita.logical_axes = ["embed", "mlp"], partita.role = #partita.role<param>, partita.sharding = #partita.sharding<@mesh, [{"data"}, {}]>},
+// CHECK-SAME: %{{.*}}: tensor<4x2xf32> {partita.donated, partita.logical_axes = ["embed", "mlp"], partita.role = #partita.role<grad>},
+// CHECK-SAME: %{{.*}}: tensor<4x2xf32> {partita.donated, partita.logical_axes = ["embed", "mlp"], partita.role = #partita.role<opt_state>},
+// CHECK-SAME: -> (tensor<f32>, tensor<4x2xf32> {partita.aliases = 0 : i64, partita.sharding = #partita.sharding<@mesh, [{"data"}, {}]>}, tensor<4x2xf32> {partita.aliases = 1 : i64}, tensor<4x2xf32> {partita.aliases = 2 : i64})
+// CHECK: %[[G:.*]] = partita.einsum "bf,bd->df"
+// CHECK: %[[BUFFER:.*]] = partita.logical_constraint %[[G]] ["embed", "mlp"] {role = "grad"}
+// CHECK: %[[STATE:.*]] = partita.logical_constraint %[[BUFFER]] ["embed", "mlp"] {role = "opt_state"}
+// CHECK: partita.add %{{.*}}, %[[STATE]]
+// CHECK: return %{{.*}}, %{{.*}}, %[[BUFFER]], %{{.*}}
+partita.mesh @mesh = <["data"=2]>
+func.func @loss(%w: tensor<4x2xf32> {partita.role = #partita.role<param>, partita.logical_axes = ["embed", "mlp"], partita.sharding = #partita.sharding<@mesh, [{"data"}, {}]>},
+                %x: tensor<8x4xf32> {partita.role = #partita.role<input>, partita.logical_axes = ["batch", "embed"]}) -> tensor<f32> {
+  %p = partita.einsum "bd,df->bf" %x, %w : (tensor<8x4xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+  %l = partita.reduce sum %p dims = [0, 1] : tensor<8x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+//--- adamw.mlir
+// AdamW (the default) keeps two moments and takes the step number and the learning rate as inputs; the bias correction uses step + 1 and the weight decay the parameter.
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK-SAME: %[[W:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<param>},
+// CHECK-SAME: %{{.*}}: tensor<4xf32> {partita.donated, partita.role = #partita.role<grad>},
+// CHECK-SAME: %[[M:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<opt_state>},
+// CHECK-SAME: %[[V:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<opt_state>},
+// CHECK-SAME: %{{.*}}: tensor<4xf32> {partita.role = #partita.role<input>},
+// CHECK-SAME: %[[STEP:arg[0-9]+]]: tensor<i32> {partita.role = #partita.role<input>},
+// CHECK-SAME: %[[LR:arg[0-9]+]]: tensor<f32> {partita.role = #partita.role<input>})
+// CHECK: %[[LR32:.*]] = partita.convert %[[LR]] : tensor<f32> -> tensor<f32>
+// CHECK: %[[RATE:.*]] = partita.broadcast %[[LR32]] dims = [] : tensor<f32> -> tensor<4xf32>
+// CHECK: %[[NEWM:.*]] = partita.add %{{.*}}, %{{.*}} : tensor<4xf32>
+// CHECK: partita.mul %{{.*}}, %[[V]]
+// CHECK: %[[NEWV:.*]] = partita.add %{{.*}}, %{{.*}} : tensor<4xf32>
+// CHECK: %[[ONE:.*]] = partita.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[T0:.*]] = partita.convert %[[STEP]] : tensor<i32> -> tensor<f32>
+// CHECK: %[[T:.*]] = partita.add %[[T0]], %[[ONE]]
+// CHECK: partita.broadcast %[[T]]
+// CHECK: %[[DECAY:.*]] = partita.mul %{{.*}}, %[[W]]
+// CHECK: %[[UPDATE:.*]] = partita.add %{{.*}}, %[[DECAY]]
+// CHECK: %[[SCALED:.*]] = partita.mul %[[RATE]], %[[UPDATE]]
+// CHECK: %[[NEWW:.*]] = partita.sub %[[W]], %[[SCALED]]
+// CHECK: return %{{.*}}, %[[NEWW]], %{{.*}}, %[[NEWM]], %[[NEWV]]
+func.func @loss(%w: tensor<4xf32> {partita.role = #partita.role<param>}, %x: tensor<4xf32> {partita.role = #partita.role<input>}) -> tensor<f32> {
+  %p = partita.mul %w, %x : tensor<4xf32>
+  %l = partita.reduce sum %p dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+//--- mixed.mlir
+// Mixed precision: bf16 parameter and gradient buffer, f32 master weights first in the state; the update applies to the master and the new parameter is its bf16 rounding.
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK-SAME: %{{.*}}: tensor<4xbf16> {partita.donated, partita.role = #partita.role<param>},
+// CHECK-SAME: %{{.*}}: tensor<4xbf16> {partita.donated, partita.role = #partita.role<grad>},
+// CHECK-SAME: %[[MASTER:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<opt_state>},
+// CHECK-SAME: %[[M:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<opt_state>},
+// CHECK: partita.reduce sum
+// CHECK: %[[G:.*]] = partita.mul %{{.*}}, %{{.*}} : tensor<4xbf16>
+// CHECK: %[[G32:.*]] = partita.convert %[[G]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK: partita.mul %{{.*}}, %[[M]]
+// CHECK: %[[NEWM:.*]] = partita.add %{{.*}}, %[[G32]]
+// CHECK: %[[NEWMASTER:.*]] = partita.sub %[[MASTER]], %{{.*}} : tensor<4xf32>
+// CHECK: %[[NEWW:.*]] = partita.convert %[[NEWMASTER]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK: return %{{.*}}, %[[NEWW]], %[[G]], %[[NEWMASTER]], %[[NEWM]]
+func.func @loss(%w: tensor<4xbf16> {partita.role = #partita.role<param>}, %x: tensor<4xbf16> {partita.role = #partita.role<input>}) -> tensor<bf16> {
+  %p = partita.mul %w, %x : tensor<4xbf16>
+  %l = partita.reduce sum %p dims = [0] : tensor<4xbf16> -> tensor<bf16>
+  return %l : tensor<bf16>
+}
+
+//--- micro.mlir
+// Gradient accumulation: the batch input is twice as large, a loop slices micro-batch j as examples j, j + 2, ... and sums loss and gradients, which are averaged after it.
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK-SAME: %[[X:arg[0-9]+]]: tensor<16x4xf32> {partita.logical_axes = ["batch", "embed"], partita.role = #partita.role<input>})
+// CHECK: %[[SUMS:.*]]:2 = partita.loop 2 times (%[[J:arg[0-9]+]]) iter_args(%[[LOSSSUM:arg[0-9]+]] = %{{.*}}, %[[GSUM:arg[0-9]+]] = %{{.*}})
+// CHECK: %[[VIEW:.*]] = partita.reshape %[[X]] : tensor<16x4xf32> -> tensor<8x2x4xf32>
+// CHECK: %[[SLICE:.*]] = partita.dynamic_slice %[[VIEW]][%{{.*}}, %[[J]], %{{.*}}] sizes = [8, 1, 4]
+// CHECK: partita.reshape %[[SLICE]] : tensor<8x1x4xf32> -> tensor<8x4xf32>
+// CHECK: %[[NEXTLOSS:.*]] = partita.add %[[LOSSSUM]], %{{.*}} : tensor<f32>
+// CHECK: %[[NEXTG:.*]] = partita.add %[[GSUM]], %{{.*}} : tensor<4x2xf32>
+// CHECK: partita.yield %[[NEXTLOSS]], %[[NEXTG]]
+// CHECK: %[[TWO:.*]] = partita.constant dense<2.000000e+00> : tensor<f32>
+// CHECK: %[[LOSS:.*]] = partita.div %[[SUMS]]#0, %[[TWO]]
+// CHECK: %[[TWOS:.*]] = partita.constant dense<2.000000e+00> : tensor<4x2xf32>
+// CHECK: %[[G:.*]] = partita.div %[[SUMS]]#1, %[[TWOS]]
+// CHECK: return %[[LOSS]], %{{.*}}, %[[G]], %{{.*}}
+func.func @loss(%w: tensor<4x2xf32> {partita.role = #partita.role<param>},
+                %x: tensor<8x4xf32> {partita.role = #partita.role<input>, partita.logical_axes = ["batch", "embed"]}) -> tensor<f32> {
+  %p = partita.einsum "bd,df->bf" %x, %w : (tensor<8x4xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+  %l = partita.reduce sum %p dims = [0, 1] : tensor<8x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+//--- remat.mlir
+// Full rematerialization: the backward recomputes the forward from its inputs behind an optimization barrier.
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK-SAME: %[[W:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<param>},
+// CHECK-SAME: %[[X:arg[0-9]+]]: tensor<4xf32> {partita.role = #partita.role<input>})
+// CHECK: %[[LOSS:.*]] = partita.reduce sum
+// CHECK: %[[KEPT:.*]]:2 = partita.optimization_barrier %[[W]], %[[X]]
+// CHECK: partita.mul %[[KEPT]]#0, %[[KEPT]]#1
+// CHECK: %[[G:.*]] = partita.mul %{{.*}}, %[[KEPT]]#1
+// CHECK: return %[[LOSS]], %{{.*}}, %[[G]], %{{.*}}
+func.func @loss(%w: tensor<4xf32> {partita.role = #partita.role<param>}, %x: tensor<4xf32> {partita.role = #partita.role<input>}) -> tensor<f32> {
+  %p = partita.mul %w, %x : tensor<4xf32>
+  %l = partita.reduce sum %p dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
