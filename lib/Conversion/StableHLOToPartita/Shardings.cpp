@@ -9,111 +9,14 @@
 //===----------------------------------------------------------------------===//
 #include "Importer.h"
 
+#include "partita/Sharding/Gspmd.h"
+
 #include "mlir/AsmParser/AsmParser.h"
 
 #include <algorithm>
 
 namespace partita {
 namespace stablehlo_import {
-
-namespace {
-
-/// A GSPMD sharding string: `{replicated}` or `{devices=[t...]<ids>
-/// [last_tile_dim_replicate]}` with ids an explicit list or an iota
-/// `<=[dims]` or `<=[dims]T(perm)`.
-struct GspmdSharding {
-  bool replicated = false;
-  std::vector<int64_t> tile;
-  bool lastTileReplicates = false;
-  /// The device at each tile position, row-major.
-  std::vector<int64_t> devices;
-};
-
-std::optional<std::vector<int64_t>> parseIntegerList(StringRef text) {
-  std::vector<int64_t> values;
-  SmallVector<StringRef> parts;
-  text.split(parts, ',', -1, false);
-  for (StringRef part : parts) {
-    int64_t value = 0;
-    if (part.trim().getAsInteger(10, value))
-      return std::nullopt;
-    values.push_back(value);
-  }
-  return values;
-}
-
-std::optional<GspmdSharding> parseGspmd(StringRef text) {
-  GspmdSharding sharding;
-  text = text.trim();
-  if (!text.consume_front("{") || !text.consume_back("}"))
-    return std::nullopt;
-  text = text.trim();
-  if (text == "replicated") {
-    sharding.replicated = true;
-    return sharding;
-  }
-  if (!text.consume_front("devices=["))
-    return std::nullopt;
-  auto [tileText, rest] = text.split(']');
-  std::optional<std::vector<int64_t>> tile = parseIntegerList(tileText);
-  if (!tile)
-    return std::nullopt;
-  sharding.tile = *tile;
-  int64_t total = 1;
-  for (int64_t t : sharding.tile)
-    total *= t;
-  rest = rest.trim();
-  if (rest.consume_back("last_tile_dim_replicate")) {
-    sharding.lastTileReplicates = true;
-    rest = rest.trim();
-  }
-  if (rest.consume_front("<=[")) {
-    auto [dimsText, after] = rest.split(']');
-    std::optional<std::vector<int64_t>> dims = parseIntegerList(dimsText);
-    if (!dims)
-      return std::nullopt;
-    std::vector<int64_t> perm(dims->size());
-    for (size_t i = 0; i < perm.size(); ++i)
-      perm[i] = static_cast<int64_t>(i);
-    after = after.trim();
-    if (after.consume_front("T(")) {
-      std::optional<std::vector<int64_t>> parsed =
-          parseIntegerList(after.take_until([](char c) { return c == ')'; }));
-      if (!parsed || parsed->size() != dims->size())
-        return std::nullopt;
-      perm = *parsed;
-      after = after.drop_until([](char c) { return c == ')'; }).drop_front();
-    }
-    if (!after.trim().empty())
-      return std::nullopt;
-    // devices = transpose(iota(dims), perm), flattened.
-    std::vector<int64_t> transposed;
-    for (int64_t p : perm)
-      transposed.push_back((*dims)[p]);
-    std::vector<int64_t> strides(dims->size(), 1);
-    for (int64_t d = static_cast<int64_t>(dims->size()) - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * (*dims)[d + 1];
-    for (int64_t i = 0; i < total; ++i) {
-      int64_t rem = i, id = 0;
-      for (int64_t d = static_cast<int64_t>(transposed.size()) - 1; d >= 0;
-           --d) {
-        id += (rem % transposed[d]) * strides[perm[d]];
-        rem /= transposed[d];
-      }
-      sharding.devices.push_back(id);
-    }
-  } else {
-    std::optional<std::vector<int64_t>> ids = parseIntegerList(rest);
-    if (!ids)
-      return std::nullopt;
-    sharding.devices = *ids;
-  }
-  if (static_cast<int64_t>(sharding.devices.size()) != total)
-    return std::nullopt;
-  return sharding;
-}
-
-} // namespace
 
 FailureOr<SmallVector<Value>> Importer::shardingConstraint(Operation *op) {
   ShardingAttr sharding = importSharding(op, property(op, "sharding"),
@@ -192,8 +95,10 @@ void Importer::makeGspmdMesh() {
 ShardingAttr Importer::importGspmdSharding(Operation *where, Attribute attr,
                                            Type type, StringRef what) {
   auto text = dyn_cast_or_null<StringAttr>(attr);
-  std::optional<GspmdSharding> parsed =
-      text ? parseGspmd(text.getValue()) : std::nullopt;
+  std::optional<GspmdSharding> parsed;
+  if (text)
+    if (Expected<GspmdSharding> gspmd = parseGspmdSharding(text.getValue()))
+      parsed = std::move(*gspmd);
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!parsed || !tensor) {
     fail(where) << "unsupported GSPMD sharding of " << what << ": "
