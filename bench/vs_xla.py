@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Partita against XLA on the same JAX programs, in the same run.
 
-For every program of tools/export_jax.py (the fixtures of test/Import), on 8
-emulated CPU devices with the same shardings:
+For every program of tools/export_jax.py (the fixtures of
+test/Conversion/StableHLOToPartita), on 8 emulated CPU devices with the same
+shardings:
   * XLA: jax.jit(...).lower() + .compile() (which includes code
     generation), median of 3, and the collectives of the compiled SPMD
     module with their bytes per device (bus-traffic convention, docs/Partitioning.md);

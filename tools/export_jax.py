@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Exports small sharded JAX programs as fixtures for Partita's importer.
 
-For every model below it writes a directory test/Import/<name>/ holding
+For every model below it writes a directory
+test/Conversion/StableHLOToPartita/<name>/ holding
   module.mlir      the jitted function lowered to StableHLO with Shardy
                    shardings, in generic op form with debug locations (the
                    absolute path of this script in them becomes
@@ -53,7 +54,8 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 SCRIPT = os.path.abspath(__file__)
 REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT))
 SCRIPT_REL = "tools/export_jax.py"
-DEFAULT_OUT = os.path.join(REPO_ROOT, "test", "Import")
+DEFAULT_OUT = os.path.join(REPO_ROOT, "test", "Conversion",
+                           "StableHLOToPartita")
 
 # Auto axes: shardings are given to jit and propagated by the compiler, not
 # carried in the types of traced values.
@@ -473,8 +475,9 @@ def spec_strings(shardings):
 
 def export(out_dir, name, fn, args, in_shardings, out_shardings):
     """Lowers and compiles fn on args with the given shardings, runs it and
-    writes test/Import/<name>/. Names ending in _gspmd are lowered with
-    Shardy off: GSPMD's mhlo.sharding strings instead of sdy shardings."""
+    writes test/Conversion/StableHLOToPartita/<name>/. Names ending in _gspmd
+    are lowered with Shardy off: GSPMD's mhlo.sharding strings instead of sdy
+    shardings."""
     gspmd = name.endswith("_gspmd")
     jax.config.update("jax_use_shardy_partitioner", not gspmd)
     try:
@@ -611,7 +614,8 @@ def main():
     parser.add_argument("--only", metavar="NAME",
                         help="export this fixture alone")
     parser.add_argument("--out", default=DEFAULT_OUT,
-                        help="output directory (default: test/Import)")
+                        help="output directory (default: "
+                             "test/Conversion/StableHLOToPartita)")
     options = parser.parse_args()
 
     table = fixtures()

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs one JAX fixture (test/Import/<name>/, made by tools/export_jax.py):
-# imports module.mlir, compiles and runs it on cpu:8 with JAX's inputs,
-# checks it against the unpartitioned program (--check) and against JAX's
-# outputs (--expect).
+# Runs one JAX fixture (test/Conversion/StableHLOToPartita/<name>/, made by
+# tools/export_jax.py): imports module.mlir, compiles and runs it on cpu:8
+# with JAX's inputs, checks it against the unpartitioned program (--check)
+# and against JAX's outputs (--expect).
 #   tools/run-jax-fixture.sh DIR [partita run options...]
 set -euo pipefail
 dir=$1

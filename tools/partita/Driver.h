@@ -69,7 +69,7 @@ struct Session {
 };
 
 /// Reads, parses and verifies `path` ("-" for stdin), importing StableHLO
-/// (ImportStableHLO.h); null after reporting.
+/// (partita/Conversion/StableHLOToPartita.h); null after reporting.
 mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
                                              const std::string &path);
 

@@ -1,0 +1,182 @@
+//===- Importer.h - The StableHLO importer and its helpers ------*- C++ -*-===//
+//
+// Internal to lib/Conversion/StableHLOToPartita: the Importer that rewrites
+// one module JAX lowered into the partita dialect, and the helpers its
+// conversions share for reading unregistered ops (inherent attributes, the
+// printed text of opaque dialect attributes, integer lists).
+//
+// The Importer's members are defined by topic: the driver and the
+// conversion table (ImportStableHLO.cpp), single ops (OpConversions.cpp),
+// reductions (Reductions.cpp), loops and manual computations
+// (ControlFlow.cpp), collectives (Collectives.cpp), and meshes and
+// shardings, Shardy's and GSPMD's (Shardings.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_LIB_CONVERSION_STABLEHLOTOPARTITA_IMPORTER_H
+#define PARTITA_LIB_CONVERSION_STABLEHLOTOPARTITA_IMPORTER_H
+
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Dialect/Partita/IR/PartitaOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace partita {
+namespace stablehlo_import {
+
+using namespace mlir;
+
+/// The printed form of an attribute.
+std::string printed(Attribute attr);
+
+/// An op's inherent attribute `name` (unregistered ops keep their
+/// properties as a dictionary) or its discardable attribute.
+Attribute property(Operation *op, StringRef name);
+
+/// The integers of `key = [1, 2]` in an attribute's text (empty if absent).
+SmallVector<int64_t> intList(StringRef text, StringRef key);
+
+/// Integers of a dense array or an array of integer attributes.
+std::optional<SmallVector<int64_t>> integers(Attribute attr);
+
+/// The ranked tensor type of `value`.
+RankedTensorType tensorOf(Value value);
+
+/// The reduction a reduce body computes: its one combining op applied to
+/// the two block arguments.
+std::optional<ReductionKind> reductionOfBody(Region &body);
+
+/// Rewrites one module JAX lowered into the partita dialect, in place.
+class Importer {
+public:
+  explicit Importer(ModuleOp module)
+      : module(module), context(module.getContext()), builder(context) {}
+
+  /// Imports the whole module; failure after every problem was reported.
+  LogicalResult run();
+
+private:
+  /// Builds the partita values replacing `op`'s results, at the builder's
+  /// insertion point (before `op`), or fails after reporting why.
+  using Conversion =
+      std::function<FailureOr<SmallVector<Value>>(Importer &, Operation *)>;
+  /// The conversion of each supported op name.
+  static const llvm::StringMap<Conversion> &conversions();
+
+  /// An error at `op`, counted.
+  InFlightDiagnostic fail(Operation *op) {
+    ++failures;
+    return op->emitError();
+  }
+  /// An error at `op` with `message`, counted, as a failed conversion.
+  FailureOr<SmallVector<Value>> reject(Operation *op, const Twine &message) {
+    fail(op) << message;
+    return failure();
+  }
+
+  /// Replaces every `sdy.mesh` of the module with a partita mesh.
+  void importMeshes();
+  /// The partita sharding of Shardy's `sdy` (a `#sdy.sharding<…>`) for a
+  /// value of `type`, or null after an error naming `what` at `where`.
+  ShardingAttr importSharding(Operation *where, Attribute sdy, Type type,
+                              StringRef what);
+  /// Converts the shardings among a function's argument and result
+  /// attributes and drops JAX's bookkeeping attributes.
+  void importFunctionAttributes(func::FuncOp function);
+  /// Converts every unregistered op of `block` (nested regions of the new
+  /// ops included).
+  void importBlock(Block &block);
+
+  // Conversions of single op kinds.
+  FailureOr<SmallVector<Value>> constant(Operation *op);
+  FailureOr<SmallVector<Value>> iota(Operation *op);
+  FailureOr<SmallVector<Value>> compare(Operation *op);
+  FailureOr<SmallVector<Value>> dotGeneral(Operation *op);
+  FailureOr<SmallVector<Value>> reduce(Operation *op);
+  FailureOr<SmallVector<Value>> broadcastInDim(Operation *op);
+  FailureOr<SmallVector<Value>> transpose(Operation *op);
+  FailureOr<SmallVector<Value>> slice(Operation *op);
+  FailureOr<SmallVector<Value>> concatenate(Operation *op);
+  FailureOr<SmallVector<Value>> pad(Operation *op);
+  FailureOr<SmallVector<Value>> shardingConstraint(Operation *op);
+  /// A two-value reduce over `dims` that is an argmax or argmin.
+  FailureOr<SmallVector<Value>> argReduce(Operation *op,
+                                          ArrayRef<int64_t> dims);
+  FailureOr<SmallVector<Value>> reduceWindow(Operation *op);
+  FailureOr<SmallVector<Value>> gather(Operation *op);
+  FailureOr<SmallVector<Value>> scatter(Operation *op);
+  /// A gather that is jnp.take_along_axis on the last axis; `text` is the
+  /// printed dimension numbers.
+  FailureOr<SmallVector<Value>>
+  takeAlongLastAxis(Operation *op, const std::string &text,
+                    const std::optional<SmallVector<int64_t>> &sizes);
+  /// one_hot[b..., k, e] = (indices[b..., k, 0] == e) in `element`.
+  Value oneHot(Location loc, Value indices, int64_t width, Type element);
+  FailureOr<SmallVector<Value>> whileLoop(Operation *op);
+  FailureOr<SmallVector<Value>> manualComputation(Operation *op);
+  /// all_reduce, all_gather, reduce_scatter, all_to_all and
+  /// collective_permute inside a manual computation.
+  FailureOr<SmallVector<Value>> collective(Operation *op);
+  /// The mesh axes (in order) whose groups are `groups` (device ids), or
+  /// none after an error.
+  std::optional<SmallVector<std::string>>
+  axesOfGroups(Operation *op, const std::vector<std::vector<int64_t>> &groups);
+
+  /// The conversion of a one-operand op to `OpTy` with the same result type.
+  template <typename OpTy>
+  static Conversion unary() {
+    return [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      return SmallVector<Value>{OpTy::create(self.builder, op->getLoc(),
+                                             op->getResult(0).getType(),
+                                             op->getOperand(0))};
+    };
+  }
+  /// The conversion of a two-operand op to `OpTy` with the same result type.
+  template <typename OpTy>
+  static Conversion binary() {
+    return [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      return SmallVector<Value>{OpTy::create(
+          self.builder, op->getLoc(), op->getResult(0).getType(),
+          op->getOperand(0), op->getOperand(1))};
+    };
+  }
+
+  /// A splat constant of `type` holding `value`.
+  Value splat(Location loc, RankedTensorType type, double value);
+
+  ModuleOp module;
+  MLIRContext *context;
+  OpBuilder builder;
+  int failures = 0;
+  /// sdy mesh names already converted.
+  llvm::StringMap<bool> meshes;
+  /// The mesh of the manual computation being imported (collectives inside
+  /// it are over its axes).
+  FlatSymbolRefAttr manualMesh;
+  /// GSPMD shardings (`mhlo.sharding` strings) name no mesh: they are
+  /// expressed on one made for them, @gspmd_mesh, whose axes are the prime
+  /// factors of the device count.
+  FlatSymbolRefAttr gspmdMesh;
+  /// The sizes of @gspmd_mesh's axes a0, a1, ...
+  std::vector<int64_t> gspmdFactors;
+  /// The partita sharding of a GSPMD sharding string (`mhlo.sharding`) for
+  /// a value of `type`, or null after an error naming `what` at `where`.
+  ShardingAttr importGspmdSharding(Operation *where, Attribute text, Type type,
+                                   StringRef what);
+  /// Makes @gspmd_mesh (once) over `mhlo.num_partitions` devices.
+  void makeGspmdMesh();
+};
+
+} // namespace stablehlo_import
+} // namespace partita
+
+#endif // PARTITA_LIB_CONVERSION_STABLEHLOTOPARTITA_IMPORTER_H

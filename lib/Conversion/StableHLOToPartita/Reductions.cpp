@@ -1,0 +1,228 @@
+//===- Reductions.cpp - StableHLO reductions into partita -----------------===//
+//
+// Conversions of stablehlo.reduce (sums, maxima, minima, and, or; argmax
+// and argmin as two-value reduces) and of the reduce_window jnp.cumsum
+// writes, and the reading of a reduction body.
+//
+//===----------------------------------------------------------------------===//
+#include "Importer.h"
+
+namespace partita {
+namespace stablehlo_import {
+
+namespace {
+
+/// Whether `value` is a constant every element of which is the identity of
+/// `kind` (so the init value changes nothing).
+bool isIdentityOf(Value value, ReductionKind kind) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  auto elements = dyn_cast_or_null<DenseElementsAttr>(property(def, "value"));
+  if (!elements || !elements.isSplat())
+    return false;
+  Type type = elements.getElementType();
+  if (isa<FloatType>(type)) {
+    APFloat v = elements.getSplatValue<APFloat>();
+    switch (kind) {
+    case ReductionKind::Sum:
+      return v.isZero();
+    case ReductionKind::Max:
+      return v.isInfinity() && v.isNegative();
+    case ReductionKind::Min:
+      return v.isInfinity() && !v.isNegative();
+    default:
+      return false;
+    }
+  }
+  APInt v = elements.getSplatValue<APInt>();
+  unsigned width = v.getBitWidth();
+  switch (kind) {
+  case ReductionKind::Sum:
+  case ReductionKind::Or:
+    return v.isZero();
+  case ReductionKind::Max:
+    return width == 1 ? v.isZero() : v.isMinSignedValue();
+  case ReductionKind::Min:
+  case ReductionKind::And:
+    return width == 1 ? v.isOne() : (kind == ReductionKind::And
+                                         ? v.isAllOnes()
+                                         : v.isMaxSignedValue());
+  }
+  return false;
+}
+
+/// The iota dimension of `value` if an iota defines it.
+std::optional<int64_t> iotaDimension(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || (def->getName().getStringRef() != "stablehlo.iota" &&
+               !isa<IotaOp>(def)))
+    return std::nullopt;
+  if (auto iota = dyn_cast<IotaOp>(def))
+    return iota.getDim();
+  if (auto dim = dyn_cast_or_null<IntegerAttr>(property(def, "iota_dimension")))
+    return dim.getInt();
+  return std::nullopt;
+}
+
+} // namespace
+
+/// The reduction a reduce body computes: its one combining op applied to
+/// the two block arguments.
+std::optional<ReductionKind> reductionOfBody(Region &body) {
+  if (!body.hasOneBlock())
+    return std::nullopt;
+  Block &block = body.front();
+  if (block.getNumArguments() != 2 || block.getOperations().size() != 2)
+    return std::nullopt;
+  Operation &combine = block.front();
+  if (combine.getNumOperands() != 2 ||
+      !llvm::is_contained(combine.getOperands(), block.getArgument(0)) ||
+      !llvm::is_contained(combine.getOperands(), block.getArgument(1)))
+    return std::nullopt;
+  StringRef name = combine.getName().getStringRef();
+  if (name == "stablehlo.add")
+    return ReductionKind::Sum;
+  if (name == "stablehlo.maximum")
+    return ReductionKind::Max;
+  if (name == "stablehlo.minimum")
+    return ReductionKind::Min;
+  if (name == "stablehlo.and")
+    return ReductionKind::And;
+  if (name == "stablehlo.or")
+    return ReductionKind::Or;
+  return std::nullopt;
+}
+
+FailureOr<SmallVector<Value>> Importer::reduce(Operation *op) {
+  std::optional<SmallVector<int64_t>> dims =
+      integers(property(op, "dimensions"));
+  if (!dims || op->getNumRegions() != 1)
+    return reject(op, "stablehlo.reduce without dimensions or a body");
+  if (op->getNumOperands() == 4)
+    return argReduce(op, *dims);
+  if (op->getNumOperands() != 2)
+    return reject(op, "stablehlo.reduce over " +
+                          Twine(op->getNumOperands() / 2) +
+                          " values at once is not supported");
+  std::optional<ReductionKind> kind = reductionOfBody(op->getRegion(0));
+  if (!kind)
+    return reject(op, "stablehlo.reduce whose body is not one add, maximum, "
+                      "minimum, and or or of its two arguments");
+  Location loc = op->getLoc();
+  auto resultType = tensorOf(op->getResult(0));
+  Value reduced = ReduceOp::create(builder, loc, resultType, *kind,
+                                   op->getOperand(0),
+                                   builder.getDenseI64ArrayAttr(*dims));
+  Value init = op->getOperand(1);
+  if (isIdentityOf(init, *kind))
+    return SmallVector<Value>{reduced};
+  // Fold a non-identity init value in once.
+  Value initWhole = resultType.getRank() == 0
+                        ? init
+                        : Value(BroadcastOp::create(
+                              builder, loc, resultType, init,
+                              builder.getDenseI64ArrayAttr({})));
+  Value combined;
+  switch (*kind) {
+  case ReductionKind::Sum:
+    combined = AddOp::create(builder, loc, resultType, reduced, initWhole);
+    break;
+  case ReductionKind::Max:
+    combined = MaxOp::create(builder, loc, resultType, reduced, initWhole);
+    break;
+  case ReductionKind::Min:
+    combined = MinOp::create(builder, loc, resultType, reduced, initWhole);
+    break;
+  case ReductionKind::And:
+    combined = AndOp::create(builder, loc, resultType, reduced, initWhole);
+    break;
+  case ReductionKind::Or:
+    combined = OrOp::create(builder, loc, resultType, reduced, initWhole);
+    break;
+  }
+  return SmallVector<Value>{combined};
+}
+
+FailureOr<SmallVector<Value>> Importer::argReduce(Operation *op,
+                                                  ArrayRef<int64_t> dims) {
+  // jnp.argmax/argmin: reduce (values, iota along the reduced dimension)
+  // with a body that keeps the greater (lesser) value and, on ties, the
+  // lower index.
+  Value values = op->getOperand(0);
+  std::optional<int64_t> iotaDim = iotaDimension(op->getOperand(1));
+  if (dims.size() != 1 || !iotaDim || *iotaDim != dims[0])
+    return reject(op, "a two-value stablehlo.reduce that is not an argmax "
+                      "or argmin (values and an iota along the one reduced "
+                      "dimension)");
+  std::optional<CompareDirection> direction;
+  op->getRegion(0).walk([&](Operation *inner) {
+    if (inner->getName().getStringRef() != "stablehlo.compare" ||
+        inner->getOperand(0) != op->getRegion(0).getArgument(0))
+      return;
+    std::string text = printed(property(inner, "comparison_direction"));
+    if (text.find(" GT") != std::string::npos)
+      direction = CompareDirection::GT;
+    else if (text.find(" LT") != std::string::npos)
+      direction = CompareDirection::LT;
+  });
+  if (!direction)
+    return reject(op, "a two-value stablehlo.reduce whose body compares "
+                      "neither greater nor less");
+  Location loc = op->getLoc();
+  auto valueType = tensorOf(values);
+  if (*direction == CompareDirection::LT)
+    values = NegOp::create(builder, loc, valueType, values);
+  Value index = ArgmaxOp::create(builder, loc, op->getResult(1).getType(),
+                                 values, dims[0]);
+  Value extreme = ReduceOp::create(
+      builder, loc, op->getResult(0).getType(),
+      *direction == CompareDirection::GT ? ReductionKind::Max
+                                         : ReductionKind::Min,
+      op->getOperand(0), builder.getDenseI64ArrayAttr(dims));
+  return SmallVector<Value>{extreme, index};
+}
+
+FailureOr<SmallVector<Value>> Importer::reduceWindow(Operation *op) {
+  // jnp.cumsum: a sum over a window as long as one dimension, padded by
+  // length - 1 on one side, stride 1.
+  std::optional<SmallVector<int64_t>> window =
+      integers(property(op, "window_dimensions"));
+  auto padding = dyn_cast_or_null<DenseIntElementsAttr>(property(op, "padding"));
+  std::optional<SmallVector<int64_t>> strides =
+      integers(property(op, "window_strides"));
+  auto type = tensorOf(op->getResult(0));
+  std::optional<ReductionKind> kind =
+      op->getNumRegions() == 1 ? reductionOfBody(op->getRegion(0))
+                               : std::nullopt;
+  std::optional<int64_t> dim;
+  bool reverse = false, matches = window && padding && op->getNumOperands() == 2 &&
+                                  kind && *kind == ReductionKind::Sum &&
+                                  isIdentityOf(op->getOperand(1), *kind);
+  SmallVector<int64_t> pads;
+  if (padding)
+    for (const APInt &value : padding)
+      pads.push_back(value.getSExtValue());
+  for (int64_t d = 0; matches && d < type.getRank(); ++d) {
+    int64_t size = type.getDimSize(d);
+    if ((*window)[d] == 1 && pads[2 * d] == 0 && pads[2 * d + 1] == 0)
+      continue;
+    if (dim || (*window)[d] != size ||
+        !((pads[2 * d] == size - 1 && pads[2 * d + 1] == 0) ||
+          (pads[2 * d] == 0 && pads[2 * d + 1] == size - 1)))
+      matches = false;
+    dim = d;
+    reverse = pads[2 * d] == 0 && size > 1;
+  }
+  if (strides && llvm::any_of(*strides, [](int64_t v) { return v != 1; }))
+    matches = false;
+  if (!matches || !dim)
+    return reject(op, "stablehlo.reduce_window other than the cumulative "
+                      "sum jnp.cumsum writes is not supported");
+  return SmallVector<Value>{CumsumOp::create(builder, op->getLoc(), type,
+                                             op->getOperand(0), *dim,
+                                             reverse)};
+}
+
+} // namespace stablehlo_import
+} // namespace partita
