@@ -37,13 +37,9 @@ bool hasManualComputations(ModuleOp module) {
 } // namespace
 
 const char *describeReference(ReferenceKind kind) {
-  switch (kind) {
-  case ReferenceKind::Unpartitioned:
-    return "the unpartitioned program on cpu:1";
-  case ReferenceKind::ReplicatedAroundManual:
-    return "the program replicated around its manual computations";
-  }
-  return "?";
+  return kind == ReferenceKind::Unpartitioned
+             ? "the unpartitioned program on cpu:1"
+             : "the program replicated around its manual computations";
 }
 
 Expected<Executable> compileForRun(ModuleOp module, PipelineOptions &options,

@@ -525,10 +525,7 @@ LogicalResult Reverse::visitManual(ManualComputationOp manual) {
 Expected<func::FuncOp> partita::buildGradient(func::FuncOp loss,
                                               const std::vector<unsigned> &wrt,
                                               const std::string &name,
-                                              const std::string &remat) {
-  if (remat != "none" && remat != "per-layer" && remat != "full")
-    return Status::error("unknown remat policy '" + remat +
-                         "' (none, per-layer or full)");
+                                              Remat remat) {
   if (loss.isExternal())
     return Status::error("@" + loss.getSymName().str() + " has no body");
   if (loss.getNumResults() == 0 ||
@@ -563,9 +560,9 @@ Expected<func::FuncOp> partita::buildGradient(func::FuncOp loss,
                                 1, value.getType()));
   // Recomputation segments: the layer an op's name starts with, or all.
   std::vector<int> segmentOf(ops.size(), -1);
-  if (remat == "full") {
+  if (remat == Remat::Full) {
     std::fill(segmentOf.begin(), segmentOf.end(), 0);
-  } else if (remat == "per-layer") {
+  } else if (remat == Remat::PerLayer) {
     std::map<std::string, int> layers;
     for (size_t k = 0; k < ops.size(); ++k) {
       auto named = dyn_cast<NameLoc>(ops[k]->getLoc());

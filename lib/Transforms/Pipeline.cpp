@@ -9,74 +9,72 @@
 
 using namespace partita;
 
-std::optional<Stage> partita::parseStage(llvm::StringRef name) {
-  if (name == "verified")
-    return Stage::Verified;
-  if (name == "propagated")
-    return Stage::Propagated;
-  if (name == "partitioned")
-    return Stage::Partitioned;
+namespace {
+
+/// An enum's values and their names, one table per enum: parsing and
+/// printing read the same rows.
+template <typename Enum> struct EnumName {
+  Enum value;
+  const char *name;
+};
+constexpr EnumName<Stage> kStageNames[] = {
+    {Stage::Verified, "verified"},
+    {Stage::Propagated, "propagated"},
+    {Stage::Partitioned, "partitioned"}};
+constexpr EnumName<TrainOptimizer> kOptimizerNames[] = {
+    {TrainOptimizer::None, "none"},
+    {TrainOptimizer::SGD, "sgd"},
+    {TrainOptimizer::AdamW, "adamw"}};
+constexpr EnumName<Remat> kRematNames[] = {{Remat::None, "none"},
+                                           {Remat::PerLayer, "per-layer"},
+                                           {Remat::Full, "full"}};
+
+template <typename Enum, size_t N>
+std::optional<Enum> valueNamed(const EnumName<Enum> (&names)[N],
+                               llvm::StringRef name) {
+  for (const EnumName<Enum> &row : names)
+    if (name == row.name)
+      return row.value;
   return std::nullopt;
 }
 
-llvm::StringRef partita::stageName(Stage stage) {
-  switch (stage) {
-  case Stage::Verified:
-    return "verified";
-  case Stage::Propagated:
-    return "propagated";
-  case Stage::Partitioned:
-    return "partitioned";
-  }
+template <typename Enum, size_t N>
+llvm::StringRef nameOf(const EnumName<Enum> (&names)[N], Enum value) {
+  for (const EnumName<Enum> &row : names)
+    if (row.value == value)
+      return row.name;
   return "?";
+}
+
+} // namespace
+
+std::optional<Stage> partita::parseStage(llvm::StringRef name) {
+  return valueNamed(kStageNames, name);
+}
+
+llvm::StringRef partita::stageName(Stage stage) {
+  return nameOf(kStageNames, stage);
 }
 
 llvm::StringRef partita::availableStages() {
   return "verified, propagated, partitioned";
 }
 
-std::optional<TrainOptimizer> partita::parseTrainOptimizer(llvm::StringRef name) {
-  if (name == "none")
-    return TrainOptimizer::None;
-  if (name == "sgd")
-    return TrainOptimizer::SGD;
-  if (name == "adamw")
-    return TrainOptimizer::AdamW;
-  return std::nullopt;
+std::optional<TrainOptimizer>
+partita::parseTrainOptimizer(llvm::StringRef name) {
+  return valueNamed(kOptimizerNames, name);
 }
 
 llvm::StringRef partita::trainOptimizerName(TrainOptimizer optimizer) {
-  switch (optimizer) {
-  case TrainOptimizer::None:
-    return "none";
-  case TrainOptimizer::SGD:
-    return "sgd";
-  case TrainOptimizer::AdamW:
-    return "adamw";
-  }
-  return "?";
+  return nameOf(kOptimizerNames, optimizer);
 }
 
 std::optional<Remat> partita::parseRemat(llvm::StringRef name) {
-  if (name == "none")
-    return Remat::None;
-  if (name == "per-layer")
-    return Remat::PerLayer;
-  if (name == "full")
-    return Remat::Full;
-  return std::nullopt;
+  return valueNamed(kRematNames, name);
 }
 
 llvm::StringRef partita::rematName(Remat remat) {
-  switch (remat) {
-  case Remat::None:
-    return "none";
-  case Remat::PerLayer:
-    return "per-layer";
-  case Remat::Full:
-    return "full";
-  }
-  return "?";
+  return nameOf(kRematNames, remat);
 }
 
 void partita::buildPipeline(mlir::OpPassManager &passes,
@@ -88,11 +86,11 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
   }
   if (options.trainOptimizer != TrainOptimizer::None) {
     TrainStepPassOptions train;
-    train.optimizer = trainOptimizerName(options.trainOptimizer).str();
+    train.optimizer = options.trainOptimizer;
     train.learningRate = options.trainLearningRate;
     train.mixedPrecision = options.trainMixedPrecision;
     train.microBatches = options.trainMicroBatches;
-    train.remat = rematName(options.trainRemat).str();
+    train.remat = options.trainRemat;
     passes.addPass(createTrainStepPass(train));
   }
   ApplyRulesPassOptions rulesOptions;

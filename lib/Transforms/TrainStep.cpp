@@ -37,7 +37,7 @@ namespace {
 class TrainStepBuilder {
 public:
   TrainStepBuilder(func::FuncOp loss, const TrainStepOptions &options)
-      : loss(loss), options(options), adam(options.optimizer == "adamw"),
+      : loss(loss), options(options), adam(options.optimizer == TrainOptimizer::AdamW),
         context(loss.getContext()), builder(context), loc(loss.getLoc()),
         moments((adam ? 2 : 1) + (options.mixedPrecision ? 1 : 0)),
         first(options.mixedPrecision ? 1 : 0),
@@ -115,9 +115,8 @@ private:
 };
 
 Status TrainStepBuilder::classifyArguments() {
-  if (!adam && options.optimizer != "sgd")
-    return Status::error("unknown optimizer '" + options.optimizer +
-                         "' (adamw or sgd)");
+  if (options.optimizer == TrainOptimizer::None)
+    return Status::error("a train step needs an optimizer (adamw or sgd)");
   for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
     auto role = loss.getArgAttrOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName);
     if (role && role.getValue() == Role::Param && isFloatTensor(loss.getArgument(i)))

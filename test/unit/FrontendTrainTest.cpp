@@ -95,7 +95,7 @@ TEST_CASE("train steps lower the loss over 20 steps", "[train]") {
     config.layers = 2;
     auto module = std::move(*buildModel(&context, config, mesh));
     TrainStepOptions options;
-    options.optimizer = "sgd";
+    options.optimizer = TrainOptimizer::SGD;
     options.learningRate = 0.05;
     std::vector<float> losses = train(*module, stepOf(*module, config, options), 20);
     INFO("first loss " << losses.front() << ", last " << losses.back());

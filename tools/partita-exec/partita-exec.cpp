@@ -12,17 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../common/CommandLine.h"
+#include "../common/RuntimeBackends.h"
 
-#include "partita/Runtime/Program/ExecutableFile.h"
-#ifdef PARTITA_HAVE_MPI
-#include "partita/Runtime/MPI/Mpi.h"
-#endif
-#ifdef PARTITA_HAVE_CUDA
-#include "partita/Runtime/CUDA/CudaBackend.h"
-#endif
-#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
-#include "partita/Runtime/CUDA/CudaDistributed.h"
-#endif
 #include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Runtime/IO/ShardedArray.h"

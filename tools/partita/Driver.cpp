@@ -4,6 +4,7 @@
 #include "../common/CommandLine.h"
 
 #include "partita/Conversion/StableHLOToPartita.h"
+#include "partita/Models/Models.h"
 #include "partita/Registration.h"
 #include "partita/Sharding/Mesh.h"
 
@@ -210,6 +211,23 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
     options.mesh = text;
   }
   return true;
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+partita::cli::buildModelOrReport(Session &session, const ModelConfig &config,
+                                 const Mesh &mesh) {
+  Expected<mlir::OwningOpRef<mlir::ModuleOp>> built =
+      buildModel(&session.context, config, mesh);
+  if (!built) {
+    usageError(built.status().message());
+    return nullptr;
+  }
+  if (mlir::failed(mlir::verify(**built))) {
+    llvm::errs() << "error: the " << config.model
+                 << " builder produced an invalid module\n";
+    return nullptr;
+  }
+  return std::move(*built);
 }
 
 bool partita::cli::writeOutputFile(

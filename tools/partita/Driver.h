@@ -24,8 +24,20 @@
 #include <vector>
 
 namespace partita {
+class Mesh;
 struct ModelConfig;
 } // namespace partita
+
+/// The help lines of the pipeline flags `run` and `show` take, ending with
+/// --help's (the end of their usage texts).
+#define PARTITA_PIPELINE_FLAGS_USAGE                                           \
+  "  --mesh <spec>          replace the module's mesh first\n"                 \
+  "  --rules <preset|file>  map logical axis names (partita gen's models) "    \
+  "to\n"                                                                       \
+  "                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,\n"   \
+  "                         fsdp+tp, tp+sp, ep, or a JSON rules file\n"        \
+  "  --interconnect <file>  link figures for the cost model (JSON)\n"          \
+  "  -h, --help             show this help\n"
 
 namespace partita::cli {
 
@@ -116,6 +128,12 @@ int showCommand(const std::vector<std::string> &args);
 int runCommand(const std::vector<std::string> &args);
 int genCommand(const std::vector<std::string> &args);
 int trainCommand(const std::vector<std::string> &args);
+
+/// Builds `config`'s model on `mesh` in `session`'s context and verifies
+/// it; null after reporting the error.
+mlir::OwningOpRef<mlir::ModuleOp> buildModelOrReport(Session &session,
+                                                     const ModelConfig &config,
+                                                     const Mesh &mesh);
 
 /// The model flags `gen` and `train` share (docs/Models.md).
 std::vector<std::string> modelValueFlags();

@@ -166,16 +166,10 @@ int partita::cli::genCommand(const std::vector<std::string> &args) {
                       "': " + mesh.status().message());
 
   Session session;
-  Expected<mlir::OwningOpRef<mlir::ModuleOp>> built =
-      buildModel(&session.context, config, *mesh);
-  if (!built)
-    return usageError(built.status().message());
-  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*built);
-  if (mlir::failed(mlir::verify(*module))) {
-    llvm::errs() << "error: the " << config.model
-                 << " builder produced an invalid module\n";
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      buildModelOrReport(session, config, *mesh);
+  if (!module)
     return 1;
-  }
   if (cl.has("--rules")) {
     mlir::PassManager passes(&session.context);
     ApplyRulesPassOptions options;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
+#include "../common/RuntimeBackends.h"
 
 #include "partita/Analysis/Report.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,16 +16,6 @@
 #include "partita/Driver/Check.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"
-#include "partita/Runtime/Program/ExecutableFile.h"
-#ifdef PARTITA_HAVE_MPI
-#include "partita/Runtime/MPI/Mpi.h"
-#endif
-#ifdef PARTITA_HAVE_CUDA
-#include "partita/Runtime/CUDA/CudaBackend.h"
-#endif
-#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
-#include "partita/Runtime/CUDA/CudaDistributed.h"
-#endif
 #include "partita/Runtime/IO/RunSupport.h"
 
 #include "llvm/Support/Format.h"
@@ -76,13 +67,7 @@ Options:
                          does --check (docs/Distributed.md)
   --timeout <seconds>    with --distributed: fail a collective that makes
                          no progress for this long (default 60)
-  --mesh <spec>          replace the module's mesh first
-  --rules <preset|file>  map logical axis names (partita gen's models) to
-                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,
-                         fsdp+tp, tp+sp, ep, or a JSON rules file
-  --interconnect <file>  link figures for the cost model (JSON)
-  -h, --help             show this help
-)";
+)" PARTITA_PIPELINE_FLAGS_USAGE;
 
 /// Loads the module at `input` and compiles it for `partita run`
 /// (compileForRun, Check.h). A failure whose diagnostics are printed has an

@@ -35,13 +35,7 @@ and partial axes are named above the picture.
 Options:
   --value <name>         the tensor (NameLoc name, argN, resultN, ...)
   --color <when>         auto (default: only on a terminal), always, never
-  --mesh <spec>          replace the module's mesh first
-  --rules <preset|file>  map logical axis names (partita gen's models) to
-                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,
-                         fsdp+tp, tp+sp, ep, or a JSON rules file
-  --interconnect <file>  link figures for the cost model (JSON)
-  -h, --help             show this help
-)";
+)" PARTITA_PIPELINE_FLAGS_USAGE;
 
 /// "0-3,8" style list of device ids.
 std::string deviceList(const std::vector<int64_t> &devices) {

@@ -169,11 +169,10 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
 
   // The train step, compiled.
   Session session;
-  Expected<mlir::OwningOpRef<mlir::ModuleOp>> built =
-      buildModel(&session.context, config, *mesh);
-  if (!built)
-    return usageError(built.status().message());
-  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*built);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      buildModelOrReport(session, config, *mesh);
+  if (!module)
+    return 1;
   options.stage = count > 1 ? Stage::Partitioned : Stage::Verified;
   options.rules = cl.get("--rules", "dp");
   options.interconnectFile = cl.get("--interconnect");

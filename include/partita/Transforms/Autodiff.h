@@ -11,6 +11,7 @@
 #define PARTITA_TRANSFORMS_AUTODIFF_H
 
 #include "partita/Sharding/Status.h"
+#include "partita/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -27,21 +28,21 @@ namespace partita {
 /// argmax, iota and top_k's indices carry no gradient. Errors (an op
 /// without a gradient rule, a collective) name the op and its location.
 ///
-/// `remat` is the activation checkpointing policy: "none" keeps every
-/// forward value for the backward; "per-layer" recomputes each layer (ops
+/// `remat` is the activation checkpointing policy: None keeps every
+/// forward value for the backward; PerLayer recomputes each layer (ops
 /// named `layerN.…`) from its inputs just before differentiating it, so a
-/// layer's intermediates die in the forward pass; "full" recomputes the
+/// layer's intermediates die in the forward pass; Full recomputes the
 /// whole forward pass. An optimization_barrier over the recomputation's
 /// inputs keeps it from being merged back into the forward pass.
 Expected<mlir::func::FuncOp> buildGradient(mlir::func::FuncOp loss,
                                            const std::vector<unsigned> &wrt,
                                            const std::string &name,
-                                           const std::string &remat = "none");
+                                           Remat remat = Remat::None);
 
 /// The optimizer of a train step.
 struct TrainStepOptions {
-  /// "adamw" or "sgd" (with momentum).
-  std::string optimizer = "adamw";
+  /// AdamW or SGD (with momentum).
+  TrainOptimizer optimizer = TrainOptimizer::AdamW;
   /// > 0: a constant learning rate; otherwise the step takes an `lr` input
   /// (a schedule lives outside the step).
   double learningRate = 0;
@@ -58,9 +59,8 @@ struct TrainStepOptions {
   /// and a loop runs forward and backward on each slice, summing gradients
   /// (kept partial through the loop), averaged once at the end.
   int64_t microBatches = 1;
-  /// Activation checkpointing: "none", "per-layer" or "full" (see
-  /// buildGradient).
-  std::string remat = "none";
+  /// Activation checkpointing (see buildGradient).
+  Remat remat = Remat::None;
 };
 
 /// Replaces the loss function `loss` (scalar loss first; arguments with

@@ -4,6 +4,7 @@
 
 #include "mlir/Pass/Pass.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Transforms/Pipeline.h"
 
 #include <memory>
 

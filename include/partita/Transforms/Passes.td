@@ -92,8 +92,16 @@ def GradPass : Pass<"partita-grad", "mlir::ModuleOp"> {
   let options = [
     ListOption<"wrt", "wrt", "unsigned",
                "Argument indices to differentiate (default: role param)">,
-    Option<"remat", "remat", "std::string", /*default=*/"\"none\"",
-           "Activation checkpointing: none, per-layer or full">
+    Option<"remat", "remat", "::partita::Remat",
+           /*default=*/"::partita::Remat::None",
+           "Activation checkpointing: none, per-layer or full",
+           [{::llvm::cl::values(
+               clEnumValN(::partita::Remat::None, "none",
+                          "keep every forward value"),
+               clEnumValN(::partita::Remat::PerLayer, "per-layer",
+                          "recompute each layer"),
+               clEnumValN(::partita::Remat::Full, "full",
+                          "recompute the forward pass"))}]>
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }
@@ -117,8 +125,12 @@ def TrainStepPass : Pass<"partita-train-step", "mlir::ModuleOp"> {
     Example: `partita-opt --partita-train-step="optimizer=sgd lr=0.1" mlp.mlir`
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "adamw or sgd">,
+    Option<"optimizer", "optimizer", "::partita::TrainOptimizer",
+           /*default=*/"::partita::TrainOptimizer::AdamW", "adamw or sgd",
+           [{::llvm::cl::values(
+               clEnumValN(::partita::TrainOptimizer::AdamW, "adamw", "AdamW"),
+               clEnumValN(::partita::TrainOptimizer::SGD, "sgd",
+                          "SGD with momentum"))}]>,
     Option<"learningRate", "lr", "double", /*default=*/"0.0",
            "A constant learning rate (default: an lr input)">,
     Option<"mixedPrecision", "mixed-precision", "bool", /*default=*/"false",
@@ -126,8 +138,16 @@ def TrainStepPass : Pass<"partita-train-step", "mlir::ModuleOp"> {
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Gradient accumulation over this many micro-batches (the loss "
            "function sees one)">,
-    Option<"remat", "remat", "std::string", /*default=*/"\"none\"",
-           "Activation checkpointing: none, per-layer or full">
+    Option<"remat", "remat", "::partita::Remat",
+           /*default=*/"::partita::Remat::None",
+           "Activation checkpointing: none, per-layer or full",
+           [{::llvm::cl::values(
+               clEnumValN(::partita::Remat::None, "none",
+                          "keep every forward value"),
+               clEnumValN(::partita::Remat::PerLayer, "per-layer",
+                          "recompute each layer"),
+               clEnumValN(::partita::Remat::Full, "full",
+                          "recompute the forward pass"))}]>
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }
