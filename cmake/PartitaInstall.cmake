@@ -5,7 +5,7 @@ include(GNUInstallDirs)
 
 install(DIRECTORY ${PARTITA_SOURCE_DIR}/include/partita
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h" PATTERN "*.td"
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*.td"
         PATTERN "CMakeLists.txt" EXCLUDE)
 install(DIRECTORY ${PARTITA_BINARY_DIR}/include/partita
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
