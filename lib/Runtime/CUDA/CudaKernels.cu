@@ -680,29 +680,24 @@ Status runIota(const CudaOp &op) {
   });
 }
 
-Status runElementwiseUnary(const CudaOp &op) {
+/// Both elementwise families: one kernel per family selects the op.
+Status runElementwise(const CudaOp &op) {
+  bool binary = opFamily(op.inst.op) == OpFamily::ElementwiseBinary;
   return withDType(op.out.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    if (op.count > 0)
-      unaryKernel<T>
-          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
-              static_cast<const typename T::Storage *>(op.operands[0]),
-              static_cast<typename T::Storage *>(op.results[0]), op.count,
-              static_cast<int>(op.inst.op));
-    return launched(op.name.c_str());
-  });
-}
-
-Status runElementwiseBinary(const CudaOp &op) {
-  return withDType(op.out.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    if (op.count > 0)
+    using Storage = typename T::Storage;
+    const auto *in = static_cast<const Storage *>(op.operands[0]);
+    auto *out = static_cast<Storage *>(op.results[0]);
+    int code = static_cast<int>(op.inst.op);
+    if (op.count > 0 && binary)
       binaryKernel<T>
           <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
-              static_cast<const typename T::Storage *>(op.operands[0]),
-              static_cast<const typename T::Storage *>(op.operands[1]),
-              static_cast<typename T::Storage *>(op.results[0]), op.count,
-              static_cast<int>(op.inst.op));
+              in, static_cast<const Storage *>(op.operands[1]), out, op.count,
+              code);
+    else if (op.count > 0)
+      unaryKernel<T>
+          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
+              in, out, op.count, code);
     return launched(op.name.c_str());
   });
 }
@@ -1072,8 +1067,16 @@ Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,
   if (resultTypes.empty())
     return Status::error(name + " on CUDA: no result");
   const TensorType &out = resultTypes[0];
-  CudaOp op{ctx,   inst,    operandTypes, operands, resultTypes,
-            results, constants, name, out, out.numElements(),
+  CudaOp op{ctx,
+            inst,
+            operandTypes,
+            operands,
+            resultTypes,
+            results,
+            constants,
+            name,
+            out,
+            out.numElements(),
             dtypeSize(out.dtype)};
   if (!isValidOpCode(static_cast<uint16_t>(inst.op)))
     return op.fail("not a tensor op the CUDA backend runs");
@@ -1081,9 +1084,8 @@ Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,
   case OpFamily::Dedicated:
     return runDedicated(op);
   case OpFamily::ElementwiseUnary:
-    return runElementwiseUnary(op);
   case OpFamily::ElementwiseBinary:
-    return runElementwiseBinary(op);
+    return runElementwise(op);
   case OpFamily::Copy:
     return runCopy(op);
   case OpFamily::Collective:

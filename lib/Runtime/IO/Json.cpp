@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 namespace partita {
@@ -202,23 +203,23 @@ private:
       wordStart();
       return "unexpected text after the JSON value";
     }
-    if (has("missing closing quote"))
-      return "unterminated string";
+    // nlohmann's lexer errors, by a phrase of theirs, in our words; the
+    // first match wins.
+    static const std::pair<const char *, const char *> lexerErrors[] = {
+        {"missing closing quote", "unterminated string"},
+        {"surrogate", "unpaired surrogate in \\u escape"},
+        {"must be followed by 4 hex digits", "bad hex digit in \\u escape"},
+        {"control character", "control character in a string"},
+        {"ill-formed UTF-8", "ill-formed UTF-8 in a string"},
+        {"after '.'", "malformed number: digits expected after '.'"},
+        {"after exponent", "malformed number: digits expected in the exponent"},
+        {"invalid number", "malformed number"},
+    };
     if (has("forbidden character after backslash"))
       return std::string("unknown escape '\\") + offending + "'";
-    if (has("surrogate"))
-      return "unpaired surrogate in \\u escape";
-    if (has("must be followed by 4 hex digits"))
-      return "bad hex digit in \\u escape";
-    if (has("control character"))
-      return "control character in a string";
-    if (has("ill-formed UTF-8"))
-      return "ill-formed UTF-8 in a string";
-    if (has("invalid number"))
-      return has("after '.'")  ? "malformed number: digits expected after '.'"
-             : has("exponent") ? "malformed number: digits expected in the "
-                                 "exponent"
-                               : "malformed number";
+    for (const auto &[theirs, ours] : lexerErrors)
+      if (has(theirs))
+        return ours;
     if (context("object key"))
       return "expected a member name in double quotes";
     if (context("object separator"))
@@ -329,23 +330,10 @@ JsonKind jsonKind(const Json &value) {
 }
 
 const char *jsonKindName(JsonKind kind) {
-  switch (kind) {
-  case JsonKind::Null:
-    return "null";
-  case JsonKind::Bool:
-    return "boolean";
-  case JsonKind::Integer:
-    return "integer";
-  case JsonKind::Number:
-    return "number";
-  case JsonKind::String:
-    return "string";
-  case JsonKind::Array:
-    return "array";
-  case JsonKind::Object:
-    return "object";
-  }
-  return "?";
+  // In the order of JsonKind.
+  static const char *const names[] = {"null",   "boolean", "integer", "number",
+                                      "string", "array",   "object"};
+  return names[static_cast<size_t>(kind)];
 }
 
 Expected<Json> parseJson(std::string_view text) {

@@ -488,15 +488,16 @@ Status writeReduction(Exchange &x) {
 
 // all_gather: every process sends its members' inputs.
 
-void packAllGather(Exchange &x) {
+Status packAllGather(Exchange &x) {
   for (size_t k = 0; k < x.peers.size(); ++k)
     for (size_t m = 0; m < x.mine.size(); ++m)
       if (x.inBytes)
         std::memcpy(x.sendPayload(k) + m * x.inBytes, x.slot.inputs[x.mine[m]],
                     x.inBytes);
+  return Status::success();
 }
 
-void writeAllGather(Exchange &x) {
+Status writeAllGather(Exchange &x) {
   const CollectiveCall &request = x.request;
   uint8_t *first = x.slot.outputs[x.mine.front()];
   std::map<int, int64_t> taken;
@@ -513,12 +514,13 @@ void writeAllGather(Exchange &x) {
   for (int64_t i : x.mine)
     if (x.slot.outputs[i] != first && x.outBytes)
       std::memcpy(x.slot.outputs[i], first, x.outBytes);
+  return Status::success();
 }
 
 // all_to_all: a process sends only the blocks the receiving process's
 // members need, as (its member, their member) pairs in order.
 
-void packAllToAll(Exchange &x) {
+Status packAllToAll(Exchange &x) {
   const CollectiveCall &request = x.request;
   for (size_t k = 0; k < x.peers.size(); ++k) {
     int64_t at = 0;
@@ -532,9 +534,10 @@ void packAllToAll(Exchange &x) {
         ++at;
       }
   }
+  return Status::success();
 }
 
-void writeAllToAll(Exchange &x) {
+Status writeAllToAll(Exchange &x) {
   const CollectiveCall &request = x.request;
   for (size_t jl = 0; jl < x.mine.size(); ++jl) {
     int64_t j = x.mine[jl];
@@ -557,12 +560,13 @@ void writeAllToAll(Exchange &x) {
                     outOffset, x.box, x.elementSize);
     }
   }
+  return Status::success();
 }
 
 // collective_permute: a process sends only the inputs whose targets live
 // on the receiving process, in pair order.
 
-void packCollectivePermute(Exchange &x) {
+Status packCollectivePermute(Exchange &x) {
   for (size_t k = 0; k < x.peers.size(); ++k) {
     int64_t at = 0;
     for (const SourceTargetPair &pair : x.request.pairs)
@@ -571,9 +575,10 @@ void packCollectivePermute(Exchange &x) {
         std::memcpy(x.sendPayload(k) + x.inBytes * at++,
                     x.slot.inputs[pair.first], x.inBytes);
   }
+  return Status::success();
 }
 
-void writeCollectivePermute(Exchange &x) {
+Status writeCollectivePermute(Exchange &x) {
   // Local sources may be local targets' outputs (in place): read them all
   // before writing any.
   std::map<int64_t, std::vector<uint8_t>> localSources;
@@ -600,45 +605,31 @@ void writeCollectivePermute(Exchange &x) {
     else
       std::memcpy(x.slot.outputs[t], found->second, x.inBytes);
   }
+  return Status::success();
 }
 
-/// Writes every peer's payload.
-Status packPayloads(Exchange &x) {
-  switch (x.request.kind) {
-  case CommunicatorOp::AllReduce:
-  case CommunicatorOp::ReduceScatter:
-    return packReduction(x);
-  case CommunicatorOp::AllGather:
-    packAllGather(x);
-    return Status::success();
-  case CommunicatorOp::AllToAll:
-    packAllToAll(x);
-    return Status::success();
-  case CommunicatorOp::CollectivePermute:
-    packCollectivePermute(x);
-    return Status::success();
-  }
-  return Status::error(x.what + ": unknown collective kind");
-}
+/// The two steps of a collective kind around the transfer.
+struct KindSteps {
+  /// Writes every peer's payload.
+  Status (*pack)(Exchange &);
+  /// Writes every local member's output from the inputs here and the
+  /// payloads received.
+  Status (*write)(Exchange &);
+};
 
-/// Writes every local member's output from the inputs here and the
-/// payloads received.
-Status writeOutputs(Exchange &x) {
-  switch (x.request.kind) {
+KindSteps stepsOf(CommunicatorOp kind) {
+  switch (kind) {
   case CommunicatorOp::AllReduce:
   case CommunicatorOp::ReduceScatter:
-    return writeReduction(x);
+    return {packReduction, writeReduction};
   case CommunicatorOp::AllGather:
-    writeAllGather(x);
-    return Status::success();
+    return {packAllGather, writeAllGather};
   case CommunicatorOp::AllToAll:
-    writeAllToAll(x);
-    return Status::success();
+    return {packAllToAll, writeAllToAll};
   case CommunicatorOp::CollectivePermute:
-    writeCollectivePermute(x);
-    return Status::success();
+    return {packCollectivePermute, writeCollectivePermute};
   }
-  return Status::error(x.what + ": unknown collective kind");
+  return {nullptr, nullptr};
 }
 
 } // namespace
@@ -650,6 +641,9 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
     std::raise(SIGSTOP);
   Exchange x(slot, channel, layout,
              describeCollective(slot.request) + ": " + groupText);
+  KindSteps steps = stepsOf(slot.request.kind);
+  if (!steps.pack)
+    return Status::error(x.what + ": unknown collective kind");
   planPayloads(x);
   x.buffers.send.resize(x.peers.size());
   x.buffers.receive.resize(x.peers.size());
@@ -660,13 +654,13 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
     x.buffers.send[k].resize(headerBytes + x.sendBytes[k]);
     x.buffers.receive[k].resize(headerBytes + x.receiveBytes[k]);
   }
-  if (Status status = packPayloads(x); !status)
+  if (Status status = steps.pack(x); !status)
     return status;
   uint64_t signature = fnv1a(describeCollective(slot.request) +
                              groupText.substr(0, groupText.find(" (call")));
   if (Status status = transfer(x, channel, sequence, signature); !status)
     return status;
-  return writeOutputs(x);
+  return steps.write(x);
 }
 
 Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
