@@ -6,9 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${PARTITA_RUNTIME_BUILD_DIR:-build-runtime}
 rm -rf "$BUILD_DIR"
+# nlohmann-json as the GPU machine gets it: a copied folder of headers, not
+# the CMake package (tools/make-gpu-inputs.sh, tools/gpu-check.sh).
+mkdir -p "$BUILD_DIR/third_party"
+cp -r "${PARTITA_NLOHMANN_JSON_INCLUDE_DIR:-/usr/include}/nlohmann" "$BUILD_DIR/third_party/"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DPARTITA_RUNTIME_ONLY=ON -DCMAKE_IGNORE_PREFIX_PATH=/usr/lib/llvm-22 \
-  -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON
+  -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON \
+  -DPARTITA_NLOHMANN_JSON_INCLUDE_DIR="$(cd "$BUILD_DIR/third_party" && pwd)"
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 if grep -q "llvm-22" "$BUILD_DIR/compile_commands.json"; then
   echo "error: the runtime-only build uses LLVM/MLIR headers" >&2

@@ -12,7 +12,8 @@
 #   4. measures einsum against cuBLAS and the logical-device all_reduce
 #      (bench/cuda.cpp).
 # Run here first: bash tools/make-gpu-inputs.sh; then carry
-# build/gpu-inputs to the GPU machine.
+# build/gpu-inputs to the GPU machine (it holds the nlohmann-json headers
+# too, which that machine cannot install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -33,8 +34,14 @@ fi
 log "NCCL_HOME=${NCCL_HOME:-none}"
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+# nlohmann-json: the headers carried in the inputs when present, else
+# whatever CMake finds on the machine.
+json=()
+if [ -f "$INPUTS/include/nlohmann/json.hpp" ]; then
+  json=(-DPARTITA_NLOHMANN_JSON_INCLUDE_DIR="$(cd "$INPUTS/include" && pwd)")
+fi
 cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DPARTITA_RUNTIME_ONLY=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DPARTITA_RUNTIME_ONLY=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${json[@]+"${json[@]}"} \
   > "$OUT/configure.txt" 2>&1 || { tail -30 "$OUT/configure.txt"; exit 1; }
 grep -E "optional dependencies" "$OUT/configure.txt" | tee -a "$OUT/figures.txt"
 cmake --build build-gpu -j "$(nproc)" --target partita-exec partita-cuda-ops-test \

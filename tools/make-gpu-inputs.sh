@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Prepares what tools/gpu-check.sh needs on the GPU machine, which has no
-# MLIR: Executables compiled here and their outputs on the CPU devices here
-# (the reference), in build/gpu-inputs/ (carried to the GPU machine).
+# MLIR and no Debian packages: Executables compiled here and their outputs
+# on the CPU devices here (the reference), and the nlohmann-json headers the
+# runtime builds with, in build/gpu-inputs/ (carried to the GPU machine).
 #   bash tools/make-gpu-inputs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${PARTITA_BUILD_DIR:-build}/bin
 OUT=${PARTITA_BUILD_DIR:-build}/gpu-inputs
 rm -rf "$OUT"
-mkdir -p "$OUT"
+mkdir -p "$OUT/include"
+
+# The runtime's one header-only dependency (nlohmann-json3-dev here);
+# gpu-check.sh points CMake at the copy.
+JSON_INCLUDE=${PARTITA_NLOHMANN_JSON_INCLUDE_DIR:-/usr/include}
+cp -r "$JSON_INCLUDE/nlohmann" "$OUT/include/"
 
 # name | partita gen arguments | devices
 programs=(

@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build ccache lld g++ python3
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-  libfmt-dev catch2 libopenblas-dev libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev catch2 libopenblas-dev libopenmpi-dev openmpi-bin
 )
 
 missing=()

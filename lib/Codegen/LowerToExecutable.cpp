@@ -45,65 +45,22 @@ Expected<DType> dtypeOf(Type type) {
   return Status::error("unsupported element type");
 }
 
+/// The op code of each partita op that lowers to one instruction: the
+/// DialectOp column of Ops.def, plus the sharding annotations, which on
+/// global values (the unpartitioned program) are identities.
 const llvm::StringMap<OpCode> &opCodes() {
-  static const llvm::StringMap<OpCode> table = {
-      {"partita.constant", OpCode::Constant},
-      {"partita.iota", OpCode::Iota},
-      {"partita.neg", OpCode::Neg},
-      {"partita.abs", OpCode::Abs},
-      {"partita.sign", OpCode::Sign},
-      {"partita.exp", OpCode::Exp},
-      {"partita.log", OpCode::Log},
-      {"partita.log1p", OpCode::Log1p},
-      {"partita.tanh", OpCode::Tanh},
-      {"partita.logistic", OpCode::Logistic},
-      {"partita.sqrt", OpCode::Sqrt},
-      {"partita.rsqrt", OpCode::Rsqrt},
-      {"partita.erf", OpCode::Erf},
-      {"partita.sin", OpCode::Sin},
-      {"partita.cos", OpCode::Cos},
-      {"partita.floor", OpCode::Floor},
-      {"partita.not", OpCode::Not},
-      {"partita.add", OpCode::Add},
-      {"partita.sub", OpCode::Sub},
-      {"partita.mul", OpCode::Mul},
-      {"partita.div", OpCode::Div},
-      {"partita.rem", OpCode::Rem},
-      {"partita.max", OpCode::Max},
-      {"partita.min", OpCode::Min},
-      {"partita.pow", OpCode::Pow},
-      {"partita.and", OpCode::And},
-      {"partita.or", OpCode::Or},
-      {"partita.xor", OpCode::Xor},
-      {"partita.compare", OpCode::Compare},
-      {"partita.select", OpCode::Select},
-      {"partita.convert", OpCode::Convert},
-      {"partita.einsum", OpCode::Einsum},
-      {"partita.reduce", OpCode::Reduce},
-      {"partita.argmax", OpCode::Argmax},
-      {"partita.top_k", OpCode::TopK},
-      {"partita.cumsum", OpCode::Cumsum},
-      {"partita.broadcast", OpCode::Broadcast},
-      {"partita.reshape", OpCode::Reshape},
-      {"partita.transpose", OpCode::Transpose},
-      {"partita.slice", OpCode::Slice},
-      {"partita.dynamic_slice", OpCode::DynamicSlice},
-      {"partita.dynamic_update_slice", OpCode::DynamicUpdateSlice},
-      {"partita.concatenate", OpCode::Concatenate},
-      {"partita.pad", OpCode::Pad},
-      {"partita.gather", OpCode::Gather},
-      {"partita.scatter_add", OpCode::ScatterAdd},
-      {"partita.optimization_barrier", OpCode::OptimizationBarrier},
-      // On global values (the unpartitioned program) these are identities.
-      {"partita.sharding_constraint", OpCode::OptimizationBarrier},
-      {"partita.logical_constraint", OpCode::OptimizationBarrier},
-      {"partita.reshard", OpCode::OptimizationBarrier},
-      {"partita.all_gather", OpCode::AllGather},
-      {"partita.all_slice", OpCode::AllSlice},
-      {"partita.all_reduce", OpCode::AllReduce},
-      {"partita.reduce_scatter", OpCode::ReduceScatter},
-      {"partita.all_to_all", OpCode::AllToAll},
-      {"partita.collective_permute", OpCode::CollectivePermute}};
+  static const llvm::StringMap<OpCode> table = [] {
+    llvm::StringMap<OpCode> codes;
+#define PARTITA_OP(Name, Code, Printed, DialectOp, Family, Operands, Results)  \
+  if (*(DialectOp))                                                            \
+    codes[DialectOp] = OpCode::Name;
+#include "partita/Runtime/Program/Ops.def"
+    for (const char *identity :
+         {"partita.sharding_constraint", "partita.logical_constraint",
+          "partita.reshard"})
+      codes[identity] = OpCode::OptimizationBarrier;
+    return codes;
+  }();
   return table;
 }
 

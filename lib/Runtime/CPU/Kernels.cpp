@@ -223,46 +223,57 @@ Status runCopyThrough(const KernelContext &ctx) {
   return Status::success();
 }
 
-/// Operand and result counts an op requires; -1 where it varies.
-struct Arity {
-  int operands;
-  int results;
-};
+/// True for the op codes a kernel runs (not collectives or loops).
+bool hasKernel(OpCode op) {
+  if (!isValidOpCode(static_cast<uint16_t>(op)))
+    return false;
+  OpFamily family = opFamily(op);
+  return family != OpFamily::Collective && family != OpFamily::Control;
+}
 
-Arity arityOf(OpCode op) {
-  switch (op) {
+/// Runs the ops with a kernel of their own.
+Status runDedicated(const KernelContext &ctx) {
+  switch (ctx.call.inst.op) {
   case OpCode::Constant:
+    return runConstant(ctx);
   case OpCode::Iota:
-    return {0, 1};
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Rem:
-  case OpCode::Max:
-  case OpCode::Min:
-  case OpCode::Pow:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Xor:
+    return runIota(ctx);
   case OpCode::Compare:
-  case OpCode::Pad:
-  case OpCode::Gather:
-    return {2, 1};
+    return runCompare(ctx);
   case OpCode::Select:
-  case OpCode::ScatterAdd:
-    return {3, 1};
-  case OpCode::TopK:
-    return {1, 2};
+    return runSelect(ctx);
+  case OpCode::Convert:
+    return runConvert(ctx);
   case OpCode::Einsum:
+    return runEinsum(ctx);
+  case OpCode::Reduce:
+    return runReduce(ctx);
+  case OpCode::Argmax:
+    return runArgmax(ctx);
+  case OpCode::TopK:
+    return runTopK(ctx);
+  case OpCode::Cumsum:
+    return runCumsum(ctx);
+  case OpCode::Broadcast:
+    return runBroadcast(ctx);
+  case OpCode::Transpose:
+    return runTranspose(ctx);
+  case OpCode::Slice:
+    return runSlice(ctx);
   case OpCode::DynamicSlice:
+    return runDynamicSlice(ctx);
   case OpCode::DynamicUpdateSlice:
+    return runDynamicUpdateSlice(ctx);
   case OpCode::Concatenate:
-    return {-1, 1};
-  case OpCode::OptimizationBarrier:
-    return {-1, -1};
+    return runConcatenate(ctx);
+  case OpCode::Pad:
+    return runPad(ctx);
+  case OpCode::Gather:
+    return runGather(ctx);
+  case OpCode::ScatterAdd:
+    return runScatterAdd(ctx);
   default:
-    return {1, 1};
+    return ctx.error("no kernel");
   }
 }
 
@@ -270,15 +281,14 @@ Arity arityOf(OpCode op) {
 
 Status runKernel(const KernelCall &call) {
   const Instruction &inst = call.inst;
-  if (static_cast<uint16_t>(inst.op) >
-      static_cast<uint16_t>(OpCode::OptimizationBarrier))
+  if (!hasKernel(inst.op))
     return Status::error("unknown op code " +
                          std::to_string(static_cast<int>(inst.op)));
   KernelContext ctx{call};
   if (call.operands.size() != call.operandTypes.size() ||
       call.results.size() != call.resultTypes.size())
     return ctx.error("buffer and type counts differ");
-  Arity arity = arityOf(inst.op);
+  OpArity arity = opArity(inst.op);
   if ((arity.operands >= 0 &&
        call.operands.size() != static_cast<size_t>(arity.operands)) ||
       (arity.results >= 0 &&
@@ -309,78 +319,20 @@ Status runKernel(const KernelCall &call) {
         !s)
       return s;
 
-  switch (inst.op) {
-  case OpCode::Constant:
-    return runConstant(ctx);
-  case OpCode::Iota:
-    return runIota(ctx);
-  case OpCode::Neg:
-  case OpCode::Abs:
-  case OpCode::Sign:
-  case OpCode::Exp:
-  case OpCode::Log:
-  case OpCode::Log1p:
-  case OpCode::Tanh:
-  case OpCode::Logistic:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::Erf:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Floor:
-  case OpCode::Not:
+  switch (opFamily(inst.op)) {
+  case OpFamily::Dedicated:
+    return runDedicated(ctx);
+  case OpFamily::ElementwiseUnary:
     return runElementwiseUnary(ctx);
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Rem:
-  case OpCode::Max:
-  case OpCode::Min:
-  case OpCode::Pow:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Xor:
+  case OpFamily::ElementwiseBinary:
     return runElementwiseBinary(ctx);
-  case OpCode::Compare:
-    return runCompare(ctx);
-  case OpCode::Select:
-    return runSelect(ctx);
-  case OpCode::Convert:
-    return runConvert(ctx);
-  case OpCode::Einsum:
-    return runEinsum(ctx);
-  case OpCode::Reduce:
-    return runReduce(ctx);
-  case OpCode::Argmax:
-    return runArgmax(ctx);
-  case OpCode::TopK:
-    return runTopK(ctx);
-  case OpCode::Cumsum:
-    return runCumsum(ctx);
-  case OpCode::Broadcast:
-    return runBroadcast(ctx);
-  case OpCode::Reshape:
-  case OpCode::OptimizationBarrier:
+  case OpFamily::Copy:
     if (call.operands.size() != call.results.size())
       return ctx.error("expects as many results as operands");
     return runCopyThrough(ctx);
-  case OpCode::Transpose:
-    return runTranspose(ctx);
-  case OpCode::Slice:
-    return runSlice(ctx);
-  case OpCode::DynamicSlice:
-    return runDynamicSlice(ctx);
-  case OpCode::DynamicUpdateSlice:
-    return runDynamicUpdateSlice(ctx);
-  case OpCode::Concatenate:
-    return runConcatenate(ctx);
-  case OpCode::Pad:
-    return runPad(ctx);
-  case OpCode::Gather:
-    return runGather(ctx);
-  case OpCode::ScatterAdd:
-    return runScatterAdd(ctx);
+  case OpFamily::Collective:
+  case OpFamily::Control:
+    break;
   }
   return ctx.error("no kernel");
 }

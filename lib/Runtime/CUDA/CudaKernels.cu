@@ -1,7 +1,8 @@
 //===- CudaKernels.cu - The runtime's tensor ops on a GPU -----------------===//
 //
 // One entry point, runCudaKernel(), runs an Instruction on device buffers on
-// the backend's stream. Semantics are the CPU kernels' (the reference):
+// the backend's stream: it dispatches on the op's family (Ops.def) to one
+// launcher per family or op. Semantics are the CPU kernels' (the reference):
 // bf16/f16 compute in f32 and round to nearest even on store, integers in
 // 64 bits, booleans as bytes 0/1. Data movement is one strided-copy kernel
 // evaluating DeviceMath.h's views; einsum is cuBLAS; the rest are simple
@@ -596,6 +597,465 @@ Status cudaPlace(cudaStream_t stream, const void *block, void *destination,
   return place(ctx, block, destination, view, elementSize);
 }
 
+namespace {
+
+/// One instruction to run: its buffers, their types, and what every
+/// launcher derives from them.
+struct CudaOp {
+  const CudaContext &ctx;
+  const Instruction &inst;
+  const std::vector<TensorType> &operandTypes;
+  const std::vector<const void *> &operands;
+  const std::vector<TensorType> &resultTypes;
+  const std::vector<void *> &results;
+  const std::vector<HostArray> &constants;
+  /// The op's name, for messages.
+  std::string name;
+  /// Result 0's type, element count and element size.
+  const TensorType &out;
+  int64_t count;
+  int64_t elementSize;
+
+  Status fail(const std::string &message) const {
+    return Status::error(name + " on CUDA: " + message);
+  }
+  /// Copies operand 0 to result 0 unless they are the same buffer.
+  Status sameBytes() const {
+    if (operands[0] != results[0] && count > 0)
+      PARTITA_CUDA_CHECK(cudaMemcpyAsync(results[0], operands[0], out.bytes(),
+                                         cudaMemcpyDeviceToDevice, ctx.stream));
+    return Status::success();
+  }
+};
+
+Status runConstant(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  const CudaContext &ctx = op.ctx;
+  bool splat = inst.ints.size() == 2 && inst.ints[1] == 1;
+  if ((inst.ints.size() != 1 && !splat) || inst.ints[0] < 0 ||
+      inst.ints[0] >= static_cast<int64_t>(op.constants.size()))
+    return op.fail("bad constant index");
+  const HostArray &value = op.constants[inst.ints[0]];
+  if (splat) {
+    // One element up, then a fill on the device.
+    int64_t size = dtypeSize(op.out.dtype);
+    if (value.dtype != op.out.dtype || value.numElements() != 1)
+      return op.fail("a splat constant is one element of the result's type");
+    if (op.count == 0)
+      return Status::success();
+    void *scalar = ctx.scratch(ctx.backend, size);
+    if (!scalar)
+      return op.fail("no device memory for a splat constant");
+    PARTITA_CUDA_CHECK(cudaMemcpyAsync(scalar, value.bytes.data(), size,
+                                       cudaMemcpyHostToDevice, ctx.stream));
+    return fill(ctx, scalar, op.results[0], op.count, size);
+  }
+  if (static_cast<int64_t>(value.bytes.size()) != op.out.bytes())
+    return op.fail("the constant's size differs from the result's");
+  if (op.count > 0)
+    PARTITA_CUDA_CHECK(cudaMemcpyAsync(op.results[0], value.bytes.data(),
+                                       op.out.bytes(), cudaMemcpyHostToDevice,
+                                       ctx.stream));
+  // The pool outlives the program, but make the copy complete before the
+  // host may reuse anything.
+  PARTITA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  return Status::success();
+}
+
+Status runIota(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  if (inst.ints.size() != 1 || op.out.shape.size() > device::maxRank)
+    return op.fail("bad attributes");
+  StridedView shape;
+  shape.rank = static_cast<int>(op.out.shape.size());
+  for (size_t d = 0; d < op.out.shape.size(); ++d)
+    shape.shape[d] = op.out.shape[d];
+  return withDType(op.out.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if (op.count > 0)
+      iotaKernel<T><<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
+          static_cast<typename T::Storage *>(op.results[0]), shape,
+          static_cast<int>(inst.ints[0]), op.count);
+    return launched("iota");
+  });
+}
+
+/// Both elementwise families: one kernel per family selects the op.
+Status runElementwise(const CudaOp &op) {
+  bool binary = opFamily(op.inst.op) == OpFamily::ElementwiseBinary;
+  return withDType(op.out.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    using Storage = typename T::Storage;
+    const auto *in = static_cast<const Storage *>(op.operands[0]);
+    auto *out = static_cast<Storage *>(op.results[0]);
+    int code = static_cast<int>(op.inst.op);
+    if (op.count > 0 && binary)
+      binaryKernel<T>
+          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
+              in, static_cast<const Storage *>(op.operands[1]), out, op.count,
+              code);
+    else if (op.count > 0)
+      unaryKernel<T>
+          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
+              in, out, op.count, code);
+    return launched(op.name.c_str());
+  });
+}
+
+Status runCompare(const CudaOp &op) {
+  if (op.inst.ints.size() != 1)
+    return op.fail("bad attributes");
+  return withDType(op.operandTypes[0].dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if (op.count > 0)
+      compareKernel<T>
+          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
+              static_cast<const typename T::Storage *>(op.operands[0]),
+              static_cast<const typename T::Storage *>(op.operands[1]),
+              static_cast<uint8_t *>(op.results[0]), op.count,
+              static_cast<int>(op.inst.ints[0]));
+    return launched("compare");
+  });
+}
+
+Status runSelect(const CudaOp &op) {
+  if (op.count == 0)
+    return Status::success();
+  int64_t count = op.count;
+  switch (op.elementSize) {
+#define PARTITA_SELECT_CASE(B)                                                 \
+  case B:                                                                      \
+    selectKernel<B><<<blocksFor(count), threadsPerBlock, 0, op.ctx.stream>>>(  \
+        static_cast<const uint8_t *>(op.operands[0]),                          \
+        static_cast<const Chunk<B> *>(op.operands[1]),                         \
+        static_cast<const Chunk<B> *>(op.operands[2]),                         \
+        static_cast<Chunk<B> *>(op.results[0]), count);                        \
+    return launched("select");
+    PARTITA_SELECT_CASE(1)
+    PARTITA_SELECT_CASE(2)
+    PARTITA_SELECT_CASE(4)
+    PARTITA_SELECT_CASE(8)
+#undef PARTITA_SELECT_CASE
+  }
+  return op.fail("bad element size");
+}
+
+Status runConvert(const CudaOp &op) {
+  if (op.operandTypes[0].dtype == op.out.dtype)
+    return op.sameBytes();
+  return withDType(op.operandTypes[0].dtype, [&](auto from) -> Status {
+    return withDType(op.out.dtype, [&](auto to) -> Status {
+      using From = decltype(from);
+      using To = decltype(to);
+      if (op.count > 0)
+        convertKernel<From, To>
+            <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
+                static_cast<const typename From::Storage *>(op.operands[0]),
+                static_cast<typename To::Storage *>(op.results[0]), op.count);
+      return launched("convert");
+    });
+  });
+}
+
+/// reshape and optimization_barrier: every result is its operand's bytes.
+Status runCopy(const CudaOp &op) {
+  for (size_t i = 0; i < op.operands.size() && i < op.results.size(); ++i)
+    if (op.operands[i] != op.results[i] && op.resultTypes[i].bytes() > 0)
+      PARTITA_CUDA_CHECK(cudaMemcpyAsync(
+          op.results[i], op.operands[i], op.resultTypes[i].bytes(),
+          cudaMemcpyDeviceToDevice, op.ctx.stream));
+  return Status::success();
+}
+
+/// broadcast, transpose and slice: one strided copy of operand 0.
+Status runViewCopy(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  const std::vector<int64_t> &inShape = op.operandTypes[0].shape;
+  StridedView view;
+  switch (inst.op) {
+  case OpCode::Broadcast:
+    if (!device::broadcastView(inShape, op.out.shape, inst.ints, view))
+      return op.fail("bad dims");
+    break;
+  case OpCode::Transpose:
+    if (!device::transposeView(inShape, inst.ints, view))
+      return op.fail("bad permutation");
+    break;
+  default: { // OpCode::Slice
+    size_t rank = op.out.shape.size();
+    if (inst.ints.size() != 3 * rank)
+      return op.fail("bad attributes");
+    std::vector<int64_t> start(inst.ints.begin(), inst.ints.begin() + rank);
+    std::vector<int64_t> stride(inst.ints.begin() + 2 * rank, inst.ints.end());
+    if (!device::sliceView(inShape, start, stride, op.out.shape, view))
+      return op.fail("bad bounds");
+    break;
+  }
+  }
+  return stridedCopy(op.ctx, op.operands[0], op.results[0], view,
+                     op.elementSize);
+}
+
+Status runConcatenate(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  if (inst.ints.size() != 1)
+    return op.fail("bad attributes");
+  std::vector<int64_t> offset(op.out.shape.size(), 0);
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    StridedView view;
+    if (!device::placementView(op.out.shape, op.operandTypes[i].shape, offset,
+                               view))
+      return op.fail("operands do not fit the result");
+    if (Status status =
+            place(op.ctx, op.operands[i], op.results[0], view, op.elementSize);
+        !status)
+      return status;
+    offset[inst.ints[0]] += op.operandTypes[i].shape[inst.ints[0]];
+  }
+  return Status::success();
+}
+
+Status runPad(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  size_t rank = op.out.shape.size();
+  if (inst.ints.size() != 2 * rank)
+    return op.fail("bad attributes");
+  if (Status status =
+          fill(op.ctx, op.operands[1], op.results[0], op.count, op.elementSize);
+      !status)
+    return status;
+  std::vector<int64_t> low(inst.ints.begin(), inst.ints.begin() + rank);
+  StridedView view;
+  if (!device::placementView(op.out.shape, op.operandTypes[0].shape, low, view))
+    return op.fail("bad padding");
+  return place(op.ctx, op.operands[0], op.results[0], view, op.elementSize);
+}
+
+/// dynamic_slice and dynamic_update_slice: start indices read back from the
+/// device, then a strided copy or a placement.
+Status runDynamicSlice(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  bool update = inst.op == OpCode::DynamicUpdateSlice;
+  const TensorType &operand = op.operandTypes[0];
+  size_t first = update ? 2 : 1;
+  std::vector<int64_t> sizes = update ? op.operandTypes[1].shape : inst.ints;
+  if (op.operands.size() != first + operand.shape.size() ||
+      sizes.size() != operand.shape.size())
+    return op.fail("bad operands");
+  std::vector<int64_t> start;
+  for (size_t d = 0; d < operand.shape.size(); ++d) {
+    int64_t value = 0;
+    if (Status status = readIndex(op.ctx, op.operands[first + d],
+                                  op.operandTypes[first + d].dtype, value);
+        !status)
+      return status;
+    // Clamped so the window stays inside (the dialect's rule).
+    int64_t limit = operand.shape[d] - sizes[d];
+    start.push_back(value < 0 ? 0 : (value > limit ? limit : value));
+  }
+  if (!update) {
+    StridedView view;
+    std::vector<int64_t> ones(start.size(), 1);
+    if (!device::sliceView(operand.shape, start, ones, op.out.shape, view))
+      return op.fail("bad window");
+    return stridedCopy(op.ctx, op.operands[0], op.results[0], view,
+                       op.elementSize);
+  }
+  if (Status status = op.sameBytes(); !status)
+    return status;
+  StridedView view;
+  if (!device::placementView(op.out.shape, sizes, start, view))
+    return op.fail("bad window");
+  return place(op.ctx, op.operands[1], op.results[0], view, op.elementSize);
+}
+
+Status runReduce(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  if (inst.ints.empty())
+    return op.fail("bad attributes");
+  std::vector<int64_t> dims(inst.ints.begin() + 1, inst.ints.end());
+  StridedView kept, reduced;
+  if (!device::reductionViews(op.operandTypes[0].shape, dims, kept, reduced))
+    return op.fail("bad dims");
+  return withDType(op.out.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if (op.count > 0)
+      reduceKernel<T>
+          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
+              static_cast<const typename T::Storage *>(op.operands[0]),
+              static_cast<typename T::Storage *>(op.results[0]), kept, reduced,
+              static_cast<int>(inst.ints[0]), op.count);
+    return launched("reduce");
+  });
+}
+
+Status runCumsum(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  if (inst.ints.size() != 2)
+    return op.fail("bad attributes");
+  int64_t outer, length, inner;
+  lineShape(op.out.shape, inst.ints[0], outer, length, inner);
+  return withDType(op.out.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if (op.count > 0)
+      cumsumKernel<T>
+          <<<blocksFor(outer * inner), threadsPerBlock, 0, op.ctx.stream>>>(
+              static_cast<const typename T::Storage *>(op.operands[0]),
+              static_cast<typename T::Storage *>(op.results[0]), outer, length,
+              inner, inst.ints[1] != 0);
+    return launched("cumsum");
+  });
+}
+
+/// argmax and top_k: one thread per line along the op's dim.
+Status runArgmaxTopK(const CudaOp &op) {
+  const Instruction &inst = op.inst;
+  bool topK = inst.op == OpCode::TopK;
+  if (inst.ints.size() != (topK ? 2u : 1u))
+    return op.fail("bad attributes");
+  int64_t outer, length, inner;
+  lineShape(op.operandTypes[0].shape, inst.ints[0], outer, length, inner);
+  DType indexType = op.resultTypes[topK ? 1 : 0].dtype;
+  return withDType(op.operandTypes[0].dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    auto run = [&](auto index) -> Status {
+      using Index = decltype(index);
+      if (outer * inner == 0)
+        return Status::success();
+      if (topK)
+        topKKernel<T, Index>
+            <<<blocksFor(outer * inner), threadsPerBlock, 0, op.ctx.stream>>>(
+                static_cast<const typename T::Storage *>(op.operands[0]),
+                static_cast<typename T::Storage *>(op.results[0]),
+                static_cast<Index *>(op.results[1]), outer, length, inner,
+                inst.ints[1]);
+      else
+        argmaxKernel<T, Index>
+            <<<blocksFor(outer * inner), threadsPerBlock, 0, op.ctx.stream>>>(
+                static_cast<const typename T::Storage *>(op.operands[0]),
+                static_cast<Index *>(op.results[0]), outer, length, inner);
+      return launched(op.name.c_str());
+    };
+    return indexType == DType::I32 ? run(int32_t{}) : run(int64_t{});
+  });
+}
+
+/// The rows of a gather or scatter_add table and the lookups into it.
+struct TableLookup {
+  int64_t rows;
+  int64_t rowElements;
+  int64_t lookups;
+  bool wide; // i64 indices
+};
+
+TableLookup tableLookup(const CudaOp &op) {
+  const TensorType &table = op.operandTypes[0];
+  TableLookup lookup;
+  lookup.rows = table.shape.empty() ? 1 : table.shape[0];
+  lookup.rowElements = lookup.rows > 0 ? table.numElements() / lookup.rows : 0;
+  lookup.lookups = op.operandTypes[1].numElements();
+  lookup.wide = op.operandTypes[1].dtype == DType::I64;
+  return lookup;
+}
+
+Status runGather(const CudaOp &op) {
+  TableLookup t = tableLookup(op);
+  int64_t count = op.count;
+  if (count == 0)
+    return Status::success();
+  switch (op.elementSize) {
+#define PARTITA_GATHER_CASE(B)                                                 \
+  case B:                                                                      \
+    if (t.wide)                                                                \
+      gatherKernel<B, int64_t>                                                 \
+          <<<blocksFor(count), threadsPerBlock, 0, op.ctx.stream>>>(           \
+              static_cast<const Chunk<B> *>(op.operands[0]),                   \
+              static_cast<const int64_t *>(op.operands[1]),                    \
+              static_cast<Chunk<B> *>(op.results[0]), t.lookups, t.rows,       \
+              t.rowElements);                                                  \
+    else                                                                       \
+      gatherKernel<B, int32_t>                                                 \
+          <<<blocksFor(count), threadsPerBlock, 0, op.ctx.stream>>>(           \
+              static_cast<const Chunk<B> *>(op.operands[0]),                   \
+              static_cast<const int32_t *>(op.operands[1]),                    \
+              static_cast<Chunk<B> *>(op.results[0]), t.lookups, t.rows,       \
+              t.rowElements);                                                  \
+    return launched("gather");
+    PARTITA_GATHER_CASE(1)
+    PARTITA_GATHER_CASE(2)
+    PARTITA_GATHER_CASE(4)
+    PARTITA_GATHER_CASE(8)
+#undef PARTITA_GATHER_CASE
+  }
+  return op.fail("bad element size");
+}
+
+Status runScatterAdd(const CudaOp &op) {
+  TableLookup t = tableLookup(op);
+  return withDType(op.out.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if (op.count == 0)
+      return Status::success();
+    auto run = [&](auto index) -> Status {
+      using Index = decltype(index);
+      scatterAddKernel<T, Index>
+          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
+              static_cast<const typename T::Storage *>(op.operands[0]),
+              static_cast<const Index *>(op.operands[1]),
+              static_cast<const typename T::Storage *>(op.operands[2]),
+              static_cast<typename T::Storage *>(op.results[0]), t.lookups,
+              t.rows, t.rowElements);
+      return launched("scatter_add");
+    };
+    return t.wide ? run(int64_t{}) : run(int32_t{});
+  });
+}
+
+/// The ops with a kernel (or a launcher) of their own.
+Status runDedicated(const CudaOp &op) {
+  switch (op.inst.op) {
+  case OpCode::Constant:
+    return runConstant(op);
+  case OpCode::Iota:
+    return runIota(op);
+  case OpCode::Compare:
+    return runCompare(op);
+  case OpCode::Select:
+    return runSelect(op);
+  case OpCode::Convert:
+    return runConvert(op);
+  case OpCode::Broadcast:
+  case OpCode::Transpose:
+  case OpCode::Slice:
+    return runViewCopy(op);
+  case OpCode::Concatenate:
+    return runConcatenate(op);
+  case OpCode::Pad:
+    return runPad(op);
+  case OpCode::DynamicSlice:
+  case OpCode::DynamicUpdateSlice:
+    return runDynamicSlice(op);
+  case OpCode::Reduce:
+    return runReduce(op);
+  case OpCode::Cumsum:
+    return runCumsum(op);
+  case OpCode::Argmax:
+  case OpCode::TopK:
+    return runArgmaxTopK(op);
+  case OpCode::Gather:
+    return runGather(op);
+  case OpCode::ScatterAdd:
+    return runScatterAdd(op);
+  case OpCode::Einsum:
+    return einsum(op.ctx, op.inst, op.operandTypes, op.operands, op.out,
+                  op.results[0]);
+  default:
+    return op.fail("not a tensor op the CUDA backend runs");
+  }
+}
+
+} // namespace
+
 /// Runs one tensor instruction on device buffers (CudaBackend.cu).
 Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,
                      const std::vector<TensorType> &operandTypes,
@@ -604,368 +1064,35 @@ Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,
                      const std::vector<void *> &results,
                      const std::vector<HostArray> &constants) {
   std::string name = opCodeName(inst.op);
-  auto fail = [&](const std::string &message) {
-    return Status::error(name + " on CUDA: " + message);
-  };
   if (resultTypes.empty())
-    return fail("no result");
+    return Status::error(name + " on CUDA: no result");
   const TensorType &out = resultTypes[0];
-  int64_t count = out.numElements();
-  int64_t elementSize = dtypeSize(out.dtype);
-  auto sameBytes = [&]() -> Status {
-    if (operands[0] != results[0] && count > 0)
-      PARTITA_CUDA_CHECK(cudaMemcpyAsync(results[0], operands[0],
-                                         out.bytes(), cudaMemcpyDeviceToDevice,
-                                         ctx.stream));
-    return Status::success();
-  };
-  switch (inst.op) {
-  case OpCode::Constant: {
-    bool splat = inst.ints.size() == 2 && inst.ints[1] == 1;
-    if ((inst.ints.size() != 1 && !splat) || inst.ints[0] < 0 ||
-        inst.ints[0] >= static_cast<int64_t>(constants.size()))
-      return fail("bad constant index");
-    const HostArray &value = constants[inst.ints[0]];
-    if (splat) {
-      // One element up, then a fill on the device.
-      int64_t size = dtypeSize(out.dtype);
-      if (value.dtype != out.dtype || value.numElements() != 1)
-        return fail("a splat constant is one element of the result's type");
-      if (count == 0)
-        return Status::success();
-      void *scalar = ctx.scratch(ctx.backend, size);
-      if (!scalar)
-        return fail("no device memory for a splat constant");
-      PARTITA_CUDA_CHECK(cudaMemcpyAsync(scalar, value.bytes.data(), size,
-                                         cudaMemcpyHostToDevice, ctx.stream));
-      return fill(ctx, scalar, results[0], count, size);
-    }
-    if (static_cast<int64_t>(value.bytes.size()) != out.bytes())
-      return fail("the constant's size differs from the result's");
-    if (count > 0)
-      PARTITA_CUDA_CHECK(cudaMemcpyAsync(results[0], value.bytes.data(),
-                                         out.bytes(), cudaMemcpyHostToDevice,
-                                         ctx.stream));
-    // The pool outlives the program, but make the copy complete before the
-    // host may reuse anything.
-    PARTITA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-    return Status::success();
-  }
-  case OpCode::Iota: {
-    if (inst.ints.size() != 1 || out.shape.size() > device::maxRank)
-      return fail("bad attributes");
-    StridedView shape;
-    shape.rank = static_cast<int>(out.shape.size());
-    for (size_t d = 0; d < out.shape.size(); ++d)
-      shape.shape[d] = out.shape[d];
-    return withDType(out.dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      if (count > 0)
-        iotaKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
-            static_cast<typename T::Storage *>(results[0]), shape,
-            static_cast<int>(inst.ints[0]), count);
-      return launched("iota");
-    });
-  }
-  case OpCode::Neg: case OpCode::Abs: case OpCode::Sign: case OpCode::Exp:
-  case OpCode::Log: case OpCode::Log1p: case OpCode::Tanh:
-  case OpCode::Logistic: case OpCode::Sqrt: case OpCode::Rsqrt:
-  case OpCode::Erf: case OpCode::Sin: case OpCode::Cos: case OpCode::Floor:
-  case OpCode::Not:
-    return withDType(out.dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      if (count > 0)
-        unaryKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
-            static_cast<const typename T::Storage *>(operands[0]),
-            static_cast<typename T::Storage *>(results[0]), count,
-            static_cast<int>(inst.op));
-      return launched(name.c_str());
-    });
-  case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div:
-  case OpCode::Rem: case OpCode::Max: case OpCode::Min: case OpCode::Pow:
-  case OpCode::And: case OpCode::Or: case OpCode::Xor:
-    return withDType(out.dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      if (count > 0)
-        binaryKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
-            static_cast<const typename T::Storage *>(operands[0]),
-            static_cast<const typename T::Storage *>(operands[1]),
-            static_cast<typename T::Storage *>(results[0]), count,
-            static_cast<int>(inst.op));
-      return launched(name.c_str());
-    });
-  case OpCode::Compare:
-    if (inst.ints.size() != 1)
-      return fail("bad attributes");
-    return withDType(operandTypes[0].dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      if (count > 0)
-        compareKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
-            static_cast<const typename T::Storage *>(operands[0]),
-            static_cast<const typename T::Storage *>(operands[1]),
-            static_cast<uint8_t *>(results[0]), count,
-            static_cast<int>(inst.ints[0]));
-      return launched("compare");
-    });
-  case OpCode::Select: {
-    if (count == 0)
-      return Status::success();
-    switch (elementSize) {
-#define PARTITA_SELECT_CASE(B)                                                 \
-  case B:                                                                      \
-    selectKernel<B><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(     \
-        static_cast<const uint8_t *>(operands[0]),                             \
-        static_cast<const Chunk<B> *>(operands[1]),                            \
-        static_cast<const Chunk<B> *>(operands[2]),                            \
-        static_cast<Chunk<B> *>(results[0]), count);                           \
-    return launched("select");
-      PARTITA_SELECT_CASE(1)
-      PARTITA_SELECT_CASE(2)
-      PARTITA_SELECT_CASE(4)
-      PARTITA_SELECT_CASE(8)
-#undef PARTITA_SELECT_CASE
-    }
-    return fail("bad element size");
-  }
-  case OpCode::Convert:
-    if (operandTypes[0].dtype == out.dtype)
-      return sameBytes();
-    return withDType(operandTypes[0].dtype, [&](auto from) -> Status {
-      return withDType(out.dtype, [&](auto to) -> Status {
-        using From = decltype(from);
-        using To = decltype(to);
-        if (count > 0)
-          convertKernel<From, To>
-              <<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
-                  static_cast<const typename From::Storage *>(operands[0]),
-                  static_cast<typename To::Storage *>(results[0]), count);
-        return launched("convert");
-      });
-    });
-  case OpCode::Reshape:
-  case OpCode::OptimizationBarrier: {
-    for (size_t i = 0; i < operands.size() && i < results.size(); ++i)
-      if (operands[i] != results[i] && resultTypes[i].bytes() > 0)
-        PARTITA_CUDA_CHECK(cudaMemcpyAsync(
-            results[i], operands[i], resultTypes[i].bytes(),
-            cudaMemcpyDeviceToDevice, ctx.stream));
-    return Status::success();
-  }
-  case OpCode::Broadcast: {
-    StridedView view;
-    if (!device::broadcastView(operandTypes[0].shape, out.shape, inst.ints,
-                               view))
-      return fail("bad dims");
-    return stridedCopy(ctx, operands[0], results[0], view, elementSize);
-  }
-  case OpCode::Transpose: {
-    StridedView view;
-    if (!device::transposeView(operandTypes[0].shape, inst.ints, view))
-      return fail("bad permutation");
-    return stridedCopy(ctx, operands[0], results[0], view, elementSize);
-  }
-  case OpCode::Slice: {
-    size_t rank = out.shape.size();
-    if (inst.ints.size() != 3 * rank)
-      return fail("bad attributes");
-    std::vector<int64_t> start(inst.ints.begin(), inst.ints.begin() + rank);
-    std::vector<int64_t> stride(inst.ints.begin() + 2 * rank, inst.ints.end());
-    StridedView view;
-    if (!device::sliceView(operandTypes[0].shape, start, stride, out.shape,
-                           view))
-      return fail("bad bounds");
-    return stridedCopy(ctx, operands[0], results[0], view, elementSize);
-  }
-  case OpCode::Concatenate: {
-    if (inst.ints.size() != 1)
-      return fail("bad attributes");
-    std::vector<int64_t> offset(out.shape.size(), 0);
-    for (size_t i = 0; i < operands.size(); ++i) {
-      StridedView view;
-      if (!device::placementView(out.shape, operandTypes[i].shape, offset,
-                                 view))
-        return fail("operands do not fit the result");
-      if (Status status = place(ctx, operands[i], results[0], view,
-                                elementSize);
-          !status)
-        return status;
-      offset[inst.ints[0]] += operandTypes[i].shape[inst.ints[0]];
-    }
-    return Status::success();
-  }
-  case OpCode::Pad: {
-    size_t rank = out.shape.size();
-    if (inst.ints.size() != 2 * rank)
-      return fail("bad attributes");
-    if (Status status = fill(ctx, operands[1], results[0], count, elementSize);
-        !status)
-      return status;
-    std::vector<int64_t> low(inst.ints.begin(), inst.ints.begin() + rank);
-    StridedView view;
-    if (!device::placementView(out.shape, operandTypes[0].shape, low, view))
-      return fail("bad padding");
-    return place(ctx, operands[0], results[0], view, elementSize);
-  }
-  case OpCode::DynamicSlice:
-  case OpCode::DynamicUpdateSlice: {
-    bool update = inst.op == OpCode::DynamicUpdateSlice;
-    const TensorType &operand = operandTypes[0];
-    size_t first = update ? 2 : 1;
-    std::vector<int64_t> sizes =
-        update ? operandTypes[1].shape : inst.ints;
-    if (operands.size() != first + operand.shape.size() ||
-        sizes.size() != operand.shape.size())
-      return fail("bad operands");
-    std::vector<int64_t> start;
-    for (size_t d = 0; d < operand.shape.size(); ++d) {
-      int64_t value = 0;
-      if (Status status = readIndex(ctx, operands[first + d],
-                                    operandTypes[first + d].dtype, value);
-          !status)
-        return status;
-      // Clamped so the window stays inside (the dialect's rule).
-      int64_t limit = operand.shape[d] - sizes[d];
-      start.push_back(value < 0 ? 0 : (value > limit ? limit : value));
-    }
-    if (!update) {
-      StridedView view;
-      std::vector<int64_t> ones(start.size(), 1);
-      if (!device::sliceView(operand.shape, start, ones, out.shape, view))
-        return fail("bad window");
-      return stridedCopy(ctx, operands[0], results[0], view, elementSize);
-    }
-    if (Status status = sameBytes(); !status)
-      return status;
-    StridedView view;
-    if (!device::placementView(out.shape, sizes, start, view))
-      return fail("bad window");
-    return place(ctx, operands[1], results[0], view, elementSize);
-  }
-  case OpCode::Reduce: {
-    if (inst.ints.empty())
-      return fail("bad attributes");
-    std::vector<int64_t> dims(inst.ints.begin() + 1, inst.ints.end());
-    StridedView kept, reduced;
-    if (!device::reductionViews(operandTypes[0].shape, dims, kept, reduced))
-      return fail("bad dims");
-    return withDType(out.dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      if (count > 0)
-        reduceKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
-            static_cast<const typename T::Storage *>(operands[0]),
-            static_cast<typename T::Storage *>(results[0]), kept, reduced,
-            static_cast<int>(inst.ints[0]), count);
-      return launched("reduce");
-    });
-  }
-  case OpCode::Cumsum: {
-    if (inst.ints.size() != 2)
-      return fail("bad attributes");
-    int64_t outer, length, inner;
-    lineShape(out.shape, inst.ints[0], outer, length, inner);
-    return withDType(out.dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      if (count > 0)
-        cumsumKernel<T>
-            <<<blocksFor(outer * inner), threadsPerBlock, 0, ctx.stream>>>(
-                static_cast<const typename T::Storage *>(operands[0]),
-                static_cast<typename T::Storage *>(results[0]), outer, length,
-                inner, inst.ints[1] != 0);
-      return launched("cumsum");
-    });
-  }
-  case OpCode::Argmax:
-  case OpCode::TopK: {
-    bool topK = inst.op == OpCode::TopK;
-    if (inst.ints.size() != (topK ? 2u : 1u))
-      return fail("bad attributes");
-    int64_t outer, length, inner;
-    lineShape(operandTypes[0].shape, inst.ints[0], outer, length, inner);
-    DType indexType = resultTypes[topK ? 1 : 0].dtype;
-    return withDType(operandTypes[0].dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      auto run = [&](auto index) -> Status {
-        using Index = decltype(index);
-        if (outer * inner == 0)
-          return Status::success();
-        if (topK)
-          topKKernel<T, Index>
-              <<<blocksFor(outer * inner), threadsPerBlock, 0, ctx.stream>>>(
-                  static_cast<const typename T::Storage *>(operands[0]),
-                  static_cast<typename T::Storage *>(results[0]),
-                  static_cast<Index *>(results[1]), outer, length, inner,
-                  inst.ints[1]);
-        else
-          argmaxKernel<T, Index>
-              <<<blocksFor(outer * inner), threadsPerBlock, 0, ctx.stream>>>(
-                  static_cast<const typename T::Storage *>(operands[0]),
-                  static_cast<Index *>(results[0]), outer, length, inner);
-        return launched(name.c_str());
-      };
-      return indexType == DType::I32 ? run(int32_t{}) : run(int64_t{});
-    });
-  }
-  case OpCode::Gather:
-  case OpCode::ScatterAdd: {
-    bool scatter = inst.op == OpCode::ScatterAdd;
-    const TensorType &table = operandTypes[0];
-    int64_t rows = table.shape.empty() ? 1 : table.shape[0];
-    int64_t rowElements = rows > 0 ? table.numElements() / rows : 0;
-    int64_t lookups = operandTypes[1].numElements();
-    bool wide = operandTypes[1].dtype == DType::I64;
-    if (!scatter) {
-      if (count == 0)
-        return Status::success();
-      switch (elementSize) {
-#define PARTITA_GATHER_CASE(B)                                                 \
-  case B:                                                                      \
-    if (wide)                                                                  \
-      gatherKernel<B, int64_t>                                                 \
-          <<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(              \
-              static_cast<const Chunk<B> *>(operands[0]),                      \
-              static_cast<const int64_t *>(operands[1]),                       \
-              static_cast<Chunk<B> *>(results[0]), lookups, rows,              \
-              rowElements);                                                    \
-    else                                                                       \
-      gatherKernel<B, int32_t>                                                 \
-          <<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(              \
-              static_cast<const Chunk<B> *>(operands[0]),                      \
-              static_cast<const int32_t *>(operands[1]),                       \
-              static_cast<Chunk<B> *>(results[0]), lookups, rows,              \
-              rowElements);                                                    \
-    return launched("gather");
-        PARTITA_GATHER_CASE(1)
-        PARTITA_GATHER_CASE(2)
-        PARTITA_GATHER_CASE(4)
-        PARTITA_GATHER_CASE(8)
-#undef PARTITA_GATHER_CASE
-      }
-      return fail("bad element size");
-    }
-    return withDType(out.dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      if (count == 0)
-        return Status::success();
-      auto run = [&](auto index) -> Status {
-        using Index = decltype(index);
-        scatterAddKernel<T, Index>
-            <<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
-                static_cast<const typename T::Storage *>(operands[0]),
-                static_cast<const Index *>(operands[1]),
-                static_cast<const typename T::Storage *>(operands[2]),
-                static_cast<typename T::Storage *>(results[0]), lookups, rows,
-                rowElements);
-        return launched("scatter_add");
-      };
-      return wide ? run(int64_t{}) : run(int32_t{});
-    });
-  }
-  case OpCode::Einsum:
-    return einsum(ctx, inst, operandTypes, operands, out, results[0]);
-  default:
+  CudaOp op{ctx,
+            inst,
+            operandTypes,
+            operands,
+            resultTypes,
+            results,
+            constants,
+            name,
+            out,
+            out.numElements(),
+            dtypeSize(out.dtype)};
+  if (!isValidOpCode(static_cast<uint16_t>(inst.op)))
+    return op.fail("not a tensor op the CUDA backend runs");
+  switch (opFamily(inst.op)) {
+  case OpFamily::Dedicated:
+    return runDedicated(op);
+  case OpFamily::ElementwiseUnary:
+  case OpFamily::ElementwiseBinary:
+    return runElementwise(op);
+  case OpFamily::Copy:
+    return runCopy(op);
+  case OpFamily::Collective:
+  case OpFamily::Control:
     break;
   }
-  return fail("not a tensor op the CUDA backend runs");
+  return op.fail("not a tensor op the CUDA backend runs");
 }
 
 } // namespace partita

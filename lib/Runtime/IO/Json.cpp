@@ -1,367 +1,260 @@
-//===- Json.cpp - A minimal JSON value, parser and printer ----------------===//
+//===- Json.cpp - JSON values, parsing and printing -----------------------===//
 //
-// A recursive-descent parser over a string_view that tracks line and column
-// for messages, and a printer that decides per array/object whether its
-// one-line form fits.
+// Parsing is nlohmann's SAX parser feeding a document builder that also
+// rejects duplicate members and deep nesting, and turns nlohmann's errors
+// into a line, a column and a short phrase. Printing decides per array or
+// object whether its one-line form fits; scalars and quoting are nlohmann's.
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/IO/Json.h"
 
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <limits>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <utility>
+#include <vector>
 
 namespace partita {
 
 namespace {
 
-constexpr int maxNestingDepth = 256;
+constexpr size_t maxNestingDepth = 256;
 constexpr size_t printWidth = 100;
 
-class JsonParser {
+/// A character iterator that records in `*cursor` how far the parser has
+/// read (the builder below reports a duplicate member where its name is).
+class TrackingIterator {
 public:
-  explicit JsonParser(std::string_view text) : text(text) {}
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char *;
+  using reference = const char &;
 
-  Expected<JsonValue> parseDocument() {
-    Expected<JsonValue> value = parseValue(0);
-    if (!value)
-      return value;
-    skipSpace();
-    if (pos != text.size())
-      return fail("unexpected text after the JSON value");
-    return value;
+  TrackingIterator(const char *at, const char **cursor)
+      : at(at), cursor(cursor) {}
+  reference operator*() const { return *at; }
+  TrackingIterator &operator++() {
+    *cursor = ++at;
+    return *this;
+  }
+  bool operator==(const TrackingIterator &other) const {
+    return at == other.at;
+  }
+  bool operator!=(const TrackingIterator &other) const {
+    return at != other.at;
   }
 
 private:
-  Status fail(const std::string &message) const {
-    int line = 1, column = 1;
-    for (size_t i = 0; i < pos && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
+  const char *at;
+  const char **cursor;
+};
+
+/// "line L, column C: " of byte `index` of `text` (the end when past it).
+std::string location(std::string_view text, size_t index) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < index && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
     }
-    return Status::error("line " + std::to_string(line) + ", column " +
-                         std::to_string(column) + ": " + message);
   }
-  char peek() const { return pos < text.size() ? text[pos] : '\0'; }
-  bool atEnd() const { return pos >= text.size(); }
-  void skipSpace() {
-    while (!atEnd() && (text[pos] == ' ' || text[pos] == '\n' ||
-                        text[pos] == '\t' || text[pos] == '\r'))
-      ++pos;
+  return "line " + std::to_string(line) + ", column " + std::to_string(column) +
+         ": ";
+}
+
+bool isLetter(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/// Builds the document from nlohmann's SAX events; on failure, records
+/// where and why.
+class DocumentBuilder : public nlohmann::json_sax<Json> {
+public:
+  DocumentBuilder(std::string_view text, const char *const *cursor)
+      : text(text), cursor(cursor) {}
+
+  bool null() override { return add(Json()); }
+  bool boolean(bool value) override { return add(Json(value)); }
+  bool number_integer(number_integer_t value) override {
+    return add(Json(value));
   }
-  bool consumeWord(std::string_view word) {
-    if (text.substr(pos, word.size()) != word)
-      return false;
-    pos += word.size();
+  bool number_unsigned(number_unsigned_t value) override {
+    return add(Json(value));
+  }
+  bool number_float(number_float_t value, const string_t &) override {
+    return add(Json(value));
+  }
+  bool string(string_t &value) override { return add(Json(std::move(value))); }
+  bool binary(binary_t &) override { return true; } // Not in JSON text.
+  bool start_object(std::size_t) override { return open(Json::object()); }
+  bool start_array(std::size_t) override { return open(Json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+  bool key(string_t &name) override {
+    Json &object = *containers.back();
+    if (object.contains(name))
+      return fail(keyStart(), "duplicate member \"" + name + "\"");
+    lastKey = name;
+    member = &object[name];
     return true;
   }
 
-  Expected<JsonValue> parseValue(int depth) {
-    if (depth > maxNestingDepth)
-      return fail("nesting too deep");
-    skipSpace();
-    if (atEnd())
-      return fail("unexpected end of input, expected a value");
-    char c = peek();
-    if (c == '{')
-      return parseObject(depth);
-    if (c == '[')
-      return parseArray(depth);
-    if (c == '"') {
-      Expected<std::string> s = parseString();
-      if (!s)
-        return s.status();
-      return JsonValue::string(std::move(*s));
-    }
-    if (c == '-' || (c >= '0' && c <= '9'))
-      return parseNumber();
-    if (consumeWord("true"))
-      return JsonValue::boolean(true);
-    if (consumeWord("false"))
-      return JsonValue::boolean(false);
-    if (consumeWord("null"))
-      return JsonValue();
-    return fail(std::string("unexpected character '") + c + "'");
-  }
-
-  Expected<JsonValue> parseObject(int depth) {
-    ++pos; // '{'
-    JsonValue object = JsonValue::object();
-    skipSpace();
-    if (peek() == '}') {
-      ++pos;
-      return object;
-    }
-    while (true) {
-      skipSpace();
-      if (peek() != '"')
-        return fail("expected a member name in double quotes");
-      size_t keyStart = pos;
-      Expected<std::string> key = parseString();
-      if (!key)
-        return key.status();
-      if (object.find(*key)) {
-        pos = keyStart;
-        return fail("duplicate member \"" + *key + "\"");
-      }
-      skipSpace();
-      if (peek() != ':')
-        return fail("expected ':' after member name \"" + *key + "\"");
-      ++pos;
-      Expected<JsonValue> value = parseValue(depth + 1);
-      if (!value)
-        return value;
-      object.set(std::move(*key), std::move(*value));
-      skipSpace();
-      if (peek() == ',') {
-        ++pos;
-        continue;
-      }
-      if (peek() == '}') {
-        ++pos;
-        return object;
-      }
-      return fail("expected ',' or '}' in an object");
-    }
-  }
-
-  Expected<JsonValue> parseArray(int depth) {
-    ++pos; // '['
-    JsonValue array = JsonValue::array();
-    skipSpace();
-    if (peek() == ']') {
-      ++pos;
-      return array;
-    }
-    while (true) {
-      Expected<JsonValue> value = parseValue(depth + 1);
-      if (!value)
-        return value;
-      array.push(std::move(*value));
-      skipSpace();
-      if (peek() == ',') {
-        ++pos;
-        continue;
-      }
-      if (peek() == ']') {
-        ++pos;
-        return array;
-      }
-      return fail("expected ',' or ']' in an array");
-    }
-  }
-
-  Expected<JsonValue> parseNumber() {
-    size_t start = pos;
-    auto digits = [&] {
-      size_t from = pos;
-      while (!atEnd() && text[pos] >= '0' && text[pos] <= '9')
-        ++pos;
-      return pos - from;
+  bool parse_error(std::size_t position, const std::string &lastToken,
+                   const nlohmann::detail::exception &error) override {
+    // `position` counts the characters read, the one that failed included.
+    size_t index = position > 0 ? position - 1 : 0;
+    std::string what = error.what();
+    auto has = [&](const char *phrase) {
+      return what.find(phrase) != std::string::npos;
     };
-    if (peek() == '-')
-      ++pos;
-    if (peek() == '0')
-      ++pos;
-    else if (digits() == 0)
-      return fail("malformed number");
-    bool integral = true;
-    if (peek() == '.') {
-      ++pos;
-      integral = false;
-      if (digits() == 0)
-        return fail("malformed number: digits expected after '.'");
-    }
-    if (peek() == 'e' || peek() == 'E') {
-      ++pos;
-      integral = false;
-      if (peek() == '+' || peek() == '-')
-        ++pos;
-      if (digits() == 0)
-        return fail("malformed number: digits expected in the exponent");
-    }
-    std::string token(text.substr(start, pos - start));
-    if (integral) {
-      errno = 0;
-      char *end = nullptr;
-      long long value = std::strtoll(token.c_str(), &end, 10);
-      if (errno == 0 && end == token.c_str() + token.size())
-        return JsonValue::integer(value);
-    }
-    return JsonValue::number(std::strtod(token.c_str(), nullptr));
+    // An unexpected string or number: point at its start. Its text is
+    // `lastToken` (nlohmann starts a token's text only for these two).
+    if ((has("- unexpected string literal") ||
+         has("- unexpected number literal")) &&
+        !lastToken.empty() && lastToken.size() <= index + 1)
+      index -= lastToken.size() - 1;
+    // An unexpected true, false or null: point at its first letter.
+    if (has("- unexpected true literal") || has("- unexpected false literal") ||
+        has("- unexpected null literal"))
+      while (index > 0 && isLetter(text[index - 1]))
+        --index;
+    return fail(index, describe(what, index));
   }
 
-  static void appendUtf8(std::string &out, uint32_t codePoint) {
-    if (codePoint < 0x80) {
-      out += static_cast<char>(codePoint);
-    } else if (codePoint < 0x800) {
-      out += static_cast<char>(0xc0 | (codePoint >> 6));
-      out += static_cast<char>(0x80 | (codePoint & 0x3f));
-    } else if (codePoint < 0x10000) {
-      out += static_cast<char>(0xe0 | (codePoint >> 12));
-      out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (codePoint & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (codePoint >> 18));
-      out += static_cast<char>(0x80 | ((codePoint >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (codePoint & 0x3f));
-    }
-  }
+  /// The document; only after a successful parse.
+  Json &document() { return root; }
+  /// Why the parse failed ("line L, column C: ...").
+  const std::string &failure() const { return message; }
 
-  Expected<uint32_t> parseHex4() {
-    if (text.size() - pos < 4)
-      return fail("truncated \\u escape");
-    uint32_t value = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = text[pos++];
-      value <<= 4;
-      if (c >= '0' && c <= '9')
-        value |= c - '0';
-      else if (c >= 'a' && c <= 'f')
-        value |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        value |= c - 'A' + 10;
-      else
-        return fail("bad hex digit in \\u escape");
-    }
-    return value;
+private:
+  bool add(Json value) {
+    place(std::move(value));
+    return true;
   }
-
-  Expected<std::string> parseString() {
-    ++pos; // opening quote
-    std::string out;
-    while (true) {
-      if (atEnd())
-        return fail("unterminated string");
-      char c = text[pos++];
-      if (c == '"')
-        return out;
-      if (static_cast<unsigned char>(c) < 0x20)
-        return fail("control character in a string");
-      if (c != '\\') {
-        out += c;
+  /// Puts `value` where the document expects the next value.
+  Json *place(Json value) {
+    if (containers.empty()) {
+      root = std::move(value);
+      return &root;
+    }
+    Json &parent = *containers.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(value));
+      return &parent.back();
+    }
+    *member = std::move(value);
+    return member;
+  }
+  bool open(Json container) {
+    if (containers.size() > maxNestingDepth)
+      return fail(consumed() - 1, "nesting too deep");
+    containers.push_back(place(std::move(container)));
+    return true;
+  }
+  bool close() {
+    containers.pop_back();
+    return true;
+  }
+  bool fail(size_t index, const std::string &why) {
+    message = location(text, index) + why;
+    return false;
+  }
+  size_t consumed() const { return static_cast<size_t>(*cursor - text.data()); }
+  /// The opening quote of the member name the parser has just read.
+  size_t keyStart() const {
+    size_t closing = consumed() - 1;
+    for (size_t i = closing; i-- > 0;) {
+      if (text[i] != '"')
         continue;
-      }
-      if (atEnd())
-        return fail("unterminated escape");
-      char escape = text[pos++];
-      switch (escape) {
-      case '"':
-      case '\\':
-      case '/':
-        out += escape;
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        Expected<uint32_t> unit = parseHex4();
-        if (!unit)
-          return unit.status();
-        uint32_t codePoint = *unit;
-        if (codePoint >= 0xd800 && codePoint < 0xdc00) {
-          if (!consumeWord("\\u"))
-            return fail("unpaired surrogate in \\u escape");
-          Expected<uint32_t> low = parseHex4();
-          if (!low)
-            return low.status();
-          if (*low < 0xdc00 || *low >= 0xe000)
-            return fail("unpaired surrogate in \\u escape");
-          codePoint = 0x10000 + ((codePoint - 0xd800) << 10) + (*low - 0xdc00);
-        }
-        appendUtf8(out, codePoint);
-        break;
-      }
-      default:
-        return fail(std::string("unknown escape '\\") + escape + "'");
-      }
+      size_t backslashes = 0;
+      while (backslashes < i && text[i - 1 - backslashes] == '\\')
+        ++backslashes;
+      if (backslashes % 2 == 0)
+        return i;
     }
+    return 0;
+  }
+  /// Short phrases for nlohmann's "syntax error while parsing <context> -
+  /// <problem>" messages about byte `index`.
+  std::string describe(const std::string &what, size_t &index) const {
+    size_t at = what.find("while parsing ");
+    std::string detail = at == std::string::npos ? what : what.substr(at + 14);
+    auto has = [&](const char *phrase) {
+      return detail.find(phrase) != std::string::npos;
+    };
+    auto context = [&](const char *name) {
+      return detail.compare(0, std::strlen(name), name) == 0;
+    };
+    char offending = index < text.size() ? text[index] : '\0';
+    // A word (literal or number) the lexer stopped inside starts here.
+    auto wordStart = [&] {
+      auto inWord = [](char c) {
+        return isLetter(c) || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+               c == '+';
+      };
+      while (index > 0 && index <= text.size() && inWord(text[index - 1]))
+        --index;
+    };
+    if (has("; expected end of input")) {
+      wordStart();
+      return "unexpected text after the JSON value";
+    }
+    // nlohmann's lexer errors, by a phrase of theirs, in our words; the
+    // first match wins.
+    static const std::pair<const char *, const char *> lexerErrors[] = {
+        {"missing closing quote", "unterminated string"},
+        {"surrogate", "unpaired surrogate in \\u escape"},
+        {"must be followed by 4 hex digits", "bad hex digit in \\u escape"},
+        {"control character", "control character in a string"},
+        {"ill-formed UTF-8", "ill-formed UTF-8 in a string"},
+        {"after '.'", "malformed number: digits expected after '.'"},
+        {"after exponent", "malformed number: digits expected in the exponent"},
+        {"invalid number", "malformed number"},
+    };
+    if (has("forbidden character after backslash"))
+      return std::string("unknown escape '\\") + offending + "'";
+    for (const auto &[theirs, ours] : lexerErrors)
+      if (has(theirs))
+        return ours;
+    if (context("object key"))
+      return "expected a member name in double quotes";
+    if (context("object separator"))
+      return "expected ':' after member name \"" + lastKey + "\"";
+    if (context("array"))
+      return "expected ',' or ']' in an array";
+    if (context("object"))
+      return "expected ',' or '}' in an object";
+    if (has("unexpected end of input"))
+      return "unexpected end of input, expected a value";
+    wordStart();
+    return std::string("unexpected character '") +
+           (index < text.size() ? text[index] : '?') + "'";
   }
 
   std::string_view text;
-  size_t pos = 0;
+  const char *const *cursor;
+  Json root;
+  /// The open arrays and objects, innermost last.
+  std::vector<Json *> containers;
+  /// The member whose name was read last, waiting for its value.
+  Json *member = nullptr;
+  std::string lastKey;
+  std::string message;
 };
 
-void appendQuoted(std::string &out, const std::string &value) {
-  out += '"';
-  for (char c : value) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char buffer[8];
-        std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-        out += buffer;
-      } else {
-        out += c;
-      }
-    }
-  }
-  out += '"';
+std::string quoted(const std::string &text) {
+  return Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-void appendCompact(std::string &out, const JsonValue &value) {
-  switch (value.kind()) {
-  case JsonValue::Kind::Null:
-    out += "null";
-    return;
-  case JsonValue::Kind::Bool:
-    out += value.asBool() ? "true" : "false";
-    return;
-  case JsonValue::Kind::Integer:
-    out += std::to_string(value.asInteger());
-    return;
-  case JsonValue::Kind::Double: {
-    double number = value.asDouble();
-    if (!std::isfinite(number)) { // JSON has no inf or nan.
-      out += "null";
-      return;
-    }
-    char buffer[32];
-    std::snprintf(buffer, sizeof(buffer), "%.17g", number);
-    out += buffer;
-    return;
-  }
-  case JsonValue::Kind::String:
-    appendQuoted(out, value.asString());
-    return;
-  case JsonValue::Kind::Array: {
+void appendCompact(std::string &out, const Json &value) {
+  if (value.is_array()) {
     out += '[';
     bool first = true;
-    for (const JsonValue &item : value.items()) {
+    for (const Json &item : value) {
       out += first ? "" : ", ";
       first = false;
       appendCompact(out, item);
@@ -369,50 +262,42 @@ void appendCompact(std::string &out, const JsonValue &value) {
     out += ']';
     return;
   }
-  case JsonValue::Kind::Object: {
+  if (value.is_object()) {
     out += '{';
     bool first = true;
-    for (const auto &[key, member] : value.members()) {
+    for (auto it = value.begin(); it != value.end(); ++it) {
       out += first ? "" : ", ";
       first = false;
-      appendQuoted(out, key);
-      out += ": ";
-      appendCompact(out, member);
+      out += quoted(it.key()) + ": ";
+      appendCompact(out, it.value());
     }
     out += '}';
     return;
   }
-  }
+  // JSON has no inf or nan: nlohmann prints them as null.
+  out += value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 /// Appends `value` whose first line already has `column` characters.
-void appendPretty(std::string &out, const JsonValue &value, size_t indent,
+void appendPretty(std::string &out, const Json &value, size_t indent,
                   size_t column) {
   std::string compact;
   appendCompact(compact, value);
-  bool isContainer = value.kind() == JsonValue::Kind::Array ||
-                     value.kind() == JsonValue::Kind::Object;
-  bool empty = value.kind() == JsonValue::Kind::Array ? value.items().empty()
-                                                      : value.members().empty();
-  if (!isContainer || empty || column + compact.size() <= printWidth) {
+  bool isContainer = value.is_array() || value.is_object();
+  if (!isContainer || value.empty() || column + compact.size() <= printWidth) {
     out += compact;
     return;
   }
   std::string inner(indent + 2, ' ');
-  bool isArray = value.kind() == JsonValue::Kind::Array;
+  bool isArray = value.is_array();
   out += isArray ? "[\n" : "{\n";
-  size_t count = isArray ? value.items().size() : value.members().size();
-  for (size_t i = 0; i < count; ++i) {
+  size_t count = value.size(), i = 0;
+  for (auto it = value.begin(); it != value.end(); ++it, ++i) {
     out += inner;
     size_t lineStart = out.size() - inner.size();
-    if (isArray) {
-      appendPretty(out, value.items()[i], indent + 2, inner.size());
-    } else {
-      appendQuoted(out, value.members()[i].first);
-      out += ": ";
-      appendPretty(out, value.members()[i].second, indent + 2,
-                   out.size() - lineStart);
-    }
+    if (!isArray)
+      out += quoted(it.key()) + ": ";
+    appendPretty(out, it.value(), indent + 2, out.size() - lineStart);
     out += i + 1 < count ? ",\n" : "\n";
   }
   out += std::string(indent, ' ');
@@ -421,119 +306,53 @@ void appendPretty(std::string &out, const JsonValue &value, size_t indent,
 
 } // namespace
 
-JsonValue JsonValue::boolean(bool value) {
-  JsonValue json;
-  json.valueKind = Kind::Bool;
-  json.boolValue = value;
-  return json;
-}
-
-JsonValue JsonValue::integer(int64_t value) {
-  JsonValue json;
-  json.valueKind = Kind::Integer;
-  json.integerValue = value;
-  return json;
-}
-
-JsonValue JsonValue::number(double value) {
-  JsonValue json;
-  json.valueKind = Kind::Double;
-  json.doubleValue = value;
-  return json;
-}
-
-JsonValue JsonValue::string(std::string value) {
-  JsonValue json;
-  json.valueKind = Kind::String;
-  json.text = std::move(value);
-  return json;
-}
-
-JsonValue JsonValue::array() {
-  JsonValue json;
-  json.valueKind = Kind::Array;
-  return json;
-}
-
-JsonValue JsonValue::integers(const std::vector<int64_t> &values) {
-  JsonValue json = array();
-  for (int64_t value : values)
-    json.push(integer(value));
-  return json;
-}
-
-JsonValue JsonValue::strings(const std::vector<std::string> &values) {
-  JsonValue json = array();
-  for (const std::string &value : values)
-    json.push(string(value));
-  return json;
-}
-
-JsonValue JsonValue::object() {
-  JsonValue json;
-  json.valueKind = Kind::Object;
-  return json;
-}
-
-const char *JsonValue::kindName(Kind kind) {
-  switch (kind) {
-  case Kind::Null:
-    return "null";
-  case Kind::Bool:
-    return "boolean";
-  case Kind::Integer:
-    return "integer";
-  case Kind::Double:
-    return "number";
-  case Kind::String:
-    return "string";
-  case Kind::Array:
-    return "array";
-  case Kind::Object:
-    return "object";
+JsonKind jsonKind(const Json &value) {
+  switch (value.type()) {
+  case Json::value_t::boolean:
+    return JsonKind::Bool;
+  case Json::value_t::number_integer:
+    return JsonKind::Integer;
+  case Json::value_t::number_unsigned:
+    return value.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)
+               ? JsonKind::Integer
+               : JsonKind::Number;
+  case Json::value_t::number_float:
+    return JsonKind::Number;
+  case Json::value_t::string:
+    return JsonKind::String;
+  case Json::value_t::array:
+    return JsonKind::Array;
+  case Json::value_t::object:
+    return JsonKind::Object;
+  default: // null, and binary and discarded, which parsing never gives
+    return JsonKind::Null;
   }
-  return "?";
 }
 
-double JsonValue::asDouble() const {
-  return valueKind == Kind::Integer ? static_cast<double>(integerValue)
-                                    : doubleValue;
+const char *jsonKindName(JsonKind kind) {
+  // In the order of JsonKind.
+  static const char *const names[] = {"null",   "boolean", "integer", "number",
+                                      "string", "array",   "object"};
+  return names[static_cast<size_t>(kind)];
 }
 
-JsonValue &JsonValue::push(JsonValue value) {
-  elements.push_back(std::move(value));
-  return elements.back();
+Expected<Json> parseJson(std::string_view text) {
+  const char *cursor = text.data();
+  DocumentBuilder builder(text, &cursor);
+  TrackingIterator begin(text.data(), &cursor),
+      end(text.data() + text.size(), &cursor);
+  if (!Json::sax_parse(begin, end, &builder))
+    return Status::error(builder.failure());
+  return std::move(builder.document());
 }
 
-JsonValue &JsonValue::set(std::string key, JsonValue value) {
-  for (auto &[name, member] : fields) {
-    if (name == key) {
-      member = std::move(value);
-      return member;
-    }
-  }
-  fields.emplace_back(std::move(key), std::move(value));
-  return fields.back().second;
-}
-
-const JsonValue *JsonValue::find(std::string_view key) const {
-  for (const auto &[name, member] : fields)
-    if (name == key)
-      return &member;
-  return nullptr;
-}
-
-Expected<JsonValue> parseJson(std::string_view text) {
-  return JsonParser(text).parseDocument();
-}
-
-std::string printJson(const JsonValue &value) {
+std::string printJson(const Json &value) {
   std::string out;
   appendPretty(out, value, 0, 0);
   return out + "\n";
 }
 
-std::string printJsonCompact(const JsonValue &value) {
+std::string printJsonCompact(const Json &value) {
   std::string out;
   appendCompact(out, value);
   return out;

@@ -52,36 +52,34 @@ public:
     return Status::error(name + ": " + message);
   }
 
-  Expected<const JsonValue *> member(const JsonValue &object,
-                                     const std::string &where, const char *key,
-                                     JsonValue::Kind kind) {
-    const JsonValue *value = object.find(key);
+  Expected<const Json *> member(const Json &object, const std::string &where,
+                                const char *key, JsonKind kind) {
+    auto found = object.find(key);
     std::string path = where.empty() ? std::string("\"") + key + "\""
                                      : where + ".\"" + key + "\"";
-    if (!value)
+    if (found == object.end())
       return fail("missing member " + path);
-    if (value->kind() != kind)
+    const Json &value = *found;
+    if (jsonKind(value) != kind)
       return fail(path + " must be " + article(kind) + " but is " +
-                  article(value->kind()));
-    return value;
+                  article(jsonKind(value)));
+    return &value;
   }
 
-  Expected<std::vector<int64_t>> integers(const JsonValue &array,
+  Expected<std::vector<int64_t>> integers(const Json &array,
                                           const std::string &path) {
     std::vector<int64_t> values;
-    for (const JsonValue &item : array.items()) {
-      if (item.kind() != JsonValue::Kind::Integer)
+    for (const Json &item : array) {
+      if (jsonKind(item) != JsonKind::Integer)
         return fail(path + " must hold integers only");
-      values.push_back(item.asInteger());
+      values.push_back(item.get<int64_t>());
     }
     return values;
   }
 
-  Expected<std::vector<int64_t>> integerMember(const JsonValue &object,
-                                               const std::string &where,
-                                               const char *key) {
-    Expected<const JsonValue *> array =
-        member(object, where, key, JsonValue::Kind::Array);
+  Expected<std::vector<int64_t>>
+  integerMember(const Json &object, const std::string &where, const char *key) {
+    Expected<const Json *> array = member(object, where, key, JsonKind::Array);
     if (!array)
       return array.status();
     return integers(**array,
@@ -89,38 +87,39 @@ public:
   }
 
 private:
-  static std::string article(JsonValue::Kind kind) {
-    std::string noun = JsonValue::kindName(kind);
+  static std::string article(JsonKind kind) {
+    std::string noun = jsonKindName(kind);
     bool vowel = noun[0] == 'a' || noun[0] == 'i' || noun[0] == 'o';
     return (vowel ? "an " : "a ") + noun;
   }
   std::string name;
 };
 
-Expected<Mesh> parseMeshMember(IndexReader &reader, const JsonValue &root) {
-  Expected<const JsonValue *> mesh =
-      reader.member(root, "", "mesh", JsonValue::Kind::Object);
+Expected<Mesh> parseMeshMember(IndexReader &reader, const Json &root) {
+  Expected<const Json *> mesh =
+      reader.member(root, "", "mesh", JsonKind::Object);
   if (!mesh)
     return mesh.status();
-  Expected<const JsonValue *> axes =
-      reader.member(**mesh, "\"mesh\"", "axes", JsonValue::Kind::Array);
+  Expected<const Json *> axes =
+      reader.member(**mesh, "\"mesh\"", "axes", JsonKind::Array);
   if (!axes)
     return axes.status();
   std::vector<MeshAxis> meshAxes;
-  for (size_t i = 0; i < (*axes)->items().size(); ++i) {
-    const JsonValue &axis = (*axes)->items()[i];
+  for (size_t i = 0; i < (*axes)->size(); ++i) {
+    const Json &axis = (**axes)[i];
     std::string where = "\"mesh\".\"axes\"[" + std::to_string(i) + "]";
-    if (axis.kind() != JsonValue::Kind::Object)
+    if (jsonKind(axis) != JsonKind::Object)
       return reader.fail(where + " must be an object");
-    Expected<const JsonValue *> axisName =
-        reader.member(axis, where, "name", JsonValue::Kind::String);
+    Expected<const Json *> axisName =
+        reader.member(axis, where, "name", JsonKind::String);
     if (!axisName)
       return axisName.status();
-    Expected<const JsonValue *> size =
-        reader.member(axis, where, "size", JsonValue::Kind::Integer);
+    Expected<const Json *> size =
+        reader.member(axis, where, "size", JsonKind::Integer);
     if (!size)
       return size.status();
-    meshAxes.push_back({(*axisName)->asString(), (*size)->asInteger()});
+    meshAxes.push_back(
+        {(*axisName)->get<std::string>(), (*size)->get<int64_t>()});
   }
   Expected<std::vector<int64_t>> ids =
       reader.integerMember(**mesh, "\"mesh\"", "device_ids");
@@ -141,37 +140,36 @@ Expected<Mesh> parseMeshMember(IndexReader &reader, const JsonValue &root) {
   return created;
 }
 
-Expected<Sharding> parseDimAxes(IndexReader &reader, const JsonValue &root) {
-  Expected<const JsonValue *> dimAxes =
-      reader.member(root, "", "dim_axes", JsonValue::Kind::Array);
+Expected<Sharding> parseDimAxes(IndexReader &reader, const Json &root) {
+  Expected<const Json *> dimAxes =
+      reader.member(root, "", "dim_axes", JsonKind::Array);
   if (!dimAxes)
     return dimAxes.status();
-  Sharding sharding = Sharding::replicated((*dimAxes)->items().size());
-  for (size_t dim = 0; dim < (*dimAxes)->items().size(); ++dim) {
-    const JsonValue &axes = (*dimAxes)->items()[dim];
+  Sharding sharding = Sharding::replicated((*dimAxes)->size());
+  for (size_t dim = 0; dim < (*dimAxes)->size(); ++dim) {
+    const Json &axes = (**dimAxes)[dim];
     std::string where = "\"dim_axes\"[" + std::to_string(dim) + "]";
-    if (axes.kind() != JsonValue::Kind::Array)
+    if (jsonKind(axes) != JsonKind::Array)
       return reader.fail(where + " must be an array of axis names");
-    for (const JsonValue &axis : axes.items()) {
-      if (axis.kind() != JsonValue::Kind::String)
+    for (const Json &axis : axes) {
+      if (jsonKind(axis) != JsonKind::String)
         return reader.fail(where + " must hold axis names (strings) only");
-      sharding.dims[dim].axes.push_back(axis.asString());
+      sharding.dims[dim].axes.push_back(axis.get<std::string>());
     }
   }
   return sharding;
 }
 
-Expected<ShardFileEntry> parseFileEntry(IndexReader &reader,
-                                        const JsonValue &entry,
+Expected<ShardFileEntry> parseFileEntry(IndexReader &reader, const Json &entry,
                                         const std::string &where) {
-  if (entry.kind() != JsonValue::Kind::Object)
+  if (jsonKind(entry) != JsonKind::Object)
     return reader.fail(where + " must be an object");
   ShardFileEntry file;
-  Expected<const JsonValue *> name =
-      reader.member(entry, where, "file", JsonValue::Kind::String);
+  Expected<const Json *> name =
+      reader.member(entry, where, "file", JsonKind::String);
   if (!name)
     return name.status();
-  file.file = (*name)->asString();
+  file.file = (*name)->get<std::string>();
   if (!isPlainFileName(file.file))
     return reader.fail(where +
                        ".\"file\" must be a file name inside the "
@@ -187,13 +185,13 @@ Expected<ShardFileEntry> parseFileEntry(IndexReader &reader,
   if (!devices)
     return devices.status();
   file.devices = *devices;
-  Expected<const JsonValue *> ranges =
-      reader.member(entry, where, "ranges", JsonValue::Kind::Array);
+  Expected<const Json *> ranges =
+      reader.member(entry, where, "ranges", JsonKind::Array);
   if (!ranges)
     return ranges.status();
-  for (const JsonValue &range : (*ranges)->items()) {
+  for (const Json &range : **ranges) {
     Expected<std::vector<int64_t>> bounds =
-        range.kind() == JsonValue::Kind::Array
+        jsonKind(range) == JsonKind::Array
             ? reader.integers(range, where + ".\"ranges\"")
             : Expected<std::vector<int64_t>>(std::vector<int64_t>());
     if (!bounds)
@@ -207,32 +205,32 @@ Expected<ShardFileEntry> parseFileEntry(IndexReader &reader,
 
 /// Parses the members of a parsed index.json document.
 Expected<ShardedArrayIndex> parseIndexDocument(IndexReader &reader,
-                                               const JsonValue &root) {
-  if (root.kind() != JsonValue::Kind::Object)
+                                               const Json &root) {
+  if (jsonKind(root) != JsonKind::Object)
     return reader.fail("the index must be a JSON object");
-  Expected<const JsonValue *> format =
-      reader.member(root, "", "format", JsonValue::Kind::String);
+  Expected<const Json *> format =
+      reader.member(root, "", "format", JsonKind::String);
   if (!format)
     return format.status();
-  if ((*format)->asString() != shardedArrayFormatName)
-    return reader.fail("\"format\" is \"" + (*format)->asString() +
+  if ((*format)->get<std::string>() != shardedArrayFormatName)
+    return reader.fail("\"format\" is \"" + (*format)->get<std::string>() +
                        "\", expected \"" + shardedArrayFormatName + "\"");
-  Expected<const JsonValue *> version =
-      reader.member(root, "", "version", JsonValue::Kind::Integer);
+  Expected<const Json *> version =
+      reader.member(root, "", "version", JsonKind::Integer);
   if (!version)
     return version.status();
-  if ((*version)->asInteger() != shardedArrayFormatVersion)
+  if ((*version)->get<int64_t>() != shardedArrayFormatVersion)
     return reader.fail("format version " +
-                       std::to_string((*version)->asInteger()) +
+                       std::to_string((*version)->get<int64_t>()) +
                        " is not supported (this runtime reads version " +
                        std::to_string(shardedArrayFormatVersion) + ")");
 
   ShardedArrayIndex index;
-  Expected<const JsonValue *> dtypeName =
-      reader.member(root, "", "dtype", JsonValue::Kind::String);
+  Expected<const Json *> dtypeName =
+      reader.member(root, "", "dtype", JsonKind::String);
   if (!dtypeName)
     return dtypeName.status();
-  Expected<DType> dtype = parseDType((*dtypeName)->asString());
+  Expected<DType> dtype = parseDType((*dtypeName)->get<std::string>());
   if (!dtype)
     return reader.fail("\"dtype\": " + dtype.status().message());
   index.dtype = *dtype;
@@ -256,15 +254,15 @@ Expected<ShardedArrayIndex> parseIndexDocument(IndexReader &reader,
       !layout)
     return reader.fail("\"dim_axes\": " + layout.message());
 
-  Expected<const JsonValue *> shards =
-      reader.member(root, "", "shards", JsonValue::Kind::Array);
+  Expected<const Json *> shards =
+      reader.member(root, "", "shards", JsonKind::Array);
   if (!shards)
     return shards.status();
   std::vector<ShardFileEntry> entries;
   size_t listedDevices = 0;
-  for (size_t i = 0; i < (*shards)->items().size(); ++i) {
+  for (size_t i = 0; i < (*shards)->size(); ++i) {
     Expected<ShardFileEntry> entry = parseFileEntry(
-        reader, (*shards)->items()[i], "\"shards\"[" + std::to_string(i) + "]");
+        reader, (**shards)[i], "\"shards\"[" + std::to_string(i) + "]");
     if (!entry)
       return entry.status();
     listedDevices += entry->devices.size();
@@ -346,59 +344,58 @@ ShardedArrayIndex planShardFiles(const Mesh &mesh, const Sharding &sharding,
 }
 
 std::string printShardedArrayIndex(const ShardedArrayIndex &index) {
-  JsonValue root = JsonValue::object();
-  root.set("format", JsonValue::string(shardedArrayFormatName));
-  root.set("version", JsonValue::integer(shardedArrayFormatVersion));
-  root.set("dtype", JsonValue::string(dtypeName(index.dtype)));
-  root.set("shape", JsonValue::integers(index.globalShape));
+  Json root = Json::object();
+  root["format"] = shardedArrayFormatName;
+  root["version"] = shardedArrayFormatVersion;
+  root["dtype"] = dtypeName(index.dtype);
+  root["shape"] = index.globalShape;
 
-  JsonValue mesh = JsonValue::object();
-  JsonValue axes = JsonValue::array();
+  Json mesh = Json::object();
+  Json axes = Json::array();
   for (const MeshAxis &axis : index.mesh.axes()) {
-    JsonValue entry = JsonValue::object();
-    entry.set("name", JsonValue::string(axis.name));
-    entry.set("size", JsonValue::integer(axis.size));
-    axes.push(std::move(entry));
+    Json entry = Json::object();
+    entry["name"] = axis.name;
+    entry["size"] = axis.size;
+    axes.push_back(std::move(entry));
   }
-  mesh.set("axes", std::move(axes));
+  mesh["axes"] = std::move(axes);
   std::vector<int64_t> ids = index.mesh.deviceIds();
   if (ids.empty())
     for (int64_t id = 0; id < index.mesh.numDevices(); ++id)
       ids.push_back(id);
-  mesh.set("device_ids", JsonValue::integers(ids));
-  root.set("mesh", std::move(mesh));
+  mesh["device_ids"] = ids;
+  root["mesh"] = std::move(mesh);
 
   Sharding stored = closedSharding(index.sharding);
-  root.set("sharding", JsonValue::string(stored.toString()));
+  root["sharding"] = stored.toString();
   if (Expected<std::string> spec = toPartitionSpec(stored))
-    root.set("partition_spec", JsonValue::string(*spec));
-  JsonValue dimAxes = JsonValue::array();
+    root["partition_spec"] = *spec;
+  Json dimAxes = Json::array();
   for (const DimSharding &dim : stored.dims)
-    dimAxes.push(JsonValue::strings(dim.axes));
-  root.set("dim_axes", std::move(dimAxes));
-  root.set("local_shape", JsonValue::integers(localShape(index.mesh, stored,
-                                                         index.globalShape)));
+    dimAxes.push_back(Json(dim.axes));
+  root["dim_axes"] = std::move(dimAxes);
+  root["local_shape"] = localShape(index.mesh, stored, index.globalShape);
 
-  JsonValue shards = JsonValue::array();
+  Json shards = Json::array();
   for (const ShardFileEntry &file : index.files) {
-    JsonValue entry = JsonValue::object();
-    entry.set("file", JsonValue::string(file.file));
-    entry.set("shard_indices", JsonValue::integers(file.shardIndices));
-    JsonValue ranges = JsonValue::array();
+    Json entry = Json::object();
+    entry["file"] = file.file;
+    entry["shard_indices"] = file.shardIndices;
+    Json ranges = Json::array();
     for (const IndexRange &range : file.globalRanges)
-      ranges.push(JsonValue::integers({range.begin, range.end}));
-    entry.set("ranges", std::move(ranges));
-    entry.set("devices", JsonValue::integers(file.devices));
-    shards.push(std::move(entry));
+      ranges.push_back(Json(std::vector<int64_t>{range.begin, range.end}));
+    entry["ranges"] = std::move(ranges);
+    entry["devices"] = file.devices;
+    shards.push_back(std::move(entry));
   }
-  root.set("shards", std::move(shards));
+  root["shards"] = std::move(shards);
   return printJson(root);
 }
 
 Expected<ShardedArrayIndex> parseShardedArrayIndex(std::string_view json,
                                                    std::string_view name) {
   IndexReader reader(name);
-  Expected<JsonValue> root = parseJson(json);
+  Expected<Json> root = parseJson(json);
   if (!root)
     return reader.fail(root.status().message());
   return parseIndexDocument(reader, *root);

@@ -94,6 +94,8 @@ struct Slot {
   std::condition_variable changed;
 };
 
+struct Exchange;
+
 /// Parses PARTITA_DEBUG_STOP=RANK:K (tests): RANK stops itself with
 /// SIGSTOP as it starts its K-th cross-process exchange.
 int64_t debugStopExchange(int rank) {
@@ -174,8 +176,14 @@ public:
 
 private:
   Status runCall(const CollectiveCall &call) override;
+  /// The leader's part of a cross-process call: messages to and from the
+  /// group's other processes, then every local member's output.
   Status exchange(Slot &slot, Channel &channel, uint64_t sequence,
                   const std::string &groupText);
+  /// Sends and receives the messages `x` planned (header first) and checks
+  /// that every peer made the same call.
+  Status transfer(Exchange &x, Channel &channel, uint64_t sequence,
+                  uint64_t signature);
   std::string devicesOfRank(int rank) const {
     return formatDeviceList(layout.devicesOf(rank));
   }
@@ -314,164 +322,374 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
   return slot->result;
 }
 
-Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
-                                 uint64_t sequence,
-                                 const std::string &groupText) {
-  if (stopAtExchange > 0 && ++exchanges == stopAtExchange)
-    std::raise(SIGSTOP);
-  const CollectiveCall &request = slot.request;
-  std::string what = describeCollective(request) + ": " + groupText;
-  auto groupSize = static_cast<int64_t>(slot.members.size());
-  const std::vector<int64_t> &inShape = request.input.shape;
-  int64_t elementSize = dtypeSize(request.input.dtype);
-  std::vector<int64_t> outShape =
-      *collectiveResultShape(request.kind, inShape, groupSize, request.dim,
-                             request.splitDim, request.concatDim);
-  int64_t inBytes = *checkedNumBytes(request.input.dtype, inShape);
-  int64_t outBytes = *checkedNumBytes(request.input.dtype, outShape);
-  int64_t count = *checkedNumElements(inShape);
-  std::vector<int64_t> zeros(inShape.size(), 0);
+namespace {
 
-  int me = layout.rank;
-  std::vector<int> processOf(groupSize);
-  for (int64_t i = 0; i < groupSize; ++i)
-    processOf[i] = layout.processOfDevice[slot.members[i]];
-  auto positionsOn = [&](int rank) {
+//===----------------------------------------------------------------------===//
+// What the leader of a cross-process call sends and how it writes the
+// outputs, per collective kind
+//===----------------------------------------------------------------------===//
+
+constexpr size_t headerBytes = sizeof(MessageHeader);
+
+/// One cross-process collective as this process's leader sees it: shapes,
+/// where each member lives, and the messages to and from every peer.
+struct Exchange {
+  Exchange(Slot &slot, const Channel &channel, const ProcessLayout &layout,
+           std::string what)
+      : slot(slot), request(slot.request), what(std::move(what)),
+        groupSize(static_cast<int64_t>(slot.members.size())),
+        inShape(request.input.shape),
+        outShape(*collectiveResultShape(request.kind, inShape, groupSize,
+                                        request.dim, request.splitDim,
+                                        request.concatDim)),
+        elementSize(dtypeSize(request.input.dtype)),
+        inBytes(*checkedNumBytes(request.input.dtype, inShape)),
+        outBytes(*checkedNumBytes(request.input.dtype, outShape)),
+        count(*checkedNumElements(inShape)), zeros(inShape.size(), 0),
+        me(layout.rank), processes(channel.processes), box(inShape),
+        buffers(*channel.buffers) {
+    for (int64_t i = 0; i < groupSize; ++i)
+      processOf.push_back(layout.processOfDevice[slot.members[i]]);
+    mine = positionsOn(me);
+    for (int rank : processes)
+      if (rank != me)
+        peers.push_back(rank);
+    sendBytes.assign(peers.size(), 0);
+    receiveBytes.assign(peers.size(), 0);
+  }
+
+  /// The group positions whose devices `rank` drives.
+  std::vector<int64_t> positionsOn(int rank) const {
     std::vector<int64_t> positions;
     for (int64_t i = 0; i < groupSize; ++i)
       if (processOf[i] == rank)
         positions.push_back(i);
     return positions;
-  };
-  std::vector<int64_t> mine = positionsOn(me);
+  }
+  /// The payload of the message to peer `k` (after its header).
+  uint8_t *sendPayload(size_t k) {
+    return buffers.send[k].data() + headerBytes;
+  }
+  /// The payload received from world rank `rank`.
+  const uint8_t *payload(int rank) const {
+    size_t k = std::find(peers.begin(), peers.end(), rank) - peers.begin();
+    return buffers.receive[k].data() + headerBytes;
+  }
+
+  Slot &slot;
+  const CollectiveCall &request;
+  std::string what;
+  int64_t groupSize;
+  const std::vector<int64_t> &inShape;
+  std::vector<int64_t> outShape;
+  int64_t elementSize, inBytes, outBytes, count;
+  std::vector<int64_t> zeros;
+  int me;
+  /// The process of each group position.
+  std::vector<int> processOf;
+  /// The positions this process drives.
+  std::vector<int64_t> mine;
+  /// The channel's processes (ascending world ranks), and all but this one.
+  const std::vector<int> &processes;
   std::vector<int> peers;
-  for (int rank : channel.processes)
-    if (rank != me)
-      peers.push_back(rank);
+  /// all_to_all: the block one member sends another.
+  std::vector<int64_t> box;
+  int64_t boxBytes = 0;
+  /// Per peer, the message buffers (header first) and the payload sizes.
+  ChannelBuffers &buffers;
+  std::vector<int64_t> sendBytes, receiveBytes;
+};
+
+/// How many payload bytes go to and come from each peer.
+void planPayloads(Exchange &x) {
+  const CollectiveCall &request = x.request;
+  switch (request.kind) {
+  case CommunicatorOp::AllReduce:
+  case CommunicatorOp::ReduceScatter:
+    for (size_t k = 0; k < x.peers.size(); ++k)
+      x.sendBytes[k] = x.receiveBytes[k] = x.inBytes;
+    break;
+  case CommunicatorOp::AllGather:
+    for (size_t k = 0; k < x.peers.size(); ++k) {
+      x.sendBytes[k] = x.inBytes * static_cast<int64_t>(x.mine.size());
+      x.receiveBytes[k] =
+          x.inBytes * static_cast<int64_t>(x.positionsOn(x.peers[k]).size());
+    }
+    break;
+  case CommunicatorOp::AllToAll:
+    x.box[request.splitDim] /= x.groupSize;
+    x.boxBytes = *checkedNumBytes(request.input.dtype, x.box);
+    for (size_t k = 0; k < x.peers.size(); ++k)
+      x.sendBytes[k] = x.receiveBytes[k] =
+          x.boxBytes * static_cast<int64_t>(x.mine.size() *
+                                            x.positionsOn(x.peers[k]).size());
+    break;
+  case CommunicatorOp::CollectivePermute:
+    for (size_t k = 0; k < x.peers.size(); ++k)
+      for (const SourceTargetPair &pair : request.pairs) {
+        if (x.processOf[pair.first] == x.me &&
+            x.processOf[pair.second] == x.peers[k])
+          x.sendBytes[k] += x.inBytes;
+        if (x.processOf[pair.first] == x.peers[k] &&
+            x.processOf[pair.second] == x.me)
+          x.receiveBytes[k] += x.inBytes;
+      }
+    break;
+  }
+}
+
+// all_reduce and reduce_scatter: every process sends the reduction of its
+// members' inputs, and every process reduces the partials in rank order.
+
+Status packReduction(Exchange &x) {
+  // This process's partial result, then the same bytes to every peer.
+  std::vector<const void *> inputs;
+  for (int64_t i : x.mine)
+    inputs.push_back(x.slot.inputs[i]);
+  if (Status status = reduceElements(x.request.reduction, x.request.input.dtype,
+                                     inputs, x.sendPayload(0), x.count);
+      !status)
+    return Status::error(x.what + ": " + status.message());
+  for (size_t k = 1; k < x.peers.size(); ++k)
+    if (x.inBytes)
+      std::memcpy(x.sendPayload(k), x.sendPayload(0), x.inBytes);
+  return Status::success();
+}
+
+Status writeReduction(Exchange &x) {
+  const CollectiveCall &request = x.request;
+  std::vector<const void *> partials;
+  for (int rank : x.processes)
+    partials.push_back(rank == x.me ? x.sendPayload(0) : x.payload(rank));
+  // all_reduce reduces straight into the first local output (no output
+  // aliases a message buffer); reduce_scatter through a full buffer.
+  bool scatter = request.kind == CommunicatorOp::ReduceScatter;
+  if (scatter)
+    x.buffers.reduced.resize(x.inBytes);
+  uint8_t *reduced =
+      scatter ? x.buffers.reduced.data() : x.slot.outputs[x.mine.front()];
+  if (Status status = reduceElements(request.reduction, request.input.dtype,
+                                     partials, reduced, x.count);
+      !status)
+    return Status::error(x.what + ": " + status.message());
+  for (int64_t i : x.mine) {
+    if (!scatter) {
+      if (x.slot.outputs[i] != reduced && x.inBytes)
+        std::memcpy(x.slot.outputs[i], reduced, x.inBytes);
+      continue;
+    }
+    std::vector<int64_t> offset = x.zeros;
+    offset[request.dim] = i * x.outShape[request.dim];
+    copyTensorBox(reduced, x.inShape, offset, x.slot.outputs[i], x.outShape,
+                  x.zeros, x.outShape, x.elementSize);
+  }
+  return Status::success();
+}
+
+// all_gather: every process sends its members' inputs.
+
+Status packAllGather(Exchange &x) {
+  for (size_t k = 0; k < x.peers.size(); ++k)
+    for (size_t m = 0; m < x.mine.size(); ++m)
+      if (x.inBytes)
+        std::memcpy(x.sendPayload(k) + m * x.inBytes, x.slot.inputs[x.mine[m]],
+                    x.inBytes);
+  return Status::success();
+}
+
+Status writeAllGather(Exchange &x) {
+  const CollectiveCall &request = x.request;
+  uint8_t *first = x.slot.outputs[x.mine.front()];
+  std::map<int, int64_t> taken;
+  for (int64_t i = 0; i < x.groupSize; ++i) {
+    int process = x.processOf[i];
+    const uint8_t *source =
+        process == x.me ? x.slot.inputs[i]
+                        : x.payload(process) + taken[process]++ * x.inBytes;
+    std::vector<int64_t> offset = x.zeros;
+    offset[request.dim] = i * x.inShape[request.dim];
+    copyTensorBox(source, x.inShape, x.zeros, first, x.outShape, offset,
+                  x.inShape, x.elementSize);
+  }
+  for (int64_t i : x.mine)
+    if (x.slot.outputs[i] != first && x.outBytes)
+      std::memcpy(x.slot.outputs[i], first, x.outBytes);
+  return Status::success();
+}
+
+// all_to_all: a process sends only the blocks the receiving process's
+// members need, as (its member, their member) pairs in order.
+
+Status packAllToAll(Exchange &x) {
+  const CollectiveCall &request = x.request;
+  for (size_t k = 0; k < x.peers.size(); ++k) {
+    int64_t at = 0;
+    for (int64_t i : x.mine)
+      for (int64_t j : x.positionsOn(x.peers[k])) {
+        std::vector<int64_t> offset = x.zeros;
+        offset[request.splitDim] = j * x.box[request.splitDim];
+        copyTensorBox(x.slot.inputs[i], x.inShape, offset,
+                      x.sendPayload(k) + at * x.boxBytes, x.box, x.zeros, x.box,
+                      x.elementSize);
+        ++at;
+      }
+  }
+  return Status::success();
+}
+
+Status writeAllToAll(Exchange &x) {
+  const CollectiveCall &request = x.request;
+  for (size_t jl = 0; jl < x.mine.size(); ++jl) {
+    int64_t j = x.mine[jl];
+    std::map<int, int64_t> taken;
+    for (int64_t i = 0; i < x.groupSize; ++i) {
+      std::vector<int64_t> outOffset = x.zeros;
+      outOffset[request.concatDim] = i * x.box[request.concatDim];
+      if (x.processOf[i] == x.me) {
+        std::vector<int64_t> inOffset = x.zeros;
+        inOffset[request.splitDim] = j * x.box[request.splitDim];
+        copyTensorBox(x.slot.inputs[i], x.inShape, inOffset, x.slot.outputs[j],
+                      x.outShape, outOffset, x.box, x.elementSize);
+        continue;
+      }
+      // The sender packed (its member, our member) pairs in order.
+      int64_t il = taken[x.processOf[i]]++;
+      const uint8_t *block =
+          x.payload(x.processOf[i]) + (il * x.mine.size() + jl) * x.boxBytes;
+      copyTensorBox(block, x.box, x.zeros, x.slot.outputs[j], x.outShape,
+                    outOffset, x.box, x.elementSize);
+    }
+  }
+  return Status::success();
+}
+
+// collective_permute: a process sends only the inputs whose targets live
+// on the receiving process, in pair order.
+
+Status packCollectivePermute(Exchange &x) {
+  for (size_t k = 0; k < x.peers.size(); ++k) {
+    int64_t at = 0;
+    for (const SourceTargetPair &pair : x.request.pairs)
+      if (x.processOf[pair.first] == x.me &&
+          x.processOf[pair.second] == x.peers[k])
+        std::memcpy(x.sendPayload(k) + x.inBytes * at++,
+                    x.slot.inputs[pair.first], x.inBytes);
+  }
+  return Status::success();
+}
+
+Status writeCollectivePermute(Exchange &x) {
+  // Local sources may be local targets' outputs (in place): read them all
+  // before writing any.
+  std::map<int64_t, std::vector<uint8_t>> localSources;
+  std::map<int64_t, const uint8_t *> sourceOf;
+  std::map<int, int64_t> taken;
+  for (const SourceTargetPair &pair : x.request.pairs) {
+    if (x.processOf[pair.second] != x.me)
+      continue;
+    if (x.processOf[pair.first] == x.me) {
+      const uint8_t *from = x.slot.inputs[pair.first];
+      localSources[pair.second].assign(from, from + x.inBytes);
+      sourceOf[pair.second] = localSources[pair.second].data();
+    } else {
+      int process = x.processOf[pair.first];
+      sourceOf[pair.second] = x.payload(process) + taken[process]++ * x.inBytes;
+    }
+  }
+  for (int64_t t : x.mine) {
+    if (!x.inBytes)
+      continue;
+    auto found = sourceOf.find(t);
+    if (found == sourceOf.end())
+      std::memset(x.slot.outputs[t], 0, x.inBytes);
+    else
+      std::memcpy(x.slot.outputs[t], found->second, x.inBytes);
+  }
+  return Status::success();
+}
+
+/// The two steps of a collective kind around the transfer.
+struct KindSteps {
+  /// Writes every peer's payload.
+  Status (*pack)(Exchange &);
+  /// Writes every local member's output from the inputs here and the
+  /// payloads received.
+  Status (*write)(Exchange &);
+};
+
+KindSteps stepsOf(CommunicatorOp kind) {
+  switch (kind) {
+  case CommunicatorOp::AllReduce:
+  case CommunicatorOp::ReduceScatter:
+    return {packReduction, writeReduction};
+  case CommunicatorOp::AllGather:
+    return {packAllGather, writeAllGather};
+  case CommunicatorOp::AllToAll:
+    return {packAllToAll, writeAllToAll};
+  case CommunicatorOp::CollectivePermute:
+    return {packCollectivePermute, writeCollectivePermute};
+  }
+  return {nullptr, nullptr};
+}
+
+} // namespace
+
+Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
+                                 uint64_t sequence,
+                                 const std::string &groupText) {
+  if (stopAtExchange > 0 && ++exchanges == stopAtExchange)
+    std::raise(SIGSTOP);
+  Exchange x(slot, channel, layout,
+             describeCollective(slot.request) + ": " + groupText);
+  KindSteps steps = stepsOf(slot.request.kind);
+  if (!steps.pack)
+    return Status::error(x.what + ": unknown collective kind");
+  planPayloads(x);
+  x.buffers.send.resize(x.peers.size());
+  x.buffers.receive.resize(x.peers.size());
+  for (size_t k = 0; k < x.peers.size(); ++k) {
+    if (headerBytes + x.sendBytes[k] > static_cast<size_t>(INT32_MAX) ||
+        headerBytes + x.receiveBytes[k] > static_cast<size_t>(INT32_MAX))
+      return Status::error(x.what + ": a message of more than 2 GiB");
+    x.buffers.send[k].resize(headerBytes + x.sendBytes[k]);
+    x.buffers.receive[k].resize(headerBytes + x.receiveBytes[k]);
+  }
+  if (Status status = steps.pack(x); !status)
+    return status;
+  uint64_t signature = fnv1a(describeCollective(slot.request) +
+                             groupText.substr(0, groupText.find(" (call")));
+  if (Status status = transfer(x, channel, sequence, signature); !status)
+    return status;
+  return steps.write(x);
+}
+
+Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
+                                 uint64_t sequence, uint64_t signature) {
   // Index of a world rank in the channel's communicator.
   auto commRank = [&](int rank) {
     return static_cast<int>(std::lower_bound(channel.processes.begin(),
                                              channel.processes.end(), rank) -
                             channel.processes.begin());
   };
-
-  // What goes to each peer (written after a header slot), and how much
-  // comes back from each.
-  ChannelBuffers &buffers = *channel.buffers;
-  buffers.send.resize(peers.size());
-  buffers.receive.resize(peers.size());
-  constexpr size_t headerBytes = sizeof(MessageHeader);
-  std::vector<int64_t> sendBytes(peers.size(), 0), receiveBytes(peers.size(), 0);
-  std::vector<int64_t> box = inShape;
-  int64_t boxBytes = 0;
-  switch (request.kind) {
-  case CommunicatorOp::AllReduce:
-  case CommunicatorOp::ReduceScatter:
-    for (size_t k = 0; k < peers.size(); ++k)
-      sendBytes[k] = receiveBytes[k] = inBytes;
-    break;
-  case CommunicatorOp::AllGather:
-    for (size_t k = 0; k < peers.size(); ++k) {
-      sendBytes[k] = inBytes * static_cast<int64_t>(mine.size());
-      receiveBytes[k] =
-          inBytes * static_cast<int64_t>(positionsOn(peers[k]).size());
-    }
-    break;
-  case CommunicatorOp::AllToAll:
-    box[request.splitDim] /= groupSize;
-    boxBytes = *checkedNumBytes(request.input.dtype, box);
-    for (size_t k = 0; k < peers.size(); ++k)
-      sendBytes[k] = receiveBytes[k] =
-          boxBytes * static_cast<int64_t>(mine.size() *
-                                          positionsOn(peers[k]).size());
-    break;
-  case CommunicatorOp::CollectivePermute:
-    for (size_t k = 0; k < peers.size(); ++k)
-      for (const SourceTargetPair &pair : request.pairs) {
-        if (processOf[pair.first] == me && processOf[pair.second] == peers[k])
-          sendBytes[k] += inBytes;
-        if (processOf[pair.first] == peers[k] && processOf[pair.second] == me)
-          receiveBytes[k] += inBytes;
-      }
-    break;
-  }
-  for (size_t k = 0; k < peers.size(); ++k) {
-    if (headerBytes + sendBytes[k] > static_cast<size_t>(INT32_MAX) ||
-        headerBytes + receiveBytes[k] > static_cast<size_t>(INT32_MAX))
-      return Status::error(what + ": a message of more than 2 GiB");
-    buffers.send[k].resize(headerBytes + sendBytes[k]);
-    buffers.receive[k].resize(headerBytes + receiveBytes[k]);
-  }
-  auto sendPayload = [&](size_t k) {
-    return buffers.send[k].data() + headerBytes;
-  };
-  switch (request.kind) {
-  case CommunicatorOp::AllReduce:
-  case CommunicatorOp::ReduceScatter: {
-    // This process's partial result, then the same bytes to every peer.
-    std::vector<const void *> inputs;
-    for (int64_t i : mine)
-      inputs.push_back(slot.inputs[i]);
-    if (Status status = reduceElements(request.reduction, request.input.dtype,
-                                       inputs, sendPayload(0), count);
-        !status)
-      return Status::error(what + ": " + status.message());
-    for (size_t k = 1; k < peers.size(); ++k)
-      if (inBytes)
-        std::memcpy(sendPayload(k), sendPayload(0), inBytes);
-    break;
-  }
-  case CommunicatorOp::AllGather:
-    for (size_t k = 0; k < peers.size(); ++k)
-      for (size_t m = 0; m < mine.size(); ++m)
-        if (inBytes)
-          std::memcpy(sendPayload(k) + m * inBytes, slot.inputs[mine[m]],
-                      inBytes);
-    break;
-  case CommunicatorOp::AllToAll:
-    for (size_t k = 0; k < peers.size(); ++k) {
-      int64_t at = 0;
-      for (int64_t i : mine)
-        for (int64_t j : positionsOn(peers[k])) {
-          std::vector<int64_t> offset = zeros;
-          offset[request.splitDim] = j * box[request.splitDim];
-          copyTensorBox(slot.inputs[i], inShape, offset,
-                        sendPayload(k) + at * boxBytes, box, zeros, box,
-                        elementSize);
-          ++at;
-        }
-    }
-    break;
-  case CommunicatorOp::CollectivePermute:
-    for (size_t k = 0; k < peers.size(); ++k) {
-      int64_t at = 0;
-      for (const SourceTargetPair &pair : request.pairs)
-        if (processOf[pair.first] == me && processOf[pair.second] == peers[k])
-          std::memcpy(sendPayload(k) + inBytes * at++, slot.inputs[pair.first],
-                      inBytes);
-    }
-    break;
-  }
-
   // Header + payload each way, posted together, waited for with polling.
-  uint64_t signature = fnv1a(describeCollective(request) + groupText.substr(
-                                 0, groupText.find(" (call")));
+  const std::vector<int> &peers = x.peers;
+  ChannelBuffers &buffers = x.buffers;
   std::vector<MPI_Request> requests(2 * peers.size(), MPI_REQUEST_NULL);
   MpiProcess::Impl &mpi = process.impl();
   {
     std::lock_guard<std::mutex> guard(mpi.lock);
     for (size_t k = 0; k < peers.size(); ++k) {
       MessageHeader header{headerMagic, sequence, signature,
-                           static_cast<uint64_t>(sendBytes[k])};
+                           static_cast<uint64_t>(x.sendBytes[k])};
       std::memcpy(buffers.send[k].data(), &header, headerBytes);
-      PARTITA_MPI_CHECK(MPI_Irecv(
-          buffers.receive[k].data(),
-          static_cast<int>(buffers.receive[k].size()), MPI_BYTE,
-          commRank(peers[k]), channel.tag, channel.comm, &requests[2 * k]));
-      PARTITA_MPI_CHECK(MPI_Isend(
-          buffers.send[k].data(), static_cast<int>(buffers.send[k].size()),
-          MPI_BYTE, commRank(peers[k]), channel.tag, channel.comm,
-          &requests[2 * k + 1]));
+      PARTITA_MPI_CHECK(MPI_Irecv(buffers.receive[k].data(),
+                                  static_cast<int>(buffers.receive[k].size()),
+                                  MPI_BYTE, commRank(peers[k]), channel.tag,
+                                  channel.comm, &requests[2 * k]));
+      PARTITA_MPI_CHECK(MPI_Isend(buffers.send[k].data(),
+                                  static_cast<int>(buffers.send[k].size()),
+                                  MPI_BYTE, commRank(peers[k]), channel.tag,
+                                  channel.comm, &requests[2 * k + 1]));
     }
   }
   auto stalled = [&](const std::vector<int> &pending) {
@@ -488,17 +706,17 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
         text += std::string(text.empty() ? "" : "; ") + "rank " +
                 std::to_string(peers[index / 2]) + " (devices " +
                 devicesOfRank(peers[index / 2]) + ") did not take its part";
-    return text + " (this is rank " + std::to_string(me) + ")";
+    return text + " (this is rank " + std::to_string(x.me) + ")";
   };
   auto interrupted = [&]() -> Status {
     std::lock_guard<std::mutex> guard(mutex);
     if (aborted)
-      return Status::error(what + ": the communicator was aborted: " +
-                           abortReason.message());
+      return Status::error(
+          x.what + ": the communicator was aborted: " + abortReason.message());
     return Status::success();
   };
   Status waited =
-      waitForRequests(mpi, requests, timeout, what, stalled, interrupted);
+      waitForRequests(mpi, requests, timeout, x.what, stalled, interrupted);
   if (!waited) {
     // MPI may still use these buffers; the group gets fresh ones.
     std::lock_guard<std::mutex> guard(mutex);
@@ -511,123 +729,14 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
     std::memcpy(&header, buffers.receive[k].data(), headerBytes);
     if (header.magic != headerMagic || header.sequence != sequence ||
         header.signature != signature ||
-        header.payloadBytes != static_cast<uint64_t>(receiveBytes[k]))
+        header.payloadBytes != static_cast<uint64_t>(x.receiveBytes[k]))
       return Status::error(
-          what + ": rank " + std::to_string(peers[k]) +
+          x.what + ": rank " + std::to_string(peers[k]) +
           " made a different collective as call #" +
           std::to_string(header.sequence) +
           " on this group (the processes disagree on the program)");
   }
-  auto payload = [&](int rank) -> const uint8_t * {
-    size_t k = std::find(peers.begin(), peers.end(), rank) - peers.begin();
-    return buffers.receive[k].data() + headerBytes;
-  };
-
-  // Every local member's output.
-  switch (request.kind) {
-  case CommunicatorOp::AllReduce:
-  case CommunicatorOp::ReduceScatter: {
-    std::vector<const void *> partials;
-    for (int rank : channel.processes)
-      partials.push_back(rank == me ? sendPayload(0) : payload(rank));
-    // all_reduce reduces straight into the first local output (no output
-    // aliases a message buffer); reduce_scatter through a full buffer.
-    bool scatter = request.kind == CommunicatorOp::ReduceScatter;
-    if (scatter)
-      buffers.reduced.resize(inBytes);
-    uint8_t *reduced = scatter ? buffers.reduced.data()
-                               : slot.outputs[mine.front()];
-    if (Status status = reduceElements(request.reduction, request.input.dtype,
-                                       partials, reduced, count);
-        !status)
-      return Status::error(what + ": " + status.message());
-    for (int64_t i : mine) {
-      if (!scatter) {
-        if (slot.outputs[i] != reduced && inBytes)
-          std::memcpy(slot.outputs[i], reduced, inBytes);
-        continue;
-      }
-      std::vector<int64_t> offset = zeros;
-      offset[request.dim] = i * outShape[request.dim];
-      copyTensorBox(reduced, inShape, offset, slot.outputs[i], outShape,
-                    zeros, outShape, elementSize);
-    }
-    return Status::success();
-  }
-  case CommunicatorOp::AllGather: {
-    uint8_t *first = slot.outputs[mine.front()];
-    std::map<int, int64_t> taken;
-    for (int64_t i = 0; i < groupSize; ++i) {
-      const uint8_t *source =
-          processOf[i] == me ? slot.inputs[i]
-                             : payload(processOf[i]) +
-                                   taken[processOf[i]]++ * inBytes;
-      std::vector<int64_t> offset = zeros;
-      offset[request.dim] = i * inShape[request.dim];
-      copyTensorBox(source, inShape, zeros, first, outShape, offset, inShape,
-                    elementSize);
-    }
-    for (int64_t i : mine)
-      if (slot.outputs[i] != first && outBytes)
-        std::memcpy(slot.outputs[i], first, outBytes);
-    return Status::success();
-  }
-  case CommunicatorOp::AllToAll: {
-    for (size_t jl = 0; jl < mine.size(); ++jl) {
-      int64_t j = mine[jl];
-      std::map<int, int64_t> taken;
-      for (int64_t i = 0; i < groupSize; ++i) {
-        std::vector<int64_t> outOffset = zeros;
-        outOffset[request.concatDim] = i * box[request.concatDim];
-        if (processOf[i] == me) {
-          std::vector<int64_t> inOffset = zeros;
-          inOffset[request.splitDim] = j * box[request.splitDim];
-          copyTensorBox(slot.inputs[i], inShape, inOffset, slot.outputs[j],
-                        outShape, outOffset, box, elementSize);
-          continue;
-        }
-        // The sender packed (its member, our member) pairs in order.
-        int64_t il = taken[processOf[i]]++;
-        const uint8_t *block =
-            payload(processOf[i]) + (il * mine.size() + jl) * boxBytes;
-        copyTensorBox(block, box, zeros, slot.outputs[j], outShape, outOffset,
-                      box, elementSize);
-      }
-    }
-    return Status::success();
-  }
-  case CommunicatorOp::CollectivePermute: {
-    // Local sources may be local targets' outputs (in place): read them
-    // all before writing any.
-    std::map<int64_t, std::vector<uint8_t>> localSources;
-    std::map<int64_t, const uint8_t *> sourceOf;
-    std::map<int, int64_t> taken;
-    for (const SourceTargetPair &pair : request.pairs) {
-      if (processOf[pair.second] != me)
-        continue;
-      if (processOf[pair.first] == me) {
-        const uint8_t *from = slot.inputs[pair.first];
-        localSources[pair.second].assign(from, from + inBytes);
-        sourceOf[pair.second] = localSources[pair.second].data();
-      } else {
-        sourceOf[pair.second] =
-            payload(processOf[pair.first]) +
-            taken[processOf[pair.first]]++ * inBytes;
-      }
-    }
-    for (int64_t t : mine) {
-      if (!inBytes)
-        continue;
-      auto found = sourceOf.find(t);
-      if (found == sourceOf.end())
-        std::memset(slot.outputs[t], 0, inBytes);
-      else
-        std::memcpy(slot.outputs[t], found->second, inBytes);
-    }
-    return Status::success();
-  }
-  }
-  return Status::error(what + ": unknown collective kind");
+  return Status::success();
 }
 
 Expected<std::unique_ptr<Communicator>>

@@ -272,7 +272,7 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
   program.instructions.resize(instructions);
   for (Instruction &inst : program.instructions) {
     uint16_t op;
-    if (!in.number(op) || op > static_cast<uint16_t>(OpCode::Loop) ||
+    if (!in.number(op) || !isValidOpCode(op) ||
         !in.list(inst.operands) || !in.list(inst.results) ||
         !in.list(inst.ints) || !in.string(inst.text))
       return truncated("instruction");

@@ -1,10 +1,11 @@
 //===- Instruction.h - The runtime's instruction set ------------*- C++ -*-===//
 //
 // What an Executable's instructions say, independent of MLIR: an op code
-// (one per tensor op of the partita dialect and per collective), operand and
-// result buffer slots, and the op's attributes flattened into integers and
-// a string. The compiler lowers each op to one Instruction; backends run
-// them (CPU kernels in lib/Runtime/CPU, later CUDA).
+// (one per tensor op of the partita dialect and per collective, listed in
+// Ops.def), operand and result buffer slots, and the op's attributes
+// flattened into integers and a string. The compiler lowers each op to one
+// Instruction; backends run them (kernels in lib/Runtime/CPU and
+// lib/Runtime/CUDA).
 //
 // Attribute conventions, by op (all dims are 0-based):
 //   iota, argmax, cumsum, concatenate, all_gather, all_slice: ints = {dim}
@@ -37,82 +38,71 @@
 
 namespace partita {
 
-/// One code per tensor op of the dialect. Values are part of the
-/// Executable format: append, never renumber.
+/// One code per tensor op of the dialect, per collective, and the loop;
+/// the list is Ops.def. Values are part of the Executable format: append,
+/// never renumber.
+///
+/// Collectives (run by a Communicator, not by kernels): text = the group's
+/// mesh axes joined by ','; ints: all_gather/all_slice {dim}; all_reduce
+/// {kind}; reduce_scatter {kind, dim}; all_to_all {split_dim, concat_dim};
+/// collective_permute {source, target, source, target, ...}.
+///
+/// Loop, a counted loop run by the interpreter: its body is the `ints[1]`
+/// instructions that follow it. operands = initial values, results = final
+/// values; ints = {trip_count, body_length, iteration-number slot (an i32
+/// scalar), carried slots..., yielded slots..., copy slots...}: at the end
+/// of an iteration every yielded value is copied to its copy slot, then
+/// every copy to its carried slot (a yielded value may share bytes with
+/// another carry).
 enum class OpCode : uint16_t {
-  Constant = 0,
-  Iota,
-  // Unary elementwise.
-  Neg,
-  Abs,
-  Sign,
-  Exp,
-  Log,
-  Log1p,
-  Tanh,
-  Logistic,
-  Sqrt,
-  Rsqrt,
-  Erf,
-  Sin,
-  Cos,
-  Floor,
-  Not,
-  // Binary elementwise.
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Rem,
-  Max,
-  Min,
-  Pow,
-  And,
-  Or,
-  Xor,
-  Compare,
-  Select,
-  Convert,
-  Einsum,
-  Reduce,
-  Argmax,
-  TopK,
-  Cumsum,
-  Broadcast,
-  Reshape,
-  Transpose,
-  Slice,
-  DynamicSlice,
-  DynamicUpdateSlice,
-  Concatenate,
-  Pad,
-  Gather,
-  ScatterAdd,
-  OptimizationBarrier,
-  // Collectives (run by a Communicator, not by kernels). text = the group's
-  // mesh axes joined by ','; ints: all_gather/all_slice {dim}; all_reduce
-  // {kind}; reduce_scatter {kind, dim}; all_to_all {split_dim, concat_dim};
-  // collective_permute {source, target, source, target, ...}.
-  AllGather,
-  AllSlice,
-  AllReduce,
-  ReduceScatter,
-  AllToAll,
-  CollectivePermute,
-  // A counted loop, run by the interpreter: its body is the `ints[1]`
-  // instructions that follow it. operands = initial values, results = final
-  // values; ints = {trip_count, body_length, iteration-number slot (an i32
-  // scalar), carried slots..., yielded slots..., copy slots...}: at the end
-  // of an iteration every yielded value is copied to its copy slot, then
-  // every copy to its carried slot (a yielded value may share bytes with
-  // another carry).
-  Loop,
+#define PARTITA_OP(Name, Code, Printed, DialectOp, Family, Operands, Results)  \
+  Name = Code,
+#include "partita/Runtime/Program/Ops.def"
 };
+
+/// The number of op codes: the valid codes are 0 to numOpCodes - 1.
+inline constexpr uint16_t numOpCodes = 0
+#define PARTITA_OP(Name, Code, Printed, DialectOp, Family, Operands, Results) +1
+#include "partita/Runtime/Program/Ops.def"
+    ;
+
+/// Who runs an op (the Family column of Ops.def).
+enum class OpFamily {
+  /// A tensor op with a kernel of its own.
+  Dedicated,
+  /// An elementwise op of one operand; one kernel selects the op inside.
+  ElementwiseUnary,
+  /// An elementwise op of two operands; one kernel selects the op inside.
+  ElementwiseBinary,
+  /// Results are the operands' bytes, unchanged (reshape,
+  /// optimization_barrier).
+  Copy,
+  /// Run by a Communicator.
+  Collective,
+  /// Run by the interpreter (loop).
+  Control,
+};
+
+/// True for the codes of Ops.def; an Executable file holds only these.
+inline bool isValidOpCode(uint16_t code) { return code < numOpCodes; }
+
+/// The family of a valid op code.
+OpFamily opFamily(OpCode code);
 
 /// True for the collective op codes.
 inline bool isCollective(OpCode code) {
-  return code >= OpCode::AllGather && code <= OpCode::CollectivePermute;
+  return isValidOpCode(static_cast<uint16_t>(code)) &&
+         opFamily(code) == OpFamily::Collective;
 }
+
+/// Operand and result counts a kernel requires; -1 where it varies.
+struct OpArity {
+  int operands;
+  int results;
+};
+
+/// The arity of a valid op code.
+OpArity opArity(OpCode code);
 
 /// Reduction kinds (reduce, all_reduce, reduce_scatter).
 enum class ReductionCode : int64_t { Sum = 0, Max, Min, And, Or };
