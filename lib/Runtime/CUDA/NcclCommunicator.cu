@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaCheck.h"
+#include "CudaOps.h"
 
 #include "partita/Runtime/CUDA/CudaBackend.h"
 #include "partita/Runtime/Program/DeviceMath.h"
@@ -32,12 +33,6 @@
 #include <mutex>
 
 namespace partita {
-
-Status cudaStridedCopy(cudaStream_t stream, const void *source,
-                       void *destination, const device::StridedView &view,
-                       int64_t elementSize);
-Status cudaPlace(cudaStream_t stream, const void *block, void *destination,
-                 const device::StridedView &view, int64_t elementSize);
 
 namespace {
 
