@@ -28,6 +28,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <unistd.h>
 
@@ -80,6 +81,245 @@ std::string formatSeconds(double seconds) {
   return text;
 }
 
+/// What `partita train` was asked for, every flag parsed and checked.
+struct TrainRequest {
+  ModelConfig config;
+  std::string devices;
+  long count = 1;
+  long long steps = 10, seed = 0, micro = 1;
+  /// The step's batch (the model sees config.batch = globalBatch / micro).
+  int64_t globalBatch = 0;
+  Mesh mesh;
+  PipelineOptions options;
+  std::string outputDir;
+};
+
+/// Parses and checks the flags into `request`; the exit code after
+/// reporting a bad one.
+std::optional<int> parseTrainRequest(const CommandLine &cl,
+                                     TrainRequest &request) {
+  int exitCode = 0;
+  ModelConfig &config = request.config;
+  config.model = cl.get("--model", "");
+  if (config.model != "mlp" && config.model != "gpt" && config.model != "moe")
+    return usageError("--model must be mlp, gpt or moe (got '" + config.model +
+                      "')");
+  if (!parseModelConfig(cl, config, exitCode))
+    return exitCode;
+  if (config.noLoss)
+    return usageError("--no-loss leaves nothing to train");
+
+  request.devices = cl.get("--devices", "cpu:8");
+  Expected<DeviceSpec> deviceSpec = parseDeviceSpec(request.devices);
+  if (!deviceSpec)
+    return usageError(deviceSpec.status().message());
+  if (deviceSpec->isCuda())
+    return usageError("partita train runs on CPU devices (cpu:N), got '" +
+                      request.devices + "'");
+  request.count = static_cast<long>(deviceSpec->count);
+  auto integer = [&](const char *flag, long long fallback,
+                     long long &value) -> bool {
+    std::string text = cl.get(flag, std::to_string(fallback));
+    char *stop = nullptr;
+    value = std::strtoll(text.c_str(), &stop, 10);
+    if (text.empty() || !stop || *stop || value < 0) {
+      exitCode = usageError(std::string(flag) +
+                            " must be a non-negative integer, got '" + text +
+                            "'");
+      return false;
+    }
+    return true;
+  };
+  if (!integer("--steps", 10, request.steps) ||
+      !integer("--seed", 0, request.seed) ||
+      !integer("--micro-batches", 1, request.micro))
+    return exitCode;
+  if (request.micro < 1 || config.batch % request.micro != 0)
+    return usageError("--micro-batches (" + std::to_string(request.micro) +
+                      ") must divide --batch (" +
+                      std::to_string(config.batch) + ")");
+  // The model sees one micro-batch; the step takes the whole batch.
+  request.globalBatch = config.batch;
+  config.batch /= request.micro;
+
+  PipelineOptions &options = request.options;
+  if (!parseTrainChoices(cl, options, exitCode))
+    return exitCode;
+  options.trainLearningRate =
+      options.trainOptimizer == TrainOptimizer::AdamW ? 1e-3 : 0.05;
+  if (cl.has("--lr")) {
+    std::string text = cl.get("--lr");
+    char *stop = nullptr;
+    options.trainLearningRate = std::strtod(text.c_str(), &stop);
+    if (text.empty() || !stop || *stop || options.trainLearningRate <= 0)
+      return usageError("--lr must be a positive number, got '" + text + "'");
+  }
+  std::string meshText =
+      cl.get("--mesh", "data=" + std::to_string(request.count));
+  Expected<Mesh> mesh = parseMeshSpec(meshText);
+  if (!mesh)
+    return usageError("invalid --mesh '" + meshText +
+                      "': " + mesh.status().message());
+  if (request.count > 1)
+    if (Status status = checkDeviceCount("the mesh " + meshText,
+                                         mesh->numDevices(), request.count);
+        !status)
+      return usageError(status.message());
+  request.mesh = *mesh;
+  options.stage = request.count > 1 ? Stage::Partitioned : Stage::Verified;
+  options.rules = cl.get("--rules", "dp");
+  options.interconnectFile = cl.get("--interconnect");
+  options.trainMicroBatches = request.micro;
+  options.trainMixedPrecision = cl.on("--mixed-precision");
+  request.outputDir = cl.get("--output", "partita-train");
+  return std::nullopt;
+}
+
+/// The model's train step, compiled for the request's mesh and rules; an
+/// empty message after the diagnostics were printed.
+Expected<Executable> compileTrainStep(Session &session,
+                                      const TrainRequest &request) {
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      buildModelOrReport(session, request.config, request.mesh);
+  if (!module)
+    return Status::error("");
+  if (!runPipeline(session, *module, request.options))
+    return Status::error("");
+  Expected<Executable> program = lowerToExecutable(*module);
+  if (program && request.count == 1)
+    program->mesh = Mesh();
+  return program;
+}
+
+/// The data source the flags ask for: a token file (with its trace) or
+/// synthetic data.
+Expected<std::unique_ptr<TrainData>> makeTrainData(const CommandLine &cl,
+                                                   const TrainRequest &request) {
+  auto seed = static_cast<uint64_t>(request.seed);
+  const ModelConfig &config = request.config;
+  if (!cl.has("--data"))
+    return std::unique_ptr<TrainData>(
+        std::make_unique<SyntheticData>(config.model, config.vocab, seed));
+  if (config.model == "mlp")
+    return Status::error("--data holds tokens: it needs --model gpt or moe");
+  auto file = std::make_unique<TokenFileData>();
+  file->setSeed(seed);
+  const Mesh &mesh = request.mesh;
+  if (mesh.axisIndex("data") >= 0 && request.count > 1 &&
+      config.batch * request.micro % mesh.axisSize("data") == 0)
+    file->setRanks(mesh.axisSize("data"));
+  if (cl.has("--data-trace"))
+    if (Status status = file->traceTo(cl.get("--data-trace")); !status.ok())
+      return status;
+  if (Status status = file->load(cl.get("--data"), config.seq, config.vocab);
+      !status.ok())
+    return status;
+  return std::unique_ptr<TrainData>(std::move(file));
+}
+
+/// The run's first lines: what trains where, and what each device holds.
+void printTrainHeader(const TrainRequest &request, const Executable &program) {
+  const PipelineOptions &options = request.options;
+  llvm::outs() << "training " << request.config.model << " on "
+               << request.devices << " (mesh " << request.mesh.toString()
+               << ", rules " << options.rules << ", "
+               << trainOptimizerName(options.trainOptimizer) << " lr "
+               << llvm::format("%g", options.trainLearningRate)
+               << (request.micro > 1
+                       ? ", " + std::to_string(request.micro) +
+                             " micro-batches"
+                       : std::string())
+               << "): " << summarizeCommunication(program).collectives
+               << " collectives per step, " << program.allocatedBytes()
+               << " bytes per device planned\n";
+  // What each device holds between steps: its blocks of the arguments.
+  std::map<std::string, int64_t> held;
+  for (const ExecutableValue &input : program.inputs)
+    held[input.role.empty() ? "other" : input.role] +=
+        program.slots[input.slot].bytes();
+  llvm::outs() << "held per device between steps: param " << held["param"]
+               << ", grad " << held["grad"] << ", opt_state "
+               << held["opt_state"] << " bytes\n";
+}
+
+/// Prints each step's progress line (a bar on a terminal) and keeps the
+/// losses; a non-finite loss stops training.
+class ProgressPrinter {
+public:
+  ProgressPrinter(const TrainRequest &request, bool tty)
+      : request(request), tty(tty),
+        tokensPerStep(request.config.model == "mlp"
+                          ? request.globalBatch
+                          : request.globalBatch * request.config.seq),
+        started(std::chrono::steady_clock::now()) {}
+
+  Status operator()(const TrainStepResult &result) {
+    int64_t s = result.step, steps = request.steps;
+    double loss = result.loss, took = result.seconds;
+    losses.push_back(loss);
+    seconds.push_back(took);
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+    double eta = elapsed / (s + 1) * (steps - s - 1);
+    std::string line =
+        "step " + std::to_string(s + 1) + "/" + std::to_string(steps) +
+        "  loss " + std::to_string(loss) + "  " +
+        std::to_string(static_cast<long long>(tokensPerStep / took)) +
+        (request.config.model == "mlp" ? " examples/s" : " tokens/s") +
+        "  eta " + formatSeconds(eta);
+    if (tty) {
+      int filled = static_cast<int>(20.0 * (s + 1) / steps);
+      llvm::outs() << "\r[" << std::string(filled, '#')
+                   << std::string(20 - filled, ' ') << "] " << line;
+      if (s + 1 == steps)
+        llvm::outs() << "\n";
+      llvm::outs().flush();
+    } else {
+      llvm::outs() << line << "\n";
+    }
+    if (!std::isfinite(loss))
+      return Status::error("the loss is " + std::to_string(loss) +
+                           " at step " + std::to_string(s + 1) +
+                           "; try a smaller --lr");
+    return Status::success();
+  }
+
+  std::vector<double> losses, seconds;
+
+private:
+  const TrainRequest &request;
+  bool tty;
+  int64_t tokensPerStep;
+  std::chrono::steady_clock::time_point started;
+};
+
+/// Writes loss.csv and loss.svg into the output directory and says so;
+/// false after reporting a file that cannot be written.
+bool writeLosses(const TrainRequest &request,
+                 const ProgressPrinter &progress) {
+  const std::vector<double> &losses = progress.losses;
+  std::string csvPath = request.outputDir + "/loss.csv",
+              svgPath = request.outputDir + "/loss.svg";
+  bool written = writeOutputFile(csvPath, [&](llvm::raw_ostream &os) {
+    os << lossCsv(losses, progress.seconds);
+  });
+  if (!losses.empty())
+    written = written && writeOutputFile(svgPath, [&](llvm::raw_ostream &os) {
+                os << lossPlotSvg(losses, request.config.model + " " +
+                                              request.options.rules + " on " +
+                                              request.devices);
+              });
+  if (!written)
+    return false;
+  if (!losses.empty())
+    llvm::outs() << "loss " << llvm::format("%.6g", losses.front()) << " -> "
+                 << llvm::format("%.6g", losses.back()) << " in "
+                 << request.steps << " steps; wrote " << csvPath << " and "
+                 << svgPath << "\n";
+  return true;
+}
+
 } // namespace
 
 int partita::cli::trainCommand(const std::vector<std::string> &args) {
@@ -102,95 +342,19 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
   if (cl.input != "-")
     return usageError("unexpected argument '" + cl.input +
                       "'; the model is --model (see 'partita train --help')");
-  ModelConfig config;
-  config.model = cl.get("--model", "");
-  if (config.model != "mlp" && config.model != "gpt" && config.model != "moe")
-    return usageError("--model must be mlp, gpt or moe (got '" + config.model +
-                      "')");
-  if (!parseModelConfig(cl, config, exitCode))
-    return exitCode;
-  if (config.noLoss)
-    return usageError("--no-loss leaves nothing to train");
-
-  std::string devices = cl.get("--devices", "cpu:8");
-  Expected<DeviceSpec> deviceSpec = parseDeviceSpec(devices);
-  if (!deviceSpec)
-    return usageError(deviceSpec.status().message());
-  if (deviceSpec->isCuda())
-    return usageError("partita train runs on CPU devices (cpu:N), got '" +
-                      devices + "'");
-  long count = static_cast<long>(deviceSpec->count);
-  auto integer = [&](const char *flag, long long fallback,
-                     long long &value) -> bool {
-    std::string text = cl.get(flag, std::to_string(fallback));
-    char *stop = nullptr;
-    value = std::strtoll(text.c_str(), &stop, 10);
-    if (text.empty() || !stop || *stop || value < 0) {
-      exitCode = usageError(std::string(flag) +
-                            " must be a non-negative integer, got '" + text +
-                            "'");
-      return false;
-    }
-    return true;
-  };
-  long long steps = 0, seed = 0, micro = 1;
-  if (!integer("--steps", 10, steps) || !integer("--seed", 0, seed) ||
-      !integer("--micro-batches", 1, micro))
-    return exitCode;
-  if (micro < 1 || config.batch % micro != 0)
-    return usageError("--micro-batches (" + std::to_string(micro) +
-                      ") must divide --batch (" +
-                      std::to_string(config.batch) + ")");
-  // The model sees one micro-batch; the step takes the whole batch.
-  int64_t globalBatch = config.batch;
-  config.batch /= micro;
-  PipelineOptions options;
-  if (!parseTrainChoices(cl, options, exitCode))
-    return exitCode;
-  std::string optimizer = trainOptimizerName(options.trainOptimizer).str();
-  double lr = options.trainOptimizer == TrainOptimizer::AdamW ? 1e-3 : 0.05;
-  if (cl.has("--lr")) {
-    std::string text = cl.get("--lr");
-    char *stop = nullptr;
-    lr = std::strtod(text.c_str(), &stop);
-    if (text.empty() || !stop || *stop || lr <= 0)
-      return usageError("--lr must be a positive number, got '" + text + "'");
-  }
-  std::string meshText = cl.get("--mesh", "data=" + std::to_string(count));
-  Expected<Mesh> mesh = parseMeshSpec(meshText);
-  if (!mesh)
-    return usageError("invalid --mesh '" + meshText +
-                      "': " + mesh.status().message());
-  if (count > 1)
-    if (Status status = checkDeviceCount("the mesh " + meshText,
-                                         mesh->numDevices(), count);
-        !status)
-      return usageError(status.message());
-
-  // The train step, compiled.
-  Session session;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      buildModelOrReport(session, config, *mesh);
-  if (!module)
-    return 1;
-  options.stage = count > 1 ? Stage::Partitioned : Stage::Verified;
-  options.rules = cl.get("--rules", "dp");
-  options.interconnectFile = cl.get("--interconnect");
-  options.trainLearningRate = lr;
-  options.trainMicroBatches = micro;
-  options.trainMixedPrecision = cl.on("--mixed-precision");
-  if (options.trainMixedPrecision && config.dtype != "bf16")
+  TrainRequest request;
+  if (std::optional<int> code = parseTrainRequest(cl, request))
+    return *code;
+  if (request.options.trainMixedPrecision && request.config.dtype != "bf16")
     return usageError("--mixed-precision trains a bf16 model: add --dtype bf16");
-  if (!runPipeline(session, *module, options))
-    return 1;
-  Expected<Executable> program = lowerToExecutable(*module);
+
+  Session session;
+  Expected<Executable> program = compileTrainStep(session, request);
   if (!program) {
-    llvm::errs() << "error: " << program.status().message() << "\n";
+    if (!program.status().message().empty())
+      llvm::errs() << "error: " << program.status().message() << "\n";
     return 1;
   }
-  if (count == 1)
-    program->mesh = Mesh();
-
   // Inputs: parameters initialised, state zero, data per step.
   Expected<TrainStepLayout> layout = trainStepLayout(*program);
   if (!layout) {
@@ -198,108 +362,26 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     return 1;
   }
   std::vector<HostArray> inputs =
-      initialTrainInputs(*program, static_cast<uint64_t>(seed));
-  std::unique_ptr<TrainData> source;
-  if (cl.has("--data")) {
-    if (config.model == "mlp")
-      return usageError("--data holds tokens: it needs --model gpt or moe");
-    auto file = std::make_unique<TokenFileData>();
-    file->setSeed(static_cast<uint64_t>(seed));
-    if (mesh->axisIndex("data") >= 0 && count > 1 &&
-        config.batch * micro % mesh->axisSize("data") == 0)
-      file->setRanks(mesh->axisSize("data"));
-    if (cl.has("--data-trace"))
-      if (Status status = file->traceTo(cl.get("--data-trace")); !status.ok())
-        return usageError(status.message());
-    if (Status status = file->load(cl.get("--data"), config.seq, config.vocab);
-        !status.ok())
-      return usageError(status.message());
-    source = std::move(file);
-  } else {
-    source = std::make_unique<SyntheticData>(
-        config.model, config.vocab, static_cast<uint64_t>(seed));
-  }
+      initialTrainInputs(*program, static_cast<uint64_t>(request.seed));
+  Expected<std::unique_ptr<TrainData>> source = makeTrainData(cl, request);
+  if (!source)
+    return usageError(source.status().message());
+  if (std::error_code error =
+          llvm::sys::fs::create_directories(request.outputDir))
+    return usageError("cannot create '" + request.outputDir +
+                      "': " + error.message());
 
-  std::string outputDir = cl.get("--output", "partita-train");
-  if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
-    return usageError("cannot create '" + outputDir + "': " + error.message());
+  printTrainHeader(request, *program);
   bool tty = isatty(STDOUT_FILENO);
-  int64_t tokensPerStep =
-      config.model == "mlp" ? globalBatch : globalBatch * config.seq;
-  llvm::outs() << "training " << config.model << " on " << devices << " (mesh "
-               << mesh->toString() << ", rules " << options.rules << ", "
-               << optimizer << " lr " << llvm::format("%g", lr)
-               << (micro > 1 ? ", " + std::to_string(micro) + " micro-batches"
-                             : std::string())
-               << "): "
-               << summarizeCommunication(*program).collectives
-               << " collectives per step, "
-               << program->allocatedBytes() << " bytes per device planned\n";
-  // What each device holds between steps: its blocks of the arguments.
-  std::map<std::string, int64_t> held;
-  for (const ExecutableValue &input : program->inputs)
-    held[input.role.empty() ? "other" : input.role] +=
-        program->slots[input.slot].bytes();
-  llvm::outs() << "held per device between steps: param " << held["param"]
-               << ", grad " << held["grad"] << ", opt_state "
-               << held["opt_state"] << " bytes\n";
-  std::vector<double> losses, seconds;
-  auto started = std::chrono::steady_clock::now();
-  auto progress = [&](const TrainStepResult &result) -> Status {
-    int64_t s = result.step;
-    double loss = result.loss, took = result.seconds;
-    losses.push_back(loss);
-    seconds.push_back(took);
-    double elapsed = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - started)
-                         .count();
-    double eta = elapsed / (s + 1) * (steps - s - 1);
-    std::string line =
-        "step " + std::to_string(s + 1) + "/" + std::to_string(steps) +
-        "  loss " + std::to_string(loss) + "  " +
-        std::to_string(static_cast<long long>(tokensPerStep / took)) +
-        (config.model == "mlp" ? " examples/s" : " tokens/s") + "  eta " +
-        formatSeconds(eta);
-    if (tty) {
-      int filled = static_cast<int>(20.0 * (s + 1) / steps);
-      llvm::outs() << "\r[" << std::string(filled, '#')
-                   << std::string(20 - filled, ' ') << "] " << line;
-      if (s + 1 == steps)
-        llvm::outs() << "\n";
-      llvm::outs().flush();
-    } else {
-      llvm::outs() << line << "\n";
-    }
-    if (!std::isfinite(loss))
-      return Status::error("the loss is " + std::to_string(loss) +
-                           " at step " + std::to_string(s + 1) +
-                           "; try a smaller --lr");
-    return Status::success();
-  };
-  if (Status status = trainOnCpuDevices(*program, *layout, inputs, *source,
-                                        steps, progress);
+  ProgressPrinter progress(request, tty);
+  if (Status status = trainOnCpuDevices(
+          *program, *layout, inputs, **source, request.steps,
+          [&](const TrainStepResult &result) { return progress(result); });
       !status.ok()) {
     llvm::outs().flush();
     llvm::errs() << (tty ? "\n" : "") << "error: " << status.message()
                  << "\n";
     return 1;
   }
-
-  std::string csvPath = outputDir + "/loss.csv", svgPath = outputDir + "/loss.svg";
-  bool written = writeOutputFile(csvPath, [&](llvm::raw_ostream &os) {
-    os << lossCsv(losses, seconds);
-  });
-  if (!losses.empty())
-    written = written && writeOutputFile(svgPath, [&](llvm::raw_ostream &os) {
-                os << lossPlotSvg(losses, config.model + " " + options.rules +
-                                           " on " + devices);
-              });
-  if (!written)
-    return 1;
-  if (!losses.empty())
-    llvm::outs() << "loss " << llvm::format("%.6g", losses.front()) << " -> "
-                 << llvm::format("%.6g", losses.back())
-                 << " in " << steps << " steps; wrote " << csvPath << " and "
-                 << svgPath << "\n";
-  return 0;
+  return writeLosses(request, progress) ? 0 : 1;
 }
