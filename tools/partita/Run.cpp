@@ -82,6 +82,14 @@ Expected<Executable> loadAndCompile(Session &session, const std::string &input,
   return compileForRun(*module, options, count, reference);
 }
 
+/// Whether `path` holds an Executable file (its magic), not a module.
+bool isExecutableFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  char magic[8] = {};
+  return file && file.read(magic, 8) &&
+         looksLikeExecutable(std::vector<uint8_t>(magic, magic + 8));
+}
+
 /// `partita run --distributed`: rank 0 compiles (or reads the Executable)
 /// and broadcasts the program; every rank runs its devices; rank 0 checks.
 int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
@@ -119,11 +127,7 @@ int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
   OwningOpRef<ModuleOp> module, reference;
   Expected<Executable> compiled = Status::error("not compiled");
   if (rank == 0) {
-    std::ifstream file(cl.input, std::ios::binary);
-    char magic[8] = {};
-    bool executable = file && file.read(magic, 8) &&
-                      looksLikeExecutable(
-                          std::vector<uint8_t>(magic, magic + 8));
+    bool executable = isExecutableFile(cl.input);
     if (executable && check)
       compiled = Status::error("--check needs the .mlir (it compiles both "
                                "programs); give an Executable --expect");
@@ -193,128 +197,131 @@ int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
 #endif
 }
 
-} // namespace
+/// `partita run` in this process: the devices as threads or over the GPUs.
+class LocalRun {
+public:
+  LocalRun(const CommandLine &cl, PipelineOptions &options, DeviceSpec devices,
+           uint64_t seed)
+      : cl(cl), options(options), devices(devices), seed(seed) {}
 
-int partita::cli::runCommand(const std::vector<std::string> &args) {
-  CommandLine cl;
-  PipelineOptions options;
-  std::vector<std::string> extra = {"--devices", "--seed",   "--inputs",
-                                    "--outputs", "--expect", "--timeout"};
-  if (std::optional<int> done =
-          startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options,
-                       {"--distributed"}))
-    return *done;
-  Expected<DeviceSpec> devices = parseDeviceSpec(cl.get("--devices"));
-  if (!devices)
-    return usageError(devices.status().message());
-  bool cuda = devices->isCuda();
-  long count = static_cast<long>(devices->count);
-  // The partitioned program runs on the devices asked for; the reference of
-  // --check always on one CPU device.
-  auto runProgram = [&](const Executable &program,
-                        const std::vector<HostArray> &inputs,
-                        RunStatistics *statistics)
-      -> Expected<std::vector<HostArray>> {
-    if (!cuda)
-      return runOnCpuDevices(program, inputs, statistics);
+  /// Runs a compiled Executable as it is (no --check: that needs the
+  /// module).
+  int runExecutableFile();
+  /// Compiles the module, runs it, reports time and memory, and with
+  /// --check compares it with its reference.
+  int runModule();
+
+private:
+  /// Checks the program's device count and reads its inputs: the user's
+  /// (--inputs) or deterministic random ones; the exit code after a failure.
+  std::optional<int> prepare(const Executable &program,
+                             std::vector<HostArray> &inputs) const;
+  /// Runs `program` on the devices asked for.
+  Expected<std::vector<HostArray>> run(const Executable &program,
+                                       const std::vector<HostArray> &inputs,
+                                       RunStatistics *statistics) const;
+  /// --outputs and --expect, after a run.
+  int finish(const Executable &program,
+             const std::vector<HostArray> &outputs) const;
+  /// The check against the reference; the exit code.
+  int check(ModuleOp reference, const Executable &program,
+            const std::vector<HostArray> &inputs,
+            const std::vector<HostArray> &outputs) const;
+
+  const CommandLine &cl;
+  PipelineOptions &options;
+  DeviceSpec devices;
+  uint64_t seed;
+};
+
+std::optional<int> LocalRun::prepare(const Executable &program,
+                                     std::vector<HostArray> &inputs) const {
+  if (Status status = checkDeviceCount(
+          "the program's mesh", program.mesh.numDevices(), devices.count);
+      !status)
+    return usageError(status.message());
+  if (!cl.has("--inputs")) {
+    inputs = randomInputs(program, seed);
+    return std::nullopt;
+  }
+  Expected<std::vector<HostArray>> given =
+      readInputs(program, cl.get("--inputs"));
+  if (!given)
+    return usageError(given.status().message());
+  inputs = std::move(*given);
+  return std::nullopt;
+}
+
+Expected<std::vector<HostArray>>
+LocalRun::run(const Executable &program, const std::vector<HostArray> &inputs,
+              RunStatistics *statistics) const {
+  if (!devices.isCuda())
+    return runOnCpuDevices(program, inputs, statistics);
 #ifdef PARTITA_HAVE_CUDA
-    return runOnCudaDevices(program, inputs, CudaBackendOptions(), statistics);
+  return runOnCudaDevices(program, inputs, CudaBackendOptions(), statistics);
 #else
-    return Status::error("--devices cuda:N needs the CUDA backend, and this "
-                         "partita was built without CUDA");
+  return Status::error("--devices cuda:N needs the CUDA backend, and this "
+                       "partita was built without CUDA");
 #endif
-  };
-  Expected<uint64_t> seed = parseSeed(cl.get("--seed", "0"));
-  if (!seed)
-    return usageError(seed.status().message());
-  bool check = cl.on("--check");
-  if (cl.on("--distributed"))
-    return runAcrossProcesses(cl, options, count, *seed, check, cuda);
-  if (cl.has("--timeout"))
-    return usageError("--timeout applies to --distributed runs");
-  // Inputs: the user's (--inputs) or deterministic random ones.
-  auto inputsFor =
-      [&](const Executable &program) -> Expected<std::vector<HostArray>> {
-    if (cl.has("--inputs"))
-      return readInputs(program, cl.get("--inputs"));
-    return randomInputs(program, *seed);
-  };
-  // --outputs and --expect, after a run.
-  auto finish = [&](const Executable &program,
-                    const std::vector<HostArray> &outputs) -> int {
-    if (cl.has("--outputs"))
-      if (Status status = writeOutputs(cl.get("--outputs"), outputs);
-          !status.ok())
-        return usageError(status.message());
-    if (cl.has("--expect")) {
-      std::string report;
-      Status status =
-          expectOutputs(cl.get("--expect"), program, outputs, report);
-      llvm::outs() << report;
-      if (!status.ok()) {
-        llvm::errs() << "error: " << status.message() << "\n";
-        return 1;
-      }
-    }
-    return 0;
-  };
+}
 
-  // A compiled Executable runs as is (no --check: that needs the module).
-  {
-    std::ifstream file(cl.input, std::ios::binary);
-    char magic[8] = {};
-    if (file && file.read(magic, 8) &&
-        looksLikeExecutable(std::vector<uint8_t>(magic, magic + 8))) {
-      if (check)
-        return usageError(
-            "--check needs the .mlir (it compiles both programs)");
-      Expected<Executable> program = readExecutableFile(cl.input);
-      if (!program) {
-        llvm::errs() << "error: " << program.status().message() << "\n";
-        return 1;
-      }
-      if (Status status = checkDeviceCount(
-              "the program's mesh", program->mesh.numDevices(), count);
-          !status)
-        return usageError(status.message());
-      Expected<std::vector<HostArray>> given = inputsFor(*program);
-      if (!given)
-        return usageError(given.status().message());
-      Expected<std::vector<HostArray>> outputs =
-          runProgram(*program, *given, nullptr);
-      if (!outputs) {
-        llvm::errs() << "error: " << outputs.status().message() << "\n";
-        return 1;
-      }
-      for (size_t o = 0; o < outputs->size(); ++o)
-        llvm::outs() << "  " << program->outputs[o].name << ": "
-                     << summarizeArray((*outputs)[o]) << "\n";
-      return finish(*program, *outputs);
+int LocalRun::finish(const Executable &program,
+                     const std::vector<HostArray> &outputs) const {
+  for (size_t o = 0; o < outputs.size(); ++o)
+    llvm::outs() << "  " << program.outputs[o].name << ": "
+                 << summarizeArray(outputs[o]) << "\n";
+  if (cl.has("--outputs"))
+    if (Status status = writeOutputs(cl.get("--outputs"), outputs);
+        !status.ok())
+      return usageError(status.message());
+  if (cl.has("--expect")) {
+    std::string report;
+    Status status = expectOutputs(cl.get("--expect"), program, outputs, report);
+    llvm::outs() << report;
+    if (!status.ok()) {
+      llvm::errs() << "error: " << status.message() << "\n";
+      return 1;
     }
   }
+  return 0;
+}
 
+int LocalRun::runExecutableFile() {
+  if (cl.on("--check"))
+    return usageError("--check needs the .mlir (it compiles both programs)");
+  Expected<Executable> program = readExecutableFile(cl.input);
+  if (!program) {
+    llvm::errs() << "error: " << program.status().message() << "\n";
+    return 1;
+  }
+  std::vector<HostArray> inputs;
+  if (std::optional<int> code = prepare(*program, inputs))
+    return *code;
+  Expected<std::vector<HostArray>> outputs = run(*program, inputs, nullptr);
+  if (!outputs) {
+    llvm::errs() << "error: " << outputs.status().message() << "\n";
+    return 1;
+  }
+  return finish(*program, *outputs);
+}
+
+int LocalRun::runModule() {
   Session session;
   OwningOpRef<ModuleOp> module, reference;
-  Expected<Executable> program =
-      loadAndCompile(session, cl.input, options, count, module, reference);
+  Expected<Executable> program = loadAndCompile(
+      session, cl.input, options, devices.count, module, reference);
   if (!program) {
     if (!program.status().message().empty())
       llvm::errs() << "error: " << program.status().message() << "\n";
     return 1;
   }
-  if (Status status = checkDeviceCount("the program's mesh",
-                                       program->mesh.numDevices(), count);
-      !status)
-    return usageError(status.message());
-
-  Expected<std::vector<HostArray>> given = inputsFor(*program);
-  if (!given)
-    return usageError(given.status().message());
-  std::vector<HostArray> inputs = *given;
+  std::vector<HostArray> inputs;
+  if (std::optional<int> code = prepare(*program, inputs))
+    return *code;
   auto start = std::chrono::steady_clock::now();
   RunStatistics statistics;
   Expected<std::vector<HostArray>> outputs =
-      runProgram(*program, inputs, &statistics);
+      run(*program, inputs, &statistics);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -325,7 +332,7 @@ int partita::cli::runCommand(const std::vector<std::string> &args) {
   CommunicationSummary communication = summarizeCommunication(*program);
   int64_t measured = statistics.peakBytesPerDevice;
   Report report = analyzeModule(*module, Interconnect());
-  llvm::outs() << "ran on " << (cuda ? "cuda:" : "cpu:") << count << " in "
+  llvm::outs() << "ran on " << devices.toString() << " in "
                << llvm::format("%.3f", seconds * 1e3) << " ms ("
                << program->instructions.size() << " instructions; "
                << communication.collectives << " collectives per step, "
@@ -341,19 +348,22 @@ int partita::cli::runCommand(const std::vector<std::string> &args) {
                           ? double(measured) / report.peakBytesPerDevice
                           : 1.0)
       << "x)\n";
-  for (size_t o = 0; o < outputs->size(); ++o)
-    llvm::outs() << "  " << program->outputs[o].name << ": "
-                 << summarizeArray((*outputs)[o]) << "\n";
-  if (int code = finish(*program, *outputs); code != 0 || !check)
+  if (int code = finish(*program, *outputs); code != 0 || !cl.on("--check"))
     return code;
+  return check(*reference, *program, inputs, *outputs);
+}
+
+int LocalRun::check(ModuleOp reference, const Executable &program,
+                    const std::vector<HostArray> &inputs,
+                    const std::vector<HostArray> &outputs) const {
   Expected<ReferenceOutputs> expected =
-      runReference(*reference, options, inputs);
+      runReference(reference, options, inputs);
   if (!expected) {
     llvm::errs() << "error: " << expected.status().message() << "\n";
     return 1;
   }
   std::string comparisonReport;
-  bool ok = compareWithReference(*program, *outputs, expected->outputs,
+  bool ok = compareWithReference(program, outputs, expected->outputs,
                                  comparisonReport);
   llvm::outs() << comparisonReport;
   if (!ok) {
@@ -361,12 +371,38 @@ int partita::cli::runCommand(const std::vector<std::string> &args) {
                     "unpartitioned one\n";
     return 1;
   }
-  if (expected->kind == ReferenceKind::ReplicatedAroundManual)
-    llvm::outs() << "check passed: " << (cuda ? "cuda:" : "cpu:") << count
-                 << " matches the program replicated around its manual "
-                    "computations\n";
-  else
-    llvm::outs() << "check passed: " << (cuda ? "cuda:" : "cpu:") << count
-                 << " matches cpu:1\n";
+  llvm::outs() << "check passed: " << devices.toString() << " matches "
+               << (expected->kind == ReferenceKind::ReplicatedAroundManual
+                       ? "the program replicated around its manual "
+                         "computations"
+                       : "cpu:1")
+               << "\n";
   return 0;
+}
+
+} // namespace
+
+int partita::cli::runCommand(const std::vector<std::string> &args) {
+  CommandLine cl;
+  PipelineOptions options;
+  std::vector<std::string> extra = {"--devices", "--seed",   "--inputs",
+                                    "--outputs", "--expect", "--timeout"};
+  if (std::optional<int> done =
+          startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options,
+                       {"--distributed"}))
+    return *done;
+  Expected<DeviceSpec> devices = parseDeviceSpec(cl.get("--devices"));
+  if (!devices)
+    return usageError(devices.status().message());
+  Expected<uint64_t> seed = parseSeed(cl.get("--seed", "0"));
+  if (!seed)
+    return usageError(seed.status().message());
+  if (cl.on("--distributed"))
+    return runAcrossProcesses(cl, options, devices->count, *seed,
+                              cl.on("--check"), devices->isCuda());
+  if (cl.has("--timeout"))
+    return usageError("--timeout applies to --distributed runs");
+  LocalRun local(cl, options, *devices, *seed);
+  return isExecutableFile(cl.input) ? local.runExecutableFile()
+                                    : local.runModule();
 }
