@@ -109,6 +109,11 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
   partition.interconnectFile = options.interconnectFile;
   passes.addPass(createPartitionPass(partition));
   passes.addPass(createCleanupCollectivesPass());
+  if (options.combineBytes > 0) {
+    CombineCollectivesPassOptions combine;
+    combine.bucketBytes = options.combineBytes;
+    passes.addPass(createCombineCollectivesPass(combine));
+  }
 }
 
 namespace {

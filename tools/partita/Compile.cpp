@@ -35,6 +35,9 @@ Options:
                          fsdp+tp, tp+sp, ep, or a JSON rules file
   --interconnect <file>  per-axis link bandwidth and latency (JSON) for the
                          cost model; default 450 GB/s and 5 us per axis
+  --combine-bytes <n>    pack independent all_reduces into buckets of at
+                         most n bytes per device, e.g. 26214400 (default 0:
+                         no combining)
   --strict               ops without a sharding rule, unwanted all-gathers
                          of annotated tensors, and padding are errors
   --from <format>        the input's format: partita, stablehlo (a program

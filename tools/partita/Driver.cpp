@@ -19,6 +19,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 using namespace partita;
@@ -166,6 +167,18 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
   options.strict = cl.on("--strict");
   options.interconnectFile = cl.get("--interconnect");
   options.rules = cl.get("--rules");
+  if (cl.has("--combine-bytes")) {
+    std::string text = cl.get("--combine-bytes");
+    char *end = nullptr;
+    errno = 0;
+    long long bytes = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || errno != 0 || !end || *end || bytes < 0) {
+      exitCode = usageError("--combine-bytes must be a non-negative number of "
+                            "bytes, got '" + text + "'");
+      return false;
+    }
+    options.combineBytes = bytes;
+  }
   if (cl.on("--train")) {
     if (!parseTrainChoices(cl, options, exitCode))
       return false;

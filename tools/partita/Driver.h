@@ -37,6 +37,7 @@ struct ModelConfig;
   "                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,\n"   \
   "                         fsdp+tp, tp+sp, ep, or a JSON rules file\n"        \
   "  --interconnect <file>  link figures for the cost model (JSON)\n"          \
+  "  --combine-bytes <n>    all_reduce buckets of at most n bytes (0: none)\n" \
   "  -h, --help             show this help\n"
 
 namespace partita::cli {
@@ -106,8 +107,9 @@ bool runPipeline(Session &session, mlir::ModuleOp module,
 
 /// The common flags that take a value.
 inline std::vector<std::string> pipelineValueFlags() {
-  return {"--mesh", "--interconnect",  "--rules", "--optimizer",
-          "--lr",   "--micro-batches", "--remat"};
+  return {"--mesh",          "--interconnect", "--rules",
+          "--optimizer",     "--lr",           "--micro-batches",
+          "--remat",         "--combine-bytes"};
 }
 
 /// The common start of a command: parses `args` (the pipeline flags,

@@ -238,6 +238,42 @@ def CleanupCollectivesPass : Pass<"partita-cleanup-collectives", "mlir::ModuleOp
   }];
 }
 
+def CombineCollectivesPass
+    : Pass<"partita-combine-collectives", "mlir::ModuleOp"> {
+  let summary = "Packs independent all_reduces into fewer, larger ones";
+  let description = [{
+    Many small collectives pay the per-collective latency many times: a
+    gradient under data parallelism is one all_reduce per parameter. This
+    pass packs all_reduces of the same reduction, mesh, axes and element type
+    in one block into buckets (as XLA's all-reduce combiner and PyTorch DDP's
+    gradient buckets do): the members' operands are flattened and
+    concatenated, one all_reduce runs on the bucket, and each member's result
+    is sliced back out and reshaped.
+
+    A bucket is filled in program order and emitted just before the first op
+    that uses one of its members' results (so a member is never delayed past
+    its first use), or when the next member would take it over
+    `bucket-bytes` of operand bytes per device (so a full bucket does not
+    wait for values produced much later). A bucket of one stays as it was.
+    The combined all_reduce carries the members' locations (a fused
+    location) and a `partita.reason` that counts and lists them, so the
+    report lists it once.
+
+    **Constraints:** none; `bucket-bytes=0` leaves the module unchanged.
+
+    Example: `partita-opt --partita-combine-collectives="bucket-bytes=1048576" step.mlir`
+    turns two independent `all_reduce sum` over `data` of `tensor<4x8xf32>`
+    and `tensor<8xf32>` into one of `tensor<40xf32>` between concatenation
+    and slices.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"25 * 1024 * 1024",
+           "Largest bucket, in operand bytes per device (0: no combining)">
+  ];
+  let dependentDialects = ["::partita::PartitaDialect"];
+}
+
 def ReplicateAroundManualPass
     : Pass<"partita-replicate-around-manual", "mlir::ModuleOp"> {
   let summary = "Replicates everything outside manual computations";

@@ -1,0 +1,84 @@
+// RUN: partita-opt %s --split-input-file --partita-combine-collectives | FileCheck %s --enable-var-scope
+// RUN: partita-opt %s --split-input-file --partita-combine-collectives="bucket-bytes=150" | FileCheck %s --enable-var-scope --check-prefix=SMALL
+// RUN: partita-opt %s --split-input-file --partita-combine-collectives="bucket-bytes=0" | FileCheck %s --enable-var-scope --check-prefix=OFF
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// Two independent all_reduces, each used right after it: one all_reduce of
+// both, flattened and concatenated; the uses wait for it.
+// CHECK-LABEL: func.func @independent
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>)
+// CHECK: %[[NB:.*]] = partita.neg %[[B]]
+// CHECK: %[[FA:.*]] = partita.reshape %[[A]] : tensor<4x8xf32> -> tensor<32xf32>
+// CHECK: %[[PACK:.*]] = partita.concatenate %[[FA]], %[[NB]] dim = 0 : (tensor<32xf32>, tensor<8xf32>) -> tensor<40xf32>
+// CHECK: %[[ALL:.*]] = partita.all_reduce sum %[[PACK]] on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 40 elements: {{.*}}"} : tensor<40xf32>
+// CHECK-NOT: partita.all_reduce
+// CHECK: %[[SA:.*]] = partita.slice %[[ALL]] start = [0] limit = [32] stride = [1]
+// CHECK: %[[RA:.*]] = partita.reshape %[[SA]] : tensor<32xf32> -> tensor<4x8xf32>
+// CHECK: %[[RB:.*]] = partita.slice %[[ALL]] start = [32] limit = [40] stride = [1]
+// CHECK: %[[UA:.*]] = partita.exp %[[RA]]
+// CHECK: %[[UB:.*]] = partita.exp %[[RB]]
+// CHECK: return %[[UA]], %[[UB]]
+// With room for only one: nothing changes.
+// SMALL-LABEL: func.func @independent
+// SMALL-COUNT-2: partita.all_reduce sum
+// SMALL-NOT: partita.concatenate
+// OFF-LABEL: func.func @independent
+// OFF-COUNT-2: partita.all_reduce sum
+// OFF-NOT: partita.concatenate
+func.func @independent(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %ra = partita.all_reduce sum %a on @mesh axes = ["data"] : tensor<4x8xf32>
+  %ua = partita.exp %ra : tensor<4x8xf32>
+  %nb = partita.neg %b : tensor<8xf32>
+  %rb = partita.all_reduce sum %nb on @mesh axes = ["data"] : tensor<8xf32>
+  %ub = partita.exp %rb : tensor<8xf32>
+  return %ua, %ub : tensor<4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// Different axes, reductions or element types never share a bucket (the
+// two sums over "data" of f32 do), and an all_reduce of a value computed
+// from a bucket's result starts a new bucket after it.
+// CHECK-LABEL: func.func @apart
+// SMALL-LABEL: func.func @apart
+// CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["model"] : tensor<8xf32>
+// CHECK: partita.all_reduce max %{{.*}} on @mesh axes = ["data"] : tensor<8xf32>
+// CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["data"] : tensor<8xi32>
+// CHECK: %[[ALL:.*]] = partita.all_reduce sum %{{.*}} on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 12 elements: {{.*}}"} : tensor<12xf32>
+// CHECK: %[[F:.*]] = partita.slice %[[ALL]] start = [8] limit = [12]
+// CHECK: %[[E:.*]] = partita.exp %[[F]]
+// CHECK: partita.all_reduce sum %[[E]] on @mesh axes = ["data"] : tensor<4xf32>
+func.func @apart(%x: tensor<8xf32>, %i: tensor<8xi32>, %y: tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xi32>, tensor<4xf32>) {
+  %a = partita.all_reduce sum %x on @mesh axes = ["data"] : tensor<8xf32>
+  %b = partita.all_reduce sum %x on @mesh axes = ["model"] : tensor<8xf32>
+  %c = partita.all_reduce max %x on @mesh axes = ["data"] : tensor<8xf32>
+  %d = partita.all_reduce sum %i on @mesh axes = ["data"] : tensor<8xi32>
+  %f = partita.all_reduce sum %y on @mesh axes = ["data"] : tensor<4xf32>
+  %e = partita.exp %f : tensor<4xf32>
+  %g = partita.all_reduce sum %e on @mesh axes = ["data"] : tensor<4xf32>
+  return %a, %b, %c, %d, %g : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xi32>, tensor<4xf32>
+}
+
+// -----
+
+partita.mesh @mesh = <["data"=2]>
+
+// Inside a loop body the bucket is the body's: both per-iteration
+// all_reduces become one, before the yield.
+// CHECK-LABEL: func.func @in_loop
+// CHECK: partita.loop 3 times
+// CHECK: %[[PACK:.*]] = partita.concatenate
+// CHECK: partita.all_reduce sum %[[PACK]] on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 16 elements: {{.*}}"} : tensor<16xf32>
+// CHECK-NOT: partita.all_reduce
+// CHECK: partita.yield
+func.func @in_loop(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %r:2 = partita.loop 3 times (%k) iter_args(%a = %x, %b = %y) : tensor<8xf32>, tensor<8xf32> {
+    %ra = partita.all_reduce sum %a on @mesh axes = ["data"] : tensor<8xf32>
+    %rb = partita.all_reduce sum %b on @mesh axes = ["data"] : tensor<8xf32>
+    partita.yield %ra, %rb : tensor<8xf32>, tensor<8xf32>
+  }
+  return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
+}
