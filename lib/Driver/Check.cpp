@@ -36,15 +36,34 @@ bool hasManualComputations(ModuleOp module) {
 
 } // namespace
 
+const char *const kNeedsGlobalProgram =
+    "--check needs the global program: this module is already partitioned "
+    "(partita.partitioned), and its reference cannot be recovered from the "
+    "per-device program; run --check on the module before partitioning, or "
+    "compare the outputs with --expect DIR";
+
 const char *describeReference(ReferenceKind kind) {
   return kind == ReferenceKind::Unpartitioned
              ? "the unpartitioned program on cpu:1"
              : "the program replicated around its manual computations";
 }
 
+bool isPartitioned(ModuleOp module) {
+  return module->hasAttr(PartitaDialect::kPartitionedAttrName);
+}
+
 Expected<Executable> compileForRun(ModuleOp module, PipelineOptions &options,
                                    int64_t deviceCount,
                                    OwningOpRef<ModuleOp> &reference) {
+  // An already partitioned module is the per-device program: it runs as it
+  // is (the pipeline would take its local shapes for global ones).
+  if (isPartitioned(module)) {
+    if (options.trainOptimizer != TrainOptimizer::None)
+      return Status::error("--train needs the global program; this module is "
+                           "already partitioned");
+    reference = module.clone();
+    return lowerToExecutable(module);
+  }
   if (options.trainOptimizer != TrainOptimizer::None) {
     PipelineOptions train = options;
     train.stage = Stage::Verified;
@@ -63,6 +82,8 @@ Expected<Executable> compileForRun(ModuleOp module, PipelineOptions &options,
 Expected<ReferenceOutputs> runReference(ModuleOp reference,
                                         const PipelineOptions &options,
                                         const std::vector<HostArray> &inputs) {
+  if (isPartitioned(reference))
+    return Status::error(kNeedsGlobalProgram);
   ReferenceOutputs result;
   bool manual = hasManualComputations(reference);
   if (manual) {

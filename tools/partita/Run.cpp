@@ -315,6 +315,8 @@ int LocalRun::runModule() {
       llvm::errs() << "error: " << program.status().message() << "\n";
     return 1;
   }
+  if (cl.on("--check") && isPartitioned(*reference))
+    return usageError(kNeedsGlobalProgram);
   std::vector<HostArray> inputs;
   if (std::optional<int> code = prepare(*program, inputs))
     return *code;

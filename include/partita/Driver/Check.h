@@ -44,7 +44,15 @@ struct ReferenceOutputs {
   ReferenceKind kind = ReferenceKind::Unpartitioned;
 };
 
-/// Compiles the module at hand for a run on `deviceCount` devices: the
+/// Whether `module` is already the per-device program (partita-partition
+/// marks it `partita.partitioned`).
+bool isPartitioned(mlir::ModuleOp module);
+
+/// The error of --check on an already partitioned module.
+extern const char *const kNeedsGlobalProgram;
+
+/// Compiles the module at hand for a run on `deviceCount` devices (an
+/// already partitioned module is lowered as it is): the
 /// train step first when `options` asks for one (so the reference is the
 /// same step; the request is then cleared from `options`), then, for more
 /// than one device, the pipeline up to `options.stage`. `reference`
@@ -56,7 +64,8 @@ Expected<Executable> compileForRun(mlir::ModuleOp module,
                                    mlir::OwningOpRef<mlir::ModuleOp> &reference);
 
 /// Runs the reference of `reference` (a module before partitioning, as
-/// compileForRun leaves it; changed in place) on `inputs` on CPU devices.
+/// compileForRun leaves it; changed in place) on `inputs` on CPU devices;
+/// fails with kNeedsGlobalProgram for an already partitioned module.
 /// A program with manual computations is replicated around them
 /// (partita-replicate-around-manual) and compiled with `options`.
 Expected<ReferenceOutputs> runReference(mlir::ModuleOp reference,
