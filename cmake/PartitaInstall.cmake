@@ -31,3 +31,14 @@ write_basic_package_version_file(
 install(FILES ${PARTITA_BINARY_DIR}/PartitaConfig.cmake
               ${PARTITA_BINARY_DIR}/PartitaConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/partita)
+
+# The installed tools find MLIR/LLVM (and CUDA, MPI, OpenBLAS when linked)
+# where they were found at build time: LLVM's helpers give the MLIR-based
+# tools only $ORIGIN/../lib, and libMLIR.so is not under the prefix.
+foreach(tool partita partita-opt partita-exec)
+  if(TARGET ${tool})
+    set_property(TARGET ${tool} APPEND PROPERTY INSTALL_RPATH
+                 "${LLVM_LIBRARY_DIR}")
+    set_target_properties(${tool} PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+  endif()
+endforeach()

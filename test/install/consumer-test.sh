@@ -17,6 +17,19 @@ cmake --install "$BUILD" --prefix "$WORK/prefix" > /dev/null
 for tool in partita partita-opt partita-exec; do
   [ -x "$WORK/prefix/bin/$tool" ] || fail "$tool not installed"
 done
+# The installed tools start and work from the prefix (with LD_LIBRARY_PATH
+# cleared: they must find MLIR and the runtime's libraries themselves).
+for tool in partita partita-opt partita-exec; do
+  env -u LD_LIBRARY_PATH "$WORK/prefix/bin/$tool" --version > /dev/null 2>&1 \
+    || fail "installed $tool does not start: $(env -u LD_LIBRARY_PATH "$WORK/prefix/bin/$tool" --version 2>&1 | head -1)"
+done
+env -u LD_LIBRARY_PATH "$WORK/prefix/bin/partita" compile "$SOURCE/docs/examples/megatron-mlp.mlir" \
+  --stage executable -o "$WORK/mlp.exe" || fail "installed partita compile"
+env -u LD_LIBRARY_PATH "$WORK/prefix/bin/partita-exec" run "$WORK/mlp.exe" > "$WORK/run.log" \
+  || { cat "$WORK/run.log"; fail "installed partita-exec run"; }
+grep -q "ran on cpu:8" "$WORK/run.log" || { cat "$WORK/run.log"; fail "installed partita-exec run output"; }
+env -u LD_LIBRARY_PATH "$WORK/prefix/bin/partita-opt" "$SOURCE/docs/examples/mlp.mlir" \
+  --partita-propagate > /dev/null || fail "installed partita-opt"
 [ -f "$WORK/prefix/include/partita/Partita.h" ] || fail "headers not installed"
 [ -f "$WORK/prefix/include/partita/Dialect/Partita/IR/PartitaOps.h.inc" ] || fail "generated headers not installed"
 
