@@ -349,7 +349,7 @@ TEST_CASE("gpt and moe loss gradients match finite differences",
     REQUIRE(gradient.ok());
     Executable forward = lower(loss);
     Executable backward = lower(*gradient);
-    std::vector<HostArray> inputs = randomInputs(forward, 5);
+    std::vector<HostArray> inputs = *randomInputs(forward, 5);
     std::vector<HostArray> grads = run(backward, inputs);
     auto lossAt = [&](const std::vector<HostArray> &x) {
       return elementAsDouble(run(forward, x)[0], 0);

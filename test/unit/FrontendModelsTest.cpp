@@ -210,7 +210,7 @@ TEST_CASE("scanned and unrolled gpt compute the same logits on cpu:8",
     Executable unrolled = compileFor(f, *unrolledModule, rules);
     Executable scan = compileFor(f, *scanModule, rules);
 
-    std::vector<HostArray> unrolledInputs = randomInputs(unrolled, 5);
+    std::vector<HostArray> unrolledInputs = *randomInputs(unrolled, 5);
     std::map<std::string, const HostArray *> byName;
     for (size_t i = 0; i < unrolled.inputs.size(); ++i)
       byName[argumentName(unrolled.inputs[i].name)] = &unrolledInputs[i];
@@ -265,7 +265,7 @@ HostArray moeDispatch(Fixture &f, ModelConfig c) {
   REQUIRE(program.ok());
   program->mesh = Mesh();
   Expected<std::vector<HostArray>> outputs =
-      runOnCpuDevices(*program, randomInputs(*program, 11));
+      runOnCpuDevices(*program, *randomInputs(*program, 11));
   REQUIRE(outputs.ok());
   REQUIRE(outputs->size() == 2);
   return (*outputs)[1];

@@ -49,7 +49,7 @@ std::vector<float> train(mlir::ModuleOp module, mlir::func::FuncOp step,
   REQUIRE(layout.ok());
   // The layout read from the Executable is the step function's.
   REQUIRE(layout->updated == step.getNumResults() - 1);
-  std::vector<HostArray> inputs = initialTrainInputs(*program, 3);
+  std::vector<HostArray> inputs = *initialTrainInputs(*program, 3);
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     auto role =
         step.getArgAttrOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName);
@@ -153,7 +153,7 @@ TEST_CASE("mixed precision trains a bf16 model from f32 master weights",
   Expected<Executable> program = lowerToExecutable(*module);
   REQUIRE(program.ok());
   program->mesh = Mesh();
-  std::vector<HostArray> inputs = randomInputs(*program, 3);
+  std::vector<HostArray> inputs = *randomInputs(*program, 3);
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     auto role = step.getArgAttrOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName);
     if (role && role.getValue() == Role::OptState)

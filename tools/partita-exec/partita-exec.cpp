@@ -577,8 +577,7 @@ Status runHere(const Arguments &args, const RunRequest &request) {
   Expected<std::vector<HostArray>> inputs =
       args.has("--inputs")
           ? readInputs(*program, args.get("--inputs"))
-          : Expected<std::vector<HostArray>>(
-                randomInputs(*program, request.seed));
+          : randomInputs(*program, request.seed);
   if (!inputs)
     return inputs.status();
   DeviceSpec devices;

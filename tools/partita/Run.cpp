@@ -169,7 +169,7 @@ int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
         return Status::success();
       Expected<std::vector<HostArray>> inputs =
           runOptions.inputs.empty()
-              ? Expected<std::vector<HostArray>>(randomInputs(*program, seed))
+              ? randomInputs(*program, seed)
               : readInputs(*program, runOptions.inputs);
       if (!inputs)
         return inputs.status();
@@ -240,12 +240,9 @@ std::optional<int> LocalRun::prepare(const Executable &program,
           "the program's mesh", program.mesh.numDevices(), devices.count);
       !status)
     return usageError(status.message());
-  if (!cl.has("--inputs")) {
-    inputs = randomInputs(program, seed);
-    return std::nullopt;
-  }
   Expected<std::vector<HostArray>> given =
-      readInputs(program, cl.get("--inputs"));
+      cl.has("--inputs") ? readInputs(program, cl.get("--inputs"))
+                         : randomInputs(program, seed);
   if (!given)
     return usageError(given.status().message());
   inputs = std::move(*given);

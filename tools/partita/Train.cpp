@@ -361,8 +361,12 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     llvm::errs() << "error: " << layout.status().message() << "\n";
     return 1;
   }
-  std::vector<HostArray> inputs =
+  Expected<std::vector<HostArray>> inputs =
       initialTrainInputs(*program, static_cast<uint64_t>(request.seed));
+  if (!inputs) {
+    llvm::errs() << "error: " << inputs.status().message() << "\n";
+    return 1;
+  }
   Expected<std::unique_ptr<TrainData>> source = makeTrainData(cl, request);
   if (!source)
     return usageError(source.status().message());
@@ -375,7 +379,7 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
   bool tty = isatty(STDOUT_FILENO);
   ProgressPrinter progress(request, tty);
   if (Status status = trainOnCpuDevices(
-          *program, *layout, inputs, **source, request.steps,
+          *program, *layout, *inputs, **source, request.steps,
           [&](const TrainStepResult &result) { return progress(result); });
       !status.ok()) {
     llvm::outs().flush();

@@ -53,7 +53,11 @@ loadLocalInputs(const Executable &program, const ProcessLayout &layout,
       byDevice[device].push_back(std::move(blocks[device]));
   };
   if (options.inputs.empty()) {
-    std::vector<HostArray> globals = randomInputs(program, options.seed);
+    Expected<std::vector<HostArray>> random =
+        randomInputs(program, options.seed);
+    if (!random)
+      return random.status();
+    std::vector<HostArray> globals = std::move(*random);
     for (size_t i = 0; i < globals.size(); ++i) {
       Expected<std::vector<HostArray>> blocks =
           inputBlocksByDevice(program, i, globals[i]);

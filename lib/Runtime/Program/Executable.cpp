@@ -20,8 +20,11 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <limits>
 #include <random>
 #include <thread>
+
+#include <unistd.h>
 
 using namespace partita;
 
@@ -623,8 +626,41 @@ partita::summarizeCommunication(const Executable &program) {
   return summary;
 }
 
-std::vector<HostArray> partita::randomInputs(const Executable &program,
-                                             uint64_t seed) {
+Status partita::checkInputsFit(const Executable &program) {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  int64_t memory = pages > 0 && pageSize > 0
+                       ? static_cast<int64_t>(pages) * pageSize
+                       : std::numeric_limits<int64_t>::max();
+  int64_t total = 0;
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const ExecutableValue &input = program.inputs[i];
+    DType dtype = program.slots[input.slot].dtype;
+    std::string what = "input " + std::to_string(i) + " (" + input.name +
+                       "): " + dtypeName(dtype) +
+                       formatShape(input.globalShape);
+    int64_t bytes = dtypeSize(dtype);
+    for (int64_t dim : input.globalShape) {
+      if (dim < 0)
+        return Status::error(what + " has a negative dimension");
+      if (dim != 0 && bytes > std::numeric_limits<int64_t>::max() / dim)
+        return Status::error(what + " has more bytes than a 64-bit count "
+                             "holds");
+      bytes *= dim;
+    }
+    if (bytes > memory - total)
+      return Status::error(what + " needs " + std::to_string(bytes) +
+                           " bytes; with the inputs before it that is more "
+                           "than this machine's memory (" +
+                           std::to_string(memory) + " bytes)");
+    total += bytes;
+  }
+  return Status::success();
+}
+
+Expected<std::vector<HostArray>>
+partita::randomInputs(const Executable &program, uint64_t seed) {
+  if (Status status = checkInputsFit(program); !status)
+    return status;
   std::vector<HostArray> inputs;
   for (size_t i = 0; i < program.inputs.size(); ++i) {
     std::mt19937_64 random(seed * 1000003ULL + i);

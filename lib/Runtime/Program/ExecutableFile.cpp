@@ -3,6 +3,7 @@
 #include "partita/Runtime/Program/ExecutableFile.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -345,6 +346,12 @@ Status partita::writeExecutableFile(const Executable &program,
 }
 
 Expected<Executable> partita::readExecutableFile(const std::string &path) {
+  // Reading a directory fails inside the stream buffer, which reports it by
+  // throwing; ask the file system first.
+  std::error_code error;
+  if (std::filesystem::exists(path, error) &&
+      !std::filesystem::is_regular_file(path, error))
+    return Status::error("cannot read '" + path + "': not a regular file");
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return Status::error("cannot read '" + path + "'");

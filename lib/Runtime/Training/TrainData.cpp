@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <random>
 
@@ -42,8 +43,9 @@ Status SyntheticData::fill(int64_t step,
 
 Status TokenFileData::load(const std::string &path, int64_t sequence,
                            int64_t vocabulary) {
+  std::error_code error;
   std::ifstream file(path, std::ios::binary);
-  if (!file)
+  if (!file || !std::filesystem::is_regular_file(path, error))
     return Status::error("cannot read token file '" + path + "'");
   std::vector<char> bytes((std::istreambuf_iterator<char>(file)), {});
   if (bytes.size() % 4 != 0)

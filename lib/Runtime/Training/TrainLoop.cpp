@@ -33,9 +33,12 @@ Expected<TrainStepLayout> trainStepLayout(const Executable &program) {
   return layout;
 }
 
-std::vector<HostArray> initialTrainInputs(const Executable &program,
-                                          uint64_t seed) {
-  std::vector<HostArray> inputs = randomInputs(program, seed);
+Expected<std::vector<HostArray>> initialTrainInputs(const Executable &program,
+                                                    uint64_t seed) {
+  Expected<std::vector<HostArray>> random = randomInputs(program, seed);
+  if (!random)
+    return random.status();
+  std::vector<HostArray> inputs = std::move(*random);
   for (size_t i = 0; i < program.inputs.size(); ++i)
     if (program.inputs[i].role == "opt_state")
       std::fill(inputs[i].bytes.begin(), inputs[i].bytes.end(), 0);

@@ -68,8 +68,16 @@ struct Executable {
 /// are initialised as a model would be, uniform in ±1/sqrt(fan_in) with
 /// fan_in the next-to-last dimension (so activations keep their scale and
 /// checks are well conditioned); integers in [0, 4), booleans at random (the
-/// same in `partita run` and `partita-exec run`).
-std::vector<HostArray> randomInputs(const Executable &program, uint64_t seed);
+/// same in `partita run` and `partita-exec run`). Fails, naming the input
+/// and its size, when an input's bytes overflow or the inputs together
+/// exceed this machine's memory (allocating them could only abort).
+Expected<std::vector<HostArray>> randomInputs(const Executable &program,
+                                              uint64_t seed);
+
+/// Checks that the global inputs of `program` can be allocated here: every
+/// shape valid, no byte count overflowing, the total within this machine's
+/// physical memory. The error names the input, its shape and its bytes.
+Status checkInputsFit(const Executable &program);
 
 /// "f32[4x8] sum=… min=… max=…": a one-line fingerprint of an array.
 std::string summarizeArray(const HostArray &array);

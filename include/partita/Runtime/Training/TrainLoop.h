@@ -36,9 +36,9 @@ struct TrainStepLayout {
 Expected<TrainStepLayout> trainStepLayout(const Executable &program);
 
 /// The inputs of the first step: parameters initialised as randomInputs
-/// does with `seed`, optimizer state zero.
-std::vector<HostArray> initialTrainInputs(const Executable &program,
-                                          uint64_t seed);
+/// does with `seed`, optimizer state zero; fails as randomInputs does.
+Expected<std::vector<HostArray>> initialTrainInputs(const Executable &program,
+                                                    uint64_t seed);
 
 /// One step's outcome.
 struct TrainStepResult {
