@@ -10,6 +10,7 @@
 #include "partita/Runtime/Program/Backend.h"
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
+#include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Runtime/IO/ShardedArray.h"
 #include "partita/Sharding/Cost.h"
 #include "partita/Sharding/Layout.h"
@@ -30,17 +31,10 @@ using namespace partita;
 
 namespace {
 
+/// The mesh axes of a collective instruction ("data,model"; no empty names).
 std::vector<std::string> splitAxes(const std::string &text) {
-  std::vector<std::string> axes;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos)
-      comma = text.size();
-    if (comma > start)
-      axes.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
+  std::vector<std::string> axes = splitCommaList(text);
+  axes.erase(std::remove(axes.begin(), axes.end(), std::string()), axes.end());
   return axes;
 }
 
