@@ -6,11 +6,14 @@
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/Utils/ValueNames.h"
+#include "partita/Sharding/Layout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace partita;
@@ -150,9 +153,51 @@ Report partita::analyzeModule(ModuleOp module,
         {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"activation", 0}};
   report.persistentBytesByRole = {
       {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"input", 0}};
+  // Padding: the ops the partitioner added for uneven dimensions carry
+  // their reason; the arguments and results their global shape.
+  module.walk([&](Operation *op) {
+    auto reason = op->getAttrOfType<StringAttr>(PartitaDialect::kReasonAttrName);
+    if (!reason)
+      return;
+    if (isa<PadOp>(op) && reason.getValue() == PartitaDialect::kPadReason)
+      ++report.padding.pads;
+    else if (isa<SliceOp>(op) && reason.getValue() == PartitaDialect::kCutReason)
+      ++report.padding.cuts;
+    else if (isa<SelectOp>(op) && reason.getValue().starts_with(
+                                      PartitaDialect::kMaskReasonPrefix))
+      ++report.padding.masks;
+  });
   for (auto function : module.getOps<func::FuncOp>()) {
     if (function.isExternal() || !function.isPublic())
       continue;
+    auto addPadding = [&](Type type, DictionaryAttr attrs) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>(
+                                PartitaDialect::kGlobalShapeAttrName)
+                          : DenseI64ArrayAttr();
+      auto sharding = attrs ? attrs.getAs<ShardingAttr>(
+                                  PartitaDialect::kShardingAttrName)
+                            : ShardingAttr();
+      MeshOp mesh = sharding ? lookupMesh(module, sharding.getMesh()) : MeshOp();
+      if (!tensor || !global || !mesh)
+        return;
+      // The fraction of the padded global tensor (local size times shards,
+      // per dimension) that is data.
+      Mesh meshValue = mesh.getMesh().toMesh();
+      std::vector<int64_t> counts =
+          shardCounts(meshValue, sharding.toSharding());
+      double data = 1;
+      for (auto [d, size] : llvm::enumerate(global.asArrayRef()))
+        if (d < counts.size() && tensor.getDimSize(d) > 0)
+          data *= static_cast<double>(size) /
+                  static_cast<double>(tensor.getDimSize(d) * counts[d]);
+      report.padding.bytesPerDevice += static_cast<int64_t>(
+          std::llround(static_cast<double>(tensorBytes(tensor)) * (1 - data)));
+    };
+    for (unsigned i = 0; i < function.getNumArguments(); ++i)
+      addPadding(function.getArgumentTypes()[i], function.getArgAttrDict(i));
+    for (unsigned i = 0; i < function.getNumResults(); ++i)
+      addPadding(function.getResultTypes()[i], function.getResultAttrDict(i));
     for (BlockArgument arg : function.getArguments())
       if (auto attr = function.getArgAttrOfType<RoleAttr>(
               arg.getArgNumber(), PartitaDialect::kRoleAttrName))
@@ -230,6 +275,12 @@ std::string Report::toJson() const {
                          it == persistentBytesByRole.end() ? 0 : it->second);
         }
       });
+    });
+    json.attributeObject("padding", [&] {
+      json.attribute("bytes_per_device", padding.bytesPerDevice);
+      json.attribute("pads", padding.pads);
+      json.attribute("cuts", padding.cuts);
+      json.attribute("masks", padding.masks);
     });
   });
   stream << "\n";

@@ -350,6 +350,7 @@ private:
   /// The global layout of an argument or result: its sharding (when the
   /// module is partitioned) and the global shape it implies.
   ExecutableValue layoutOf(Type local, ShardingAttr attr,
+                           DenseI64ArrayAttr globalShape,
                            const std::string &name, int32_t slot);
   /// An instruction copying slot `from` into slot `to`.
   void copy(int32_t from, int32_t to);
@@ -422,6 +423,7 @@ Status Lowering::slotsOf(ValueRange values, std::vector<int32_t> &into) {
 }
 
 ExecutableValue Lowering::layoutOf(Type local, ShardingAttr attr,
+                                   DenseI64ArrayAttr globalShape,
                                    const std::string &name, int32_t slot) {
   auto type = cast<RankedTensorType>(local);
   ExecutableValue value;
@@ -432,6 +434,13 @@ ExecutableValue Lowering::layoutOf(Type local, ShardingAttr attr,
                        : Sharding::replicated(static_cast<int>(type.getRank()));
   for (DimSharding &dim : value.sharding.dims)
     dim.open = false;
+  // A padded dimension's global size is recorded by the partitioner; any
+  // other is the local size times its shard count.
+  if (partitioned && globalShape) {
+    value.globalShape.assign(globalShape.asArrayRef().begin(),
+                             globalShape.asArrayRef().end());
+    return value;
+  }
   std::vector<int64_t> counts = shardCounts(program.mesh, value.sharding);
   for (int64_t d = 0; d < type.getRank(); ++d)
     value.globalShape.push_back(type.getDimSize(d) * counts[d]);
@@ -456,6 +465,8 @@ Status Lowering::lowerArguments() {
         arg.getType(),
         entry.getArgAttrOfType<ShardingAttr>(index,
                                              PartitaDialect::kShardingAttrName),
+        entry.getArgAttrOfType<DenseI64ArrayAttr>(
+            index, PartitaDialect::kGlobalShapeAttrName),
         describeValue(arg), *slot));
     if (auto role =
             entry.getArgAttrOfType<RoleAttr>(index, PartitaDialect::kRoleAttrName))
@@ -531,6 +542,8 @@ Status Lowering::lowerReturn(func::ReturnOp ret) {
         layoutOf(operand.getType(),
                  entry.getResultAttrOfType<ShardingAttr>(
                      index, PartitaDialect::kShardingAttrName),
+                 entry.getResultAttrOfType<DenseI64ArrayAttr>(
+                     index, PartitaDialect::kGlobalShapeAttrName),
                  "result " + std::to_string(index), *slot));
   }
   return Status::success();

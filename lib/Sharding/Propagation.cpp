@@ -143,15 +143,19 @@ size_t countAxes(const Assignment &assignment) {
 /// True when every compound dimension of the op is split major factor
 /// first: a factor may take axes only when every factor before it in the
 /// dimension is split completely (otherwise the local blocks would not be
-/// contiguous in the dimension).
+/// contiguous in the dimension). A factor of a compound dimension is split
+/// only where it divides: padding one factor would not pad the dimension
+/// the way its own padded layout does.
 bool respectsCompoundOrder(const Mesh &mesh, const OpShardingRule &rule,
                            const Assignment &assignment) {
   auto check = [&](const std::vector<TensorFactors> &tensors) {
     for (const TensorFactors &tensor : tensors)
       for (const std::vector<int> &dim : tensor)
-        for (size_t k = 1; k < dim.size(); ++k) {
-          if (assignment[dim[k]].empty())
+        for (size_t k = 0; k < dim.size(); ++k) {
+          if (assignment[dim[k]].empty() || dim.size() < 2)
             continue;
+          if (rule.factors[dim[k]].size % axisProduct(mesh, assignment[dim[k]]))
+            return false;
           for (size_t j = 0; j < k; ++j)
             if (axisProduct(mesh, assignment[dim[j]]) !=
                 rule.factors[dim[j]].size)

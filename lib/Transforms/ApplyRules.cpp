@@ -86,7 +86,7 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
         Sharding sharding =
             applyLogicalRules(*table, mesh, axisNames(names),
                               shapeOf(function.getArgument(i).getType()), role,
-                              warnings);
+                              maxPadding, warnings);
         warn(function.getArgument(i).getLoc(),
              "argument " + std::to_string(i) + " of @" +
                  function.getSymName().str(),
@@ -114,7 +114,7 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
           applyLogicalRules(*table, mesh, axisNames(op.getAxes()),
                             shapeOf(op.getInput().getType()),
                             op.getRole() ? op.getRole()->str() : "activation",
-                            warnings);
+                            maxPadding, warnings);
       warn(op.getLoc(), "logical constraint", warnings);
       // An activation layout nothing maps is no constraint; a layout named
       // for an argument role (a gradient, a weight slice) is kept even when

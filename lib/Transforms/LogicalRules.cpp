@@ -217,6 +217,7 @@ Sharding partita::applyLogicalRules(const LogicalRules &rules,
                                     const std::vector<std::string> &axes,
                                     const std::vector<int64_t> &shape,
                                     std::string_view role,
+                                    double maxPadding,
                                     std::vector<std::string> &warnings) {
   Sharding sharding = Sharding::replicated(static_cast<int>(shape.size()));
   std::vector<std::string> used;
@@ -254,16 +255,25 @@ Sharding partita::applyLogicalRules(const LogicalRules &rules,
         int64_t devices = 1;
         for (const std::string &axis : rule.meshAxes)
           devices *= mesh.axisSize(axis);
-        if (shape[d] % devices != 0) {
+        // A dimension that does not divide is padded to a multiple of the
+        // device count; too much padding skips the rule.
+        int64_t padded = (shape[d] + devices - 1) / devices * devices;
+        double padding = padded > 0 ? static_cast<double>(padded - shape[d]) /
+                                          static_cast<double>(padded)
+                                    : 0.0;
+        if (shape[d] % devices != 0 && (wildcard || padding > maxPadding)) {
           if (!wildcard) {
             std::string list;
             for (const std::string &axis : rule.meshAxes)
               list += (list.empty() ? "" : ",") + axis;
-            warnings.push_back("logical axis '" + axes[d] + "' (size " +
-                               std::to_string(shape[d]) +
-                               ") does not divide over mesh axes " + list +
-                               " (" + std::to_string(devices) +
-                               " devices): that rule is skipped");
+            warnings.push_back(
+                "logical axis '" + axes[d] + "' (size " +
+                std::to_string(shape[d]) + ") over mesh axes " + list + " (" +
+                std::to_string(devices) + " devices) would be padded to " +
+                std::to_string(padded) + ", " +
+                std::to_string(static_cast<int>(100 * padding + 0.5)) +
+                "% padding, more than --max-padding allows: that rule is "
+                "skipped");
           }
           continue;
         }

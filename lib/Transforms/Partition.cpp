@@ -24,6 +24,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <map>
+#include <tuple>
+
 namespace partita {
 #define GEN_PASS_DEF_PARTITIONPASS
 #include "partita/Transforms/Passes.h.inc"
@@ -101,12 +104,34 @@ private:
   /// replicated.
   Sharding declaredSharding(Value value);
 
-  /// The local type of `global` under `sharding`; an error at `anchor` when
-  /// a dimension does not divide.
+  /// The local type of `global` under `sharding` (padded where a dimension
+  /// does not divide); an error at `anchor` for a dynamic shape.
   FailureOr<RankedTensorType> localType(RankedTensorType global,
                                         const Sharding &sharding,
                                         Operation *anchor,
                                         const std::string &what);
+
+  /// A 0-d zero of `element`.
+  Value zeroScalar(Location loc, Type element);
+  /// `value` padded with zeros at the end of `dim` to `size` (unchanged when
+  /// it is that long already).
+  Value padDimTo(Value value, int64_t dim, int64_t size, Location loc);
+  /// The first `size` elements of `value` along `dim`.
+  Value sliceDimTo(Value value, int64_t dim, int64_t size, Location loc);
+  /// `operand` with the padding of dimension `dim` (split over `axes`, global
+  /// size `size`) replaced by `neutral`: what a reduction over that
+  /// dimension must see there.
+  Value maskPadding(Value operand, int64_t dim, const std::vector<std::string> &axes,
+                    int64_t size, PartialKind neutral, Location loc);
+  /// Per (axes, global size, local size): this device's `i1` vector of which
+  /// positions along such a dimension hold data, built before the op being
+  /// partitioned (so shared by its operands).
+  std::map<std::tuple<std::vector<std::string>, int64_t, int64_t>, Value>
+      validPositions;
+  /// Masks the padding of every operand dimension that a sharded reduction
+  /// factor of `op` covers unevenly (docs/Partitioning.md).
+  void maskReducedPadding(Operation *op, const OpShardingRule &rule,
+                          const OpDecision &decision);
 
   /// Emits the collectives that turn `value` into `to`; returns the new value.
   FailureOr<Value> reshard(Value value, const Sharding &to, Operation *consumer,
@@ -148,24 +173,158 @@ FailureOr<RankedTensorType> Partitioner::localType(RankedTensorType global,
                                                    const Sharding &sharding,
                                                    Operation *anchor,
                                                    const std::string &what) {
+  if (!global.hasStaticShape())
+    return anchor->emitError() << "cannot partition " << what
+                               << ": its shape " << global
+                               << " is not static";
   std::vector<int64_t> shape(global.getShape().begin(),
                              global.getShape().end());
-  for (int d = 0; d < sharding.rank(); ++d) {
-    int64_t shards = numShards(mesh, sharding.dims[d]);
-    if (shards > 1 && shape[d] % shards != 0) {
-      InFlightDiagnostic diag = anchor->emitError()
-                                << "cannot partition " << what << ": dimension "
-                                << d << " of size " << shape[d] << " is split "
-                                << shards << " ways (axes";
-      for (const std::string &axis : sharding.dims[d].axes)
-        diag << " \"" << axis << "\"";
-      diag << ") and does not divide; padding is not supported yet: choose a "
-              "sharding whose shard count divides it";
-      return failure();
-    }
-  }
+  // A dimension that does not divide is padded: every device holds
+  // ceil(size / shards) elements (docs/Partitioning.md, "Uneven dimensions").
   std::vector<int64_t> local = localShape(mesh, sharding, shape);
   return RankedTensorType::get(local, global.getElementType());
+}
+
+Value Partitioner::zeroScalar(Location loc, Type element) {
+  auto type = RankedTensorType::get({}, element);
+  return ConstantOp::create(builder, loc, type,
+                            cast<ElementsAttr>(builder.getZeroAttr(type)));
+}
+
+Value Partitioner::padDimTo(Value value, int64_t dim, int64_t size,
+                            Location loc) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t have = type.getDimSize(dim);
+  if (have >= size)
+    return value;
+  SmallVector<int64_t> low(type.getRank(), 0), high(type.getRank(), 0);
+  high[dim] = size - have;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = size;
+  auto op = PadOp::create(builder, loc,
+                          RankedTensorType::get(shape, type.getElementType()),
+                          value, zeroScalar(loc, type.getElementType()),
+                          builder.getDenseI64ArrayAttr(low),
+                          builder.getDenseI64ArrayAttr(high));
+  op->setAttr(PartitaDialect::kReasonAttrName,
+              builder.getStringAttr(PartitaDialect::kPadReason));
+  return op.getResult();
+}
+
+Value Partitioner::sliceDimTo(Value value, int64_t dim, int64_t size,
+                              Location loc) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getDimSize(dim) <= size)
+    return value;
+  SmallVector<int64_t> start(type.getRank(), 0), limit(type.getShape()),
+      stride(type.getRank(), 1);
+  limit[dim] = size;
+  auto op = SliceOp::create(
+      builder, loc, RankedTensorType::get(limit, type.getElementType()), value,
+      builder.getDenseI64ArrayAttr(start), builder.getDenseI64ArrayAttr(limit),
+      builder.getDenseI64ArrayAttr(stride));
+  op->setAttr(PartitaDialect::kReasonAttrName,
+              builder.getStringAttr(PartitaDialect::kCutReason));
+  return op.getResult();
+}
+
+/// A splat of the value a reduction of kind `kind` ignores: 0 for sums,
+/// the lowest value for maxima, the highest for minima (false/true on i1).
+static DenseElementsAttr neutralSplat(RankedTensorType type, PartialKind kind) {
+  Type element = type.getElementType();
+  if (auto floating = dyn_cast<FloatType>(element)) {
+    const llvm::fltSemantics &semantics = floating.getFloatSemantics();
+    APFloat value = kind == PartialKind::Max
+                        ? APFloat::getInf(semantics, /*Negative=*/true)
+                    : kind == PartialKind::Min
+                        ? APFloat::getInf(semantics, /*Negative=*/false)
+                        : APFloat::getZero(semantics);
+    return DenseElementsAttr::get(type, value);
+  }
+  unsigned width = element.getIntOrFloatBitWidth();
+  APInt value = APInt::getZero(width);
+  if (width == 1)
+    value = APInt(1, kind == PartialKind::Min ? 1 : 0);
+  else if (kind == PartialKind::Max)
+    value = APInt::getSignedMinValue(width);
+  else if (kind == PartialKind::Min)
+    value = APInt::getSignedMaxValue(width);
+  return DenseElementsAttr::get(type, value);
+}
+
+Value Partitioner::maskPadding(Value operand, int64_t dim, const std::vector<std::string> &axes,
+                               int64_t size, PartialKind neutral,
+                               Location loc) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  int64_t local = type.getDimSize(dim);
+  int64_t shards = 1;
+  for (const std::string &axis : axes)
+    shards *= mesh.axisSize(axis);
+  // Global positions of this device's elements along `dim`: an iota over
+  // the padded dimension, sliced like the operand (all_slice moves nothing).
+  Value &valid = validPositions[{axes, size, local}];
+  if (!valid) {
+    Type indexType = shards * local < (int64_t{1} << 31)
+                         ? builder.getI32Type()
+                         : builder.getI64Type();
+    auto padded = RankedTensorType::get({shards * local}, indexType);
+    auto positions = RankedTensorType::get({local}, indexType);
+    Value iota = IotaOp::create(builder, loc, padded, 0);
+    auto sliced = AllSliceOp::create(
+        builder, loc, positions, iota, meshName.getValue(),
+        builder.getStrArrayAttr(
+            SmallVector<StringRef>(axes.begin(), axes.end())),
+        0);
+    sliced->setAttr(PartitaDialect::kReasonAttrName,
+                    builder.getStringAttr("positions for the padding mask"));
+    Sharding slicedSharding = Sharding::replicated(1);
+    slicedSharding.dims[0].axes = axes;
+    sliced->setAttr(PartitaDialect::kShardingAttrName,
+                    attrFor(slicedSharding));
+    Value limit = ConstantOp::create(
+        builder, loc, positions,
+        DenseElementsAttr::get(positions,
+                               builder.getIntegerAttr(indexType, size)));
+    valid = CompareOp::create(builder, loc, CompareDirection::LT,
+                              sliced.getResult(), limit);
+  }
+  auto maskType = RankedTensorType::get(type.getShape(), builder.getI1Type());
+  Value mask = BroadcastOp::create(builder, loc, maskType, valid,
+                                   builder.getDenseI64ArrayAttr({dim}));
+  Value fill = ConstantOp::create(builder, loc, type, neutralSplat(type, neutral));
+  auto select = SelectOp::create(builder, loc, type, mask, operand, fill);
+  select->setAttr(PartitaDialect::kReasonAttrName,
+                  builder.getStringAttr(PartitaDialect::kMaskReasonPrefix.str() +
+                                        std::to_string(dim) + " (size " +
+                                        std::to_string(size) + ") for a " +
+                                        "reduction over it"));
+  return select.getResult();
+}
+
+void Partitioner::maskReducedPadding(Operation *op, const OpShardingRule &rule,
+                                     const OpDecision &decision) {
+  builder.setInsertionPoint(op);
+  validPositions.clear();
+  for (auto [index, factors] : llvm::enumerate(rule.operands)) {
+    Value operand = op->getOperand(index);
+    for (auto [dim, dimFactors] : llvm::enumerate(factors)) {
+      if (dimFactors.size() != 1)
+        continue; // Compound dimensions are split only where they divide.
+      int factor = dimFactors.front();
+      const Factor &info = rule.factors[factor];
+      const std::vector<std::string> &axes = decision.factorAxes[factor];
+      if (info.type != FactorType::Reduction || axes.empty())
+        continue;
+      int64_t shards = 1;
+      for (const std::string &axis : axes)
+        shards *= mesh.axisSize(axis);
+      if (info.size % shards == 0)
+        continue;
+      operand = maskPadding(operand, static_cast<int64_t>(dim), axes,
+                            info.size, rule.reductionKind, op->getLoc());
+    }
+    op->setOperand(index, operand);
+  }
 }
 
 FailureOr<Value> Partitioner::reshard(Value value, const Sharding &to,
@@ -214,12 +373,30 @@ FailureOr<Value> Partitioner::emitReshard(Value value, const Sharding &to,
         current.partialKind == PartialKind::Max   ? ReductionKind::Max
         : current.partialKind == PartialKind::Min ? ReductionKind::Min
                                                   : ReductionKind::Sum;
+    // Collectives move even blocks. Around an uneven dimension the blocks
+    // are padded before a split and the padding is cut after a gather;
+    // planReshard only chooses steps where the padded blocks line up
+    // (docs/Partitioning.md, "Uneven dimensions").
+    int64_t group = 1;
+    for (const std::string &axis : step.axes)
+      group *= mesh.axisSize(axis);
+    auto evenType = [&](int64_t dim, int64_t size) {
+      SmallVector<int64_t> shape(type->getShape());
+      shape[dim] = size;
+      return RankedTensorType::get(shape, type->getElementType());
+    };
+    int cutDim = -1;
     Operation *collective = nullptr;
     switch (step.kind) {
-    case CollectiveKind::AllGather:
-      collective = AllGatherOp::create(builder, loc, *type, value, meshRef,
-                                       axes, static_cast<uint64_t>(step.dim));
+    case CollectiveKind::AllGather: {
+      int64_t gathered =
+          group * cast<RankedTensorType>(value.getType()).getDimSize(step.dim);
+      collective = AllGatherOp::create(
+          builder, loc, evenType(step.dim, gathered), value, meshRef, axes,
+          static_cast<uint64_t>(step.dim));
+      cutDim = step.dim;
       break;
+    }
     case CollectiveKind::AllSlice:
       if (step.dim < 0) {
         // Making a whole value partial. A partial maximum or minimum may be
@@ -235,6 +412,8 @@ FailureOr<Value> Partitioner::emitReshard(Value value, const Sharding &to,
             builder, loc, *type, value, meshRef, axes, ArrayRef<int64_t>{0, 0});
         break;
       }
+      value = padDimTo(value, step.dim, group * type->getDimSize(step.dim),
+                       loc);
       collective = AllSliceOp::create(builder, loc, *type, value, meshRef, axes,
                                       static_cast<uint64_t>(step.dim));
       break;
@@ -243,15 +422,24 @@ FailureOr<Value> Partitioner::emitReshard(Value value, const Sharding &to,
           AllReduceOp::create(builder, loc, *type, kind, value, meshRef, axes);
       break;
     case CollectiveKind::ReduceScatter:
+      value = padDimTo(value, step.dim, group * type->getDimSize(step.dim),
+                       loc);
       collective =
           ReduceScatterOp::create(builder, loc, *type, kind, value, meshRef,
                                   axes, static_cast<uint64_t>(step.dim));
       break;
-    case CollectiveKind::AllToAll:
-      collective = AllToAllOp::create(builder, loc, *type, value, meshRef, axes,
-                                      static_cast<uint64_t>(step.dim),
-                                      static_cast<uint64_t>(step.concatDim));
+    case CollectiveKind::AllToAll: {
+      value = padDimTo(value, step.dim, group * type->getDimSize(step.dim),
+                       loc);
+      int64_t joined = group * cast<RankedTensorType>(value.getType())
+                                   .getDimSize(step.concatDim);
+      collective = AllToAllOp::create(
+          builder, loc, evenType(step.concatDim, joined), value, meshRef, axes,
+          static_cast<uint64_t>(step.dim),
+          static_cast<uint64_t>(step.concatDim));
+      cutDim = step.concatDim;
       break;
+    }
     case CollectiveKind::CollectivePermute: {
       SmallVector<int64_t> pairs;
       for (auto [source, target] : step.pairs) {
@@ -267,6 +455,8 @@ FailureOr<Value> Partitioner::emitReshard(Value value, const Sharding &to,
                         builder.getStringAttr(reason));
     collective->setAttr(PartitaDialect::kShardingAttrName, attrFor(step.after));
     value = collective->getResult(0);
+    if (cutDim >= 0)
+      value = sliceDimTo(value, cutDim, type->getDimSize(cutDim), loc);
     current = step.after;
     layouts[value] = {step.after, from.shape, from.elementBytes};
   }
@@ -307,6 +497,16 @@ LogicalResult Partitioner::partitionSignature(func::FuncOp function) {
     return success();
   };
   StringAttr originName = StringAttr::get(context(), kOriginAttrName);
+  StringAttr globalShapeName =
+      StringAttr::get(context(), PartitaDialect::kGlobalShapeAttrName);
+  // A padded argument or result records its global shape: the local shape
+  // times the shard counts would overstate it.
+  auto globalShapeIfPadded = [&](Type type, const Layout &layout) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || isEvenlySharded(mesh, layout.sharding, layout.shape))
+      return DenseI64ArrayAttr();
+    return builder.getDenseI64ArrayAttr(layout.shape);
+  };
   for (auto [index, type] : llvm::enumerate(function.getArgumentTypes())) {
     if (failed(localize(type,
                         function.getArgAttrOfType<ShardingAttr>(
@@ -314,6 +514,8 @@ LogicalResult Partitioner::partitionSignature(func::FuncOp function) {
                         "argument " + std::to_string(index), argTypes, args)))
       return failure();
     function.removeArgAttr(index, originName);
+    if (DenseI64ArrayAttr shape = globalShapeIfPadded(type, args.back()))
+      function.setArgAttr(index, globalShapeName, shape);
   }
   for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
     if (failed(localize(type,
@@ -322,6 +524,8 @@ LogicalResult Partitioner::partitionSignature(func::FuncOp function) {
                         "result " + std::to_string(index), resultTypes, results)))
       return failure();
     function.removeResultAttr(index, originName);
+    if (DenseI64ArrayAttr shape = globalShapeIfPadded(type, results.back()))
+      function.setResultAttr(index, globalShapeName, shape);
   }
   if (!function.isExternal())
     for (auto [arg, type, layout] :
@@ -418,6 +622,7 @@ LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
       return failure();
     operation->setOperand(index, *resharded);
   }
+  maskReducedPadding(operation, rule, decision);
   // Sizes held in attributes follow the local shapes.
   std::vector<Sharding> results = layout.results;
   if (failed(retypeResults(operation, results)))

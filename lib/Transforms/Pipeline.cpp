@@ -95,12 +95,14 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
   }
   ApplyRulesPassOptions rulesOptions;
   rulesOptions.rules = options.rules;
+  rulesOptions.maxPadding = options.maxPadding;
   passes.addPass(createApplyRulesPass(rulesOptions));
   if (options.stage == Stage::Verified)
     return;
   PropagatePassOptions propagate;
   propagate.interconnectFile = options.interconnectFile;
   propagate.strict = options.strict;
+  propagate.maxPadding = options.maxPadding;
   propagate.reportConflicts = options.reportConflicts;
   passes.addPass(createPropagatePass(propagate));
   if (options.stage == Stage::Propagated)

@@ -386,11 +386,19 @@ struct PropagatePass : public partita::impl::PropagatePassBase<PropagatePass> {
           int64_t shards = numShards(mesh, sharding.dims[d]);
           if (shards <= 1 || output.shape[d] % shards == 0)
             continue;
+          int64_t padded = (output.shape[d] + shards - 1) / shards * shards;
+          double waste = static_cast<double>(padded - output.shape[d]) /
+                         static_cast<double>(padded);
+          if (waste <= maxPadding)
+            continue;
+          std::string fractions;
+          llvm::raw_string_ostream(fractions)
+              << llvm::format("%.1f%% padding, above --max-padding %g",
+                              100 * waste, static_cast<double>(maxPadding));
           report(op) << "dimension " << d << " of size " << output.shape[d]
                      << " of '" << output.name << "' is split " << shards
-                     << " ways and will be padded to "
-                     << (output.shape[d] + shards - 1) / shards * shards
-                     << (strict ? " (--strict)" : "");
+                     << " ways and will be padded to " << padded << " ("
+                     << fractions << ")" << (strict ? " (--strict)" : "");
         }
       }
     }

@@ -334,7 +334,7 @@ func.func @donated_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.donat
 
 // Unknown partita.* attributes are rejected on ops...
 func.func @unknown_on_op(%a: tensor<8xf32>) {
-  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.origin, partita.reason, partita.partitioned}}
+  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned}}
   %e = partita.exp %a {partita.shard = 1} : tensor<8xf32>
   return
 }
@@ -342,7 +342,7 @@ func.func @unknown_on_op(%a: tensor<8xf32>) {
 // -----
 
 // ...on function arguments...
-// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.origin, partita.reason, partita.partitioned}}
+// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned}}
 func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
   return
 }
@@ -350,7 +350,7 @@ func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
 // -----
 
 // ...and on function results.
-// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.origin, partita.reason, partita.partitioned}}
+// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned}}
 func.func @unknown_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.roles = 1}) {
   return %a : tensor<8xf32>
 }

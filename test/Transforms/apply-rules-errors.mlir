@@ -31,11 +31,12 @@ module {
 
 // -----
 
-// A rule that does not divide an argument's dimension is skipped with a warning at the argument.
+// A rule that would pad an argument's dimension by more than max-padding
+// (default 0.25) is skipped with a warning at the argument.
 partita.mesh @mesh = <["data"=2, "model"=4]>
 func.func @uneven_argument(%x: tensor<8x64xf32> {partita.logical_axes = ["batch", "embed"]},
-                           // expected-warning @+1 {{argument 1 of @uneven_argument: logical axis 'mlp' (size 6) does not divide over mesh axes model (4 devices): that rule is skipped}}
-                           %w: tensor<64x6xf32> {partita.logical_axes = ["embed", "mlp"]}) -> tensor<8x64xf32> {
+                           // expected-warning @+1 {{argument 1 of @uneven_argument: logical axis 'mlp' (size 5) over mesh axes model (4 devices) would be padded to 8, 38% padding, more than --max-padding allows: that rule is skipped}}
+                           %w: tensor<64x5xf32> {partita.logical_axes = ["embed", "mlp"]}) -> tensor<8x64xf32> {
   return %x : tensor<8x64xf32>
 }
 
@@ -43,10 +44,10 @@ func.func @uneven_argument(%x: tensor<8x64xf32> {partita.logical_axes = ["batch"
 
 // The same for a logical constraint, with the warning at the constraint.
 partita.mesh @mesh = <["data"=2, "model"=4]>
-func.func @uneven_constraint(%w: tensor<64x6xf32>) -> tensor<64x6xf32> {
-  // expected-warning @+1 {{logical constraint: logical axis 'mlp' (size 6) does not divide over mesh axes model (4 devices): that rule is skipped}}
-  %c = partita.logical_constraint %w ["embed", "mlp"] {role = "param"} : tensor<64x6xf32>
-  return %c : tensor<64x6xf32>
+func.func @uneven_constraint(%w: tensor<64x5xf32>) -> tensor<64x5xf32> {
+  // expected-warning @+1 {{logical constraint: logical axis 'mlp' (size 5) over mesh axes model (4 devices) would be padded to 8, 38% padding, more than --max-padding allows: that rule is skipped}}
+  %c = partita.logical_constraint %w ["embed", "mlp"] {role = "param"} : tensor<64x5xf32>
+  return %c : tensor<64x5xf32>
 }
 
 //--- unknown.mlir

@@ -28,6 +28,17 @@ func.func @param_by_role(%w: tensor<64x256xf32> {partita.logical_axes = ["embed"
 
 // -----
 
+// A named rule splits a dimension it does not divide (a vocabulary of 50257
+// over 4 devices: the partitioner pads it to 50260).
+// CHECK-LABEL: func.func @uneven_vocab(
+// CHECK-SAME: {partita.logical_axes = ["vocab", "embed"], partita.role = #partita.role<param>, partita.sharding = #partita.sharding<@mesh, [{"model"}, {}]>}
+partita.mesh @mesh = <["data"=2, "model"=4]>
+func.func @uneven_vocab(%e: tensor<50257x64xf32> {partita.logical_axes = ["vocab", "embed"], partita.role = #partita.role<param>}) -> tensor<50257x64xf32> {
+  return %e : tensor<50257x64xf32>
+}
+
+// -----
+
 // An argument that already has a sharding keeps it.
 // CHECK-LABEL: func.func @explicit_kept(
 // CHECK-SAME: partita.sharding = #partita.sharding<@mesh, [{}, {}]>}

@@ -1,25 +1,5 @@
 // RUN: partita-opt %s --split-input-file --partita-partition --verify-diagnostics
 
-// Uneven dimensions are an error naming the value, the dimension, its size
-// and the shard count (padding is not implemented; never replicated).
-partita.mesh @mesh = <["x"=4]>
-// expected-error @+1 {{cannot partition argument 0 of @uneven: dimension 0 of size 6 is split 4 ways (axes "x") and does not divide; padding is not supported yet: choose a sharding whose shard count divides it}}
-func.func @uneven(%a: tensor<6x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> tensor<6x8xf32> {
-  return %a : tensor<6x8xf32>
-}
-
-// -----
-
-// An intermediate value with an uneven split.
-partita.mesh @mesh = <["x"=4]>
-func.func @uneven_reshard(%a: tensor<8x6xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x6xf32> {
-  // expected-error-re @+1 {{cannot partition a reshard of argument 0 of @uneven_reshard: dimension 1 of size 6 is split 4 ways (axes "x") and does not divide{{.*}}}}
-  %e = partita.reshard %a <@mesh, [{}, {"x"}]> : tensor<8x6xf32>
-  return %e : tensor<8x6xf32>
-}
-
-// -----
-
 // An op without a sharding rule cannot take a sharded operand.
 partita.mesh @mesh = <["x"=4]>
 func.func @no_rule(%a: tensor<8xf32> {partita.sharding = #partita.sharding<@mesh, [{"x"}]>}) -> tensor<8xf32> {

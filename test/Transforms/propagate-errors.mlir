@@ -75,12 +75,22 @@ func.func @gathered(%x: tensor<8xf32> {partita.sharding = #partita.sharding<@mes
 
 // -----
 
-// Padding: a sharding that does not divide a dimension is a warning (an
-// error with strict=true).
-// STRICT: error: dimension 0 of size 7 of 'partita.exp at {{.*}}' is split 2 ways and will be padded to 8 (--strict)
+// Padding: a sharding that does not divide a dimension is padded; where the
+// padding is more than max-padding (default 0.25) of the padded dimension it
+// is a warning (an error with strict=true). 5 over 4 pads to 8 (37.5%).
+// STRICT: error: dimension 0 of size 5 of 'partita.exp at {{.*}}' is split 4 ways and will be padded to 8 (37.5% padding, above --max-padding 0.25) (--strict)
+partita.mesh @mesh = <["data"=4]>
+func.func @uneven(%x: tensor<5xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>}) -> tensor<5xf32> {
+  // expected-warning-re @+1 {{dimension 0 of size 5 of 'partita.exp at {{.*}}propagate-errors.mlir:{{[0-9]+}}:8' is split 4 ways and will be padded to 8 (37.5% padding, above --max-padding 0.25)}}
+  %e = partita.exp %x : tensor<5xf32>
+  return %e : tensor<5xf32>
+}
+
+// -----
+
+// 7 over 2 pads to 8 (12.5%): no diagnostic.
 partita.mesh @mesh = <["data"=2]>
-func.func @uneven(%x: tensor<7xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>}) -> tensor<7xf32> {
-  // expected-warning-re @+1 {{dimension 0 of size 7 of 'partita.exp at {{.*}}propagate-errors.mlir:84:8' is split 2 ways and will be padded to 8}}
+func.func @little_padding(%x: tensor<7xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>}) -> tensor<7xf32> {
   %e = partita.exp %x : tensor<7xf32>
   return %e : tensor<7xf32>
 }

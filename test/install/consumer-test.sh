@@ -64,22 +64,25 @@ code=$?
 set -e
 [ "$code" = 1 ] || { cat "$WORK/bad.out"; fail "bad input exited with $code, want 1"; }
 grep -q "bad.mlir:2:.*error: .*modle" "$WORK/bad.out" || { cat "$WORK/bad.out"; fail "bad input message"; }
-# A module that parses but cannot be partitioned (6 elements over 4
-# devices): partita::compile returns the located error, the tool exits 1.
-cat > "$WORK/uneven.mlir" <<'MLIR'
-partita.mesh @mesh = <["data"=4]>
-func.func @f(%x: tensor<6xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>}) -> tensor<6xf32> {
-  %y = partita.exp %x : tensor<6xf32>
-  return %y : tensor<6xf32>
+# A module that parses but cannot be compiled (two constraints on one value
+# that disagree): partita::compile returns the located error, the tool
+# exits 1.
+cat > "$WORK/conflict.mlir" <<'MLIR'
+partita.mesh @mesh = <["data"=2, "model"=2]>
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %a = partita.sharding_constraint %x <@mesh, [{"data"}]> : tensor<8xf32>
+  %b = partita.sharding_constraint %x <@mesh, [{"model"}]> : tensor<8xf32>
+  %y = partita.add %a, %b : tensor<8xf32>
+  return %y : tensor<8xf32>
 }
 MLIR
 set +e
-"$CONSUMER" "$WORK/uneven.mlir" > "$WORK/uneven.out" 2>&1
+"$CONSUMER" "$WORK/conflict.mlir" > "$WORK/conflict.out" 2>&1
 code=$?
 set -e
-[ "$code" = 1 ] || { cat "$WORK/uneven.out"; fail "uneven input exited with $code, want 1"; }
-grep -q "compile failed" "$WORK/uneven.out" && grep -q "uneven.mlir:[0-9]*:[0-9]*: error: " "$WORK/uneven.out" \
-  || { cat "$WORK/uneven.out"; fail "uneven input message"; }
+[ "$code" = 1 ] || { cat "$WORK/conflict.out"; fail "conflicting input exited with $code, want 1"; }
+grep -q "compile failed" "$WORK/conflict.out" && grep -q "conflict.mlir:[0-9]*:[0-9]*: error: " "$WORK/conflict.out" \
+  || { cat "$WORK/conflict.out"; fail "conflicting input message"; }
 # A bad mesh override: an error, not an abort.
 set +e
 "$CONSUMER" "$EXAMPLE" --mesh data=0 > "$WORK/mesh.out" 2>&1

@@ -67,20 +67,35 @@ TEST_CASE("compile returns the report", "[api]") {
 
 TEST_CASE("compile returns errors on bad input", "[api]") {
   Api api;
-  SECTION("a dimension that does not divide") {
+  SECTION("padding above --max-padding under --strict") {
+    // 5 elements over 4 devices: padded to 8, 37.5% padding.
+    CompileOptions strict;
+    strict.strict = true;
     Expected<Report> report = api.compileText(R"(
 partita.mesh @mesh = <["data"=4]>
-func.func @f(%x: tensor<6xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>}) -> tensor<6xf32> {
-  %y = partita.exp %x : tensor<6xf32>
-  return %y : tensor<6xf32>
+func.func @f(%x: tensor<5xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>}) -> tensor<5xf32> {
+  %y = partita.exp %x : tensor<5xf32>
+  return %y : tensor<5xf32>
 }
 )",
-                                              CompileOptions());
+                                              strict);
     REQUIRE_FALSE(report.ok());
-    CHECK(report.status().message().find("in.mlir:3:1: error: cannot partition "
-                                         "argument 0 of @f") == 0);
+    CHECK(report.status().message().find(
+              "in.mlir:4:8: error: dimension 0 of size 5 of") == 0);
+    CHECK(report.status().message().find("37.5% padding") !=
+          std::string::npos);
     CHECK(report.status().message().find("see current operation") ==
           std::string::npos);
+    // Without --strict the same program compiles (padded).
+    CHECK(api.compileText(R"(
+partita.mesh @mesh = <["data"=4]>
+func.func @f(%x: tensor<5xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>}) -> tensor<5xf32> {
+  %y = partita.exp %x : tensor<5xf32>
+  return %y : tensor<5xf32>
+}
+)",
+                          CompileOptions())
+              .ok());
   }
   SECTION("a mesh override naming a size of zero") {
     CompileOptions options;

@@ -13,7 +13,7 @@ std::string apply(const LogicalRules &rules, const Mesh &mesh,
                   std::vector<std::string> axes, std::vector<int64_t> shape,
                   const char *role) {
   std::vector<std::string> warnings;
-  return applyLogicalRules(rules, mesh, axes, shape, role, warnings)
+  return applyLogicalRules(rules, mesh, axes, shape, role, 0.25, warnings)
       .toString();
 }
 } // namespace
@@ -63,14 +63,24 @@ TEST_CASE("the first usable rule wins", "[rules]") {
   CHECK(apply(rules, mesh, {"heads"}, {8}, "param") ==
         R"([{"data", "model"}])");
   CHECK(apply(rules, mesh, {"vocab", ""}, {128, 64}, "param") == "[{}, {}]");
-  // A rule that does not divide is skipped, with a warning.
+  // A rule that does not divide applies where the padding is at most
+  // maxPadding of the padded dimension (6 over 4: 8, 25%)...
   std::vector<std::string> warnings;
+  CHECK(applyLogicalRules(rules, mesh, {"mlp"}, {6}, "param", 0.25, warnings)
+            .toString() == R"([{"model"}])");
+  CHECK(warnings.empty());
+  // ... and is skipped with a warning where it is more (5 over 4: 37.5%);
+  // the next rule (data, 5 over 2: 6, 17%) applies.
   Sharding sharding =
-      applyLogicalRules(rules, mesh, {"mlp"}, {6}, "param", warnings);
+      applyLogicalRules(rules, mesh, {"mlp"}, {5}, "param", 0.25, warnings);
   CHECK(sharding.toString() == R"([{"data"}])");
   REQUIRE(warnings.size() == 1);
-  CHECK(warnings[0] == "logical axis 'mlp' (size 6) does not divide over mesh "
-                       "axes model (4 devices): that rule is skipped");
+  CHECK(warnings[0] == "logical axis 'mlp' (size 5) over mesh axes model (4 "
+                       "devices) would be padded to 8, 38% padding, more than "
+                       "--max-padding allows: that rule is skipped");
+  // The catch-all rule takes only dimensions that divide.
+  LogicalRules fsdp = *presetLogicalRules("fsdp", mesh);
+  CHECK(apply(fsdp, mesh, {"", ""}, {7, 8}, "param") == R"([{}, {"data"}])");
 }
 
 TEST_CASE("presets adapt to the mesh, and fail when nothing applies",

@@ -38,8 +38,13 @@ Options:
   --combine-bytes <n>    pack independent all_reduces into buckets of at
                          most n bytes per device, e.g. 26214400 (default 0:
                          no combining)
+  --max-padding <f>      a split dimension that does not divide is padded;
+                         where padding would be more than this fraction of
+                         it, logical rules skip the split and propagation
+                         warns (default 0.25)
   --strict               ops without a sharding rule, unwanted all-gathers
-                         of annotated tensors, and padding are errors
+                         of annotated tensors, and padding above
+                         --max-padding are errors
   --from <format>        the input's format: partita, stablehlo (a program
                          JAX lowered, imported first; docs/JAX.md) or auto
                          (default: StableHLO is recognised by its ops)

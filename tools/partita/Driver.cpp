@@ -179,6 +179,17 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
     }
     options.combineBytes = bytes;
   }
+  if (cl.has("--max-padding")) {
+    std::string text = cl.get("--max-padding");
+    char *end = nullptr;
+    double fraction = std::strtod(text.c_str(), &end);
+    if (text.empty() || !end || *end || !(fraction >= 0 && fraction <= 1)) {
+      exitCode = usageError("--max-padding must be a fraction between 0 and "
+                            "1, got '" + text + "'");
+      return false;
+    }
+    options.maxPadding = fraction;
+  }
   if (cl.on("--train")) {
     if (!parseTrainChoices(cl, options, exitCode))
       return false;

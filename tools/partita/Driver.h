@@ -109,7 +109,7 @@ bool runPipeline(Session &session, mlir::ModuleOp module,
 inline std::vector<std::string> pipelineValueFlags() {
   return {"--mesh",          "--interconnect", "--rules",
           "--optimizer",     "--lr",           "--micro-batches",
-          "--remat",         "--combine-bytes"};
+          "--remat",         "--combine-bytes", "--max-padding"};
 }
 
 /// The common start of a command: parses `args` (the pipeline flags,

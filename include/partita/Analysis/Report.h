@@ -62,6 +62,14 @@ struct Report {
   /// Bytes per device of the public function's arguments by role (param,
   /// grad, opt_state, input): what a training loop holds between steps.
   std::map<std::string, int64_t> persistentBytesByRole;
+  /// Uneven dimensions (docs/Partitioning.md): padding bytes per device in
+  /// the public functions' arguments and results (averaged over devices),
+  /// and the ops the partitioner added for them: pads before a split, cuts
+  /// after a gather, masks before a reduction.
+  struct Padding {
+    int64_t bytesPerDevice = 0;
+    int64_t pads = 0, cuts = 0, masks = 0;
+  } padding;
 
   /// The JSON of docs/Partitioning.md, keys in a fixed order (deterministic).
   std::string toJson() const;

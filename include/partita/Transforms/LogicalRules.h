@@ -71,12 +71,15 @@ Expected<LogicalRules> loadLogicalRules(const std::string &presetOrFile,
 
 /// The sharding of a tensor of `shape` whose dimensions have the logical
 /// axes `axes` ("" for none), in role `role` ("activation" for
-/// constraints). A rule that matches but does not divide its dimension is
-/// skipped with a note in `warnings`.
+/// constraints). A named rule whose axes do not divide its dimension still
+/// applies (the partitioner pads the dimension) unless the padding would be
+/// more than `maxPadding` of the padded dimension: then it is skipped with a
+/// note in `warnings`. The catch-all rule "*" takes only dimensions that
+/// divide.
 Sharding applyLogicalRules(const LogicalRules &rules, const Mesh &mesh,
                            const std::vector<std::string> &axes,
                            const std::vector<int64_t> &shape,
-                           std::string_view role,
+                           std::string_view role, double maxPadding,
                            std::vector<std::string> &warnings);
 
 } // namespace partita

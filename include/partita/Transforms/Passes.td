@@ -67,7 +67,9 @@ def ApplyRulesPass : Pass<"partita-apply-rules", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"rules", "rules", "std::string", /*default=*/"\"\"",
-           "A preset name or a JSON rules file">
+           "A preset name or a JSON rules file">,
+    Option<"maxPadding", "max-padding", "double", /*default=*/"0.25",
+           "A named rule whose split would make padding more than this fraction of the dimension is skipped">
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }
@@ -184,7 +186,9 @@ def PropagatePass : Pass<"partita-propagate", "mlir::ModuleOp"> {
     Option<"reportConflicts", "report-conflicts", "bool", /*default=*/"false",
            "Emit a remark at each op whose tensors disagreed, with the cost of every option">,
     Option<"strict", "strict", "bool", /*default=*/"false",
-           "Ops without a sharding rule are errors instead of warnings">
+           "Ops without a sharding rule are errors instead of warnings">,
+    Option<"maxPadding", "max-padding", "double", /*default=*/"0.25",
+           "Warn where padding makes up more than this fraction of a padded dimension">
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }

@@ -76,9 +76,30 @@ LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
                          << attribute.getName().getValue()
                          << "'; known: partita.sharding, partita.role, "
                             "partita.donated, partita.logical_axes, "
-                            "partita.aliases, "
+                            "partita.aliases, partita.global_shape, "
                             "partita.origin, partita.reason, "
                             "partita.partitioned";
+}
+
+/// `partita.global_shape`: one size per dimension of the (local) tensor, each
+/// at least the local size.
+LogicalResult verifyGlobalShape(Operation *op, NamedAttribute attribute,
+                                Type type, const std::string &what) {
+  auto shape = dyn_cast<DenseI64ArrayAttr>(attribute.getValue());
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!shape || !tensor ||
+      static_cast<int64_t>(shape.size()) != tensor.getRank())
+    return op->emitError() << "'" << PartitaDialect::kGlobalShapeAttrName
+                           << "' of " << what
+                           << " must be an array<i64> with one size per "
+                              "dimension of a ranked tensor";
+  for (auto [d, size] : llvm::enumerate(shape.asArrayRef()))
+    if (size < tensor.getDimSize(d))
+      return op->emitError()
+             << "'" << PartitaDialect::kGlobalShapeAttrName << "' of " << what
+             << ": dimension " << d << " has global size " << size
+             << ", below its local size " << tensor.getDimSize(d);
+  return success();
 }
 
 } // namespace
@@ -88,7 +109,8 @@ PartitaDialect::verifyOperationAttribute(Operation *op,
                                          NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
   if (name == kRoleAttrName || name == kDonatedAttrName ||
-      name == kLogicalAxesAttrName || name == kAliasesAttrName)
+      name == kLogicalAxesAttrName || name == kAliasesAttrName ||
+      name == kGlobalShapeAttrName)
     return rejectArgumentOnlyAttr(op, attribute, "an operation");
   if (name == kOriginAttrName)
     return verifyOrigin(op, attribute);
@@ -138,6 +160,9 @@ PartitaDialect::verifyRegionArgAttribute(Operation *op, unsigned regionIndex,
   std::string what = "argument " + std::to_string(argIndex);
   if (name == kOriginAttrName)
     return verifyOrigin(op, attribute);
+  if (name == kGlobalShapeAttrName)
+    return verifyGlobalShape(op, attribute,
+                             function.getArgumentTypes()[argIndex], what);
   if (name == kShardingAttrName)
     return verifyShardingValue(op, attribute.getValue(),
                                function.getArgumentTypes()[argIndex], what);
@@ -200,9 +225,13 @@ PartitaDialect::verifyRegionResultAttribute(Operation *op, unsigned regionIndex,
                              << index.getInt() << " of another type";
     return success();
   }
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (name == kGlobalShapeAttrName && function)
+    return verifyGlobalShape(op, attribute,
+                             function.getResultTypes()[resultIndex],
+                             "result " + std::to_string(resultIndex));
   if (name != kShardingAttrName)
     return unknownAttribute(op, attribute);
-  auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function)
     return op->emitError() << "'" << name
                            << "' is only valid on function results";

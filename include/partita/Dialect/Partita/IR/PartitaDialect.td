@@ -75,6 +75,17 @@ def Partita_Dialect : Dialect {
     /// (donated) argument: the argument's index. The result gets the
     /// argument's layout, so the runtime can update it in place.
     static constexpr ::llvm::StringLiteral kAliasesAttrName = "partita.aliases";
+    /// Name of the global shape the partitioner records on an argument or
+    /// result of a partitioned function when a dimension is padded (the
+    /// local shape times the shard counts would overstate it).
+    static constexpr ::llvm::StringLiteral kGlobalShapeAttrName = "partita.global_shape";
+    /// The reasons on the ops the partitioner adds around uneven
+    /// dimensions (the report counts them): a pad before a split, a slice
+    /// after a gather, a select before a reduction (followed by the
+    /// dimension).
+    static constexpr ::llvm::StringLiteral kPadReason = "padding of an uneven dimension";
+    static constexpr ::llvm::StringLiteral kCutReason = "drops the padding of an uneven dimension";
+    static constexpr ::llvm::StringLiteral kMaskReasonPrefix = "masks the padding of dimension ";
   }];
 }
 
