@@ -313,6 +313,47 @@ def moe_inputs(seed, tokens_=16):
             weight(rng, (N_EXPERTS, D_FF, D_MODEL), D_FF)]
 
 
+# Uneven dimensions: jit refuses in/out shardings that do not divide an
+# argument, so these programs take whole (or evenly split) arguments and
+# constrain their intermediates to splits that do not divide.
+
+UNEVEN_VOCAB = 50  # over "model" = 4: padded to 52
+UNEVEN_BATCH = 12  # over all 8 devices: padded to 16
+
+
+def constrain(x, *spec):
+    return jax.lax.with_sharding_constraint(x, sharding(*spec))
+
+
+def vocab_loss(h, emb, targets):
+    """Mean softmax cross-entropy with the vocabulary (50) split over
+    "model" and the tokens over "data"."""
+    logits = constrain(h @ constrain(emb, None, "model"), "data", "model")
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    picked = jnp.take_along_axis(logits, targets[:, None], axis=-1)[:, 0]
+    return jnp.mean(lse - picked)
+
+
+def vocab_grad(h, emb, targets):
+    return jax.grad(vocab_loss, argnums=(0, 1))(h, emb, targets)
+
+
+def vocab_inputs(seed, tokens_=16):
+    rng = np.random.default_rng(seed)
+    return [normal(rng, (tokens_, D_MODEL), 1.0),
+            weight(rng, (D_MODEL, UNEVEN_VOCAB), D_MODEL),
+            rng.integers(0, UNEVEN_VOCAB, (tokens_,), dtype=np.int32)]
+
+
+def batch_uneven_loss(x, w1, w2):
+    """The FFN on 12 rows split over all 8 devices, summed into a loss."""
+    return jnp.mean(ffn(constrain(x, ALL, None), w1, w2) ** 2)
+
+
+def batch_uneven_grad(x, w1, w2):
+    return jax.grad(batch_uneven_loss, argnums=(1, 2))(x, w1, w2)
+
+
 def gpt_dp_tp_param_shardings():
     """Vocabulary-parallel embedding and head, Megatron layers, the rest
     replicated."""
@@ -478,6 +519,25 @@ def fixtures():
                     sharding("model", None, None),
                     sharding("model", None, None)),
                    sharding("data", None)),
+        # Uneven dimensions (constrained inside: jit refuses uneven
+        # arguments): a vocabulary of 50 over "model", forward and
+        # gradient; 12 rows over 8 devices, forward and gradient.
+        "vocab_uneven_tp": (vocab_loss, vocab_inputs(16),
+                            (sharding("data", None), sharding(),
+                             sharding("data")),
+                            sharding()),
+        "vocab_grad_uneven_tp": (vocab_grad, vocab_inputs(17),
+                                 (sharding("data", None), sharding(),
+                                  sharding("data")),
+                                 (sharding("data", None), sharding())),
+        "batch_uneven_dp": (batch_uneven_loss,
+                            ffn_inputs(18, batch=UNEVEN_BATCH),
+                            (sharding(), sharding(), sharding()),
+                            sharding()),
+        "batch_grad_uneven_dp": (batch_uneven_grad,
+                                 ffn_inputs(19, batch=UNEVEN_BATCH),
+                                 (sharding(), sharding(), sharding()),
+                                 (sharding(), sharding())),
         "moe_grad_ep": (moe_grad, moe_inputs(12),
                         (sharding("data", None), sharding(),
                          sharding("model", None, None),
