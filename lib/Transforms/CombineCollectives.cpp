@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Dialect/Partita/Utils/ValueNames.h"
+#include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -86,7 +87,21 @@ public:
         buckets.clear();
         placeReady(op);
       }
+      // Deferring an op keeps its operands alive until the bucket is out:
+      // past a bucket's worth of such bytes, the buckets go now instead.
+      if (needsPending(op) && heldBytes + newlyHeld(op) > bucketBytes) {
+        for (auto &[key, bucket] : buckets)
+          emit(bucket, op);
+        buckets.clear();
+        placeReady(op);
+      }
       if (needsPending(op)) {
+        heldBytes += newlyHeld(op);
+        op->walk([&](Operation *inner) {
+          for (Value operand : inner->getOperands())
+            if (!pending.contains(operand))
+              held.insert(operand);
+        });
         deferred.push_back(op);
         for (Value result : op->getResults())
           pending.insert(result);
@@ -110,6 +125,25 @@ public:
   }
 
 private:
+  /// Bytes of the available tensors `op` reads that no deferred op holds
+  /// yet: what deferring it may keep alive longer.
+  int64_t newlyHeld(Operation *op) const {
+    int64_t bytes = 0;
+    llvm::DenseSet<Value> seen;
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.getType());
+        if (!type || !type.hasStaticShape() ||
+            !type.getElementType().isIntOrFloat() ||
+            pending.contains(operand) || held.contains(operand) ||
+            !seen.insert(operand).second)
+          continue;
+        bytes += bytesOf(type);
+      }
+    });
+    return bytes;
+  }
+
   /// Whether `op` (or an op nested in it) reads a value not available yet.
   bool needsPending(Operation *op) const {
     if (pending.empty())
@@ -140,18 +174,29 @@ private:
         pending.erase(result);
     }
     deferred = std::move(still);
+    if (deferred.empty()) {
+      held.clear();
+      heldBytes = 0;
+    }
   }
 
-  /// "combines N all_reduce of E elements: <member locations, each once>".
+  /// "combines N all_reduce of E elements: <members, each once>", a member
+  /// named by what its own reason says it was for ("result 3 of @step",
+  /// "operand 1 of partita.add at attn.residual"), else its location.
   static std::string reasonFor(const Bucket &bucket, int64_t elements) {
     std::string reason = "combines " + std::to_string(bucket.members.size()) +
                          " all_reduce of " + std::to_string(elements) +
                          " elements:";
     std::set<std::string> seen;
     for (AllReduceOp member : bucket.members) {
-      std::string where = describeLocation(member.getLoc());
-      if (seen.insert(where).second)
-        reason += " " + where + ";";
+      std::string what;
+      if (auto own = member->getAttrOfType<StringAttr>(
+              PartitaDialect::kReasonAttrName))
+        what = own.getValue().split(": ").first.str();
+      if (what.empty())
+        what = describeLocation(member.getLoc());
+      if (seen.insert(what).second)
+        reason += " " + what + ";";
     }
     reason.pop_back();
     return reason;
@@ -218,6 +263,10 @@ private:
   llvm::DenseSet<Value> pending;
   /// Ops waiting for a pending value, in program order.
   SmallVector<Operation *> deferred;
+  /// The available values deferred ops read, and their bytes (an upper
+  /// bound of what deferral keeps alive longer).
+  llvm::DenseSet<Value> held;
+  int64_t heldBytes = 0;
 };
 
 struct CombineCollectivesPass
@@ -225,15 +274,30 @@ struct CombineCollectivesPass
   using CombineCollectivesPassBase::CombineCollectivesPassBase;
 
   void runOnOperation() override {
-    if (bucketBytes <= 0)
+    int64_t bytes = bucketBytes;
+    if (bytes < 0) {
+      bytes = kDefaultBucketBytes;
+      if (!interconnectFile.empty()) {
+        Expected<Interconnect> spec = readInterconnect(interconnectFile);
+        if (!spec) {
+          getOperation().emitError() << spec.status().message();
+          return signalPassFailure();
+        }
+        bytes = spec->combineBytes.value_or(kDefaultBucketBytes);
+      }
+    }
+    if (bytes <= 0)
       return;
     SmallVector<Block *> blocks;
     getOperation().walk([&](Block *block) { blocks.push_back(block); });
     for (Block *block : blocks)
       if (!block->empty() &&
           block->back().hasTrait<OpTrait::IsTerminator>())
-        BlockCombiner(*block, bucketBytes).run();
+        BlockCombiner(*block, bytes).run();
   }
+
+  /// 25 MiB, PyTorch DDP's default bucket.
+  static constexpr int64_t kDefaultBucketBytes = 25 * 1024 * 1024;
 };
 
 } // namespace

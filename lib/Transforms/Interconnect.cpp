@@ -65,9 +65,16 @@ Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
           return status;
         interconnect.axes[axis.str()] = parsedLink;
       }
+    } else if (key == "combine_bytes") {
+      std::optional<int64_t> bytes = value.getAsInteger();
+      if (!bytes || *bytes < 0)
+        return Status::error("combine_bytes must be a non-negative integer "
+                             "(bytes per device; 0: no combining)");
+      interconnect.combineBytes = *bytes;
     } else {
       return Status::error("unknown field '" + key.str() +
-                           "'; expected \"axes\" or \"default\"");
+                           "'; expected \"axes\", \"default\" or "
+                           "\"combine_bytes\"");
     }
   }
   return interconnect;

@@ -111,9 +111,10 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
   partition.interconnectFile = options.interconnectFile;
   passes.addPass(createPartitionPass(partition));
   passes.addPass(createCleanupCollectivesPass());
-  if (options.combineBytes > 0) {
+  if (options.combineBytes != 0) {
     CombineCollectivesPassOptions combine;
     combine.bucketBytes = options.combineBytes;
+    combine.interconnectFile = options.interconnectFile;
     passes.addPass(createCombineCollectivesPass(combine));
   }
 }

@@ -289,7 +289,10 @@ void TrainStepBuilder::reduceGradients(SmallVector<Value> &gradients) {
     if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
             params[p], PartitaDialect::kLogicalAxesAttrName))
       gradients[p] = builder.create<LogicalConstraintOp>(
-          loc, gradients[p], axes, builder.getStringAttr("grad"));
+          NameLoc::get(builder.getStringAttr(
+                           "grad of " + shortName(loss.getArgument(params[p]))),
+                       loc),
+          gradients[p], axes, builder.getStringAttr("grad"));
 }
 
 Value TrainStepBuilder::optimizerGradient(size_t p, Value gradient,

@@ -82,3 +82,27 @@ func.func @in_loop(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tens
   }
   return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// Waiting for a bucket keeps the inputs of the ops that wait alive longer:
+// past a bucket's worth of such bytes the bucket goes first. Here the mul
+// waiting for %ra would hold %big (4 KiB): with 25 MiB buckets both
+// all_reduces pack; with 150-byte buckets (room for both 64-byte operands,
+// not for %big as well) they stay apart.
+// CHECK-LABEL: func.func @held
+// CHECK: partita.all_reduce sum %{{.*}} {partita.reason = "combines 2 all_reduce of 32 elements: {{.*}}"} : tensor<32xf32>
+// SMALL-LABEL: func.func @held
+// SMALL: %[[RA:.*]] = partita.all_reduce sum %{{.*}} : tensor<16xf32>
+// SMALL: %[[BRA:.*]] = partita.broadcast %[[RA]]
+// SMALL: partita.mul %{{.*}}, %[[BRA]]
+// SMALL: partita.all_reduce sum %{{.*}} : tensor<16xf32>
+func.func @held(%a: tensor<16xf32>, %b: tensor<16xf32>, %big: tensor<64x16xf32>) -> (tensor<64x16xf32>, tensor<16xf32>) {
+  %ra = partita.all_reduce sum %a on @mesh axes = ["data"] : tensor<16xf32>
+  %bra = partita.broadcast %ra dims = [1] : tensor<16xf32> -> tensor<64x16xf32>
+  %u = partita.mul %big, %bra : tensor<64x16xf32>
+  %rb = partita.all_reduce sum %b on @mesh axes = ["data"] : tensor<16xf32>
+  return %u, %rb : tensor<64x16xf32>, tensor<16xf32>
+}

@@ -36,8 +36,8 @@ Options:
   --interconnect <file>  per-axis link bandwidth and latency (JSON) for the
                          cost model; default 450 GB/s and 5 us per axis
   --combine-bytes <n>    pack independent all_reduces into buckets of at
-                         most n bytes per device, e.g. 26214400 (default 0:
-                         no combining)
+                         most n bytes per device (default: the interconnect
+                         spec's combine_bytes, else 25 MiB; 0: no combining)
   --max-padding <f>      a split dimension that does not divide is padded;
                          where padding would be more than this fraction of
                          it, logical rules skip the split and propagation

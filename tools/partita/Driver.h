@@ -37,7 +37,7 @@ struct ModelConfig;
   "                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,\n"   \
   "                         fsdp+tp, tp+sp, ep, or a JSON rules file\n"        \
   "  --interconnect <file>  link figures for the cost model (JSON)\n"          \
-  "  --combine-bytes <n>    all_reduce buckets of at most n bytes (0: none)\n" \
+  "  --combine-bytes <n>    all_reduce buckets of at most n bytes (25 MiB)\n"  \
   "  -h, --help             show this help\n"
 
 namespace partita::cli {

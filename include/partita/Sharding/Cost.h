@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,9 @@ struct AxisLink {
 struct Interconnect {
   std::map<std::string, AxisLink> axes;
   AxisLink defaultLink;
+  /// Bucket size of the collective combiner, in bytes per device, when the
+  /// spec gives one ("combine_bytes"; 0 turns combining off).
+  std::optional<int64_t> combineBytes;
 
   /// The slowest bandwidth and largest latency among `axisNames`.
   AxisLink linkFor(const std::vector<std::string> &axisNames) const;

@@ -5,9 +5,11 @@
 //
 //   {"axes": {"data":  {"bandwidth_GBps": 50,  "latency_us": 20},
 //             "model": {"bandwidth_GBps": 450, "latency_us": 5}},
-//    "default": {"bandwidth_GBps": 450, "latency_us": 5}}
+//    "default": {"bandwidth_GBps": 450, "latency_us": 5},
+//    "combine_bytes": 26214400}
 //
-// "default" is optional (450 GB/s, 5 µs: one NVLink node).
+// "default" is optional (450 GB/s, 5 µs: one NVLink node); "combine_bytes"
+// is the collective combiner's bucket size (default 25 MiB; 0: off).
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_TRANSFORMS_INTERCONNECT_H

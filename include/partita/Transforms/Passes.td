@@ -263,7 +263,9 @@ def CombineCollectivesPass
     location) and a `partita.reason` that counts and lists them, so the
     report lists it once.
 
-    **Constraints:** none; `bucket-bytes=0` leaves the module unchanged.
+    **Constraints:** none; `bucket-bytes=0` leaves the module unchanged;
+    a negative `bucket-bytes` (the default) takes `combine_bytes` from the
+    `interconnect` spec, else 25 MiB.
 
     Example: `partita-opt --partita-combine-collectives="bucket-bytes=1048576" step.mlir`
     turns two independent `all_reduce sum` over `data` of `tensor<4x8xf32>`
@@ -272,8 +274,12 @@ def CombineCollectivesPass
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t",
-           /*default=*/"25 * 1024 * 1024",
-           "Largest bucket, in operand bytes per device (0: no combining)">
+           /*default=*/"-1",
+           "Largest bucket, in operand bytes per device (0: no combining; "
+           "negative: the interconnect spec's combine_bytes, else 25 MiB)">,
+    Option<"interconnectFile", "interconnect", "std::string",
+           /*default=*/"\"\"",
+           "Interconnect spec (JSON) whose combine_bytes sets the bucket size">
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }
