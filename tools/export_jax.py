@@ -469,6 +469,11 @@ def fixtures():
     fsdp_args = gpt_inputs(8, batch=8)
     gpt_fsdp = ([sharding(ALL, None), sharding(ALL, None)]
                 + [fsdp_sharding(a) for a in fsdp_args[2:]])
+    gpt_grad_fsdp_args = gpt_inputs(20, batch=8)
+    gpt_grad_fsdp = ([sharding(ALL, None), sharding(ALL, None)]
+                     + [fsdp_sharding(a) for a in gpt_grad_fsdp_args[2:]])
+    rng = np.random.default_rng(21)
+    layer_fsdp_args = [normal(rng, (8, SEQ, D_MODEL), 1.0)] + layer_params(rng)
 
     return {
         # Megatron MLP: hidden dimension over "model", batch over "data".
@@ -492,6 +497,15 @@ def fixtures():
         "gpt_grad_dp_tp": (gpt_grad, gpt_inputs(7, batch=4), gpt_dp_tp,
                            tuple(gpt_dp_tp[2:])),
         "gpt_loss_fsdp": (gpt_loss, fsdp_args, gpt_fsdp, sharding()),
+        # FSDP (ZeRO-3): a transformer layer with batch and every weight
+        # whose first dimension divides split 8-way, and the GPT's
+        # gradients, each sharded like its parameter.
+        "layer_fsdp": (transformer_layer, layer_fsdp_args,
+                       [sharding(ALL, None, None)]
+                       + [fsdp_sharding(a) for a in layer_fsdp_args[1:]],
+                       sharding(ALL, None, None)),
+        "gpt_grad_fsdp": (gpt_grad, gpt_grad_fsdp_args, gpt_grad_fsdp,
+                          tuple(gpt_grad_fsdp[2:])),
         # The Megatron FFN and the GPT loss again, as GSPMD (Shardy off)
         # writes them: mhlo.sharding strings, custom_call @Sharding.
         "ffn_tp_gspmd": (ffn, ffn_inputs(13), ffn_tp, sharding("data", None)),

@@ -179,6 +179,12 @@ struct Context {
   /// reduce_scatter). Earlier, they only take the producer's dimensions, so
   /// the choice is made once every dimension is known.
   bool finalize = true;
+  /// In the first phase of a level only ops without reduction factors
+  /// (elementwise, broadcast, transpose, reshape, ...) run, so splits reach
+  /// activations through the ops that pass them along before a weight's
+  /// split of a contracted dimension can claim them (docs/Propagation.md,
+  /// "Phases").
+  bool passThroughOnly = false;
 
   double reshardUs(int tensor, const Sharding &from, const Sharding &to) const {
     const PropagationTensor &t = problem.tensors[tensor];
@@ -188,27 +194,39 @@ struct Context {
   }
 
   /// True when a partial value in `tensor` must be made whole somewhere
-  /// downstream: looks through ops that pass partial values along, a few
-  /// steps deep.
-  bool needsWhole(int tensor, PartialKind kind, int depth = 0) const {
-    const PropagationTensor &t = problem.tensors[tensor];
-    if (t.mustBeWhole)
-      return true;
-    if (t.annotated && t.sharding.partialKind == PartialKind::None &&
-        active[tensor])
-      return true;
-    if (depth > 4)
-      return false;
-    for (auto [op, operand] : consumers[tensor]) {
-      const PropagationOp &consumer = problem.ops[op];
-      if (!consumer.rule.allowsPartial(operand, kind))
+  /// downstream: follows the ops that pass partial values along (a
+  /// breadth-first walk over at most kNeedsWholeBudget tensors). A walk
+  /// that runs out of budget answers yes: a partial value that is never
+  /// made whole is the exception (a function result annotated partial), and
+  /// assuming it stays partial for free would hide the reduction it costs.
+  bool needsWhole(int tensor, PartialKind kind) const {
+    std::vector<int> frontier{tensor};
+    std::set<int> seen{tensor};
+    while (!frontier.empty()) {
+      int current = frontier.back();
+      frontier.pop_back();
+      const PropagationTensor &t = problem.tensors[current];
+      if (t.mustBeWhole)
         return true;
-      for (int result : consumer.results)
-        if (needsWhole(result, kind, depth + 1))
+      if (t.annotated && t.sharding.partialKind == PartialKind::None &&
+          active[current])
+        return true;
+      for (auto [op, operand] : consumers[current]) {
+        const PropagationOp &consumer = problem.ops[op];
+        if (!consumer.rule.allowsPartial(operand, kind))
           return true;
+        for (int result : consumer.results) {
+          if (!seen.insert(result).second)
+            continue;
+          if (seen.size() > kNeedsWholeBudget)
+            return true;
+          frontier.push_back(result);
+        }
+      }
     }
     return false;
   }
+  static constexpr size_t kNeedsWholeBudget = 64;
 
   /// Cheapest way to make `produced` whole: all_reduce, or reduce_scatter
   /// onto a dimension that can take the partial axes.
@@ -772,6 +790,12 @@ partita::propagateShardings(const PropagationProblem &problem) {
       touching[t].push_back(static_cast<int>(op));
   }
 
+  std::vector<bool> hasReduction(problem.ops.size(), false);
+  for (size_t op = 0; op < problem.ops.size(); ++op)
+    for (const Factor &factor : problem.ops[op].rule.factors)
+      if (factor.type == FactorType::Reduction)
+        hasReduction[op] = true;
+
   std::set<int64_t> levels{0};
   for (const PropagationTensor &t : problem.tensors)
     if (t.annotated)
@@ -784,10 +808,12 @@ partita::propagateShardings(const PropagationProblem &problem) {
           !problem.tensors[t].annotated || problem.tensors[t].priority <= level;
     Context context{problem, result.shardings, active, consumers};
     std::set<int> worklist;
-    for (int phase = 0; phase < 2; ++phase) {
-      context.finalize = phase == 1;
+    for (int phase = 0; phase < 3; ++phase) {
+      context.passThroughOnly = phase == 0;
+      context.finalize = phase == 2;
       for (size_t op = 0; op < problem.ops.size(); ++op)
-        worklist.insert(static_cast<int>(op));
+        if (!context.passThroughOnly || !hasReduction[op])
+          worklist.insert(static_cast<int>(op));
       while (!worklist.empty()) {
         ++result.rounds;
         std::map<int, std::vector<Proposal>> proposals;
@@ -821,7 +847,8 @@ partita::propagateShardings(const PropagationProblem &problem) {
         for (auto &[tensor, sharding] : updates) {
           result.shardings[tensor] = std::move(sharding);
           for (int op : touching[tensor])
-            worklist.insert(op);
+            if (!context.passThroughOnly || !hasReduction[op])
+              worklist.insert(op);
         }
         for (auto &[tensor, origins] : originUpdates)
           result.origins[tensor] = std::move(origins);

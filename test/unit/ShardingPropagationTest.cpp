@@ -113,6 +113,37 @@ TEST_CASE("cost decides which operand is resharded", "[propagation]") {
   }
 }
 
+TEST_CASE("FSDP: the batch split reaches a matmul before the weight's "
+          "contracted split does", "[propagation]") {
+  // x (batch over data) goes through three elementwise ops into a matmul
+  // whose weight is split along the contracted dimension (FSDP). The
+  // weight is one op from the matmul's input, x three: without the phase
+  // of ops without reduction factors, the weight's split would claim the
+  // input's feature dimension first and every later op would compute
+  // partial sums. With it, the input is split by batch and the matmul
+  // gathers the weight (ZeRO-3).
+  PropagationProblem problem;
+  problem.mesh = mesh("data=8");
+  problem.tensors.push_back(tensor({64, 32}, "x", "P(\"data\", None)"));
+  for (const char *name : {"h1", "h2", "h3"})
+    problem.tensors.push_back(tensor({64, 32}, name));
+  problem.tensors.push_back(tensor({32, 64}, "W", "P(\"data\", None)"));
+  PropagationTensor y = tensor({64, 64}, "y");
+  y.mustBeWhole = true; // a function result
+  problem.tensors.push_back(y);
+  for (int t = 0; t < 3; ++t)
+    problem.ops.push_back({elementwiseRule({64, 32}, 1), {t}, {t + 1},
+                           "elementwise " + std::to_string(t)});
+  problem.ops.push_back(einsum("bd,df->bf", {3, 4}, 5, problem));
+  Expected<PropagationResult> result = propagateShardings(problem);
+  REQUIRE(result.ok());
+  CHECK(result->shardings[3].toString() == "[{\"data\", ?}, {?}]");
+  CHECK(result->shardings[5].partialKind == PartialKind::None);
+  CHECK(result->shardings[5].dims[0].axes == std::vector<std::string>{"data"});
+  CHECK(factorAssignmentToString(result->decisions[3].factorAxes) ==
+        "{i: \"data\"}");
+}
+
 TEST_CASE("Megatron MLP: column- then row-parallel", "[propagation]") {
   PropagationProblem problem;
   problem.mesh = mesh("model=4");
