@@ -19,6 +19,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -37,21 +38,53 @@ int64_t bytesOf(RankedTensorType type) {
   return type.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
-/// What must agree for all_reduces to share a bucket.
-using BucketKey =
-    std::tuple<std::string, std::string, std::string, const void *>;
+/// The collectives a bucket packs: all_reduce and reduce_scatter (a
+/// reduce_scatter's operand is transposed so that its scattered dimension
+/// comes first: the blocks are then contiguous rows, and members pack side
+/// by side as the columns of one [group, ...] matrix). all_gathers are not
+/// packed: under FSDP a bucket would hold every gathered weight at once,
+/// which is the memory FSDP exists to save.
+enum class Packed { AllReduce, ReduceScatter };
 
-BucketKey keyOf(AllReduceOp op) {
-  std::string axes;
-  for (Attribute axis : op.getAxes())
+/// What must agree for collectives to share a bucket: kind, reduction,
+/// mesh, axes and element type.
+using BucketKey = std::tuple<int, std::string, std::string, std::string,
+                             const void *>;
+
+/// The packable kind of `op`, if it is one.
+std::optional<Packed> packedKind(Operation *op) {
+  auto type = op->getNumOperands() == 1
+                  ? dyn_cast<RankedTensorType>(op->getOperand(0).getType())
+                  : RankedTensorType();
+  if (!type || !type.hasStaticShape() ||
+      !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  if (isa<AllReduceOp>(op))
+    return Packed::AllReduce;
+  if (isa<ReduceScatterOp>(op))
+    return Packed::ReduceScatter;
+  return std::nullopt;
+}
+
+BucketKey keyOf(Operation *op, Packed kind) {
+  std::string axes, reduction;
+  ArrayAttr axisList = op->getAttrOfType<ArrayAttr>("axes");
+  for (Attribute axis : axisList)
     axes += cast<StringAttr>(axis).getValue().str() + ",";
-  return {stringifyReductionKind(op.getKind()).str(),
-          op.getMesh().str(), axes,
-          op.getOperand().getType().getElementType().getAsOpaquePointer()};
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    reduction = stringifyReductionKind(reduce.getKind()).str();
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+    reduction = stringifyReductionKind(scatter.getKind()).str();
+  return {static_cast<int>(kind), reduction,
+          op->getAttrOfType<FlatSymbolRefAttr>("mesh").getValue().str(), axes,
+          cast<RankedTensorType>(op->getOperand(0).getType())
+              .getElementType()
+              .getAsOpaquePointer()};
 }
 
 struct Bucket {
-  SmallVector<AllReduceOp> members;
+  Packed kind = Packed::AllReduce;
+  SmallVector<Operation *> members;
   int64_t bytes = 0;
 };
 
@@ -81,7 +114,7 @@ public:
       // An all_reduce that needs a pending value is on the path through the
       // open buckets: emit them now rather than defer the rest of the
       // program behind them.
-      if (isa<AllReduceOp>(op) && needsPending(op)) {
+      if (packedKind(op) && needsPending(op)) {
         for (auto &[key, bucket] : buckets)
           emit(bucket, op);
         buckets.clear();
@@ -107,20 +140,22 @@ public:
           pending.insert(result);
         continue;
       }
-      auto reduce = dyn_cast<AllReduceOp>(op);
-      if (!reduce || !reduce.getOperand().getType().hasStaticShape() ||
-          !reduce.getOperand().getType().getElementType().isIntOrFloat())
+      std::optional<Packed> kind = packedKind(op);
+      if (!kind)
         continue;
-      int64_t bytes = bytesOf(reduce.getOperand().getType());
-      Bucket &bucket = buckets[keyOf(reduce)];
+      int64_t bytes =
+          bytesOf(cast<RankedTensorType>(op->getOperand(0).getType()));
+      Bucket &bucket = buckets[keyOf(op, *kind)];
+      bucket.kind = *kind;
       if (!bucket.members.empty() && bucket.bytes + bytes > bucketBytes) {
         emit(bucket, op);
         bucket = Bucket();
+        bucket.kind = *kind;
         placeReady(op);
       }
-      bucket.members.push_back(reduce);
+      bucket.members.push_back(op);
       bucket.bytes += bytes;
-      pending.insert(reduce.getResult());
+      pending.insert(op->getResult(0));
     }
   }
 
@@ -180,21 +215,25 @@ private:
     }
   }
 
-  /// "combines N all_reduce of E elements: <members, each once>", a member
+  static const char *kindName(Packed kind) {
+    return kind == Packed::AllReduce ? "all_reduce" : "reduce_scatter";
+  }
+
+  /// "combines N <kind> of E elements: <members, each once>", a member
   /// named by what its own reason says it was for ("result 3 of @step",
   /// "operand 1 of partita.add at attn.residual"), else its location.
   static std::string reasonFor(const Bucket &bucket, int64_t elements) {
     std::string reason = "combines " + std::to_string(bucket.members.size()) +
-                         " all_reduce of " + std::to_string(elements) +
-                         " elements:";
+                         " " + kindName(bucket.kind) + " of " +
+                         std::to_string(elements) + " elements:";
     std::set<std::string> seen;
-    for (AllReduceOp member : bucket.members) {
+    for (Operation *member : bucket.members) {
       std::string what;
       if (auto own = member->getAttrOfType<StringAttr>(
               PartitaDialect::kReasonAttrName))
         what = own.getValue().split(": ").first.str();
       if (what.empty())
-        what = describeLocation(member.getLoc());
+        what = describeLocation(member->getLoc());
       if (seen.insert(what).second)
         reason += " " + what + ";";
     }
@@ -202,57 +241,122 @@ private:
     return reason;
   }
 
-  /// Replaces the bucket's members by one all_reduce before `before`; a
-  /// bucket of one stays where it is.
+  /// The permutation that brings dimension `dim` of a rank-`rank` tensor
+  /// to the front, keeping the others in order.
+  static SmallVector<int64_t> toFront(int64_t dim, int64_t rank) {
+    SmallVector<int64_t> perm{dim};
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim)
+        perm.push_back(d);
+    return perm;
+  }
+
+  static RankedTensorType permuted(RankedTensorType type,
+                                   ArrayRef<int64_t> perm) {
+    SmallVector<int64_t> shape;
+    for (int64_t d : perm)
+      shape.push_back(type.getDimSize(d));
+    return RankedTensorType::get(shape, type.getElementType());
+  }
+
+  /// Replaces the bucket's members by one collective before `before`; a
+  /// bucket of one stays where it is. Each member's operand becomes a
+  /// [rows, columns] matrix — one row for all_reduce; one row per group
+  /// member's block for reduce_scatter (its scattered dimension moved to
+  /// the front) — the members are concatenated along the columns, the
+  /// collective runs along the rows, and each member's columns are sliced
+  /// back out (and its dimensions put back).
   void emit(Bucket &bucket, Operation *before) {
-    for (AllReduceOp member : bucket.members)
-      pending.erase(member.getResult());
+    for (Operation *member : bucket.members)
+      pending.erase(member->getResult(0));
     if (bucket.members.size() < 2)
       return;
     OpBuilder builder(before);
-    AllReduceOp first = bucket.members.front();
-    Type element = first.getOperand().getType().getElementType();
+    Operation *first = bucket.members.front();
+    auto firstType = cast<RankedTensorType>(first->getOperand(0).getType());
+    Type element = firstType.getElementType();
+    int64_t rows = 1;
+    if (auto scatter = dyn_cast<ReduceScatterOp>(first)) {
+      int64_t dim = static_cast<int64_t>(scatter.getDim());
+      rows = scatter.getOperand().getType().getDimSize(dim) /
+             std::max<int64_t>(1, scatter.getType().getDimSize(dim));
+    }
     SmallVector<Location> locations;
-    SmallVector<Value> flat;
-    SmallVector<int64_t> sizes;
-    for (AllReduceOp member : bucket.members) {
-      RankedTensorType type = member.getOperand().getType();
-      locations.push_back(member.getLoc());
-      sizes.push_back(type.getNumElements());
-      flat.push_back(type.getRank() == 1
-                         ? Value(member.getOperand())
-                         : Value(ReshapeOp::create(
-                               builder, member.getLoc(),
-                               RankedTensorType::get({type.getNumElements()},
-                                                     element),
-                               member.getOperand())));
+    SmallVector<Value> columns;
+    SmallVector<int64_t> widths;
+    for (Operation *member : bucket.members) {
+      auto type = cast<RankedTensorType>(member->getOperand(0).getType());
+      locations.push_back(member->getLoc());
+      int64_t width = type.getNumElements() / rows;
+      widths.push_back(width);
+      Value operand = member->getOperand(0);
+      if (auto scatter = dyn_cast<ReduceScatterOp>(member))
+        if (scatter.getDim() != 0) {
+          SmallVector<int64_t> perm = toFront(
+              static_cast<int64_t>(scatter.getDim()), type.getRank());
+          operand = TransposeOp::create(builder, member->getLoc(),
+                                        permuted(type, perm), operand,
+                                        builder.getDenseI64ArrayAttr(perm));
+        }
+      columns.push_back(ReshapeOp::create(
+          builder, member->getLoc(),
+          RankedTensorType::get({rows, width}, element), operand));
     }
     Location loc = builder.getFusedLoc(locations);
     int64_t total = 0;
-    for (int64_t size : sizes)
-      total += size;
-    auto packedType = RankedTensorType::get({total}, element);
-    Value packed = ConcatenateOp::create(builder, loc, packedType, flat, 0);
-    auto combined =
-        AllReduceOp::create(builder, loc, packedType, first.getKindAttr(),
-                            packed, first.getMeshAttr(), first.getAxesAttr());
+    for (int64_t width : widths)
+      total += width;
+    auto packedType = RankedTensorType::get({rows, total}, element);
+    Value packed = ConcatenateOp::create(builder, loc, packedType, columns, 1);
+    Operation *combined = nullptr;
+    int64_t outRows = rows;
+    switch (bucket.kind) {
+    case Packed::AllReduce: {
+      auto reduce = cast<AllReduceOp>(first);
+      combined = AllReduceOp::create(builder, loc, packedType,
+                                     reduce.getKindAttr(), packed,
+                                     reduce.getMeshAttr(), reduce.getAxesAttr());
+      break;
+    }
+    case Packed::ReduceScatter: {
+      auto scatter = cast<ReduceScatterOp>(first);
+      outRows = 1;
+      combined = ReduceScatterOp::create(
+          builder, loc, RankedTensorType::get({1, total}, element),
+          scatter.getKind(), packed, scatter.getMesh(),
+          scatter.getAxesAttr(), static_cast<uint64_t>(0));
+      break;
+    }
+    }
     combined->setAttr(PartitaDialect::kReasonAttrName,
-                      builder.getStringAttr(reasonFor(bucket, total)));
+                      builder.getStringAttr(reasonFor(bucket, rows * total)));
     int64_t offset = 0;
-    for (auto [member, size] : llvm::zip(bucket.members, sizes)) {
-      RankedTensorType type = member.getOperand().getType();
+    for (auto [member, width] : llvm::zip(bucket.members, widths)) {
+      auto type = cast<RankedTensorType>(member->getResult(0).getType());
       Value part = SliceOp::create(
-          builder, member.getLoc(), RankedTensorType::get({size}, element),
-          combined.getResult(), builder.getDenseI64ArrayAttr({offset}),
-          builder.getDenseI64ArrayAttr({offset + size}),
-          builder.getDenseI64ArrayAttr({1}));
-      Value shaped =
-          type.getRank() == 1
-              ? part
-              : Value(ReshapeOp::create(builder, member.getLoc(), type, part));
-      member.getResult().replaceAllUsesWith(shaped);
-      member.erase();
-      offset += size;
+          builder, member->getLoc(),
+          RankedTensorType::get({outRows, width}, element),
+          combined->getResult(0), builder.getDenseI64ArrayAttr({0, offset}),
+          builder.getDenseI64ArrayAttr({outRows, offset + width}),
+          builder.getDenseI64ArrayAttr({1, 1}));
+      Value shaped;
+      auto scatter = dyn_cast<ReduceScatterOp>(member);
+      if (scatter && scatter.getDim() != 0) {
+        SmallVector<int64_t> perm = toFront(
+            static_cast<int64_t>(scatter.getDim()), type.getRank());
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [i, d] : llvm::enumerate(perm))
+          inverse[d] = static_cast<int64_t>(i);
+        Value front = ReshapeOp::create(builder, member->getLoc(),
+                                        permuted(type, perm), part);
+        shaped = TransposeOp::create(builder, member->getLoc(), type, front,
+                                     builder.getDenseI64ArrayAttr(inverse));
+      } else {
+        shaped = ReshapeOp::create(builder, member->getLoc(), type, part);
+      }
+      member->getResult(0).replaceAllUsesWith(shaped);
+      member->erase();
+      offset += width;
     }
   }
 

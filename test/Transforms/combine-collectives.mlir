@@ -9,13 +9,15 @@ partita.mesh @mesh = <["data"=2, "model"=2]>
 // CHECK-LABEL: func.func @independent
 // CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>)
 // CHECK: %[[NB:.*]] = partita.neg %[[B]]
-// CHECK: %[[FA:.*]] = partita.reshape %[[A]] : tensor<4x8xf32> -> tensor<32xf32>
-// CHECK: %[[PACK:.*]] = partita.concatenate %[[FA]], %[[NB]] dim = 0 : (tensor<32xf32>, tensor<8xf32>) -> tensor<40xf32>
-// CHECK: %[[ALL:.*]] = partita.all_reduce sum %[[PACK]] on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 40 elements: {{.*}}"} : tensor<40xf32>
+// CHECK: %[[FA:.*]] = partita.reshape %[[A]] : tensor<4x8xf32> -> tensor<1x32xf32>
+// CHECK: %[[FB:.*]] = partita.reshape %[[NB]] : tensor<8xf32> -> tensor<1x8xf32>
+// CHECK: %[[PACK:.*]] = partita.concatenate %[[FA]], %[[FB]] dim = 1 : (tensor<1x32xf32>, tensor<1x8xf32>) -> tensor<1x40xf32>
+// CHECK: %[[ALL:.*]] = partita.all_reduce sum %[[PACK]] on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 40 elements: {{.*}}"} : tensor<1x40xf32>
 // CHECK-NOT: partita.all_reduce
-// CHECK: %[[SA:.*]] = partita.slice %[[ALL]] start = [0] limit = [32] stride = [1]
-// CHECK: %[[RA:.*]] = partita.reshape %[[SA]] : tensor<32xf32> -> tensor<4x8xf32>
-// CHECK: %[[RB:.*]] = partita.slice %[[ALL]] start = [32] limit = [40] stride = [1]
+// CHECK: %[[SA:.*]] = partita.slice %[[ALL]] start = [0, 0] limit = [1, 32] stride = [1, 1]
+// CHECK: %[[RA:.*]] = partita.reshape %[[SA]] : tensor<1x32xf32> -> tensor<4x8xf32>
+// CHECK: %[[SB:.*]] = partita.slice %[[ALL]] start = [0, 32] limit = [1, 40] stride = [1, 1]
+// CHECK: %[[RB:.*]] = partita.reshape %[[SB]] : tensor<1x8xf32> -> tensor<8xf32>
 // CHECK: %[[UA:.*]] = partita.exp %[[RA]]
 // CHECK: %[[UB:.*]] = partita.exp %[[RB]]
 // CHECK: return %[[UA]], %[[UB]]
@@ -47,8 +49,9 @@ partita.mesh @mesh = <["data"=2, "model"=2]>
 // CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["model"] : tensor<8xf32>
 // CHECK: partita.all_reduce max %{{.*}} on @mesh axes = ["data"] : tensor<8xf32>
 // CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["data"] : tensor<8xi32>
-// CHECK: %[[ALL:.*]] = partita.all_reduce sum %{{.*}} on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 12 elements: {{.*}}"} : tensor<12xf32>
-// CHECK: %[[F:.*]] = partita.slice %[[ALL]] start = [8] limit = [12]
+// CHECK: %[[ALL:.*]] = partita.all_reduce sum %{{.*}} on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 12 elements: {{.*}}"} : tensor<1x12xf32>
+// CHECK: %[[S:.*]] = partita.slice %[[ALL]] start = [0, 8] limit = [1, 12]
+// CHECK: %[[F:.*]] = partita.reshape %[[S]] : tensor<1x4xf32> -> tensor<4xf32>
 // CHECK: %[[E:.*]] = partita.exp %[[F]]
 // CHECK: partita.all_reduce sum %[[E]] on @mesh axes = ["data"] : tensor<4xf32>
 func.func @apart(%x: tensor<8xf32>, %i: tensor<8xi32>, %y: tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xi32>, tensor<4xf32>) {
@@ -71,7 +74,7 @@ partita.mesh @mesh = <["data"=2]>
 // CHECK-LABEL: func.func @in_loop
 // CHECK: partita.loop 3 times
 // CHECK: %[[PACK:.*]] = partita.concatenate
-// CHECK: partita.all_reduce sum %[[PACK]] on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 16 elements: {{.*}}"} : tensor<16xf32>
+// CHECK: partita.all_reduce sum %[[PACK]] on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 16 elements: {{.*}}"} : tensor<1x16xf32>
 // CHECK-NOT: partita.all_reduce
 // CHECK: partita.yield
 func.func @in_loop(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
@@ -93,7 +96,7 @@ partita.mesh @mesh = <["data"=2, "model"=2]>
 // all_reduces pack; with 150-byte buckets (room for both 64-byte operands,
 // not for %big as well) they stay apart.
 // CHECK-LABEL: func.func @held
-// CHECK: partita.all_reduce sum %{{.*}} {partita.reason = "combines 2 all_reduce of 32 elements: {{.*}}"} : tensor<32xf32>
+// CHECK: partita.all_reduce sum %{{.*}} {partita.reason = "combines 2 all_reduce of 32 elements: {{.*}}"} : tensor<1x32xf32>
 // SMALL-LABEL: func.func @held
 // SMALL: %[[RA:.*]] = partita.all_reduce sum %{{.*}} : tensor<16xf32>
 // SMALL: %[[BRA:.*]] = partita.broadcast %[[RA]]
@@ -105,4 +108,32 @@ func.func @held(%a: tensor<16xf32>, %b: tensor<16xf32>, %big: tensor<64x16xf32>)
   %u = partita.mul %big, %bra : tensor<64x16xf32>
   %rb = partita.all_reduce sum %b on @mesh axes = ["data"] : tensor<16xf32>
   return %u, %rb : tensor<64x16xf32>, tensor<16xf32>
+}
+
+// -----
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// reduce_scatters pack too (gradient buckets under ZeRO and FSDP): each
+// operand's scattered dimension is moved to the front and the members sit
+// side by side in a [group, ...] matrix, scattered along its rows; each
+// member's block is sliced out and its dimensions put back.
+// CHECK-LABEL: func.func @scatters
+// CHECK-SAME: (%[[A:.*]]: tensor<8x4xf32>, %[[B:.*]]: tensor<3x2x4xf32>)
+// CHECK: %[[FA:.*]] = partita.reshape %[[A]] : tensor<8x4xf32> -> tensor<2x16xf32>
+// CHECK: %[[TB:.*]] = partita.transpose %[[B]] perm = [2, 0, 1] : tensor<3x2x4xf32> -> tensor<4x3x2xf32>
+// CHECK: %[[FB:.*]] = partita.reshape %[[TB]] : tensor<4x3x2xf32> -> tensor<2x12xf32>
+// CHECK: %[[PACK:.*]] = partita.concatenate %[[FA]], %[[FB]] dim = 1 : (tensor<2x16xf32>, tensor<2x12xf32>) -> tensor<2x28xf32>
+// CHECK: %[[RS:.*]] = partita.reduce_scatter sum %[[PACK]] on @mesh axes = ["data"] dim = 0 {partita.reason = "combines 2 reduce_scatter of 56 elements: {{.*}}"} : tensor<2x28xf32> -> tensor<1x28xf32>
+// CHECK: %[[SA:.*]] = partita.slice %[[RS]] start = [0, 0] limit = [1, 16]
+// CHECK: partita.reshape %[[SA]] : tensor<1x16xf32> -> tensor<4x4xf32>
+// CHECK: %[[SB:.*]] = partita.slice %[[RS]] start = [0, 16] limit = [1, 28]
+// CHECK: %[[RB:.*]] = partita.reshape %[[SB]] : tensor<1x12xf32> -> tensor<2x3x2xf32>
+// CHECK: partita.transpose %[[RB]] perm = [1, 2, 0] : tensor<2x3x2xf32> -> tensor<3x2x2xf32>
+// OFF-LABEL: func.func @scatters
+// OFF-COUNT-2: partita.reduce_scatter
+func.func @scatters(%a: tensor<8x4xf32>, %b: tensor<3x2x4xf32>) -> (tensor<4x4xf32>, tensor<3x2x2xf32>) {
+  %ra = partita.reduce_scatter sum %a on @mesh axes = ["data"] dim = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %rb = partita.reduce_scatter sum %b on @mesh axes = ["data"] dim = 2 : tensor<3x2x4xf32> -> tensor<3x2x2xf32>
+  return %ra, %rb : tensor<4x4xf32>, tensor<3x2x2xf32>
 }
