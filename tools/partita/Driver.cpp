@@ -90,6 +90,61 @@ Session::Session() {
 
 Session::~Session() = default;
 
+namespace {
+
+/// Deeper nesting than this is refused before parsing: the parser and the
+/// passes recurse per level, and a few thousand levels overflow the stack.
+constexpr int kMaxNesting = 1000;
+
+/// False, after reporting, for input that is not program text: a NUL byte
+/// (a binary file), or brackets and regions nested deeper than kMaxNesting
+/// (counted outside string literals and comments).
+bool checkInputText(llvm::StringRef text, const std::string &path) {
+  int line = 1, column = 1, depth = 0;
+  bool inString = false, inComment = false;
+  for (size_t i = 0; i < text.size(); ++i, ++column) {
+    char c = text[i];
+    if (c == '\0') {
+      llvm::errs() << path << ":" << line << ":" << column
+                   << ": error: a NUL byte: this is not program text\n";
+      return false;
+    }
+    if (c == '\n') {
+      ++line;
+      column = 0;
+      inComment = false;
+      continue;
+    }
+    if (inComment)
+      continue;
+    if (inString) {
+      if (c == '\\')
+        ++i, ++column;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      inComment = true;
+    } else if (c == '(' || c == '[' || c == '{') {
+      if (++depth > kMaxNesting) {
+        llvm::errs() << path << ":" << line << ":" << column
+                     << ": error: nested more than " << kMaxNesting
+                     << " levels deep (brackets and regions); refused "
+                        "rather than overflow the stack\n";
+        return false;
+      }
+    } else if (c == ')' || c == ']' || c == '}') {
+      depth = std::max(0, depth - 1);
+    }
+  }
+  return true;
+}
+
+} // namespace
+
 mlir::OwningOpRef<mlir::ModuleOp>
 partita::cli::loadModule(Session &session, const std::string &path) {
   std::string errorMessage;
@@ -100,6 +155,8 @@ partita::cli::loadModule(Session &session, const std::string &path) {
                  << "\n";
     return nullptr;
   }
+  if (!checkInputText(file->getBuffer(), path))
+    return nullptr;
   session.sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   // Programs JAX lowered use dialects we do not link (StableHLO, Shardy):
   // they parse as unregistered ops and are imported; any other unknown op

@@ -323,9 +323,8 @@ Expected<HostArray> parseNpy(std::string_view contents, std::string_view name) {
 }
 
 Expected<HostArray> readNpy(const std::string &path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return Status::error(path + ": is a directory, expected a .npy file");
+  if (Status regular = requireRegularFile(path); !regular)
+    return Status::error(path + ": " + regular.message());
   std::FILE *file = std::fopen(path.c_str(), "rb");
   if (!file)
     return Status::error(path + ": cannot open: " + std::strerror(errno));

@@ -27,6 +27,8 @@ std::string joinPath(const std::string &directory, const std::string &file) {
 }
 
 Expected<std::string> readTextFile(const std::string &path) {
+  if (Status regular = requireRegularFile(path); !regular)
+    return Status::error(path + ": " + regular.message());
   std::FILE *file = std::fopen(path.c_str(), "rb");
   if (!file)
     return Status::error(path + ": cannot open: " + std::strerror(errno));

@@ -1,6 +1,7 @@
 //===- ExecutableFile.cpp - The Executable on disk ------------------------===//
 
 #include "partita/Runtime/Program/ExecutableFile.h"
+#include "partita/Runtime/IO/HostArray.h"
 
 #include <cstring>
 #include <filesystem>
@@ -347,11 +348,9 @@ Status partita::writeExecutableFile(const Executable &program,
 
 Expected<Executable> partita::readExecutableFile(const std::string &path) {
   // Reading a directory fails inside the stream buffer, which reports it by
-  // throwing; ask the file system first.
-  std::error_code error;
-  if (std::filesystem::exists(path, error) &&
-      !std::filesystem::is_regular_file(path, error))
-    return Status::error("cannot read '" + path + "': not a regular file");
+  // throwing, and a device or FIFO may never end: ask the file system first.
+  if (Status regular = requireRegularFile(path); !regular)
+    return Status::error("cannot read '" + path + "': " + regular.message());
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return Status::error("cannot read '" + path + "'");
