@@ -401,11 +401,31 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
         context.needsWhole(tensor, produced.partialKind)) {
       auto [whole, cost] = context.cheapestWhole(tensor, produced);
       effect.costUs += cost;
-      if (node.mustBeWhole) {
+      // A partial value several ops read would reach each reader partial,
+      // and each reader's result would need its own reduction downstream;
+      // reduced where it is produced, it is reduced once (Megatron's
+      // backward all-reduce in front of a norm's gradient), keeping its
+      // dimensions (an all_reduce: its readers want it whole, not split).
+      // Edges that only carry the value on (loop carries, call and return
+      // edges, barriers: per-value flows) are not readers.
+      // A value summed into a loop accumulator stays partial: the
+      // accumulator is reduced once after the loop, not every iteration.
+      size_t readers = 0;
+      bool accumulated = false;
+      for (auto [op, operand] : context.consumers[tensor]) {
+        const PropagationOp &reader = context.problem.ops[op];
+        if (reader.rule.partialFlow != PartialFlow::PerValue)
+          ++readers;
+        for (int other : reader.operands)
+          accumulated |= context.problem.tensors[other].accumulator;
+      }
+      bool fansOut = !node.annotated && readers > 1 && !accumulated;
+      if (node.mustBeWhole || fansOut) {
         Sharding dims = produced;
         dims.partialKind = PartialKind::None;
         dims.partialAxes.clear();
-        target = extendOpenDims(base, context.finalize ? whole : dims);
+        target = extendOpenDims(
+            base, context.finalize && node.mustBeWhole ? whole : dims);
         target.partialKind = PartialKind::None;
         target.partialAxes.clear();
       }

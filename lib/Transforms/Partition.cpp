@@ -90,6 +90,8 @@ private:
   llvm::DenseMap<Value, Layout> layouts;
   /// Each op's sharding rule, computed on global shapes before any retyping.
   llvm::DenseMap<Operation *, OpShardingRule> globalRules;
+  /// The sharding propagation gave each op result, before any retyping.
+  llvm::DenseMap<Value, Sharding> propagated;
   /// Global argument/result layouts of every function.
   llvm::DenseMap<Operation *, std::vector<Layout>> argumentLayouts,
       resultLayouts;
@@ -570,6 +572,27 @@ LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
   OpShardingRule rule = globalRules.lookup(operation);
   // The op's little graph: its operands' actual layouts and the result
   // shardings propagation chose.
+  // A partial operand that propagation made whole (several ops read it:
+  // docs/Propagation.md, "Cost") is reduced once, before its first reader;
+  // the reshard cache hands the same value to the others.
+  for (auto [index, operand] : llvm::enumerate(operation->getOperands())) {
+    auto it = propagated.find(operand);
+    if (it == propagated.end() ||
+        it->second.partialKind != PartialKind::None ||
+        layouts.lookup(operand).sharding.partialKind == PartialKind::None)
+      continue;
+    Sharding whole = layouts.lookup(operand).sharding;
+    whole.partialKind = PartialKind::None;
+    whole.partialAxes.clear();
+    FailureOr<Value> reduced =
+        reshard(operand, whole, operation,
+                "operand " + std::to_string(index) + " of " +
+                    describeOp(operation) + " (read by several ops: reduced "
+                    "once)");
+    if (failed(reduced))
+      return failure();
+    operation->setOperand(index, *reduced);
+  }
   PropagationProblem problem;
   problem.mesh = mesh;
   problem.interconnect = interconnect;
@@ -863,6 +886,9 @@ LogicalResult Partitioner::partitionBlock(Block &block) {
 LogicalResult Partitioner::run() {
   module.walk([&](ShardingRuleOpInterface op) {
     globalRules[op.getOperation()] = op.getShardingRule();
+    for (Value result : op->getResults())
+      if (isa<RankedTensorType>(result.getType()))
+        propagated[result] = declaredSharding(result);
   });
   SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
   for (func::FuncOp function : functions)
