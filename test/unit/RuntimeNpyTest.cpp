@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/Npy.h"
 
 #include <catch2/catch.hpp>
@@ -207,8 +208,8 @@ TEST_CASE("writeNpy and readNpy go through the file system", "[npy]") {
         std::string::npos);
   Status unwritable = writeNpy("/nonexistent-dir/x.npy", array);
   REQUIRE_FALSE(unwritable.ok());
-  CHECK(unwritable.message().rfind("/nonexistent-dir/x.npy: cannot create",
-                                   0) == 0);
+  CHECK(unwritable.message() ==
+        "cannot write '/nonexistent-dir/x.npy': No such file or directory");
 }
 
 TEST_CASE("every truncation of a valid file fails cleanly", "[npy][errors]") {
@@ -353,4 +354,39 @@ TEST_CASE("half and bfloat16 widening", "[npy]") {
   CHECK(ints.formatElement(0) == "-5");
   HostArray floats = HostArray::fromValues<float>(DType::F32, {1}, {0.1f});
   CHECK(floats.formatElement(0) == "0.100000001");
+}
+
+TEST_CASE("files are replaced atomically and only regular files are read",
+          "[files]") {
+  namespace fs = std::filesystem;
+  fs::path directory = fs::temp_directory_path() / "partita-files-test";
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  std::string path = (directory / "out.bin").string();
+  REQUIRE(writeFileAtomically(path, "first").ok());
+  REQUIRE(writeFileAtomically(path, "second").ok());
+  CHECK(readBytes(path) == "second");
+  // Nothing but the file itself is left in the directory.
+  int entries = 0;
+  for (const fs::directory_entry &entry : fs::directory_iterator(directory)) {
+    (void)entry;
+    ++entries;
+  }
+  CHECK(entries == 1);
+  // A device is written in place; a full one is an error with the reason.
+  CHECK(writeFileAtomically("/dev/null", "bytes").ok());
+  Status full = writeFileAtomically("/dev/full", "bytes");
+  REQUIRE_FALSE(full.ok());
+  CHECK(full.message() == "cannot write '/dev/full': No space left on device");
+  Status onDirectory = writeFileAtomically(directory.string(), "bytes");
+  REQUIRE_FALSE(onDirectory.ok());
+  CHECK(onDirectory.message().find("is a directory") != std::string::npos);
+  // Readers refuse what is not a regular file before reading it.
+  CHECK(requireRegularFile(path).ok());
+  CHECK(requireRegularFile((directory / "missing").string()).ok());
+  CHECK(requireRegularFile("/dev/zero").message() ==
+        "is a device, expected a regular file");
+  CHECK(requireRegularFile(directory.string()).message() ==
+        "is a directory, expected a regular file");
+  fs::remove_all(directory);
 }

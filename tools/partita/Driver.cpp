@@ -1,6 +1,8 @@
 //===- Driver.cpp - Shared pieces of the partita commands -----------------===//
 
 #include "Driver.h"
+
+#include "partita/Runtime/IO/Files.h"
 #include "../common/CommandLine.h"
 
 #include "partita/Conversion/StableHLOToPartita.h"
@@ -314,16 +316,25 @@ partita::cli::buildModelOrReport(Session &session, const ModelConfig &config,
 bool partita::cli::writeOutputFile(
     const std::string &path,
     const std::function<void(llvm::raw_ostream &)> &write) {
-  std::string errorMessage;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      mlir::openOutputFile(path, &errorMessage);
-  if (!output) {
-    llvm::errs() << "error: cannot write '" << path << "': " << errorMessage
-                 << "\n";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  write(os);
+  os.flush();
+  if (path == "-") {
+    llvm::outs() << text;
+    llvm::outs().flush();
+    if (llvm::outs().has_error()) {
+      llvm::errs() << "error: cannot write to standard output\n";
+      llvm::outs().clear_error();
+      return false;
+    }
+    return true;
+  }
+  // Replaced in one step: a failed write leaves the old file as it was.
+  if (Status status = writeFileAtomically(path, text); !status) {
+    llvm::errs() << "error: " << status.message() << "\n";
     return false;
   }
-  write(output->os());
-  output->keep();
   return true;
 }
 

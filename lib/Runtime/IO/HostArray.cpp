@@ -7,7 +7,6 @@
 #include "partita/Runtime/IO/HostArray.h"
 
 #include <cmath>
-#include <filesystem>
 #include <cstdio>
 #include <limits>
 
@@ -204,22 +203,6 @@ std::string HostArray::formatElement(int64_t flatIndex) const {
     return element<uint8_t>(flatIndex) ? "true" : "false";
   }
   return "?";
-}
-
-Status requireRegularFile(const std::string &path) {
-  std::error_code error;
-  std::filesystem::file_status status = std::filesystem::status(path, error);
-  if (error || !std::filesystem::exists(status) ||
-      std::filesystem::is_regular_file(status))
-    return Status::success();
-  const char *kind = std::filesystem::is_directory(status) ? "a directory"
-                     : std::filesystem::is_fifo(status)     ? "a FIFO"
-                     : std::filesystem::is_character_file(status) ||
-                             std::filesystem::is_block_file(status)
-                         ? "a device"
-                         : "not a regular file";
-  return Status::error("is " + std::string(kind) +
-                       ", expected a regular file");
 }
 
 } // namespace partita

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/IO/Npy.h"
+#include "partita/Runtime/IO/Files.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -379,14 +380,7 @@ Status writeNpy(const std::string &path, const HostArray &array) {
   Expected<std::string> contents = serializeNpy(array);
   if (!contents)
     return Status::error(path + ": " + contents.status().message());
-  std::FILE *file = std::fopen(path.c_str(), "wb");
-  if (!file)
-    return Status::error(path + ": cannot create: " + std::strerror(errno));
-  size_t written = std::fwrite(contents->data(), 1, contents->size(), file);
-  bool closeFailed = std::fclose(file) != 0;
-  if (written != contents->size() || closeFailed)
-    return Status::error(path + ": write failed: " + std::strerror(errno));
-  return Status::success();
+  return writeFileAtomically(path, *contents);
 }
 
 } // namespace partita

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
+#include "partita/Runtime/IO/Files.h"
 
 #include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/ShardedArray.h"
@@ -45,14 +46,7 @@ Expected<std::string> readTextFile(const std::string &path) {
 }
 
 Status writeTextFile(const std::string &path, const std::string &contents) {
-  std::FILE *file = std::fopen(path.c_str(), "wb");
-  if (!file)
-    return Status::error(path + ": cannot create: " + std::strerror(errno));
-  size_t written = std::fwrite(contents.data(), 1, contents.size(), file);
-  bool closeFailed = std::fclose(file) != 0;
-  if (written != contents.size() || closeFailed)
-    return Status::error(path + ": write failed: " + std::strerror(errno));
-  return Status::success();
+  return writeFileAtomically(path, contents);
 }
 
 std::vector<int64_t> rangeSizes(const std::vector<IndexRange> &ranges) {
@@ -136,15 +130,11 @@ Status writeShardedArray(const std::string &directory, const HostArray &global,
       return status;
     written.insert(entry.file);
   }
-  // Replace the index in one step so a reader never sees half of it.
+  // The index is replaced in one step, so a reader never sees half of it.
   std::string indexPath = joinPath(directory, shardedArrayIndexName);
-  std::string temporary = indexPath + ".tmp";
-  if (Status status = writeTextFile(temporary, printShardedArrayIndex(index));
+  if (Status status = writeTextFile(indexPath, printShardedArrayIndex(index));
       !status)
     return status;
-  fs::rename(temporary, indexPath, ec);
-  if (ec)
-    return Status::error(indexPath + ": cannot write: " + ec.message());
   for (const std::string &stale : *previous)
     if (!written.count(stale))
       fs::remove(joinPath(directory, stale), ec);

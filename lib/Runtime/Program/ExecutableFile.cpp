@@ -1,7 +1,7 @@
 //===- ExecutableFile.cpp - The Executable on disk ------------------------===//
 
 #include "partita/Runtime/Program/ExecutableFile.h"
-#include "partita/Runtime/IO/HostArray.h"
+#include "partita/Runtime/IO/Files.h"
 
 #include <cstring>
 #include <filesystem>
@@ -336,14 +336,9 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
 Status partita::writeExecutableFile(const Executable &program,
                                     const std::string &path) {
   std::vector<uint8_t> bytes = serializeExecutable(program);
-  std::ofstream file(path, std::ios::binary);
-  if (!file)
-    return Status::error("cannot write '" + path + "'");
-  file.write(reinterpret_cast<const char *>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
-  if (!file)
-    return Status::error("cannot write '" + path + "'");
-  return Status::success();
+  return writeFileAtomically(
+      path, std::string_view(reinterpret_cast<const char *>(bytes.data()),
+                             bytes.size()));
 }
 
 Expected<Executable> partita::readExecutableFile(const std::string &path) {

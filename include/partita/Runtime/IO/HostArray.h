@@ -49,12 +49,6 @@ Expected<int64_t> checkedNumBytes(DType dtype,
 /// "[2, 3]" ("[]" for a scalar).
 std::string formatShape(const std::vector<int64_t> &shape);
 
-/// Fails ("is a directory, expected a regular file"; callers name the
-/// path) when `path` exists but is not a regular file: reading
-/// a directory throws inside the stream buffer, a device such as /dev/zero
-/// never ends and a FIFO waits for a writer. A missing path passes (opening
-/// it reports that).
-Status requireRegularFile(const std::string &path);
 
 /// A dense array in host memory: `bytes` holds numElements() elements of
 /// `dtype`, C order, little-endian. Bool elements are one byte, 0 or 1.
