@@ -389,11 +389,26 @@ Status infoCommand(const Arguments &args) {
       "local shape: %s\n",
       formatShape(localShape(index->mesh, index->sharding, index->globalShape))
           .c_str());
-  for (const ShardFileEntry &file : index->files)
+  std::vector<std::string> missing;
+  for (const ShardFileEntry &file : index->files) {
     std::printf("  %s  shard %s  block %s  devices %s\n", file.file.c_str(),
                 formatShape(file.shardIndices).c_str(),
                 formatRanges(file.globalRanges).c_str(),
                 formatShape(file.devices).c_str());
+    std::filesystem::path shard = std::filesystem::path(path) / file.file;
+    if (!std::filesystem::is_regular_file(shard, ec))
+      missing.push_back(file.file);
+  }
+  // The index alone does not make an array: every shard it names must be
+  // there (their contents are checked when the array is read).
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string &file : missing)
+      list += (list.empty() ? "" : ", ") + file;
+    return Status::error(path + ": " + std::to_string(missing.size()) +
+                         " of " + std::to_string(index->files.size()) +
+                         " shard files are missing: " + list);
+  }
   return Status::success();
 }
 
