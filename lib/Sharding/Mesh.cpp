@@ -106,6 +106,13 @@ Status Mesh::validate(const std::vector<MeshAxis> &axes,
   if (count < 0)
     return Status::error("mesh is too large: the product of its axis sizes "
                          "does not fit in a 64-bit integer");
+  // Layouts, groups and device maps walk every device: a mesh far beyond
+  // any machine would only make them run for minutes or exhaust memory.
+  if (count > kMaxMeshDevices)
+    return Status::error("mesh is too large: " + std::to_string(count) +
+                         " devices, more than the " +
+                         std::to_string(kMaxMeshDevices) +
+                         " Partita supports");
   if (deviceIds.empty())
     return Status::success();
 

@@ -132,6 +132,10 @@ TEST_CASE("Mesh::create error messages", "[mesh][errors]") {
   CHECK(createError({{"a", int64_t(1) << 40}, {"b", int64_t(1) << 40}}) ==
         "mesh is too large: the product of its axis sizes does not fit in a "
         "64-bit integer");
+  CHECK(createError({{"a", 1024}, {"b", 2048}}) ==
+        "mesh is too large: 2097152 devices, more than the 1048576 Partita "
+        "supports");
+  CHECK(Mesh::create({{"a", 1024}, {"b", 1024}}).ok());
   CHECK(createError({{"data", 2}, {"model", 4}}, {0, 1, 2, 3, 4, 5, 6, 3}) ==
         "device_ids must be a permutation of 0..7: id 3 appears twice");
   CHECK(createError({{"data", 2}, {"model", 4}}, {0, 1, 2, 3, 4, 5, 6, 8}) ==

@@ -76,6 +76,10 @@ private:
 /// tokens). The message of a failure names the offending token.
 Expected<Mesh> parseMeshSpec(std::string_view text);
 
+/// The most devices a mesh may have (2^20): far beyond any machine, small
+/// enough that walking every device stays instant.
+constexpr int64_t kMaxMeshDevices = int64_t{1} << 20;
+
 /// A device's group: the mesh axis indices named by the op, the member
 /// device ids in group order, and the device's own position.
 struct CollectiveGroup {
