@@ -67,19 +67,21 @@ std::optional<Packed> packedKind(Operation *op) {
 }
 
 BucketKey keyOf(Operation *op, Packed kind) {
-  std::string axes, reduction;
-  ArrayAttr axisList = op->getAttrOfType<ArrayAttr>("axes");
-  for (Attribute axis : axisList)
-    axes += cast<StringAttr>(axis).getValue().str() + ",";
+  auto key = [&](auto collective) {
+    std::string axes;
+    for (Attribute axis : collective.getAxes())
+      axes += cast<StringAttr>(axis).getValue().str() + ",";
+    return BucketKey{static_cast<int>(kind),
+                     stringifyReductionKind(collective.getKind()).str(),
+                     collective.getMesh().str(), axes,
+                     collective.getOperand()
+                         .getType()
+                         .getElementType()
+                         .getAsOpaquePointer()};
+  };
   if (auto reduce = dyn_cast<AllReduceOp>(op))
-    reduction = stringifyReductionKind(reduce.getKind()).str();
-  if (auto scatter = dyn_cast<ReduceScatterOp>(op))
-    reduction = stringifyReductionKind(scatter.getKind()).str();
-  return {static_cast<int>(kind), reduction,
-          op->getAttrOfType<FlatSymbolRefAttr>("mesh").getValue().str(), axes,
-          cast<RankedTensorType>(op->getOperand(0).getType())
-              .getElementType()
-              .getAsOpaquePointer()};
+    return key(reduce);
+  return key(cast<ReduceScatterOp>(op));
 }
 
 struct Bucket {
@@ -105,29 +107,18 @@ public:
       ops.push_back(&op);
     for (Operation *op : ops) {
       if (op->hasTrait<OpTrait::IsTerminator>()) {
-        for (auto &[key, bucket] : buckets)
-          emit(bucket, op);
-        buckets.clear();
-        placeReady(op);
+        flushBefore(op);
         continue;
       }
       // An all_reduce that needs a pending value is on the path through the
       // open buckets: emit them now rather than defer the rest of the
       // program behind them.
-      if (packedKind(op) && needsPending(op)) {
-        for (auto &[key, bucket] : buckets)
-          emit(bucket, op);
-        buckets.clear();
-        placeReady(op);
-      }
+      if (packedKind(op) && needsPending(op))
+        flushBefore(op);
       // Deferring an op keeps its operands alive until the bucket is out:
       // past a bucket's worth of such bytes, the buckets go now instead.
-      if (needsPending(op) && heldBytes + newlyHeld(op) > bucketBytes) {
-        for (auto &[key, bucket] : buckets)
-          emit(bucket, op);
-        buckets.clear();
-        placeReady(op);
-      }
+      if (needsPending(op) && heldBytes + newlyHeld(op) > bucketBytes)
+        flushBefore(op);
       if (needsPending(op)) {
         heldBytes += newlyHeld(op);
         op->walk([&](Operation *inner) {
@@ -160,6 +151,14 @@ public:
   }
 
 private:
+  /// Emits every open bucket before `op`, and places the ops that waited.
+  void flushBefore(Operation *op) {
+    for (auto &[key, bucket] : buckets)
+      emit(bucket, op);
+    buckets.clear();
+    placeReady(op);
+  }
+
   /// Bytes of the available tensors `op` reads that no deferred op holds
   /// yet: what deferring it may keep alive longer.
   int64_t newlyHeld(Operation *op) const {
