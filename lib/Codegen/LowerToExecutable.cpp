@@ -1,6 +1,7 @@
 //===- LowerToExecutable.cpp - partita IR to the runtime's program --------===//
 
 #include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Codegen/PlacedBlocks.h"
 
 #include "partita/Analysis/Liveness.h"
 #include "partita/Dialect/Partita/Utils/InlineCalls.h"
@@ -262,9 +263,13 @@ void planBuffers(func::FuncOp entry,
   }
 
   std::vector<size_t> order;
+  std::vector<int64_t> points;
   for (size_t r = 0; r < ranges.size(); ++r)
-    if (!merged[r])
+    if (!merged[r]) {
       order.push_back(r);
+      points.push_back(ranges[r].begin);
+      points.push_back(ranges[r].end);
+    }
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (ranges[a].bytes != ranges[b].bytes)
       return ranges[a].bytes > ranges[b].bytes;
@@ -273,15 +278,15 @@ void planBuffers(func::FuncOp entry,
   });
   constexpr int64_t kAlignment = 64;
   std::vector<int64_t> offsetOf(ranges.size(), 0);
-  std::vector<size_t> placed;
+  std::vector<bool> placed(ranges.size(), false);
+  PlacedBlocks blocks(std::move(points));
+  std::vector<std::pair<int64_t, int64_t>> busy;
   program.arenaBytes = 0;
   for (size_t r : order) {
     const Range &range = ranges[r];
-    // The blocks already placed whose live ranges meet this one, by offset.
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t other : placed)
-      if (ranges[other].begin <= range.end && range.begin <= ranges[other].end)
-        busy.push_back({offsetOf[other], offsetOf[other] + ranges[other].bytes});
+    // The bytes of blocks already placed whose live ranges meet this one.
+    busy.clear();
+    blocks.busy(range.begin, range.end, busy);
     std::sort(busy.begin(), busy.end());
     auto freeAt = [&](int64_t at) {
       for (const auto &[low, high] : busy)
@@ -290,11 +295,10 @@ void planBuffers(func::FuncOp entry,
       return true;
     };
     int64_t offset = -1;
-    if (range.source >= 0 && !merged[range.source]) {
-      bool placedSource = llvm::is_contained(placed, size_t(range.source));
-      if (placedSource && freeAt(offsetOf[range.source]))
+    if (range.source >= 0 && !merged[range.source] && placed[range.source]) {
+      if (freeAt(offsetOf[range.source])) {
         offset = offsetOf[range.source];
-      else if (placedSource) {
+      } else {
         // Not at the source's address: then not on its bytes at all.
         int64_t low = offsetOf[range.source];
         busy.push_back({low, low + ranges[range.source].bytes});
@@ -311,7 +315,8 @@ void planBuffers(func::FuncOp entry,
       }
     }
     offsetOf[r] = offset;
-    placed.push_back(r);
+    placed[r] = true;
+    blocks.add(range.begin, range.end, offset, offset + range.bytes);
     program.arenaBytes = std::max(program.arenaBytes, offset + range.bytes);
   }
   program.slotOffsets.assign(program.slots.size(), 0);

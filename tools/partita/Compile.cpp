@@ -8,6 +8,7 @@
 #include "partita/Transforms/Interconnect.h"
 
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -48,6 +49,8 @@ Options:
   --from <format>        the input's format: partita, stablehlo (a program
                          JAX lowered, imported first; docs/JAX.md) or auto
                          (default: StableHLO is recognised by its ops)
+  --timing               print the wall time of each stage (reading, each
+                         pass, the report, lowering, writing) to stderr
   -h, --help             show this help
 )";
 } // namespace
@@ -57,7 +60,7 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
   PipelineOptions options;
   if (std::optional<int> done =
           startCommand(args, {"--stage", "--report", "--from"}, kCompileUsage,
-                       Stage::Partitioned, cl, options))
+                       Stage::Partitioned, cl, options, {"--timing"}))
     return *done;
   std::string from = cl.get("--from", "auto");
   if (from != "auto" && from != "partita" && from != "stablehlo")
@@ -73,13 +76,22 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
                       "'; available: " + availableStages() + ", executable");
   options.stage = *stage;
 
+  // Wall time per stage (--timing): MLIR's timing manager, printed as a
+  // tree to stderr when it goes out of scope.
+  mlir::DefaultTimingManager timingManager;
+  timingManager.setEnabled(cl.on("--timing"));
+  mlir::TimingScope timing = timingManager.getRootScope();
+
   Session session;
   session.from = from;
+  mlir::TimingScope reading = timing.nest("read and verify the input");
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModule(session, cl.input);
-  if (!module || !runPipeline(session, *module, options))
+  reading.stop();
+  if (!module || !runPipeline(session, *module, options, &timing))
     return 1;
 
   if (cl.has("--report")) {
+    mlir::TimingScope reporting = timing.nest("report");
     Interconnect interconnect;
     if (!options.interconnectFile.empty()) {
       Expected<Interconnect> parsed =
@@ -98,16 +110,20 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
     if (cl.output == "-")
       return usageError(
           "--stage executable writes a binary file: give -o FILE");
+    mlir::TimingScope lowering = timing.nest("lower to the Executable");
     Expected<Executable> program = lowerToExecutable(*module);
+    lowering.stop();
     if (!program) {
       llvm::errs() << "error: " << program.status().message() << "\n";
       return 1;
     }
+    mlir::TimingScope writing = timing.nest("write the Executable");
     Status written = writeExecutableFile(*program, cl.output);
     if (!written.ok())
       return usageError(written.message());
     return 0;
   }
+  mlir::TimingScope writing = timing.nest("print the module");
   if (!writeOutputFile(cl.output, [&](llvm::raw_ostream &os) {
         module->print(os);
         os << "\n";

@@ -339,9 +339,12 @@ bool partita::cli::writeOutputFile(
 }
 
 bool partita::cli::runPipeline(Session &session, mlir::ModuleOp module,
-                               const PipelineOptions &options) {
+                               const PipelineOptions &options,
+                               mlir::TimingScope *timing) {
   mlir::PassManager passes(&session.context);
   buildPipeline(passes, options);
+  if (timing)
+    passes.enableTiming(*timing);
   return mlir::succeeded(passes.run(module));
 }
 

@@ -23,6 +23,10 @@
 #include <string>
 #include <vector>
 
+namespace mlir {
+class TimingScope;
+} // namespace mlir
+
 namespace partita {
 class Mesh;
 struct ModelConfig;
@@ -101,9 +105,11 @@ bool pipelineOptions(const CommandLine &cl, Stage stage,
 bool writeOutputFile(const std::string &path,
                      const std::function<void(llvm::raw_ostream &)> &write);
 
-/// Runs the pipeline on `module`; false after its diagnostics.
+/// Runs the pipeline on `module`; false after its diagnostics. With
+/// `timing`, each pass's time is recorded under it.
 bool runPipeline(Session &session, mlir::ModuleOp module,
-                 const PipelineOptions &options);
+                 const PipelineOptions &options,
+                 mlir::TimingScope *timing = nullptr);
 
 /// The common flags that take a value.
 inline std::vector<std::string> pipelineValueFlags() {
