@@ -97,32 +97,128 @@ namespace {
 /// More memoized plans than this and the cache starts over.
 constexpr size_t kMaxCachedPlans = 1 << 16;
 
-/// Everything a plan depends on, spelled out.
+/// The meshes and interconnects of the plans cached so far, numbered: a
+/// compilation plans for one of each, so a key holds the number instead of
+/// spelling them out (guarded by cacheMutex, cleared with the cache).
+struct PlanContext {
+  Mesh mesh;
+  Interconnect interconnect;
+};
+std::vector<PlanContext> &planContexts() {
+  static std::vector<PlanContext> contexts;
+  return contexts;
+}
+
+bool sameLink(const AxisLink &a, const AxisLink &b) {
+  return a.bandwidthGBps == b.bandwidthGBps && a.latencyUs == b.latencyUs;
+}
+
+bool sameLinks(const Interconnect &a, const Interconnect &b) {
+  if (!sameLink(a.defaultLink, b.defaultLink) || a.axes.size() != b.axes.size())
+    return false;
+  for (auto x = a.axes.begin(), y = b.axes.begin(); x != a.axes.end();
+       ++x, ++y)
+    if (x->first != y->first || !sameLink(x->second, y->second))
+      return false;
+  return true;
+}
+
+/// Bumped whenever the numbering starts over, and part of every key, so a
+/// key made before (by a thread still searching) never names a new context.
+uint64_t contextGeneration = 0;
+
+std::unordered_map<std::string, ReshardPlan> &planCache();
+
+/// Empties the cache and the numbering; the caller holds cacheMutex.
+void startOver() {
+  planCache().clear();
+  planContexts().clear();
+  ++contextGeneration;
+}
+
+/// The number of (mesh, interconnect); the caller holds cacheMutex. More
+/// than kMaxContexts of them and the cache starts over.
+uint64_t contextNumber(const Mesh &mesh, const Interconnect &interconnect) {
+  constexpr size_t kMaxContexts = 256;
+  std::vector<PlanContext> &contexts = planContexts();
+  for (size_t i = contexts.size(); i-- > 0;)
+    if (contexts[i].mesh == mesh &&
+        sameLinks(contexts[i].interconnect, interconnect))
+      return i;
+  if (contexts.size() >= kMaxContexts)
+    startOver();
+  contexts.push_back({mesh, interconnect});
+  return contexts.size() - 1;
+}
+
+void appendWord(std::string &key, uint64_t word) {
+  key.append(reinterpret_cast<const char *>(&word), sizeof(word));
+}
+
+/// An axis as its index on the mesh, or its name after a marker when the
+/// mesh has no such axis (the search then rejects it).
+void appendAxis(std::string &key, const Mesh &mesh, const std::string &axis) {
+  int index = mesh.axisIndex(axis);
+  if (index >= 0 && index < 255) {
+    key += static_cast<char>(index);
+    return;
+  }
+  key += static_cast<char>(255);
+  appendWord(key, axis.size());
+  key += axis;
+}
+
+/// The parts of `sharding` a plan depends on: its axes per dimension and its
+/// partial axes and kind. With `normalForm`, as reshardNormalForm has them
+/// (axes of size 1 dropped), which is all the search reads of the source.
+void appendSharding(std::string &key, const Mesh &mesh,
+                    const Sharding &sharding, bool normalForm) {
+  auto counts = [&](const std::string &axis) {
+    return !normalForm || mesh.axisSize(axis) != 1;
+  };
+  appendWord(key, sharding.dims.size());
+  for (const DimSharding &dim : sharding.dims) {
+    std::string axes;
+    uint64_t count = 0;
+    for (const std::string &axis : dim.axes)
+      if (counts(axis)) {
+        appendAxis(axes, mesh, axis);
+        ++count;
+      }
+    appendWord(key, count);
+    key += axes;
+  }
+  std::string partial;
+  uint64_t count = 0;
+  for (const std::string &axis : sharding.partialAxes)
+    if (counts(axis)) {
+      appendAxis(partial, mesh, axis);
+      ++count;
+    }
+  appendWord(key, count);
+  key += partial;
+  appendWord(key, count ? static_cast<uint64_t>(sharding.partialKind) : 0);
+}
+
+/// Everything a plan depends on, as bytes: the (mesh, interconnect) number
+/// and its generation,
+/// the source in normal form, the target verbatim but closed and without a
+/// priority (it becomes the last step's `after`), the shape and the element
+/// size. The caller holds cacheMutex.
 std::string cacheKey(const Mesh &mesh, const Sharding &from, const Sharding &to,
                      const std::vector<int64_t> &shape, int64_t elementBytes,
                      const Interconnect &interconnect) {
-  std::string key = mesh.toString() + ";";
-  for (int64_t id : mesh.deviceIds())
-    key += std::to_string(id) + ",";
-  // `to` verbatim: it becomes the last step's `after`.
-  Sharding target = to;
-  for (DimSharding &dim : target.dims)
-    dim.open = false;
-  target.priority.reset();
-  key += ";" + reshardNormalForm(mesh, from).toString() + ";" +
-         target.toString() + ";";
+  std::string key;
+  key.reserve(96);
+  uint64_t context = contextNumber(mesh, interconnect);
+  appendWord(key, contextGeneration);
+  appendWord(key, context);
+  appendSharding(key, mesh, from, /*normalForm=*/true);
+  appendSharding(key, mesh, to, /*normalForm=*/false);
+  appendWord(key, shape.size());
   for (int64_t extent : shape)
-    key += std::to_string(extent) + ",";
-  key += ";" + std::to_string(elementBytes) + ";";
-  auto link = [&](const AxisLink &l) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "%.17g/%.17g", l.bandwidthGBps,
-                  l.latencyUs);
-    return std::string(text);
-  };
-  key += link(interconnect.defaultLink);
-  for (const auto &[name, axisLink] : interconnect.axes)
-    key += ";" + name + "=" + link(axisLink);
+    appendWord(key, static_cast<uint64_t>(extent));
+  appendWord(key, static_cast<uint64_t>(elementBytes));
   return key;
 }
 
@@ -141,10 +237,10 @@ ReshardPlan partita::planReshard(const Mesh &mesh, const Sharding &from,
                                  const std::vector<int64_t> &globalShape,
                                  int64_t elementBytes,
                                  const Interconnect &interconnect) {
-  std::string key =
-      cacheKey(mesh, from, to, globalShape, elementBytes, interconnect);
+  std::string key;
   {
     std::lock_guard<std::mutex> lock(cacheMutex);
+    key = cacheKey(mesh, from, to, globalShape, elementBytes, interconnect);
     auto it = planCache().find(key);
     if (it != planCache().end())
       return it->second;
@@ -165,5 +261,5 @@ ReshardPlan partita::planReshard(const Mesh &mesh, const Sharding &from,
 
 void partita::clearReshardPlanCache() {
   std::lock_guard<std::mutex> lock(cacheMutex);
-  planCache().clear();
+  startOver();
 }
