@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Dialect/Partita/Utils/FunctionAttrs.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Transforms/LogicalRules.h"
 #include "partita/Transforms/Passes.h"
@@ -73,14 +74,15 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
     };
 
     for (auto function : module.getOps<func::FuncOp>()) {
+      FunctionAttrEditor attrs(function);
       for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-        auto names = function.getArgAttrOfType<ArrayAttr>(
-            i, PartitaDialect::kLogicalAxesAttrName);
-        if (!names || function.getArgAttr(i, PartitaDialect::kShardingAttrName))
+        auto names =
+            attrs.argOfType<ArrayAttr>(i, PartitaDialect::kLogicalAxesAttrName);
+        if (!names || attrs.arg(i, PartitaDialect::kShardingAttrName))
           continue;
         std::string role;
-        if (auto attr = function.getArgAttrOfType<RoleAttr>(
-                i, PartitaDialect::kRoleAttrName))
+        if (auto attr =
+                attrs.argOfType<RoleAttr>(i, PartitaDialect::kRoleAttrName))
           role = stringifyRole(attr.getValue()).str();
         std::vector<std::string> warnings;
         Sharding sharding =
@@ -91,21 +93,18 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
              "argument " + std::to_string(i) + " of @" +
                  function.getSymName().str(),
              warnings);
-        function.setArgAttr(i, PartitaDialect::kShardingAttrName,
-                            ShardingAttr::fromSharding(context, meshRef,
-                                                       sharding));
+        attrs.setArg(i, PartitaDialect::kShardingAttrName,
+                     ShardingAttr::fromSharding(context, meshRef, sharding));
       }
       // A result that is an argument's new value takes its layout.
       for (unsigned r = 0; r < function.getNumResults(); ++r) {
-        auto aliases = function.getResultAttrOfType<IntegerAttr>(
-            r, PartitaDialect::kAliasesAttrName);
-        if (!aliases ||
-            function.getResultAttr(r, PartitaDialect::kShardingAttrName))
+        auto aliases =
+            attrs.resultOfType<IntegerAttr>(r, PartitaDialect::kAliasesAttrName);
+        if (!aliases || attrs.result(r, PartitaDialect::kShardingAttrName))
           continue;
-        if (Attribute sharding = function.getArgAttr(
-                aliases.getInt(), PartitaDialect::kShardingAttrName))
-          function.setResultAttr(r, PartitaDialect::kShardingAttrName,
-                                 sharding);
+        if (Attribute sharding = attrs.arg(aliases.getInt(),
+                                           PartitaDialect::kShardingAttrName))
+          attrs.setResult(r, PartitaDialect::kShardingAttrName, sharding);
       }
     }
     for (LogicalConstraintOp op : constraints) {

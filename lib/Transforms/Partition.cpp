@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Dialect/Partita/Utils/FunctionAttrs.h"
 #include "partita/Sharding/Layout.h"
 #include "partita/Sharding/Propagation.h"
 #include "partita/Transforms/Interconnect.h"
@@ -509,25 +510,29 @@ LogicalResult Partitioner::partitionSignature(func::FuncOp function) {
       return DenseI64ArrayAttr();
     return builder.getDenseI64ArrayAttr(layout.shape);
   };
-  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes())) {
-    if (failed(localize(type,
-                        function.getArgAttrOfType<ShardingAttr>(
-                            index, PartitaDialect::kShardingAttrName),
-                        "argument " + std::to_string(index), argTypes, args)))
-      return failure();
-    function.removeArgAttr(index, originName);
-    if (DenseI64ArrayAttr shape = globalShapeIfPadded(type, args.back()))
-      function.setArgAttr(index, globalShapeName, shape);
-  }
-  for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
-    if (failed(localize(type,
-                        function.getResultAttrOfType<ShardingAttr>(
-                            index, PartitaDialect::kShardingAttrName),
-                        "result " + std::to_string(index), resultTypes, results)))
-      return failure();
-    function.removeResultAttr(index, originName);
-    if (DenseI64ArrayAttr shape = globalShapeIfPadded(type, results.back()))
-      function.setResultAttr(index, globalShapeName, shape);
+  {
+    FunctionAttrEditor attrs(function);
+    for (auto [index, type] : llvm::enumerate(function.getArgumentTypes())) {
+      if (failed(localize(type,
+                          attrs.argOfType<ShardingAttr>(
+                              index, PartitaDialect::kShardingAttrName),
+                          "argument " + std::to_string(index), argTypes, args)))
+        return failure();
+      attrs.removeArg(index, originName);
+      if (DenseI64ArrayAttr shape = globalShapeIfPadded(type, args.back()))
+        attrs.setArg(index, globalShapeName, shape);
+    }
+    for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
+      if (failed(localize(type,
+                          attrs.resultOfType<ShardingAttr>(
+                              index, PartitaDialect::kShardingAttrName),
+                          "result " + std::to_string(index), resultTypes,
+                          results)))
+        return failure();
+      attrs.removeResult(index, originName);
+      if (DenseI64ArrayAttr shape = globalShapeIfPadded(type, results.back()))
+        attrs.setResult(index, globalShapeName, shape);
+    }
   }
   if (!function.isExternal())
     for (auto [arg, type, layout] :

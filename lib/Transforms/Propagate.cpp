@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Dialect/Partita/Utils/FunctionAttrs.h"
 #include "partita/Sharding/Layout.h"
 #include "partita/Sharding/Propagation.h"
 #include "partita/Transforms/Interconnect.h"
@@ -492,19 +493,19 @@ void PropagatePass::runOnOperation() {
   for (auto function : module.getOps<func::FuncOp>()) {
     if (function.isExternal())
       continue;
+    FunctionAttrEditor attrs(function);
     for (BlockArgument arg : function.getArguments()) {
       auto it = graph.tensorOf.find(arg);
       if (it == graph.tensorOf.end())
         continue;
-      function.setArgAttr(arg.getArgNumber(), shardingName,
-                          attrFor(it->second));
+      attrs.setArg(arg.getArgNumber(), shardingName, attrFor(it->second));
       if (Attribute origin = originAttr(graph, *result, it->second))
-        function.setArgAttr(arg.getArgNumber(), originName, origin);
+        attrs.setArg(arg.getArgNumber(), originName, origin);
     }
     for (auto [index, id] : llvm::enumerate(graph.functionResults[function])) {
-      function.setResultAttr(index, shardingName, attrFor(id));
+      attrs.setResult(index, shardingName, attrFor(id));
       if (Attribute origin = originAttr(graph, *result, id))
-        function.setResultAttr(index, originName, origin);
+        attrs.setResult(index, originName, origin);
     }
   }
 

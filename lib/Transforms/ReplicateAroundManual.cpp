@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Dialect/Partita/Utils/FunctionAttrs.h"
 #include "partita/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -45,12 +46,16 @@ Attribute replicatedOn(FlatSymbolRefAttr mesh, Type type) {
 }
 
 void replicateAround(func::FuncOp function, FlatSymbolRefAttr mesh) {
-  for (unsigned i = 0; i < function.getNumArguments(); ++i)
-    if (Attribute attr = replicatedOn(mesh, function.getArgument(i).getType()))
-      function.setArgAttr(i, PartitaDialect::kShardingAttrName, attr);
-  for (unsigned i = 0; i < function.getNumResults(); ++i)
-    if (Attribute attr = replicatedOn(mesh, function.getResultTypes()[i]))
-      function.setResultAttr(i, PartitaDialect::kShardingAttrName, attr);
+  {
+    FunctionAttrEditor attrs(function);
+    for (unsigned i = 0; i < function.getNumArguments(); ++i)
+      if (Attribute attr =
+              replicatedOn(mesh, function.getArgument(i).getType()))
+        attrs.setArg(i, PartitaDialect::kShardingAttrName, attr);
+    for (unsigned i = 0; i < function.getNumResults(); ++i)
+      if (Attribute attr = replicatedOn(mesh, function.getResultTypes()[i]))
+        attrs.setResult(i, PartitaDialect::kShardingAttrName, attr);
+  }
   SmallVector<ShardingConstraintOp> constraints;
   function.walk([&](Operation *op) {
     if (op->getParentOfType<ManualComputationOp>())

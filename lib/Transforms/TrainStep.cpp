@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AutodiffEmitter.h"
+#include "partita/Dialect/Partita/Utils/FunctionAttrs.h"
 #include "partita/Transforms/Autodiff.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
@@ -362,11 +363,13 @@ void TrainStepBuilder::finish(Value lossValue, ArrayRef<Value> gradients,
   // The new parameters and state are the arguments' new values: they keep
   // the layouts the arguments get (partita-apply-rules and propagation see
   // partita.aliases), so the runtime updates them in place.
+  FunctionAttrEditor attrs(step);
   for (size_t r = 1; r < results.size(); ++r) {
-    step.setResultAttr(r, PartitaDialect::kAliasesAttrName,
-                       builder.getI64IntegerAttr(static_cast<int64_t>(r - 1)));
-    if (Attribute sharding = step.getArgAttr(r - 1, PartitaDialect::kShardingAttrName))
-      step.setResultAttr(r, PartitaDialect::kShardingAttrName, sharding);
+    attrs.setResult(r, PartitaDialect::kAliasesAttrName,
+                    builder.getI64IntegerAttr(static_cast<int64_t>(r - 1)));
+    if (Attribute sharding =
+            attrs.arg(r - 1, PartitaDialect::kShardingAttrName))
+      attrs.setResult(r, PartitaDialect::kShardingAttrName, sharding);
   }
 }
 
