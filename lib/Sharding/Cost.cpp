@@ -155,49 +155,51 @@ void appendWord(std::string &key, uint64_t word) {
   key.append(reinterpret_cast<const char *>(&word), sizeof(word));
 }
 
-/// An axis as its index on the mesh, or its name after a marker when the
-/// mesh has no such axis (the search then rejects it).
-void appendAxis(std::string &key, const Mesh &mesh, const std::string &axis) {
-  int index = mesh.axisIndex(axis);
-  if (index >= 0 && index < 255) {
-    key += static_cast<char>(index);
+/// A count: one byte below 255, else a marker and the word.
+void appendCount(std::string &key, uint64_t count) {
+  if (count < 255) {
+    key += static_cast<char>(count);
     return;
   }
   key += static_cast<char>(255);
-  appendWord(key, axis.size());
-  key += axis;
+  appendWord(key, count);
 }
 
 /// The parts of `sharding` a plan depends on: its axes per dimension and its
-/// partial axes and kind. With `normalForm`, as reshardNormalForm has them
-/// (axes of size 1 dropped), which is all the search reads of the source.
+/// partial axes and kind. Axes are their index on the mesh, or a marker and
+/// the name when the mesh has no such axis (the search then rejects it).
+/// With `normalForm`, the axes are those reshardNormalForm keeps (axes of
+/// size 1 dropped), which is all the search reads of the source.
 void appendSharding(std::string &key, const Mesh &mesh,
                     const Sharding &sharding, bool normalForm) {
-  auto counts = [&](const std::string &axis) {
-    return !normalForm || mesh.axisSize(axis) != 1;
+  auto kept = [&](int index) {
+    return !normalForm || index < 0 || mesh.axes()[index].size != 1;
   };
-  appendWord(key, sharding.dims.size());
-  for (const DimSharding &dim : sharding.dims) {
-    std::string axes;
-    uint64_t count = 0;
-    for (const std::string &axis : dim.axes)
-      if (counts(axis)) {
-        appendAxis(axes, mesh, axis);
-        ++count;
+  auto append = [&](const std::vector<std::string> &axes) {
+    size_t count = 0;
+    for (const std::string &axis : axes)
+      count += kept(mesh.axisIndex(axis));
+    appendCount(key, count);
+    for (const std::string &axis : axes) {
+      int index = mesh.axisIndex(axis);
+      if (!kept(index))
+        continue;
+      if (index >= 0 && index < 255) {
+        key += static_cast<char>(index);
+      } else {
+        key += static_cast<char>(255);
+        appendCount(key, axis.size());
+        key += axis;
       }
-    appendWord(key, count);
-    key += axes;
-  }
-  std::string partial;
-  uint64_t count = 0;
-  for (const std::string &axis : sharding.partialAxes)
-    if (counts(axis)) {
-      appendAxis(partial, mesh, axis);
-      ++count;
     }
-  appendWord(key, count);
-  key += partial;
-  appendWord(key, count ? static_cast<uint64_t>(sharding.partialKind) : 0);
+  };
+  appendCount(key, sharding.dims.size());
+  for (const DimSharding &dim : sharding.dims)
+    append(dim.axes);
+  size_t before = key.size();
+  append(sharding.partialAxes);
+  bool partial = key[before] != 0;
+  appendCount(key, partial ? static_cast<uint64_t>(sharding.partialKind) : 0);
 }
 
 /// Everything a plan depends on, as bytes: the (mesh, interconnect) number
@@ -215,7 +217,7 @@ std::string cacheKey(const Mesh &mesh, const Sharding &from, const Sharding &to,
   appendWord(key, context);
   appendSharding(key, mesh, from, /*normalForm=*/true);
   appendSharding(key, mesh, to, /*normalForm=*/false);
-  appendWord(key, shape.size());
+  appendCount(key, shape.size());
   for (int64_t extent : shape)
     appendWord(key, static_cast<uint64_t>(extent));
   appendWord(key, static_cast<uint64_t>(elementBytes));
@@ -232,18 +234,22 @@ std::unordered_map<std::string, ReshardPlan> &planCache() {
 
 } // namespace
 
-ReshardPlan partita::planReshard(const Mesh &mesh, const Sharding &from,
-                                 const Sharding &to,
-                                 const std::vector<int64_t> &globalShape,
-                                 int64_t elementBytes,
-                                 const Interconnect &interconnect) {
+namespace {
+
+/// The plan for (from, to) from the cache, or searched for and stored, as
+/// `use` sees it (under the cache's lock when it was cached, so a caller
+/// that needs only the cost copies nothing).
+template <typename Use>
+auto withPlan(const Mesh &mesh, const Sharding &from, const Sharding &to,
+              const std::vector<int64_t> &globalShape, int64_t elementBytes,
+              const Interconnect &interconnect, Use use) {
   std::string key;
   {
     std::lock_guard<std::mutex> lock(cacheMutex);
     key = cacheKey(mesh, from, to, globalShape, elementBytes, interconnect);
     auto it = planCache().find(key);
     if (it != planCache().end())
-      return it->second;
+      return use(it->second);
   }
   ReshardPlan plan;
   // The naive plan is one path of the search, so it is only needed when the
@@ -255,8 +261,27 @@ ReshardPlan partita::planReshard(const Mesh &mesh, const Sharding &from,
   std::lock_guard<std::mutex> lock(cacheMutex);
   if (planCache().size() >= kMaxCachedPlans)
     planCache().clear();
-  planCache().emplace(std::move(key), plan);
-  return plan;
+  return use(planCache().emplace(std::move(key), std::move(plan)).first->second);
+}
+
+} // namespace
+
+ReshardPlan partita::planReshard(const Mesh &mesh, const Sharding &from,
+                                 const Sharding &to,
+                                 const std::vector<int64_t> &globalShape,
+                                 int64_t elementBytes,
+                                 const Interconnect &interconnect) {
+  return withPlan(mesh, from, to, globalShape, elementBytes, interconnect,
+                  [](const ReshardPlan &plan) { return plan; });
+}
+
+double partita::reshardTimeUs(const Mesh &mesh, const Sharding &from,
+                              const Sharding &to,
+                              const std::vector<int64_t> &globalShape,
+                              int64_t elementBytes,
+                              const Interconnect &interconnect) {
+  return withPlan(mesh, from, to, globalShape, elementBytes, interconnect,
+                  [](const ReshardPlan &plan) { return plan.timeUs(); });
 }
 
 void partita::clearReshardPlanCache() {

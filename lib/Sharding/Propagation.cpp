@@ -188,9 +188,8 @@ struct Context {
 
   double reshardUs(int tensor, const Sharding &from, const Sharding &to) const {
     const PropagationTensor &t = problem.tensors[tensor];
-    return planReshard(problem.mesh, from, to, t.shape, t.elementBytes,
-                       problem.interconnect)
-        .timeUs();
+    return reshardTimeUs(problem.mesh, from, to, t.shape, t.elementBytes,
+                         problem.interconnect);
   }
 
   /// True when a partial value in `tensor` must be made whole somewhere
@@ -350,7 +349,7 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
     if (context.active[tensor])
       effect.costUs += context.reshardUs(tensor, cur, required);
     effect.operandShardings.push_back(extendOpenDims(cur, required));
-    effect.requiredOperands.push_back(required);
+    effect.requiredOperands.push_back(std::move(required));
   }
 
   // Results: what the op produces, and what it costs to deliver.
@@ -432,8 +431,8 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
     } else if (known) {
       effect.costUs += context.reshardUs(tensor, produced, target);
     }
-    effect.resultShardings.push_back(target);
-    effect.producedResults.push_back(produced);
+    effect.resultShardings.push_back(std::move(target));
+    effect.producedResults.push_back(std::move(produced));
   }
   return effect;
 }
@@ -523,9 +522,9 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
   OpDecision decision;
   if (!conflict) {
     OptionEffect effect = evaluateOption(context, opIndex, merged);
-    decision.factorAxes = merged;
+    decision.factorAxes = std::move(merged);
     decision.costUs = effect.costUs;
-    return {decision, effect};
+    return {std::move(decision), std::move(effect)};
   }
 
   // Enumerate: each factor takes one of its candidates (or nothing); keep the
@@ -593,9 +592,9 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
   });
   for (const Scored &option : scored)
     decision.options.emplace_back(option.text, option.cost);
-  decision.factorAxes = scored.front().assignment;
+  decision.factorAxes = std::move(scored.front().assignment);
   decision.costUs = scored.front().cost;
-  return {decision, scored.front().effect};
+  return {std::move(decision), std::move(scored.front().effect)};
 }
 
 std::vector<std::vector<std::pair<int, int>>>
@@ -679,9 +678,9 @@ bool mergeProposals(const PropagationProblem &problem, int tensor,
         candidate.dims[d].axes = list;
         double cost = 0;
         for (const Proposal &p : proposals)
-          cost += planReshard(problem.mesh, candidate, p.sharding, node.shape,
-                              node.elementBytes, problem.interconnect)
-                      .timeUs();
+          cost += reshardTimeUs(problem.mesh, candidate, p.sharding,
+                                node.shape, node.elementBytes,
+                                problem.interconnect);
         bool better = first || cost < bestCost - 1e-9 ||
                       (std::abs(cost - bestCost) <= 1e-9 &&
                        (list.size() > chosen.size() ||
@@ -821,8 +820,16 @@ partita::propagateShardings(const PropagationProblem &problem) {
     if (t.annotated)
       levels.insert(t.priority);
 
+  // The decisions of the last phase of the last level. That phase runs
+  // until no tensor changes, and every op a change touches is decided again,
+  // so each op's latest decision there is its decision on the final
+  // shardings (a decision reads only the op's own tensors, and every tensor
+  // is active at the last level).
+  std::vector<OpDecision> finalDecisions(problem.ops.size());
+  std::vector<bool> decidedFinally(problem.ops.size(), false);
   std::vector<bool> active(numTensors, true);
   for (int64_t level : levels) {
+    bool lastLevel = level == *levels.rbegin();
     for (size_t t = 0; t < numTensors; ++t)
       active[t] =
           !problem.tensors[t].annotated || problem.tensors[t].priority <= level;
@@ -838,14 +845,19 @@ partita::propagateShardings(const PropagationProblem &problem) {
         ++result.rounds;
         std::map<int, std::vector<Proposal>> proposals;
         for (int op : worklist) {
-          OptionEffect effect = decide(context, op).second;
+          auto [decision, effect] = decide(context, op);
+          if (lastLevel && phase == 2) {
+            finalDecisions[op] = std::move(decision);
+            decidedFinally[op] = true;
+          }
           const PropagationOp &node = problem.ops[op];
           for (size_t i = 0; i < node.operands.size(); ++i)
             proposals[node.operands[i]].push_back(
-                {effect.operandShardings[i], op, static_cast<int>(i)});
+                {std::move(effect.operandShardings[i]), op,
+                 static_cast<int>(i)});
           for (size_t r = 0; r < node.results.size(); ++r)
             proposals[node.results[r]].push_back(
-                {effect.resultShardings[r], op,
+                {std::move(effect.resultShardings[r]), op,
                  static_cast<int>(node.operands.size() + r)});
         }
         worklist.clear();
@@ -880,6 +892,8 @@ partita::propagateShardings(const PropagationProblem &problem) {
   Context finalContext{problem, result.shardings, allActive, consumers};
   for (size_t op = 0; op < problem.ops.size(); ++op)
     result.decisions.push_back(
-        decide(finalContext, static_cast<int>(op)).first);
+        decidedFinally[op]
+            ? std::move(finalDecisions[op])
+            : decide(finalContext, static_cast<int>(op)).first);
   return result;
 }

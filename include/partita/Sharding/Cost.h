@@ -136,6 +136,13 @@ ReshardPlan planReshard(const Mesh &mesh, const Sharding &from,
                         const std::vector<int64_t> &globalShape,
                         int64_t elementBytes, const Interconnect &interconnect);
 
+/// planReshard(...).timeUs() without copying the plan (propagation asks for
+/// costs only, a million times on a large train step).
+double reshardTimeUs(const Mesh &mesh, const Sharding &from,
+                     const Sharding &to,
+                     const std::vector<int64_t> &globalShape,
+                     int64_t elementBytes, const Interconnect &interconnect);
+
 /// The baseline the planner must never lose to: all_reduce every partial
 /// axis, all_gather every dimension that differs from `to` (whole), then
 /// all_slice into `to`. That is one all_reduce over all partial axes, one
