@@ -137,10 +137,13 @@ private:
                           const OpDecision &decision);
 
   /// Emits the collectives that turn `value` into `to`; returns the new value.
+  /// `why` says what needs the new layout; it is spelt out only when a
+  /// collective is emitted (its partita.reason).
   FailureOr<Value> reshard(Value value, const Sharding &to, Operation *consumer,
-                           const std::string &why);
+                           llvm::function_ref<std::string()> why);
   FailureOr<Value> emitReshard(Value value, const Sharding &to,
-                               Operation *consumer, const std::string &why);
+                               Operation *consumer,
+                               llvm::function_ref<std::string()> why);
   /// Reshards already emitted, by source value and target layout: a value
   /// several ops need in the same layout moves once (when the earlier
   /// reshard dominates the later consumer).
@@ -332,7 +335,11 @@ void Partitioner::maskReducedPadding(Operation *op, const OpShardingRule &rule,
 
 FailureOr<Value> Partitioner::reshard(Value value, const Sharding &to,
                                       Operation *consumer,
-                                      const std::string &why) {
+                                      llvm::function_ref<std::string()> why) {
+  // Most operands are in the layout they need already.
+  if (sameReshardLayout(mesh, closed(layouts.lookup(value).sharding),
+                        closed(to)))
+    return value;
   std::pair<void *, std::string> key{value.getAsOpaquePointer(),
                                      closed(to).toString()};
   auto cached = reshardCache.find(key);
@@ -349,15 +356,15 @@ FailureOr<Value> Partitioner::reshard(Value value, const Sharding &to,
   return result;
 }
 
-FailureOr<Value> Partitioner::emitReshard(Value value, const Sharding &to,
-                                          Operation *consumer,
-                                          const std::string &why) {
+FailureOr<Value> Partitioner::emitReshard(
+    Value value, const Sharding &to, Operation *consumer,
+    llvm::function_ref<std::string()> why) {
   Layout from = layouts.lookup(value);
   if (sameReshardLayout(mesh, closed(from.sharding), closed(to)))
     return value;
   ReshardPlan plan = planReshard(mesh, closed(from.sharding), closed(to),
                                  from.shape, from.elementBytes, interconnect);
-  std::string reason = why + ": " + closed(from.sharding).toString() + " -> " +
+  std::string reason = why() + ": " + closed(from.sharding).toString() + " -> " +
                        closed(to).toString();
   Location loc = consumer->getLoc();
   builder.setInsertionPoint(consumer);
@@ -590,10 +597,11 @@ LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
     whole.partialKind = PartialKind::None;
     whole.partialAxes.clear();
     FailureOr<Value> reduced =
-        reshard(operand, whole, operation,
-                "operand " + std::to_string(index) + " of " +
-                    describeOp(operation) + " (read by several ops: reduced "
-                    "once)");
+        reshard(operand, whole, operation, [&] {
+          return "operand " + std::to_string(index) + " of " +
+                 describeOp(operation) +
+                 " (read by several ops: reduced once)";
+        });
     if (failed(reduced))
       return failure();
     operation->setOperand(index, *reduced);
@@ -601,7 +609,8 @@ LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
   PropagationProblem problem;
   problem.mesh = mesh;
   problem.interconnect = interconnect;
-  PropagationOp node{rule, {}, {}, describeOp(operation)};
+  // The one-op problem is decided directly: its op needs no name.
+  PropagationOp node{rule, {}, {}, {}};
   std::vector<Sharding> shardings;
   for (Value operand : operation->getOperands()) {
     Layout layout = layouts.lookup(operand);
@@ -638,12 +647,15 @@ LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
           current.dims[d].axes != layout.operands[index].dims[d].axes)
         for (int factor : rule.operands[index][d])
           changed.push_back(factor);
-    std::string why =
-        "operand " + std::to_string(index) + " of " + describeOp(operation);
-    if (!changed.empty())
-      why += " (factor " + factorNames(changed) + ")";
-    else if (current.partialKind != PartialKind::None)
-      why += " (needs a whole value)";
+    auto why = [&] {
+      std::string text =
+          "operand " + std::to_string(index) + " of " + describeOp(operation);
+      if (!changed.empty())
+        text += " (factor " + factorNames(changed) + ")";
+      else if (current.partialKind != PartialKind::None)
+        text += " (needs a whole value)";
+      return text;
+    };
     FailureOr<Value> resharded =
         reshard(operand, layout.operands[index], operation, why);
     if (failed(resharded))
@@ -682,9 +694,10 @@ LogicalResult Partitioner::partitionLoop(LoopOp loop) {
   // Initial values take the carried layouts.
   for (auto [index, init] : llvm::enumerate(loop.getInits())) {
     FailureOr<Value> resharded =
-        reshard(init, carried[index], loop,
-                "loop-carried value " + std::to_string(index) + " of " +
-                    describeOp(loop));
+        reshard(init, carried[index], loop, [&] {
+          return "loop-carried value " + std::to_string(index) + " of " +
+                 describeOp(loop);
+        });
     if (failed(resharded))
       return failure();
     loop->setOperand(index, *resharded);
@@ -707,9 +720,10 @@ LogicalResult Partitioner::partitionLoop(LoopOp loop) {
     return failure();
   auto yield = cast<YieldOp>(body.getTerminator());
   for (auto [index, value] : llvm::enumerate(yield.getValues())) {
-    FailureOr<Value> resharded = reshard(
-        value, carried[index], yield,
-        "yielded value " + std::to_string(index) + " of " + describeOp(loop));
+    FailureOr<Value> resharded = reshard(value, carried[index], yield, [&] {
+      return "yielded value " + std::to_string(index) + " of " +
+             describeOp(loop);
+    });
     if (failed(resharded))
       return failure();
     yield->setOperand(index, *resharded);
@@ -722,9 +736,10 @@ LogicalResult Partitioner::partitionManual(ManualComputationOp manual) {
   for (auto [index, operand] : llvm::enumerate(manual.getOperands())) {
     Sharding in =
         cast<ShardingAttr>(manual.getInShardings()[index]).toSharding();
-    FailureOr<Value> resharded = reshard(
-        operand, in, manual,
-        "in_sharding " + std::to_string(index) + " of " + describeOp(manual));
+    FailureOr<Value> resharded = reshard(operand, in, manual, [&] {
+      return "in_sharding " + std::to_string(index) + " of " +
+             describeOp(manual);
+    });
     if (failed(resharded))
       return failure();
     // The body is written on local shapes: it runs as is.
@@ -758,9 +773,10 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       if (!isa<RankedTensorType>(operand.getType()))
         continue;
       FailureOr<Value> resharded =
-          reshard(operand, results[index].sharding, ret,
-                  "result " + std::to_string(index) + " of @" +
-                      function.getSymName().str());
+          reshard(operand, results[index].sharding, ret, [&] {
+            return "result " + std::to_string(index) + " of @" +
+                   function.getSymName().str();
+          });
       if (failed(resharded))
         return failure();
       ret->setOperand(index, *resharded);
@@ -779,9 +795,10 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       if (!isa<RankedTensorType>(operand.getType()))
         continue;
       FailureOr<Value> resharded =
-          reshard(operand, args[index].sharding, call,
-                  "argument " + std::to_string(index) + " of the call to @" +
-                      callee.getSymName().str());
+          reshard(operand, args[index].sharding, call, [&] {
+            return "argument " + std::to_string(index) + " of the call to @" +
+                   callee.getSymName().str();
+          });
       if (failed(resharded))
         return failure();
       call->setOperand(index, *resharded);
@@ -809,7 +826,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
             ? cast<ReshardOp>(op).getSharding().toSharding()
             : cast<ShardingConstraintOp>(op).getSharding().toSharding();
     FailureOr<Value> resharded =
-        reshard(op->getOperand(0), target, op, describeOp(op));
+        reshard(op->getOperand(0), target, op, [&] { return describeOp(op); });
     if (failed(resharded))
       return failure();
     op->getResult(0).replaceAllUsesWith(*resharded);
@@ -850,7 +867,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     for (OpOperand &use : result.getUses())
       uses.push_back(&use);
     FailureOr<Value> sliced = reshard(result, target, op->getNextNode(),
-                                      "slice of " + describeOp(op));
+                                      [&] { return "slice of " + describeOp(op); });
     if (failed(sliced))
       return failure();
     for (OpOperand *use : uses)
