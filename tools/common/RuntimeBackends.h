@@ -1,9 +1,10 @@
 //===- RuntimeBackends.h - The runtime's optional parts, for tools -*- C++ -*-//
 //
 // What a tool that runs programs includes: the Executable and the run
-// support always; the multi-process runtime, the CUDA backend and one
-// process per GPU when this build has them (the PARTITA_HAVE_* definitions
-// come with the libraries, lib/Runtime/CMakeLists.txt).
+// support always; the multi-process runtime when this build has it (the
+// PARTITA_HAVE_MPI definition comes with the library,
+// lib/Runtime/CMakeLists.txt); the CUDA backend and one process per GPU
+// through the CUDA plugin, loaded when a run asks for CUDA devices.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_TOOLS_COMMON_RUNTIMEBACKENDS_H
@@ -14,11 +15,6 @@
 #ifdef PARTITA_HAVE_MPI
 #include "partita/Runtime/MPI/Mpi.h"
 #endif
-#ifdef PARTITA_HAVE_CUDA
-#include "partita/Runtime/CUDA/CudaBackend.h"
-#endif
-#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
-#include "partita/Runtime/CUDA/CudaDistributed.h"
-#endif
+#include "partita/Runtime/CUDA/CudaPlugin.h"
 
 #endif // PARTITA_TOOLS_COMMON_RUNTIMEBACKENDS_H

@@ -513,14 +513,12 @@ Expected<RunRequest> parseRunRequest(const Arguments &args) {
   return request;
 }
 
-#ifdef PARTITA_HAVE_CUDA
 CudaBackendOptions cudaOptions(const Arguments &args) {
   CudaBackendOptions options;
   options.allowTF32 = args.has("--tf32");
   options.forceStaging = args.has("--staging");
   return options;
 }
-#endif
 
 /// `run --distributed`: rank 0 reads the program and broadcasts it.
 Status runAcrossProcesses(const Arguments &args,
@@ -529,13 +527,14 @@ Status runAcrossProcesses(const Arguments &args,
   DistributedRunOptions options;
   options.seed = request.seed;
   if (request.devices && request.devices->isCuda()) {
-#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
-    options.devices = cudaDistributedDevices(cudaOptions(args));
-#else
-    return Status::error("--distributed --devices cuda:N needs CUDA and "
-                         "NCCL, and this partita-exec was built without "
-                         "them");
-#endif
+    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+    if (!plugin)
+      return plugin.status();
+    if (!(*plugin)->distributedDevices)
+      return Status::error("--distributed --devices cuda:N needs MPI and "
+                           "NCCL in the CUDA plugin, which was built "
+                           "without them");
+    (*plugin)->distributedDevices(cudaOptions(args), options.devices);
   }
   if (args.has("--inputs"))
     options.inputs = args.get("--inputs");
@@ -611,13 +610,11 @@ Status runHere(const Arguments &args, const RunRequest &request) {
   if (!devices.isCuda()) {
     outputs = runOnCpuDevices(*program, *inputs, &statistics);
   } else {
-#ifdef PARTITA_HAVE_CUDA
-    outputs = runOnCudaDevices(*program, *inputs, cudaOptions(args),
-                               &statistics);
-#else
-    return Status::error("--devices cuda:N needs the CUDA backend, and this "
-                         "partita-exec was built without CUDA");
-#endif
+    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+    if (!plugin)
+      return plugin.status();
+    outputs = (*plugin)->runOnDevices(*program, *inputs, cudaOptions(args),
+                                      &statistics);
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

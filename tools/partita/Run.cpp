@@ -97,12 +97,13 @@ int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
 #ifdef PARTITA_HAVE_MPI
   DistributedRunOptions runOptions;
   if (cuda) {
-#ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
-    runOptions.devices = cudaDistributedDevices(CudaBackendOptions());
-#else
-    return usageError("--distributed --devices cuda:N needs CUDA and NCCL, "
-                      "and this partita was built without them");
-#endif
+    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+    if (!plugin)
+      return usageError(plugin.status().message());
+    if (!(*plugin)->distributedDevices)
+      return usageError("--distributed --devices cuda:N needs MPI and NCCL "
+                        "in the CUDA plugin, which was built without them");
+    (*plugin)->distributedDevices(CudaBackendOptions(), runOptions.devices);
   }
   runOptions.seed = seed;
   runOptions.inputs = cl.get("--inputs", "");
@@ -254,12 +255,11 @@ LocalRun::run(const Executable &program, const std::vector<HostArray> &inputs,
               RunStatistics *statistics) const {
   if (!devices.isCuda())
     return runOnCpuDevices(program, inputs, statistics);
-#ifdef PARTITA_HAVE_CUDA
-  return runOnCudaDevices(program, inputs, CudaBackendOptions(), statistics);
-#else
-  return Status::error("--devices cuda:N needs the CUDA backend, and this "
-                       "partita was built without CUDA");
-#endif
+  Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+  if (!plugin)
+    return plugin.status();
+  return (*plugin)->runOnDevices(program, inputs, CudaBackendOptions(),
+                                 statistics);
 }
 
 int LocalRun::finish(const Executable &program,
