@@ -26,6 +26,7 @@ import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jax_gpt import jax_available  # noqa: E402
 
 CONFIG = dict(d_model=1024, heads=16, seq=512, batch=16, vocab=32000, mlp_ratio=4)
 RULES = "dp+tp"
@@ -93,12 +94,7 @@ def main():
     parser.add_argument("--layers", default="12,24,48,96")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    try:
-        import jax  # noqa: F401
-        have_jax = True
-    except ImportError:
-        have_jax = False
-        print("# JAX not installed: Partita's figures only (pip install jax)")
+    have_jax = jax_available()
     print(f"# GPT train step {CONFIG}, AdamW, {RULES} on data=2,model=4; median of "
           f"{args.runs} runs; {os.cpu_count()} hardware threads")
     labels = [label for _, label in STAGES]

@@ -6,7 +6,16 @@ embedding) with an AdamW step, and for each strategy (dp, fsdp, tp, dp+tp)
 the Megatron-style shardings Partita's rules presets give, on a
 (data=2, model=4) mesh.
 """
-import numpy as np
+
+
+def jax_available():
+    """True when JAX imports; else says so (the caller prints only Partita's figures)."""
+    try:
+        import jax  # noqa: F401
+        return True
+    except ImportError:
+        print("# JAX not installed: Partita's figures only (pip install jax)")
+        return False
 
 
 def parameter_layouts(config, rules):
@@ -38,6 +47,7 @@ def train_step(config, rules, mesh):
     parameters and optimizer states are donated."""
     import jax
     import jax.numpy as jnp
+    import numpy as np
     from jax.sharding import NamedSharding, PartitionSpec as P
 
     c = config

@@ -22,6 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jax_gpt import jax_available  # noqa: E402
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
@@ -82,12 +83,7 @@ def main():
     parser.add_argument("--partita", default="build/bin/partita")
     parser.add_argument("--steps", type=int, default=6)
     args = parser.parse_args()
-    try:
-        import jax  # noqa: F401
-        have_jax = True
-    except ImportError:
-        have_jax = False
-        print("# JAX not installed: Partita's figures only (pip install jax)")
+    have_jax = jax_available()
     print(f"# GPT {CONFIG}, AdamW, cpu:8 (data=2, model=4), {os.cpu_count()} hardware threads,"
           f" median of {args.steps - 1} steps after a warm-up")
     print(f"{'strategy':10} {'partita tok/s':>14} {'jax tok/s':>10} {'ratio':>7}")
