@@ -2,6 +2,8 @@
 
 #include "partita/Runtime/Training/TrainLoop.h"
 
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,6 +47,34 @@ Expected<std::vector<HostArray>> initialTrainInputs(const Executable &program,
   return inputs;
 }
 
+namespace {
+
+/// Whether updated value `k` (input k, output 1 + k) has the same blocks on
+/// every device before and after the step: then the blocks stay on the
+/// devices from one step to the next.
+bool staysOnDevices(const Executable &program, size_t k) {
+  const ExecutableValue &input = program.inputs[k];
+  const ExecutableValue &output = program.outputs[1 + k];
+  const TensorType &in = program.slots[input.slot];
+  const TensorType &out = program.slots[output.slot];
+  return input.sharding == output.sharding &&
+         input.globalShape == output.globalShape && in.dtype == out.dtype &&
+         in.shape == out.shape &&
+         input.sharding.partialKind == PartialKind::None;
+}
+
+/// A program with only `values` as outputs, for assembleOutputs (which reads
+/// the mesh and the outputs' layouts).
+Executable outputsView(const Executable &program,
+                       std::vector<ExecutableValue> values) {
+  Executable view;
+  view.mesh = program.mesh;
+  view.outputs = std::move(values);
+  return view;
+}
+
+} // namespace
+
 Status trainOnCpuDevices(
     const Executable &program, const TrainStepLayout &layout,
     std::vector<HostArray> &inputs, TrainData &data, int64_t steps,
@@ -52,31 +82,110 @@ Status trainOnCpuDevices(
   std::vector<HostArray *> dataInputs;
   for (size_t index : layout.dataInputs)
     dataInputs.push_back(&inputs[index]);
+  // Parameters and optimizer state stay on the devices between steps, as
+  // each device's blocks (JAX keeps them on its devices too): a step splits
+  // only its data and step number, and assembles only its loss. Updated
+  // values whose layout changes in the step (none in the models' steps) are
+  // assembled and split again.
+  int64_t devices = program.mesh.numDevices();
+  std::vector<size_t> splitEachStep = layout.dataInputs;
+  if (layout.stepInput >= 0)
+    splitEachStep.push_back(static_cast<size_t>(layout.stepInput));
+  std::vector<size_t> kept, moved;
+  for (size_t k = 0; k < layout.updated; ++k)
+    (staysOnDevices(program, k) ? kept : moved).push_back(k);
+  splitEachStep.insert(splitEachStep.end(), moved.begin(), moved.end());
+  Expected<std::vector<std::vector<HostArray>>> blocks =
+      deviceInputBlocks(program, inputs);
+  if (!blocks)
+    return blocks.status();
+  std::vector<int64_t> deviceIds(devices);
+  for (int64_t d = 0; d < devices; ++d)
+    deviceIds[d] = d;
+  Executable lossView = outputsView(program, {program.outputs[0]});
+  std::vector<ExecutableValue> keptValues, movedValues;
+  for (size_t k : kept)
+    keptValues.push_back(program.inputs[k]);
+  for (size_t k : moved)
+    movedValues.push_back(program.outputs[1 + k]);
+  Executable keptView = outputsView(program, keptValues);
+  Executable movedView = outputsView(program, movedValues);
+
+  // The kept values' blocks back into `inputs`, whatever way the loop ends.
+  auto syncBack = [&]() -> Status {
+    if (kept.empty())
+      return Status::success();
+    std::vector<std::vector<HostArray>> held(devices);
+    for (int64_t d = 0; d < devices; ++d)
+      for (size_t k : kept)
+        held[d].push_back((*blocks)[d][k]);
+    Expected<std::vector<HostArray>> values =
+        assembleOutputs(keptView, held);
+    if (!values)
+      return values.status();
+    for (size_t j = 0; j < kept.size(); ++j)
+      inputs[kept[j]] = std::move((*values)[j]);
+    return Status::success();
+  };
+  auto stop = [&](Status failure) {
+    Status synced = syncBack();
+    return failure.ok() ? synced : failure;
+  };
+
   for (int64_t s = 0; s < steps; ++s) {
     if (Status status = data.fill(s, dataInputs); !status.ok())
-      return status;
+      return stop(status);
     if (layout.stepInput >= 0) {
       int32_t number = static_cast<int32_t>(s);
       std::memcpy(inputs[layout.stepInput].bytes.data(), &number, 4);
     }
     auto begin = std::chrono::steady_clock::now();
-    Expected<std::vector<HostArray>> outputs =
-        runOnCpuDevices(program, inputs);
-    if (!outputs)
-      return Status::error("step " + std::to_string(s) + ": " +
-                           outputs.status().message());
+    for (size_t index : splitEachStep) {
+      Expected<std::vector<HostArray>> split =
+          inputBlocksByDevice(program, index, inputs[index]);
+      if (!split)
+        return stop(Status::error("step " + std::to_string(s) + ": " +
+                                  split.status().message()));
+      for (int64_t d = 0; d < devices; ++d)
+        (*blocks)[d][index] = std::move((*split)[d]);
+    }
+    InProcessCommunicator communicator(program.mesh);
+    std::vector<std::vector<HostArray>> outputs;
+    if (Status status = runDevicesAsThreads(program, deviceIds, &communicator,
+                                            *blocks, outputs);
+        !status.ok())
+      return stop(Status::error("step " + std::to_string(s) + ": " +
+                                status.message()));
+    Expected<std::vector<HostArray>> loss = assembleOutputs(lossView, outputs);
+    if (!loss)
+      return stop(Status::error("step " + std::to_string(s) + ": " +
+                                loss.status().message()));
+    std::vector<std::vector<HostArray>> movedBlocks(devices);
+    for (int64_t d = 0; d < devices; ++d) {
+      for (size_t k : kept)
+        (*blocks)[d][k] = std::move(outputs[d][1 + k]);
+      for (size_t k : moved)
+        movedBlocks[d].push_back(std::move(outputs[d][1 + k]));
+    }
+    if (!moved.empty()) {
+      Expected<std::vector<HostArray>> values =
+          assembleOutputs(movedView, movedBlocks);
+      if (!values)
+        return stop(Status::error("step " + std::to_string(s) + ": " +
+                                  values.status().message()));
+      for (size_t j = 0; j < moved.size(); ++j)
+        inputs[moved[j]] = std::move((*values)[j]);
+    }
     TrainStepResult result;
     result.step = s;
     result.seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - begin)
                          .count();
-    for (size_t k = 0; k < layout.updated; ++k)
-      inputs[k] = std::move((*outputs)[1 + k]);
-    result.loss = elementAsDouble((*outputs)[0], 0);
+    result.loss = elementAsDouble((*loss)[0], 0);
     if (Status status = onStep(result); !status.ok())
-      return status;
+      return stop(status);
   }
-  return Status::success();
+  return syncBack();
 }
 
 std::string lossCsv(const std::vector<double> &losses,
