@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <memory>
 #include <vector>
 
 using namespace partita;
@@ -50,4 +52,32 @@ TEST_CASE("runOnDevice takes an explicit backend", "[backend]") {
   REQUIRE(outputs.size() == 1);
   CHECK(outputs[0].element<float>(0) == -1.5f);
   CHECK(outputs[0].element<float>(1) == 2.0f);
+}
+
+TEST_CASE("a CPU backend's released block comes back zeroed to the next one",
+          "[backend]") {
+  // A size no other test allocates, so the cached block is this one.
+  constexpr int64_t bytes = (3 << 20) + 72;
+  void *first = nullptr;
+  {
+    std::unique_ptr<Backend> backend = createCpuBackend();
+    Expected<void *> block = backend->allocate(bytes);
+    REQUIRE(block.ok());
+    first = *block;
+    std::vector<uint8_t> ones(bytes, 0xff);
+    REQUIRE(backend->copyToDevice(first, ones.data(), bytes).ok());
+    backend->release(first);
+    CHECK(backend->peakBytes() == bytes);
+  }
+  std::unique_ptr<Backend> backend = createCpuBackend();
+  Expected<void *> again = backend->allocate(bytes);
+  REQUIRE(again.ok());
+  // The cache hands the same block back (no fresh pages), zeroed as calloc's.
+  CHECK(*again == first);
+  std::vector<uint8_t> read(bytes, 1);
+  REQUIRE(backend->copyToHost(read.data(), *again, bytes).ok());
+  CHECK(std::all_of(read.begin(), read.end(),
+                    [](uint8_t byte) { return byte == 0; }));
+  CHECK(backend->peakBytes() == bytes);
+  backend->release(*again);
 }
