@@ -1,6 +1,7 @@
 //===- LowerToExecutable.cpp - partita IR to the runtime's program --------===//
 
 #include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Codegen/Fusion.h"
 #include "partita/Codegen/PlacedBlocks.h"
 
 #include "partita/Analysis/Liveness.h"
@@ -627,7 +628,8 @@ Executable Lowering::finish() {
 
 } // namespace
 
-Expected<Executable> partita::lowerToExecutable(ModuleOp original) {
+Expected<Executable> partita::lowerToExecutable(ModuleOp original,
+                                                const LoweringOptions &options) {
   // Calls are inlined first, so the buffer plan sees every buffer.
   OwningOpRef<ModuleOp> inlined = cloneWithCallsInlined(original);
   ModuleOp module = inlined ? *inlined : original;
@@ -646,5 +648,8 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp original) {
   if (Status status = lowering.lowerBlock(entry.getBody().front(), nullptr);
       !status.ok())
     return status;
-  return lowering.finish();
+  Executable program = lowering.finish();
+  if (options.fuse)
+    fuseElementwise(program);
+  return program;
 }

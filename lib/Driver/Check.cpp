@@ -54,7 +54,8 @@ bool isPartitioned(ModuleOp module) {
 
 Expected<Executable> compileForRun(ModuleOp module, PipelineOptions &options,
                                    int64_t deviceCount,
-                                   OwningOpRef<ModuleOp> &reference) {
+                                   OwningOpRef<ModuleOp> &reference,
+                                   const LoweringOptions &lowering) {
   // An already partitioned module is the per-device program: it runs as it
   // is (the pipeline would take its local shapes for global ones).
   if (isPartitioned(module)) {
@@ -62,7 +63,7 @@ Expected<Executable> compileForRun(ModuleOp module, PipelineOptions &options,
       return Status::error("--train needs the global program; this module is "
                            "already partitioned");
     reference = module.clone();
-    return lowerToExecutable(module);
+    return lowerToExecutable(module, lowering);
   }
   if (options.trainOptimizer != TrainOptimizer::None) {
     PipelineOptions train = options;
@@ -76,7 +77,7 @@ Expected<Executable> compileForRun(ModuleOp module, PipelineOptions &options,
   reference = module.clone();
   if (deviceCount > 1 && failed(runPipelineOn(module, options)))
     return Status::error("");
-  return lowerToExecutable(module);
+  return lowerToExecutable(module, lowering);
 }
 
 Expected<ReferenceOutputs> runReference(ModuleOp reference,

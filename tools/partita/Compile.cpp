@@ -49,6 +49,9 @@ Options:
   --from <format>        the input's format: partita, stablehlo (a program
                          JAX lowered, imported first; docs/JAX.md) or auto
                          (default: StableHLO is recognised by its ops)
+  --no-fusion            with --stage executable: lower every elementwise op to an instruction of its
+                         own (by default chains of them run fused, in one
+                         pass over their elements)
   --timing               print the wall time of each stage (reading, each
                          pass, the report, lowering, writing) to stderr
   -h, --help             show this help
@@ -60,7 +63,8 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
   PipelineOptions options;
   if (std::optional<int> done =
           startCommand(args, {"--stage", "--report", "--from"}, kCompileUsage,
-                       Stage::Partitioned, cl, options, {"--timing"}))
+                       Stage::Partitioned, cl, options,
+                       {"--timing", "--no-fusion"}))
     return *done;
   std::string from = cl.get("--from", "auto");
   if (from != "auto" && from != "partita" && from != "stablehlo")
@@ -110,8 +114,10 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
     if (cl.output == "-")
       return usageError(
           "--stage executable writes a binary file: give -o FILE");
+    LoweringOptions lowerOptions;
+    lowerOptions.fuse = !cl.on("--no-fusion");
     mlir::TimingScope lowering = timing.nest("lower to the Executable");
-    Expected<Executable> program = lowerToExecutable(*module);
+    Expected<Executable> program = lowerToExecutable(*module, lowerOptions);
     lowering.stop();
     if (!program) {
       llvm::errs() << "error: " << program.status().message() << "\n";

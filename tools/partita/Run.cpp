@@ -65,6 +65,9 @@ Options:
                          started: each drives N/P devices (mesh order);
                          rank 0 compiles and broadcasts the program and
                          does --check (docs/Distributed.md)
+  --no-fusion            lower every elementwise op to an instruction of its
+                         own (by default chains of them run fused, in one
+                         pass over their elements)
   --timeout <seconds>    with --distributed: fail a collective that makes
                          no progress for this long (default 60)
 )" PARTITA_PIPELINE_FLAGS_USAGE;
@@ -72,14 +75,16 @@ Options:
 /// Loads the module at `input` and compiles it for `partita run`
 /// (compileForRun, Check.h). A failure whose diagnostics are printed has an
 /// empty message.
-Expected<Executable> loadAndCompile(Session &session, const std::string &input,
+Expected<Executable> loadAndCompile(Session &session, const CommandLine &cl,
                                     PipelineOptions &options, long count,
                                     OwningOpRef<ModuleOp> &module,
                                     OwningOpRef<ModuleOp> &reference) {
-  module = loadModule(session, input);
+  module = loadModule(session, cl.input);
   if (!module)
     return Status::error("");
-  return compileForRun(*module, options, count, reference);
+  LoweringOptions lowering;
+  lowering.fuse = !cl.on("--no-fusion");
+  return compileForRun(*module, options, count, reference, lowering);
 }
 
 /// Whether `path` holds an Executable file (its magic), not a module.
@@ -135,8 +140,8 @@ int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
     else if (executable)
       compiled = readExecutableFile(cl.input);
     else
-      compiled = loadAndCompile(session, cl.input, options, count, module,
-                                reference);
+      compiled =
+          loadAndCompile(session, cl, options, count, module, reference);
     if (!compiled && compiled.status().message().empty())
       compiled = Status::error("the module does not compile (see above)");
   }
@@ -305,8 +310,8 @@ int LocalRun::runExecutableFile() {
 int LocalRun::runModule() {
   Session session;
   OwningOpRef<ModuleOp> module, reference;
-  Expected<Executable> program = loadAndCompile(
-      session, cl.input, options, devices.count, module, reference);
+  Expected<Executable> program =
+      loadAndCompile(session, cl, options, devices.count, module, reference);
   if (!program) {
     if (!program.status().message().empty())
       llvm::errs() << "error: " << program.status().message() << "\n";
@@ -388,7 +393,7 @@ int partita::cli::runCommand(const std::vector<std::string> &args) {
                                     "--outputs", "--expect", "--timeout"};
   if (std::optional<int> done =
           startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options,
-                       {"--distributed"}))
+                       {"--distributed", "--no-fusion"}))
     return *done;
   Expected<DeviceSpec> devices = parseDeviceSpec(cl.get("--devices"));
   if (!devices)

@@ -67,6 +67,8 @@ Options (defaults in brackets):
   --mixed-precision       bf16 parameters and gradients, f32 master weights
                           and moments (needs --dtype bf16)
   --output DIR            where loss.csv and loss.svg go [partita-train]
+  --no-fusion             run every elementwise op on its own (by default
+                          chains of them run fused, in one pass)
   model flags             as for 'partita gen' (--layers, --d-model, ...)
   -h, --help              show this help
 
@@ -91,6 +93,7 @@ struct TrainRequest {
   int64_t globalBatch = 0;
   Mesh mesh;
   PipelineOptions options;
+  LoweringOptions lowering;
   std::string outputDir;
 };
 
@@ -117,6 +120,7 @@ std::optional<int> parseTrainRequest(const CommandLine &cl,
     return usageError("partita train runs on CPU devices (cpu:N), got '" +
                       request.devices + "'");
   request.count = static_cast<long>(deviceSpec->count);
+  request.lowering.fuse = !cl.on("--no-fusion");
   auto integer = [&](const char *flag, long long fallback,
                      long long &value) -> bool {
     std::string text = cl.get(flag, std::to_string(fallback));
@@ -185,7 +189,7 @@ Expected<Executable> compileTrainStep(Session &session,
     return Status::error("");
   if (!runPipeline(session, *module, request.options))
     return Status::error("");
-  Expected<Executable> program = lowerToExecutable(*module);
+  Expected<Executable> program = lowerToExecutable(*module, request.lowering);
   if (program && request.count == 1)
     program->mesh = Mesh();
   return program;
@@ -333,6 +337,7 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
   int exitCode = 0;
   std::vector<std::string> switches = modelSwitchFlags();
   switches.push_back("--mixed-precision");
+  switches.push_back("--no-fusion");
   if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
     return exitCode;
   if (cl.help) {

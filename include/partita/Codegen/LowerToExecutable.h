@@ -18,10 +18,17 @@ class ModuleOp;
 
 namespace partita {
 
+/// How to lower.
+struct LoweringOptions {
+  /// Group elementwise chains into fused instructions (Fusion.h).
+  bool fuse = true;
+};
+
 /// The Executable of `module`'s entry function (its only function with a
 /// body, or the first public one). Fails, naming the op, on what the runtime
 /// cannot run yet (loops, calls).
-Expected<Executable> lowerToExecutable(mlir::ModuleOp module);
+Expected<Executable> lowerToExecutable(mlir::ModuleOp module,
+                                       const LoweringOptions &options = {});
 
 } // namespace partita
 

@@ -12,6 +12,7 @@
 #ifndef PARTITA_DRIVER_CHECK_H
 #define PARTITA_DRIVER_CHECK_H
 
+#include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Runtime/IO/HostArray.h"
 #include "partita/Runtime/Program/Executable.h"
 #include "partita/Sharding/Status.h"
@@ -61,7 +62,8 @@ extern const char *const kNeedsGlobalProgram;
 Expected<Executable> compileForRun(mlir::ModuleOp module,
                                    PipelineOptions &options,
                                    int64_t deviceCount,
-                                   mlir::OwningOpRef<mlir::ModuleOp> &reference);
+                                   mlir::OwningOpRef<mlir::ModuleOp> &reference,
+                                   const LoweringOptions &lowering = {});
 
 /// Runs the reference of `reference` (a module before partitioning, as
 /// compileForRun leaves it; changed in place) on `inputs` on CPU devices;

@@ -10,6 +10,7 @@
 // converted to an integer truncates toward zero and saturates; NaN becomes 0.
 //
 //===----------------------------------------------------------------------===//
+#include "ElementwiseMath.h"
 #include "KernelSupport.h"
 
 #include <algorithm>
@@ -43,22 +44,6 @@ template <typename T> T integerRemainder(T a, T b) {
   return static_cast<T>(a % b);
 }
 
-/// max/min that return NaN when either side is NaN.
-template <typename T> T nanMax(T a, T b) {
-  if (a != a)
-    return a;
-  if (b != b)
-    return b;
-  return a > b ? a : b;
-}
-template <typename T> T nanMin(T a, T b) {
-  if (a != a)
-    return a;
-  if (b != b)
-    return b;
-  return a < b ? a : b;
-}
-
 template <typename Storage, typename Fn>
 void mapUnary(const Storage *in, Storage *out, int64_t count, Fn fn) {
   using Traits = ElementTraits<Storage>;
@@ -86,38 +71,8 @@ Status unaryKernel(const KernelContext &ctx, int64_t count) {
   };
   OpCode op = ctx.call.inst.op;
   if constexpr (Traits::isFloat) {
-    switch (op) {
-    case OpCode::Neg:
-      return map([](C x) { return -x; });
-    case OpCode::Abs:
-      return map([](C x) { return std::fabs(x); });
-    case OpCode::Sign:
-      return map([](C x) { return x > 0 ? C(1) : (x < 0 ? C(-1) : x); });
-    case OpCode::Exp:
-      return map([](C x) { return std::exp(x); });
-    case OpCode::Log:
-      return map([](C x) { return std::log(x); });
-    case OpCode::Log1p:
-      return map([](C x) { return std::log1p(x); });
-    case OpCode::Tanh:
-      return map([](C x) { return std::tanh(x); });
-    case OpCode::Logistic:
-      return map([](C x) { return C(1) / (C(1) + std::exp(-x)); });
-    case OpCode::Sqrt:
-      return map([](C x) { return std::sqrt(x); });
-    case OpCode::Rsqrt:
-      return map([](C x) { return C(1) / std::sqrt(x); });
-    case OpCode::Erf:
-      return map([](C x) { return std::erf(x); });
-    case OpCode::Sin:
-      return map([](C x) { return std::sin(x); });
-    case OpCode::Cos:
-      return map([](C x) { return std::cos(x); });
-    case OpCode::Floor:
-      return map([](C x) { return std::floor(x); });
-    default:
-      break;
-    }
+    if (visitFloatUnary<C>(op, [&](auto fn) { mapUnary(in, out, count, fn); }))
+      return Status::success();
   } else if constexpr (Traits::isInteger) {
     switch (op) {
     case OpCode::Neg:
@@ -150,26 +105,9 @@ Status binaryKernel(const KernelContext &ctx, int64_t count) {
   };
   OpCode op = ctx.call.inst.op;
   if constexpr (Traits::isFloat) {
-    switch (op) {
-    case OpCode::Add:
-      return map([](C a, C b) { return a + b; });
-    case OpCode::Sub:
-      return map([](C a, C b) { return a - b; });
-    case OpCode::Mul:
-      return map([](C a, C b) { return a * b; });
-    case OpCode::Div:
-      return map([](C a, C b) { return a / b; });
-    case OpCode::Rem:
-      return map([](C a, C b) { return std::fmod(a, b); });
-    case OpCode::Max:
-      return map([](C a, C b) { return nanMax(a, b); });
-    case OpCode::Min:
-      return map([](C a, C b) { return nanMin(a, b); });
-    case OpCode::Pow:
-      return map([](C a, C b) { return std::pow(a, b); });
-    default:
-      break;
-    }
+    if (visitFloatBinary<C>(
+            op, [&](auto fn) { mapBinary(lhs, rhs, out, count, fn); }))
+      return Status::success();
   } else if constexpr (Traits::isInteger) {
     switch (op) {
     case OpCode::Add:

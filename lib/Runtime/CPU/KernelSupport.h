@@ -173,6 +173,7 @@ Status runElementwiseUnary(const KernelContext &ctx);
 Status runElementwiseBinary(const KernelContext &ctx);
 Status runCompare(const KernelContext &ctx);
 Status runSelect(const KernelContext &ctx);
+Status runFused(const KernelContext &ctx);
 Status runConvert(const KernelContext &ctx);
 Status runReduce(const KernelContext &ctx);
 Status runArgmax(const KernelContext &ctx);

@@ -242,6 +242,8 @@ Status runDedicated(const KernelContext &ctx) {
     return runCompare(ctx);
   case OpCode::Select:
     return runSelect(ctx);
+  case OpCode::Fused:
+    return runFused(ctx);
   case OpCode::Convert:
     return runConvert(ctx);
   case OpCode::Einsum:

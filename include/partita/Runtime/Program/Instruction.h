@@ -23,6 +23,7 @@
 //   constant: ints = {index into the Executable's constant pool} (the
 //     entry has the result's shape) or {index, 1} (a splat: the entry is
 //     one element, written to every element of the result).
+//   fused: a chain of f32 elementwise ops (Fused.h has the encoding).
 //   convert, reshape, elementwise ops, select, gather, scatter_add,
 //   optimization_barrier: no attributes.
 //

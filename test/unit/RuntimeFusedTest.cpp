@@ -1,0 +1,154 @@
+//===- RuntimeFusedTest.cpp - The fused elementwise kernel ----------------===//
+//
+// The CPU kernel of fused chains against the same chain computed element by
+// element with the op-at-a-time math (bit for bit), across tile boundaries
+// and with broadcast, scalar and constant references; and the checks that
+// refuse malformed fused instructions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/Program/Fused.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace partita;
+
+namespace {
+
+FusedRef operand(int64_t index) { return {FusedRefKind::Operand, index}; }
+FusedRef step(int64_t index) { return {FusedRefKind::Step, index}; }
+FusedRef constant(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return {FusedRefKind::Constant, static_cast<int64_t>(bits)};
+}
+
+TensorType f32(std::vector<int64_t> shape) { return {DType::F32, shape}; }
+
+} // namespace
+
+TEST_CASE("fused kernel: the chain's bits, element by element", "[fused]") {
+  // x: [rows, cols, inner]; row: [cols] broadcast over the outer and inner
+  // dimensions; s: a scalar. Sizes both within one tile and across many.
+  for (int64_t rows : {1, 3}) {
+    int64_t cols = rows == 1 ? 7 : 1000, inner = rows == 1 ? 5 : 2;
+    int64_t count = rows * cols * inner;
+    std::mt19937 random(static_cast<unsigned>(count));
+    std::uniform_real_distribution<float> uniform(-2, 2);
+    std::vector<float> x(count), row(cols), s{1.75f};
+    for (float &v : x)
+      v = uniform(random);
+    for (float &v : row)
+      v = uniform(random);
+
+    FusedProgram program;
+    program.operands = {{1, count}, {inner, cols}, {1, 1}};
+    program.steps = {
+        {OpCode::Mul, operand(0), operand(1)},       // 0: x * row
+        {OpCode::Add, step(0), constant(0.5f)},      // 1: + 0.5
+        {OpCode::Tanh, step(1), step(1)},            // 2: tanh
+        {OpCode::Pow, operand(2), constant(2.0f)},   // 3: s^2 (uniform)
+        {OpCode::Mul, step(2), step(3)},             // 4: * s^2
+        {OpCode::Max, step(4), operand(0)},          // 5: max(., x)
+        {OpCode::Div, step(5), operand(2)},          // 6: / s
+    };
+    program.results = {6, 2};
+    Instruction inst;
+    inst.op = OpCode::Fused;
+    inst.ints = encodeFused(program);
+    std::vector<float> out(count), second(count);
+    std::vector<TensorType> operandTypes = {f32({rows, cols, inner}),
+                                            f32({cols}), f32({})};
+    std::vector<TensorType> resultTypes = {f32({rows, cols, inner}),
+                                           f32({rows, cols, inner})};
+    Status status = cpu::runKernel(
+        inst, operandTypes, {x.data(), row.data(), s.data()}, resultTypes,
+        {out.data(), second.data()}, nullptr);
+    INFO(status.message());
+    REQUIRE(status.ok());
+    for (int64_t i = 0; i < count; ++i) {
+      float b = row[(i / inner) % cols];
+      float t2 = std::tanh(x[i] * b + 0.5f);
+      float t4 = t2 * std::pow(s[0], 2.0f);
+      float t5 = t4 > x[i] ? t4 : x[i];
+      CHECK(out[i] == t5 / s[0]);
+      CHECK(second[i] == t2);
+    }
+  }
+}
+
+TEST_CASE("fused kernel: a result in place of its operand", "[fused]") {
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  std::vector<float> expected;
+  for (float v : x)
+    expected.push_back(std::exp(v) - v);
+  FusedProgram program;
+  program.operands = {{1, 6}};
+  program.steps = {{OpCode::Exp, operand(0), operand(0)},
+                   {OpCode::Sub, step(0), operand(0)}};
+  program.results = {1};
+  Instruction inst;
+  inst.op = OpCode::Fused;
+  inst.ints = encodeFused(program);
+  REQUIRE(cpu::runKernel(inst, {f32({6})}, {x.data()}, {f32({6})},
+                         {x.data()}, nullptr)
+              .ok());
+  CHECK(x == expected);
+}
+
+TEST_CASE("fused kernel: malformed programs are errors", "[fused]") {
+  std::vector<float> x(8, 1.0f), out(8);
+  auto run = [&](std::vector<int64_t> ints, std::vector<TensorType> operands,
+                 std::vector<TensorType> results) {
+    Instruction inst;
+    inst.op = OpCode::Fused;
+    inst.ints = std::move(ints);
+    std::vector<const void *> in(operands.size(), x.data());
+    std::vector<void *> res(results.size(), out.data());
+    return cpu::runKernel(inst, operands, in, results, res, nullptr);
+  };
+  auto good = [] {
+    FusedProgram program;
+    program.operands = {{1, 8}};
+    program.steps = {{OpCode::Neg, operand(0), operand(0)}};
+    program.results = {0};
+    return encodeFused(program);
+  };
+  REQUIRE(run(good(), {f32({8})}, {f32({8})}).ok());
+  auto fails = [&](std::vector<int64_t> ints, const std::string &why,
+                   std::vector<TensorType> operands = {f32({8})},
+                   std::vector<TensorType> results = {f32({8})}) {
+    Status status = run(std::move(ints), operands, results);
+    INFO(status.message());
+    CHECK(!status.ok());
+    CHECK(status.message().find(why) != std::string::npos);
+  };
+  std::vector<int64_t> ints = good();
+  fails(std::vector<int64_t>(ints.begin(), ints.begin() + 6), "truncated");
+  fails({}, "operand count");
+  ints = good();
+  ints.push_back(0);
+  fails(ints, "trailing");
+  ints = good();
+  ints[4] = static_cast<int64_t>(OpCode::Einsum); // the step's op
+  fails(ints, "not a fusible op");
+  ints = good();
+  ints[5] = static_cast<int64_t>(FusedRefKind::Step); // reads step 0 itself
+  fails(ints, "not before it");
+  ints = good();
+  ints[5] = 7; // an unknown reference kind
+  fails(ints, "unknown reference kind");
+  ints = good();
+  ints[6] = 3; // operand 3 of 1
+  fails(ints, "missing operand");
+  fails(good(), "does not fit", {f32({4})});
+  fails(good(), "f32", {f32({8})}, {{DType::F64, {8}}});
+  ints = good();
+  ints[ints.size() - 1] = 4; // result names step 4 of 1
+  fails(ints, "names no step");
+}
