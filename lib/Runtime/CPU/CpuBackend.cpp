@@ -18,27 +18,26 @@ namespace {
 /// Blocks released by CPU backends, kept for the next backend that asks
 /// for the same size: a training loop runs a new backend every step, and
 /// fresh memory from the system costs a page fault per 4 KiB on first touch
-/// (a third of a small GPT's step). At most kCachedBytes are kept; the
-/// memory goes back to the system when the process ends.
+/// (a third of a small GPT's step). A reused block holds what its last
+/// user left: every kernel writes its results before anything reads them
+/// (a program reruns on one arena with --repeat the same way). At most
+/// kCachedBytes are kept; the memory goes back to the system when the
+/// process ends.
 class BlockCache {
 public:
   static BlockCache &get() {
     static BlockCache cache;
     return cache;
   }
-  /// A zeroed block of exactly `bytes` from the cache, or null.
+  /// A block of exactly `bytes` from the cache, or null.
   void *take(int64_t bytes) {
-    void *block = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      auto it = blocks.find(bytes);
-      if (it == blocks.end())
-        return nullptr;
-      block = it->second;
-      blocks.erase(it);
-      cached -= bytes;
-    }
-    std::memset(block, 0, static_cast<size_t>(bytes));
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = blocks.find(bytes);
+    if (it == blocks.end())
+      return nullptr;
+    void *block = it->second;
+    blocks.erase(it);
+    cached -= bytes;
     return block;
   }
   /// Keeps `block` of `bytes`, or frees it when the cache is full.
