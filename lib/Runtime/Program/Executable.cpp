@@ -18,10 +18,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <limits>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -485,6 +487,176 @@ Status partita::runDevicesAsThreads(
   return firstDeviceFailure(statuses);
 }
 
+
+namespace {
+
+/// The caller's thread and the device threads of a stepwise run, in lock
+/// step: the caller opens a step, every device runs it and reports, the
+/// caller reads the results and opens the next (or ends the run).
+struct StepGate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  int64_t open = -1;  // The step the devices may run.
+  bool ended = false; // No more steps: download and leave.
+  int64_t reported = 0;
+  int64_t ready = 0;
+
+  void waitFor(int64_t count, int64_t StepGate::*counter) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return this->*counter >= count; });
+  }
+  void add(int64_t StepGate::*counter) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++(this->*counter);
+    changed.notify_all();
+  }
+};
+
+} // namespace
+
+Status partita::runDevicesStepwise(
+    const Executable &program,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    StepwiseRun &run) {
+  int64_t devices = program.mesh.numDevices();
+  if (static_cast<int64_t>(inputsByDevice.size()) != devices)
+    return Status::error("stepwise run: inputs for " +
+                         std::to_string(inputsByDevice.size()) +
+                         " devices, the mesh has " + std::to_string(devices));
+  InProcessCommunicator communicator(program.mesh);
+  StepGate gate;
+  std::vector<Status> statuses(devices);
+  std::vector<std::vector<std::pair<size_t, HostArray>>> uploads(devices);
+  std::vector<std::vector<HostArray>> stepOutputs(devices);
+  run.finalInputs.assign(devices, {});
+  auto download = [&](DeviceMemory &memory, int32_t slot, HostArray &into) {
+    const TensorType &type = program.slots[slot];
+    into = HostArray::zeros(type.dtype, type.shape);
+    return memory.backend.copyToHost(into.bytes.data(), memory.slots[slot],
+                                     static_cast<int64_t>(into.bytes.size()));
+  };
+
+  std::vector<std::thread> threads;
+  for (int64_t d = 0; d < devices; ++d)
+    threads.emplace_back([&, d] {
+      std::unique_ptr<Backend> backend = createCpuBackend();
+      DeviceMemory memory(program, *backend);
+      Status &status = statuses[d];
+      auto fail = [&](Status failure) {
+        if (status.ok()) {
+          status = Status::error("device " + std::to_string(d) + ": " +
+                                 failure.message());
+          communicator.abort(status);
+        }
+      };
+      if (!memory.status.ok())
+        fail(memory.status);
+      const std::vector<HostArray> &inputs = inputsByDevice[d];
+      for (size_t i = 0; status.ok() && i < program.inputs.size(); ++i) {
+        const TensorType &slot = program.slots[program.inputs[i].slot];
+        if (i >= inputs.size() || inputs[i].dtype != slot.dtype ||
+            inputs[i].shape != slot.shape)
+          fail(Status::error("input " + std::to_string(i) +
+                             " has the wrong type"));
+        else if (Status copied = backend->copyToDevice(
+                     memory.slots[program.inputs[i].slot],
+                     inputs[i].bytes.data(),
+                     static_cast<int64_t>(inputs[i].bytes.size()));
+                 !copied.ok())
+          fail(copied);
+      }
+      gate.add(&StepGate::ready);
+      for (int64_t step = 0;; ++step) {
+        {
+          std::unique_lock<std::mutex> lock(gate.mutex);
+          gate.changed.wait(lock,
+                            [&] { return gate.ended || gate.open >= step; });
+          if (gate.ended)
+            break;
+        }
+        if (status.ok()) {
+          for (auto &[index, block] : uploads[d]) {
+            const ExecutableValue &input = program.inputs[index];
+            if (Status copied = backend->copyToDevice(
+                    memory.slots[input.slot], block.bytes.data(),
+                    static_cast<int64_t>(block.bytes.size()));
+                !copied.ok()) {
+              fail(copied);
+              break;
+            }
+          }
+        }
+        if (status.ok())
+          if (Status ran = runInstructions(program, 0,
+                                           program.instructions.size(), d,
+                                           &communicator, memory);
+              !ran.ok())
+            fail(ran);
+        for (auto [output, input] : run.carried) {
+          if (!status.ok())
+            break;
+          int32_t from = program.outputs[output].slot;
+          int32_t to = program.inputs[input].slot;
+          if (memory.slots[from] != memory.slots[to])
+            if (Status copied = backend->copyOnDevice(
+                    memory.slots[to], memory.slots[from],
+                    program.slots[to].bytes());
+                !copied.ok())
+              fail(copied);
+        }
+        stepOutputs[d].assign(run.readEachStep.size(), HostArray());
+        for (size_t k = 0; status.ok() && k < run.readEachStep.size(); ++k)
+          if (Status read = download(
+                  memory, program.outputs[run.readEachStep[k]].slot,
+                  stepOutputs[d][k]);
+              !read.ok())
+            fail(read);
+        gate.add(&StepGate::reported);
+      }
+      run.finalInputs[d].assign(run.readAtEnd.size(), HostArray());
+      for (size_t k = 0; status.ok() && k < run.readAtEnd.size(); ++k)
+        if (Status read = download(memory,
+                                   program.inputs[run.readAtEnd[k]].slot,
+                                   run.finalInputs[d][k]);
+            !read.ok())
+          fail(read);
+    });
+
+  Status result = Status::success();
+  gate.waitFor(devices, &StepGate::ready);
+  for (int64_t step = 0; step < run.steps; ++step) {
+    result = firstDeviceFailure(statuses);
+    if (!result.ok())
+      break;
+    for (auto &device : uploads)
+      device.clear();
+    if (run.before)
+      result = run.before(step, uploads);
+    if (!result.ok())
+      break;
+    {
+      std::lock_guard<std::mutex> lock(gate.mutex);
+      gate.open = step;
+      gate.changed.notify_all();
+    }
+    gate.waitFor(devices * (step + 1), &StepGate::reported);
+    result = firstDeviceFailure(statuses);
+    if (result.ok() && run.after)
+      result = run.after(step, stepOutputs);
+    if (!result.ok())
+      break;
+  }
+  {
+    std::lock_guard<std::mutex> lock(gate.mutex);
+    gate.ended = true;
+    gate.changed.notify_all();
+  }
+  for (std::thread &thread : threads)
+    thread.join();
+  if (result.ok())
+    result = firstDeviceFailure(statuses);
+  return result;
+}
 
 Expected<std::vector<HostArray>> partita::assembleOutputs(
     const Executable &program,

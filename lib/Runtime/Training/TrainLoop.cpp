@@ -82,11 +82,11 @@ Status trainOnCpuDevices(
   std::vector<HostArray *> dataInputs;
   for (size_t index : layout.dataInputs)
     dataInputs.push_back(&inputs[index]);
-  // Parameters and optimizer state stay on the devices between steps, as
-  // each device's blocks (JAX keeps them on its devices too): a step splits
-  // only its data and step number, and assembles only its loss. Updated
-  // values whose layout changes in the step (none in the models' steps) are
-  // assembled and split again.
+  // The device threads stay up from the first step to the last, and
+  // parameters and optimizer state stay in their memory (JAX keeps them on
+  // its devices too): a step uploads only its data and step number, and
+  // downloads only its loss. Updated values whose layout changes in the
+  // step (none in the models' steps) are assembled and split again.
   int64_t devices = program.mesh.numDevices();
   std::vector<size_t> splitEachStep = layout.dataInputs;
   if (layout.stepInput >= 0)
@@ -99,93 +99,94 @@ Status trainOnCpuDevices(
       deviceInputBlocks(program, inputs);
   if (!blocks)
     return blocks.status();
-  std::vector<int64_t> deviceIds(devices);
-  for (int64_t d = 0; d < devices; ++d)
-    deviceIds[d] = d;
-  Executable lossView = outputsView(program, {program.outputs[0]});
-  std::vector<ExecutableValue> keptValues, movedValues;
-  for (size_t k : kept)
+
+  StepwiseRun run;
+  run.steps = steps;
+  run.readEachStep.push_back(0);
+  std::vector<ExecutableValue> stepValues = {program.outputs[0]};
+  for (size_t k : moved) {
+    run.readEachStep.push_back(1 + k);
+    stepValues.push_back(program.outputs[1 + k]);
+  }
+  Executable stepView = outputsView(program, stepValues);
+  std::vector<ExecutableValue> keptValues;
+  for (size_t k : kept) {
+    run.carried.emplace_back(1 + k, k);
+    run.readAtEnd.push_back(k);
     keptValues.push_back(program.inputs[k]);
-  for (size_t k : moved)
-    movedValues.push_back(program.outputs[1 + k]);
+  }
   Executable keptView = outputsView(program, keptValues);
-  Executable movedView = outputsView(program, movedValues);
 
-  // The kept values' blocks back into `inputs`, whatever way the loop ends.
-  auto syncBack = [&]() -> Status {
-    if (kept.empty())
-      return Status::success();
-    std::vector<std::vector<HostArray>> held(devices);
-    for (int64_t d = 0; d < devices; ++d)
-      for (size_t k : kept)
-        held[d].push_back((*blocks)[d][k]);
-    Expected<std::vector<HostArray>> values =
-        assembleOutputs(keptView, held);
-    if (!values)
-      return values.status();
-    for (size_t j = 0; j < kept.size(); ++j)
-      inputs[kept[j]] = std::move((*values)[j]);
-    return Status::success();
+  std::chrono::steady_clock::time_point begin;
+  int64_t current = 0;
+  bool callbackFailed = false;
+  auto failed = [&](Status status) {
+    callbackFailed = true;
+    return status;
   };
-  auto stop = [&](Status failure) {
-    Status synced = syncBack();
-    return failure.ok() ? synced : failure;
-  };
-
-  for (int64_t s = 0; s < steps; ++s) {
+  run.before = [&](int64_t s, std::vector<std::vector<std::pair<size_t,
+                                                                HostArray>>>
+                                  &uploads) -> Status {
+    current = s;
     if (Status status = data.fill(s, dataInputs); !status.ok())
-      return stop(status);
+      return failed(status);
     if (layout.stepInput >= 0) {
       int32_t number = static_cast<int32_t>(s);
       std::memcpy(inputs[layout.stepInput].bytes.data(), &number, 4);
     }
-    auto begin = std::chrono::steady_clock::now();
+    begin = std::chrono::steady_clock::now();
     for (size_t index : splitEachStep) {
       Expected<std::vector<HostArray>> split =
           inputBlocksByDevice(program, index, inputs[index]);
       if (!split)
-        return stop(Status::error("step " + std::to_string(s) + ": " +
-                                  split.status().message()));
+        return failed(Status::error("step " + std::to_string(s) + ": " +
+                                    split.status().message()));
       for (int64_t d = 0; d < devices; ++d)
-        (*blocks)[d][index] = std::move((*split)[d]);
+        uploads[d].emplace_back(index, std::move((*split)[d]));
     }
-    InProcessCommunicator communicator(program.mesh);
-    std::vector<std::vector<HostArray>> outputs;
-    if (Status status = runDevicesAsThreads(program, deviceIds, &communicator,
-                                            *blocks, outputs);
-        !status.ok())
-      return stop(Status::error("step " + std::to_string(s) + ": " +
-                                status.message()));
-    Expected<std::vector<HostArray>> loss = assembleOutputs(lossView, outputs);
-    if (!loss)
-      return stop(Status::error("step " + std::to_string(s) + ": " +
-                                loss.status().message()));
-    std::vector<std::vector<HostArray>> movedBlocks(devices);
-    for (int64_t d = 0; d < devices; ++d) {
-      for (size_t k : kept)
-        (*blocks)[d][k] = std::move(outputs[d][1 + k]);
-      for (size_t k : moved)
-        movedBlocks[d].push_back(std::move(outputs[d][1 + k]));
-    }
-    if (!moved.empty()) {
-      Expected<std::vector<HostArray>> values =
-          assembleOutputs(movedView, movedBlocks);
-      if (!values)
-        return stop(Status::error("step " + std::to_string(s) + ": " +
+    return Status::success();
+  };
+  run.after = [&](int64_t s,
+                  std::vector<std::vector<HostArray>> &outputs) -> Status {
+    Expected<std::vector<HostArray>> values = assembleOutputs(stepView, outputs);
+    if (!values)
+      return failed(Status::error("step " + std::to_string(s) + ": " +
                                   values.status().message()));
-      for (size_t j = 0; j < moved.size(); ++j)
-        inputs[moved[j]] = std::move((*values)[j]);
-    }
+    for (size_t j = 0; j < moved.size(); ++j)
+      inputs[moved[j]] = std::move((*values)[1 + j]);
     TrainStepResult result;
     result.step = s;
     result.seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - begin)
                          .count();
-    result.loss = elementAsDouble((*loss)[0], 0);
+    result.loss = elementAsDouble((*values)[0], 0);
     if (Status status = onStep(result); !status.ok())
-      return stop(status);
+      return failed(status);
+    return Status::success();
+  };
+  Status status = runDevicesStepwise(program, *blocks, run);
+  // The kept values as the devices hold them, however the run ended (after
+  // a failure, as of the last step every device finished).
+  bool complete = !kept.empty() &&
+                  static_cast<int64_t>(run.finalInputs.size()) == devices;
+  for (const std::vector<HostArray> &device : run.finalInputs)
+    complete = complete && device.size() == kept.size() &&
+               std::all_of(device.begin(), device.end(),
+                           [](const HostArray &a) { return !a.bytes.empty(); });
+  if (complete) {
+    Expected<std::vector<HostArray>> values =
+        assembleOutputs(keptView, run.finalInputs);
+    if (!values && status.ok())
+      status = values.status();
+    if (values)
+      for (size_t j = 0; j < kept.size(); ++j)
+        inputs[kept[j]] = std::move((*values)[j]);
   }
-  return syncBack();
+  // A device's failure says in which step; a callback's is as it was.
+  if (!status.ok() && !callbackFailed)
+    return Status::error("step " + std::to_string(current) + ": " +
+                         status.message());
+  return status;
 }
 
 std::string lossCsv(const std::vector<double> &losses,

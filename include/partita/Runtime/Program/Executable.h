@@ -165,6 +165,45 @@ Status runDevicesAsThreads(
     RunStatistics *statistics = nullptr,
     const BackendFactory &makeBackend = {});
 
+/// A run of `steps` steps of one program on CPU device threads that stay
+/// up between steps, with the caller's thread in between (a training loop):
+/// each device uploads every input once, then per step only what `before`
+/// hands it, and downloads only `readEachStep`; values that carry over stay
+/// in device memory. All callbacks run on the caller's thread, while the
+/// devices wait.
+struct StepwiseRun {
+  int64_t steps = 1;
+  /// Before step `step`: inputs to upload, per device id, as (program
+  /// input index, block) pairs. The others keep their device values.
+  std::function<Status(
+      int64_t step,
+      std::vector<std::vector<std::pair<size_t, HostArray>>> &uploads)>
+      before;
+  /// Program outputs every device downloads after each step, and what is
+  /// done with them (`outputsByDevice[d][k]` is readEachStep[k]'s block).
+  std::vector<size_t> readEachStep;
+  std::function<Status(int64_t step,
+                       std::vector<std::vector<HostArray>> &outputsByDevice)>
+      after;
+  /// (output, input) pairs: after each step the output's value becomes the
+  /// input's on the device (nothing to do when the buffer plan updates the
+  /// input in place).
+  std::vector<std::pair<size_t, size_t>> carried;
+  /// Program inputs every device downloads when the run ends, however it
+  /// ends once the devices are up: `finalInputs[d][k]` is readAtEnd[k]'s.
+  std::vector<size_t> readAtEnd;
+  std::vector<std::vector<HostArray>> finalInputs;
+};
+
+/// Runs `run` on every device of `program`'s mesh (CPU backends, the
+/// in-process communicator); `inputsByDevice` as runDevicesAsThreads's. The
+/// first failure — a device's, or a callback's — stops the run and is
+/// returned.
+Status runDevicesStepwise(
+    const Executable &program,
+    const std::vector<std::vector<HostArray>> &inputsByDevice,
+    StepwiseRun &run);
+
 /// The global outputs from every device's output blocks (indexed by device
 /// id): replicas must agree bit for bit, partial sums are summed.
 Expected<std::vector<HostArray>>
