@@ -81,3 +81,62 @@ TEST_CASE("a CPU backend's released block goes to the next one",
   CHECK(backend->peakBytes() == bytes);
   backend->release(*again);
 }
+
+TEST_CASE("a stepwise run keeps values on the devices between steps",
+          "[backend]") {
+  // y = -x, carried into x: the value flips sign every step; a scalar
+  // input s added to the step's other output comes from the host each step.
+  Executable program;
+  Expected<Mesh> mesh = Mesh::create({{"data", 2}});
+  REQUIRE(mesh.ok());
+  program.mesh = *mesh;
+  program.slots = {{DType::F32, {2}}, {DType::F32, {2}}, {DType::F32, {2}},
+                   {DType::F32, {2}}};
+  Sharding split;
+  split.dims = {DimSharding{{"data"}, false}};
+  program.inputs = {{0, {4}, split, "x"}, {2, {4}, split, "s"}};
+  program.outputs = {{1, {4}, split, "y"}, {3, {4}, split, "z"}};
+  program.instructions = {{OpCode::Neg, {0}, {1}, {}, ""},
+                          {OpCode::Add, {1, 2}, {3}, {}, ""}};
+  std::vector<HostArray> global = {
+      HostArray::fromValues<float>(DType::F32, {4}, {1, 2, 3, 4}),
+      HostArray::fromValues<float>(DType::F32, {4}, {0, 0, 0, 0})};
+  Expected<std::vector<std::vector<HostArray>>> blocks =
+      deviceInputBlocks(program, global);
+  REQUIRE(blocks.ok());
+  StepwiseRun run;
+  run.steps = 3;
+  run.carried = {{0, 0}};
+  run.readEachStep = {1};
+  run.readAtEnd = {0};
+  std::vector<float> seen;
+  run.before = [&](int64_t step, auto &uploads) {
+    for (int64_t d = 0; d < 2; ++d)
+      uploads[d].emplace_back(
+          1, HostArray::fromValues<float>(DType::F32, {2},
+                                          {float(10 * step), float(10 * step)}));
+    return Status::success();
+  };
+  run.after = [&](int64_t step, std::vector<std::vector<HostArray>> &outputs) {
+    seen.push_back(outputs[1][0].element<float>(1)); // z[3] on device 1
+    return Status::success();
+  };
+  REQUIRE(runDevicesStepwise(program, *blocks, run).ok());
+  // x: 4 -> -4 -> 4 -> -4; z = y + 10 * step.
+  CHECK(seen == std::vector<float>{-4, 14, 16});
+  REQUIRE(run.finalInputs.size() == 2);
+  CHECK(run.finalInputs[1][0].element<float>(1) == -4);
+
+  // A callback's failure stops the run and is its result; the devices'
+  // values are still downloaded.
+  int64_t stepsRun = 0;
+  run.after = [&](int64_t step, std::vector<std::vector<HostArray>> &) {
+    ++stepsRun;
+    return step == 1 ? Status::error("stop here") : Status::success();
+  };
+  Status stopped = runDevicesStepwise(program, *blocks, run);
+  CHECK(!stopped.ok());
+  CHECK(stopped.message() == "stop here");
+  CHECK(stepsRun == 2);
+  CHECK(run.finalInputs[0][0].element<float>(0) == 1);
+}
