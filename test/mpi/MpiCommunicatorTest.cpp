@@ -13,6 +13,10 @@
 // checks that its devices' outputs in one group are identical, and the
 // processes compare a hash of the group's output.
 //
+// Inputs of 32 KiB and more also take the MPI collective path (all_reduce,
+// all_gather and all_to_all along dimension 0, through MPI's own
+// collectives).
+//
 // Then NCCL's bootstrap helper: one id per process set, made by the set's
 // lowest rank, must reach every member unchanged.
 //
@@ -140,6 +144,23 @@ std::vector<Case> casesFor(const Mesh &mesh) {
         c.call.splitDim = 0;
         c.call.concatDim = 0;
       });
+      // From 32 KiB per input, all_reduce, all_gather along dimension 0
+      // and all_to_all along dimension 0 go through MPI's own collectives
+      // where the group's layout allows (MpiCommunicator.cpp).
+      if (dtype == DType::F32 || dtype == DType::I32) {
+        for (bool inPlace : {false, true})
+          add(CommunicatorOp::AllReduce, {group * 2, 4096}, [&](Case &c) {
+            c.call.reduction =
+                floating ? ReductionCode::Sum : ReductionCode::Max;
+            c.inPlace = inPlace;
+          });
+        add(CommunicatorOp::AllGather, {2, 4096},
+            [](Case &c) { c.call.dim = 0; });
+        add(CommunicatorOp::AllToAll, {group, 8192}, [](Case &c) {
+          c.call.splitDim = 0;
+          c.call.concatDim = 0;
+        });
+      }
       for (bool inPlace : {false, true})
         add(CommunicatorOp::CollectivePermute, {2, 3}, [&](Case &c) {
           for (int64_t i = 0; i < group; ++i)

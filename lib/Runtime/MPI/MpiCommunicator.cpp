@@ -75,6 +75,10 @@ struct Channel {
   std::vector<int> processes; // Ascending world ranks.
   MPI_Comm comm = MPI_COMM_NULL;
   int tag = 0;
+  /// The group's own communicator for MPI's collectives, which have no
+  /// tags: groups of one process set run concurrently, from different
+  /// threads. Null when the set has too many groups to give each one.
+  MPI_Comm collectiveComm = MPI_COMM_NULL;
   std::shared_ptr<ChannelBuffers> buffers =
       std::make_shared<ChannelBuffers>();
 };
@@ -124,6 +128,8 @@ public:
   ~MpiCommunicator() override {
     if (aborted)
       return; // Requests may be pending on these communicators.
+    for (MPI_Comm &comm : duplicates)
+      MPI_Comm_free(&comm);
     for (auto &entry : comms)
       if (entry.second != MPI_COMM_NULL)
         MPI_Comm_free(&entry.second);
@@ -143,9 +149,16 @@ public:
       if (member)
         comms[set] = comm;
     }
+    // A process set with one group lends it its communicator; with up to
+    // kMaxDuplicates groups each gets a duplicate (made in the same order
+    // on every member); with more, their collectives stay point to point.
+    constexpr int kMaxDuplicates = 64;
+    auto groups = crossProcessGroups(meshValue, layout);
+    std::map<std::vector<int>, int> groupsOfSet;
+    for (const auto &group : groups)
+      ++groupsOfSet[group.second];
     std::map<std::vector<int>, int> nextTag;
-    for (const auto &[devices, processes] :
-         crossProcessGroups(meshValue, layout)) {
+    for (const auto &[devices, processes] : groups) {
       int tag = nextTag[processes]++;
       if (!comms.count(processes))
         continue;
@@ -153,6 +166,15 @@ public:
       channel.processes = processes;
       channel.comm = comms[processes];
       channel.tag = tag;
+      int count = groupsOfSet[processes];
+      if (count == 1) {
+        channel.collectiveComm = channel.comm;
+      } else if (count <= kMaxDuplicates) {
+        std::lock_guard<std::mutex> guard(mpi.lock);
+        PARTITA_MPI_CHECK(
+            MPI_Comm_dup(channel.comm, &channel.collectiveComm));
+        duplicates.push_back(channel.collectiveComm);
+      }
       channels[devices] = channel;
     }
     return Status::success();
@@ -184,6 +206,9 @@ private:
   /// that every peer made the same call.
   Status transfer(Exchange &x, Channel &channel, uint64_t sequence,
                   uint64_t signature);
+  /// The data of `x` through MPI's own collective on the channel's
+  /// communicator (after the headers), polled like transfer().
+  Status runMpiCollective(Exchange &x, Channel &channel);
   std::string devicesOfRank(int rank) const {
     return formatDeviceList(layout.devicesOf(rank));
   }
@@ -194,6 +219,7 @@ private:
   std::chrono::milliseconds timeout;
   InProcessCommunicator local;
   std::map<std::vector<int>, MPI_Comm> comms;
+  std::vector<MPI_Comm> duplicates;
   std::map<std::vector<int64_t>, Channel> channels;
 
   std::mutex mutex;
@@ -632,7 +658,173 @@ KindSteps stepsOf(CommunicatorOp kind) {
   return {nullptr, nullptr};
 }
 
+/// Payloads from this size on (bytes of one member's input) go through
+/// MPI's own collectives where one fits (bench/mpi.sh: below it, one
+/// message per pair with the header in front is as fast).
+constexpr int64_t kMpiCollectiveBytes = 32 << 10;
+
+/// MPI's datatype and operation for a reduction of `dtype`, when MPI's
+/// matches ours bit for bit: sums of floats (max and min propagate NaN
+/// here and need not in MPI), sums, maxima and minima of integers.
+bool mpiReduction(DType dtype, ReductionCode kind, MPI_Datatype &type,
+                  MPI_Op &op) {
+  bool floating = dtype == DType::F32 || dtype == DType::F64;
+  switch (dtype) {
+  case DType::F32:
+    type = MPI_FLOAT;
+    break;
+  case DType::F64:
+    type = MPI_DOUBLE;
+    break;
+  case DType::I32:
+    type = MPI_INT32_T;
+    break;
+  case DType::I64:
+    type = MPI_INT64_T;
+    break;
+  default:
+    return false;
+  }
+  switch (kind) {
+  case ReductionCode::Sum:
+    op = MPI_SUM;
+    return true;
+  case ReductionCode::Max:
+    op = MPI_MAX;
+    return !floating;
+  case ReductionCode::Min:
+    op = MPI_MIN;
+    return !floating;
+  default:
+    return false;
+  }
+}
+
+/// Whether `x` runs as one of MPI's collectives: large enough, and laid out
+/// as MPI's collective lays out its buffers — every process the same
+/// number of consecutive group positions, in rank order (all_gather along
+/// dimension 0; all_to_all one member per process, split and joined along
+/// dimension 0; all_reduce any layout, of a type MPI reduces as we do).
+bool fitsMpiCollective(const Exchange &x) {
+  const CollectiveCall &request = x.request;
+  if (x.inBytes < kMpiCollectiveBytes || x.processes.size() < 2 ||
+      x.inBytes > INT32_MAX)
+    return false;
+  auto perProcess = static_cast<int64_t>(x.mine.size());
+  bool ordered = x.groupSize == perProcess *
+                                    static_cast<int64_t>(x.processes.size());
+  for (int64_t i = 0; ordered && i < x.groupSize; ++i)
+    ordered = x.processOf[i] == x.processes[i / perProcess];
+  MPI_Datatype type;
+  MPI_Op op;
+  switch (request.kind) {
+  case CommunicatorOp::AllReduce:
+    return mpiReduction(request.input.dtype, request.reduction, type, op) &&
+           x.count <= INT32_MAX;
+  case CommunicatorOp::AllGather:
+    return ordered && request.dim == 0 &&
+           x.outBytes <= static_cast<int64_t>(INT32_MAX);
+  case CommunicatorOp::AllToAll:
+    return ordered && perProcess == 1 && request.splitDim == 0 &&
+           request.concatDim == 0;
+  default:
+    return false;
+  }
+}
+
 } // namespace
+
+Status MpiCommunicator::runMpiCollective(Exchange &x, Channel &channel) {
+  const CollectiveCall &request = x.request;
+  uint8_t *first = x.slot.outputs[x.mine.front()];
+  const uint8_t *onlyInput =
+      x.mine.size() == 1 ? x.slot.inputs[x.mine.front()] : nullptr;
+  std::vector<uint8_t> &staged = x.buffers.reduced;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  MpiProcess::Impl &mpi = process.impl();
+  switch (request.kind) {
+  case CommunicatorOp::AllReduce: {
+    // This process's members reduced into the first output, then MPI
+    // reduces across processes in place (or straight from a lone input).
+    if (!onlyInput) {
+      std::vector<const void *> inputs;
+      for (int64_t i : x.mine)
+        inputs.push_back(x.slot.inputs[i]);
+      if (Status status = reduceElements(request.reduction,
+                                         request.input.dtype, inputs, first,
+                                         x.count);
+          !status)
+        return Status::error(x.what + ": " + status.message());
+    }
+    MPI_Datatype type;
+    MPI_Op op;
+    mpiReduction(request.input.dtype, request.reduction, type, op);
+    const void *send =
+        onlyInput && onlyInput != first ? onlyInput : MPI_IN_PLACE;
+    std::lock_guard<std::mutex> guard(mpi.lock);
+    PARTITA_MPI_CHECK(MPI_Iallreduce(send, first, static_cast<int>(x.count),
+                                     type, op, channel.collectiveComm, &request_));
+    break;
+  }
+  case CommunicatorOp::AllGather: {
+    // This process's members' inputs side by side, gathered by rank.
+    int64_t bytes = x.inBytes * static_cast<int64_t>(x.mine.size());
+    const void *send = onlyInput;
+    if (!onlyInput) {
+      staged.resize(bytes);
+      for (size_t m = 0; m < x.mine.size(); ++m)
+        std::memcpy(staged.data() + m * x.inBytes, x.slot.inputs[x.mine[m]],
+                    x.inBytes);
+      send = staged.data();
+    }
+    std::lock_guard<std::mutex> guard(mpi.lock);
+    PARTITA_MPI_CHECK(MPI_Iallgather(send, static_cast<int>(bytes), MPI_BYTE,
+                                     first, static_cast<int>(bytes), MPI_BYTE,
+                                     channel.collectiveComm, &request_));
+    break;
+  }
+  default: { // AllToAll, one member per process, along dimension 0.
+    int64_t block = x.inBytes / x.groupSize;
+    const void *send = onlyInput;
+    if (onlyInput == first) {
+      staged.assign(onlyInput, onlyInput + x.inBytes);
+      send = staged.data();
+    }
+    std::lock_guard<std::mutex> guard(mpi.lock);
+    PARTITA_MPI_CHECK(MPI_Ialltoall(send, static_cast<int>(block), MPI_BYTE,
+                                    first, static_cast<int>(block), MPI_BYTE,
+                                    channel.collectiveComm, &request_));
+    break;
+  }
+  }
+  std::vector<MPI_Request> requests = {request_};
+  auto stalled = [&](const std::vector<int> &) {
+    return std::string("a process of the group did not finish MPI's ") +
+           communicatorOpName(request.kind) + " (this is rank " +
+           std::to_string(x.me) + ")";
+  };
+  auto interrupted = [&]() -> Status {
+    std::lock_guard<std::mutex> guard(mutex);
+    if (aborted)
+      return Status::error(
+          x.what + ": the communicator was aborted: " + abortReason.message());
+    return Status::success();
+  };
+  if (Status waited = waitForRequests(mpi, requests, timeout, x.what, stalled,
+                                      interrupted);
+      !waited) {
+    std::lock_guard<std::mutex> guard(mutex);
+    abandoned.push_back(channel.buffers);
+    channel.buffers = std::make_shared<ChannelBuffers>();
+    return waited;
+  }
+  int64_t outBytes = request.kind == CommunicatorOp::AllReduce ? x.inBytes
+                                                               : x.outBytes;
+  for (int64_t i : x.mine)
+    if (x.slot.outputs[i] != first && outBytes)
+      std::memcpy(x.slot.outputs[i], first, outBytes);
+  return Status::success();
+}
 
 Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
                                  uint64_t sequence,
@@ -644,6 +836,18 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
   KindSteps steps = stepsOf(slot.request.kind);
   if (!steps.pack)
     return Status::error(x.what + ": unknown collective kind");
+  uint64_t signature = fnv1a(describeCollective(slot.request) +
+                             groupText.substr(0, groupText.find(" (call")));
+  if (channel.collectiveComm != MPI_COMM_NULL && fitsMpiCollective(x)) {
+    // The headers alone (every process made this call; a missing one is
+    // named), then the data through MPI's own collective.
+    x.buffers.send.assign(x.peers.size(), std::vector<uint8_t>(headerBytes));
+    x.buffers.receive.assign(x.peers.size(),
+                             std::vector<uint8_t>(headerBytes));
+    if (Status status = transfer(x, channel, sequence, signature); !status)
+      return status;
+    return runMpiCollective(x, channel);
+  }
   planPayloads(x);
   x.buffers.send.resize(x.peers.size());
   x.buffers.receive.resize(x.peers.size());
@@ -656,8 +860,6 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
   }
   if (Status status = steps.pack(x); !status)
     return status;
-  uint64_t signature = fnv1a(describeCollective(slot.request) +
-                             groupText.substr(0, groupText.find(" (call")));
   if (Status status = transfer(x, channel, sequence, signature); !status)
     return status;
   return steps.write(x);
