@@ -131,6 +131,26 @@ double inProcessSeconds(CommunicatorOp kind, int64_t elements, bool &ok) {
   return median(times);
 }
 
+/// Median seconds of `collective` (one call on this process, true when it
+/// succeeded), both processes released together before each iteration;
+/// the first call warms up.
+template <typename Collective>
+double medianAcrossProcesses(MpiProcess &process, int64_t elements, bool &ok,
+                             Collective collective) {
+  int iterations = iterationsFor(elements * 4);
+  std::vector<double> times;
+  ok = true;
+  for (int i = 0; i <= iterations; ++i) {
+    (void)process.allTrue(true, "the start of an iteration");
+    auto start = Clock::now();
+    ok &= collective();
+    if (i > 0)
+      times.push_back(
+          std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return median(times);
+}
+
 /// Median seconds of `kind` between the two processes (this one drives
 /// device rank()).
 double mpiSeconds(MpiProcess &process, Communicator &communicator,
@@ -138,22 +158,13 @@ double mpiSeconds(MpiProcess &process, Communicator &communicator,
   int64_t device = process.rank();
   std::vector<float> input = inputOf(device, elements), output;
   CollectiveCall call = callFor(kind, device, elements, input, output);
-  int iterations = iterationsFor(elements * 4);
-  std::vector<double> times;
-  ok = true;
-  for (int i = 0; i <= iterations; ++i) {
-    (void)process.allTrue(true, "the start of an iteration");
-    auto start = Clock::now();
-    Status status = dispatchCollective(communicator, call);
-    ok &= status.ok();
-    if (i > 0)
-      times.push_back(
-          std::chrono::duration<double>(Clock::now() - start).count());
-  }
+  double seconds = medianAcrossProcesses(process, elements, ok, [&] {
+    return dispatchCollective(communicator, call).ok();
+  });
   ok &= correct(kind, device, elements, output);
   Expected<bool> all = process.allTrue(ok, "the check");
   ok = all && *all;
-  return median(times);
+  return seconds;
 }
 
 /// Median seconds of MPI's own collective on the same bytes.
@@ -164,34 +175,22 @@ double mpiOwnSeconds(MpiProcess &process, CommunicatorOp kind,
   output.assign(kind == CommunicatorOp::AllGather ? 2 * elements : elements,
                 0.0f);
   int count = static_cast<int>(elements);
-  int iterations = iterationsFor(elements * 4);
-  std::vector<double> times;
-  ok = true;
-  for (int i = 0; i <= iterations; ++i) {
-    (void)process.allTrue(true, "the start of an iteration");
-    auto start = Clock::now();
-    int code = MPI_SUCCESS;
+  double seconds = medianAcrossProcesses(process, elements, ok, [&] {
     switch (kind) {
     case CommunicatorOp::AllReduce:
-      code = MPI_Allreduce(input.data(), output.data(), count, MPI_FLOAT,
-                           MPI_SUM, MPI_COMM_WORLD);
-      break;
+      return MPI_Allreduce(input.data(), output.data(), count, MPI_FLOAT,
+                           MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS;
     case CommunicatorOp::AllGather:
-      code = MPI_Allgather(input.data(), count, MPI_FLOAT, output.data(),
-                           count, MPI_FLOAT, MPI_COMM_WORLD);
-      break;
+      return MPI_Allgather(input.data(), count, MPI_FLOAT, output.data(),
+                           count, MPI_FLOAT, MPI_COMM_WORLD) == MPI_SUCCESS;
     default:
-      code = MPI_Alltoall(input.data(), count / 2, MPI_FLOAT, output.data(),
-                          count / 2, MPI_FLOAT, MPI_COMM_WORLD);
-      break;
+      return MPI_Alltoall(input.data(), count / 2, MPI_FLOAT, output.data(),
+                          count / 2, MPI_FLOAT,
+                          MPI_COMM_WORLD) == MPI_SUCCESS;
     }
-    ok &= code == MPI_SUCCESS;
-    if (i > 0)
-      times.push_back(
-          std::chrono::duration<double>(Clock::now() - start).count());
-  }
+  });
   ok &= correct(kind, device, elements, output);
-  return median(times);
+  return seconds;
 }
 
 } // namespace

@@ -209,6 +209,12 @@ private:
   /// The data of `x` through MPI's own collective on the channel's
   /// communicator (after the headers), polled like transfer().
   Status runMpiCollective(Exchange &x, Channel &channel);
+  /// Polls `requests` to completion with the communicator's timeout,
+  /// failing when it is aborted; after a failure the group's buffers are
+  /// left to MPI and the group gets fresh ones.
+  Status waitPolled(Exchange &x, Channel &channel,
+                    std::vector<MPI_Request> &requests,
+                    const StallDescription &stalled);
   std::string devicesOfRank(int rank) const {
     return formatDeviceList(layout.devicesOf(rank));
   }
@@ -803,6 +809,19 @@ Status MpiCommunicator::runMpiCollective(Exchange &x, Channel &channel) {
            communicatorOpName(request.kind) + " (this is rank " +
            std::to_string(x.me) + ")";
   };
+  if (Status waited = waitPolled(x, channel, requests, stalled); !waited)
+    return waited;
+  int64_t outBytes = request.kind == CommunicatorOp::AllReduce ? x.inBytes
+                                                               : x.outBytes;
+  for (int64_t i : x.mine)
+    if (x.slot.outputs[i] != first && outBytes)
+      std::memcpy(x.slot.outputs[i], first, outBytes);
+  return Status::success();
+}
+
+Status MpiCommunicator::waitPolled(Exchange &x, Channel &channel,
+                                   std::vector<MPI_Request> &requests,
+                                   const StallDescription &stalled) {
   auto interrupted = [&]() -> Status {
     std::lock_guard<std::mutex> guard(mutex);
     if (aborted)
@@ -810,20 +829,15 @@ Status MpiCommunicator::runMpiCollective(Exchange &x, Channel &channel) {
           x.what + ": the communicator was aborted: " + abortReason.message());
     return Status::success();
   };
-  if (Status waited = waitForRequests(mpi, requests, timeout, x.what, stalled,
-                                      interrupted);
-      !waited) {
+  Status waited = waitForRequests(process.impl(), requests, timeout, x.what,
+                                  stalled, interrupted);
+  if (!waited) {
+    // MPI may still use these buffers; the group gets fresh ones.
     std::lock_guard<std::mutex> guard(mutex);
     abandoned.push_back(channel.buffers);
     channel.buffers = std::make_shared<ChannelBuffers>();
-    return waited;
   }
-  int64_t outBytes = request.kind == CommunicatorOp::AllReduce ? x.inBytes
-                                                               : x.outBytes;
-  for (int64_t i : x.mine)
-    if (x.slot.outputs[i] != first && outBytes)
-      std::memcpy(x.slot.outputs[i], first, outBytes);
-  return Status::success();
+  return waited;
 }
 
 Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
@@ -910,22 +924,8 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
                 devicesOfRank(peers[index / 2]) + ") did not take its part";
     return text + " (this is rank " + std::to_string(x.me) + ")";
   };
-  auto interrupted = [&]() -> Status {
-    std::lock_guard<std::mutex> guard(mutex);
-    if (aborted)
-      return Status::error(
-          x.what + ": the communicator was aborted: " + abortReason.message());
-    return Status::success();
-  };
-  Status waited =
-      waitForRequests(mpi, requests, timeout, x.what, stalled, interrupted);
-  if (!waited) {
-    // MPI may still use these buffers; the group gets fresh ones.
-    std::lock_guard<std::mutex> guard(mutex);
-    abandoned.push_back(channel.buffers);
-    channel.buffers = std::make_shared<ChannelBuffers>();
+  if (Status waited = waitPolled(x, channel, requests, stalled); !waited)
     return waited;
-  }
   for (size_t k = 0; k < peers.size(); ++k) {
     MessageHeader header;
     std::memcpy(&header, buffers.receive[k].data(), headerBytes);
