@@ -520,11 +520,15 @@ CudaBackendOptions cudaOptions(const Arguments &args) {
   return options;
 }
 
-/// `run --distributed`: rank 0 reads the program and broadcasts it.
+/// `run --distributed`: rank 0 reads the program and broadcasts it; all of
+/// it through the MPI plugin (MpiPlugin.h).
 Status runAcrossProcesses(const Arguments &args,
                              const RunRequest &request) {
-#ifdef PARTITA_HAVE_MPI
-  DistributedRunOptions options;
+  Expected<const MpiPlugin *> mpi = loadMpiPlugin();
+  if (!mpi)
+    return mpi.status();
+  DistributedToolRun run;
+  DistributedRunOptions &options = run.options;
   options.seed = request.seed;
   if (request.devices && request.devices->isCuda()) {
     Expected<const CudaPlugin *> plugin = loadCudaPlugin();
@@ -542,45 +546,26 @@ Status runAcrossProcesses(const Arguments &args,
     options.outputs = args.get("--outputs");
   if (request.timeoutMilliseconds > 0)
     options.timeout = std::chrono::milliseconds(request.timeoutMilliseconds);
-  Expected<std::unique_ptr<MpiProcess>> process =
-      MpiProcess::initialize(nullptr, nullptr);
-  if (!process)
-    return process.status();
-  (*process)->setTimeout(options.timeout);
-  Expected<Executable> loaded = Status::error("not loaded");
-  if ((*process)->rank() == 0)
-    loaded = readExecutableFile(args.positional[0]);
-  Expected<Executable> program =
-      broadcastExecutable(**process, (*process)->rank() == 0 ? &loaded
-                                                             : nullptr);
-  Status ready = program ? Status::success() : program.status();
-  if (ready && request.devices)
-    ready = checkDeviceCount("the program's mesh", program->mesh.numDevices(),
-                             request.devices->count);
-  if (!ready) {
-    std::fprintf(stderr, "error: rank %d: %s\n", (*process)->rank(),
-                 ready.message().c_str());
-    return Status::error("");
-  }
-  OutputCheck check;
-  if (args.has("--expect")) {
-    std::string directory = args.get("--expect");
-    const Executable &compiled = *program;
-    check = [directory, &compiled](const std::vector<HostArray> &outputs,
-                                   std::string &report) {
-      return expectOutputs(directory, compiled, outputs, report);
+  std::string path = args.positional[0];
+  run.loadOnRoot = [path] { return readExecutableFile(path); };
+  if (request.devices) {
+    int64_t count = request.devices->count;
+    run.accept = [count](const Executable &program) {
+      return checkDeviceCount("the program's mesh", program.mesh.numDevices(),
+                              count);
     };
   }
-  int code = runDistributedAndReport(**process, *program, options, check);
-  process->reset();
+  if (args.has("--expect")) {
+    std::string directory = args.get("--expect");
+    run.makeCheck = [directory](const Executable &program) -> OutputCheck {
+      return [directory, &program](const std::vector<HostArray> &outputs,
+                                   std::string &report) {
+        return expectOutputs(directory, program, outputs, report);
+      };
+    };
+  }
+  int code = (*mpi)->runDistributedTool(run);
   return code == 0 ? Status::success() : Status::error("");
-#else
-  (void)args;
-  (void)request;
-  return Status::error("--distributed needs MPI, and this partita-exec was "
-                       "built without it (install libopenmpi-dev and "
-                       "rebuild)");
-#endif
 }
 
 /// `run` in this process: the devices as threads (cpu) or over the GPUs.

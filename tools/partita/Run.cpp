@@ -97,10 +97,14 @@ bool isExecutableFile(const std::string &path) {
 
 /// `partita run --distributed`: rank 0 compiles (or reads the Executable)
 /// and broadcasts the program; every rank runs its devices; rank 0 checks.
+/// All of it through the MPI plugin (MpiPlugin.h).
 int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
-                      long count, uint64_t seed, bool check, bool cuda) {
-#ifdef PARTITA_HAVE_MPI
-  DistributedRunOptions runOptions;
+                       long count, uint64_t seed, bool check, bool cuda) {
+  Expected<const MpiPlugin *> mpi = loadMpiPlugin();
+  if (!mpi)
+    return usageError(mpi.status().message());
+  DistributedToolRun run;
+  DistributedRunOptions &runOptions = run.options;
   if (cuda) {
     Expected<const CudaPlugin *> plugin = loadCudaPlugin();
     if (!plugin)
@@ -119,20 +123,10 @@ int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
       return usageError(timeout.status().message());
     runOptions.timeout = std::chrono::milliseconds(*timeout);
   }
-  Expected<std::unique_ptr<MpiProcess>> process =
-      MpiProcess::initialize(nullptr, nullptr);
-  if (!process) {
-    llvm::errs() << "error: " << process.status().message() << "\n";
-    return 1;
-  }
-  MpiProcess &mpi = **process;
-  mpi.setTimeout(runOptions.timeout);
-  int rank = mpi.rank();
-
   Session session;
   OwningOpRef<ModuleOp> module, reference;
-  Expected<Executable> compiled = Status::error("not compiled");
-  if (rank == 0) {
+  run.loadOnRoot = [&]() -> Expected<Executable> {
+    Expected<Executable> compiled = Status::error("not compiled");
     bool executable = isExecutableFile(cl.input);
     if (executable && check)
       compiled = Status::error("--check needs the .mlir (it compiles both "
@@ -144,63 +138,47 @@ int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
           loadAndCompile(session, cl, options, count, module, reference);
     if (!compiled && compiled.status().message().empty())
       compiled = Status::error("the module does not compile (see above)");
-  }
-  llvm::outs().flush();
-  llvm::errs().flush();
-  Expected<Executable> program =
-      broadcastExecutable(mpi, rank == 0 ? &compiled : nullptr);
-  // One write per message, so that ranks' lines do not interleave.
-  auto rankError = [&](const std::string &message) {
-    llvm::errs() << ("error: rank " + std::to_string(rank) + ": " + message +
-                     "\n");
-    return 1;
+    llvm::outs().flush();
+    llvm::errs().flush();
+    return compiled;
   };
-  if (!program)
-    return rankError(program.status().message());
-  if (Status status = checkDeviceCount("the program's mesh",
-                                       program->mesh.numDevices(), count);
-      !status)
-    return rankError(status.message());
-  OutputCheck checker;
+  run.accept = [count](const Executable &program) {
+    return checkDeviceCount("the program's mesh", program.mesh.numDevices(),
+                            count);
+  };
   std::string expectDirectory = cl.get("--expect", "");
   if (check || !expectDirectory.empty())
-    checker = [&](const std::vector<HostArray> &outputs,
-                  std::string &report) -> Status {
-      if (!expectDirectory.empty())
-        if (Status status =
-                expectOutputs(expectDirectory, *program, outputs, report);
-            !status)
-          return status;
-      if (!check)
+    run.makeCheck = [&](const Executable &program) -> OutputCheck {
+      return [&, expectDirectory](const std::vector<HostArray> &outputs,
+                                  std::string &report) -> Status {
+        if (!expectDirectory.empty())
+          if (Status status =
+                  expectOutputs(expectDirectory, program, outputs, report);
+              !status)
+            return status;
+        if (!check)
+          return Status::success();
+        Expected<std::vector<HostArray>> inputs =
+            runOptions.inputs.empty()
+                ? randomInputs(program, seed)
+                : readInputs(program, runOptions.inputs);
+        if (!inputs)
+          return inputs.status();
+        Expected<ReferenceOutputs> expected =
+            runReference(*reference, options, *inputs);
+        if (!expected)
+          return expected.status();
+        if (!compareWithReference(program, outputs, expected->outputs,
+                                  report))
+          return Status::error(
+              "the partitioned program does not match the unpartitioned one");
+        report += std::string("  (reference: ") +
+                  describeReference(expected->kind) + ")\n";
         return Status::success();
-      Expected<std::vector<HostArray>> inputs =
-          runOptions.inputs.empty()
-              ? randomInputs(*program, seed)
-              : readInputs(*program, runOptions.inputs);
-      if (!inputs)
-        return inputs.status();
-      Expected<ReferenceOutputs> expected =
-          runReference(*reference, options, *inputs);
-      if (!expected)
-        return expected.status();
-      if (!compareWithReference(*program, outputs, expected->outputs, report))
-        return Status::error(
-            "the partitioned program does not match the unpartitioned one");
-      report += std::string("  (reference: ") +
-                describeReference(expected->kind) + ")\n";
-      return Status::success();
+      };
     };
-  return runDistributedAndReport(mpi, *program, runOptions, checker);
-#else
-  (void)cl;
-  (void)options;
-  (void)count;
-  (void)cuda;
-  (void)seed;
-  (void)check;
-  return usageError("--distributed needs MPI, and this partita was built "
-                    "without it (install libopenmpi-dev and rebuild)");
-#endif
+  llvm::outs().flush();
+  return (*mpi)->runDistributedTool(run);
 }
 
 /// `partita run` in this process: the devices as threads or over the GPUs.

@@ -1,0 +1,27 @@
+//===- Plugin.h - Optional runtime parts opened when a run needs them -*- C++ -*-===//
+//
+// The CUDA backend (libpartita-cuda.so) and the multi-process runtime over
+// MPI (libpartita-mpi.so) are plugins: shared objects the tools open with
+// dlopen the first time a run asks for them, so a run on CPU devices in one
+// process loads neither CUDA nor MPI (docs/Runtime.md, "Plugins").
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_RUNTIME_IO_PLUGIN_H
+#define PARTITA_RUNTIME_IO_PLUGIN_H
+
+#include "partita/Sharding/Status.h"
+
+namespace partita {
+
+/// Opens the plugin `file` once per process and returns what its
+/// `symbol` function (taking nothing) returns: from $`environment` when
+/// set, else from the lib directory next to the running tool's bin
+/// directory, else by name through the dynamic loader's search path. Fails
+/// naming the file and the loader's reason; `what` says what needs it
+/// ("CUDA devices"). The plugin stays loaded for the life of the process.
+Expected<const void *> openPlugin(const char *file, const char *environment,
+                                  const char *symbol, const char *what);
+
+} // namespace partita
+
+#endif // PARTITA_RUNTIME_IO_PLUGIN_H

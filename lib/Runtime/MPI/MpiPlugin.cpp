@@ -1,0 +1,63 @@
+//===- MpiPlugin.cpp - The entry point of libpartita-mpi.so ---------------===//
+//
+// `run --distributed` for the tools (MpiPlugin.h): MPI's start, the
+// program from rank 0 to every rank, the run and its report. Only the
+// table is exported.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Runtime/MPI/MpiPlugin.h"
+
+#include <cstdio>
+
+using namespace partita;
+
+namespace {
+
+int runDistributedTool(const DistributedToolRun &run) {
+  Expected<std::unique_ptr<MpiProcess>> process =
+      MpiProcess::initialize(nullptr, nullptr);
+  if (!process) {
+    std::fprintf(stderr, "error: %s\n", process.status().message().c_str());
+    return 1;
+  }
+  MpiProcess &mpi = **process;
+  mpi.setTimeout(run.options.timeout);
+  int rank = mpi.rank();
+  Expected<Executable> loaded = Status::error("not loaded");
+  if (rank == 0)
+    loaded = run.loadOnRoot ? run.loadOnRoot()
+                            : Expected<Executable>(
+                                  Status::error("no program to run"));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  Expected<Executable> program =
+      broadcastExecutable(mpi, rank == 0 ? &loaded : nullptr);
+  Status ready = program ? Status::success() : program.status();
+  if (ready && run.accept)
+    ready = run.accept(*program);
+  if (!ready) {
+    // One write per message, so that ranks' lines do not interleave.
+    std::string line =
+        "error: rank " + std::to_string(rank) + ": " + ready.message() + "\n";
+    std::fputs(line.c_str(), stderr);
+    return 1;
+  }
+  // Every rank has the check (whether there is one decides how outputs
+  // travel); rank 0 runs it.
+  OutputCheck check;
+  if (run.makeCheck)
+    check = run.makeCheck(*program);
+  int code = runDistributedAndReport(mpi, *program, run.options, check);
+  process->reset();
+  return code;
+}
+
+const MpiPlugin plugin = {kMpiPluginAbi, runDistributedTool};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) const MpiPlugin *
+partita_mpi_plugin() {
+  return &plugin;
+}
