@@ -1,6 +1,7 @@
 //===- RuntimeBackendTest.cpp - The CPU backend ---------------------------===//
 
 #include "partita/Runtime/Program/Backend.h"
+#include "partita/Runtime/Communication/InProcessCommunicator.h"
 #include "partita/Runtime/Program/Executable.h"
 
 #include <catch2/catch.hpp>
@@ -139,4 +140,37 @@ TEST_CASE("a stepwise run keeps values on the devices between steps",
   CHECK(stopped.message() == "stop here");
   CHECK(stepsRun == 2);
   CHECK(run.finalInputs[0][0].element<float>(0) == 1);
+}
+
+TEST_CASE("a repeated run says where each step went", "[backend]") {
+  // y = all_reduce(-x) over two devices, three runs.
+  Executable program;
+  Expected<Mesh> mesh = Mesh::create({{"data", 2}});
+  REQUIRE(mesh.ok());
+  program.mesh = *mesh;
+  program.slots = {{DType::F32, {64}}, {DType::F32, {64}}, {DType::F32, {64}}};
+  program.inputs = {{0, {64}, Sharding::replicated(1), "x"}};
+  program.outputs = {{2, {64}, Sharding::replicated(1), "y"}};
+  program.instructions = {{OpCode::Neg, {0}, {1}, {}, ""},
+                          {OpCode::AllReduce, {1}, {2}, {0}, "data"}};
+  std::vector<std::vector<HostArray>> inputs(
+      2, {HostArray::zeros(DType::F32, {64})});
+  std::vector<std::vector<HostArray>> outputs;
+  InProcessCommunicator communicator(program.mesh);
+  RunStatistics statistics;
+  statistics.repeats = 3;
+  REQUIRE(runDevicesAsThreads(program, {0, 1}, &communicator, inputs, outputs,
+                              &statistics)
+              .ok());
+  REQUIRE(statistics.stepTimes.size() == 3);
+  REQUIRE(statistics.stepSeconds.size() == 3);
+  for (size_t s = 0; s < 3; ++s) {
+    const StepTimes &times = statistics.stepTimes[s];
+    CHECK(times.computing >= 0);
+    CHECK(times.communicating > 0);
+    CHECK(times.waiting >= 0);
+    CHECK(times.waiting <= times.communicating + 1e-6);
+    CHECK(times.computing + times.communicating <=
+          statistics.stepSeconds[s] + 1e-6);
+  }
 }

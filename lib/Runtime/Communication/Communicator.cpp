@@ -15,6 +15,11 @@
 
 namespace partita {
 
+double &threadCollectiveWaitSeconds() {
+  thread_local double seconds = 0;
+  return seconds;
+}
+
 Communicator::~Communicator() = default;
 
 const char *reductionCodeName(ReductionCode kind) {

@@ -295,7 +295,35 @@ Status computeAllOutputs(const Slot &slot, CollectiveMemory &memory,
 
 } // namespace
 
+namespace {
+
+/// Adds the time between its construction and destruction, less the time
+/// the device spent working, to the thread's collective wait.
+class WaitClock {
+public:
+  WaitClock() : entered(Clock::now()) {}
+  ~WaitClock() {
+    double total =
+        std::chrono::duration<double>(Clock::now() - entered).count();
+    threadCollectiveWaitSeconds() += std::max(0.0, total - working);
+  }
+  /// Runs `work`, counting it as work, not waiting.
+  template <typename Work> auto work(Work &&body) {
+    Clock::time_point start = Clock::now();
+    auto result = body();
+    working += std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  }
+
+private:
+  Clock::time_point entered;
+  double working = 0;
+};
+
+} // namespace
+
 Status InProcessCommunicator::runCall(const CollectiveCall &call) {
+  WaitClock waitClock;
   auto prefix = [&]() {
     return describeCollective(call) + " on device " + std::to_string(call.deviceId);
   };
@@ -395,7 +423,9 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
     // work while the others sleep until it is done.
     if (completesGroup) {
       lock.unlock();
-      Status result = computeAllOutputs(*slot, *state->memory, call.deviceId);
+      Status result = waitClock.work([&] {
+        return computeAllOutputs(*slot, *state->memory, call.deviceId);
+      });
       lock.lock();
       slot->result = result;
       slot->done = true;
@@ -414,16 +444,20 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
   int steps = needsTwoSteps(*slot) ? 2 : 1;
   CollectiveMemory &memory = *state->memory;
   lock.unlock();
-  Status result =
-      computeStep(*slot, position, 0, steps, scratch, memory, call.deviceId);
+  Status result = waitClock.work([&] {
+    return computeStep(*slot, position, 0, steps, scratch, memory,
+                       call.deviceId);
+  });
   lock.lock();
   if (needsTwoSteps(*slot)) {
     if (++slot->computed == groupSize)
       slot->changed.notify_all();
     slot->changed.wait(lock, [&] { return slot->computed == groupSize; });
     lock.unlock();
-    Status second = result ? computeStep(*slot, position, 1, steps, scratch,
-                                         memory, call.deviceId)
+    Status second = result ? waitClock.work([&] {
+      return computeStep(*slot, position, 1, steps, scratch, memory,
+                         call.deviceId);
+    })
                            : result;
     if (result)
       result = second;

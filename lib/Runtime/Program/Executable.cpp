@@ -47,6 +47,8 @@ struct DeviceMemory {
   std::vector<void *> storages;
   std::vector<uint8_t *> slots;
   Status status;
+  /// Seconds in kernels and in collectives so far (runInstructions).
+  double computing = 0, communicating = 0;
 
   DeviceMemory(const Executable &program, Backend &backend) : backend(backend) {
     size_t count = program.slots.size();
@@ -196,8 +198,15 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
       continue;
     }
     Status status;
+    auto started = std::chrono::steady_clock::now();
+    auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           started)
+          .count();
+    };
     if (isCollective(inst.op)) {
       status = runCollective(program, inst, deviceId, communicator, memory);
+      memory.communicating += elapsed();
     } else {
       std::vector<TensorType> operandTypes, resultTypes;
       std::vector<const void *> operands;
@@ -212,6 +221,7 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
       }
       status = backend.run(inst, operandTypes, operands, resultTypes, results,
                            program.constants);
+      memory.computing += elapsed();
     }
     if (!status.ok())
       return status;
@@ -235,7 +245,8 @@ Status partita::runOnDeviceRepeated(const Executable &program,
                                     const std::vector<HostArray> &inputs,
                                     std::vector<HostArray> &outputs,
                                     Backend *backend, int repeats,
-                                    std::vector<double> *stepSeconds) {
+                                    std::vector<double> *stepSeconds,
+                                    std::vector<StepTimes> *stepTimes) {
   std::unique_ptr<Backend> cpu;
   if (!backend) {
     cpu = createCpuBackend();
@@ -268,6 +279,8 @@ Status partita::runOnDeviceRepeated(const Executable &program,
   }
   for (int repeat = 0; repeat < std::max(repeats, 1); ++repeat) {
     auto start = std::chrono::steady_clock::now();
+    StepTimes before{memory.computing, memory.communicating,
+                     threadCollectiveWaitSeconds()};
     if (Status status =
             runInstructions(program, 0, program.instructions.size(), deviceId,
                             communicator, memory);
@@ -278,6 +291,11 @@ Status partita::runOnDeviceRepeated(const Executable &program,
       stepSeconds->push_back(std::chrono::duration<double>(
                                  std::chrono::steady_clock::now() - start)
                                  .count());
+    if (stepTimes)
+      stepTimes->push_back(
+          {memory.computing - before.computing,
+           memory.communicating - before.communicating,
+           threadCollectiveWaitSeconds() - before.waiting});
   }
   outputs.clear();
   for (const ExecutableValue &output : program.outputs) {
@@ -476,7 +494,8 @@ Status partita::runDevicesAsThreads(
       statuses[k] = runOnDeviceRepeated(
           program, d, communicator, inputsByDevice[d], outputsByDevice[d],
           backend->get(), repeats,
-          statistics && k == 0 ? &statistics->stepSeconds : nullptr);
+          statistics && k == 0 ? &statistics->stepSeconds : nullptr,
+          statistics && k == 0 ? &statistics->stepTimes : nullptr);
       peaks[k] = (*backend)->peakBytes();
     });
   for (std::thread &thread : threads)

@@ -40,6 +40,12 @@
 
 namespace partita {
 
+/// Seconds the calling thread has spent in collectives waiting for the
+/// other members (not moving or reducing data itself): the in-process
+/// communicator adds to it, and the interpreter reads it to split a step
+/// into computing, communicating and waiting.
+double &threadCollectiveWaitSeconds();
+
 /// How all_reduce and reduce_scatter combine the group's values.
 /// `And`/`Or` need integer or bool elements; on bool, `Sum` and `Max` are a
 /// logical or and `Min` a logical and (numpy's add on bool arrays).

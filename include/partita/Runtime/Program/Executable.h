@@ -108,14 +108,23 @@ Status runOnDevice(const Executable &program, int64_t deviceId,
                    const std::vector<HostArray> &inputs,
                    std::vector<HostArray> &outputs, Backend *backend = nullptr);
 
+/// Where one run of a device's program went: kernels, collectives, and of
+/// the collectives the time spent waiting for other devices. Measured on
+/// the host: exact for the CPU backend; for an asynchronous backend,
+/// kernels count their launch only.
+struct StepTimes {
+  double computing = 0, communicating = 0, waiting = 0;
+};
+
 /// runOnDevice() running the instructions `repeats` times on inputs
 /// uploaded once, appending each run's wall time (backend synchronized) to
-/// `stepSeconds` when given.
+/// `stepSeconds` and where it went to `stepTimes` when given.
 Status runOnDeviceRepeated(const Executable &program, int64_t deviceId,
                            Communicator *communicator,
                            const std::vector<HostArray> &inputs,
                            std::vector<HostArray> &outputs, Backend *backend,
-                           int repeats, std::vector<double> *stepSeconds);
+                           int repeats, std::vector<double> *stepSeconds,
+                           std::vector<StepTimes> *stepTimes = nullptr);
 
 /// Measured figures of a run (and how many times to run).
 struct RunStatistics {
@@ -128,6 +137,8 @@ struct RunStatistics {
   int repeats = 1;
   /// Out: the first device's wall time per run, backend synchronized.
   std::vector<double> stepSeconds;
+  /// Out: where the first device's runs went.
+  std::vector<StepTimes> stepTimes;
 };
 
 /// The local blocks of program input `index` for every device (indexed by
