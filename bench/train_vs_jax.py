@@ -9,6 +9,7 @@ devices. Prints tokens per second (median step time after a warm-up step)
 and Partita's ratio to JAX per strategy.
 
     python3 bench/train_vs_jax.py [--partita build/bin/partita] [--steps 6]
+                                  [--config small|large] [--strategies dp,tp]
 
 Needs JAX (pip install jax); without it, only Partita's figures print.
 """
@@ -26,7 +27,12 @@ from jax_gpt import jax_available  # noqa: E402
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
-CONFIG = dict(layers=2, d_model=128, heads=4, seq=64, batch=16, vocab=256, mlp_ratio=4)
+CONFIGS = {
+    "small": dict(layers=2, d_model=128, heads=4, seq=64, batch=16, vocab=256, mlp_ratio=4),
+    # Where compute dominates (issue goal: at least JAX's tokens/s here too).
+    "large": dict(layers=4, d_model=512, heads=8, seq=256, batch=16, vocab=1024, mlp_ratio=4),
+}
+CONFIG = dict(CONFIGS["small"])
 STRATEGIES = ["dp", "fsdp", "tp", "dp+tp"]
 
 
@@ -82,12 +88,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--partita", default="build/bin/partita")
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="small")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
     args = parser.parse_args()
+    CONFIG.clear()
+    CONFIG.update(CONFIGS[args.config])
     have_jax = jax_available()
     print(f"# GPT {CONFIG}, AdamW, cpu:8 (data=2, model=4), {os.cpu_count()} hardware threads,"
           f" median of {args.steps - 1} steps after a warm-up")
     print(f"{'strategy':10} {'partita tok/s':>14} {'jax tok/s':>10} {'ratio':>7}")
-    for rules in STRATEGIES:
+    for rules in args.strategies.split(","):
         ours = partita_tokens_per_second(args.partita, rules, args.steps)
         theirs = jax_tokens_per_second(rules, args.steps) if have_jax else float("nan")
         print(f"{rules:10} {ours:14.0f} {theirs:10.0f} {ours / theirs:7.2f}")
