@@ -3,8 +3,8 @@
 // The price of a process boundary: the same collective on the same bytes
 // between two devices, once as two threads of one process (the in-process
 // communicator) and once as two processes under mpirun (the MPI
-// communicator), in the same run. all_reduce (sum, f32), all_gather and
-// all_to_all, 4 KiB .. 64 MiB per device input.
+// communicator), in the same run. all_reduce and reduce_scatter (sum, f32),
+// all_gather and all_to_all, 4 KiB .. 64 MiB per device input.
 //
 //   mpirun --oversubscribe --allow-run-as-root -np 2 \
 //       build/bin/partita-bench-mpi [--max-mib 64]
@@ -16,7 +16,8 @@
 // time / in-process time. Each result is checked against the expected
 // values after timing ("check"). Rank 1 sleeps while rank 0 times the
 // in-process version, so both versions have the same cores. "MPI own" is
-// OpenMPI's own collective (MPI_Allreduce, MPI_Allgather, MPI_Alltoall) on
+// OpenMPI's own collective (MPI_Allreduce, MPI_Reduce_scatter_block,
+// MPI_Allgather, MPI_Alltoall) on
 // the same bytes between the same two processes, timed the same way;
 // own/mpi is its time over the MPI communicator's (1.0: as fast as MPI).
 //
@@ -74,6 +75,8 @@ CollectiveCall callFor(CommunicatorOp kind, int64_t device, int64_t elements,
   std::vector<int64_t> outShape = {elements};
   if (kind == CommunicatorOp::AllGather)
     outShape[0] *= 2;
+  if (kind == CommunicatorOp::ReduceScatter)
+    outShape[0] /= 2;
   output.assign(outShape[0], 0.0f);
   call.output = {output.data(), DType::F32, outShape};
   return call;
@@ -86,6 +89,7 @@ bool correct(CommunicatorOp kind, int64_t device, int64_t elements,
     float want = 0;
     switch (kind) {
     case CommunicatorOp::AllReduce:
+    case CommunicatorOp::ReduceScatter:
       want = 3; // 1 + 2
       break;
     case CommunicatorOp::AllGather:
@@ -172,7 +176,9 @@ double mpiOwnSeconds(MpiProcess &process, CommunicatorOp kind,
                      int64_t elements, bool &ok) {
   int64_t device = process.rank();
   std::vector<float> input = inputOf(device, elements), output;
-  output.assign(kind == CommunicatorOp::AllGather ? 2 * elements : elements,
+  output.assign(kind == CommunicatorOp::AllGather       ? 2 * elements
+                : kind == CommunicatorOp::ReduceScatter ? elements / 2
+                                                        : elements,
                 0.0f);
   int count = static_cast<int>(elements);
   double seconds = medianAcrossProcesses(process, elements, ok, [&] {
@@ -183,6 +189,10 @@ double mpiOwnSeconds(MpiProcess &process, CommunicatorOp kind,
     case CommunicatorOp::AllGather:
       return MPI_Allgather(input.data(), count, MPI_FLOAT, output.data(),
                            count, MPI_FLOAT, MPI_COMM_WORLD) == MPI_SUCCESS;
+    case CommunicatorOp::ReduceScatter:
+      return MPI_Reduce_scatter_block(input.data(), output.data(), count / 2,
+                                      MPI_FLOAT, MPI_SUM,
+                                      MPI_COMM_WORLD) == MPI_SUCCESS;
     default:
       return MPI_Alltoall(input.data(), count / 2, MPI_FLOAT, output.data(),
                           count / 2, MPI_FLOAT,
@@ -232,14 +242,14 @@ int main(int argc, char **argv) {
   if (rank0)
     std::printf("# 2 devices: 2 threads of one process vs 2 processes "
                 "(mpirun), same bytes, same run; f32; median of iterations\n"
-                "%-11s %8s %14s %14s %12s %12s %7s %13s %8s %6s\n",
+                "%-15s %8s %14s %14s %12s %12s %7s %13s %8s %6s\n",
                 "collective", "size", "in-proc(us)", "mpi(us)",
                 "in-proc GB/s", "mpi GB/s", "ratio", "MPI own(us)",
                 "own/mpi", "check");
   bool allCorrect = true;
   for (CommunicatorOp kind :
-       {CommunicatorOp::AllReduce, CommunicatorOp::AllGather,
-        CommunicatorOp::AllToAll}) {
+       {CommunicatorOp::AllReduce, CommunicatorOp::ReduceScatter,
+        CommunicatorOp::AllGather, CommunicatorOp::AllToAll}) {
     for (int64_t bytes = 4 << 10; bytes <= (maxMiB << 20); bytes *= 16) {
       int64_t elements = bytes / 4;
       bool inProcessOk = true, mpiOk = true;
@@ -251,7 +261,7 @@ int main(int argc, char **argv) {
       double own = mpiOwnSeconds(mpi, kind, elements, ownOk);
       allCorrect &= inProcessOk && mpiOk && ownOk;
       if (rank0) {
-        std::printf("%-11s %8s %14.1f %14.1f %12.2f %12.2f %6.2fx %13.1f "
+        std::printf("%-15s %8s %14.1f %14.1f %12.2f %12.2f %6.2fx %13.1f "
                     "%8.2f %6s\n",
                     communicatorOpName(kind), formatSize(bytes).c_str(),
                     local * 1e6, remote * 1e6, bytes / local / 1e9,

@@ -144,8 +144,8 @@ std::vector<Case> casesFor(const Mesh &mesh) {
         c.call.splitDim = 0;
         c.call.concatDim = 0;
       });
-      // From 32 KiB per input, all_reduce, all_gather along dimension 0
-      // and all_to_all along dimension 0 go through MPI's own collectives
+      // From 32 KiB per input, all_reduce, and reduce_scatter, all_gather
+      // and all_to_all along dimension 0, go through MPI's own collectives
       // where the group's layout allows (MpiCommunicator.cpp).
       if (dtype == DType::F32 || dtype == DType::I32) {
         for (bool inPlace : {false, true})
@@ -156,6 +156,11 @@ std::vector<Case> casesFor(const Mesh &mesh) {
           });
         add(CommunicatorOp::AllGather, {2, 4096},
             [](Case &c) { c.call.dim = 0; });
+        add(CommunicatorOp::ReduceScatter, {group * 2, 4096}, [&](Case &c) {
+          c.call.dim = 0;
+          c.call.reduction =
+              floating ? ReductionCode::Sum : ReductionCode::Min;
+        });
         add(CommunicatorOp::AllToAll, {group, 8192}, [](Case &c) {
           c.call.splitDim = 0;
           c.call.concatDim = 0;

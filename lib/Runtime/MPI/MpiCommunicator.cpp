@@ -67,6 +67,8 @@ uint64_t fnv1a(const std::string &text) {
 struct ChannelBuffers {
   std::vector<std::vector<uint8_t>> send, receive; // Per peer, header first.
   std::vector<uint8_t> reduced;
+  /// reduce_scatter through MPI: this process's blocks.
+  std::vector<uint8_t> scattered;
 };
 
 /// A cross-process group's channel: the process set's communicator and
@@ -710,7 +712,8 @@ bool mpiReduction(DType dtype, ReductionCode kind, MPI_Datatype &type,
 /// as MPI's collective lays out its buffers — every process the same
 /// number of consecutive group positions, in rank order (all_gather along
 /// dimension 0; all_to_all one member per process, split and joined along
-/// dimension 0; all_reduce any layout, of a type MPI reduces as we do).
+/// dimension 0; reduce_scatter along dimension 0 and all_reduce of a type
+/// MPI reduces as we do).
 bool fitsMpiCollective(const Exchange &x) {
   const CollectiveCall &request = x.request;
   if (x.inBytes < kMpiCollectiveBytes || x.processes.size() < 2 ||
@@ -727,6 +730,9 @@ bool fitsMpiCollective(const Exchange &x) {
   case CommunicatorOp::AllReduce:
     return mpiReduction(request.input.dtype, request.reduction, type, op) &&
            x.count <= INT32_MAX;
+  case CommunicatorOp::ReduceScatter:
+    return ordered && request.dim == 0 &&
+           mpiReduction(request.input.dtype, request.reduction, type, op);
   case CommunicatorOp::AllGather:
     return ordered && request.dim == 0 &&
            x.outBytes <= static_cast<int64_t>(INT32_MAX);
@@ -772,6 +778,39 @@ Status MpiCommunicator::runMpiCollective(Exchange &x, Channel &channel) {
                                      type, op, channel.collectiveComm, &request_));
     break;
   }
+  case CommunicatorOp::ReduceScatter: {
+    // This process's members reduced into a full buffer (or a lone input as
+    // it is); MPI reduces across processes and hands each process the
+    // blocks of its consecutive positions, which go to its members.
+    const void *send = onlyInput;
+    if (!onlyInput) {
+      staged.resize(x.inBytes);
+      std::vector<const void *> inputs;
+      for (int64_t i : x.mine)
+        inputs.push_back(x.slot.inputs[i]);
+      if (Status status = reduceElements(request.reduction,
+                                         request.input.dtype, inputs,
+                                         staged.data(), x.count);
+          !status)
+        return Status::error(x.what + ": " + status.message());
+      send = staged.data();
+    }
+    int64_t mineCount =
+        x.count / x.groupSize * static_cast<int64_t>(x.mine.size());
+    void *receive = first;
+    if (x.mine.size() > 1) {
+      x.buffers.scattered.resize(x.outBytes * x.mine.size());
+      receive = x.buffers.scattered.data();
+    }
+    MPI_Datatype type;
+    MPI_Op op;
+    mpiReduction(request.input.dtype, request.reduction, type, op);
+    std::lock_guard<std::mutex> guard(mpi.lock);
+    PARTITA_MPI_CHECK(MPI_Ireduce_scatter_block(
+        send, receive, static_cast<int>(mineCount), type, op,
+        channel.collectiveComm, &request_));
+    break;
+  }
   case CommunicatorOp::AllGather: {
     // This process's members' inputs side by side, gathered by rank.
     int64_t bytes = x.inBytes * static_cast<int64_t>(x.mine.size());
@@ -811,6 +850,14 @@ Status MpiCommunicator::runMpiCollective(Exchange &x, Channel &channel) {
   };
   if (Status waited = waitPolled(x, channel, requests, stalled); !waited)
     return waited;
+  if (request.kind == CommunicatorOp::ReduceScatter) {
+    // Each member's block, in position order.
+    if (x.mine.size() > 1)
+      for (size_t m = 0; m < x.mine.size(); ++m)
+        std::memcpy(x.slot.outputs[x.mine[m]],
+                    x.buffers.scattered.data() + m * x.outBytes, x.outBytes);
+    return Status::success();
+  }
   int64_t outBytes = request.kind == CommunicatorOp::AllReduce ? x.inBytes
                                                                : x.outBytes;
   for (int64_t i : x.mine)
