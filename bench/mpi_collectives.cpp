@@ -6,9 +6,9 @@
 // communicator), in the same run. all_reduce and reduce_scatter (sum, f32),
 // all_gather and all_to_all, 4 KiB .. 64 MiB per device input.
 //
-//   mpirun --oversubscribe --allow-run-as-root -np 2 \
+//   mpirun --oversubscribe --allow-run-as-root -np P \
 //       build/bin/partita-bench-mpi [--max-mib 64]
-//   (bash bench/mpi.sh does exactly that)
+//   (bash bench/mpi.sh does that for P = 2 and 4)
 //
 // Figures: size = one device's input; time = median over iterations of one
 // collective seen by device 0 (MPI: by rank 0, both ranks released together
@@ -65,6 +65,9 @@ std::vector<float> inputOf(int64_t device, int64_t elements) {
   return std::vector<float>(elements, static_cast<float>(device + 1));
 }
 
+/// The number of devices (one per process under mpirun).
+int64_t devices = 2;
+
 CollectiveCall callFor(CommunicatorOp kind, int64_t device, int64_t elements,
                        std::vector<float> &input, std::vector<float> &output) {
   CollectiveCall call;
@@ -74,9 +77,9 @@ CollectiveCall callFor(CommunicatorOp kind, int64_t device, int64_t elements,
   call.input = {input.data(), DType::F32, {elements}};
   std::vector<int64_t> outShape = {elements};
   if (kind == CommunicatorOp::AllGather)
-    outShape[0] *= 2;
+    outShape[0] *= devices;
   if (kind == CommunicatorOp::ReduceScatter)
-    outShape[0] /= 2;
+    outShape[0] /= devices;
   output.assign(outShape[0], 0.0f);
   call.output = {output.data(), DType::F32, outShape};
   return call;
@@ -90,13 +93,13 @@ bool correct(CommunicatorOp kind, int64_t device, int64_t elements,
     switch (kind) {
     case CommunicatorOp::AllReduce:
     case CommunicatorOp::ReduceScatter:
-      want = 3; // 1 + 2
+      want = static_cast<float>(devices * (devices + 1) / 2); // 1 + .. + n
       break;
     case CommunicatorOp::AllGather:
-      want = e < elements ? 1 : 2;
+      want = static_cast<float>(e / elements + 1);
       break;
     default: // all_to_all: block j of each device's input, in device order.
-      want = e < elements / 2 ? 1 : 2;
+      want = static_cast<float>(e / (elements / devices) + 1);
       break;
     }
     (void)device;
@@ -106,22 +109,24 @@ bool correct(CommunicatorOp kind, int64_t device, int64_t elements,
   return true;
 }
 
-/// Median seconds of `kind` between two threads of this process.
+/// Median seconds of `kind` between `devices` threads of this process.
 double inProcessSeconds(CommunicatorOp kind, int64_t elements, bool &ok) {
-  Mesh mesh = *Mesh::create({{"x", 2}});
+  Mesh mesh = *Mesh::create({{"x", devices}});
   InProcessCommunicator communicator(mesh);
-  std::vector<std::vector<float>> inputs = {inputOf(0, elements),
-                                            inputOf(1, elements)};
-  std::vector<std::vector<float>> outputs(2);
-  std::vector<CollectiveCall> calls = {
-      callFor(kind, 0, elements, inputs[0], outputs[0]),
-      callFor(kind, 1, elements, inputs[1], outputs[1])};
+  std::vector<std::vector<float>> inputs, outputs(devices);
+  for (int64_t d = 0; d < devices; ++d)
+    inputs.push_back(inputOf(d, elements));
+  std::vector<CollectiveCall> calls;
+  for (int64_t d = 0; d < devices; ++d)
+    calls.push_back(callFor(kind, d, elements, inputs[d], outputs[d]));
   int iterations = iterationsFor(elements * 4);
   std::vector<double> times;
-  std::thread partner([&] {
-    for (int i = 0; i <= iterations; ++i)
-      (void)dispatchCollective(communicator, calls[1]);
-  });
+  std::vector<std::thread> partners;
+  for (int64_t d = 1; d < devices; ++d)
+    partners.emplace_back([&, d] {
+      for (int i = 0; i <= iterations; ++i)
+        (void)dispatchCollective(communicator, calls[d]);
+    });
   for (int i = 0; i <= iterations; ++i) {
     auto start = Clock::now();
     (void)dispatchCollective(communicator, calls[0]);
@@ -129,9 +134,11 @@ double inProcessSeconds(CommunicatorOp kind, int64_t elements, bool &ok) {
       times.push_back(
           std::chrono::duration<double>(Clock::now() - start).count());
   }
-  partner.join();
-  ok = correct(kind, 0, elements, outputs[0]) &&
-       correct(kind, 1, elements, outputs[1]);
+  for (std::thread &partner : partners)
+    partner.join();
+  ok = true;
+  for (int64_t d = 0; d < devices; ++d)
+    ok &= correct(kind, d, elements, outputs[d]);
   return median(times);
 }
 
@@ -176,8 +183,8 @@ double mpiOwnSeconds(MpiProcess &process, CommunicatorOp kind,
                      int64_t elements, bool &ok) {
   int64_t device = process.rank();
   std::vector<float> input = inputOf(device, elements), output;
-  output.assign(kind == CommunicatorOp::AllGather       ? 2 * elements
-                : kind == CommunicatorOp::ReduceScatter ? elements / 2
+  output.assign(kind == CommunicatorOp::AllGather       ? devices * elements
+                : kind == CommunicatorOp::ReduceScatter ? elements / devices
                                                         : elements,
                 0.0f);
   int count = static_cast<int>(elements);
@@ -190,12 +197,14 @@ double mpiOwnSeconds(MpiProcess &process, CommunicatorOp kind,
       return MPI_Allgather(input.data(), count, MPI_FLOAT, output.data(),
                            count, MPI_FLOAT, MPI_COMM_WORLD) == MPI_SUCCESS;
     case CommunicatorOp::ReduceScatter:
-      return MPI_Reduce_scatter_block(input.data(), output.data(), count / 2,
+      return MPI_Reduce_scatter_block(input.data(), output.data(),
+                                      count / static_cast<int>(devices),
                                       MPI_FLOAT, MPI_SUM,
                                       MPI_COMM_WORLD) == MPI_SUCCESS;
     default:
-      return MPI_Alltoall(input.data(), count / 2, MPI_FLOAT, output.data(),
-                          count / 2, MPI_FLOAT,
+      return MPI_Alltoall(input.data(), count / static_cast<int>(devices),
+                          MPI_FLOAT, output.data(),
+                          count / static_cast<int>(devices), MPI_FLOAT,
                           MPI_COMM_WORLD) == MPI_SUCCESS;
     }
   });
@@ -223,12 +232,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   MpiProcess &mpi = **process;
-  if (mpi.size() != 2) {
-    std::fprintf(stderr, "error: run with mpirun -np 2 (got %d processes)\n",
+  if (mpi.size() < 2) {
+    std::fprintf(stderr, "error: run with mpirun -np P, P >= 2 (got %d)\n",
                  mpi.size());
     return 1;
   }
-  Mesh mesh = *Mesh::create({{"x", 2}});
+  devices = mpi.size();
+  Mesh mesh = *Mesh::create({{"x", devices}});
   Expected<ProcessLayout> layout =
       ProcessLayout::create(mesh, mpi.size(), mpi.rank());
   Expected<std::unique_ptr<Communicator>> communicator =
@@ -240,10 +250,14 @@ int main(int argc, char **argv) {
   }
   bool rank0 = mpi.rank() == 0;
   if (rank0)
-    std::printf("# 2 devices: 2 threads of one process vs 2 processes "
-                "(mpirun), same bytes, same run; f32; median of iterations\n"
+    std::printf("# %lld devices: %lld threads of one process vs %lld "
+                "processes (mpirun), same bytes, same run; f32; median of "
+                "iterations\n"
                 "%-15s %8s %14s %14s %12s %12s %7s %13s %8s %6s\n",
-                "collective", "size", "in-proc(us)", "mpi(us)",
+                static_cast<long long>(devices),
+                static_cast<long long>(devices),
+                static_cast<long long>(devices), "collective", "size",
+                "in-proc(us)", "mpi(us)",
                 "in-proc GB/s", "mpi GB/s", "ratio", "MPI own(us)",
                 "own/mpi", "check");
   bool allCorrect = true;
