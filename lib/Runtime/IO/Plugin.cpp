@@ -82,35 +82,37 @@ Expected<const void *> partita::openPlugin(const char *file,
   return it->second;
 }
 
-Expected<const CudaPlugin *> partita::loadCudaPlugin() {
-  Expected<const void *> table = openPlugin(
-      kCudaPluginFile, "PARTITA_CUDA_PLUGIN", kCudaPluginSymbol, "CUDA devices");
-  if (!table)
-    return table.status();
-  auto plugin = static_cast<const CudaPlugin *>(*table);
-  if (!plugin || plugin->abi != kCudaPluginAbi)
-    return Status::error(std::string(kCudaPluginFile) +
+namespace {
+
+/// The table of plugin `file` as a `Table` (whose first member is its `abi`),
+/// refused when another build made it.
+template <typename Table>
+Expected<const Table *> openTable(const char *file, const char *environment,
+                                  const char *symbol, const char *what,
+                                  int abi) {
+  Expected<const void *> opened = openPlugin(file, environment, symbol, what);
+  if (!opened)
+    return opened.status();
+  auto table = static_cast<const Table *>(*opened);
+  if (!table || table->abi != abi)
+    return Status::error(std::string(file) +
                          " is from another build of Partita (plugin "
                          "interface " +
-                         std::to_string(plugin ? plugin->abi : -1) +
-                         ", this tool needs " +
-                         std::to_string(kCudaPluginAbi) + ")");
-  return plugin;
+                         std::to_string(table ? table->abi : -1) +
+                         ", this tool needs " + std::to_string(abi) + ")");
+  return table;
+}
+
+} // namespace
+
+Expected<const CudaPlugin *> partita::loadCudaPlugin() {
+  return openTable<CudaPlugin>(kCudaPluginFile, "PARTITA_CUDA_PLUGIN",
+                               kCudaPluginSymbol, "CUDA devices",
+                               kCudaPluginAbi);
 }
 
 Expected<const MpiPlugin *> partita::loadMpiPlugin() {
-  Expected<const void *> table =
-      openPlugin(kMpiPluginFile, "PARTITA_MPI_PLUGIN", kMpiPluginSymbol,
-                 "--distributed runs");
-  if (!table)
-    return table.status();
-  auto plugin = static_cast<const MpiPlugin *>(*table);
-  if (!plugin || plugin->abi != kMpiPluginAbi)
-    return Status::error(std::string(kMpiPluginFile) +
-                         " is from another build of Partita (plugin "
-                         "interface " +
-                         std::to_string(plugin ? plugin->abi : -1) +
-                         ", this tool needs " +
-                         std::to_string(kMpiPluginAbi) + ")");
-  return plugin;
+  return openTable<MpiPlugin>(kMpiPluginFile, "PARTITA_MPI_PLUGIN",
+                              kMpiPluginSymbol, "--distributed runs",
+                              kMpiPluginAbi);
 }
