@@ -36,8 +36,10 @@ bool partita::mayWriteInPlace(Operation *op) {
           CollectivePermuteOp, CumsumOp, ShardingConstraintOp,
           LogicalConstraintOp, ReshardOp>(op))
     return false;
+  // A reshape's result is its operand's bytes as they are: sharing them,
+  // the runtime copies nothing.
   return op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
-         isa<SelectOp>(op);
+         isa<SelectOp, ReshapeOp>(op);
 }
 
 BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
@@ -128,7 +130,12 @@ BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
     int64_t at = point[op];
     for (Value operand : op->getOperands()) {
       auto it = bufferOf.find(operand);
-      if (operand.getType() != result.getType() || it == bufferOf.end())
+      bool sameBytes =
+          operand.getType() == result.getType() ||
+          (isa<ReshapeOp>(op) &&
+           cast<ShapedType>(operand.getType()).getElementType() ==
+               cast<ShapedType>(result.getType()).getElementType());
+      if (!sameBytes || it == bufferOf.end())
         continue;
       LiveBuffer &buffer = liveness.buffers[it->second];
       if (buffer.end != at || buffer.begin > at - 1)

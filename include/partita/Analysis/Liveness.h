@@ -64,8 +64,9 @@ struct BufferLiveness {
 /// Whether `op` computes each result element from the operand elements at
 /// the same index only, with every operand of the result's type, so that the
 /// result may overwrite an operand in place (unary and binary elementwise
-/// ops, select on its value operands; never collectives, whose peers read a
-/// device's input while it writes its output).
+/// ops, select on its value operands, and a reshape, whose result is its
+/// operand's bytes; never collectives, whose peers read a device's input
+/// while it writes its output).
 bool mayWriteInPlace(mlir::Operation *op);
 
 /// Bytes of a statically shaped tensor type (i1 counts one byte).
