@@ -90,15 +90,18 @@ bool sameProgram(const Executable &a, const Executable &b) {
 
 /// Rewrites the trailing checksum so a deliberate edit passes it.
 void resealChecksum(std::vector<uint8_t> &bytes) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (size_t i = 0; i + 8 < bytes.size(); ++i) {
-    hash ^= bytes[i];
-    hash *= 1099511628211ULL;
-  }
+  uint64_t hash = executableChecksum(bytes.data(), bytes.size() - 8);
   std::memcpy(bytes.data() + bytes.size() - 8, &hash, 8);
 }
 
 } // namespace
+
+TEST_CASE("the checksum is FNV-1a 64", "[executable]") {
+  // The published FNV-1a 64 values of "" and "a".
+  CHECK(executableChecksum(nullptr, 0) == 0xcbf29ce484222325ULL);
+  const uint8_t a = 'a';
+  CHECK(executableChecksum(&a, 1) == 0xaf63dc4c8601ec8cULL);
+}
 
 TEST_CASE("an Executable survives a round trip", "[executable]") {
   Executable program = sampleProgram();
@@ -213,6 +216,36 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     CHECK(result.status().message().find(
               "f: output 0 updates input 0 in place but does not share its "
               "type and storage") == 0);
+  }
+  SECTION("misaligned slot") {
+    Executable program = sampleProgram();
+    program.slotOffsets[3] = 194; // f32: not a multiple of 4
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "the buffer plan puts slot 3 at offset 194, not a multiple of "
+              "its element size") != std::string::npos);
+  }
+  SECTION("an instruction with the wrong number of operands") {
+    Executable program = sampleProgram();
+    program.instructions[3].operands = {4, 4};
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "instruction all_reduce has 2 operand(s) and 1 result(s), not "
+              "1 and 1") != std::string::npos);
+  }
+  SECTION("a slot whose byte count overflows") {
+    Executable program = sampleProgram();
+    program.slots.push_back({DType::F32, {int64_t(1) << 40, int64_t(1) << 40}});
+    program.slotOffsets.push_back(0);
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "slot whose size in bytes overflows") != std::string::npos);
   }
   SECTION("missing file") {
     Expected<Executable> result = readExecutableFile("/nonexistent/p.exe");

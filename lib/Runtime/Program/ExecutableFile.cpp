@@ -14,14 +14,6 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'A', 'R', 'T', 'E', 'X', 'E', '\0'};
 
-uint64_t fnv1a(const uint8_t *data, size_t size) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= data[i];
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
 
 class Writer {
 public:
@@ -184,8 +176,17 @@ std::vector<uint8_t> partita::serializeExecutable(const Executable &program) {
     out.list<int64_t>(constant.shape);
     out.list<uint8_t>(constant.bytes);
   }
-  out.number<uint64_t>(fnv1a(out.bytes.data(), out.bytes.size()));
+  out.number<uint64_t>(executableChecksum(out.bytes.data(), out.bytes.size()));
   return out.bytes;
+}
+
+uint64_t partita::executableChecksum(const uint8_t *data, size_t size) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= data[i];
+    hash *= 1099511628211ULL;
+  }
+  return hash;
 }
 
 Expected<Executable>
@@ -205,7 +206,7 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
   size_t end = bytes.size() - 8;
   uint64_t stored;
   std::memcpy(&stored, bytes.data() + end, 8);
-  if (stored != fnv1a(bytes.data(), end))
+  if (stored != executableChecksum(bytes.data(), end))
     return Status::error(source + ": corrupt Executable (checksum mismatch)");
 
   Reader in(bytes, end, source);
@@ -240,6 +241,9 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
     for (int64_t size : slot.shape)
       if (size < 0 || size > (int64_t(1) << 40))
         return in.failure("slot with an invalid dimension size");
+    // The byte count must be a number (no overflow of the product).
+    if (!checkedNumBytes(slot.dtype, slot.shape))
+      return in.failure("slot whose size in bytes overflows");
   }
   for (std::vector<ExecutableValue> *values :
        {&program.inputs, &program.outputs}) {
@@ -279,6 +283,17 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
         !in.list(inst.ints) || !in.string(inst.text))
       return truncated("instruction");
     inst.op = static_cast<OpCode>(op);
+    OpArity arity = opArity(inst.op);
+    if ((arity.operands >= 0 &&
+         inst.operands.size() != static_cast<size_t>(arity.operands)) ||
+        (arity.results >= 0 &&
+         inst.results.size() != static_cast<size_t>(arity.results)))
+      return in.failure(std::string("instruction ") + opCodeName(inst.op) +
+                        " has " + std::to_string(inst.operands.size()) +
+                        " operand(s) and " +
+                        std::to_string(inst.results.size()) +
+                        " result(s), not " + std::to_string(arity.operands) +
+                        " and " + std::to_string(arity.results));
     for (const std::vector<int32_t> *list : {&inst.operands, &inst.results})
       for (int32_t slot : *list)
         if (slot < 0 || slot >= static_cast<int32_t>(slots))
@@ -297,6 +312,11 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
           program.arenaBytes - offset < program.slots[s].bytes())
         return in.failure("the buffer plan puts slot " + std::to_string(s) +
                           " outside the arena");
+      // Kernels read elements in place: a slot starts on its element size.
+      if (offset % dtypeSize(program.slots[s].dtype) != 0)
+        return in.failure("the buffer plan puts slot " + std::to_string(s) +
+                          " at offset " + std::to_string(offset) +
+                          ", not a multiple of its element size");
     }
   }
   // An output updating an input in place is written into its storage.

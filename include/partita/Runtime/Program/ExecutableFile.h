@@ -28,8 +28,13 @@
 
 namespace partita {
 
-/// The format version this build writes and reads.
-constexpr uint32_t kExecutableFormatVersion = 2;
+/// The format version this build writes and reads (3: the checksum is
+/// standard FNV-1a 64; version 2's had another offset basis).
+constexpr uint32_t kExecutableFormatVersion = 3;
+
+/// The file's checksum: FNV-1a, 64 bits (offset basis 14695981039346656037,
+/// prime 1099511628211), over every byte before it.
+uint64_t executableChecksum(const uint8_t *data, size_t size);
 
 /// The bytes of `program` in the file format.
 std::vector<uint8_t> serializeExecutable(const Executable &program);
