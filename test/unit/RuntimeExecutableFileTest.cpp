@@ -247,6 +247,30 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     CHECK(result.status().message().find(
               "slot whose size in bytes overflows") != std::string::npos);
   }
+  SECTION("two slots on the same bytes while both are alive") {
+    // b = -a; c = exp(a); d = b + c: b is alive while c is written.
+    Executable program;
+    program.slots.assign(4, {DType::F32, {16}});
+    program.inputs = {{0, {16}, Sharding::replicated(1), "a"}};
+    program.outputs = {{3, {16}, Sharding::replicated(1), "d"}};
+    program.instructions = {{OpCode::Neg, {0}, {1}, {}, ""},
+                            {OpCode::Exp, {0}, {2}, {}, ""},
+                            {OpCode::Add, {1, 2}, {3}, {}, ""}};
+    program.slotOffsets = {0, 64, 128, 192};
+    program.arenaBytes = 256;
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    // d in place of b (b dies at the add): allowed.
+    program.slotOffsets[3] = 64;
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    // c on b's bytes while b is still to be read: refused.
+    program.slotOffsets = {0, 64, 96, 192};
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "the buffer plan puts slots 1 and 2 on the same bytes while "
+              "both are alive") != std::string::npos);
+  }
   SECTION("missing file") {
     Expected<Executable> result = readExecutableFile("/nonexistent/p.exe");
     REQUIRE_FALSE(result.ok());

@@ -3,10 +3,12 @@
 #include "partita/Runtime/Program/ExecutableFile.h"
 #include "partita/Runtime/IO/Files.h"
 
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 using namespace partita;
 
@@ -180,6 +182,118 @@ std::vector<uint8_t> partita::serializeExecutable(const Executable &program) {
   return out.bytes;
 }
 
+namespace {
+
+/// Whether instruction `inst` may write a result over an operand's bytes
+/// (the buffer plan's in-place updates: elementwise ops, select, reshape,
+/// fused chains).
+bool writesInPlace(const Instruction &inst) {
+  OpFamily family = opFamily(inst.op);
+  return family == OpFamily::ElementwiseUnary ||
+         family == OpFamily::ElementwiseBinary ||
+         inst.op == OpCode::Select || inst.op == OpCode::Reshape ||
+         inst.op == OpCode::Fused;
+}
+
+/// Under a buffer plan, no two slots alive at the same instruction may
+/// share a byte, except a result written in place of an operand that dies
+/// at that instruction (same offset and size). Slots a loop touches are
+/// not checked: a loop's carries, yields and copies follow rules of their
+/// own (Liveness.h). Inputs are alive from the start, outputs to the end.
+Status checkSlotsApart(const Executable &program) {
+  size_t slots = program.slots.size();
+  if (program.slotOffsets.size() != slots)
+    return Status::success();
+  const std::vector<Instruction> &stream = program.instructions;
+  int64_t end = static_cast<int64_t>(stream.size());
+  std::vector<int64_t> first(slots, INT64_MAX), last(slots, -2);
+  std::vector<bool> inLoop(slots, false);
+  auto touch = [&](int32_t slot, int64_t at) {
+    first[slot] = std::min(first[slot], at);
+    last[slot] = std::max(last[slot], at);
+  };
+  for (int64_t i = 0; i < end; ++i) {
+    const Instruction &inst = stream[i];
+    if (inst.op == OpCode::Loop) {
+      int64_t length = inst.ints.size() >= 2 ? inst.ints[1] : 0;
+      int64_t bodyEnd = std::min(end, i + 1 + std::max<int64_t>(length, 0));
+      auto mark = [&](int64_t slot) {
+        if (slot >= 0 && slot < static_cast<int64_t>(slots))
+          inLoop[slot] = true;
+      };
+      for (int32_t slot : inst.operands)
+        mark(slot);
+      for (int32_t slot : inst.results)
+        mark(slot);
+      for (size_t k = 2; k < inst.ints.size(); ++k)
+        mark(inst.ints[k]);
+      for (int64_t b = i + 1; b < bodyEnd; ++b) {
+        for (int32_t slot : stream[b].operands)
+          mark(slot);
+        for (int32_t slot : stream[b].results)
+          mark(slot);
+      }
+      i = bodyEnd - 1;
+      continue;
+    }
+    for (int32_t slot : inst.operands)
+      touch(slot, i);
+    for (int32_t slot : inst.results)
+      touch(slot, i);
+  }
+  for (const ExecutableValue &input : program.inputs)
+    touch(input.slot, -1);
+  for (const ExecutableValue &output : program.outputs)
+    touch(output.slot, end);
+
+  // A sweep over the instructions with the live slots by offset: slots
+  // alive together must be apart, so checking a new slot against its
+  // neighbours by offset finds any overlap.
+  std::vector<std::vector<int32_t>> startsAt(end + 2), endsAt(end + 2);
+  for (size_t s = 0; s < slots; ++s)
+    if (!inLoop[s] && last[s] >= -1 && program.slots[s].bytes() > 0) {
+      startsAt[first[s] + 1].push_back(static_cast<int32_t>(s));
+      endsAt[last[s] + 1].push_back(static_cast<int32_t>(s));
+    }
+  std::multimap<int64_t, int32_t> live;
+  auto highOf = [&](int32_t s) {
+    return program.slotOffsets[s] + program.slots[s].bytes();
+  };
+  for (int64_t t = -1; t <= end; ++t) {
+    for (int32_t s : startsAt[t + 1]) {
+      int64_t low = program.slotOffsets[s], high = highOf(s);
+      // Every live slot that starts below `high` and ends above `low`.
+      for (auto it = live.upper_bound(high - 1); it != live.begin();) {
+        --it;
+        int32_t other = it->second;
+        if (highOf(other) <= low)
+          break;
+        bool inPlace = t >= 0 && t < end && last[other] == t &&
+                       writesInPlace(stream[t]) &&
+                       program.slotOffsets[other] == low &&
+                       highOf(other) == high;
+        if (!inPlace)
+          return Status::error(
+              "the buffer plan puts slots " + std::to_string(other) +
+              " and " + std::to_string(s) +
+              " on the same bytes while both are alive");
+      }
+      live.emplace(low, s);
+    }
+    for (int32_t s : endsAt[t + 1]) {
+      auto range = live.equal_range(program.slotOffsets[s]);
+      for (auto it = range.first; it != range.second; ++it)
+        if (it->second == s) {
+          live.erase(it);
+          break;
+        }
+    }
+  }
+  return Status::success();
+}
+
+} // namespace
+
 uint64_t partita::executableChecksum(const uint8_t *data, size_t size) {
   uint64_t hash = 14695981039346656037ULL;
   for (size_t i = 0; i < size; ++i) {
@@ -319,6 +433,8 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
                           ", not a multiple of its element size");
     }
   }
+  if (Status status = checkSlotsApart(program); !status.ok())
+    return in.failure(status.message());
   // An output updating an input in place is written into its storage.
   for (size_t o = 0; o < program.outputs.size(); ++o) {
     int32_t input = program.outputs[o].aliasedInput;
