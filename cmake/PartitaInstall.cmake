@@ -17,6 +17,15 @@ install(TARGETS PartitaSharding PartitaRuntime
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS partita partita-opt partita-exec
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The plugins (partita/Runtime/IO/Plugin.h) go to <prefix>/lib, where the
+# tools in <prefix>/bin look for them, and find CUDA, NCCL or MPI where
+# they were found at build time.
+foreach(plugin PartitaCudaPlugin PartitaMpiPlugin)
+  if(TARGET ${plugin})
+    install(TARGETS ${plugin} LIBRARY DESTINATION lib)
+    set_target_properties(${plugin} PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+  endif()
+endforeach()
 
 set(PARTITA_CONFIG_BLAS "")
 if(PARTITA_HAVE_OPENBLAS)

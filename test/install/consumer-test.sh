@@ -28,6 +28,18 @@ env -u LD_LIBRARY_PATH "$WORK/prefix/bin/partita" compile "$SOURCE/docs/examples
 env -u LD_LIBRARY_PATH "$WORK/prefix/bin/partita-exec" run "$WORK/mlp.exe" > "$WORK/run.log" \
   || { cat "$WORK/run.log"; fail "installed partita-exec run"; }
 grep -q "ran on cpu:8" "$WORK/run.log" || { cat "$WORK/run.log"; fail "installed partita-exec run output"; }
+# The installed tools find their plugins in <prefix>/lib: a distributed run
+# of one process goes through the MPI plugin.
+if [ -e "$BUILD/lib/libpartita-mpi.so" ]; then
+  [ -f "$WORK/prefix/lib/libpartita-mpi.so" ] || fail "the MPI plugin is not installed"
+  env -u LD_LIBRARY_PATH mpirun --oversubscribe --allow-run-as-root -np 1 \
+    "$WORK/prefix/bin/partita-exec" run "$WORK/mlp.exe" --distributed > "$WORK/mpi.log" 2>&1 \
+    || { cat "$WORK/mpi.log"; fail "installed partita-exec run --distributed"; }
+  grep -q "as 1 processes" "$WORK/mpi.log" || { cat "$WORK/mpi.log"; fail "installed MPI plugin output"; }
+fi
+if [ -e "$BUILD/lib/libpartita-cuda.so" ]; then
+  [ -f "$WORK/prefix/lib/libpartita-cuda.so" ] || fail "the CUDA plugin is not installed"
+fi
 env -u LD_LIBRARY_PATH "$WORK/prefix/bin/partita-opt" "$SOURCE/docs/examples/mlp.mlir" \
   --partita-propagate > /dev/null || fail "installed partita-opt"
 [ -f "$WORK/prefix/include/partita/Partita.h" ] || fail "headers not installed"
