@@ -101,6 +101,40 @@ constexpr int kMaxNesting = 1000;
 /// False, after reporting, for input that is not program text: a NUL byte
 /// (a binary file), or brackets and regions nested deeper than kMaxNesting
 /// (counted outside string literals and comments).
+/// Every tensor's size in bytes must be a number: a tensor of more than
+/// 2^63 - 1 bytes (tensor<4611686018427387904xf32>) is an error at the op or
+/// argument that has it, not a report of 0 bytes.
+bool checkTensorSizes(mlir::ModuleOp module) {
+  bool ok = true;
+  auto check = [&](mlir::Type type, auto emit) {
+    auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(type);
+    if (!tensor || !ok || !tensor.hasStaticShape())
+      return;
+    unsigned bits = tensor.getElementType().getIntOrFloatBitWidth();
+    uint64_t bytes = std::max(1u, (bits + 7) / 8);
+    for (int64_t size : tensor.getShape()) {
+      if (size != 0 && bytes > static_cast<uint64_t>(INT64_MAX) /
+                                   static_cast<uint64_t>(size)) {
+        emit() << type << " holds more than 2^63 - 1 bytes";
+        ok = false;
+        return;
+      }
+      bytes *= static_cast<uint64_t>(size);
+    }
+  };
+  module->walk([&](mlir::Operation *op) {
+    for (mlir::Value result : op->getResults())
+      check(result.getType(), [&] { return op->emitError(); });
+    for (mlir::Region &region : op->getRegions())
+      for (mlir::Block &block : region)
+        for (mlir::BlockArgument arg : block.getArguments())
+          check(arg.getType(), [&] {
+            return mlir::emitError(arg.getLoc());
+          });
+  });
+  return ok;
+}
+
 bool checkInputText(llvm::StringRef text, const std::string &path) {
   int line = 1, column = 1, depth = 0;
   bool inString = false, inComment = false;
@@ -194,6 +228,8 @@ partita::cli::loadModule(Session &session, const std::string &path) {
       return nullptr;
   }
   if (mlir::failed(mlir::verify(*module)))
+    return nullptr;
+  if (!checkTensorSizes(*module))
     return nullptr;
   return module;
 }
