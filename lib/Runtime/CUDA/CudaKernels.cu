@@ -5,8 +5,9 @@
 // launcher per family or op. Semantics are the CPU kernels' (the reference):
 // bf16/f16 compute in f32 and round to nearest even on store, integers in
 // 64 bits, booleans as bytes 0/1. Data movement is one strided-copy kernel
-// evaluating DeviceMath.h's views; einsum is cuBLAS (CudaEinsum.cu); the rest are simple
-// one-thread-per-output kernels (deterministic: no atomics).
+// evaluating DeviceMath.h's views; einsum is cuBLAS (CudaEinsum.cu);
+// elementwise ops and fused chains are CudaElementwise.cu's; the rest are
+// simple one-thread-per-output kernels (deterministic: no atomics).
 //
 //===----------------------------------------------------------------------===//
 #include "CudaCheck.h"
@@ -14,7 +15,6 @@
 #include "CudaElements.cuh"
 
 #include "partita/Runtime/Program/DeviceMath.h"
-#include "partita/Runtime/Program/Fused.h"
 #include "partita/Runtime/Program/Instruction.h"
 
 #include <cmath>
@@ -54,137 +54,6 @@ __global__ void fillKernel(const Chunk<Bytes> *value, Chunk<Bytes> *out,
                            int64_t count) {
   PARTITA_GRID_LOOP(i, count)
   out[i] = *value;
-}
-
-/// True for the binary ops among the fusible ones.
-__host__ __device__ inline bool isFusibleBinary(int op) {
-  return op >= static_cast<int>(OpCode::Add) &&
-         op <= static_cast<int>(OpCode::Pow);
-}
-
-/// The math of the floating-point unary ops, shared by the op-at-a-time
-/// kernel and the fused one.
-template <typename C> __device__ C floatUnary(int op, C x) {
-  switch (static_cast<OpCode>(op)) {
-  case OpCode::Neg: return -x;
-  case OpCode::Abs: return x < 0 ? -x : x;
-  case OpCode::Sign: return x > 0 ? C(1) : (x < 0 ? C(-1) : x);
-  case OpCode::Exp: return exp(x);
-  case OpCode::Log: return log(x);
-  case OpCode::Log1p: return log1p(x);
-  case OpCode::Tanh: return tanh(x);
-  case OpCode::Logistic: return C(1) / (C(1) + exp(-x));
-  case OpCode::Sqrt: return sqrt(x);
-  case OpCode::Rsqrt: return C(1) / sqrt(x);
-  case OpCode::Erf: return erf(x);
-  case OpCode::Sin: return sin(x);
-  case OpCode::Cos: return cos(x);
-  case OpCode::Floor: return floor(x);
-  default: return x;
-  }
-}
-
-/// The math of the floating-point binary ops, shared likewise.
-template <typename C> __device__ C floatBinary(int op, C x, C y) {
-  switch (static_cast<OpCode>(op)) {
-  case OpCode::Add: return x + y;
-  case OpCode::Sub: return x - y;
-  case OpCode::Mul: return x * y;
-  case OpCode::Max: return (x > y || x != x) ? x : y;
-  case OpCode::Min: return (x < y || x != x) ? x : y;
-  case OpCode::Div: return x / y;
-  case OpCode::Rem: return fmod(x, y);
-  case OpCode::Pow: return pow(x, y);
-  default: return x;
-  }
-}
-
-template <typename T>
-__global__ void unaryKernel(const typename T::Storage *in,
-                            typename T::Storage *out, int64_t count, int op) {
-  using C = typename T::Compute;
-  PARTITA_GRID_LOOP(i, count) {
-    C x = T::load(in[i]), y = x;
-    if constexpr (std::is_floating_point<C>::value) {
-      y = floatUnary<C>(op, x);
-    } else {
-      switch (static_cast<OpCode>(op)) {
-      case OpCode::Neg: y = -x; break;
-      case OpCode::Abs: y = x < 0 ? -x : x; break;
-      case OpCode::Sign: y = x > 0 ? 1 : (x < 0 ? -1 : 0); break;
-      case OpCode::Not: y = ~x; break;
-      default: break;
-      }
-    }
-    out[i] = T::store(y);
-  }
-}
-
-template <typename T>
-__global__ void binaryKernel(const typename T::Storage *a,
-                             const typename T::Storage *b,
-                             typename T::Storage *out, int64_t count, int op) {
-  using C = typename T::Compute;
-  PARTITA_GRID_LOOP(i, count) {
-    C x = T::load(a[i]), y = T::load(b[i]), z = x;
-    if constexpr (std::is_floating_point<C>::value) {
-      z = floatBinary<C>(op, x, y);
-    } else {
-      switch (static_cast<OpCode>(op)) {
-      case OpCode::Add: z = x + y; break;
-      case OpCode::Sub: z = x - y; break;
-      case OpCode::Mul: z = x * y; break;
-      case OpCode::Max: z = x > y ? x : y; break;
-      case OpCode::Min: z = x < y ? x : y; break;
-      case OpCode::Div: z = y == 0 ? 0 : x / y; break;
-      case OpCode::Rem: z = y == 0 ? 0 : x % y; break;
-      case OpCode::And: z = x & y; break;
-      case OpCode::Or: z = x | y; break;
-      case OpCode::Xor: z = x ^ y; break;
-      default: break;
-      }
-    }
-    out[i] = T::store(z);
-  }
-}
-
-/// A fused chain (Fused.h) as the kernel's argument.
-struct FusedKernelProgram {
-  int32_t steps, operands, results;
-  struct Step {
-    int32_t op;
-    int32_t kind[2];
-    int32_t index[2];
-    float constant[2];
-  } step[kMaxFusedSteps];
-  const float *operand[kMaxFusedOperands];
-  int64_t inner[kMaxFusedOperands], size[kMaxFusedOperands];
-  float *result[kMaxFusedResults];
-  int32_t resultStep[kMaxFusedResults];
-};
-
-/// One thread per element: every step in registers, then the results.
-__global__ void fusedKernel(FusedKernelProgram p, int64_t count) {
-  PARTITA_GRID_LOOP(i, count) {
-    float value[kMaxFusedSteps];
-    for (int s = 0; s < p.steps; ++s) {
-      const FusedKernelProgram::Step &step = p.step[s];
-      float in[2];
-      for (int k = 0; k < 2; ++k) {
-        int32_t index = step.index[k];
-        if (step.kind[k] == static_cast<int32_t>(FusedRefKind::Operand))
-          in[k] = p.operand[index][(i / p.inner[index]) % p.size[index]];
-        else if (step.kind[k] == static_cast<int32_t>(FusedRefKind::Step))
-          in[k] = value[index];
-        else
-          in[k] = step.constant[k];
-      }
-      value[s] = isFusibleBinary(step.op) ? floatBinary<float>(step.op, in[0], in[1])
-                                          : floatUnary<float>(step.op, in[0]);
-    }
-    for (int r = 0; r < p.results; ++r)
-      p.result[r][i] = value[p.resultStep[r]];
-  }
 }
 
 template <typename T>
@@ -493,34 +362,6 @@ Status cudaPlace(cudaStream_t stream, const void *block, void *destination,
 
 namespace {
 
-/// One instruction to run: its buffers, their types, and what every
-/// launcher derives from them.
-struct CudaOp {
-  const CudaContext &ctx;
-  const Instruction &inst;
-  const std::vector<TensorType> &operandTypes;
-  const std::vector<const void *> &operands;
-  const std::vector<TensorType> &resultTypes;
-  const std::vector<void *> &results;
-  const std::vector<HostArray> &constants;
-  /// The op's name, for messages.
-  std::string name;
-  /// Result 0's type, element count and element size.
-  const TensorType &out;
-  int64_t count;
-  int64_t elementSize;
-
-  Status fail(const std::string &message) const {
-    return Status::error(name + " on CUDA: " + message);
-  }
-  /// Copies operand 0 to result 0 unless they are the same buffer.
-  Status sameBytes() const {
-    if (operands[0] != results[0] && count > 0)
-      PARTITA_CUDA_CHECK(cudaMemcpyAsync(results[0], operands[0], out.bytes(),
-                                         cudaMemcpyDeviceToDevice, ctx.stream));
-    return Status::success();
-  }
-};
 
 Status runConstant(const CudaOp &op) {
   const Instruction &inst = op.inst;
@@ -575,27 +416,6 @@ Status runIota(const CudaOp &op) {
 }
 
 /// Both elementwise families: one kernel per family selects the op.
-Status runElementwise(const CudaOp &op) {
-  bool binary = opFamily(op.inst.op) == OpFamily::ElementwiseBinary;
-  return withDType(op.out.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    using Storage = typename T::Storage;
-    const auto *in = static_cast<const Storage *>(op.operands[0]);
-    auto *out = static_cast<Storage *>(op.results[0]);
-    int code = static_cast<int>(op.inst.op);
-    if (op.count > 0 && binary)
-      binaryKernel<T>
-          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
-              in, static_cast<const Storage *>(op.operands[1]), out, op.count,
-              code);
-    else if (op.count > 0)
-      unaryKernel<T>
-          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
-              in, out, op.count, code);
-    return launched(op.name.c_str());
-  });
-}
-
 Status runCompare(const CudaOp &op) {
   if (op.inst.ints.size() != 1)
     return op.fail("bad attributes");
@@ -906,41 +726,6 @@ Status runScatterAdd(const CudaOp &op) {
 }
 
 /// The ops with a kernel (or a launcher) of their own.
-Status runFused(const CudaOp &op) {
-  Expected<FusedProgram> decoded =
-      decodeFused(op.inst, op.operandTypes, op.resultTypes);
-  if (!decoded)
-    return op.fail(decoded.status().message());
-  FusedKernelProgram p{};
-  p.steps = static_cast<int32_t>(decoded->steps.size());
-  p.operands = static_cast<int32_t>(decoded->operands.size());
-  p.results = static_cast<int32_t>(decoded->results.size());
-  for (size_t s = 0; s < decoded->steps.size(); ++s) {
-    const FusedStep &step = decoded->steps[s];
-    p.step[s].op = static_cast<int32_t>(step.op);
-    const FusedRef *refs[2] = {&step.a, &step.b};
-    for (int k = 0; k < 2; ++k) {
-      p.step[s].kind[k] = static_cast<int32_t>(refs[k]->kind);
-      bool constant = refs[k]->kind == FusedRefKind::Constant;
-      p.step[s].index[k] = constant ? 0 : static_cast<int32_t>(refs[k]->value);
-      p.step[s].constant[k] = constant ? fusedConstant(*refs[k]) : 0.0f;
-    }
-  }
-  for (size_t e = 0; e < decoded->operands.size(); ++e) {
-    p.operand[e] = static_cast<const float *>(op.operands[e]);
-    p.inner[e] = decoded->operands[e].inner;
-    p.size[e] = decoded->operands[e].size;
-  }
-  for (size_t r = 0; r < decoded->results.size(); ++r) {
-    p.result[r] = static_cast<float *>(op.results[r]);
-    p.resultStep[r] = static_cast<int32_t>(decoded->results[r]);
-  }
-  if (op.count > 0)
-    fusedKernel<<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
-        p, op.count);
-  return launched(op.name.c_str());
-}
-
 Status runDedicated(const CudaOp &op) {
   switch (op.inst.op) {
   case OpCode::Constant:
@@ -979,7 +764,7 @@ Status runDedicated(const CudaOp &op) {
     return cudaEinsum(op.ctx, op.inst, op.operandTypes, op.operands, op.out,
                   op.results[0]);
   case OpCode::Fused:
-    return runFused(op);
+    return runCudaFused(op);
   default:
     return op.fail("not a tensor op the CUDA backend runs");
   }
@@ -1016,7 +801,7 @@ Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,
     return runDedicated(op);
   case OpFamily::ElementwiseUnary:
   case OpFamily::ElementwiseBinary:
-    return runElementwise(op);
+    return runCudaElementwise(op);
   case OpFamily::Copy:
     return runCopy(op);
   case OpFamily::Collective:

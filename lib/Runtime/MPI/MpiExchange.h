@@ -1,0 +1,183 @@
+//===- MpiExchange.h - How a cross-process collective's data moves -*- C++ -*-===//
+//
+// Private to lib/Runtime/MPI: what a cross-process group's leader exchanges
+// with the other processes (MpiCommunicator.cpp runs the rendezvous, the
+// channels and the waiting): the messages per collective kind — each with a
+// header — and, where a layout allows, MPI's own collective instead.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_LIB_RUNTIME_MPI_MPIEXCHANGE_H
+#define PARTITA_LIB_RUNTIME_MPI_MPIEXCHANGE_H
+
+#include "MpiInternal.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace partita {
+namespace mpi_exchange {
+
+using Clock = std::chrono::steady_clock;
+
+inline constexpr uint64_t headerMagic = 0x5041525449544131ULL; // "PARTITA1"
+
+struct MessageHeader {
+  uint64_t magic;
+  uint64_t sequence;
+  uint64_t signature;
+  uint64_t payloadBytes;
+};
+
+inline uint64_t fnv1a(const std::string &text) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char c : text)
+    hash = (hash ^ c) * 1099511628211ULL;
+  return hash;
+}
+
+/// Message buffers of one group, kept from call to call: a fresh
+/// megabyte-sized buffer costs more in page faults than the copy into it.
+/// Calls on one group never overlap (a call's leader starts only after
+/// every local member has left the previous call), so one set suffices.
+struct ChannelBuffers {
+  std::vector<std::vector<uint8_t>> send, receive; // Per peer, header first.
+  std::vector<uint8_t> reduced;
+  /// reduce_scatter through MPI: this process's blocks.
+  std::vector<uint8_t> scattered;
+};
+
+/// A cross-process group's channel: the process set's communicator and
+/// the group's tag on it.
+struct Channel {
+  std::vector<int> processes; // Ascending world ranks.
+  MPI_Comm comm = MPI_COMM_NULL;
+  int tag = 0;
+  /// The group's own communicator for MPI's collectives, which have no
+  /// tags: groups of one process set run concurrently, from different
+  /// threads. Null when the set has too many groups to give each one.
+  MPI_Comm collectiveComm = MPI_COMM_NULL;
+  std::shared_ptr<ChannelBuffers> buffers =
+      std::make_shared<ChannelBuffers>();
+};
+
+/// One collective of a cross-process group, as seen by this process.
+struct Slot {
+  CollectiveCall request;
+  std::vector<int64_t> members;
+  std::vector<const uint8_t *> inputs; // By position; null for remote.
+  std::vector<uint8_t *> outputs;
+  std::vector<bool> present;
+  int64_t arrived = 0;
+  bool done = false;
+  bool failed = false;
+  Status result;
+  Clock::time_point lastArrival;
+  std::condition_variable changed;
+};
+
+inline constexpr size_t headerBytes = sizeof(MessageHeader);
+
+/// One cross-process collective as this process's leader sees it: shapes,
+/// where each member lives, and the messages to and from every peer.
+struct Exchange {
+  Exchange(Slot &slot, const Channel &channel, const ProcessLayout &layout,
+           std::string what)
+      : slot(slot), request(slot.request), what(std::move(what)),
+        groupSize(static_cast<int64_t>(slot.members.size())),
+        inShape(request.input.shape),
+        outShape(*collectiveResultShape(request.kind, inShape, groupSize,
+                                        request.dim, request.splitDim,
+                                        request.concatDim)),
+        elementSize(dtypeSize(request.input.dtype)),
+        inBytes(*checkedNumBytes(request.input.dtype, inShape)),
+        outBytes(*checkedNumBytes(request.input.dtype, outShape)),
+        count(*checkedNumElements(inShape)), zeros(inShape.size(), 0),
+        me(layout.rank), processes(channel.processes), box(inShape),
+        buffers(*channel.buffers) {
+    for (int64_t i = 0; i < groupSize; ++i)
+      processOf.push_back(layout.processOfDevice[slot.members[i]]);
+    mine = positionsOn(me);
+    for (int rank : processes)
+      if (rank != me)
+        peers.push_back(rank);
+    sendBytes.assign(peers.size(), 0);
+    receiveBytes.assign(peers.size(), 0);
+  }
+
+  /// The group positions whose devices `rank` drives.
+  std::vector<int64_t> positionsOn(int rank) const {
+    std::vector<int64_t> positions;
+    for (int64_t i = 0; i < groupSize; ++i)
+      if (processOf[i] == rank)
+        positions.push_back(i);
+    return positions;
+  }
+  /// The payload of the message to peer `k` (after its header).
+  uint8_t *sendPayload(size_t k) {
+    return buffers.send[k].data() + headerBytes;
+  }
+  /// The payload received from world rank `rank`.
+  const uint8_t *payload(int rank) const {
+    size_t k = std::find(peers.begin(), peers.end(), rank) - peers.begin();
+    return buffers.receive[k].data() + headerBytes;
+  }
+
+  Slot &slot;
+  const CollectiveCall &request;
+  std::string what;
+  int64_t groupSize;
+  const std::vector<int64_t> &inShape;
+  std::vector<int64_t> outShape;
+  int64_t elementSize, inBytes, outBytes, count;
+  std::vector<int64_t> zeros;
+  int me;
+  /// The process of each group position.
+  std::vector<int> processOf;
+  /// The positions this process drives.
+  std::vector<int64_t> mine;
+  /// The channel's processes (ascending world ranks), and all but this one.
+  const std::vector<int> &processes;
+  std::vector<int> peers;
+  /// all_to_all: the block one member sends another.
+  std::vector<int64_t> box;
+  int64_t boxBytes = 0;
+  /// Per peer, the message buffers (header first) and the payload sizes.
+  ChannelBuffers &buffers;
+  std::vector<int64_t> sendBytes, receiveBytes;
+};
+
+/// The two steps of a collective kind around the transfer.
+struct KindSteps {
+  /// Writes every peer's payload.
+  Status (*pack)(Exchange &);
+  /// Writes every local member's output from the inputs here and the
+  /// payloads received.
+  Status (*write)(Exchange &);
+};
+
+/// The steps of `kind` (null members for an unknown kind).
+KindSteps stepsOf(CommunicatorOp kind);
+
+/// How many payload bytes go to and come from each peer.
+void planPayloads(Exchange &x);
+
+/// Whether `x` runs as one of MPI's own collectives (MpiExchange.cpp says
+/// which layouts and types).
+bool fitsMpiCollective(const Exchange &x);
+
+/// Starts MPI's collective for `x` on `comm` (under `mpiLock`): this
+/// process's members reduced or packed first where needed.
+Status startMpiCollective(Exchange &x, MPI_Comm comm, std::mutex &mpiLock,
+                          MPI_Request &request);
+
+/// After the collective: every local member's output.
+void finishMpiCollective(Exchange &x);
+
+} // namespace mpi_exchange
+} // namespace partita
+
+#endif // PARTITA_LIB_RUNTIME_MPI_MPIEXCHANGE_H
