@@ -141,6 +141,7 @@ private:
   /// collective is emitted (its partita.reason).
   FailureOr<Value> reshard(Value value, const Sharding &to, Operation *consumer,
                            llvm::function_ref<std::string()> why);
+  /// reshard()'s work when the layouts differ.
   FailureOr<Value> emitReshard(Value value, const Sharding &to,
                                Operation *consumer,
                                llvm::function_ref<std::string()> why);
@@ -359,9 +360,8 @@ FailureOr<Value> Partitioner::reshard(Value value, const Sharding &to,
 FailureOr<Value> Partitioner::emitReshard(
     Value value, const Sharding &to, Operation *consumer,
     llvm::function_ref<std::string()> why) {
+  // reshard() returned already when `value` has the layout.
   Layout from = layouts.lookup(value);
-  if (sameReshardLayout(mesh, closed(from.sharding), closed(to)))
-    return value;
   ReshardPlan plan = planReshard(mesh, closed(from.sharding), closed(to),
                                  from.shape, from.elementBytes, interconnect);
   std::string reason = why() + ": " + closed(from.sharding).toString() + " -> " +
