@@ -22,9 +22,7 @@
 using namespace mlir;
 using namespace partita;
 
-namespace {
-
-Expected<DType> dtypeOf(Type type) {
+Expected<DType> partita::tensorDType(Type type) {
   Type element = cast<ShapedType>(type).getElementType();
   if (element.isF32())
     return DType::F32;
@@ -46,6 +44,10 @@ Expected<DType> dtypeOf(Type type) {
     return DType::I64;
   return Status::error("unsupported element type");
 }
+
+namespace {
+
+Expected<DType> dtypeOf(Type type) { return tensorDType(type); }
 
 /// The op code of each partita op that lowers to one instruction: the
 /// DialectOp column of Ops.def, plus the sharding annotations, which on

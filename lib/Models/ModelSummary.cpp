@@ -47,27 +47,39 @@ bool isArithmetic(Operation *op) {
              ErfOp, SinOp, CosOp>(op);
 }
 
-void count(Block &block, int64_t times, ModelSummary &summary) {
-  for (Operation &op : block) {
-    if (auto loop = dyn_cast<LoopOp>(op)) {
-      count(loop.getBody().front(),
-            times * static_cast<int64_t>(loop.getTripCount()), summary);
-      continue;
-    }
-    if (auto einsum = dyn_cast<EinsumOp>(op))
-      summary.matmulFlops += times * einsumFlops(einsum);
-    else if (isArithmetic(&op))
-      summary.vectorFlops += times * elementsOf(op.getResult(0).getType());
-    else if (isa<ReduceOp, CumsumOp>(op))
-      summary.vectorFlops += times * elementsOf(op.getOperand(0).getType());
-    for (Region &region : op.getRegions())
-      if (!isa<LoopOp>(op))
-        for (Block &inner : region)
-          count(inner, times, summary);
+void count(Block &block, int64_t times, ModelSummary &summary);
+
+/// Adds `op`'s FLOPs, `times` over, to `summary` (a loop's body its trip
+/// count more times).
+void countOp(Operation &op, int64_t times, ModelSummary &summary) {
+  if (auto loop = dyn_cast<LoopOp>(op)) {
+    count(loop.getBody().front(),
+          times * static_cast<int64_t>(loop.getTripCount()), summary);
+    return;
   }
+  if (auto einsum = dyn_cast<EinsumOp>(op))
+    summary.matmulFlops += times * einsumFlops(einsum);
+  else if (isArithmetic(&op))
+    summary.vectorFlops += times * elementsOf(op.getResult(0).getType());
+  else if (isa<ReduceOp, CumsumOp>(op))
+    summary.vectorFlops += times * elementsOf(op.getOperand(0).getType());
+  for (Region &region : op.getRegions())
+    for (Block &inner : region)
+      count(inner, times, summary);
+}
+
+void count(Block &block, int64_t times, ModelSummary &summary) {
+  for (Operation &op : block)
+    countOp(op, times, summary);
 }
 
 } // namespace
+
+int64_t partita::opFlops(Operation *op) {
+  ModelSummary summary;
+  countOp(*op, 1, summary);
+  return summary.matmulFlops + summary.vectorFlops;
+}
 
 ModelSummary partita::summarizeModel(ModuleOp module) {
   ModelSummary summary;

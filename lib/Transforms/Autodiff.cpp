@@ -525,7 +525,8 @@ LogicalResult Reverse::visitManual(ManualComputationOp manual) {
 Expected<func::FuncOp> partita::buildGradient(func::FuncOp loss,
                                               const std::vector<unsigned> &wrt,
                                               const std::string &name,
-                                              Remat remat) {
+                                              Remat remat,
+                                              bool keepOtherResults) {
   if (loss.isExternal())
     return Status::error("@" + loss.getSymName().str() + " has no body");
   if (loss.getNumResults() == 0 ||
@@ -586,6 +587,8 @@ Expected<func::FuncOp> partita::buildGradient(func::FuncOp loss,
     Value g = reverse.adjoint(arg);
     results.push_back(g ? g : Emitter{builder, ret.getLoc()}.zerosLike(arg));
   }
+  if (keepOtherResults)
+    llvm::append_range(results, ret.getOperands().drop_front());
   builder.create<func::ReturnOp>(ret.getLoc(), results);
   ret.erase();
   SmallVector<Type> types;

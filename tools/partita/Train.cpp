@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Driver.h"
+#include "TrainSupport.h"
 
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
@@ -69,6 +69,13 @@ Options (defaults in brackets):
   --output DIR            where loss.csv and loss.svg go [partita-train]
   --no-fusion             run every elementwise op on its own (by default
                           chains of them run fused, in one pass)
+  --pp P                  pipeline parallelism over P ranks: the mesh needs
+                          a `pipe` axis of size P [pipe=P,data=N/P]; each
+                          rank runs its stages on its sub-mesh
+  --schedule S            with --pp: gpipe, 1f1b, interleaved or zb [1f1b]
+  --virtual-stages V      with --schedule interleaved: stages per rank [2]
+  --check                 with --pp: also train the non-pipelined step on
+                          one device and compare losses and parameters
   model flags             as for 'partita gen' (--layers, --d-model, ...)
   -h, --help              show this help
 
@@ -77,30 +84,71 @@ token is 3 times the previous one plus 1, modulo the vocabulary) and learn
 to predict the next token; mlp regresses sin(3x).
 )";
 
-std::string formatSeconds(double seconds) {
+} // namespace
+
+std::string partita::cli::formatSeconds(double seconds) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1fs", seconds);
   return text;
 }
 
-/// What `partita train` was asked for, every flag parsed and checked.
-struct TrainRequest {
-  ModelConfig config;
-  std::string devices;
-  long count = 1;
-  long long steps = 10, seed = 0, micro = 1;
-  /// The step's batch (the model sees config.batch = globalBatch / micro).
-  int64_t globalBatch = 0;
-  Mesh mesh;
-  PipelineOptions options;
-  LoweringOptions lowering;
-  std::string outputDir;
-};
+namespace {
+
+/// The pipeline flags: `--pp` and the mesh's `pipe` axis agree, the rank's
+/// sub-mesh is the rest of the mesh; the exit code after a bad one.
+std::optional<int> parsePipelineRequest(const CommandLine &cl, long long pipe,
+                                        long long virtualStages,
+                                        const std::string &meshText,
+                                        TrainRequest &request) {
+  int64_t axis = request.mesh.axisSize("pipe");
+  bool pipelined = pipe > 0 || axis > 0;
+  for (const char *flag : {"--schedule", "--virtual-stages", "--check"})
+    if (!pipelined && cl.has(flag))
+      return usageError(std::string(flag) +
+                        " needs pipeline parallelism (--pp P)");
+  if (!pipelined)
+    return std::nullopt;
+  if (pipe == 0)
+    pipe = axis;
+  if (axis != pipe)
+    return usageError("--pp " + std::to_string(pipe) +
+                      " needs a 'pipe' axis of size " + std::to_string(pipe) +
+                      " in the mesh (got '" + meshText + "')");
+  std::string name = cl.get("--schedule", "1f1b");
+  std::optional<ScheduleKind> kind = parseScheduleKind(name);
+  if (!kind)
+    return usageError("unknown --schedule '" + name + "' (expected " +
+                      availableSchedules() + ")");
+  if (virtualStages == 0)
+    virtualStages = *kind == ScheduleKind::Interleaved ? 2 : 1;
+  if (request.options.trainRemat != Remat::None ||
+      cl.on("--mixed-precision"))
+    return usageError("--pp does not combine with --remat or "
+                      "--mixed-precision yet");
+  std::vector<MeshAxis> rest;
+  for (const MeshAxis &meshAxis : request.mesh.axes())
+    if (meshAxis.name != "pipe")
+      rest.push_back(meshAxis);
+  if (rest.empty())
+    rest.push_back(MeshAxis{"data", 1});
+  Expected<Mesh> rankMesh = Mesh::create(rest);
+  if (!rankMesh)
+    return usageError(rankMesh.status().message());
+  request.pipelineRanks = static_cast<int>(pipe);
+  request.schedule = *kind;
+  request.virtualStages = static_cast<int>(virtualStages);
+  request.rankMesh = *rankMesh;
+  request.check = cl.on("--check");
+  return std::nullopt;
+}
+
+} // namespace
 
 /// Parses and checks the flags into `request`; the exit code after
 /// reporting a bad one.
-std::optional<int> parseTrainRequest(const CommandLine &cl,
-                                     TrainRequest &request) {
+std::optional<int>
+partita::cli::parseTrainRequest(const CommandLine &cl,
+                                TrainRequest &request) {
   int exitCode = 0;
   ModelConfig &config = request.config;
   config.model = cl.get("--model", "");
@@ -134,9 +182,12 @@ std::optional<int> parseTrainRequest(const CommandLine &cl,
     }
     return true;
   };
+  long long pipe = 0, virtualStages = 0;
   if (!integer("--steps", 10, request.steps) ||
       !integer("--seed", 0, request.seed) ||
-      !integer("--micro-batches", 1, request.micro))
+      !integer("--micro-batches", 1, request.micro) ||
+      !integer("--pp", 0, pipe) || !integer("--virtual-stages", 0,
+                                             virtualStages))
     return exitCode;
   if (request.micro < 1 || config.batch % request.micro != 0)
     return usageError("--micro-batches (" + std::to_string(request.micro) +
@@ -158,8 +209,11 @@ std::optional<int> parseTrainRequest(const CommandLine &cl,
     if (text.empty() || !stop || *stop || options.trainLearningRate <= 0)
       return usageError("--lr must be a positive number, got '" + text + "'");
   }
-  std::string meshText =
-      cl.get("--mesh", "data=" + std::to_string(request.count));
+  std::string defaultMesh = "data=" + std::to_string(request.count);
+  if (pipe > 1 && request.count % pipe == 0)
+    defaultMesh = "pipe=" + std::to_string(pipe) + ",data=" +
+                  std::to_string(request.count / pipe);
+  std::string meshText = cl.get("--mesh", defaultMesh);
   Expected<Mesh> mesh = parseMeshSpec(meshText);
   if (!mesh)
     return usageError("invalid --mesh '" + meshText +
@@ -170,6 +224,9 @@ std::optional<int> parseTrainRequest(const CommandLine &cl,
         !status)
       return usageError(status.message());
   request.mesh = *mesh;
+  if (std::optional<int> code = parsePipelineRequest(cl, pipe, virtualStages,
+                                                     meshText, request))
+    return code;
   options.stage = request.count > 1 ? Stage::Partitioned : Stage::Verified;
   options.rules = cl.get("--rules", "dp");
   options.interconnectFile = cl.get("--interconnect");
@@ -181,8 +238,8 @@ std::optional<int> parseTrainRequest(const CommandLine &cl,
 
 /// The model's train step, compiled for the request's mesh and rules; an
 /// empty message after the diagnostics were printed.
-Expected<Executable> compileTrainStep(Session &session,
-                                      const TrainRequest &request) {
+Expected<Executable>
+partita::cli::compileTrainStep(Session &session, const TrainRequest &request) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       buildModelOrReport(session, request.config, request.mesh);
   if (!module)
@@ -197,8 +254,9 @@ Expected<Executable> compileTrainStep(Session &session,
 
 /// The data source the flags ask for: a token file (with its trace) or
 /// synthetic data.
-Expected<std::unique_ptr<TrainData>> makeTrainData(const CommandLine &cl,
-                                                   const TrainRequest &request) {
+Expected<std::unique_ptr<TrainData>>
+partita::cli::makeTrainData(const CommandLine &cl,
+                            const TrainRequest &request) {
   auto seed = static_cast<uint64_t>(request.seed);
   const ModelConfig &config = request.config;
   if (!cl.has("--data"))
@@ -222,6 +280,8 @@ Expected<std::unique_ptr<TrainData>> makeTrainData(const CommandLine &cl,
 }
 
 /// The run's first lines: what trains where, and what each device holds.
+namespace {
+
 void printTrainHeader(const TrainRequest &request, const Executable &program) {
   const PipelineOptions &options = request.options;
   llvm::outs() << "training " << request.config.model << " on "
@@ -246,62 +306,10 @@ void printTrainHeader(const TrainRequest &request, const Executable &program) {
                << held["opt_state"] << " bytes\n";
 }
 
-/// Prints each step's progress line (a bar on a terminal) and keeps the
-/// losses; a non-finite loss stops training.
-class ProgressPrinter {
-public:
-  ProgressPrinter(const TrainRequest &request, bool tty)
-      : request(request), tty(tty),
-        tokensPerStep(request.config.model == "mlp"
-                          ? request.globalBatch
-                          : request.globalBatch * request.config.seq),
-        started(std::chrono::steady_clock::now()) {}
+} // namespace
 
-  Status operator()(const TrainStepResult &result) {
-    int64_t s = result.step, steps = request.steps;
-    double loss = result.loss, took = result.seconds;
-    losses.push_back(loss);
-    seconds.push_back(took);
-    double elapsed = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - started)
-                         .count();
-    double eta = elapsed / (s + 1) * (steps - s - 1);
-    std::string line =
-        "step " + std::to_string(s + 1) + "/" + std::to_string(steps) +
-        "  loss " + std::to_string(loss) + "  " +
-        std::to_string(static_cast<long long>(tokensPerStep / took)) +
-        (request.config.model == "mlp" ? " examples/s" : " tokens/s") +
-        "  eta " + formatSeconds(eta);
-    if (tty) {
-      int filled = static_cast<int>(20.0 * (s + 1) / steps);
-      llvm::outs() << "\r[" << std::string(filled, '#')
-                   << std::string(20 - filled, ' ') << "] " << line;
-      if (s + 1 == steps)
-        llvm::outs() << "\n";
-      llvm::outs().flush();
-    } else {
-      llvm::outs() << line << "\n";
-    }
-    if (!std::isfinite(loss))
-      return Status::error("the loss is " + std::to_string(loss) +
-                           " at step " + std::to_string(s + 1) +
-                           "; try a smaller --lr");
-    return Status::success();
-  }
-
-  std::vector<double> losses, seconds;
-
-private:
-  const TrainRequest &request;
-  bool tty;
-  int64_t tokensPerStep;
-  std::chrono::steady_clock::time_point started;
-};
-
-/// Writes loss.csv and loss.svg into the output directory and says so;
-/// false after reporting a file that cannot be written.
-bool writeLosses(const TrainRequest &request,
-                 const ProgressPrinter &progress) {
+bool partita::cli::writeLosses(const TrainRequest &request,
+                               const ProgressPrinter &progress) {
   const std::vector<double> &losses = progress.losses;
   std::string csvPath = request.outputDir + "/loss.csv",
               svgPath = request.outputDir + "/loss.svg";
@@ -324,20 +332,20 @@ bool writeLosses(const TrainRequest &request,
   return true;
 }
 
-} // namespace
-
 int partita::cli::trainCommand(const std::vector<std::string> &args) {
   std::vector<std::string> valueFlags = modelValueFlags();
   for (const char *flag : {"--model", "--devices", "--mesh", "--rules",
                            "--steps", "--optimizer", "--lr", "--seed", "--data",
                            "--output", "--interconnect", "--micro-batches",
-                           "--remat", "--data-trace"})
+                           "--remat", "--data-trace", "--pp", "--schedule",
+                           "--virtual-stages"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
   std::vector<std::string> switches = modelSwitchFlags();
   switches.push_back("--mixed-precision");
   switches.push_back("--no-fusion");
+  switches.push_back("--check");
   if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
     return exitCode;
   if (cl.help) {
@@ -352,6 +360,8 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     return *code;
   if (request.options.trainMixedPrecision && request.config.dtype != "bf16")
     return usageError("--mixed-precision trains a bf16 model: add --dtype bf16");
+  if (request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0)
+    return trainPipelined(cl, request);
 
   Session session;
   Expected<Executable> program = compileTrainStep(session, request);

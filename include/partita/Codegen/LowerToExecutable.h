@@ -14,6 +14,7 @@
 
 namespace mlir {
 class ModuleOp;
+class Type;
 } // namespace mlir
 
 namespace partita {
@@ -27,6 +28,10 @@ struct LoweringOptions {
 /// The Executable of `module`'s entry function (its only function with a
 /// body, or the first public one). Fails, naming the op, on what the runtime
 /// cannot run yet (loops, calls).
+/// The runtime's element type of a tensor type; fails on an element type
+/// the runtime has no kernels for.
+Expected<DType> tensorDType(mlir::Type type);
+
 Expected<Executable> lowerToExecutable(mlir::ModuleOp module,
                                        const LoweringOptions &options = {});
 

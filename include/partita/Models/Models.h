@@ -88,6 +88,10 @@ struct ModelSummary {
 /// The summary of the public function of `module` (or its only function).
 ModelSummary summarizeModel(mlir::ModuleOp module);
 
+/// The FLOPs of one op as summarizeModel counts them (matrix and vector),
+/// with the ops nested in its regions.
+int64_t opFlops(mlir::Operation *op);
+
 } // namespace partita
 
 #endif // PARTITA_MODELS_MODELS_H

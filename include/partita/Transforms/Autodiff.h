@@ -34,10 +34,15 @@ namespace partita {
 /// layer's intermediates die in the forward pass; Full recomputes the
 /// whole forward pass. An optimization_barrier over the recomputation's
 /// inputs keeps it from being merged back into the forward pass.
+///
+/// With `keepOtherResults`, `loss`'s further results are returned after
+/// the gradients, as the forward pass computes them (pipelining splits the
+/// function there, docs/Pipeline.md).
 Expected<mlir::func::FuncOp> buildGradient(mlir::func::FuncOp loss,
                                            const std::vector<unsigned> &wrt,
                                            const std::string &name,
-                                           Remat remat = Remat::None);
+                                           Remat remat = Remat::None,
+                                           bool keepOtherResults = false);
 
 /// The optimizer of a train step.
 struct TrainStepOptions {

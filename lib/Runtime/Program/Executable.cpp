@@ -842,56 +842,60 @@ Status partita::checkInputsFit(const Executable &program) {
   return Status::success();
 }
 
+HostArray partita::randomInput(const Executable &program, size_t input,
+                               uint64_t seed, size_t stream) {
+  std::mt19937_64 random(seed * 1000003ULL + stream);
+  const std::vector<int64_t> &shape = program.inputs[input].globalShape;
+  float bound = 1.0f;
+  if (program.inputs[input].role == "param" && shape.size() >= 2)
+    bound = 1.0f / std::sqrt(static_cast<float>(
+                       std::max<int64_t>(1, shape[shape.size() - 2])));
+  std::uniform_real_distribution<float> uniform(-bound, bound);
+  DType dtype = program.slots[program.inputs[input].slot].dtype;
+  HostArray array = HostArray::zeros(dtype, program.inputs[input].globalShape);
+  int64_t count = array.numElements(), size = dtypeSize(dtype);
+  for (int64_t e = 0; e < count; ++e) {
+    uint8_t *at = array.bytes.data() + e * size;
+    float value = uniform(random);
+    switch (dtype) {
+    case DType::F64: {
+      double wide = value;
+      std::memcpy(at, &wide, size);
+      break;
+    }
+    case DType::F32:
+      std::memcpy(at, &value, size);
+      break;
+    case DType::BF16: {
+      uint16_t bits = cpu::floatToBFloat16(value);
+      std::memcpy(at, &bits, size);
+      break;
+    }
+    case DType::F16: {
+      uint16_t bits = cpu::floatToHalf(value);
+      std::memcpy(at, &bits, size);
+      break;
+    }
+    case DType::Bool:
+      *at = random() & 1;
+      break;
+    default: {
+      int64_t small = static_cast<int64_t>(random() % 4);
+      std::memcpy(at, &small, size); // little-endian: the low bytes
+      break;
+    }
+    }
+  }
+  return array;
+}
+
 Expected<std::vector<HostArray>>
 partita::randomInputs(const Executable &program, uint64_t seed) {
   if (Status status = checkInputsFit(program); !status)
     return status;
   std::vector<HostArray> inputs;
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    std::mt19937_64 random(seed * 1000003ULL + i);
-    const std::vector<int64_t> &shape = program.inputs[i].globalShape;
-    float bound = 1.0f;
-    if (program.inputs[i].role == "param" && shape.size() >= 2)
-      bound = 1.0f / std::sqrt(static_cast<float>(
-                         std::max<int64_t>(1, shape[shape.size() - 2])));
-    std::uniform_real_distribution<float> uniform(-bound, bound);
-    DType dtype = program.slots[program.inputs[i].slot].dtype;
-    HostArray array = HostArray::zeros(dtype, program.inputs[i].globalShape);
-    int64_t count = array.numElements(), size = dtypeSize(dtype);
-    for (int64_t e = 0; e < count; ++e) {
-      uint8_t *at = array.bytes.data() + e * size;
-      float value = uniform(random);
-      switch (dtype) {
-      case DType::F64: {
-        double wide = value;
-        std::memcpy(at, &wide, size);
-        break;
-      }
-      case DType::F32:
-        std::memcpy(at, &value, size);
-        break;
-      case DType::BF16: {
-        uint16_t bits = cpu::floatToBFloat16(value);
-        std::memcpy(at, &bits, size);
-        break;
-      }
-      case DType::F16: {
-        uint16_t bits = cpu::floatToHalf(value);
-        std::memcpy(at, &bits, size);
-        break;
-      }
-      case DType::Bool:
-        *at = random() & 1;
-        break;
-      default: {
-        int64_t small = static_cast<int64_t>(random() % 4);
-        std::memcpy(at, &small, size); // little-endian: the low bytes
-        break;
-      }
-      }
-    }
-    inputs.push_back(std::move(array));
-  }
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    inputs.push_back(randomInput(program, i, seed, i));
   return inputs;
 }
 

@@ -71,6 +71,13 @@ struct Executable {
 /// same in `partita run` and `partita-exec run`). Fails, naming the input
 /// and its size, when an input's bytes overflow or the inputs together
 /// exceed this machine's memory (allocating them could only abort).
+/// Input `input` of `program` as randomInputs makes it, drawn from random
+/// stream `stream` (randomInputs uses the input's index; a pipeline stage
+/// uses the whole model's parameter index, so that its parameters start as
+/// the non-pipelined step's).
+HostArray randomInput(const Executable &program, size_t input, uint64_t seed,
+                      size_t stream);
+
 Expected<std::vector<HostArray>> randomInputs(const Executable &program,
                                               uint64_t seed);
 

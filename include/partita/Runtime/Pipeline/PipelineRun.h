@@ -1,0 +1,66 @@
+//===- PipelineRun.h - Running a pipelined train step -----------*- C++ -*-===//
+//
+// Runs a PipelinedStep on emulated CPU devices (docs/Pipeline.md): one
+// thread per pipeline rank works through its schedule in order, running
+// each stage program as an SPMD program on the rank's devices and waiting
+// for the activations and gradients other ranks send; after the last
+// micro-batch every stage applies its optimizer step to its own
+// parameters. Every action is timed, so the measured timeline, bubbles and
+// activation memory come out of the same run.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_RUNTIME_PIPELINE_PIPELINERUN_H
+#define PARTITA_RUNTIME_PIPELINE_PIPELINERUN_H
+
+#include "partita/Runtime/Pipeline/PipelinedStep.h"
+
+#include <memory>
+#include <vector>
+
+namespace partita {
+
+/// What one pipelined step did.
+struct PipelineStepResult {
+  /// The mean of the micro-batches' losses.
+  double loss = 0;
+  double seconds = 0;
+  /// Every action with its start and end in seconds from the step's start.
+  ScheduleTimeline timeline;
+  /// Per rank: the most bytes it held at once of values kept for a later
+  /// program (activations saved for the backward pass, activations and
+  /// gradients sent on and not yet used).
+  std::vector<int64_t> peakHeldBytes;
+};
+
+/// A pipelined train step with its parameters and optimizer state.
+class PipelineRunner {
+public:
+  /// Parameters start as the non-pipelined train step's with the same
+  /// `seed` (randomInput by the whole model's parameter index); optimizer
+  /// state at zero. Fails when the step's programs do not fit together.
+  static Expected<std::unique_ptr<PipelineRunner>>
+  create(const PipelinedStep &step, uint64_t seed);
+
+  /// Runs step `stepNumber` (the optimizer's step count) on `data`, the
+  /// step's data inputs holding the whole batch.
+  Expected<PipelineStepResult> runStep(int64_t stepNumber,
+                                       const std::vector<HostArray> &data);
+
+  /// The parameters, in the whole model's order.
+  std::vector<HostArray> parameters() const;
+
+  /// Bytes of parameters, gradient buffers and optimizer state each rank's
+  /// devices hold between steps (per device).
+  std::vector<int64_t> persistentBytesPerDevice() const;
+
+  ~PipelineRunner();
+
+private:
+  PipelineRunner() = default;
+  struct State;
+  std::unique_ptr<State> state;
+};
+
+} // namespace partita
+
+#endif // PARTITA_RUNTIME_PIPELINE_PIPELINERUN_H

@@ -1,0 +1,193 @@
+//===- CompilePipelined.cpp - A loss function to a pipelined step ---------===//
+//
+// Cuts the loss into stages, builds each stage's programs, and compiles
+// every program on its own, for one pipeline rank's sub-mesh, through the
+// same passes as any program (rules, propagation, partitioning, lowering).
+// See docs/Pipeline.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StageFunctions.h"
+
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Dialect/Partita/IR/PartitaOps.h"
+
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+using namespace partita;
+using namespace partita::pipelining;
+
+namespace partita::pipelining {
+struct StageProgramFunctions {
+  func::FuncOp forward, backward, weightGrad, update;
+  std::vector<StageInput> forwardInputs, backwardInputs, weightGradInputs;
+  std::vector<int32_t> backwardAccumulators, weightGradAccumulators;
+  bool hasBackward = true;
+};
+Expected<StageProgramFunctions>
+buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
+                   int s, bool splitBackward,
+                   const TrainStepOptions &optimizer);
+} // namespace partita::pipelining
+
+namespace {
+
+/// `function` alone in a module with `source`'s meshes, through the passes
+/// and lowered.
+Expected<Executable> compileFunction(func::FuncOp function, ModuleOp source,
+                                     const PipelineCompileOptions &options,
+                                     int64_t devicesPerRank) {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(function.getLoc());
+  OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+  for (MeshOp mesh : source.getOps<MeshOp>())
+    builder.clone(*mesh.getOperation());
+  auto copy = cast<func::FuncOp>(builder.clone(*function.getOperation()));
+  copy.setPublic();
+  PipelineOptions passes = options.passes;
+  passes.trainOptimizer = TrainOptimizer::None;
+  PassManager manager(function.getContext());
+  buildPipeline(manager, passes);
+  manager.enableVerifier(false);
+  if (failed(manager.run(*module)) || failed(verify(*module)))
+    return Status::error("");
+  Expected<Executable> program = lowerToExecutable(*module, options.lowering);
+  if (program && devicesPerRank == 1)
+    program->mesh = Mesh();
+  return program;
+}
+
+Status compileProgram(func::FuncOp function, ModuleOp source,
+                      const PipelineCompileOptions &options,
+                      int64_t devicesPerRank, std::vector<StageInput> inputs,
+                      std::vector<int32_t> accumulators,
+                      StageProgram &program) {
+  if (!function) {
+    program.present = false;
+    return Status::success();
+  }
+  program.present = function.getNumResults() > 0;
+  Expected<Executable> compiled =
+      compileFunction(function, source, options, devicesPerRank);
+  if (!compiled)
+    return compiled.status();
+  program.executable = std::move(*compiled);
+  program.inputs = std::move(inputs);
+  program.accumulatorOf = std::move(accumulators);
+  if (program.executable.inputs.size() != program.inputs.size())
+    return Status::error("internal error: @" + function.getSymName().str() +
+                         " has " +
+                         std::to_string(program.executable.inputs.size()) +
+                         " inputs, its wiring " +
+                         std::to_string(program.inputs.size()));
+  return Status::success();
+}
+
+std::string describeStage(const StageAssignment &assignment, int s) {
+  std::string first, last;
+  for (size_t k = 0; k < assignment.ops.size(); ++k) {
+    if (assignment.stageOf[k] != s ||
+        isCopiedIntoStages(assignment.ops[k]))
+      continue;
+    std::string name = "?";
+    if (auto named = dyn_cast<NameLoc>(assignment.ops[k]->getLoc()))
+      name = named.getName().getValue().str();
+    name = name.substr(0, name.find('.'));
+    if (first.empty())
+      first = name;
+    last = name;
+  }
+  return first == last ? first : first + " .. " + last;
+}
+
+} // namespace
+
+Expected<PipelinedStep>
+partita::compilePipelined(func::FuncOp loss,
+                          const PipelineCompileOptions &options) {
+  Expected<PipelineSchedule> schedule = buildSchedule(
+      options.schedule, options.ranks, static_cast<int>(options.microBatches),
+      options.virtualStages);
+  if (!schedule)
+    return schedule.status();
+  int stages = schedule->stages();
+  Expected<StageAssignment> assignment = assignStages(loss, stages);
+  if (!assignment)
+    return assignment.status();
+  Expected<std::vector<StageFunction>> functions =
+      buildStageFunctions(loss, *assignment);
+  if (!functions)
+    return functions.status();
+  auto module = loss->getParentOfType<ModuleOp>();
+  int64_t devicesPerRank = options.devicesPerRank;
+
+  PipelinedStep step;
+  step.schedule = *schedule;
+  step.devicesPerRank = devicesPerRank;
+  std::vector<int64_t> paramIndexOf(loss.getNumArguments(), -1);
+  int64_t params = 0;
+  for (unsigned a = 0; a < loss.getNumArguments(); ++a) {
+    auto role =
+        loss.getArgAttrOfType<RoleAttr>(a, PartitaDialect::kRoleAttrName);
+    if (role && role.getValue() == Role::Param) {
+      paramIndexOf[a] = params++;
+      continue;
+    }
+    auto type = cast<RankedTensorType>(loss.getArgument(a).getType());
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    if (!shape.empty())
+      shape[0] *= options.microBatches;
+    step.dataShapes.push_back(shape);
+    Expected<DType> dtype = tensorDType(type);
+    if (!dtype)
+      return dtype.status();
+    step.dataTypes.push_back(*dtype);
+  }
+
+  bool split = schedule->splitBackward;
+  Status status = Status::success();
+  for (int s = 0; s < stages && status.ok(); ++s) {
+    Expected<StageProgramFunctions> programs = buildStagePrograms(
+        loss, *functions, s, split, options.optimizer);
+    if (!programs) {
+      status = programs.status();
+      break;
+    }
+    PipelineStage stage;
+    stage.forwardFlops = assignment->flops[s];
+    stage.summary = describeStage(*assignment, s);
+    for (unsigned a : (*functions)[s].paramArgs)
+      stage.paramIndex.push_back(paramIndexOf[a]);
+    status = compileProgram(programs->forward, module, options, devicesPerRank,
+                            programs->forwardInputs, {}, stage.forward);
+    if (status.ok())
+      status = compileProgram(programs->backward, module, options,
+                              devicesPerRank, programs->backwardInputs,
+                              programs->backwardAccumulators, stage.backward);
+    if (status.ok())
+      status = compileProgram(programs->weightGrad, module, options,
+                              devicesPerRank, programs->weightGradInputs,
+                              programs->weightGradAccumulators,
+                              stage.weightGrad);
+    if (status.ok() && programs->update) {
+      Expected<Executable> update =
+          compileFunction(programs->update, module, options, devicesPerRank);
+      if (update)
+        stage.update = std::move(*update);
+      else
+        status = update.status();
+    }
+    for (func::FuncOp function :
+         {programs->forward, programs->backward, programs->weightGrad,
+          programs->update})
+      if (function)
+        function.erase();
+    step.stages.push_back(std::move(stage));
+  }
+  for (StageFunction &function : *functions)
+    function.function.erase();
+  if (!status.ok())
+    return status;
+  return step;
+}

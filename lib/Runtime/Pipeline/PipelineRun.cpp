@@ -1,0 +1,401 @@
+//===- PipelineRun.cpp - Running a pipelined train step -------------------===//
+//
+// One thread per pipeline rank runs its schedule; values travel between
+// ranks through a mailbox keyed by (stage, program, micro-batch, output)
+// that keeps each value until every program reading it has run, which is
+// also what the activation memory of a schedule is measured from. Stage
+// programs run on the rank's devices as threads (runOnCpuDevices), so a
+// sent value crosses as a whole array: the receiving program lays it out
+// as its own input asks. See docs/Pipeline.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Runtime/Pipeline/PipelineRun.h"
+
+#include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/Training/TrainLoop.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+using namespace partita;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A program output of one micro-batch.
+using ValueKey = std::tuple<int32_t, int, int32_t, int32_t>;
+
+const StageProgram &programOf(const PipelineStage &stage,
+                              StageProgramKind kind) {
+  switch (kind) {
+  case StageProgramKind::Forward:
+    return stage.forward;
+  case StageProgramKind::Backward:
+    return stage.backward;
+  case StageProgramKind::WeightGrad:
+    return stage.weightGrad;
+  }
+  return stage.forward;
+}
+
+StageProgramKind programFor(PipeWork work) {
+  switch (work) {
+  case PipeWork::Forward:
+    return StageProgramKind::Forward;
+  case PipeWork::Backward:
+    return StageProgramKind::Backward;
+  case PipeWork::WeightGrad:
+    return StageProgramKind::WeightGrad;
+  }
+  return StageProgramKind::Forward;
+}
+
+/// Rows i, i + M, i + 2M, ... of `whole` (micro-batch i of M).
+HostArray microBatchRows(const HostArray &whole, int64_t i, int64_t m) {
+  std::vector<int64_t> shape = whole.shape;
+  int64_t rows = shape.empty() ? 1 : shape[0];
+  int64_t rowBytes = rows > 0 ? whole.numBytes() / rows : 0;
+  if (!shape.empty())
+    shape[0] = rows / m;
+  HostArray part = HostArray::zeros(whole.dtype, shape);
+  for (int64_t r = 0; r < rows / m; ++r)
+    std::memcpy(part.bytes.data() + r * rowBytes,
+                whole.bytes.data() + (r * m + i) * rowBytes, rowBytes);
+  return part;
+}
+
+HostArray scalarOf(DType dtype, double value) {
+  HostArray array = HostArray::zeros(dtype, {});
+  if (dtype == DType::F64) {
+    std::memcpy(array.bytes.data(), &value, 8);
+  } else if (dtype == DType::BF16) {
+    uint16_t bits = cpu::floatToBFloat16(static_cast<float>(value));
+    std::memcpy(array.bytes.data(), &bits, 2);
+  } else if (dtype == DType::F16) {
+    uint16_t bits = cpu::floatToHalf(static_cast<float>(value));
+    std::memcpy(array.bytes.data(), &bits, 2);
+  } else {
+    float narrow = static_cast<float>(value);
+    std::memcpy(array.bytes.data(), &narrow, 4);
+  }
+  return array;
+}
+
+} // namespace
+
+/// A stage's parameters and optimizer state (its update program's inputs).
+struct StageState {
+  std::vector<HostArray> updateInputs;
+  TrainStepLayout layout;
+  std::vector<HostArray> accumulators;
+};
+
+struct PipelineRunner::State {
+  PipelinedStep step;
+  std::vector<StageState> stages;
+  /// How many program inputs read each output (per micro-batch).
+  std::map<std::tuple<int32_t, int, int32_t>, int> readers;
+};
+
+PipelineRunner::~PipelineRunner() = default;
+
+Expected<std::unique_ptr<PipelineRunner>>
+PipelineRunner::create(const PipelinedStep &step, uint64_t seed) {
+  std::unique_ptr<PipelineRunner> runner(new PipelineRunner());
+  runner->state = std::make_unique<State>();
+  State &state = *runner->state;
+  state.step = step;
+  if (static_cast<int>(step.stages.size()) != step.schedule.stages())
+    return Status::error("the pipelined step has " +
+                         std::to_string(step.stages.size()) +
+                         " stages, its schedule " +
+                         std::to_string(step.schedule.stages()));
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    const PipelineStage &stage = step.stages[s];
+    StageState stageState;
+    const Executable &update = stage.update;
+    Expected<TrainStepLayout> layout = trainStepLayout(update);
+    if (!layout)
+      return Status::error("stage " + std::to_string(s) +
+                           "'s update: " + layout.status().message());
+    stageState.layout = *layout;
+    if (layout->dataInputs.size() != stage.paramIndex.size())
+      return Status::error("stage " + std::to_string(s) + "'s update takes " +
+                           std::to_string(layout->dataInputs.size()) +
+                           " gradients for " +
+                           std::to_string(stage.paramIndex.size()) +
+                           " parameters");
+    for (size_t i = 0; i < update.inputs.size(); ++i) {
+      if (i < stage.paramIndex.size())
+        stageState.updateInputs.push_back(randomInput(
+            update, i, seed, static_cast<size_t>(stage.paramIndex[i])));
+      else
+        stageState.updateInputs.push_back(
+            HostArray::zeros(update.slots[update.inputs[i].slot].dtype,
+                             update.inputs[i].globalShape));
+    }
+    state.stages.push_back(std::move(stageState));
+    for (StageProgramKind kind :
+         {StageProgramKind::Forward, StageProgramKind::Backward,
+          StageProgramKind::WeightGrad}) {
+      const StageProgram &program = programOf(stage, kind);
+      if (!program.present)
+        continue;
+      if (program.inputs.size() != program.executable.inputs.size())
+        return Status::error("stage " + std::to_string(s) +
+                             ": a program's inputs and their sources differ");
+      for (const StageInput &input : program.inputs)
+        if (input.kind == StageInput::Kind::Output)
+          ++state.readers[{input.stage, static_cast<int>(input.program),
+                           input.index}];
+    }
+  }
+  return runner;
+}
+
+std::vector<HostArray> PipelineRunner::parameters() const {
+  size_t count = 0;
+  for (const PipelineStage &stage : state->step.stages)
+    count += stage.paramIndex.size();
+  std::vector<HostArray> params(count);
+  for (size_t s = 0; s < state->step.stages.size(); ++s) {
+    const PipelineStage &stage = state->step.stages[s];
+    for (size_t j = 0; j < stage.paramIndex.size(); ++j)
+      params[stage.paramIndex[j]] = state->stages[s].updateInputs[j];
+  }
+  return params;
+}
+
+std::vector<int64_t> PipelineRunner::persistentBytesPerDevice() const {
+  const PipelineSchedule &schedule = state->step.schedule;
+  std::vector<int64_t> bytes(schedule.ranks, 0);
+  for (size_t s = 0; s < state->step.stages.size(); ++s) {
+    const Executable &update = state->step.stages[s].update;
+    for (size_t i = 0; i < state->stages[s].layout.updated; ++i)
+      bytes[schedule.rankOfStage(static_cast<int>(s))] +=
+          update.slots[update.inputs[i].slot].bytes();
+  }
+  return bytes;
+}
+
+namespace {
+
+/// The values in flight between programs, and the bytes each rank holds.
+class Mailbox {
+public:
+  explicit Mailbox(int ranks) : held(ranks, 0), peak(ranks, 0) {}
+
+  void put(ValueKey key, int readers, int rank, HostArray value) {
+    std::lock_guard<std::mutex> lock(mutex);
+    int64_t bytes = value.numBytes();
+    held[rank] += bytes;
+    peak[rank] = std::max(peak[rank], held[rank]);
+    values[key] = Entry{std::move(value), readers, rank};
+    ready.notify_all();
+  }
+
+  /// Waits for `key`; false when the run failed meanwhile.
+  bool get(ValueKey key, HostArray &out) {
+    std::unique_lock<std::mutex> lock(mutex);
+    ready.wait(lock, [&] { return failed || values.count(key); });
+    if (failed)
+      return false;
+    out = values[key].value;
+    return true;
+  }
+
+  /// One reader of `key` is done with it.
+  void release(ValueKey key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = values.find(key);
+    if (found == values.end() || --found->second.readers > 0)
+      return;
+    held[found->second.rank] -= found->second.value.numBytes();
+    values.erase(found);
+  }
+
+  void fail() {
+    std::lock_guard<std::mutex> lock(mutex);
+    failed = true;
+    ready.notify_all();
+  }
+
+  std::vector<int64_t> peakBytes() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return peak;
+  }
+
+private:
+  struct Entry {
+    HostArray value;
+    int readers = 0;
+    int rank = 0;
+  };
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::map<ValueKey, Entry> values;
+  std::vector<int64_t> held, peak;
+  bool failed = false;
+};
+
+} // namespace
+
+Expected<PipelineStepResult>
+PipelineRunner::runStep(int64_t stepNumber,
+                        const std::vector<HostArray> &data) {
+  const PipelinedStep &step = state->step;
+  const PipelineSchedule &schedule = step.schedule;
+  int64_t m = schedule.microBatches;
+  if (data.size() != step.dataShapes.size())
+    return Status::error("the pipelined step takes " +
+                         std::to_string(step.dataShapes.size()) +
+                         " data inputs, got " + std::to_string(data.size()));
+  // Every micro-batch's rows of every data input.
+  std::vector<std::vector<HostArray>> slices(data.size());
+  for (size_t k = 0; k < data.size(); ++k) {
+    if (data[k].shape != step.dataShapes[k])
+      return Status::error("data input " + std::to_string(k) +
+                           " has the wrong shape");
+    for (int64_t i = 0; i < m; ++i)
+      slices[k].push_back(microBatchRows(data[k], i, m));
+  }
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    StageState &stage = state->stages[s];
+    stage.accumulators.clear();
+    for (size_t j = 0; j < step.stages[s].paramIndex.size(); ++j)
+      stage.accumulators.push_back(HostArray::zeros(
+          stage.updateInputs[j].dtype, stage.updateInputs[j].shape));
+  }
+
+  Mailbox mailbox(schedule.ranks);
+  std::mutex resultMutex;
+  Status failure = Status::success();
+  double lossSum = 0;
+  std::vector<TimedAction> timed;
+  Clock::time_point begin = Clock::now();
+  auto seconds = [&](Clock::time_point at) {
+    return std::chrono::duration<double>(at - begin).count();
+  };
+  auto fail = [&](Status status) {
+    std::lock_guard<std::mutex> lock(resultMutex);
+    if (failure.ok())
+      failure = std::move(status);
+    mailbox.fail();
+  };
+
+  auto runRank = [&](int rank) {
+    for (const PipeAction &action : schedule.perRank[rank]) {
+      const PipelineStage &stage = step.stages[action.stage];
+      StageState &stageState = state->stages[action.stage];
+      StageProgramKind kind = programFor(action.work);
+      const StageProgram &program = programOf(stage, kind);
+      if (!program.present)
+        continue;
+      int32_t mb = action.microBatch;
+      std::vector<HostArray> inputs(program.inputs.size());
+      for (size_t i = 0; i < program.inputs.size(); ++i) {
+        const StageInput &source = program.inputs[i];
+        switch (source.kind) {
+        case StageInput::Kind::Param:
+          inputs[i] = stageState.updateInputs[source.index];
+          break;
+        case StageInput::Kind::Data:
+          inputs[i] = slices[source.index][mb];
+          break;
+        case StageInput::Kind::Seed:
+          inputs[i] = scalarOf(
+              program.executable.slots[program.executable.inputs[i].slot].dtype,
+              1.0 / static_cast<double>(m));
+          break;
+        case StageInput::Kind::Accumulator:
+          inputs[i] = stageState.accumulators[source.index];
+          break;
+        case StageInput::Kind::Output:
+          if (!mailbox.get({source.stage, static_cast<int>(source.program), mb,
+                            source.index},
+                           inputs[i]))
+            return;
+          break;
+        }
+      }
+      Clock::time_point started = Clock::now();
+      Expected<std::vector<HostArray>> outputs =
+          runOnCpuDevices(program.executable, inputs);
+      Clock::time_point ended = Clock::now();
+      if (!outputs) {
+        fail(Status::error(describePipeAction(action) + ": " +
+                           outputs.status().message()));
+        return;
+      }
+      for (const StageInput &source : program.inputs)
+        if (source.kind == StageInput::Kind::Output)
+          mailbox.release({source.stage, static_cast<int>(source.program), mb,
+                           source.index});
+      bool lastForward = kind == StageProgramKind::Forward &&
+                         action.stage + 1 == schedule.stages();
+      for (size_t k = 0; k < outputs->size(); ++k) {
+        HostArray &value = (*outputs)[k];
+        if (k < program.accumulatorOf.size() && program.accumulatorOf[k] >= 0) {
+          stageState.accumulators[program.accumulatorOf[k]] = std::move(value);
+          continue;
+        }
+        if (lastForward && static_cast<int32_t>(k) == step.lossOutput) {
+          std::lock_guard<std::mutex> lock(resultMutex);
+          lossSum += elementAsDouble(value, 0);
+        }
+        auto readers = state->readers.find(
+            {action.stage, static_cast<int>(kind), static_cast<int32_t>(k)});
+        if (readers != state->readers.end())
+          mailbox.put({action.stage, static_cast<int>(kind), mb,
+                       static_cast<int32_t>(k)},
+                      readers->second, rank, std::move(value));
+      }
+      std::lock_guard<std::mutex> lock(resultMutex);
+      timed.push_back({action, rank, seconds(started), seconds(ended)});
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < schedule.ranks; ++r)
+    threads.emplace_back(runRank, r);
+  for (std::thread &thread : threads)
+    thread.join();
+  if (!failure.ok())
+    return failure;
+
+  // Each stage's optimizer step on its summed gradients.
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    StageState &stage = state->stages[s];
+    const Executable &update = step.stages[s].update;
+    for (size_t j = 0; j < stage.layout.dataInputs.size(); ++j)
+      stage.updateInputs[stage.layout.dataInputs[j]] =
+          std::move(stage.accumulators[j]);
+    if (stage.layout.stepInput >= 0) {
+      int32_t number = static_cast<int32_t>(stepNumber);
+      std::memcpy(stage.updateInputs[stage.layout.stepInput].bytes.data(),
+                  &number, 4);
+    }
+    Expected<std::vector<HostArray>> outputs =
+        runOnCpuDevices(update, stage.updateInputs);
+    if (!outputs)
+      return Status::error("stage " + std::to_string(s) +
+                           "'s update: " + outputs.status().message());
+    for (size_t k = 0; k < stage.layout.updated; ++k)
+      stage.updateInputs[k] = std::move((*outputs)[1 + k]);
+  }
+
+  PipelineStepResult result;
+  result.seconds = seconds(Clock::now());
+  result.loss = lossSum / static_cast<double>(m);
+  result.timeline.ranks = schedule.ranks;
+  result.timeline.actions = std::move(timed);
+  summarizeTimeline(result.timeline, schedule.splitBackward);
+  result.peakHeldBytes = mailbox.peakBytes();
+  return result;
+}

@@ -1,0 +1,128 @@
+//===- TrainSupport.h - Shared by the train commands ------------*- C++ -*-===//
+//
+// `partita train` with and without pipeline parallelism: the parsed
+// request, the compiled step, the data, and the progress output
+// (docs/Training.md, docs/Pipeline.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_TOOLS_PARTITA_TRAINSUPPORT_H
+#define PARTITA_TOOLS_PARTITA_TRAINSUPPORT_H
+
+#include "Driver.h"
+
+#include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Models/Models.h"
+#include "partita/Runtime/Pipeline/Schedule.h"
+#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Training/TrainData.h"
+#include "partita/Runtime/Training/TrainLoop.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace partita::cli {
+
+std::string formatSeconds(double seconds);
+
+/// What `partita train` was asked for, every flag parsed and checked.
+struct TrainRequest {
+  ModelConfig config;
+  std::string devices;
+  long count = 1;
+  long long steps = 10, seed = 0, micro = 1;
+  /// The step's batch (the model sees config.batch = globalBatch / micro).
+  int64_t globalBatch = 0;
+  Mesh mesh;
+  PipelineOptions options;
+  LoweringOptions lowering;
+  std::string outputDir;
+  /// Pipeline parallelism (--pp, or a `pipe` axis in --mesh): ranks,
+  /// schedule, virtual stages per rank, and the mesh of one rank.
+  int pipelineRanks = 1;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  int virtualStages = 1;
+  Mesh rankMesh;
+  /// --check: compare with the non-pipelined step on one device.
+  bool check = false;
+};
+
+std::optional<int> parseTrainRequest(const CommandLine &cl,
+                                     TrainRequest &request);
+
+/// The model's train step, compiled for the request's mesh and rules; an
+/// empty message after the diagnostics were printed.
+Expected<Executable> compileTrainStep(Session &session,
+                                      const TrainRequest &request);
+
+/// The data source the flags ask for: a token file (with its trace) or
+/// synthetic data.
+Expected<std::unique_ptr<TrainData>> makeTrainData(const CommandLine &cl,
+                                                   const TrainRequest &request);
+
+/// Prints each step's progress line (a bar on a terminal) and keeps the
+/// losses; a non-finite loss stops training.
+class ProgressPrinter {
+public:
+  ProgressPrinter(const TrainRequest &request, bool tty)
+      : request(request), tty(tty),
+        tokensPerStep(request.config.model == "mlp"
+                          ? request.globalBatch
+                          : request.globalBatch * request.config.seq),
+        started(std::chrono::steady_clock::now()) {}
+
+  Status operator()(const TrainStepResult &result) {
+    int64_t s = result.step, steps = request.steps;
+    double loss = result.loss, took = result.seconds;
+    losses.push_back(loss);
+    seconds.push_back(took);
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+    double eta = elapsed / (s + 1) * (steps - s - 1);
+    std::string line =
+        "step " + std::to_string(s + 1) + "/" + std::to_string(steps) +
+        "  loss " + std::to_string(loss) + "  " +
+        std::to_string(static_cast<long long>(tokensPerStep / took)) +
+        (request.config.model == "mlp" ? " examples/s" : " tokens/s") +
+        "  eta " + formatSeconds(eta);
+    if (tty) {
+      int filled = static_cast<int>(20.0 * (s + 1) / steps);
+      llvm::outs() << "\r[" << std::string(filled, '#')
+                   << std::string(20 - filled, ' ') << "] " << line;
+      if (s + 1 == steps)
+        llvm::outs() << "\n";
+      llvm::outs().flush();
+    } else {
+      llvm::outs() << line << "\n";
+    }
+    if (!std::isfinite(loss))
+      return Status::error("the loss is " + std::to_string(loss) +
+                           " at step " + std::to_string(s + 1) +
+                           "; try a smaller --lr");
+    return Status::success();
+  }
+
+  std::vector<double> losses, seconds;
+
+private:
+  const TrainRequest &request;
+  bool tty;
+  int64_t tokensPerStep;
+  std::chrono::steady_clock::time_point started;
+};
+
+/// Writes loss.csv and loss.svg into the output directory and says so;
+/// false after reporting a file that cannot be written.
+bool writeLosses(const TrainRequest &request, const ProgressPrinter &progress);
+
+/// `partita train --pp`: the pipelined step (TrainPipelined.cpp).
+int trainPipelined(const CommandLine &cl, TrainRequest &request);
+
+} // namespace partita::cli
+
+#endif // PARTITA_TOOLS_PARTITA_TRAINSUPPORT_H
