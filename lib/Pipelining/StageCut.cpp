@@ -250,18 +250,6 @@ Expected<StageAssignment> partita::assignStages(func::FuncOp loss,
       }
     }
   }
-  // The loss is computed by the last stage.
-  Operation *ret = body.getTerminator();
-  if (ret->getNumOperands() > 0)
-    if (Operation *producer = ret->getOperand(0).getDefiningOp())
-      if (indexOf.count(producer) &&
-          assignment.stageOf[indexOf[producer]] != stages - 1) {
-        producer->emitError()
-            << "the loss is computed in stage "
-            << assignment.stageOf[indexOf[producer]]
-            << "; it must be in the last stage (" << stages - 1 << ")";
-        return Status::error("");
-      }
   assignment.flops.assign(stages, 0);
   std::vector<int> opsIn(stages, 0);
   for (size_t k = 0; k < assignment.ops.size(); ++k) {
@@ -276,6 +264,18 @@ Expected<StageAssignment> partita::assignStages(func::FuncOp loss,
                        << " has no ops to run";
       return Status::error("");
     }
+  // The loss is computed by the last stage.
+  Operation *ret = body.getTerminator();
+  if (ret->getNumOperands() > 0)
+    if (Operation *producer = ret->getOperand(0).getDefiningOp())
+      if (indexOf.count(producer) &&
+          assignment.stageOf[indexOf[producer]] != stages - 1) {
+        producer->emitError()
+            << "the loss is computed in stage "
+            << assignment.stageOf[indexOf[producer]]
+            << "; it must be in the last stage (" << stages - 1 << ")";
+        return Status::error("");
+      }
   return assignment;
 }
 

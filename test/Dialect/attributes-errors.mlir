@@ -334,7 +334,7 @@ func.func @donated_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.donat
 
 // Unknown partita.* attributes are rejected on ops...
 func.func @unknown_on_op(%a: tensor<8xf32>) {
-  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned}}
+  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage}}
   %e = partita.exp %a {partita.shard = 1} : tensor<8xf32>
   return
 }
@@ -342,7 +342,7 @@ func.func @unknown_on_op(%a: tensor<8xf32>) {
 // -----
 
 // ...on function arguments...
-// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned}}
+// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage}}
 func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
   return
 }
@@ -350,7 +350,7 @@ func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
 // -----
 
 // ...and on function results.
-// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned}}
+// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage}}
 func.func @unknown_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.roles = 1}) {
   return %a : tensor<8xf32>
 }
@@ -383,4 +383,21 @@ func.func @aliases_on_argument(%a: tensor<8xf32> {partita.aliases = 0 : i64}) {
 // expected-error @+1 {{'partita.logical_axes' of argument 0 names 1 axes for a rank-2 tensor}}
 func.func @logical_axes_rank(%a: tensor<8x4xf32> {partita.logical_axes = ["batch"]}) {
   return
+}
+
+// -----
+
+// A pipeline stage is a non-negative integer on an op.
+func.func @stage_negative(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'partita.stage' is a non-negative integer on an op}}
+  %y = partita.exp %x {partita.stage = -1 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @stage_string(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'partita.stage' is a non-negative integer on an op}}
+  %y = partita.exp %x {partita.stage = "first"} : tensor<4xf32>
+  return %y : tensor<4xf32>
 }

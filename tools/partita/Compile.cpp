@@ -1,6 +1,6 @@
 //===- Compile.cpp - partita compile --------------------------------------===//
 
-#include "Driver.h"
+#include "TrainSupport.h"
 
 #include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
@@ -52,6 +52,12 @@ Options:
   --no-fusion            with --stage executable: lower every elementwise op to an instruction of its
                          own (by default chains of them run fused, in one
                          pass over their elements)
+  --pp <P>               with --train: pipeline parallelism over the mesh's
+                         `pipe` axis of size P; prints the stages and the
+                         schedule, --report writes their figures
+                         (docs/Pipeline.md)
+  --schedule <s>         with --pp: gpipe, 1f1b (default), interleaved, zb
+  --virtual-stages <v>   with --schedule interleaved: stages per rank [2]
   --timing               print the wall time of each stage (reading, each
                          pass, the report, lowering, writing) to stderr
   -h, --help             show this help
@@ -62,7 +68,10 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
   if (std::optional<int> done =
-          startCommand(args, {"--stage", "--report", "--from"}, kCompileUsage,
+          startCommand(args,
+                       {"--stage", "--report", "--from", "--pp", "--schedule",
+                        "--virtual-stages"},
+                       kCompileUsage,
                        Stage::Partitioned, cl, options,
                        {"--timing", "--no-fusion"}))
     return *done;
@@ -91,6 +100,8 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
   mlir::TimingScope reading = timing.nest("read and verify the input");
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModule(session, cl.input);
   reading.stop();
+  if (module && cl.has("--pp"))
+    return compilePipelinedCommand(cl, options, session, *module);
   if (!module || !runPipeline(session, *module, options, &timing))
     return 1;
 

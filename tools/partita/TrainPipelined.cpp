@@ -11,6 +11,7 @@
 
 #include "TrainSupport.h"
 
+#include "partita/Dialect/Partita/IR/PartitaOps.h"
 #include "partita/Pipelining/Pipelining.h"
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 
@@ -27,76 +28,6 @@ using namespace partita::cli;
 
 namespace {
 
-/// The schedule's bubble by the published formulas; -1 for zero-bubble
-/// schedules, which have none in closed form.
-double bubbleFormula(const PipelineSchedule &schedule) {
-  double p = schedule.ranks, m = schedule.microBatches,
-         v = schedule.virtualStages;
-  switch (schedule.kind) {
-  case ScheduleKind::GPipe:
-  case ScheduleKind::OneFOneB:
-    return (p - 1) / (m + p - 1);
-  case ScheduleKind::Interleaved:
-    return (p - 1) / (v * m + p - 1);
-  case ScheduleKind::ZeroBubble:
-    return -1;
-  }
-  return -1;
-}
-
-/// Per-stage costs for the simulator: uniform (what the formulas assume),
-/// or from each stage's forward FLOPs (backward twice the forward; a split
-/// backward half input gradient, half weight gradient).
-std::vector<PipeCosts> stageCosts(const PipelinedStep &step, bool byFlops) {
-  std::vector<PipeCosts> costs;
-  bool split = step.schedule.splitBackward;
-  double v = step.schedule.virtualStages;
-  for (const PipelineStage &stage : step.stages) {
-    double forward = byFlops ? static_cast<double>(stage.forwardFlops) : 1 / v;
-    PipeCosts cost;
-    cost.forward = forward;
-    cost.backward = split ? forward : 2 * forward;
-    cost.weightGrad = split ? forward : 0;
-    costs.push_back(cost);
-  }
-  return costs;
-}
-
-/// Bytes a stage keeps per micro-batch between its forward and backward
-/// passes: what its forward program outputs (saved and sent values).
-int64_t activationBytes(const PipelineStage &stage) {
-  int64_t bytes = 0;
-  for (const ExecutableValue &output : stage.forward.executable.outputs) {
-    int64_t elements = 1;
-    for (int64_t d : output.globalShape)
-      elements *= d;
-    bytes += elements *
-             dtypeSize(stage.forward.executable.slots[output.slot].dtype);
-  }
-  return bytes;
-}
-
-struct PipelineFigures {
-  double formula = -1;
-  ScheduleTimeline uniform, byFlops;
-};
-
-Expected<PipelineFigures> scheduleFigures(const PipelinedStep &step) {
-  PipelineFigures figures;
-  figures.formula = bubbleFormula(step.schedule);
-  Expected<ScheduleTimeline> uniform =
-      simulateSchedule(step.schedule, stageCosts(step, false));
-  if (!uniform)
-    return uniform.status();
-  Expected<ScheduleTimeline> byFlops =
-      simulateSchedule(step.schedule, stageCosts(step, true));
-  if (!byFlops)
-    return byFlops.status();
-  figures.uniform = *uniform;
-  figures.byFlops = *byFlops;
-  return figures;
-}
-
 void printPipelineHeader(const TrainRequest &request, const PipelinedStep &step,
                          const PipelineFigures &figures) {
   const PipelineSchedule &schedule = step.schedule;
@@ -109,92 +40,7 @@ void printPipelineHeader(const TrainRequest &request, const PipelinedStep &step,
                << schedule.ranks << " ranks of " << step.devicesPerRank
                << " devices, " << scheduleKindName(schedule.kind) << ", "
                << schedule.microBatches << " micro-batches\n";
-  for (size_t s = 0; s < step.stages.size(); ++s) {
-    const PipelineStage &stage = step.stages[s];
-    llvm::outs() << "  stage " << s << " (rank "
-                 << schedule.rankOfStage(static_cast<int>(s))
-                 << "): " << stage.summary << ", " << stage.paramIndex.size()
-                 << " parameters, " << stage.forwardFlops
-                 << " forward FLOPs, " << activationBytes(stage)
-                 << " activation bytes per micro-batch"
-                 << (stage.weightGrad.present ? ", weight gradients apart"
-                                              : "")
-                 << "\n";
-  }
-  llvm::outs() << "bubble: " << llvm::format("%.4f", figures.uniform.bubbleFraction)
-               << " by the schedule";
-  if (figures.formula >= 0)
-    llvm::outs() << " (formula " << llvm::format("%.4f", figures.formula)
-                 << ")";
-  llvm::outs() << ", " << llvm::format("%.4f", figures.byFlops.bubbleFraction)
-               << " with the stages' FLOPs\n";
-}
-
-/// pipeline.json: the stages, the schedule's figures and the last step's
-/// measurements.
-bool writePipelineReport(const TrainRequest &request, const PipelinedStep &step,
-                         const PipelineFigures &figures,
-                         const PipelineStepResult &measured) {
-  std::string path = request.outputDir + "/pipeline.json";
-  return writeOutputFile(path, [&](llvm::raw_ostream &os) {
-    llvm::json::OStream json(os, 2);
-    const PipelineSchedule &schedule = step.schedule;
-    json.object([&] {
-      json.attribute("schedule", scheduleKindName(schedule.kind));
-      json.attribute("ranks", schedule.ranks);
-      json.attribute("virtual_stages", schedule.virtualStages);
-      json.attribute("micro_batches", schedule.microBatches);
-      json.attribute("devices_per_rank", step.devicesPerRank);
-      json.attribute("bubble_fraction", figures.uniform.bubbleFraction);
-      if (figures.formula >= 0)
-        json.attribute("bubble_formula", figures.formula);
-      else
-        json.attribute("bubble_formula", nullptr);
-      json.attribute("bubble_fraction_by_flops",
-                     figures.byFlops.bubbleFraction);
-      json.attribute("measured_bubble_fraction",
-                     measured.timeline.bubbleFraction);
-      json.attribute("measured_step_seconds", measured.seconds);
-      json.attributeArray("stages", [&] {
-        for (size_t s = 0; s < step.stages.size(); ++s) {
-          const PipelineStage &stage = step.stages[s];
-          json.object([&] {
-            json.attribute("stage", static_cast<int64_t>(s));
-            json.attribute("rank", schedule.rankOfStage(static_cast<int>(s)));
-            json.attribute("holds", stage.summary);
-            json.attribute("parameters",
-                           static_cast<int64_t>(stage.paramIndex.size()));
-            json.attribute("forward_flops", stage.forwardFlops);
-            json.attribute("activation_bytes_per_micro_batch",
-                           activationBytes(stage));
-          });
-        }
-      });
-      json.attributeArray("per_rank", [&] {
-        for (int r = 0; r < schedule.ranks; ++r) {
-          int64_t perMicroBatch = 0;
-          for (size_t s = 0; s < step.stages.size(); ++s)
-            if (schedule.rankOfStage(static_cast<int>(s)) == r)
-              perMicroBatch = std::max(perMicroBatch,
-                                       activationBytes(step.stages[s]));
-          json.object([&] {
-            json.attribute("rank", r);
-            json.attribute("bubble", figures.uniform.bubble[r]);
-            json.attribute("peak_micro_batches_held",
-                           figures.uniform.peakInFlight[r]);
-            json.attribute("peak_activation_bytes",
-                           perMicroBatch * figures.uniform.peakInFlight[r]);
-            json.attribute("measured_bubble", measured.timeline.bubble[r]);
-            json.attribute("measured_peak_micro_batches_held",
-                           measured.timeline.peakInFlight[r]);
-            json.attribute("measured_peak_held_bytes",
-                           measured.peakHeldBytes[r]);
-          });
-        }
-      });
-    });
-    os << "\n";
-  });
+  printPipelineStages(llvm::outs(), step, figures);
 }
 
 /// The largest difference between `a` and `b` relative to `b`'s largest
@@ -368,7 +214,8 @@ int partita::cli::trainPipelined(const CommandLine &cl,
     for (int64_t bytes : last.peakHeldBytes)
       llvm::outs() << " " << bytes;
     llvm::outs() << "\n";
-    if (!writePipelineReport(request, *step, *figures, last))
+    if (!writePipelineReport(request.outputDir + "/pipeline.json", *step,
+                             *figures, &last))
       return 1;
   }
   if (request.check &&
@@ -376,4 +223,101 @@ int partita::cli::trainPipelined(const CommandLine &cl,
                              (*runner)->parameters()))
     return 1;
   return writeLosses(request, progress) ? 0 : 1;
+}
+
+int partita::cli::compilePipelinedCommand(const CommandLine &cl,
+                                          const PipelineOptions &options,
+                                          Session &session,
+                                          mlir::ModuleOp module) {
+  if (options.trainOptimizer == TrainOptimizer::None)
+    return usageError("--pp compiles a pipelined train step: add --train");
+  if (options.trainRemat != Remat::None || options.trainMixedPrecision)
+    return usageError("--pp does not combine with --remat or "
+                      "--mixed-precision yet");
+  // The pipeline axis comes out of the mesh; each rank gets the rest.
+  Expected<Mesh> mesh = options.mesh.empty() ? Expected<Mesh>(Mesh())
+                                             : parseMeshSpec(options.mesh);
+  if (options.mesh.empty())
+    for (MeshOp op : module.getOps<MeshOp>())
+      mesh = op.getMesh().toMesh();
+  if (!mesh)
+    return usageError(mesh.status().message());
+  std::string ppText = cl.get("--pp");
+  char *stop = nullptr;
+  long pipe = std::strtol(ppText.c_str(), &stop, 10);
+  if (ppText.empty() || !stop || *stop || pipe < 1)
+    return usageError("--pp must be a positive integer, got '" + ppText + "'");
+  if (mesh->axisSize("pipe") != pipe)
+    return usageError("--pp " + ppText + " needs a 'pipe' axis of size " +
+                      ppText + " in the mesh (got '" + mesh->toString() +
+                      "')");
+  std::string name = cl.get("--schedule", "1f1b");
+  std::optional<ScheduleKind> kind = parseScheduleKind(name);
+  if (!kind)
+    return usageError("unknown --schedule '" + name + "' (expected " +
+                      availableSchedules() + ")");
+  int virtualStages = *kind == ScheduleKind::Interleaved ? 2 : 1;
+  if (cl.has("--virtual-stages"))
+    virtualStages = std::atoi(cl.get("--virtual-stages").c_str());
+  std::vector<MeshAxis> rest;
+  for (const MeshAxis &axis : mesh->axes())
+    if (axis.name != "pipe")
+      rest.push_back(axis);
+  if (rest.empty())
+    rest.push_back(MeshAxis{"data", 1});
+  Expected<Mesh> rankMesh = Mesh::create(rest);
+  if (!rankMesh)
+    return usageError(rankMesh.status().message());
+
+  PipelineOptions setMesh;
+  setMesh.mesh = rankMesh->toString();
+  setMesh.stage = Stage::Verified;
+  setMesh.rules = "";
+  if (!runPipeline(session, module, setMesh))
+    return 1;
+  mlir::func::FuncOp loss;
+  for (auto function : module.getOps<mlir::func::FuncOp>())
+    if (!function.isExternal() && (!loss || function.isPublic()))
+      loss = function;
+  if (!loss)
+    return usageError("the module has no function to train");
+  PipelineCompileOptions compile;
+  compile.schedule = *kind;
+  compile.ranks = static_cast<int>(pipe);
+  compile.virtualStages = virtualStages;
+  compile.microBatches = options.trainMicroBatches;
+  compile.optimizer.optimizer = options.trainOptimizer;
+  compile.optimizer.learningRate = options.trainLearningRate;
+  compile.passes = options;
+  compile.passes.trainOptimizer = TrainOptimizer::None;
+  compile.passes.mesh.clear();
+  compile.devicesPerRank = rankMesh->numDevices();
+  compile.passes.stage =
+      compile.devicesPerRank > 1 ? Stage::Partitioned : Stage::Verified;
+  compile.lowering.fuse = !cl.on("--no-fusion");
+  Expected<PipelinedStep> step = compilePipelined(loss, compile);
+  if (!step) {
+    if (!step.status().message().empty())
+      llvm::errs() << "error: " << step.status().message() << "\n";
+    return 1;
+  }
+  Expected<PipelineFigures> figures = scheduleFigures(*step);
+  if (!figures) {
+    llvm::errs() << "error: " << figures.status().message() << "\n";
+    return 1;
+  }
+  if (!writeOutputFile(cl.output, [&](llvm::raw_ostream &os) {
+        os << "pipeline of " << step->schedule.stages() << " stages on "
+           << pipe << " ranks of mesh " << rankMesh->toString() << ", "
+           << scheduleKindName(*kind) << ", " << compile.microBatches
+           << " micro-batches\n";
+        printPipelineStages(os, *step, *figures);
+        os << "schedule (one unit per stage forward, two per backward):\n"
+           << renderTimeline(figures->uniform, 72);
+      }))
+    return 1;
+  if (cl.has("--report") &&
+      !writePipelineReport(cl.get("--report"), *step, *figures, nullptr))
+    return 1;
+  return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Models/Models.h"
+#include "partita/Runtime/Pipeline/PipelineRun.h"
 #include "partita/Runtime/Pipeline/Schedule.h"
 #include "partita/Runtime/Program/Executable.h"
 #include "partita/Runtime/Training/TrainData.h"
@@ -122,6 +123,34 @@ bool writeLosses(const TrainRequest &request, const ProgressPrinter &progress);
 
 /// `partita train --pp`: the pipelined step (TrainPipelined.cpp).
 int trainPipelined(const CommandLine &cl, TrainRequest &request);
+
+/// `partita compile --train --pp P`: the pipelined step of `module`'s loss
+/// function, its stages and schedule printed (-o), the figures written
+/// (--report).
+int compilePipelinedCommand(const CommandLine &cl,
+                            const PipelineOptions &options, Session &session,
+                            mlir::ModuleOp module);
+
+/// A pipelined step's schedule in figures (PipelineReport.cpp): the
+/// published formula's bubble (-1 where there is none), and the schedule
+/// simulated with uniform stages and with the stages' FLOPs.
+struct PipelineFigures {
+  double formula = -1;
+  ScheduleTimeline uniform, byFlops;
+};
+
+Expected<PipelineFigures> scheduleFigures(const PipelinedStep &step);
+
+/// One line per stage (what it holds, FLOPs, activations, what it sends)
+/// and the bubble.
+void printPipelineStages(llvm::raw_ostream &os, const PipelinedStep &step,
+                         const PipelineFigures &figures);
+
+/// Writes the figures (and a run's measurements, when given) as JSON to
+/// `path`; false after reporting a file that cannot be written.
+bool writePipelineReport(const std::string &path, const PipelinedStep &step,
+                         const PipelineFigures &figures,
+                         const PipelineStepResult *measured);
 
 } // namespace partita::cli
 

@@ -3,6 +3,8 @@
   check-pipeline.py REPORT formula          bubble_fraction == bubble_formula
   check-pipeline.py REPORT held RANK N      rank RANK holds N micro-batches at
                                             peak, by the schedule and measured
+  check-pipeline.py REPORT balanced F       the stages' forward FLOPs are
+                                            within a fraction F of each other
   check-pipeline.py LOWER HIGHER bubble     LOWER's bubble < HIGHER's
   check-pipeline.py LESS MORE bytes         LESS's rank 0 holds fewer bytes
                                             at peak than MORE's (measured)
@@ -33,6 +35,13 @@ def main():
         if got != (expected, expected):
             sys.exit(f"rank {rank} holds {got} micro-batches, expected {expected}")
         print(f"rank {rank} holds {expected} micro-batches at peak")
+    elif args[1] == "balanced":
+        report = load(args[0])
+        flops = [stage["forward_flops"] for stage in report["stages"]]
+        spread = max(flops) / min(flops) - 1
+        if spread > float(args[2]):
+            sys.exit(f"stage FLOPs {flops} differ by {spread:.3f}")
+        print(f"stage FLOPs within {spread:.4f}")
     elif args[2] == "bubble":
         lower, higher = load(args[0]), load(args[1])
         if not lower["bubble_fraction"] < higher["bubble_fraction"]:

@@ -78,7 +78,7 @@ LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
                             "partita.donated, partita.logical_axes, "
                             "partita.aliases, partita.global_shape, "
                             "partita.origin, partita.reason, "
-                            "partita.partitioned";
+                            "partita.partitioned, partita.stage";
 }
 
 /// `partita.global_shape`: one size per dimension of the (local) tensor, each
@@ -117,6 +117,13 @@ PartitaDialect::verifyOperationAttribute(Operation *op,
   if (name == kReasonAttrName) {
     if (!isa<StringAttr>(attribute.getValue()))
       return op->emitError() << "'" << kReasonAttrName << "' must be a string";
+    return success();
+  }
+  if (name == kStageAttrName) {
+    auto stage = dyn_cast<IntegerAttr>(attribute.getValue());
+    if (!stage || stage.getInt() < 0 || isa<func::FuncOp, ModuleOp>(op))
+      return op->emitError() << "'" << kStageAttrName
+                             << "' is a non-negative integer on an op";
     return success();
   }
   if (name == kPartitionedAttrName) {

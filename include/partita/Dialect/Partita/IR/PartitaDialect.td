@@ -63,6 +63,9 @@ def Partita_Dialect : Dialect {
     /// Name of the explanation the partitioner attaches to each collective
     /// it inserts (a string).
     static constexpr ::llvm::StringLiteral kReasonAttrName = "partita.reason";
+    /// Name of the pipeline stage (an integer) of a top-level op of a loss
+    /// function (docs/Pipeline.md).
+    static constexpr ::llvm::StringLiteral kStageAttrName = "partita.stage";
     /// Name of the marker the partitioner puts on a module it partitioned.
     static constexpr ::llvm::StringLiteral kPartitionedAttrName = "partita.partitioned";
     /// Name of the donation marker on function arguments.
