@@ -9,6 +9,7 @@
 #include "Driver.h"
 
 #include "partita/Models/Models.h"
+#include "partita/Pipelining/Pipelining.h"
 #include "partita/Transforms/LogicalRules.h"
 #include "partita/Transforms/Passes.h"
 
@@ -67,6 +68,9 @@ Options (defaults in brackets):
   --rules PRESET|FILE     map logical axes to mesh axes: dp, zero1, zero2,
                           fsdp, tp, dp+tp, fsdp+tp, tp+sp, ep, or a JSON file
   --summary               print parameters and FLOPs per step instead of IR
+  --pp S                  mark each op with the pipeline stage (of S) the
+                          automatic cut puts it in: partita.stage, which
+                          'partita compile --train --pp' follows
   -o FILE                 write the module to FILE [stdout]
   -h, --help              show this help
 )";
@@ -140,7 +144,7 @@ bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
 
 int partita::cli::genCommand(const std::vector<std::string> &args) {
   std::vector<std::string> valueFlags = modelValueFlags();
-  for (const char *flag : {"--mesh", "--rules"})
+  for (const char *flag : {"--mesh", "--rules", "--pp"})
     valueFlags.push_back(flag);
   std::vector<std::string> switches = modelSwitchFlags();
   switches.push_back("--summary");
@@ -177,6 +181,22 @@ int partita::cli::genCommand(const std::vector<std::string> &args) {
     passes.addPass(createApplyRulesPass(options));
     if (mlir::failed(passes.run(*module)))
       return 1;
+  }
+  if (cl.has("--pp")) {
+    std::string text = cl.get("--pp");
+    char *stop = nullptr;
+    long stages = std::strtol(text.c_str(), &stop, 10);
+    if (text.empty() || !stop || *stop || stages < 1)
+      return usageError("--pp must be a positive integer, got '" + text + "'");
+    for (auto function : module->getOps<mlir::func::FuncOp>()) {
+      if (!function.isPublic())
+        continue;
+      Expected<StageAssignment> assignment =
+          assignStages(function, static_cast<int>(stages));
+      if (!assignment)
+        return 1;
+      annotateStages(*assignment);
+    }
   }
   if (cl.on("--summary")) {
     ModelSummary summary = summarizeModel(*module);

@@ -10,11 +10,14 @@
 #include "Driver.h"
 #include "ValueCatalog.h"
 
+#include "partita/Runtime/Pipeline/Schedule.h"
 #include "partita/Sharding/Layout.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <map>
 #include <unistd.h>
 
@@ -35,6 +38,14 @@ and partial axes are named above the picture.
 Options:
   --value <name>         the tensor (NameLoc name, argN, resultN, ...)
   --color <when>         auto (default: only on a terminal), always, never
+
+  partita show --schedule gpipe|1f1b|interleaved|zb --pp P
+               --micro-batches M [--virtual-stages V] [--width W]
+
+draws a pipeline schedule instead: one row per rank, F forward, B backward
+(input gradient when split), W weight gradient, . idle, with equal stages
+(a forward takes 1, a backward 2; zero-bubble splits it 1 + 1), and the
+bubble and micro-batches held per rank (docs/Pipeline.md).
 )" PARTITA_PIPELINE_FLAGS_USAGE;
 
 /// "0-3,8" style list of device ids.
@@ -201,7 +212,69 @@ private:
 
 } // namespace
 
+namespace {
+
+/// `partita show --schedule`: a schedule simulated with equal stages.
+int showSchedule(const std::vector<std::string> &args) {
+  CommandLine cl;
+  int exitCode = 0;
+  if (!parseCommandLine(args,
+                        {"--schedule", "--pp", "--micro-batches",
+                         "--virtual-stages", "--width"},
+                        {}, cl, exitCode))
+    return exitCode;
+  std::optional<ScheduleKind> kind = parseScheduleKind(cl.get("--schedule"));
+  if (!kind)
+    return usageError("unknown --schedule '" + cl.get("--schedule") +
+                      "' (expected " + availableSchedules() + ")");
+  auto number = [&](const char *flag, long fallback, long &value) {
+    std::string text = cl.get(flag, std::to_string(fallback));
+    char *stop = nullptr;
+    value = std::strtol(text.c_str(), &stop, 10);
+    if (text.empty() || !stop || *stop || value < 1) {
+      exitCode = usageError(std::string(flag) +
+                            " must be a positive integer, got '" + text + "'");
+      return false;
+    }
+    return true;
+  };
+  long ranks = 0, micro = 0, virtualStages = 0, width = 0;
+  if (!number("--pp", 4, ranks) || !number("--micro-batches", 8, micro) ||
+      !number("--virtual-stages",
+              *kind == ScheduleKind::Interleaved ? 2 : 1, virtualStages) ||
+      !number("--width", 100, width))
+    return exitCode;
+  Expected<PipelineSchedule> schedule =
+      buildSchedule(*kind, static_cast<int>(ranks), static_cast<int>(micro),
+                    static_cast<int>(virtualStages));
+  if (!schedule)
+    return usageError(schedule.status().message());
+  PipeCosts cost;
+  cost.forward = 1.0 / virtualStages;
+  cost.backward = (schedule->splitBackward ? 1.0 : 2.0) / virtualStages;
+  cost.weightGrad = schedule->splitBackward ? 1.0 / virtualStages : 0;
+  Expected<ScheduleTimeline> timeline = simulateSchedule(*schedule, {cost});
+  if (!timeline)
+    return usageError(timeline.status().message());
+  llvm::outs() << scheduleKindName(*kind) << " on " << ranks << " ranks, "
+               << micro << " micro-batches";
+  if (virtualStages > 1)
+    llvm::outs() << ", " << virtualStages << " stages per rank";
+  llvm::outs() << ": bubble "
+               << llvm::format("%.4f", timeline->bubbleFraction)
+               << ", micro-batches held at peak per rank:";
+  for (int held : timeline->peakInFlight)
+    llvm::outs() << " " << held;
+  llvm::outs() << "\n"
+               << renderTimeline(*timeline, static_cast<int>(width));
+  return 0;
+}
+
+} // namespace
+
 int partita::cli::showCommand(const std::vector<std::string> &args) {
+  if (std::find(args.begin(), args.end(), "--schedule") != args.end())
+    return showSchedule(args);
   CommandLine cl;
   PipelineOptions options;
   if (std::optional<int> done =
