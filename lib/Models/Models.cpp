@@ -336,12 +336,7 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
   if (c.rotary && d.K % 2 != 0)
     return Status::error("rotary positions need an even head dimension "
                          "(d_model / heads = " + std::to_string(d.K) + ")");
-  int64_t groups = c.groups;
-  if (groups == 0) {
-    groups = mesh.axisIndex("data") >= 0 ? mesh.axisSize("data") : 1;
-    if (c.batch % groups != 0)
-      groups = 1;
-  }
+  int64_t groups = moeGroups(c, mesh);
   int64_t capacity = 0;
   if (moe) {
     if (c.topK < 1 || c.topK > c.experts)
@@ -532,6 +527,13 @@ Expected<OwningOpRef<ModuleOp>> buildFfn(ModelBuilder &b, const ModelConfig &c) 
 } // namespace
 
 const char *partita::modelNames() { return "mlp, ffn, gpt, moe"; }
+
+int64_t partita::moeGroups(const ModelConfig &c, const Mesh &mesh) {
+  if (c.groups != 0)
+    return c.groups;
+  int64_t groups = mesh.axisIndex("data") >= 0 ? mesh.axisSize("data") : 1;
+  return c.batch % groups == 0 ? groups : 1;
+}
 
 Expected<OwningOpRef<ModuleOp>>
 partita::buildModel(MLIRContext *context, const ModelConfig &config,

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace partita;
@@ -45,6 +46,16 @@ Expected<Executable> compileFunction(func::FuncOp function, ModuleOp source,
     builder.clone(*mesh.getOperation());
   auto copy = cast<func::FuncOp>(builder.clone(*function.getOperation()));
   copy.setPublic();
+  if (!options.programsDirectory.empty()) {
+    std::string path = options.programsDirectory + "/" +
+                       copy.getSymName().str() + ".mlir";
+    std::error_code error;
+    llvm::raw_fd_ostream file(path, error);
+    if (error)
+      return Status::error("cannot write '" + path + "': " + error.message());
+    module->print(file, OpPrintingFlags().enableDebugInfo());
+    file << "\n";
+  }
   PipelineOptions passes = options.passes;
   passes.trainOptimizer = TrainOptimizer::None;
   PassManager manager(function.getContext());

@@ -58,6 +58,9 @@ Options:
                          (docs/Pipeline.md)
   --schedule <s>         with --pp: gpipe, 1f1b (default), interleaved, zb
   --virtual-stages <v>   with --schedule interleaved: stages per rank [2]
+  --programs <dir>       with --pp: also write each stage program (forward,
+                         backward, weight gradient, update) to <dir> as the
+                         module its compilation starts from
   --timing               print the wall time of each stage (reading, each
                          pass, the report, lowering, writing) to stderr
   -h, --help             show this help
@@ -70,7 +73,7 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
   if (std::optional<int> done =
           startCommand(args,
                        {"--stage", "--report", "--from", "--pp", "--schedule",
-                        "--virtual-stages"},
+                        "--virtual-stages", "--programs"},
                        kCompileUsage,
                        Stage::Partitioned, cl, options,
                        {"--timing", "--no-fusion"}))

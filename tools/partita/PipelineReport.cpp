@@ -138,6 +138,13 @@ void partita::cli::printPipelineStages(llvm::raw_ostream &os,
                  << " activation bytes per micro-batch"
                  << (stage.weightGrad.present ? ", weight gradients apart"
                                               : "");
+    int64_t collectives = 0;
+    for (const StageProgram *program :
+         {&stage.forward, &stage.backward, &stage.weightGrad})
+      if (program->present)
+        collectives += summarizeCommunication(program->executable).collectives;
+    os << ", " << collectives << " collectives per micro-batch, "
+       << summarizeCommunication(stage.update).collectives << " per update";
     StageTraffic traffic = stageTraffic(step, static_cast<int>(s));
     if (traffic.forward || traffic.backward)
       os << "; sends " << traffic.forward << " bytes forward, "

@@ -49,7 +49,8 @@ Options (defaults in brackets):
   --devices cpu:N         the devices [cpu:8]; cpu:1 trains unpartitioned
   --mesh SPEC             the mesh [data=N]
   --rules PRESET|FILE     dp, zero1, zero2, fsdp, tp, dp+tp, fsdp+tp, tp+sp,
-                          ep, or a JSON rules file [dp]
+                          ep, or a JSON rules file [dp]; with --pp also
+                          pp+PRESET (the same: each rank runs PRESET)
   --steps N               train steps [10]
   --optimizer adamw|sgd   [adamw]
   --lr X                  learning rate [1e-3 for adamw, 0.05 for sgd]
@@ -102,6 +103,14 @@ std::optional<int> parsePipelineRequest(const CommandLine &cl, long long pipe,
                                         TrainRequest &request) {
   int64_t axis = request.mesh.axisSize("pipe");
   bool pipelined = pipe > 0 || axis > 0;
+  // A `pp+` preset is pipeline parallelism beside the rest of the preset.
+  std::string &rules = request.options.rules;
+  if (llvm::StringRef(rules).starts_with("pp+")) {
+    if (!pipelined)
+      return usageError("--rules " + rules +
+                        " needs pipeline parallelism (--pp P)");
+    rules = rules.substr(3);
+  }
   for (const char *flag : {"--schedule", "--virtual-stages", "--check"})
     if (!pipelined && cl.has(flag))
       return usageError(std::string(flag) +
@@ -224,11 +233,11 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
         !status)
       return usageError(status.message());
   request.mesh = *mesh;
+  options.rules = cl.get("--rules", "dp");
   if (std::optional<int> code = parsePipelineRequest(cl, pipe, virtualStages,
                                                      meshText, request))
     return code;
   options.stage = request.count > 1 ? Stage::Partitioned : Stage::Verified;
-  options.rules = cl.get("--rules", "dp");
   options.interconnectFile = cl.get("--interconnect");
   options.trainMicroBatches = request.micro;
   options.trainMixedPrecision = cl.on("--mixed-precision");

@@ -125,6 +125,8 @@ bool checkAgainstOneDevice(const CommandLine &cl, const TrainRequest &request,
 
 int partita::cli::trainPipelined(const CommandLine &cl,
                                  TrainRequest &request) {
+  // MoE groups as on the rank's mesh, also for --check's one device.
+  request.config.groups = moeGroups(request.config, request.rankMesh);
   Session session;
   // Each stage program sees one micro-batch on one rank's sub-mesh.
   mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -295,6 +297,13 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
   compile.passes.stage =
       compile.devicesPerRank > 1 ? Stage::Partitioned : Stage::Verified;
   compile.lowering.fuse = !cl.on("--no-fusion");
+  if (cl.has("--programs")) {
+    compile.programsDirectory = cl.get("--programs");
+    if (std::error_code error =
+            llvm::sys::fs::create_directories(compile.programsDirectory))
+      return usageError("cannot create '" + compile.programsDirectory +
+                        "': " + error.message());
+  }
   Expected<PipelinedStep> step = compilePipelined(loss, compile);
   if (!step) {
     if (!step.status().message().empty())

@@ -72,6 +72,10 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildModel(mlir::MLIRContext *context, const ModelConfig &config,
            const Mesh &mesh);
 
+/// The MoE dispatch groups `buildModel` uses for `config` on `mesh`:
+/// config.groups, or the `data` axis's size when it divides the batch, or 1.
+int64_t moeGroups(const ModelConfig &config, const Mesh &mesh);
+
 /// Per-step figures of a module, computed from the IR alone: parameters
 /// from the arguments with role `param`, FLOPs from the ops (loops times
 /// their trip counts).

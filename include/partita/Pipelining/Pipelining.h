@@ -73,6 +73,9 @@ struct PipelineCompileOptions {
   /// The devices of one pipeline rank (its sub-mesh); 1 compiles each
   /// program unpartitioned.
   int64_t devicesPerRank = 1;
+  /// When set, each stage program is also written there, as the module the
+  /// passes start from (`<function>.mlir`), to be compiled or run alone.
+  std::string programsDirectory;
 };
 
 /// Compiles the loss function `loss` (its module's mesh is one rank's

@@ -327,7 +327,8 @@ PipelineRunner::runStep(int64_t stepNumber,
       }
       Clock::time_point started = Clock::now();
       Expected<std::vector<HostArray>> outputs =
-          runOnCpuDevices(program.executable, inputs);
+          runOnCpuDevices(program.executable, inputs, nullptr,
+                          PartialInputs::FirstMember);
       Clock::time_point ended = Clock::now();
       if (!outputs) {
         fail(Status::error(describePipeAction(action) + ": " +
@@ -382,7 +383,8 @@ PipelineRunner::runStep(int64_t stepNumber,
                   &number, 4);
     }
     Expected<std::vector<HostArray>> outputs =
-        runOnCpuDevices(update, stage.updateInputs);
+        runOnCpuDevices(update, stage.updateInputs, nullptr,
+                        PartialInputs::FirstMember);
     if (!outputs)
       return Status::error("stage " + std::to_string(s) +
                            "'s update: " + outputs.status().message());

@@ -348,7 +348,8 @@ void storeElement(HostArray &array, int64_t index, double value) {
 /// [-1, 1] for floats, [0, 4) for integers), the first the rest, so the
 /// group sums to the value. Booleans go whole to the first member.
 void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
-                     uint64_t seed, std::vector<HostArray *> &blocks) {
+                     uint64_t seed, std::vector<HostArray *> &blocks,
+                     PartialInputs policy) {
   std::vector<int> partialAxes;
   for (const std::string &axis : sharding.partialAxes)
     partialAxes.push_back(mesh.axisIndex(axis));
@@ -381,7 +382,7 @@ void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
     if (leaderOf[d] == static_cast<int64_t>(d))
       continue;
     HostArray &block = *blocks[d];
-    if (block.dtype == DType::Bool) {
+    if (block.dtype == DType::Bool || policy == PartialInputs::FirstMember) {
       std::fill(block.bytes.begin(), block.bytes.end(), 0);
       continue;
     }
@@ -412,7 +413,7 @@ void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
 
 Expected<std::vector<HostArray>>
 partita::inputBlocksByDevice(const Executable &program, size_t index,
-                             const HostArray &global) {
+                             const HostArray &global, PartialInputs policy) {
   const ExecutableValue &input = program.inputs[index];
   if (global.shape != input.globalShape)
     return Status::error("input " + std::to_string(index) + " (" +
@@ -429,14 +430,15 @@ partita::inputBlocksByDevice(const Executable &program, size_t index,
     std::vector<HostArray *> all;
     for (HostArray &block : *blocks)
       all.push_back(&block);
-    splitPartialSum(program.mesh, input.sharding, index, all);
+    splitPartialSum(program.mesh, input.sharding, index, all, policy);
   }
   return blocks;
 }
 
 Expected<std::vector<std::vector<HostArray>>>
 partita::deviceInputBlocks(const Executable &program,
-                           const std::vector<HostArray> &globalInputs) {
+                           const std::vector<HostArray> &globalInputs,
+                           PartialInputs policy) {
   int64_t devices = program.mesh.numDevices();
   if (globalInputs.size() != program.inputs.size())
     return Status::error("the program takes " +
@@ -445,7 +447,7 @@ partita::deviceInputBlocks(const Executable &program,
   std::vector<std::vector<HostArray>> deviceInputs(devices);
   for (size_t i = 0; i < globalInputs.size(); ++i) {
     Expected<std::vector<HostArray>> blocks =
-        inputBlocksByDevice(program, i, globalInputs[i]);
+        inputBlocksByDevice(program, i, globalInputs[i], policy);
     if (!blocks)
       return blocks.status();
     for (int64_t d = 0; d < devices; ++d)
@@ -742,9 +744,9 @@ Expected<std::vector<HostArray>> partita::assembleOutputs(
 Expected<std::vector<HostArray>>
 partita::runOnCpuDevices(const Executable &program,
                          const std::vector<HostArray> &globalInputs,
-                         RunStatistics *statistics) {
+                         RunStatistics *statistics, PartialInputs policy) {
   Expected<std::vector<std::vector<HostArray>>> deviceInputs =
-      deviceInputBlocks(program, globalInputs);
+      deviceInputBlocks(program, globalInputs, policy);
   if (!deviceInputs)
     return deviceInputs.status();
   InProcessCommunicator communicator(program.mesh);

@@ -148,11 +148,18 @@ struct RunStatistics {
   std::vector<StepTimes> stepTimes;
 };
 
+/// How a partial-sum input's value is split over its partial group:
+/// random addends (what a test wants: every member's block matters), or
+/// the whole value on the group's first member and zeros on the others
+/// (exact: what feeding a computed value back wants).
+enum class PartialInputs { RandomAddends, FirstMember };
+
 /// The local blocks of program input `index` for every device (indexed by
 /// device id), from its global value, as deviceInputBlocks() makes them.
 Expected<std::vector<HostArray>>
 inputBlocksByDevice(const Executable &program, size_t index,
-                    const HostArray &global);
+                    const HostArray &global,
+                    PartialInputs policy = PartialInputs::RandomAddends);
 
 /// Every device's local input blocks (indexed by device id, then by program
 /// input) of `globalInputs`, sliced by each input's sharding; a partial-sum
@@ -161,7 +168,8 @@ inputBlocksByDevice(const Executable &program, size_t index,
 /// partial max/min input is given whole to every device.
 Expected<std::vector<std::vector<HostArray>>>
 deviceInputBlocks(const Executable &program,
-                  const std::vector<HostArray> &globalInputs);
+                  const std::vector<HostArray> &globalInputs,
+                  PartialInputs policy = PartialInputs::RandomAddends);
 
 /// Makes device `deviceId`'s backend, on the thread that will drive it
 /// (a GPU backend binds its device to that thread).
@@ -237,7 +245,8 @@ assembleOutputs(const Executable &program,
 Expected<std::vector<HostArray>>
 runOnCpuDevices(const Executable &program,
                 const std::vector<HostArray> &globalInputs,
-                RunStatistics *statistics = nullptr);
+                RunStatistics *statistics = nullptr,
+                PartialInputs policy = PartialInputs::RandomAddends);
 
 } // namespace partita
 
