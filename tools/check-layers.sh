@@ -26,6 +26,7 @@ LAYERS=(
   "codegen|include/partita/Codegen lib/Codegen|analysis runtime dialect-utils dialect sharding"
   "models|include/partita/Models lib/Models|dialect sharding"
   "conversion|include/partita/Conversion lib/Conversion|dialect-utils dialect sharding"
+  "pipelining|include/partita/Pipelining lib/Pipelining|codegen models transforms analysis runtime dialect-utils dialect sharding"
   "registration|include/partita/Partita.h include/partita/Registration.h lib/Registration|transforms analysis dialect-utils dialect sharding"
   "driver|include/partita/Driver lib/Driver|registration codegen analysis transforms models conversion runtime dialect-utils dialect sharding"
 )
@@ -42,6 +43,7 @@ layer_of_header() {
     partita/Codegen/*) echo codegen ;;
     partita/Models/*) echo models ;;
     partita/Conversion/*) echo conversion ;;
+    partita/Pipelining/*) echo pipelining ;;
     partita/Partita.h | partita/Registration.h) echo registration ;;
     partita/Driver/*) echo driver ;;
     *) echo unknown ;;
@@ -58,6 +60,7 @@ layer_of_library() {
     PartitaCodegen) echo codegen ;;
     PartitaModels) echo models ;;
     PartitaStableHLOToPartita) echo conversion ;;
+    PartitaPipelining) echo pipelining ;;
     PartitaRegistration) echo registration ;;
     PartitaDriver) echo driver ;;
     *) echo unknown ;;
