@@ -46,7 +46,8 @@ and optimizer state back each step.
 
 Options (defaults in brackets):
   --model M               mlp, gpt or moe (ffn has no loss)
-  --devices cpu:N         the devices [cpu:8]; cpu:1 trains unpartitioned
+  --devices cpu:N         the devices [cpu:8]; cpu:1 trains unpartitioned;
+                          cuda:N with --pp (each rank's programs on its GPUs)
   --mesh SPEC             the mesh [data=N]
   --rules PRESET|FILE     dp, zero1, zero2, fsdp, tp, dp+tp, fsdp+tp, tp+sp,
                           ep, or a JSON rules file [dp]; with --pp also
@@ -115,6 +116,9 @@ std::optional<int> parsePipelineRequest(const CommandLine &cl, long long pipe,
     if (!pipelined && cl.has(flag))
       return usageError(std::string(flag) +
                         " needs pipeline parallelism (--pp P)");
+  if (!pipelined && request.cuda)
+    return usageError("partita train runs on CPU devices (cpu:N) unless "
+                      "pipelined (--pp), got '" + request.devices + "'");
   if (!pipelined)
     return std::nullopt;
   if (pipe == 0)
@@ -173,9 +177,7 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
   Expected<DeviceSpec> deviceSpec = parseDeviceSpec(request.devices);
   if (!deviceSpec)
     return usageError(deviceSpec.status().message());
-  if (deviceSpec->isCuda())
-    return usageError("partita train runs on CPU devices (cpu:N), got '" +
-                      request.devices + "'");
+  request.cuda = deviceSpec->isCuda();
   request.count = static_cast<long>(deviceSpec->count);
   request.lowering.fuse = !cl.on("--no-fusion");
   auto integer = [&](const char *flag, long long fallback,

@@ -13,6 +13,7 @@
 
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
 #include "partita/Pipelining/Pipelining.h"
+#include "partita/Runtime/CUDA/CudaPlugin.h"
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -175,6 +176,24 @@ int partita::cli::trainPipelined(const CommandLine &cl,
                       "': " + error.message());
   printPipelineHeader(request, *step, *figures);
 
+  // On GPUs: each rank's programs on its own GPUs, through the plugin.
+  PipelineProgramRunner runProgram;
+  if (request.cuda) {
+    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+    if (!plugin) {
+      llvm::errs() << "error: " << plugin.status().message() << "\n";
+      return 1;
+    }
+    int64_t perRank = step->devicesPerRank;
+    runProgram = [cuda = *plugin, perRank](const Executable &program,
+                                           const std::vector<HostArray> &inputs,
+                                           int rank) {
+      CudaBackendOptions options;
+      options.firstDevice = static_cast<int>(rank * perRank);
+      options.partialInputs = PartialInputs::FirstMember;
+      return cuda->runOnDevices(program, inputs, options, nullptr);
+    };
+  }
   std::vector<HostArray> data;
   for (size_t k = 0; k < step->dataShapes.size(); ++k)
     data.push_back(HostArray::zeros(step->dataTypes[k], step->dataShapes[k]));
@@ -187,7 +206,7 @@ int partita::cli::trainPipelined(const CommandLine &cl,
   for (int64_t s = 0; s < request.steps; ++s) {
     Status status = (*source)->fill(s, dataPointers);
     Expected<PipelineStepResult> result =
-        status.ok() ? (*runner)->runStep(s, data)
+        status.ok() ? (*runner)->runStep(s, data, runProgram)
                     : Expected<PipelineStepResult>(status);
     if (result) {
       last = *result;

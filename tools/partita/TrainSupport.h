@@ -50,6 +50,8 @@ struct TrainRequest {
   Mesh rankMesh;
   /// --check: compare with the non-pipelined step on one device.
   bool check = false;
+  /// --devices cuda:N (pipelined steps only).
+  bool cuda = false;
 };
 
 std::optional<int> parseTrainRequest(const CommandLine &cl,

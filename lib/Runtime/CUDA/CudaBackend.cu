@@ -328,7 +328,7 @@ runOnCudaDevices(const Executable &program,
   if (gpus == 0)
     return Status::error(why);
   Expected<std::vector<std::vector<HostArray>>> inputs =
-      deviceInputBlocks(program, globalInputs);
+      deviceInputBlocks(program, globalInputs, options.partialInputs);
   if (!inputs)
     return inputs.status();
   int64_t devices = program.mesh.numDevices();
@@ -336,7 +336,7 @@ runOnCudaDevices(const Executable &program,
   std::vector<int> gpuOf(devices);
   for (int64_t d = 0; d < devices; ++d) {
     all[d] = d;
-    gpuOf[d] = static_cast<int>(d % gpus);
+    gpuOf[d] = static_cast<int>((options.firstDevice + d) % gpus);
   }
   // Every device on its own GPU: NCCL. Logical devices sharing GPUs: the
   // device-memory communicator where one process can address all their
@@ -351,7 +351,9 @@ runOnCudaDevices(const Executable &program,
     owned = std::move(*created);
     collectives = CudaCollectives::Nccl;
   } else if (!options.forceStaging && devices > 1 &&
-             enablePeerAccess(std::min<int64_t>(gpus, devices))) {
+             enablePeerAccess(options.firstDevice == 0
+                                  ? std::min<int64_t>(gpus, devices)
+                                  : gpus)) {
     owned = createDeviceCommunicator(program.mesh);
     collectives = CudaCollectives::DeviceMemory;
   } else {

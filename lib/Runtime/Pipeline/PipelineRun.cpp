@@ -248,8 +248,15 @@ private:
 } // namespace
 
 Expected<PipelineStepResult>
-PipelineRunner::runStep(int64_t stepNumber,
-                        const std::vector<HostArray> &data) {
+PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
+                        const PipelineProgramRunner &run) {
+  PipelineProgramRunner runProgram =
+      run ? run
+          : [](const Executable &program, const std::vector<HostArray> &inputs,
+               int) {
+              return runOnCpuDevices(program, inputs, nullptr,
+                                     PartialInputs::FirstMember);
+            };
   const PipelinedStep &step = state->step;
   const PipelineSchedule &schedule = step.schedule;
   int64_t m = schedule.microBatches;
@@ -327,8 +334,7 @@ PipelineRunner::runStep(int64_t stepNumber,
       }
       Clock::time_point started = Clock::now();
       Expected<std::vector<HostArray>> outputs =
-          runOnCpuDevices(program.executable, inputs, nullptr,
-                          PartialInputs::FirstMember);
+          runProgram(program.executable, inputs, rank);
       Clock::time_point ended = Clock::now();
       if (!outputs) {
         fail(Status::error(describePipeAction(action) + ": " +
@@ -382,9 +388,8 @@ PipelineRunner::runStep(int64_t stepNumber,
       std::memcpy(stage.updateInputs[stage.layout.stepInput].bytes.data(),
                   &number, 4);
     }
-    Expected<std::vector<HostArray>> outputs =
-        runOnCpuDevices(update, stage.updateInputs, nullptr,
-                        PartialInputs::FirstMember);
+    Expected<std::vector<HostArray>> outputs = runProgram(
+        update, stage.updateInputs, schedule.rankOfStage(static_cast<int>(s)));
     if (!outputs)
       return Status::error("stage " + std::to_string(s) +
                            "'s update: " + outputs.status().message());

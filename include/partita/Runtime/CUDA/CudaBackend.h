@@ -34,6 +34,11 @@ struct CudaBackendOptions {
   /// of NCCL (every device on its own GPU) or the device-memory
   /// communicator (logical devices sharing GPUs): a baseline to compare.
   bool forceStaging = false;
+  /// runOnCudaDevices: logical device d runs on GPU (firstDevice + d) modulo
+  /// the GPUs (a pipeline rank's devices start past the earlier ranks').
+  int firstDevice = 0;
+  /// runOnCudaDevices: how a partial-sum input is split (Executable.h).
+  PartialInputs partialInputs = PartialInputs::RandomAddends;
 };
 
 /// A backend on CUDA device `device`.

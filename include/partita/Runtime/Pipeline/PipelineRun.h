@@ -14,6 +14,7 @@
 
 #include "partita/Runtime/Pipeline/PipelinedStep.h"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -32,6 +33,14 @@ struct PipelineStepResult {
   std::vector<int64_t> peakHeldBytes;
 };
 
+/// Runs one stage program of pipeline rank `rank` on that rank's devices:
+/// global inputs in, global outputs out. A partial-sum input must go whole
+/// to its group's first member (PartialInputs::FirstMember), or rounding
+/// noise enters the fed-back gradient sums. Default: CPU device threads.
+using PipelineProgramRunner = std::function<Expected<std::vector<HostArray>>(
+    const Executable &program, const std::vector<HostArray> &inputs,
+    int rank)>;
+
 /// A pipelined train step with its parameters and optimizer state.
 class PipelineRunner {
 public:
@@ -42,9 +51,11 @@ public:
   create(const PipelinedStep &step, uint64_t seed);
 
   /// Runs step `stepNumber` (the optimizer's step count) on `data`, the
-  /// step's data inputs holding the whole batch.
-  Expected<PipelineStepResult> runStep(int64_t stepNumber,
-                                       const std::vector<HostArray> &data);
+  /// step's data inputs holding the whole batch, each program through
+  /// `run` (empty: CPU device threads).
+  Expected<PipelineStepResult>
+  runStep(int64_t stepNumber, const std::vector<HostArray> &data,
+          const PipelineProgramRunner &run = {});
 
   /// The parameters, in the whole model's order.
   std::vector<HostArray> parameters() const;
