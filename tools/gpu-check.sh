@@ -9,7 +9,9 @@
 #   3. runs the Executables compiled here (tools/make-gpu-inputs.sh: GPT on
 #      cuda:1 and on 8 logical devices, bf16 GPT, MoE, an FSDP train step)
 #      against the outputs the CPU devices computed here;
-#   4. measures einsum against cuBLAS and the logical-device all_reduce
+#   4. runs pipelined GPT train steps (partita-exec train) against the
+#      losses of the CPU run here;
+#   5. measures einsum against cuBLAS and the logical-device all_reduce
 #      (bench/cuda.cpp).
 # Run here first: bash tools/make-gpu-inputs.sh; then carry
 # build/gpu-inputs to the GPU machine (it holds the nlohmann-json headers
@@ -85,6 +87,17 @@ for name in gpt8 moe8; do
       || { tail -20 "$OUT/$name.$mode.txt"; exit 1; }
     log "$name on cuda:8, collectives in $mode memory: $(grep -o 'step: median [0-9.]* ms' "$OUT/$name.$mode.txt")"
   done
+done
+log "== pipelined GPT train steps (pipe=2, 4 micro-batches), losses against the CPU run"
+for schedule in 1f1b zb; do
+  if build-gpu/bin/partita-exec train "$INPUTS/gpt-pp-$schedule" --devices cuda:8 \
+      --steps 3 --expect "$INPUTS/gpt-pp-$schedule.losses.csv" --tolerance 1e-3 \
+      > "$OUT/gpt-pp-$schedule.txt" 2>&1; then
+    log "gpt-pp $schedule on cuda:8: $(grep -E '^losses against' "$OUT/gpt-pp-$schedule.txt")"
+    grep -E "^step |bubble" "$OUT/gpt-pp-$schedule.txt" | tee -a "$OUT/figures.txt"
+  else
+    log "gpt-pp $schedule on cuda:8: FAILED"; tail -20 "$OUT/gpt-pp-$schedule.txt"; exit 1
+  fi
 done
 log "== benchmarks (einsum vs cuBLAS, logical-device all_reduce vs memcpy)"
 build-gpu/bin/partita-bench-cuda 2>&1 | tee "$OUT/bench.txt" | tee -a "$OUT/figures.txt"

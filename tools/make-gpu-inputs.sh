@@ -36,6 +36,17 @@ for entry in "${programs[@]}"; do
     > "$OUT/$name.cpu.txt"
   echo "$name $devices" >> "$OUT/programs.txt"
 done
+# A pipelined GPT train step (pipe=2 beside data=2,model=2, 1F1B and
+# zero-bubble over 4 micro-batches): the step directories and the losses of
+# 3 steps on the CPU devices here.
+"$BIN/partita" gen gpt -o "$OUT/gpt-pp.mlir"
+for schedule in 1f1b zb; do
+  "$BIN/partita" compile "$OUT/gpt-pp.mlir" --train --pp 2 \
+    --mesh pipe=2,data=2,model=2 --rules dp+tp --micro-batches 4 \
+    --schedule "$schedule" -o "$OUT/gpt-pp-$schedule" > /dev/null
+  "$BIN/partita-exec" train "$OUT/gpt-pp-$schedule" --steps 3 \
+    --losses "$OUT/gpt-pp-$schedule.losses.csv" > "$OUT/gpt-pp-$schedule.cpu.txt"
+done
 # The GPT forward benchmark (bf16, d_model 4096, 32 heads, seq 2048, batch 8,
 # 4 layers, vocab 32000) on one GPU: compiled here, timed there; no CPU
 # reference (3.7e13 FLOPs a step).

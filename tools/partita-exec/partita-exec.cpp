@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "../common/CommandLine.h"
 #include "../common/RuntimeBackends.h"
+#include "TrainPipeline.h"
 
 #include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/RunSupport.h"
@@ -107,6 +108,27 @@ const std::vector<Subcommand> &subcommands() {
        1,
        {},
        describeCommand},
+      {"train",
+       "DIR",
+       "run a pipelined train step (partita compile --train --pp -o DIR) "
+       "for some steps on deterministic data, each pipeline rank on its own "
+       "devices, and print the losses and the measured timeline",
+       1,
+       1,
+       {{"--devices", "KIND:N",
+         "cpu:N (default: threads) or cuda:N; N is ranks x devices per rank",
+         false},
+        {"--steps", "K", "train steps (default 3)", false},
+        {"--seed", "S", "seed of the parameters and data (default 0)", false},
+        {"--losses", "FILE", "write the losses as CSV", false},
+        {"--expect", "FILE",
+         "compare the losses with a CSV --losses wrote (exit 1 on a "
+         "mismatch)",
+         false},
+        {"--tolerance", "X", "relative tolerance of --expect (default 1e-4)",
+         false},
+        {"--tf32", nullptr, "with cuda: f32 einsums may use TF32", false}},
+       trainPipelineCommand},
       {"run",
        "PROGRAM.exe",
        "run a compiled Executable on the CPU devices of its mesh (threads), "

@@ -54,7 +54,8 @@ Options:
                          pass over their elements)
   --pp <P>               with --train: pipeline parallelism over the mesh's
                          `pipe` axis of size P; prints the stages and the
-                         schedule, --report writes their figures
+                         schedule, --report writes their figures, -o DIR
+                         writes the step for 'partita-exec train DIR'
                          (docs/Pipeline.md)
   --schedule <s>         with --pp: gpipe, 1f1b (default), interleaved, zb
   --virtual-stages <v>   with --schedule interleaved: stages per rank [2]

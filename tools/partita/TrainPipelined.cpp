@@ -14,6 +14,7 @@
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
 #include "partita/Pipelining/Pipelining.h"
 #include "partita/Runtime/CUDA/CudaPlugin.h"
+#include "partita/Runtime/Pipeline/PipelinedStepFile.h"
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -334,7 +335,10 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
     llvm::errs() << "error: " << figures.status().message() << "\n";
     return 1;
   }
-  if (!writeOutputFile(cl.output, [&](llvm::raw_ostream &os) {
+  if (cl.output != "-")
+    if (Status written = writePipelinedStep(*step, cl.output); !written.ok())
+      return usageError(written.message());
+  if (!writeOutputFile("-", [&](llvm::raw_ostream &os) {
         os << "pipeline of " << step->schedule.stages() << " stages on "
            << pipe << " ranks of mesh " << rankMesh->toString() << ", "
            << scheduleKindName(*kind) << ", " << compile.microBatches

@@ -1,0 +1,221 @@
+//===- TrainPipeline.cpp - partita-exec train -----------------------------===//
+//
+// Runs a pipelined train step the compiler wrote (`partita compile --train
+// --pp -o DIR`, docs/Pipeline.md) for a number of steps, on CPU device
+// threads or, through the CUDA plugin, on GPUs: each pipeline rank's
+// programs on its own devices. Data are deterministic per seed and step, so
+// a run on one machine can be compared with a run on another (--losses
+// writes the losses, --expect compares with them).
+//
+//===----------------------------------------------------------------------===//
+#include "TrainPipeline.h"
+
+#include "../common/RuntimeBackends.h"
+
+#include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/IO/Files.h"
+#include "partita/Runtime/Pipeline/PipelineRun.h"
+#include "partita/Runtime/Training/TrainLoop.h"
+#include "partita/Runtime/Pipeline/PipelinedStepFile.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+using namespace partita;
+using namespace partita::tools;
+
+namespace {
+
+/// Step `step`'s data: integers in [0, 4) (valid token ids for any model),
+/// floats uniform in [-1, 1], from `seed`.
+void fillData(const PipelinedStep &pipelined, int64_t step, uint64_t seed,
+              std::vector<HostArray> &data) {
+  data.clear();
+  for (size_t k = 0; k < pipelined.dataShapes.size(); ++k) {
+    HostArray array =
+        HostArray::zeros(pipelined.dataTypes[k], pipelined.dataShapes[k]);
+    std::mt19937_64 random(seed * 1000003ULL + static_cast<uint64_t>(step) *
+                                                   7919ULL + k);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    bool isFloat = array.dtype == DType::F32 || array.dtype == DType::F64 ||
+                   array.dtype == DType::BF16 || array.dtype == DType::F16;
+    size_t size = dtypeSize(array.dtype);
+    for (int64_t e = 0; e < array.numElements(); ++e) {
+      double value =
+          isFloat ? uniform(random) : static_cast<double>(random() % 4);
+      uint8_t *at = array.bytes.data() + e * size;
+      float narrow = static_cast<float>(value);
+      uint16_t half = 0;
+      int32_t i32 = static_cast<int32_t>(value);
+      int64_t i64 = static_cast<int64_t>(value);
+      switch (array.dtype) {
+      case DType::F64:
+        std::memcpy(at, &value, 8);
+        break;
+      case DType::F32:
+        std::memcpy(at, &narrow, 4);
+        break;
+      case DType::BF16:
+        half = cpu::floatToBFloat16(narrow);
+        std::memcpy(at, &half, 2);
+        break;
+      case DType::F16:
+        half = cpu::floatToHalf(narrow);
+        std::memcpy(at, &half, 2);
+        break;
+      case DType::I64:
+        std::memcpy(at, &i64, 8);
+        break;
+      default: // I32 and narrower integers: little-endian low bytes
+        std::memcpy(at, &i32, size < 4 ? size : 4);
+        break;
+      }
+    }
+    data.push_back(std::move(array));
+  }
+}
+
+Expected<std::vector<double>> readLosses(const std::string &path) {
+  std::ifstream file(path);
+  if (!file)
+    return Status::error("cannot read '" + path + "'");
+  std::vector<double> losses;
+  std::string line;
+  std::getline(file, line); // step,loss,seconds
+  while (std::getline(file, line)) {
+    size_t comma = line.find(',');
+    if (comma == std::string::npos)
+      return Status::error(path + ": malformed line '" + line + "'");
+    char *end = nullptr;
+    double loss = std::strtod(line.c_str() + comma + 1, &end);
+    if (!end || (*end != ',' && *end != '\0'))
+      return Status::error(path + ": malformed line '" + line + "'");
+    losses.push_back(loss);
+  }
+  return losses;
+}
+
+} // namespace
+
+Status partita::tools::trainPipelineCommand(const Arguments &args) {
+  Expected<PipelinedStep> step = readPipelinedStep(args.positional[0]);
+  if (!step)
+    return step.status();
+  const PipelineSchedule &schedule = step->schedule;
+  int64_t devices = schedule.ranks * step->devicesPerRank;
+  DeviceSpec spec;
+  spec.count = devices;
+  if (args.has("--devices")) {
+    Expected<DeviceSpec> parsed = parseDeviceSpec(args.get("--devices"));
+    if (!parsed)
+      return parsed.status();
+    spec = *parsed;
+    if (Status status = checkDeviceCount(
+            "the pipelined step (" + std::to_string(schedule.ranks) +
+                " ranks of " + std::to_string(step->devicesPerRank) +
+                " devices)",
+            devices, spec.count);
+        !status.ok())
+      return status;
+  }
+  auto positive = [&](const char *flag, long fallback) -> Expected<long> {
+    std::string text = args.get(flag, std::to_string(fallback));
+    char *end = nullptr;
+    long value = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end || value < 0)
+      return Status::error(std::string(flag) +
+                           " must be a non-negative integer, got '" + text +
+                           "'");
+    return value;
+  };
+  Expected<long> steps = positive("--steps", 3);
+  Expected<long> seed = positive("--seed", 0);
+  if (!steps || !seed)
+    return (steps ? seed.status() : steps.status());
+
+  PipelineProgramRunner run;
+  if (spec.isCuda()) {
+    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+    if (!plugin)
+      return plugin.status();
+    int64_t perRank = step->devicesPerRank;
+    bool tf32 = args.has("--tf32");
+    run = [cuda = *plugin, perRank, tf32](const Executable &program,
+                                          const std::vector<HostArray> &inputs,
+                                          int rank) {
+      CudaBackendOptions options;
+      options.allowTF32 = tf32;
+      options.firstDevice = static_cast<int>(rank * perRank);
+      options.partialInputs = PartialInputs::FirstMember;
+      return cuda->runOnDevices(program, inputs, options, nullptr);
+    };
+  }
+  Expected<std::unique_ptr<PipelineRunner>> runner =
+      PipelineRunner::create(*step, static_cast<uint64_t>(*seed));
+  if (!runner)
+    return runner.status();
+  std::printf("pipelined step: %d stages on %d ranks of %lld devices (%s), "
+              "%s, %d micro-batches\n",
+              schedule.stages(), schedule.ranks,
+              static_cast<long long>(step->devicesPerRank),
+              spec.toString().c_str(), scheduleKindName(schedule.kind),
+              schedule.microBatches);
+  std::vector<double> losses, seconds;
+  std::vector<HostArray> data;
+  PipelineStepResult last;
+  for (long s = 0; s < *steps; ++s) {
+    fillData(*step, s, static_cast<uint64_t>(*seed), data);
+    Expected<PipelineStepResult> result = (*runner)->runStep(s, data, run);
+    if (!result)
+      return Status::error("step " + std::to_string(s) + ": " +
+                           result.status().message());
+    losses.push_back(result->loss);
+    seconds.push_back(result->seconds);
+    std::printf("step %ld loss %.9g in %.1f ms (bubble %.3f)\n", s + 1,
+                result->loss, result->seconds * 1e3,
+                result->timeline.bubbleFraction);
+    last = std::move(*result);
+  }
+  if (*steps > 0) {
+    std::printf("measured timeline of the last step:\n%s",
+                renderTimeline(last.timeline, 72).c_str());
+    std::printf("peak bytes held per rank:");
+    for (int64_t bytes : last.peakHeldBytes)
+      std::printf(" %lld", static_cast<long long>(bytes));
+    std::printf("\n");
+  }
+  if (args.has("--losses")) {
+    std::string csv = lossCsv(losses, seconds);
+    if (Status status = writeFileAtomically(args.get("--losses"), csv);
+        !status.ok())
+      return status;
+  }
+  if (args.has("--expect")) {
+    Expected<std::vector<double>> expected = readLosses(args.get("--expect"));
+    if (!expected)
+      return expected.status();
+    double tolerance = 1e-4;
+    if (args.has("--tolerance"))
+      tolerance = std::strtod(args.get("--tolerance").c_str(), nullptr);
+    if (expected->size() != losses.size())
+      return Status::error(args.get("--expect") + " holds " +
+                           std::to_string(expected->size()) +
+                           " losses, this run made " +
+                           std::to_string(losses.size()));
+    double worst = 0;
+    for (size_t i = 0; i < losses.size(); ++i)
+      worst = std::max(worst, std::fabs(losses[i] - (*expected)[i]) /
+                                  std::max(1e-12, std::fabs((*expected)[i])));
+    std::printf("losses against %s: largest relative difference %.2e "
+                "(tolerance %.0e): %s\n",
+                args.get("--expect").c_str(), worst, tolerance,
+                worst <= tolerance ? "same" : "DIFFERENT");
+    if (worst > tolerance)
+      return Status::error("the losses differ from " + args.get("--expect"));
+  }
+  return Status::success();
+}
