@@ -10,7 +10,13 @@ step's timeline, written to pipeline.json). The peer is Partita without
 pipelining in the same run: data parallelism over the 8 devices with the
 same 8 micro-batches of gradient accumulation (`--mesh data=8`).
 
-    python3 bench/pipeline.py [--partita build/bin/partita] [--steps 6]
+With --mpi it also runs the 1F1B step the compiler writes (`partita compile
+--train --pp P -o DIR`) through `partita-exec train`: its P pipeline ranks as
+threads of one process, and as P processes under mpirun (`--distributed`,
+activations and gradients crossing processes as MPI messages), in the same
+run; losses must agree.
+
+    python3 bench/pipeline.py [--partita build/bin/partita] [--steps 6] [--mpi]
 """
 import argparse
 import csv
@@ -44,10 +50,53 @@ def run(partita, steps, mesh, extra, output):
     return step, report
 
 
+def median_step_seconds(path):
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    seconds = [float(row["seconds"]) for row in rows]
+    losses = [row["loss"] for row in rows]
+    return statistics.median(seconds[1:] if len(seconds) > 1 else seconds), losses
+
+
+def run_mpi(partita, steps, scratch):
+    exe = os.path.join(os.path.dirname(partita), "partita-exec")
+    model = os.path.join(scratch, "gpt.mlir")
+    with open(model, "w") as f:
+        subprocess.run([partita, "gen", "gpt", *MODEL[2:]], stdout=f,
+                       check=True)
+    print()
+    print("| pp | one process, ranks as threads: step ms | P processes "
+          "(mpirun): step ms | threads / processes |")
+    print("|---|---|---|---|")
+    for pp in (2, 4):
+        step_dir = os.path.join(scratch, f"step{pp}")
+        subprocess.run([partita, "compile", model, "--train", "--pp", str(pp),
+                        "--mesh", f"pipe={pp},data={8 // pp}", "--rules", "dp",
+                        "--micro-batches", str(MICRO), "-o", step_dir],
+                       check=True, stdout=subprocess.DEVNULL)
+        here = os.path.join(scratch, f"here{pp}.csv")
+        there = os.path.join(scratch, f"mpi{pp}.csv")
+        subprocess.run([exe, "train", step_dir, "--steps", str(steps),
+                        "--losses", here], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root",
+                        "-np", str(pp), exe, "train", step_dir, "--steps",
+                        str(steps), "--distributed", "--losses", there],
+                       check=True, stdout=subprocess.DEVNULL)
+        threads, losses_here = median_step_seconds(here)
+        processes, losses_there = median_step_seconds(there)
+        if losses_here != losses_there:
+            sys.exit(f"pp={pp}: losses differ: {losses_here} {losses_there}")
+        print(f"| {pp} | {threads * 1e3:.1f} | {processes * 1e3:.1f} | "
+              f"{threads / processes:.2f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partita", default="build/bin/partita")
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--mpi", action="store_true",
+                        help="also pipeline ranks as processes under mpirun")
     args = parser.parse_args()
     tokens = 32 * 64
     with tempfile.TemporaryDirectory() as scratch:
@@ -73,6 +122,8 @@ def main():
                       f"{report['measured_bubble_fraction']:.3f} | "
                       f"{report['per_rank'][0]['measured_peak_held_bytes']:,} | "
                       f"{tokens / step:,.0f} | {base / step:.2f} |")
+        if args.mpi:
+            run_mpi(args.partita, args.steps, scratch)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@
 #include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 #include "partita/Runtime/Training/TrainLoop.h"
+#include "partita/Runtime/MPI/MpiPlugin.h"
+#include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Runtime/Pipeline/PipelinedStepFile.h"
 
 #include <cmath>
@@ -99,88 +101,13 @@ Expected<std::vector<double>> readLosses(const std::string &path) {
   return losses;
 }
 
-} // namespace
-
-Status partita::tools::trainPipelineCommand(const Arguments &args) {
-  Expected<PipelinedStep> step = readPipelinedStep(args.positional[0]);
-  if (!step)
-    return step.status();
-  const PipelineSchedule &schedule = step->schedule;
-  int64_t devices = schedule.ranks * step->devicesPerRank;
-  DeviceSpec spec;
-  spec.count = devices;
-  if (args.has("--devices")) {
-    Expected<DeviceSpec> parsed = parseDeviceSpec(args.get("--devices"));
-    if (!parsed)
-      return parsed.status();
-    spec = *parsed;
-    if (Status status = checkDeviceCount(
-            "the pipelined step (" + std::to_string(schedule.ranks) +
-                " ranks of " + std::to_string(step->devicesPerRank) +
-                " devices)",
-            devices, spec.count);
-        !status.ok())
-      return status;
-  }
-  auto positive = [&](const char *flag, long fallback) -> Expected<long> {
-    std::string text = args.get(flag, std::to_string(fallback));
-    char *end = nullptr;
-    long value = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || !end || *end || value < 0)
-      return Status::error(std::string(flag) +
-                           " must be a non-negative integer, got '" + text +
-                           "'");
-    return value;
-  };
-  Expected<long> steps = positive("--steps", 3);
-  Expected<long> seed = positive("--seed", 0);
-  if (!steps || !seed)
-    return (steps ? seed.status() : steps.status());
-
-  PipelineProgramRunner run;
-  if (spec.isCuda()) {
-    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
-    if (!plugin)
-      return plugin.status();
-    int64_t perRank = step->devicesPerRank;
-    bool tf32 = args.has("--tf32");
-    run = [cuda = *plugin, perRank, tf32](const Executable &program,
-                                          const std::vector<HostArray> &inputs,
-                                          int rank) {
-      CudaBackendOptions options;
-      options.allowTF32 = tf32;
-      options.firstDevice = static_cast<int>(rank * perRank);
-      options.partialInputs = PartialInputs::FirstMember;
-      return cuda->runOnDevices(program, inputs, options, nullptr);
-    };
-  }
-  Expected<std::unique_ptr<PipelineRunner>> runner =
-      PipelineRunner::create(*step, static_cast<uint64_t>(*seed));
-  if (!runner)
-    return runner.status();
-  std::printf("pipelined step: %d stages on %d ranks of %lld devices (%s), "
-              "%s, %d micro-batches\n",
-              schedule.stages(), schedule.ranks,
-              static_cast<long long>(step->devicesPerRank),
-              spec.toString().c_str(), scheduleKindName(schedule.kind),
-              schedule.microBatches);
-  std::vector<double> losses, seconds;
-  std::vector<HostArray> data;
-  PipelineStepResult last;
-  for (long s = 0; s < *steps; ++s) {
-    fillData(*step, s, static_cast<uint64_t>(*seed), data);
-    Expected<PipelineStepResult> result = (*runner)->runStep(s, data, run);
-    if (!result)
-      return Status::error("step " + std::to_string(s) + ": " +
-                           result.status().message());
-    losses.push_back(result->loss);
-    seconds.push_back(result->seconds);
-    std::printf("step %ld loss %.9g in %.1f ms (bubble %.3f)\n", s + 1,
-                result->loss, result->seconds * 1e3,
-                result->timeline.bubbleFraction);
-    last = std::move(*result);
-  }
-  if (*steps > 0) {
+/// What process 0 prints and checks after the steps: the measured
+/// timeline, the peaks, the losses written (--losses) and compared
+/// (--expect).
+Status reportRun(const Arguments &args, const std::vector<double> &losses,
+                 const std::vector<double> &seconds,
+                 const PipelineStepResult &last, bool ran) {
+  if (ran) {
     std::printf("measured timeline of the last step:\n%s",
                 renderTimeline(last.timeline, 72).c_str());
     std::printf("peak bytes held per rank:");
@@ -217,5 +144,192 @@ Status partita::tools::trainPipelineCommand(const Arguments &args) {
     if (worst > tolerance)
       return Status::error("the losses differ from " + args.get("--expect"));
   }
+  std::fflush(stdout);
   return Status::success();
+}
+
+} // namespace
+
+namespace {
+
+/// The processes of a `train --distributed` run (null: this process alone)
+/// and how each reports: every process names itself in its errors, and
+/// only process 0 speaks for the run.
+struct Processes {
+  std::unique_ptr<PipelinePeers> peers;
+  bool speaks() const { return !peers || peers->process() == 0; }
+  /// `status` as this process's error, printed here under MPI (where every
+  /// process prints its own) and returned silent; as is otherwise.
+  Status report(Status status) const {
+    if (!peers || status.ok() || status.message().empty())
+      return status;
+    std::string line = "error: rank " + std::to_string(peers->process()) +
+                       ": " + status.message() + "\n";
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+    return Status::error("");
+  }
+  /// After a failure in the middle of a step: messages to or from this
+  /// process may never complete, so it leaves at once.
+  [[noreturn]] void abandon(const Status &status) const {
+    report(status);
+    std::fflush(stdout);
+    peers->exitAfterFailure(1);
+  }
+};
+
+Expected<Processes> startProcesses(const Arguments &args) {
+  Processes processes;
+  if (!args.has("--distributed")) {
+    if (args.has("--timeout"))
+      return Status::error("--timeout applies to --distributed runs");
+    return processes;
+  }
+  std::chrono::milliseconds timeout = defaultDistributedTimeout;
+  if (args.has("--timeout")) {
+    Expected<int64_t> parsed = parseTimeoutMilliseconds(args.get("--timeout"));
+    if (!parsed)
+      return parsed.status();
+    timeout = std::chrono::milliseconds(*parsed);
+  }
+  Expected<const MpiPlugin *> mpi = loadMpiPlugin();
+  if (!mpi)
+    return mpi.status();
+  Expected<std::unique_ptr<PipelinePeers>> peers =
+      (*mpi)->createPipelinePeers(timeout);
+  if (!peers)
+    return peers.status();
+  processes.peers = std::move(*peers);
+  return processes;
+}
+
+} // namespace
+
+Status partita::tools::trainPipelineCommand(const Arguments &args) {
+  Expected<Processes> started = startProcesses(args);
+  if (!started)
+    return started.status();
+  const Processes &processes = *started;
+  PipelinePeers *peers = processes.peers.get();
+  // Every process reads the directory (on one host, or a shared file
+  // system) and all agree that they could before any step starts.
+  Expected<PipelinedStep> step = readPipelinedStep(args.positional[0]);
+  if (peers) {
+    Expected<bool> everyone =
+        peers->allTrue(static_cast<bool>(step), "reading the step");
+    if (!everyone)
+      processes.abandon(everyone.status());
+    if (step && !*everyone)
+      return processes.report(
+          Status::error("another process could not read the step"));
+  }
+  if (!step)
+    return processes.report(step.status());
+  const PipelineSchedule &schedule = step->schedule;
+  int64_t devices = schedule.ranks * step->devicesPerRank;
+  DeviceSpec spec;
+  spec.count = devices;
+  if (args.has("--devices")) {
+    Expected<DeviceSpec> parsed = parseDeviceSpec(args.get("--devices"));
+    if (!parsed)
+      return processes.report(parsed.status());
+    spec = *parsed;
+    if (Status status = checkDeviceCount(
+            "the pipelined step (" + std::to_string(schedule.ranks) +
+                " ranks of " + std::to_string(step->devicesPerRank) +
+                " devices)",
+            devices, spec.count);
+        !status.ok())
+      return processes.report(status);
+  }
+  auto positive = [&](const char *flag, long fallback) -> Expected<long> {
+    std::string text = args.get(flag, std::to_string(fallback));
+    char *end = nullptr;
+    long value = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end || value < 0)
+      return Status::error(std::string(flag) +
+                           " must be a non-negative integer, got '" + text +
+                           "'");
+    return value;
+  };
+  Expected<long> steps = positive("--steps", 3);
+  Expected<long> seed = positive("--seed", 0);
+  if (!steps || !seed)
+    return processes.report(steps ? seed.status() : steps.status());
+
+  Expected<std::unique_ptr<PipelineRunner>> runner =
+      PipelineRunner::create(*step, static_cast<uint64_t>(*seed), peers);
+  if (!runner)
+    return processes.report(runner.status());
+  PipelineProgramRunner run;
+  if (spec.isCuda()) {
+    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+    if (!plugin)
+      return processes.report(plugin.status());
+    int64_t perRank = step->devicesPerRank;
+    // Under MPI the processes of a host split its GPUs in order, each
+    // taking its ranks' devices.
+    int ranksHere = peers ? schedule.ranks / peers->processes() : 0;
+    int64_t firstOfProcess =
+        peers ? peers->localProcess() * ranksHere * perRank : 0;
+    bool tf32 = args.has("--tf32");
+    run = [cuda = *plugin, perRank, tf32, ranksHere,
+           firstOfProcess](const Executable &program,
+                           const std::vector<HostArray> &inputs, int rank) {
+      CudaBackendOptions options;
+      options.allowTF32 = tf32;
+      int64_t rankHere = ranksHere > 0 ? rank % ranksHere : rank;
+      options.firstDevice =
+          static_cast<int>(firstOfProcess + rankHere * perRank);
+      options.partialInputs = PartialInputs::FirstMember;
+      return cuda->runOnDevices(program, inputs, options, nullptr);
+    };
+  }
+  if (processes.speaks()) {
+    std::printf("pipelined step: %d stages on %d ranks of %lld devices (%s), "
+                "%s, %d micro-batches\n",
+                schedule.stages(), schedule.ranks,
+                static_cast<long long>(step->devicesPerRank),
+                spec.toString().c_str(), scheduleKindName(schedule.kind),
+                schedule.microBatches);
+    if (peers)
+      std::printf("distributed: %d processes, %d pipeline rank(s) each "
+                  "with its devices\n",
+                  peers->processes(), schedule.ranks / peers->processes());
+    std::fflush(stdout);
+  }
+  std::vector<double> losses, seconds;
+  std::vector<HostArray> data;
+  PipelineStepResult last;
+  for (long s = 0; s < *steps; ++s) {
+    fillData(*step, s, static_cast<uint64_t>(*seed), data);
+    Expected<PipelineStepResult> result = (*runner)->runStep(s, data, run);
+    if (!result) {
+      Status failed = Status::error("step " + std::to_string(s) + ": " +
+                                    result.status().message());
+      if (peers)
+        processes.abandon(failed);
+      return failed;
+    }
+    losses.push_back(result->loss);
+    seconds.push_back(result->seconds);
+    if (processes.speaks())
+      std::printf("step %ld loss %.9g in %.1f ms (bubble %.3f)\n", s + 1,
+                  result->loss, result->seconds * 1e3,
+                  result->timeline.bubbleFraction);
+    last = std::move(*result);
+  }
+  Status verdict = processes.speaks() ? reportRun(args, losses, seconds, last,
+                                                  *steps > 0)
+                                      : Status::success();
+  if (!peers)
+    return verdict;
+  Expected<bool> agreed = peers->allTrue(verdict.ok(), "the check");
+  if (!agreed)
+    processes.abandon(agreed.status());
+  if (!verdict.ok())
+    return processes.report(verdict);
+  return *agreed ? Status::success()
+                 : processes.report(Status::error(
+                       "process 0 found that the losses do not match"));
 }

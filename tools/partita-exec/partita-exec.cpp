@@ -127,7 +127,16 @@ const std::vector<Subcommand> &subcommands() {
          false},
         {"--tolerance", "X", "relative tolerance of --expect (default 1e-4)",
          false},
-        {"--tf32", nullptr, "with cuda: f32 einsums may use TF32", false}},
+        {"--tf32", nullptr, "with cuda: f32 einsums may use TF32", false},
+        {"--distributed", nullptr,
+         "run as one of the processes mpirun started: the pipeline ranks "
+         "are dealt out to the processes in blocks, and values crossing "
+         "processes go as MPI messages (docs/Pipeline.md)",
+         false},
+        {"--timeout", "SECONDS",
+         "with --distributed: fail a wait that makes no progress for this "
+         "long (default 60)",
+         false}},
        trainPipelineCommand},
       {"run",
        "PROGRAM.exe",

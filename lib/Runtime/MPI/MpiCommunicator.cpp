@@ -47,20 +47,6 @@ using namespace mpi_exchange;
 
 namespace {
 
-/// Parses PARTITA_DEBUG_STOP=RANK:K (tests): RANK stops itself with
-/// SIGSTOP as it starts its K-th cross-process exchange.
-int64_t debugStopExchange(int rank) {
-  const char *spec = std::getenv("PARTITA_DEBUG_STOP");
-  if (!spec)
-    return 0;
-  int stopRank = -1;
-  long long exchange = 0;
-  if (std::sscanf(spec, "%d:%lld", &stopRank, &exchange) != 2 ||
-      stopRank != rank)
-    return 0;
-  return exchange;
-}
-
 } // namespace
 
 class MpiCommunicator final : public CallForwardingCommunicator {
@@ -70,7 +56,7 @@ public:
       : process(process), meshValue(std::move(mesh)),
         layout(std::move(layout)), timeout(timeout),
         local(meshValue, timeout * 2),
-        stopAtExchange(debugStopExchange(process.rank())) {}
+        stopAtExchange(debugStopPoint(process.rank())) {}
 
   ~MpiCommunicator() override {
     if (aborted)

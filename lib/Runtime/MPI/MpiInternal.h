@@ -62,6 +62,13 @@ Status waitForRequests(MpiProcess::Impl &mpi,
                        const StallDescription &stalled = {},
                        const std::function<Status()> &interrupted = {});
 
+/// Parses PARTITA_DEBUG_STOP=RANK:K (tests): on rank RANK, K; elsewhere (or
+/// unset) 0. The process stops itself with SIGSTOP as it starts its K-th
+/// cross-process exchange (MPI communicator) or its K-th send of a
+/// pipelined step's value (PipelinePeers), so tests see how the others
+/// fail.
+int64_t debugStopPoint(int rank);
+
 } // namespace partita
 
 #endif // PARTITA_LIB_RUNTIME_MPI_MPIINTERNAL_H

@@ -53,7 +53,8 @@ int runDistributedTool(const DistributedToolRun &run) {
   return code;
 }
 
-const MpiPlugin plugin = {kMpiPluginAbi, runDistributedTool};
+const MpiPlugin plugin = {kMpiPluginAbi, runDistributedTool,
+                          createMpiPipelinePeers};
 
 } // namespace
 

@@ -90,6 +90,18 @@ Status waitForRequests(MpiProcess::Impl &mpi,
   return Status::success();
 }
 
+int64_t debugStopPoint(int rank) {
+  const char *spec = std::getenv("PARTITA_DEBUG_STOP");
+  if (!spec)
+    return 0;
+  int stopRank = -1;
+  long long point = 0;
+  if (std::sscanf(spec, "%d:%lld", &stopRank, &point) != 2 ||
+      stopRank != rank)
+    return 0;
+  return point;
+}
+
 MpiProcess::MpiProcess() : state(std::make_unique<Impl>()) {}
 
 Expected<std::unique_ptr<MpiProcess>> MpiProcess::initialize(int *argc,

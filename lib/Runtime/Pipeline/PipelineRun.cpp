@@ -6,7 +6,9 @@
 // also what the activation memory of a schedule is measured from. Stage
 // programs run on the rank's devices as threads (runOnCpuDevices), so a
 // sent value crosses as a whole array: the receiving program lays it out
-// as its own input asks. See docs/Pipeline.md.
+// as its own input asks. Under MPI each process runs the threads of its own
+// ranks, sends what ranks of other processes read as tagged messages, and
+// one more thread receives theirs into the mailbox. See docs/Pipeline.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -29,8 +32,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// A program output of one micro-batch.
+/// A program output of one micro-batch: (stage, program, micro-batch,
+/// output).
 using ValueKey = std::tuple<int32_t, int, int32_t, int32_t>;
+/// A program output of every micro-batch: (stage, program, output).
+using OutputKey = std::tuple<int32_t, int, int32_t>;
 
 const StageProgram &programOf(const PipelineStage &stage,
                               StageProgramKind kind) {
@@ -100,14 +106,30 @@ struct StageState {
 struct PipelineRunner::State {
   PipelinedStep step;
   std::vector<StageState> stages;
-  /// How many program inputs read each output (per micro-batch).
-  std::map<std::tuple<int32_t, int, int32_t>, int> readers;
+  /// How many program inputs of each pipeline rank read each output (per
+  /// micro-batch).
+  std::map<OutputKey, std::map<int, int>> readers;
+  /// The other processes, under MPI (null: every rank in this process).
+  PipelinePeers *peers = nullptr;
+  int processes = 1;
+  int process = 0;
+  /// Ranks per process (all of them in one process).
+  int ranksPerProcess = 1;
+
+  int processOfRank(int rank) const { return rank / ranksPerProcess; }
+  bool isLocalStage(size_t stage) const {
+    return processOfRank(step.schedule.rankOfStage(static_cast<int>(stage))) ==
+           process;
+  }
 };
+
+PipelinePeers::~PipelinePeers() = default;
 
 PipelineRunner::~PipelineRunner() = default;
 
 Expected<std::unique_ptr<PipelineRunner>>
-PipelineRunner::create(const PipelinedStep &step, uint64_t seed) {
+PipelineRunner::create(const PipelinedStep &step, uint64_t seed,
+                       PipelinePeers *peers) {
   std::unique_ptr<PipelineRunner> runner(new PipelineRunner());
   runner->state = std::make_unique<State>();
   State &state = *runner->state;
@@ -117,6 +139,20 @@ PipelineRunner::create(const PipelinedStep &step, uint64_t seed) {
                          std::to_string(step.stages.size()) +
                          " stages, its schedule " +
                          std::to_string(step.schedule.stages()));
+  int ranks = step.schedule.ranks;
+  state.ranksPerProcess = std::max(ranks, 1);
+  if (peers) {
+    state.peers = peers;
+    state.processes = peers->processes();
+    state.process = peers->process();
+    if (state.processes > ranks || ranks % state.processes != 0)
+      return Status::error(
+          std::to_string(state.processes) + " processes cannot share the " +
+          std::to_string(ranks) +
+          " pipeline ranks evenly: the process count must divide the "
+          "pipeline ranks (each rank's devices run in one process)");
+    state.ranksPerProcess = ranks / state.processes;
+  }
   for (size_t s = 0; s < step.stages.size(); ++s) {
     const PipelineStage &stage = step.stages[s];
     StageState stageState;
@@ -132,7 +168,9 @@ PipelineRunner::create(const PipelinedStep &step, uint64_t seed) {
                            " gradients for " +
                            std::to_string(stage.paramIndex.size()) +
                            " parameters");
-    for (size_t i = 0; i < update.inputs.size(); ++i) {
+    // Another process holds the parameters of its own stages.
+    for (size_t i = 0; state.isLocalStage(s) && i < update.inputs.size();
+         ++i) {
       if (i < stage.paramIndex.size())
         stageState.updateInputs.push_back(randomInput(
             update, i, seed, static_cast<size_t>(stage.paramIndex[i])));
@@ -154,7 +192,8 @@ PipelineRunner::create(const PipelinedStep &step, uint64_t seed) {
       for (const StageInput &input : program.inputs)
         if (input.kind == StageInput::Kind::Output)
           ++state.readers[{input.stage, static_cast<int>(input.program),
-                           input.index}];
+                           input.index}]
+                         [step.schedule.rankOfStage(static_cast<int>(s))];
     }
   }
   return runner;
@@ -167,7 +206,8 @@ std::vector<HostArray> PipelineRunner::parameters() const {
   std::vector<HostArray> params(count);
   for (size_t s = 0; s < state->step.stages.size(); ++s) {
     const PipelineStage &stage = state->step.stages[s];
-    for (size_t j = 0; j < stage.paramIndex.size(); ++j)
+    for (size_t j = 0; state->isLocalStage(s) && j < stage.paramIndex.size();
+         ++j)
       params[stage.paramIndex[j]] = state->stages[s].updateInputs[j];
   }
   return params;
@@ -227,6 +267,11 @@ public:
     ready.notify_all();
   }
 
+  bool hasFailed() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return failed;
+  }
+
   std::vector<int64_t> peakBytes() {
     std::lock_guard<std::mutex> lock(mutex);
     return peak;
@@ -247,6 +292,61 @@ private:
 
 } // namespace
 
+namespace {
+
+/// Appends and reads back the plain values a process reports to process 0
+/// after a step (its loss, timeline and peaks).
+struct ByteWriter {
+  std::vector<uint8_t> bytes;
+  template <typename T> void put(T value) {
+    const auto *at = reinterpret_cast<const uint8_t *>(&value);
+    bytes.insert(bytes.end(), at, at + sizeof(T));
+  }
+};
+
+struct ByteReader {
+  const std::vector<uint8_t> &bytes;
+  size_t at = 0;
+  template <typename T> bool get(T &value) {
+    if (at + sizeof(T) > bytes.size())
+      return false;
+    std::memcpy(&value, bytes.data() + at, sizeof(T));
+    at += sizeof(T);
+    return true;
+  }
+};
+
+const char *programName(int kind) {
+  switch (static_cast<StageProgramKind>(kind)) {
+  case StageProgramKind::Forward:
+    return "forward";
+  case StageProgramKind::Backward:
+    return "backward";
+  case StageProgramKind::WeightGrad:
+    return "weight_grad";
+  }
+  return "program";
+}
+
+/// How the outputs read by other ranks travel in a run over processes:
+/// each output read on another process is a link, and the message of
+/// micro-batch i on link l carries tag l·M + i.
+struct Routes {
+  std::vector<OutputKey> links;
+  std::map<OutputKey, int> linkOf;
+  /// Per output: readers on this process, and the other processes that
+  /// read it.
+  std::map<OutputKey, int> localReaders;
+  std::map<OutputKey, std::vector<int>> remoteProcesses;
+  /// Per output: a rank of this process that reads it (holds it once
+  /// received).
+  std::map<OutputKey, int> localHolder;
+  /// Messages this process receives per step.
+  int64_t expected = 0;
+};
+
+} // namespace
+
 Expected<PipelineStepResult>
 PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
                         const PipelineProgramRunner &run) {
@@ -259,6 +359,8 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
             };
   const PipelinedStep &step = state->step;
   const PipelineSchedule &schedule = step.schedule;
+  PipelinePeers *peers = state->peers;
+  const State &where = *state;
   int64_t m = schedule.microBatches;
   if (data.size() != step.dataShapes.size())
     return Status::error("the pipelined step takes " +
@@ -276,16 +378,57 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
   for (size_t s = 0; s < step.stages.size(); ++s) {
     StageState &stage = state->stages[s];
     stage.accumulators.clear();
-    for (size_t j = 0; j < step.stages[s].paramIndex.size(); ++j)
+    for (size_t j = 0; where.isLocalStage(s) &&
+                       j < step.stages[s].paramIndex.size();
+         ++j)
       stage.accumulators.push_back(HostArray::zeros(
           stage.updateInputs[j].dtype, stage.updateInputs[j].shape));
   }
+
+  Routes routes;
+  for (const auto &[key, byRank] : state->readers) {
+    int producer = where.processOfRank(schedule.rankOfStage(std::get<0>(key)));
+    bool crosses = false, toHere = false;
+    for (const auto &[rank, count] : byRank) {
+      int process = where.processOfRank(rank);
+      if (process == where.process) {
+        routes.localReaders[key] += count;
+        routes.localHolder.emplace(key, rank);
+      }
+      if (process == producer)
+        continue;
+      crosses = true;
+      toHere |= process == where.process;
+      std::vector<int> &to = routes.remoteProcesses[key];
+      if (producer == where.process &&
+          std::find(to.begin(), to.end(), process) == to.end())
+        to.push_back(process);
+    }
+    if (!crosses)
+      continue;
+    routes.linkOf[key] = static_cast<int>(routes.links.size());
+    routes.links.push_back(key);
+    if (toHere)
+      routes.expected += m;
+  }
+  if (peers && static_cast<int64_t>(routes.links.size()) * m - 1 >
+                   peers->maxTag())
+    return Status::error(
+        std::to_string(routes.links.size()) + " values cross processes in " +
+        std::to_string(m) + " micro-batches: more messages than MPI tags (" +
+        std::to_string(peers->maxTag()) + ")");
 
   Mailbox mailbox(schedule.ranks);
   std::mutex resultMutex;
   Status failure = Status::success();
   double lossSum = 0;
   std::vector<TimedAction> timed;
+  if (peers) {
+    // A common start, so that the processes' timestamps line up.
+    Expected<bool> started = peers->allTrue(true, "the start of the step");
+    if (!started)
+      return started.status();
+  }
   Clock::time_point begin = Clock::now();
   auto seconds = [&](Clock::time_point at) {
     return std::chrono::duration<double>(at - begin).count();
@@ -357,27 +500,123 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
           std::lock_guard<std::mutex> lock(resultMutex);
           lossSum += elementAsDouble(value, 0);
         }
-        auto readers = state->readers.find(
-            {action.stage, static_cast<int>(kind), static_cast<int32_t>(k)});
-        if (readers != state->readers.end())
+        OutputKey key{action.stage, static_cast<int>(kind),
+                      static_cast<int32_t>(k)};
+        auto remote = routes.remoteProcesses.find(key);
+        if (remote != routes.remoteProcesses.end())
+          for (int to : remote->second)
+            if (Status status = peers->send(
+                    to, static_cast<int>(routes.linkOf.at(key) * m + mb),
+                    value.bytes);
+                !status) {
+              fail(Status::error(describePipeAction(action) + ": " +
+                                 status.message()));
+              return;
+            }
+        auto local = routes.localReaders.find(key);
+        if (local != routes.localReaders.end())
           mailbox.put({action.stage, static_cast<int>(kind), mb,
                        static_cast<int32_t>(k)},
-                      readers->second, rank, std::move(value));
+                      local->second, rank, std::move(value));
       }
       std::lock_guard<std::mutex> lock(resultMutex);
       timed.push_back({action, rank, seconds(started), seconds(ended)});
     }
   };
+
+  // Under MPI, one thread takes in what other processes send, in the order
+  // it comes, and hands it to the ranks here through the mailbox.
+  auto receive = [&] {
+    std::vector<bool> arrived(routes.links.size() * m, false);
+    auto missing = [&] {
+      std::string text;
+      int listed = 0;
+      for (size_t l = 0; l < routes.links.size(); ++l) {
+        const OutputKey &key = routes.links[l];
+        if (!routes.localReaders.count(key))
+          continue;
+        for (int64_t i = 0; i < m; ++i) {
+          if (arrived[l * m + i])
+            continue;
+          if (listed++ == 3) {
+            text += ", ...";
+            return text;
+          }
+          int producer = schedule.rankOfStage(std::get<0>(key));
+          text += std::string(text.empty() ? "waiting for " : ", ") +
+                  "stage " + std::to_string(std::get<0>(key)) + "'s " +
+                  programName(std::get<1>(key)) + " output " +
+                  std::to_string(std::get<2>(key)) + " of micro-batch " +
+                  std::to_string(i) + " from process " +
+                  std::to_string(where.processOfRank(producer)) +
+                  " (pipeline rank " + std::to_string(producer) + ")";
+        }
+      }
+      return text;
+    };
+    for (int64_t got = 0; got < routes.expected; ++got) {
+      Expected<PipelinePeers::Message> message =
+          peers->receive([&] { return mailbox.hasFailed(); }, missing);
+      if (!message) {
+        if (!message.status().message().empty())
+          fail(message.status());
+        return;
+      }
+      int64_t link = message->tag / m, mb = message->tag % m;
+      const OutputKey *key = link < static_cast<int64_t>(routes.links.size())
+                                 ? &routes.links[link]
+                                 : nullptr;
+      const ExecutableValue *output = nullptr;
+      if (key) {
+        const Executable &producer =
+            programOf(step.stages[std::get<0>(*key)],
+                      static_cast<StageProgramKind>(std::get<1>(*key)))
+                .executable;
+        if (std::get<2>(*key) < static_cast<int32_t>(producer.outputs.size()))
+          output = &producer.outputs[std::get<2>(*key)];
+        if (output) {
+          HostArray value;
+          value.dtype = producer.slots[output->slot].dtype;
+          value.shape = output->globalShape;
+          if (value.numBytes() ==
+                  static_cast<int64_t>(message->bytes.size()) &&
+              !arrived[link * m + mb] && routes.localReaders.count(*key)) {
+            arrived[link * m + mb] = true;
+            value.bytes = std::move(message->bytes);
+            mailbox.put({std::get<0>(*key), std::get<1>(*key),
+                         static_cast<int32_t>(mb), std::get<2>(*key)},
+                        routes.localReaders.at(*key), routes.localHolder.at(*key),
+                        std::move(value));
+            continue;
+          }
+        }
+      }
+      fail(Status::error("process " + std::to_string(message->from) +
+                         " sent an unexpected message (tag " +
+                         std::to_string(message->tag) + ", " +
+                         std::to_string(message->bytes.size()) + " bytes)"));
+      return;
+    }
+  };
+
   std::vector<std::thread> threads;
   for (int r = 0; r < schedule.ranks; ++r)
-    threads.emplace_back(runRank, r);
+    if (where.processOfRank(r) == where.process)
+      threads.emplace_back(runRank, r);
+  if (peers && routes.expected > 0)
+    threads.emplace_back(receive);
   for (std::thread &thread : threads)
     thread.join();
   if (!failure.ok())
     return failure;
+  if (peers)
+    if (Status status = peers->flush(); !status)
+      return status;
 
   // Each stage's optimizer step on its summed gradients.
   for (size_t s = 0; s < step.stages.size(); ++s) {
+    if (!where.isLocalStage(s))
+      continue;
     StageState &stage = state->stages[s];
     const Executable &update = step.stages[s].update;
     for (size_t j = 0; j < stage.layout.dataInputs.size(); ++j)
@@ -399,10 +638,61 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
 
   PipelineStepResult result;
   result.seconds = seconds(Clock::now());
+  result.peakHeldBytes = mailbox.peakBytes();
+  if (peers) {
+    // Process 0 reports the whole step: every process's loss, actions and
+    // peaks.
+    ByteWriter mine;
+    mine.put(lossSum);
+    mine.put(result.seconds);
+    for (int64_t bytes : result.peakHeldBytes)
+      mine.put(bytes);
+    for (const TimedAction &action : timed) {
+      mine.put(static_cast<int32_t>(action.action.work));
+      mine.put(action.action.stage);
+      mine.put(action.action.microBatch);
+      mine.put(static_cast<int32_t>(action.rank));
+      mine.put(action.start);
+      mine.put(action.end);
+    }
+    std::vector<std::vector<uint8_t>> all;
+    if (Status status = peers->gather(mine.bytes, all, "the step's report");
+        !status)
+      return status;
+    if (where.process == 0) {
+      lossSum = 0;
+      timed.clear();
+      for (const std::vector<uint8_t> &bytes : all) {
+        ByteReader reader{bytes};
+        double loss = 0, elapsed = 0;
+        bool complete = reader.get(loss) && reader.get(elapsed);
+        lossSum += loss;
+        result.seconds = std::max(result.seconds, elapsed);
+        for (int64_t &peak : result.peakHeldBytes) {
+          int64_t theirs = 0;
+          complete = complete && reader.get(theirs);
+          peak = std::max(peak, theirs);
+        }
+        while (complete && reader.at < bytes.size()) {
+          TimedAction action;
+          int32_t work = 0, rank = 0;
+          complete = reader.get(work) && reader.get(action.action.stage) &&
+                     reader.get(action.action.microBatch) &&
+                     reader.get(rank) && reader.get(action.start) &&
+                     reader.get(action.end);
+          action.action.work = static_cast<PipeWork>(work);
+          action.rank = rank;
+          if (complete)
+            timed.push_back(action);
+        }
+        if (!complete)
+          return Status::error("a process's report of the step is cut short");
+      }
+    }
+  }
   result.loss = lossSum / static_cast<double>(m);
   result.timeline.ranks = schedule.ranks;
   result.timeline.actions = std::move(timed);
   summarizeTimeline(result.timeline, schedule.splitBackward);
-  result.peakHeldBytes = mailbox.peakBytes();
   return result;
 }

@@ -13,7 +13,8 @@
 //   * bootstrapUniqueIds(): NCCL's bootstrap — an opaque id made on one rank
 //     per communicator and broadcast to the others;
 //   * runDistributed(): the whole run of an Executable on this process's
-//     devices — inputs read and outputs written shard by shard.
+//     devices — inputs read and outputs written shard by shard;
+//   * createMpiPipelinePeers(): the processes of a pipelined train step.
 //
 // docs/Distributed.md describes launching, the mapping and failures.
 //
@@ -24,6 +25,7 @@
 #include "partita/Runtime/Communication/Communicator.h"
 #include "partita/Runtime/Program/Executable.h"
 #include "partita/Runtime/IO/ProcessLayout.h"
+#include "partita/Runtime/Pipeline/PipelinePeers.h"
 
 #include <chrono>
 #include <functional>
@@ -201,6 +203,14 @@ using OutputCheck = std::function<Status(const std::vector<HostArray> &outputs,
 int runDistributedAndReport(MpiProcess &process, const Executable &program,
                             const DistributedRunOptions &options,
                             const OutputCheck &check = {});
+
+/// Starts MPI in this process for a pipelined step (PipelinePeers.h): the
+/// values crossing processes go on a communicator of their own, and every
+/// wait fails after `timeout` without progress. MPI is finalised when the
+/// result is destroyed.
+Expected<std::unique_ptr<PipelinePeers>>
+createMpiPipelinePeers(std::chrono::milliseconds timeout =
+                           defaultDistributedTimeout);
 
 } // namespace partita
 

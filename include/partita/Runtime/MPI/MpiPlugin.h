@@ -1,6 +1,6 @@
 //===- MpiPlugin.h - The multi-process runtime, loaded when a run asks -*- C++ -*-===//
 //
-// `run --distributed` lives in a plugin, libpartita-mpi.so (the MPI
+// `run --distributed` (and `train --distributed`) lives in a plugin, libpartita-mpi.so (the MPI
 // runtime with libmpi), that the tools open the first time a run asks for
 // it (partita/Runtime/IO/Plugin.h): a run in one process loads no MPI. The
 // tool says how to get the program and what to check; the plugin does the
@@ -39,10 +39,14 @@ struct MpiPlugin {
   /// Runs `run` in this process (under mpirun) and returns the exit code
   /// every rank exits with; errors are printed "error: rank R: ...".
   int (*runDistributedTool)(const DistributedToolRun &run);
+  /// Starts MPI for `partita-exec train --distributed`: the processes of a
+  /// pipelined step (createMpiPipelinePeers()).
+  Expected<std::unique_ptr<PipelinePeers>> (*createPipelinePeers)(
+      std::chrono::milliseconds timeout);
 };
 
 /// Changes whenever MpiPlugin or a type it passes changes.
-inline constexpr int kMpiPluginAbi = 1;
+inline constexpr int kMpiPluginAbi = 2;
 inline constexpr const char *kMpiPluginFile = "libpartita-mpi.so";
 inline constexpr const char *kMpiPluginSymbol = "partita_mpi_plugin";
 

@@ -6,12 +6,14 @@
 // for the activations and gradients other ranks send; after the last
 // micro-batch every stage applies its optimizer step to its own
 // parameters. Every action is timed, so the measured timeline, bubbles and
-// activation memory come out of the same run.
+// activation memory come out of the same run. Under mpirun the ranks are
+// dealt out to the processes (PipelinePeers.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_RUNTIME_PIPELINE_PIPELINERUN_H
 #define PARTITA_RUNTIME_PIPELINE_PIPELINERUN_H
 
+#include "partita/Runtime/Pipeline/PipelinePeers.h"
 #include "partita/Runtime/Pipeline/PipelinedStep.h"
 
 #include <functional>
@@ -47,17 +49,25 @@ public:
   /// Parameters start as the non-pipelined train step's with the same
   /// `seed` (randomInput by the whole model's parameter index); optimizer
   /// state at zero. Fails when the step's programs do not fit together.
+  /// With `peers` (kept, not owned) this process runs only its own ranks
+  /// and holds only their stages' parameters; the process count must
+  /// divide the pipeline ranks.
   static Expected<std::unique_ptr<PipelineRunner>>
-  create(const PipelinedStep &step, uint64_t seed);
+  create(const PipelinedStep &step, uint64_t seed,
+         PipelinePeers *peers = nullptr);
 
   /// Runs step `stepNumber` (the optimizer's step count) on `data`, the
   /// step's data inputs holding the whole batch, each program through
-  /// `run` (empty: CPU device threads).
+  /// `run` (empty: CPU device threads). With peers every process must
+  /// call it with the same data; process 0's result describes the whole
+  /// step (the loss, every rank's timeline and peak), the others' only
+  /// their own ranks.
   Expected<PipelineStepResult>
   runStep(int64_t stepNumber, const std::vector<HostArray> &data,
           const PipelineProgramRunner &run = {});
 
-  /// The parameters, in the whole model's order.
+  /// The parameters, in the whole model's order (with peers, those of
+  /// other processes' stages are empty).
   std::vector<HostArray> parameters() const;
 
   /// Bytes of parameters, gradient buffers and optimizer state each rank's
