@@ -62,8 +62,11 @@ def run_mpi(partita, steps, scratch):
     exe = os.path.join(os.path.dirname(partita), "partita-exec")
     model = os.path.join(scratch, "gpt.mlir")
     with open(model, "w") as f:
-        subprocess.run([partita, "gen", "gpt", *MODEL[2:]], stdout=f,
-                       check=True)
+        # The module's batch is one micro-batch's: the step takes MICRO of
+        # them, the same 32 rows as the table above.
+        gen = MODEL[2:]
+        gen[gen.index("--batch") + 1] = str(32 // MICRO)
+        subprocess.run([partita, "gen", "gpt", *gen], stdout=f, check=True)
     print()
     print("| pp | one process, ranks as threads: step ms | P processes "
           "(mpirun): step ms | threads / processes |")
