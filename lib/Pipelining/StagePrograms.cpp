@@ -9,7 +9,11 @@
 // program, the rest the backward program, and the forward values the
 // backward ops read are the saved activations. For zero-bubble schedules
 // the backward ops the input gradients do not need (weight gradients) form
-// a third program. See docs/Pipeline.md.
+// a third program. With activation checkpointing the gradient recomputes
+// the forward values behind an optimization barrier, so the backward slice
+// holds the recomputation and the forward pass saves only the barrier's
+// inputs (each layer's input, or nothing beyond the stage's own inputs).
+// See docs/Pipeline.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -256,7 +260,7 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
       floatReceivedArgs.push_back(a);
     }
   Expected<func::FuncOp> gradient = buildGradient(
-      h, wrt, (f.getSymName() + "_grad").str(), Remat::None, true);
+      h, wrt, (f.getSymName() + "_grad").str(), optimizer.remat, true);
   h.erase();
   if (!gradient)
     return gradient.status();

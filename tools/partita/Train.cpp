@@ -134,10 +134,8 @@ std::optional<int> parsePipelineRequest(const CommandLine &cl, long long pipe,
                       availableSchedules() + ")");
   if (virtualStages == 0)
     virtualStages = *kind == ScheduleKind::Interleaved ? 2 : 1;
-  if (request.options.trainRemat != Remat::None ||
-      cl.on("--mixed-precision"))
-    return usageError("--pp does not combine with --remat or "
-                      "--mixed-precision yet");
+  if (cl.on("--mixed-precision"))
+    return usageError("--pp does not combine with --mixed-precision yet");
   std::vector<MeshAxis> rest;
   for (const MeshAxis &meshAxis : request.mesh.axes())
     if (meshAxis.name != "pipe")

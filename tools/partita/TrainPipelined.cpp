@@ -146,6 +146,7 @@ int partita::cli::trainPipelined(const CommandLine &cl,
   options.microBatches = request.micro;
   options.optimizer.optimizer = request.options.trainOptimizer;
   options.optimizer.learningRate = request.options.trainLearningRate;
+  options.optimizer.remat = request.options.trainRemat;
   options.passes = request.options;
   options.passes.trainOptimizer = TrainOptimizer::None;
   options.passes.mesh.clear();
@@ -253,9 +254,8 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
                                           mlir::ModuleOp module) {
   if (options.trainOptimizer == TrainOptimizer::None)
     return usageError("--pp compiles a pipelined train step: add --train");
-  if (options.trainRemat != Remat::None || options.trainMixedPrecision)
-    return usageError("--pp does not combine with --remat or "
-                      "--mixed-precision yet");
+  if (options.trainMixedPrecision)
+    return usageError("--pp does not combine with --mixed-precision yet");
   // The pipeline axis comes out of the mesh; each rank gets the rest.
   Expected<Mesh> mesh = options.mesh.empty() ? Expected<Mesh>(Mesh())
                                              : parseMeshSpec(options.mesh);
@@ -310,6 +310,7 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
   compile.microBatches = options.trainMicroBatches;
   compile.optimizer.optimizer = options.trainOptimizer;
   compile.optimizer.learningRate = options.trainLearningRate;
+  compile.optimizer.remat = options.trainRemat;
   compile.passes = options;
   compile.passes.trainOptimizer = TrainOptimizer::None;
   compile.passes.mesh.clear();

@@ -64,7 +64,8 @@ struct PipelineCompileOptions {
   int ranks = 2;
   int virtualStages = 1;
   int64_t microBatches = 1;
-  /// The optimizer (its micro-batch and remat fields are not used).
+  /// The optimizer and the activation checkpointing policy of each stage's
+  /// backward pass (its micro-batch field is not used).
   TrainStepOptions optimizer;
   /// Rules, cost model and how far to compile each stage program (the
   /// mesh is the loss module's: one pipeline rank's sub-mesh).

@@ -8,6 +8,9 @@
   check-pipeline.py LOWER HIGHER bubble     LOWER's bubble < HIGHER's
   check-pipeline.py LESS MORE bytes         LESS's rank 0 holds fewer bytes
                                             at peak than MORE's (measured)
+  check-pipeline.py LESS MORE saved         every stage of LESS saves fewer
+                                            activation bytes per micro-batch
+                                            than MORE's
 """
 import json
 import sys
@@ -55,6 +58,15 @@ def main():
         if not a < b:
             sys.exit(f"rank 0 holds {a} bytes at peak, not fewer than {b}")
         print(f"rank 0 holds {a} < {b} bytes at peak")
+    elif args[2] == "saved":
+        less, more = load(args[0]), load(args[1])
+        key = "activation_bytes_per_micro_batch"
+        a = [stage[key] for stage in less["stages"]]
+        b = [stage[key] for stage in more["stages"]]
+        if len(a) != len(b) or not all(x < y for x, y in zip(a, b)):
+            sys.exit(f"stages save {a} bytes per micro-batch, not fewer "
+                     f"than {b}")
+        print(f"stages save {a} < {b} bytes per micro-batch")
     else:
         sys.exit("unknown check")
 
