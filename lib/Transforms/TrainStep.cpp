@@ -90,6 +90,9 @@ private:
                : type;
   }
   Value paramArg(size_t p) { return body->getArgument(p); }
+  /// AdamW's bias correction counts steps, and mixed precision starts its
+  /// master weights from the parameters at step 0.
+  bool takesStep() const { return adam || options.mixedPrecision; }
   Value stateArg(unsigned m, size_t p) {
     return body->getArgument(params.size() * (2 + m) + p);
   }
@@ -198,7 +201,7 @@ Expected<TrainStepBuilder::Signature> TrainStepBuilder::signature() {
     list.set(PartitaDialect::kRoleAttrName, RoleAttr::get(context, Role::Input));
     return list.getDictionary(context);
   };
-  if (adam) {
+  if (takesStep()) {
     s.types.push_back(scalar(builder.getI32Type()));
     s.attrs.push_back(inputRole());
   }
@@ -322,28 +325,44 @@ Value TrainStepBuilder::sgd(size_t p, Value param, Value g, Value rate) {
 
 Value TrainStepBuilder::adamw(size_t p, Value param, Value g, Value rate) {
   // AdamW (Loshchilov & Hutter): moments, bias correction with
-  // t = step + 1, decoupled weight decay.
+  // t = step + 1, decoupled weight decay. Narrow types (bf16, f16) compute
+  // in f32 and round the results: in bf16, beta2 = 0.999 rounds to 1 and
+  // the bias correction 1 - beta2^t to 0.
   Emitter e = emitter();
-  Type type = param.getType();
-  auto constant = [&](double value) { return e.splat(value, type); };
-  Value m = e.add(e.mul(constant(options.beta1), stateArg(first, p)),
-                  e.mul(constant(1 - options.beta1), g));
-  Value v = e.add(e.mul(constant(options.beta2), stateArg(first + 1, p)),
-                  e.mul(constant(1 - options.beta2), e.mul(g, g)));
   Type element = tensorTypeOf(param).getElementType();
+  bool narrow = element.isBF16() || element.isF16();
+  Type f32 = builder.getF32Type();
+  auto widen = [&](Value x) {
+    return narrow && !tensorTypeOf(x).getElementType().isF32()
+               ? e.convert(x, f32)
+               : x;
+  };
+  auto storeAs = [&](Value x, Value like) {
+    Type to = tensorTypeOf(like).getElementType();
+    return tensorTypeOf(x).getElementType() == to ? x : e.convert(x, to);
+  };
+  Value w = widen(param), grad = widen(g), lr = widen(rate);
+  Value m0 = widen(stateArg(first, p)), v0 = widen(stateArg(first + 1, p));
+  Type type = w.getType();
+  auto constant = [&](double value) { return e.splat(value, type); };
+  Value m = e.add(e.mul(constant(options.beta1), m0),
+                  e.mul(constant(1 - options.beta1), grad));
+  Value v = e.add(e.mul(constant(options.beta2), v0),
+                  e.mul(constant(1 - options.beta2), e.mul(grad, grad)));
+  Type computeElement = tensorTypeOf(w).getElementType();
   Value t = e.broadcast(
-      e.add(e.convert(stepNumber, element),
-            e.splat(1, RankedTensorType::get({}, element))),
-      shapeOf(param), {});
+      e.add(e.convert(stepNumber, computeElement),
+            e.splat(1, RankedTensorType::get({}, computeElement))),
+      shapeOf(w), {});
   Value correction1 = e.sub(constant(1), e.pow(constant(options.beta1), t));
   Value correction2 = e.sub(constant(1), e.pow(constant(options.beta2), t));
   Value update = e.div(e.div(m, correction1),
                        e.add(e.sqrt(e.div(v, correction2)),
                              constant(options.epsilon)));
-  update = e.add(update, e.mul(constant(options.weightDecay), param));
-  newState[first].push_back(m);
-  newState[first + 1].push_back(v);
-  return e.sub(param, e.mul(rate, update));
+  update = e.add(update, e.mul(constant(options.weightDecay), w));
+  newState[first].push_back(storeAs(m, stateArg(first, p)));
+  newState[first + 1].push_back(storeAs(v, stateArg(first + 1, p)));
+  return storeAs(e.sub(w, e.mul(lr, update)), param);
 }
 
 void TrainStepBuilder::finish(Value lossValue, ArrayRef<Value> gradients,
@@ -388,7 +407,7 @@ Expected<func::FuncOp> TrainStepBuilder::build(func::FuncOp gradient,
   size_t next = params.size() * (2 + moments);
   for (size_t k = 0; k < others.size(); ++k)
     dataArgs.push_back(body->getArgument(next++));
-  stepNumber = adam ? body->getArgument(next++) : Value();
+  stepNumber = takesStep() ? body->getArgument(next++) : Value();
   lr = lrInput ? body->getArgument(next++) : Value();
 
   SmallVector<Value> results = options.microBatches == 1
@@ -402,7 +421,17 @@ Expected<func::FuncOp> TrainStepBuilder::build(func::FuncOp gradient,
   for (size_t p = 0; p < params.size(); ++p) {
     // The weights the update applies to: the f32 master copy under mixed
     // precision (the bf16 parameters are then its rounding).
-    Value param = options.mixedPrecision ? stateArg(0, p) : paramArg(p);
+    Value param = paramArg(p);
+    if (options.mixedPrecision) {
+      // The optimizer state starts at zero; the master weights take the
+      // parameters' values at step 0.
+      Value first = e.compare(
+          CompareDirection::EQ, stepNumber,
+          e.splat(0, stepNumber.getType()));
+      Value master = stateArg(0, p);
+      param = e.select(e.broadcast(first, shapeOf(master), {}),
+                       e.convert(paramArg(p), builder.getF32Type()), master);
+    }
     Value g = optimizerGradient(p, gradients[p], param);
     Value rate = lr ? e.broadcast(e.convert(lr, tensorTypeOf(param).getElementType()),
                                   shapeOf(param), {})

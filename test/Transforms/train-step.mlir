@@ -81,18 +81,25 @@ func.func @loss(%w: tensor<4xf32> {partita.role = #partita.role<param>}, %x: ten
 }
 
 //--- mixed.mlir
-// Mixed precision: bf16 parameter and gradient buffer, f32 master weights first in the state; the update applies to the master and the new parameter is its bf16 rounding.
+// Mixed precision: bf16 parameter and gradient buffer, f32 master weights first in the state; the update applies to the master and the new parameter is its bf16 rounding. The step takes the step number (also with SGD): at step 0 the master weights start from the parameter, not from the state's zeros.
 // CHECK-LABEL: func.func @loss_train_step(
-// CHECK-SAME: %{{.*}}: tensor<4xbf16> {partita.donated, partita.role = #partita.role<param>},
+// CHECK-SAME: %[[W:arg[0-9]+]]: tensor<4xbf16> {partita.donated, partita.role = #partita.role<param>},
 // CHECK-SAME: %{{.*}}: tensor<4xbf16> {partita.donated, partita.role = #partita.role<grad>},
 // CHECK-SAME: %[[MASTER:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<opt_state>},
 // CHECK-SAME: %[[M:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<opt_state>},
+// CHECK-SAME: %{{.*}}: tensor<4xbf16> {partita.role = #partita.role<input>},
+// CHECK-SAME: %[[STEPNO:arg[0-9]+]]: tensor<i32> {partita.role = #partita.role<input>})
 // CHECK: partita.reduce sum
 // CHECK: %[[G:.*]] = partita.mul %{{.*}}, %{{.*}} : tensor<4xbf16>
+// CHECK: %[[ZERO:.*]] = partita.constant dense<0> : tensor<i32>
+// CHECK: %[[FIRST:.*]] = partita.compare eq, %[[STEPNO]], %[[ZERO]]
+// CHECK: %[[W32:.*]] = partita.convert %[[W]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK: %[[FIRSTS:.*]] = partita.broadcast %[[FIRST]]
+// CHECK: %[[START:.*]] = partita.select %[[FIRSTS]], %[[W32]], %[[MASTER]]
 // CHECK: %[[G32:.*]] = partita.convert %[[G]] : tensor<4xbf16> -> tensor<4xf32>
 // CHECK: partita.mul %{{.*}}, %[[M]]
 // CHECK: %[[NEWM:.*]] = partita.add %{{.*}}, %[[G32]]
-// CHECK: %[[NEWMASTER:.*]] = partita.sub %[[MASTER]], %{{.*}} : tensor<4xf32>
+// CHECK: %[[NEWMASTER:.*]] = partita.sub %[[START]], %{{.*}} : tensor<4xf32>
 // CHECK: %[[NEWW:.*]] = partita.convert %[[NEWMASTER]] : tensor<4xf32> -> tensor<4xbf16>
 // CHECK: return %{{.*}}, %[[NEWW]], %[[G]], %[[NEWMASTER]], %[[NEWM]]
 func.func @loss(%w: tensor<4xbf16> {partita.role = #partita.role<param>}, %x: tensor<4xbf16> {partita.role = #partita.role<input>}) -> tensor<bf16> {

@@ -14,11 +14,11 @@
 
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/IO/Files.h"
-#include "partita/Runtime/Pipeline/PipelineRun.h"
-#include "partita/Runtime/Training/TrainLoop.h"
-#include "partita/Runtime/MPI/MpiPlugin.h"
 #include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/MPI/MpiPlugin.h"
+#include "partita/Runtime/Pipeline/PipelineRun.h"
 #include "partita/Runtime/Pipeline/PipelinedStepFile.h"
+#include "partita/Runtime/Training/TrainLoop.h"
 
 #include <cmath>
 #include <cstdio>

@@ -80,7 +80,10 @@ struct TrainStepOptions {
 /// split under zero2), and state carries role `opt_state`; both share their
 /// parameter's logical axes. SGD keeps one momentum per parameter; AdamW
 /// two moments and takes the step number (counting from 0) for bias
-/// correction.
+/// correction, computed in f32 for bf16 and f16 parameters. With mixed
+/// precision the f32 master weights come first in the state and the step
+/// number is taken by either optimizer: at step 0 the master weights start
+/// from the parameters (the state's initial zeros are ignored).
 Expected<mlir::func::FuncOp> buildTrainStep(mlir::func::FuncOp loss,
                                             const TrainStepOptions &options,
                                             const std::string &name);

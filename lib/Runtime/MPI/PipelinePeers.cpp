@@ -74,9 +74,9 @@ public:
     return Status::success();
   }
 
-  Expected<Message> receive(const std::function<bool()> &stop,
-                            const std::function<std::string()> &missing)
-      override {
+  Expected<Message>
+  receive(const std::function<bool()> &stop,
+          const std::function<std::string()> &missing) override {
     MpiProcess::Impl &mpi = mpiProcess->impl();
     Clock::time_point since = Clock::now();
     while (true) {
@@ -101,8 +101,8 @@ public:
       if (idle >= mpi.timeout) {
         std::string text = "no message from another process for " +
                            std::to_string(mpi.timeout.count()) +
-                           " ms (this is process " +
-                           std::to_string(process()) + ")";
+                           " ms (this is process " + std::to_string(process()) +
+                           ")";
         std::string waiting = missing ? missing() : std::string();
         return Status::error(text + (waiting.empty() ? "" : "; " + waiting));
       }
@@ -160,9 +160,9 @@ private:
       PARTITA_MPI_CHECK(
           MPI_Imrecv(buffer->data(), count, MPI_BYTE, &handle, &request[0]));
     }
-    Status received = waitForRequests(
-        mpi, request, mpiProcess->timeout(),
-        "receiving a value from process " + std::to_string(message.from));
+    Status received = waitForRequests(mpi, request, mpiProcess->timeout(),
+                                      "receiving a value from process " +
+                                          std::to_string(message.from));
     if (!received) {
       abandoned.push_back(buffer); // MPI may still write into it.
       return received;

@@ -316,18 +316,6 @@ struct ByteReader {
   }
 };
 
-const char *programName(int kind) {
-  switch (static_cast<StageProgramKind>(kind)) {
-  case StageProgramKind::Forward:
-    return "forward";
-  case StageProgramKind::Backward:
-    return "backward";
-  case StageProgramKind::WeightGrad:
-    return "weight_grad";
-  }
-  return "program";
-}
-
 /// How the outputs read by other ranks travel in a run over processes:
 /// each output read on another process is a link, and the message of
 /// micro-batch i on link l carries tag l·M + i.
@@ -543,9 +531,10 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
             return text;
           }
           int producer = schedule.rankOfStage(std::get<0>(key));
+          auto kind = static_cast<StageProgramKind>(std::get<1>(key));
           text += std::string(text.empty() ? "waiting for " : ", ") +
                   "stage " + std::to_string(std::get<0>(key)) + "'s " +
-                  programName(std::get<1>(key)) + " output " +
+                  stageProgramName(kind) + " output " +
                   std::to_string(std::get<2>(key)) + " of micro-batch " +
                   std::to_string(i) + " from process " +
                   std::to_string(where.processOfRank(producer)) +

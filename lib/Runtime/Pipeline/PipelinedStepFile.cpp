@@ -20,9 +20,7 @@
 
 using namespace partita;
 
-namespace {
-
-const char *programName(StageProgramKind kind) {
+const char *partita::stageProgramName(StageProgramKind kind) {
   switch (kind) {
   case StageProgramKind::Forward:
     return "forward";
@@ -33,6 +31,8 @@ const char *programName(StageProgramKind kind) {
   }
   return "forward";
 }
+
+namespace {
 
 const char *inputKindName(StageInput::Kind kind) {
   switch (kind) {
@@ -141,7 +141,7 @@ Status partita::writePipelinedStep(const PipelinedStep &step,
       Json described = Json::object();
       described["present"] = program.present;
       if (program.present) {
-        std::string file = fileOf(s, programName(kind));
+        std::string file = fileOf(s, stageProgramName(kind));
         described["file"] = file;
         if (Status status = writeExecutableFile(program.executable,
                                                 directory + "/" + file);
@@ -153,7 +153,7 @@ Status partita::writePipelinedStep(const PipelinedStep &step,
           source["kind"] = inputKindName(input.kind);
           if (input.kind == StageInput::Kind::Output) {
             source["stage"] = input.stage;
-            source["program"] = programName(input.program);
+            source["program"] = stageProgramName(input.program);
           }
           source["index"] = input.index;
           inputs.push_back(source);
@@ -161,7 +161,7 @@ Status partita::writePipelinedStep(const PipelinedStep &step,
         described["inputs"] = inputs;
         described["accumulator_of"] = program.accumulatorOf;
       }
-      entry[programName(kind)] = described;
+      entry[stageProgramName(kind)] = described;
     }
     std::string update = fileOf(s, "update");
     entry["update"] = update;
@@ -274,8 +274,8 @@ partita::readPipelinedStep(const std::string &directory) {
         flops != entry.end() && jsonKind(*flops) == JsonKind::Integer)
       stage.forwardFlops = flops->get<int64_t>();
     for (StageProgramKind programKind : kPrograms) {
-      std::string at = where + " " + programName(programKind);
-      auto described = entry.find(programName(programKind));
+      std::string at = where + " " + stageProgramName(programKind);
+      auto described = entry.find(stageProgramName(programKind));
       if (described == entry.end() ||
           jsonKind(*described) != JsonKind::Object)
         return Status::error(at + " must be an object");
@@ -332,7 +332,7 @@ partita::readPipelinedStep(const std::string &directory) {
             return Status::error(at + ": an output input needs \"program\"");
           bool found = false;
           for (StageProgramKind k : kPrograms)
-            if (programText->get<std::string>() == programName(k)) {
+            if (programText->get<std::string>() == stageProgramName(k)) {
               input.program = k;
               found = true;
             }
@@ -370,7 +370,7 @@ partita::readPipelinedStep(const std::string &directory) {
       const StageProgram &program = programOf(step.stages[s], kind);
       for (const StageInput &input : program.inputs) {
         std::string at = path + ": stage " + std::to_string(s) + " " +
-                         programName(kind) + ": ";
+                         stageProgramName(kind) + ": ";
         bool valid = true;
         switch (input.kind) {
         case StageInput::Kind::Param:

@@ -24,7 +24,7 @@ a, b = losses(args.reference), losses(args.other)
 if len(a) != len(b) or not a:
     sys.exit(f"different step counts: {len(a)} and {len(b)}")
 for step, (x, y) in enumerate(zip(a, b), 1):
-    if abs(x - y) > args.tolerance * max(1.0, abs(x)):
+    if not abs(x - y) <= args.tolerance * max(1.0, abs(x)):  # NaN fails
         sys.exit(f"step {step}: loss {y} against {x}")
 if args.falls and not b[-1] < b[0]:
     sys.exit(f"the loss did not fall: {b[0]} -> {b[-1]}")

@@ -24,6 +24,9 @@ namespace partita {
 /// The programs of a stage, per micro-batch (Update runs once per step).
 enum class StageProgramKind : uint8_t { Forward, Backward, WeightGrad };
 
+/// "forward", "backward" or "weight_grad" (file names, step.json, messages).
+const char *stageProgramName(StageProgramKind kind);
+
 /// Where one input of a stage program comes from.
 struct StageInput {
   enum class Kind : uint8_t {
