@@ -25,6 +25,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <unistd.h>
 
 using namespace partita;
 
@@ -315,6 +316,17 @@ struct ByteReader {
     return true;
   }
 };
+
+/// This machine, as a hash of its host name (0 when it has none).
+uint64_t hostId() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0)
+    return 0;
+  uint64_t hash = 14695981039346656037ULL;
+  for (const char *c = name; *c; ++c)
+    hash = (hash ^ static_cast<uint8_t>(*c)) * 1099511628211ULL;
+  return hash;
+}
 
 /// How the outputs read by other ranks travel in a run over processes:
 /// each output read on another process is a link, and the message of
@@ -630,8 +642,15 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
   result.peakHeldBytes = mailbox.peakBytes();
   if (peers) {
     // Process 0 reports the whole step: every process's loss, actions and
-    // peaks.
+    // peaks. On one host the monotonic clock is the same in every process,
+    // so each process's start places its actions exactly on process 0's
+    // time; across hosts the barrier before the step aligns them.
     ByteWriter mine;
+    mine.put(hostId());
+    mine.put(static_cast<int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            begin.time_since_epoch())
+            .count()));
     mine.put(lossSum);
     mine.put(result.seconds);
     for (int64_t bytes : result.peakHeldBytes)
@@ -651,10 +670,20 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
     if (where.process == 0) {
       lossSum = 0;
       timed.clear();
+      uint64_t host = hostId();
+      int64_t start = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          begin.time_since_epoch())
+                          .count();
       for (const std::vector<uint8_t> &bytes : all) {
         ByteReader reader{bytes};
         double loss = 0, elapsed = 0;
-        bool complete = reader.get(loss) && reader.get(elapsed);
+        uint64_t theirHost = 0;
+        int64_t theirStart = 0;
+        bool complete = reader.get(theirHost) && reader.get(theirStart) &&
+                        reader.get(loss) && reader.get(elapsed);
+        double shift =
+            theirHost == host ? 1e-9 * static_cast<double>(theirStart - start)
+                              : 0.0;
         lossSum += loss;
         result.seconds = std::max(result.seconds, elapsed);
         for (int64_t &peak : result.peakHeldBytes) {
@@ -671,6 +700,8 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
                      reader.get(action.end);
           action.action.work = static_cast<PipeWork>(work);
           action.rank = rank;
+          action.start += shift;
+          action.end += shift;
           if (complete)
             timed.push_back(action);
         }
