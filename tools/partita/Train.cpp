@@ -78,6 +78,15 @@ Options (defaults in brackets):
   --virtual-stages V      with --schedule interleaved: stages per rank [2]
   --check                 with --pp: also train the non-pipelined step on
                           one device and compare losses and parameters
+  --checkpoint-dir D      save the state (parameters, gradient buffers,
+                          optimizer state, losses) under D as step-N,
+                          after the last step and every --checkpoint-every
+                          steps, in the background
+  --checkpoint-every K    also every K steps [0: after the last only]
+  --keep N                the newest complete checkpoints kept [3; 0: all]
+  --resume D              continue from D's newest complete checkpoint (any
+                          mesh and rules; the same model); checkpoints go on
+                          into D unless --checkpoint-dir says otherwise
   model flags             as for 'partita gen' (--layers, --d-model, ...)
   -h, --help              show this help
 
@@ -347,7 +356,8 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                            "--steps", "--optimizer", "--lr", "--seed", "--data",
                            "--output", "--interconnect", "--micro-batches",
                            "--remat", "--data-trace", "--pp", "--schedule",
-                           "--virtual-stages"})
+                           "--virtual-stages", "--checkpoint-dir",
+                           "--checkpoint-every", "--keep", "--resume"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
@@ -366,6 +376,8 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                       "'; the model is --model (see 'partita train --help')");
   TrainRequest request;
   if (std::optional<int> code = parseTrainRequest(cl, request))
+    return *code;
+  if (std::optional<int> code = parseCheckpointRequest(cl, request))
     return *code;
   if (request.options.trainMixedPrecision && request.config.dtype != "bf16")
     return usageError("--mixed-precision trains a bf16 model: add --dtype bf16");
@@ -402,10 +414,29 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
   printTrainHeader(request, *program);
   bool tty = isatty(STDOUT_FILENO);
   ProgressPrinter progress(request, tty);
-  if (Status status = trainOnCpuDevices(
-          *program, *layout, *inputs, **source, request.steps,
-          [&](const TrainStepResult &result) { return progress(result); });
-      !status.ok()) {
+  TrainLoopOptions loop;
+  if (!request.checkpoints.resume.empty())
+    if (std::optional<int> code =
+            resumeFromCheckpoint(request, *program, layout->updated, *inputs,
+                                 progress, loop.firstStep))
+      return *code;
+  CheckpointWriter checkpoints(request);
+  if (!request.checkpoints.directory.empty()) {
+    long long every = request.checkpoints.every, last = request.steps;
+    loop.snapshotAfter = [every, last](int64_t done) {
+      return done == last || (every > 0 && done % every == 0);
+    };
+    loop.onSnapshot = [&](TrainSnapshot &snapshot) {
+      return checkpoints.submit(*program, snapshot, progress);
+    };
+  }
+  Status status = trainOnCpuDevices(
+      *program, *layout, *inputs, **source, request.steps,
+      [&](const TrainStepResult &result) { return progress(result); }, loop);
+  if (Status written = checkpoints.finish(); status.ok())
+    status = written;
+  llvm::outs() << checkpoints.written;
+  if (!status.ok()) {
     llvm::outs().flush();
     llvm::errs() << (tty ? "\n" : "") << "error: " << status.message()
                  << "\n";

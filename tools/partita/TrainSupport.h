@@ -22,6 +22,8 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +33,19 @@ namespace partita::cli {
 std::string formatSeconds(double seconds);
 
 /// What `partita train` was asked for, every flag parsed and checked.
+/// Checkpoints of a run (Checkpoints.cpp).
+struct CheckpointRequest {
+  /// Where checkpoints go (--checkpoint-dir; with --resume alone, its
+  /// directory); empty: none.
+  std::string directory;
+  /// Every this many steps, and after the last (0: after the last only).
+  long long every = 0;
+  /// The newest complete checkpoints kept (0: all).
+  long long keep = 3;
+  /// --resume: the directory to continue from.
+  std::string resume;
+};
+
 struct TrainRequest {
   ModelConfig config;
   std::string devices;
@@ -52,6 +67,7 @@ struct TrainRequest {
   bool check = false;
   /// --devices cuda:N (pipelined steps only).
   bool cuda = false;
+  CheckpointRequest checkpoints;
 };
 
 std::optional<int> parseTrainRequest(const CommandLine &cl,
@@ -86,7 +102,7 @@ public:
     double elapsed = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - started)
                          .count();
-    double eta = elapsed / (s + 1) * (steps - s - 1);
+    double eta = elapsed / (s + 1 - firstStep) * (steps - s - 1);
     std::string line =
         "step " + std::to_string(s + 1) + "/" + std::to_string(steps) +
         "  loss " + std::to_string(loss) + "  " +
@@ -101,7 +117,10 @@ public:
         llvm::outs() << "\n";
       llvm::outs().flush();
     } else {
+      // Flushed per step: a log followed while training, or cut short by a
+      // crash, has every step that ran.
       llvm::outs() << line << "\n";
+      llvm::outs().flush();
     }
     if (!std::isfinite(loss))
       return Status::error("the loss is " + std::to_string(loss) +
@@ -111,6 +130,8 @@ public:
   }
 
   std::vector<double> losses, seconds;
+  /// The first step this run makes (a resumed run's: the steps done).
+  int64_t firstStep = 0;
 
 private:
   const TrainRequest &request;
@@ -118,6 +139,49 @@ private:
   int64_t tokensPerStep;
   std::chrono::steady_clock::time_point started;
 };
+
+/// The model and training choices a checkpoint's state depends on, as text
+/// (checkpoint.json's "model"; a checkpoint loads only into the same).
+std::string modelFingerprint(const TrainRequest &request);
+
+/// --checkpoint-dir, --checkpoint-every, --keep, --resume; the exit code
+/// after a bad one.
+std::optional<int> parseCheckpointRequest(const CommandLine &cl,
+                                          TrainRequest &request);
+
+/// Writes checkpoints in the background, one at a time: submit() hands the
+/// snapshot to a writer thread (waiting for the previous write first) and
+/// returns; finish() waits for the write and reports it.
+class CheckpointWriter {
+public:
+  explicit CheckpointWriter(const TrainRequest &request) : request(request) {}
+  ~CheckpointWriter();
+  Status submit(const Executable &program, TrainSnapshot &snapshot,
+                const ProgressPrinter &progress);
+  Status finish();
+  /// One line per checkpoint written, for the end of the run.
+  std::string written;
+  /// Per checkpoint: how long training waited to hand it over (ms).
+  std::vector<double> stallMs;
+
+private:
+  const TrainRequest &request;
+  std::thread writer;
+  std::mutex mutex;
+  Status failure = Status::success();
+  int64_t lastBytes = 0, lastStep = 0;
+  double lastWriteMs = 0;
+};
+
+/// --resume: loads the newest complete checkpoint into `inputs` (the first
+/// `updated` of the train step), the loss history into `progress`, and the
+/// steps done into `firstStep`; the exit code after a failure.
+std::optional<int> resumeFromCheckpoint(const TrainRequest &request,
+                                        const Executable &program,
+                                        size_t updated,
+                                        std::vector<HostArray> &inputs,
+                                        ProgressPrinter &progress,
+                                        int64_t &firstStep);
 
 /// Writes loss.csv and loss.svg into the output directory and says so;
 /// false after reporting a file that cannot be written.

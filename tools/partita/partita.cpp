@@ -47,6 +47,7 @@ Commands:
   train --model mlp|gpt|moe --devices cpu:N --rules PRESET --steps N
                                  train a model on N emulated CPU devices;
                                  writes loss.csv and loss.svg
+  checkpoint info DIR            what a checkpoint of train holds
 
 Options:
   -h, --help       show this help (also: partita <command> --help)
@@ -82,7 +83,8 @@ int main(int argc, char **argv) {
                   {"show", showCommand},
                   {"run", runCommand},
                   {"gen", genCommand},
-                  {"train", trainCommand}};
+                  {"train", trainCommand},
+                  {"checkpoint", checkpointCommand}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     if (!command.empty() && command[0] == '-')
@@ -90,8 +92,8 @@ int main(int argc, char **argv) {
                         "'; see 'partita --help'");
     return usageError(
         "unknown command '" + command +
-        "'; available: gen, import, compile, explain, show, run, train (see "
-        "'partita --help')");
+        "'; available: gen, import, compile, explain, show, run, train, "
+        "checkpoint (see 'partita --help')");
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
 }

@@ -550,6 +550,7 @@ Status partita::runDevicesStepwise(
   std::vector<std::vector<std::pair<size_t, HostArray>>> uploads(devices);
   std::vector<std::vector<HostArray>> stepOutputs(devices);
   run.finalInputs.assign(devices, {});
+  run.snapshots.assign(devices, {});
   auto download = [&](DeviceMemory &memory, int32_t slot, HostArray &into) {
     const TensorType &type = program.slots[slot];
     into = HostArray::zeros(type.dtype, type.shape);
@@ -624,6 +625,15 @@ Status partita::runDevicesStepwise(
                     program.slots[to].bytes());
                 !copied.ok())
               fail(copied);
+        }
+        if (status.ok() && run.snapshotAfter && run.snapshotAfter(step)) {
+          run.snapshots[d].assign(run.readAtEnd.size(), HostArray());
+          for (size_t k = 0; status.ok() && k < run.readAtEnd.size(); ++k)
+            if (Status read =
+                    download(memory, program.inputs[run.readAtEnd[k]].slot,
+                             run.snapshots[d][k]);
+                !read.ok())
+              fail(read);
         }
         stepOutputs[d].assign(run.readEachStep.size(), HostArray());
         for (size_t k = 0; status.ok() && k < run.readEachStep.size(); ++k)

@@ -78,7 +78,12 @@ Executable outputsView(const Executable &program,
 Status trainOnCpuDevices(
     const Executable &program, const TrainStepLayout &layout,
     std::vector<HostArray> &inputs, TrainData &data, int64_t steps,
-    const std::function<Status(const TrainStepResult &)> &onStep) {
+    const std::function<Status(const TrainStepResult &)> &onStep,
+    const TrainLoopOptions &options) {
+  int64_t first = options.firstStep;
+  if (first < 0 || first > steps)
+    return Status::error("cannot start at step " + std::to_string(first) +
+                         " of " + std::to_string(steps));
   std::vector<HostArray *> dataInputs;
   for (size_t index : layout.dataInputs)
     dataInputs.push_back(&inputs[index]);
@@ -101,7 +106,11 @@ Status trainOnCpuDevices(
     return blocks.status();
 
   StepwiseRun run;
-  run.steps = steps;
+  run.steps = steps - first;
+  if (options.snapshotAfter)
+    run.snapshotAfter = [&options, first](int64_t s) {
+      return options.snapshotAfter(first + s + 1);
+    };
   run.readEachStep.push_back(0);
   std::vector<ExecutableValue> stepValues = {program.outputs[0]};
   for (size_t k : moved) {
@@ -127,6 +136,7 @@ Status trainOnCpuDevices(
   run.before = [&](int64_t s, std::vector<std::vector<std::pair<size_t,
                                                                 HostArray>>>
                                   &uploads) -> Status {
+    s += first;
     current = s;
     if (Status status = data.fill(s, dataInputs); !status.ok())
       return failed(status);
@@ -146,8 +156,9 @@ Status trainOnCpuDevices(
     }
     return Status::success();
   };
-  run.after = [&](int64_t s,
+  run.after = [&](int64_t local,
                   std::vector<std::vector<HostArray>> &outputs) -> Status {
+    int64_t s = first + local;
     Expected<std::vector<HostArray>> values = assembleOutputs(stepView, outputs);
     if (!values)
       return failed(Status::error("step " + std::to_string(s) + ": " +
@@ -162,6 +173,22 @@ Status trainOnCpuDevices(
     result.loss = elementAsDouble((*values)[0], 0);
     if (Status status = onStep(result); !status.ok())
       return failed(status);
+    if (options.onSnapshot && options.snapshotAfter &&
+        options.snapshotAfter(s + 1)) {
+      TrainSnapshot snapshot;
+      snapshot.steps = s + 1;
+      snapshot.blocks.resize(layout.updated);
+      snapshot.whole.assign(layout.updated, true);
+      for (size_t j = 0; j < kept.size(); ++j) {
+        snapshot.whole[kept[j]] = false;
+        for (int64_t d = 0; d < devices; ++d)
+          snapshot.blocks[kept[j]].push_back(std::move(run.snapshots[d][j]));
+      }
+      for (size_t k : moved)
+        snapshot.blocks[k].push_back(inputs[k]);
+      if (Status status = options.onSnapshot(snapshot); !status.ok())
+        return failed(status);
+    }
     return Status::success();
   };
   Status status = runDevicesStepwise(program, *blocks, run);

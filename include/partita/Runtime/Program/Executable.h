@@ -219,6 +219,11 @@ struct StepwiseRun {
   /// ends once the devices are up: `finalInputs[d][k]` is readAtEnd[k]'s.
   std::vector<size_t> readAtEnd;
   std::vector<std::vector<HostArray>> finalInputs;
+  /// Steps after which every device also downloads the `readAtEnd` inputs
+  /// into `snapshots[d]` before `after` runs (checkpoints). Called on the
+  /// device threads: a pure function of the step.
+  std::function<bool(int64_t step)> snapshotAfter;
+  std::vector<std::vector<HostArray>> snapshots;
 };
 
 /// Runs `run` on every device of `program`'s mesh (CPU backends, the

@@ -48,15 +48,40 @@ struct TrainStepResult {
   double seconds = 0;
 };
 
+/// A train step's state after a step, for a checkpoint: per updated input
+/// (the first `updated`), its blocks as the devices hold them (indexed by
+/// device id), or, for a value the step moves off the devices each step,
+/// its global value alone (`whole`).
+struct TrainSnapshot {
+  /// Steps done.
+  int64_t steps = 0;
+  std::vector<std::vector<HostArray>> blocks;
+  std::vector<bool> whole;
+};
+
+/// Where a training loop starts, and when it hands out its state.
+struct TrainLoopOptions {
+  /// The first step to run (a resumed run: the steps done before).
+  int64_t firstStep = 0;
+  /// After how many steps done a snapshot is taken; called on the device
+  /// threads, so a pure function.
+  std::function<bool(int64_t stepsDone)> snapshotAfter;
+  /// Takes the snapshot (on the caller's thread, after that step's onStep);
+  /// its failure stops the loop.
+  std::function<Status(TrainSnapshot &snapshot)> onSnapshot;
+};
+
 /// Runs steps `0 .. steps-1` of `program` on its mesh's CPU devices
 /// (threads): fills the data inputs from `data`, sets the step number, runs,
 /// moves the updated values into `inputs`, and calls `onStep`; a failure of
 /// any of these (`onStep`'s included) stops the loop and is returned, a run
 /// failure's message starting with "step N: ".
+/// With `options`, runs steps `firstStep .. steps-1` and takes snapshots.
 Status trainOnCpuDevices(
     const Executable &program, const TrainStepLayout &layout,
     std::vector<HostArray> &inputs, TrainData &data, int64_t steps,
-    const std::function<Status(const TrainStepResult &)> &onStep);
+    const std::function<Status(const TrainStepResult &)> &onStep,
+    const TrainLoopOptions &options = {});
 
 /// The losses as CSV: "step,loss,seconds" and one line per step.
 std::string lossCsv(const std::vector<double> &losses,

@@ -1,0 +1,423 @@
+//===- Checkpoint.cpp - Train state on disk, and back ---------------------===//
+//
+// See Checkpoint.h and docs/Training.md, "Checkpoints".
+//
+//===----------------------------------------------------------------------===//
+#include "partita/Runtime/Training/Checkpoint.h"
+
+#include "partita/Runtime/IO/Files.h"
+#include "partita/Runtime/IO/Json.h"
+#include "partita/Runtime/IO/ShardedArrayDirectory.h"
+#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Program/ExecutableFile.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+using namespace partita;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char *kMetaFile = "checkpoint.json";
+
+std::string stepName(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%08lld",
+                static_cast<long long>(step));
+  return name;
+}
+
+/// The step a checkpoint directory's name says, or -1.
+int64_t stepOfName(const std::string &name) {
+  if (name.size() != 13 || name.compare(0, 5, "step-") != 0)
+    return -1;
+  int64_t step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9')
+      return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+/// The entries of `root` (with `recursive`, every file below it), without
+/// throwing: an entry that cannot be read ends the listing.
+std::vector<fs::path> listDirectory(const std::string &root, bool recursive) {
+  std::vector<fs::path> paths;
+  std::error_code error;
+  if (recursive) {
+    fs::recursive_directory_iterator it(root, error), end;
+    for (; !error && it != end; it.increment(error))
+      if (it->is_regular_file(error))
+        paths.push_back(it->path());
+  } else {
+    fs::directory_iterator it(root, error), end;
+    for (; !error && it != end; it.increment(error))
+      paths.push_back(it->path());
+  }
+  return paths;
+}
+
+/// Makes a directory's entries (a rename, a new file) durable.
+void syncDirectory(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+Expected<std::string> readWhole(const std::string &path) {
+  if (Status regular = requireRegularFile(path); !regular.ok())
+    return Status::error(path + ": " + regular.message());
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::error("cannot read '" + path + "'");
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  return bytes.str();
+}
+
+std::string hex(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(value));
+  return text;
+}
+
+uint64_t checksumOf(const std::string &bytes) {
+  return executableChecksum(reinterpret_cast<const uint8_t *>(bytes.data()),
+                            bytes.size());
+}
+
+/// Test hook: PARTITA_DEBUG_KILL_CHECKPOINT=N kills the process (SIGKILL)
+/// halfway through writing the checkpoint of step N.
+bool killWhileWriting(int64_t step) {
+  const char *spec = std::getenv("PARTITA_DEBUG_KILL_CHECKPOINT");
+  return spec && std::strtoll(spec, nullptr, 10) == step;
+}
+
+Json metaJson(const CheckpointMeta &meta) {
+  Json json = Json::object();
+  json["version"] = kCheckpointVersion;
+  json["step"] = meta.step;
+  json["model"] = meta.model;
+  json["mesh"] = meta.mesh;
+  json["rules"] = meta.rules;
+  json["seed"] = meta.seed;
+  json["losses"] = meta.losses;
+  json["seconds"] = meta.seconds;
+  return json;
+}
+
+} // namespace
+
+std::vector<std::string> partita::checkpointKeys(const Executable &program,
+                                                 size_t updated) {
+  std::map<std::string, int> seen;
+  std::vector<std::string> keys;
+  for (size_t k = 0; k < updated && k < program.inputs.size(); ++k) {
+    std::string role =
+        program.inputs[k].role.empty() ? "state" : program.inputs[k].role;
+    keys.push_back(role + "/" + std::to_string(seen[role]++));
+  }
+  return keys;
+}
+
+Expected<int64_t> partita::writeCheckpoint(const std::string &root,
+                                           const CheckpointState &state,
+                                           int keep) {
+  std::error_code error;
+  fs::create_directories(root, error);
+  if (error)
+    return Status::error("cannot create '" + root + "': " + error.message());
+  std::string name = stepName(state.meta.step);
+  std::string finalPath = root + "/" + name;
+  std::string partial = root + "/." + name + ".partial";
+  fs::remove_all(partial, error);
+  fs::create_directories(partial, error);
+  if (error)
+    return Status::error("cannot create '" + partial +
+                         "': " + error.message());
+
+  Json json = metaJson(state.meta);
+  Json tensors = Json::array();
+  for (size_t t = 0; t < state.values.size(); ++t) {
+    const CheckpointValue &value = state.values[t];
+    if (t == state.values.size() / 2 && killWhileWriting(state.meta.step))
+      std::raise(SIGKILL);
+    std::string directory = value.key;
+    std::replace(directory.begin(), directory.end(), '/', '.');
+    std::string path = partial + "/" + directory;
+    Status written =
+        value.whole
+            ? writeShardedArray(path, value.blocks[0], Mesh(),
+                                Sharding::replicated(static_cast<int>(
+                                    value.globalShape.size())))
+            : writeShardedArrayFromBlocks(path, state.mesh, value.sharding,
+                                          value.globalShape, value.blocks);
+    if (!written.ok())
+      return Status::error("checkpoint '" + finalPath + "': " + value.key +
+                           ": " + written.message());
+    syncDirectory(path);
+    Json tensor = Json::object();
+    tensor["key"] = value.key;
+    tensor["dtype"] = dtypeName(value.dtype);
+    tensor["shape"] = value.globalShape;
+    tensor["directory"] = directory;
+    tensors.push_back(tensor);
+  }
+  json["tensors"] = tensors;
+  // Every file's size and checksum, read back from the disk.
+  Json files = Json::array();
+  int64_t total = 0;
+  std::vector<std::string> paths;
+  for (const fs::path &file : listDirectory(partial, true))
+    paths.push_back(fs::relative(file, partial, error).string());
+  std::sort(paths.begin(), paths.end());
+  for (const std::string &relative : paths) {
+    Expected<std::string> bytes = readWhole(partial + "/" + relative);
+    if (!bytes)
+      return bytes.status();
+    Json file = Json::object();
+    file["path"] = relative;
+    file["bytes"] = static_cast<int64_t>(bytes->size());
+    file["fnv1a64"] = hex(checksumOf(*bytes));
+    files.push_back(file);
+    total += static_cast<int64_t>(bytes->size());
+  }
+  json["files"] = files;
+  if (Status status =
+          writeFileAtomically(partial + "/" + kMetaFile, printJson(json));
+      !status.ok())
+    return status;
+  syncDirectory(partial);
+  // Into place: an older checkpoint of the same step (a rerun) goes first.
+  if (fs::exists(finalPath, error)) {
+    std::string old = root + "/." + name + ".old";
+    fs::remove_all(old, error);
+    fs::rename(finalPath, old, error);
+    if (error)
+      return Status::error("cannot replace '" + finalPath +
+                           "': " + error.message());
+    fs::rename(partial, finalPath, error);
+    std::error_code ignored;
+    fs::remove_all(old, ignored);
+  } else {
+    fs::rename(partial, finalPath, error);
+  }
+  if (error)
+    return Status::error("cannot rename '" + partial + "' to '" + finalPath +
+                         "': " + error.message());
+  syncDirectory(root);
+  if (keep > 0) {
+    std::vector<std::pair<int64_t, std::string>> complete;
+    for (const fs::path &entry : listDirectory(root, false))
+      if (int64_t step = stepOfName(entry.filename().string());
+          step >= 0 && fs::exists(entry / kMetaFile, error))
+        complete.emplace_back(step, entry.string());
+    std::sort(complete.begin(), complete.end());
+    for (size_t i = 0; i + keep < complete.size(); ++i)
+      fs::remove_all(complete[i].second, error);
+  }
+  return total;
+}
+
+Expected<std::string> partita::latestCheckpoint(const std::string &root) {
+  std::error_code error;
+  if (!fs::is_directory(root, error))
+    return Status::error(root + ": no such checkpoint directory");
+  int64_t best = -1;
+  std::string path;
+  for (const fs::path &entry : listDirectory(root, false))
+    if (int64_t step = stepOfName(entry.filename().string());
+        step > best && fs::exists(entry / kMetaFile, error)) {
+      best = step;
+      path = entry.string();
+    }
+  if (best < 0)
+    return Status::error(root + ": no complete checkpoint (step-N with " +
+                         kMetaFile + ")");
+  return path;
+}
+
+Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
+                                                 bool verify) {
+  std::string metaPath = directory + "/" + kMetaFile;
+  Expected<std::string> text = readWhole(metaPath);
+  if (!text)
+    return text.status();
+  Expected<Json> parsed = parseJson(*text);
+  if (!parsed)
+    return Status::error(metaPath + ": " + parsed.status().message());
+  const Json &json = *parsed;
+  auto bad = [&](const std::string &what) {
+    return Status::error(metaPath + ": " + what);
+  };
+  if (!json.is_object() || !json.contains("version") ||
+      !json["version"].is_number_integer())
+    return bad("not a checkpoint (no version)");
+  if (json["version"].get<int>() != kCheckpointVersion)
+    return bad("version " + std::to_string(json["version"].get<int>()) +
+               "; this build reads version " +
+               std::to_string(kCheckpointVersion));
+  CheckpointInfo info;
+  info.directory = directory;
+  CheckpointMeta &meta = info.meta;
+  for (const char *field : {"step", "seed"})
+    if (!json.contains(field) || !json[field].is_number_integer())
+      return bad(std::string("missing or malformed '") + field + "'");
+  for (const char *field : {"model", "mesh", "rules"})
+    if (!json.contains(field) || !json[field].is_string())
+      return bad(std::string("missing or malformed '") + field + "'");
+  for (const char *field : {"losses", "seconds", "tensors", "files"})
+    if (!json.contains(field) || !json[field].is_array())
+      return bad(std::string("missing or malformed '") + field + "'");
+  meta.step = json["step"].get<int64_t>();
+  meta.seed = json["seed"].get<uint64_t>();
+  meta.model = json["model"].get<std::string>();
+  meta.mesh = json["mesh"].get<std::string>();
+  meta.rules = json["rules"].get<std::string>();
+  for (const Json &loss : json["losses"]) {
+    if (!loss.is_number())
+      return bad("malformed 'losses'");
+    meta.losses.push_back(loss.get<double>());
+  }
+  for (const Json &seconds : json["seconds"]) {
+    if (!seconds.is_number())
+      return bad("malformed 'seconds'");
+    meta.seconds.push_back(seconds.get<double>());
+  }
+  if (meta.losses.size() != static_cast<size_t>(meta.step) ||
+      meta.seconds.size() != meta.losses.size())
+    return bad("the losses do not match the step");
+  for (const Json &entry : json["tensors"]) {
+    CheckpointTensor tensor;
+    if (!entry.is_object() || !entry.contains("key") ||
+        !entry["key"].is_string() || !entry.contains("dtype") ||
+        !entry["dtype"].is_string() || !entry.contains("shape") ||
+        !entry["shape"].is_array() || !entry.contains("directory") ||
+        !entry["directory"].is_string())
+      return bad("malformed tensor entry");
+    tensor.key = entry["key"].get<std::string>();
+    Expected<DType> dtype = parseDType(entry["dtype"].get<std::string>());
+    if (!dtype)
+      return bad(tensor.key + ": " + dtype.status().message());
+    tensor.dtype = *dtype;
+    for (const Json &size : entry["shape"]) {
+      if (!size.is_number_integer() || size.get<int64_t>() < 0)
+        return bad(tensor.key + ": malformed shape");
+      tensor.shape.push_back(size.get<int64_t>());
+    }
+    tensor.directory = entry["directory"].get<std::string>();
+    if (tensor.directory.empty() ||
+        tensor.directory.find('/') != std::string::npos ||
+        tensor.directory[0] == '.')
+      return bad(tensor.key + ": malformed directory '" + tensor.directory +
+                 "'");
+    info.tensors.push_back(std::move(tensor));
+  }
+  for (const Json &entry : json["files"]) {
+    if (!entry.is_object() || !entry.contains("path") ||
+        !entry["path"].is_string() || !entry.contains("bytes") ||
+        !entry["bytes"].is_number_integer() || !entry.contains("fnv1a64") ||
+        !entry["fnv1a64"].is_string())
+      return bad("malformed file entry");
+    std::string relative = entry["path"].get<std::string>();
+    int64_t bytes = entry["bytes"].get<int64_t>();
+    info.bytes += bytes;
+    if (relative.empty() || relative.find("..") != std::string::npos ||
+        relative[0] == '/')
+      return bad("malformed file path '" + relative + "'");
+    if (!verify)
+      continue;
+    std::string path = directory + "/" + relative;
+    Expected<std::string> contents = readWhole(path);
+    if (!contents)
+      return Status::error(directory + ": " + contents.status().message());
+    if (static_cast<int64_t>(contents->size()) != bytes)
+      return Status::error(path + ": " + std::to_string(contents->size()) +
+                           " bytes, the checkpoint recorded " +
+                           std::to_string(bytes) + " (truncated or replaced)");
+    if (hex(checksumOf(*contents)) != entry["fnv1a64"].get<std::string>())
+      return Status::error(path + ": checksum mismatch (the file is "
+                                  "corrupt)");
+  }
+  return info;
+}
+
+Status partita::loadCheckpoint(const CheckpointInfo &checkpoint,
+                               const Executable &program, size_t updated,
+                               std::vector<HostArray> &inputs) {
+  std::vector<std::string> keys = checkpointKeys(program, updated);
+  std::map<std::string, const CheckpointTensor *> byKey;
+  for (const CheckpointTensor &tensor : checkpoint.tensors)
+    byKey[tensor.key] = &tensor;
+  if (byKey.size() != keys.size())
+    return Status::error(checkpoint.directory + " holds " +
+                         std::to_string(byKey.size()) +
+                         " tensors; this train step has " +
+                         std::to_string(keys.size()));
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto found = byKey.find(keys[k]);
+    if (found == byKey.end())
+      return Status::error(checkpoint.directory + " has no tensor '" +
+                           keys[k] + "'");
+    const CheckpointTensor &tensor = *found->second;
+    DType dtype = program.slots[program.inputs[k].slot].dtype;
+    if (tensor.dtype != dtype || tensor.shape != program.inputs[k].globalShape)
+      return Status::error(
+          checkpoint.directory + ": " + keys[k] + " is " +
+          dtypeName(tensor.dtype) + formatShape(tensor.shape) +
+          ", this train step's is " + dtypeName(dtype) +
+          formatShape(program.inputs[k].globalShape));
+    Expected<HostArray> value =
+        readShardedArray(checkpoint.directory + "/" + tensor.directory);
+    if (!value)
+      return Status::error(checkpoint.directory + ": " + keys[k] + ": " +
+                           value.status().message());
+    if (value->dtype != dtype || value->shape != tensor.shape)
+      return Status::error(checkpoint.directory + ": " + keys[k] +
+                           ": its files do not hold what checkpoint.json says");
+    inputs[k] = std::move(*value);
+  }
+  return Status::success();
+}
+
+std::string partita::describeCheckpoint(const CheckpointInfo &checkpoint) {
+  const CheckpointMeta &meta = checkpoint.meta;
+  std::ostringstream text;
+  text << "checkpoint " << checkpoint.directory << ": " << meta.step
+       << " steps done";
+  if (!meta.losses.empty()) {
+    char loss[32];
+    std::snprintf(loss, sizeof(loss), "%.6g", meta.losses.back());
+    text << ", last loss " << loss;
+  }
+  text << "\n  model: " << meta.model << "\n  saved under mesh "
+       << meta.mesh << ", rules " << meta.rules << ", seed " << meta.seed
+       << "\n  " << checkpoint.tensors.size() << " tensors, "
+       << checkpoint.bytes << " bytes:\n";
+  std::map<std::string, std::pair<int, int64_t>> byRole;
+  for (const CheckpointTensor &tensor : checkpoint.tensors) {
+    std::string role = tensor.key.substr(0, tensor.key.find('/'));
+    int64_t elements = 1;
+    for (int64_t size : tensor.shape)
+      elements *= size;
+    byRole[role].first += 1;
+    byRole[role].second += elements * dtypeSize(tensor.dtype);
+  }
+  for (const auto &[role, counts] : byRole)
+    text << "    " << role << ": " << counts.first << " tensors, "
+         << counts.second << " bytes\n";
+  return text.str();
+}

@@ -1,0 +1,231 @@
+//===- Checkpoints.cpp - Checkpoints of partita train ---------------------===//
+//
+// `partita train --checkpoint-dir D --checkpoint-every K [--keep N]` saves
+// the train step's state every K steps in the background, `--resume D`
+// continues from the newest complete checkpoint (in any layout: each
+// tensor is read whole and laid out by the new step), and `partita
+// checkpoint info D` says what one holds (docs/Training.md, "Checkpoints").
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainSupport.h"
+
+#include "partita/Runtime/Training/Checkpoint.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <sstream>
+
+using namespace partita;
+using namespace partita::cli;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
+
+} // namespace
+
+std::string partita::cli::modelFingerprint(const TrainRequest &request) {
+  const ModelConfig &c = request.config;
+  const PipelineOptions &o = request.options;
+  std::ostringstream text;
+  text << c.model << " layers=" << c.layers << " d_model=" << c.dModel
+       << " heads=" << c.heads << " kv_heads=" << c.kvHeads
+       << " seq=" << c.seq << " vocab=" << c.vocab
+       << " mlp_ratio=" << c.mlpRatio << " dtype=" << c.dtype;
+  if (c.model == "moe")
+    text << " experts=" << c.experts;
+  if (c.scan)
+    text << " scan";
+  if (c.rotary)
+    text << " rotary";
+  if (c.rmsNorm)
+    text << " rmsnorm";
+  if (c.swiglu)
+    text << " swiglu";
+  text << " embedding=" << c.embedding << " optimizer="
+       << trainOptimizerName(o.trainOptimizer).str();
+  if (o.trainMixedPrecision)
+    text << " mixed-precision";
+  return text.str();
+}
+
+std::optional<int> partita::cli::parseCheckpointRequest(
+    const CommandLine &cl, TrainRequest &request) {
+  CheckpointRequest &checkpoints = request.checkpoints;
+  checkpoints.resume = cl.get("--resume");
+  checkpoints.directory = cl.get("--checkpoint-dir", checkpoints.resume);
+  auto integer = [&](const char *flag, long long fallback,
+                     long long &value) -> std::optional<int> {
+    std::string text = cl.get(flag, std::to_string(fallback));
+    char *stop = nullptr;
+    value = std::strtoll(text.c_str(), &stop, 10);
+    if (text.empty() || !stop || *stop || value < 0)
+      return usageError(std::string(flag) +
+                        " must be a non-negative integer, got '" + text + "'");
+    return std::nullopt;
+  };
+  if (std::optional<int> code =
+          integer("--checkpoint-every", 0, checkpoints.every))
+    return code;
+  if (std::optional<int> code = integer("--keep", 3, checkpoints.keep))
+    return code;
+  if (checkpoints.directory.empty())
+    for (const char *flag : {"--checkpoint-every", "--keep"})
+      if (cl.has(flag))
+        return usageError(std::string(flag) + " needs --checkpoint-dir");
+  if (!checkpoints.directory.empty() && request.pipelineRanks > 1)
+    return usageError("checkpoints of pipelined steps (--pp) are not "
+                      "supported yet");
+  return std::nullopt;
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (writer.joinable())
+    writer.join();
+}
+
+Status CheckpointWriter::submit(const Executable &program,
+                                TrainSnapshot &snapshot,
+                                const ProgressPrinter &progress) {
+  Clock::time_point start = Clock::now();
+  // The previous checkpoint must be on disk first (one write at a time).
+  if (Status status = finish(); !status.ok())
+    return status;
+  CheckpointState state;
+  state.meta.step = snapshot.steps;
+  state.meta.model = modelFingerprint(request);
+  state.meta.mesh = request.mesh.toString();
+  state.meta.rules = request.options.rules;
+  state.meta.seed = static_cast<uint64_t>(request.seed);
+  state.meta.losses = progress.losses;
+  state.meta.seconds = progress.seconds;
+  state.mesh = program.mesh;
+  std::vector<std::string> keys =
+      checkpointKeys(program, snapshot.blocks.size());
+  for (size_t k = 0; k < snapshot.blocks.size(); ++k) {
+    CheckpointValue value;
+    value.key = keys[k];
+    value.dtype = program.slots[program.inputs[k].slot].dtype;
+    value.globalShape = program.inputs[k].globalShape;
+    value.sharding = program.inputs[k].sharding;
+    value.whole = snapshot.whole[k];
+    value.blocks = std::move(snapshot.blocks[k]);
+    state.values.push_back(std::move(value));
+  }
+  std::string root = request.checkpoints.directory;
+  int keep = static_cast<int>(request.checkpoints.keep);
+  int64_t step = snapshot.steps;
+  writer = std::thread([this, root, keep, step, state = std::move(state)] {
+    Clock::time_point began = Clock::now();
+    Expected<int64_t> bytes = writeCheckpoint(root, state, keep);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!bytes) {
+      failure = bytes.status();
+      return;
+    }
+    lastBytes = *bytes;
+    lastStep = step;
+    lastWriteMs = millisecondsSince(began);
+  });
+  stallMs.push_back(millisecondsSince(start));
+  return Status::success();
+}
+
+Status CheckpointWriter::finish() {
+  if (!writer.joinable())
+    return Status::success();
+  writer.join();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!failure.ok())
+    return failure;
+  char line[200];
+  std::snprintf(line, sizeof(line),
+                "checkpoint: %s/step-%08lld written (%lld bytes) in %.1f ms "
+                "in the background; training paused %.1f ms to hand it "
+                "over\n",
+                request.checkpoints.directory.c_str(),
+                static_cast<long long>(lastStep),
+                static_cast<long long>(lastBytes), lastWriteMs,
+                stallMs.empty() ? 0.0 : stallMs.back());
+  written += line;
+  return Status::success();
+}
+
+std::optional<int>
+partita::cli::resumeFromCheckpoint(const TrainRequest &request,
+                                   const Executable &program, size_t updated,
+                                   std::vector<HostArray> &inputs,
+                                   ProgressPrinter &progress,
+                                   int64_t &firstStep) {
+  const std::string &root = request.checkpoints.resume;
+  Expected<std::string> latest = latestCheckpoint(root);
+  if (!latest)
+    return usageError("--resume: " + latest.status().message());
+  Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+  if (!info)
+    return usageError("--resume: " + info.status().message());
+  std::string model = modelFingerprint(request);
+  if (info->meta.model != model)
+    return usageError("--resume: " + *latest + " was saved for model '" +
+                      info->meta.model + "'; this run trains '" + model +
+                      "'");
+  if (info->meta.step > request.steps)
+    return usageError("--resume: " + *latest + " has " +
+                      std::to_string(info->meta.step) +
+                      " steps done, more than --steps " +
+                      std::to_string(request.steps));
+  if (Status status = loadCheckpoint(*info, program, updated, inputs);
+      !status.ok())
+    return usageError("--resume: " + status.message());
+  firstStep = info->meta.step;
+  progress.losses = info->meta.losses;
+  progress.seconds = info->meta.seconds;
+  progress.firstStep = firstStep;
+  llvm::outs() << "resumed from " << *latest << " (" << firstStep
+               << " steps done; saved under mesh " << info->meta.mesh
+               << ", rules " << info->meta.rules << ")\n";
+  llvm::outs().flush();
+  return std::nullopt;
+}
+
+int partita::cli::checkpointCommand(const std::vector<std::string> &args) {
+  constexpr const char *usage =
+      "Usage: partita checkpoint info DIR\n\n"
+      "DIR is a checkpoint (step-N) or a --checkpoint-dir (its newest "
+      "complete\ncheckpoint). Prints the run it belongs to, the layout it "
+      "was saved under\nand its tensors by role, after checking every "
+      "file's size and checksum.\n";
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    llvm::outs() << usage;
+    return 0;
+  }
+  if (args.size() != 2 || args[0] != "info")
+    return usageError("expected 'partita checkpoint info DIR'");
+  std::string directory = args[1];
+  // A checkpoint, or a --checkpoint-dir (its newest checkpoint).
+  if (!llvm::sys::fs::exists(directory + "/checkpoint.json")) {
+    Expected<std::string> latest = latestCheckpoint(directory);
+    if (!latest) {
+      llvm::errs() << "error: " << latest.status().message() << "\n";
+      return 1;
+    }
+    directory = *latest;
+  }
+  Expected<CheckpointInfo> info = readCheckpoint(directory, true);
+  if (!info) {
+    llvm::errs() << "error: " << info.status().message() << "\n";
+    return 1;
+  }
+  llvm::outs() << describeCheckpoint(*info) << "  every file's checksum "
+               << "matches\n";
+  return 0;
+}
