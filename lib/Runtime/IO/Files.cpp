@@ -2,6 +2,7 @@
 
 #include "partita/Runtime/IO/Files.h"
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -51,7 +52,8 @@ Status requireRegularFile(const std::string &path) {
   return Status::error("is " + std::string(kind) + ", expected a regular file");
 }
 
-Status writeFileAtomically(const std::string &path, std::string_view bytes) {
+Status writeFileAtomically(const std::string &path, std::string_view bytes,
+                           FileSync sync) {
   std::error_code error;
   std::filesystem::file_status status = std::filesystem::status(path, error);
   if (std::filesystem::exists(status) &&
@@ -86,7 +88,8 @@ Status writeFileAtomically(const std::string &path, std::string_view bytes) {
   mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
-  bool ok = writeAll(fd, bytes) && ::fsync(fd) == 0;
+  bool ok = writeAll(fd, bytes) &&
+            (sync == FileSync::Caller || ::fsync(fd) == 0);
   int saved = errno;
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -101,6 +104,52 @@ Status writeFileAtomically(const std::string &path, std::string_view bytes) {
     return failure(path, saved);
   }
   return Status::success();
+}
+
+namespace {
+
+const std::array<uint32_t, 256> &crc32cTable() {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> entries{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int bit = 0; bit < 8; ++bit)
+        c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      entries[i] = c;
+    }
+    return entries;
+  }();
+  return table;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t
+crc32cInstruction(const uint8_t *data, size_t size, uint32_t crc) {
+  uint64_t wide = crc;
+  for (; size >= 8; data += 8, size -= 8) {
+    uint64_t word;
+    std::memcpy(&word, data, 8);
+    wide = __builtin_ia32_crc32di(wide, word);
+  }
+  crc = static_cast<uint32_t>(wide);
+  for (; size > 0; ++data, --size)
+    crc = __builtin_ia32_crc32qi(crc, *data);
+  return crc;
+}
+#endif
+
+} // namespace
+
+uint32_t crc32c(const uint8_t *data, size_t size, uint32_t crc) {
+  crc = ~crc;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("sse4.2"))
+    return ~crc32cInstruction(data, size, crc);
+#endif
+  const std::array<uint32_t, 256> &table = crc32cTable();
+  for (size_t i = 0; i < size; ++i)
+    crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
 }
 
 } // namespace partita

@@ -376,11 +376,12 @@ Expected<std::string> serializeNpy(const HostArray &array) {
   return out;
 }
 
-Status writeNpy(const std::string &path, const HostArray &array) {
+Status writeNpy(const std::string &path, const HostArray &array,
+                FileSync sync) {
   Expected<std::string> contents = serializeNpy(array);
   if (!contents)
     return Status::error(path + ": " + contents.status().message());
-  return writeFileAtomically(path, *contents);
+  return writeFileAtomically(path, *contents, sync);
 }
 
 } // namespace partita

@@ -45,8 +45,9 @@ Expected<std::string> readTextFile(const std::string &path) {
   return contents;
 }
 
-Status writeTextFile(const std::string &path, const std::string &contents) {
-  return writeFileAtomically(path, contents);
+Status writeTextFile(const std::string &path, const std::string &contents,
+                     FileSync sync = FileSync::EachFile) {
+  return writeFileAtomically(path, contents, sync);
 }
 
 std::vector<int64_t> rangeSizes(const std::vector<IndexRange> &ranges) {
@@ -106,7 +107,8 @@ readShardedArrayIndex(const std::string &directory) {
 }
 
 Status writeShardedArray(const std::string &directory, const HostArray &global,
-                         const Mesh &mesh, const Sharding &sharding) {
+                         const Mesh &mesh, const Sharding &sharding,
+                         FileSync sync) {
   if (Status layout = checkShardedLayout(mesh, sharding, global.shape); !layout)
     return layout;
   if (Status consistent = global.checkConsistent(); !consistent)
@@ -125,14 +127,15 @@ Status writeShardedArray(const std::string &directory, const HostArray &global,
   for (const ShardFileEntry &entry : index.files) {
     HostArray block = extractBlock(global, entry.globalRanges,
                                    rangeSizes(entry.globalRanges));
-    if (Status status = writeNpy(joinPath(directory, entry.file), block);
+    if (Status status = writeNpy(joinPath(directory, entry.file), block, sync);
         !status)
       return status;
     written.insert(entry.file);
   }
   // The index is replaced in one step, so a reader never sees half of it.
   std::string indexPath = joinPath(directory, shardedArrayIndexName);
-  if (Status status = writeTextFile(indexPath, printShardedArrayIndex(index));
+  if (Status status =
+          writeTextFile(indexPath, printShardedArrayIndex(index), sync);
       !status)
     return status;
   for (const std::string &stale : *previous)
@@ -144,12 +147,13 @@ Status writeShardedArray(const std::string &directory, const HostArray &global,
 Status writeShardedArrayFromBlocks(const std::string &directory,
                                    const Mesh &mesh, const Sharding &sharding,
                                    const std::vector<int64_t> &globalShape,
-                                   const std::vector<HostArray> &blocks) {
+                                   const std::vector<HostArray> &blocks,
+                                   FileSync sync) {
   Expected<HostArray> global =
       assembleDeviceBlocks(mesh, sharding, globalShape, blocks);
   if (!global)
     return global.status();
-  return writeShardedArray(directory, *global, mesh, sharding);
+  return writeShardedArray(directory, *global, mesh, sharding, sync);
 }
 
 namespace {
@@ -235,7 +239,7 @@ Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
                                 const std::vector<int64_t> &globalShape,
                                 const std::vector<HostArray> &blocksByDevice,
                                 const std::vector<int64_t> &devices,
-                                bool writeIndex) {
+                                bool writeIndex, FileSync sync) {
   if (Status layout = checkShardedLayout(mesh, sharding, globalShape); !layout)
     return layout;
   ShardedArrayIndex index = planShardFiles(mesh, sharding, dtype, globalShape);
@@ -253,14 +257,14 @@ Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
       corner.push_back({0, range.size()});
     HostArray block = extractBlock(blocksByDevice[writer], corner,
                                    rangeSizes(entry.globalRanges));
-    if (Status status = writeNpy(joinPath(directory, entry.file), block);
+    if (Status status = writeNpy(joinPath(directory, entry.file), block, sync);
         !status)
       return status;
   }
   if (!writeIndex)
     return Status::success();
   return writeTextFile(joinPath(directory, shardedArrayIndexName),
-                       printShardedArrayIndex(index));
+                       printShardedArrayIndex(index), sync);
 }
 
 Expected<HostArray> readShardedArray(const std::string &directory) {

@@ -9,10 +9,11 @@
 #include "partita/Runtime/IO/Json.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
 #include "partita/Runtime/Program/Executable.h"
-#include "partita/Runtime/Program/ExecutableFile.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
@@ -76,6 +77,37 @@ void syncDirectory(const std::string &path) {
   ::close(fd);
 }
 
+/// Writes `value`'s shard files straight from the devices' blocks (each
+/// distinct shard from its lowest-numbered holder) and its index.
+Status writeBlocks(const std::string &path, const Mesh &mesh,
+                   const CheckpointValue &value) {
+  std::error_code error;
+  fs::create_directories(path, error);
+  if (error)
+    return Status::error(path + ": cannot create: " + error.message());
+  std::vector<int64_t> devices(value.blocks.size());
+  for (size_t d = 0; d < devices.size(); ++d)
+    devices[d] = static_cast<int64_t>(d);
+  return writeShardFilesOfDevices(path, mesh, value.sharding, value.dtype,
+                                  value.globalShape, value.blocks, devices,
+                                  /*writeIndex=*/true, FileSync::Caller);
+}
+
+/// Flushes everything written to the file system holding `path` (one
+/// syncfs for a checkpoint's files, instead of an fsync per file).
+Status syncFileSystem(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return Status::error("cannot open '" + path + "': " + std::strerror(errno));
+  int result = ::syncfs(fd);
+  int saved = errno;
+  ::close(fd);
+  if (result != 0)
+    return Status::error("cannot sync '" + path + "': " +
+                         std::strerror(saved));
+  return Status::success();
+}
+
 Expected<std::string> readWhole(const std::string &path) {
   if (Status regular = requireRegularFile(path); !regular.ok())
     return Status::error(path + ": " + regular.message());
@@ -87,16 +119,14 @@ Expected<std::string> readWhole(const std::string &path) {
   return bytes.str();
 }
 
-std::string hex(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx",
-                static_cast<unsigned long long>(value));
+std::string hex(uint32_t value) {
+  char text[9];
+  std::snprintf(text, sizeof(text), "%08x", value);
   return text;
 }
 
-uint64_t checksumOf(const std::string &bytes) {
-  return executableChecksum(reinterpret_cast<const uint8_t *>(bytes.data()),
-                            bytes.size());
+uint32_t checksumOf(const std::string &bytes) {
+  return crc32c(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
 }
 
 /// Test hook: PARTITA_DEBUG_KILL_CHECKPOINT=N kills the process (SIGKILL)
@@ -158,17 +188,17 @@ Expected<int64_t> partita::writeCheckpoint(const std::string &root,
     std::string directory = value.key;
     std::replace(directory.begin(), directory.end(), '/', '.');
     std::string path = partial + "/" + directory;
+    // Synced all at once below.
     Status written =
         value.whole
             ? writeShardedArray(path, value.blocks[0], Mesh(),
                                 Sharding::replicated(static_cast<int>(
-                                    value.globalShape.size())))
-            : writeShardedArrayFromBlocks(path, state.mesh, value.sharding,
-                                          value.globalShape, value.blocks);
+                                    value.globalShape.size())),
+                                FileSync::Caller)
+            : writeBlocks(path, state.mesh, value);
     if (!written.ok())
       return Status::error("checkpoint '" + finalPath + "': " + value.key +
                            ": " + written.message());
-    syncDirectory(path);
     Json tensor = Json::object();
     tensor["key"] = value.key;
     tensor["dtype"] = dtypeName(value.dtype);
@@ -191,11 +221,15 @@ Expected<int64_t> partita::writeCheckpoint(const std::string &root,
     Json file = Json::object();
     file["path"] = relative;
     file["bytes"] = static_cast<int64_t>(bytes->size());
-    file["fnv1a64"] = hex(checksumOf(*bytes));
+    file["crc32c"] = hex(checksumOf(*bytes));
     files.push_back(file);
     total += static_cast<int64_t>(bytes->size());
   }
   json["files"] = files;
+  // Every file and directory of the checkpoint reaches the disk before
+  // checkpoint.json says it is complete, and that before the rename.
+  if (Status status = syncFileSystem(partial); !status.ok())
+    return status;
   if (Status status =
           writeFileAtomically(partial + "/" + kMetaFile, printJson(json));
       !status.ok())
@@ -329,8 +363,8 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
   for (const Json &entry : json["files"]) {
     if (!entry.is_object() || !entry.contains("path") ||
         !entry["path"].is_string() || !entry.contains("bytes") ||
-        !entry["bytes"].is_number_integer() || !entry.contains("fnv1a64") ||
-        !entry["fnv1a64"].is_string())
+        !entry["bytes"].is_number_integer() || !entry.contains("crc32c") ||
+        !entry["crc32c"].is_string())
       return bad("malformed file entry");
     std::string relative = entry["path"].get<std::string>();
     int64_t bytes = entry["bytes"].get<int64_t>();
@@ -348,7 +382,7 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
       return Status::error(path + ": " + std::to_string(contents->size()) +
                            " bytes, the checkpoint recorded " +
                            std::to_string(bytes) + " (truncated or replaced)");
-    if (hex(checksumOf(*contents)) != entry["fnv1a64"].get<std::string>())
+    if (hex(checksumOf(*contents)) != entry["crc32c"].get<std::string>())
       return Status::error(path + ": checksum mismatch (the file is "
                                   "corrupt)");
   }

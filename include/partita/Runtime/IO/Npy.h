@@ -15,6 +15,7 @@
 #ifndef PARTITA_RUNTIME_NPY_H
 #define PARTITA_RUNTIME_NPY_H
 
+#include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/HostArray.h"
 
 #include <string>
@@ -37,7 +38,8 @@ Expected<HostArray> readNpy(const std::string &path);
 Expected<std::string> serializeNpy(const HostArray &array);
 
 /// Writes `array` to `path` as a version 1.0 .npy file.
-Status writeNpy(const std::string &path, const HostArray &array);
+Status writeNpy(const std::string &path, const HostArray &array,
+                FileSync sync = FileSync::EachFile);
 
 } // namespace partita
 

@@ -8,6 +8,7 @@
 #ifndef PARTITA_RUNTIME_SHARDEDARRAYDIRECTORY_H
 #define PARTITA_RUNTIME_SHARDEDARRAYDIRECTORY_H
 
+#include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/ShardedArrayIndex.h"
 
 #include <string>
@@ -19,14 +20,16 @@ namespace partita {
 /// directory is created if needed; an existing one must be empty or hold a
 /// sharded array, whose files this replaces.
 Status writeShardedArray(const std::string &directory, const HostArray &global,
-                         const Mesh &mesh, const Sharding &sharding);
+                         const Mesh &mesh, const Sharding &sharding,
+                         FileSync sync = FileSync::EachFile);
 
 /// Writes the padded per-device blocks of a `globalShape` array (indexed by
 /// device id) to `directory`; replicas must agree (see assembleDeviceBlocks).
 Status writeShardedArrayFromBlocks(const std::string &directory,
                                    const Mesh &mesh, const Sharding &sharding,
                                    const std::vector<int64_t> &globalShape,
-                                   const std::vector<HostArray> &blocks);
+                                   const std::vector<HostArray> &blocks,
+                                   FileSync sync = FileSync::EachFile);
 
 /// Writes the shard files of a `globalShape` array of `dtype` laid out by
 /// `sharding` on `mesh` whose lowest-numbered holder is one of `devices`,
@@ -39,7 +42,8 @@ Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
                                 const std::vector<int64_t> &globalShape,
                                 const std::vector<HostArray> &blocksByDevice,
                                 const std::vector<int64_t> &devices,
-                                bool writeIndex);
+                                bool writeIndex,
+                                FileSync sync = FileSync::EachFile);
 
 /// Reads and checks `directory`/index.json.
 Expected<ShardedArrayIndex> readShardedArrayIndex(const std::string &directory);
