@@ -16,6 +16,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -199,17 +200,56 @@ partita::cli::resumeFromCheckpoint(const TrainRequest &request,
 
 int partita::cli::checkpointCommand(const std::vector<std::string> &args) {
   constexpr const char *usage =
-      "Usage: partita checkpoint info DIR\n\n"
-      "DIR is a checkpoint (step-N) or a --checkpoint-dir (its newest "
-      "complete\ncheckpoint). Prints the run it belongs to, the layout it "
-      "was saved under\nand its tensors by role, after checking every "
-      "file's size and checksum.\n";
+      "Usage: partita checkpoint info DIR\n"
+      "       partita checkpoint convert DIR -o OUT --model M [model flags] "
+      "--mesh SPEC --rules R [--devices cpu:N]\n\n"
+      "DIR is a checkpoint directory of partita train (--checkpoint-dir), "
+      "or one\ncheckpoint (step-N) for info. info prints the run it belongs "
+      "to, the layout\nit was saved under and its tensors by role, after "
+      "checking every file's size\nand checksum. convert loads the newest "
+      "checkpoint into the train step of the\nflags' layout and writes it "
+      "under OUT in that layout (the model flags must\nbe those of the run "
+      "that saved it).\n";
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     llvm::outs() << usage;
     return 0;
   }
+  if (args.size() >= 2 && args[0] == "convert") {
+    std::string source = args[1], output;
+    std::vector<std::string> train;
+    for (size_t i = 2; i < args.size(); ++i) {
+      if (args[i] == "-o" && i + 1 < args.size())
+        output = args[++i];
+      else
+        train.push_back(args[i]);
+    }
+    if (output.empty())
+      return usageError("checkpoint convert needs -o OUT");
+    Expected<std::string> latest = latestCheckpoint(source);
+    if (!latest) {
+      llvm::errs() << "error: " << latest.status().message() << "\n";
+      return 1;
+    }
+    Expected<CheckpointInfo> info = readCheckpoint(*latest, false);
+    if (!info) {
+      llvm::errs() << "error: " << info.status().message() << "\n";
+      return 1;
+    }
+    for (const std::string &flag :
+         {std::string("--resume"), std::string("--checkpoint-dir"),
+          std::string("--steps")})
+      if (std::find(train.begin(), train.end(), flag) != train.end())
+        return usageError("checkpoint convert sets " + flag + " itself");
+    train.insert(train.end(),
+                 {"--resume", source, "--checkpoint-dir", output, "--steps",
+                  std::to_string(info->meta.step), "--keep", "0", "--output",
+                  output + "/.train"});
+    return trainCommand(train);
+  }
   if (args.size() != 2 || args[0] != "info")
-    return usageError("expected 'partita checkpoint info DIR'");
+    return usageError(
+        "expected 'partita checkpoint info DIR' or 'partita checkpoint "
+        "convert DIR -o OUT ...'");
   std::string directory = args[1];
   // A checkpoint, or a --checkpoint-dir (its newest checkpoint).
   if (!llvm::sys::fs::exists(directory + "/checkpoint.json")) {

@@ -430,9 +430,25 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
       return checkpoints.submit(*program, snapshot, progress);
     };
   }
-  Status status = trainOnCpuDevices(
-      *program, *layout, *inputs, **source, request.steps,
-      [&](const TrainStepResult &result) { return progress(result); }, loop);
+  Status status = Status::success();
+  if (loop.firstStep == request.steps &&
+      !request.checkpoints.directory.empty() &&
+      request.checkpoints.directory != request.checkpoints.resume) {
+    // Nothing left to train: the loaded state, written in this run's
+    // layout (partita checkpoint convert).
+    TrainSnapshot snapshot;
+    snapshot.steps = loop.firstStep;
+    for (size_t k = 0; k < layout->updated; ++k) {
+      snapshot.blocks.push_back({(*inputs)[k]});
+      snapshot.whole.push_back(true);
+    }
+    status = checkpoints.submit(*program, snapshot, progress);
+  } else {
+    status = trainOnCpuDevices(
+        *program, *layout, *inputs, **source, request.steps,
+        [&](const TrainStepResult &result) { return progress(result); },
+        loop);
+  }
   if (Status written = checkpoints.finish(); status.ok())
     status = written;
   llvm::outs() << checkpoints.written;

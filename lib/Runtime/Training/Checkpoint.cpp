@@ -189,11 +189,16 @@ Expected<int64_t> partita::writeCheckpoint(const std::string &root,
     std::replace(directory.begin(), directory.end(), '/', '.');
     std::string path = partial + "/" + directory;
     // Synced all at once below.
+    // A whole value is laid out as its sharding says (a partial sum, which
+    // has no such layout, as one file).
+    bool partial = value.sharding.partialKind != PartialKind::None;
     Status written =
         value.whole
-            ? writeShardedArray(path, value.blocks[0], Mesh(),
-                                Sharding::replicated(static_cast<int>(
-                                    value.globalShape.size())),
+            ? writeShardedArray(path, value.blocks[0],
+                                partial ? Mesh() : state.mesh,
+                                partial ? Sharding::replicated(static_cast<int>(
+                                              value.globalShape.size()))
+                                        : value.sharding,
                                 FileSync::Caller)
             : writeBlocks(path, state.mesh, value);
     if (!written.ok())

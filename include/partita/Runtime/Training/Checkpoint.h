@@ -70,7 +70,8 @@ struct CheckpointInfo {
 
 /// A tensor to save: per-device padded blocks (indexed by device id) laid
 /// out by `sharding` on the state's mesh, or, with `whole`, one global
-/// array in `blocks[0]`.
+/// array in `blocks[0]`, written in the same layout (a partial-sum
+/// sharding's value as one file).
 struct CheckpointValue {
   std::string key;
   DType dtype = DType::F32;
