@@ -70,6 +70,7 @@ struct TrainStepPass : public partita::impl::TrainStepPassBase<TrainStepPass> {
     options.optimizer = optimizer;
     options.learningRate = learningRate;
     options.mixedPrecision = mixedPrecision;
+    options.clipNorm = clipNorm;
     options.microBatches = microBatches;
     options.remat = remat;
     Expected<func::FuncOp> step = buildTrainStep(

@@ -89,6 +89,7 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
     train.optimizer = options.trainOptimizer;
     train.learningRate = options.trainLearningRate;
     train.mixedPrecision = options.trainMixedPrecision;
+    train.clipNorm = options.trainClipNorm;
     train.microBatches = options.trainMicroBatches;
     train.remat = options.trainRemat;
     passes.addPass(createTrainStepPass(train));

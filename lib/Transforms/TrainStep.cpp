@@ -71,6 +71,8 @@ private:
   SmallVector<Value> accumulateMicroBatches(ValueRange data);
   /// Moves each gradient into its buffer's layout.
   void reduceGradients(SmallVector<Value> &gradients);
+  /// Scales every gradient by min(1, clipNorm / global norm).
+  void clipByGlobalNorm(SmallVector<Value> &gradients);
   /// The gradient of parameter `p` in the optimizer state's layout and
   /// `param`'s element type.
   Value optimizerGradient(size_t p, Value gradient, Value param);
@@ -323,6 +325,35 @@ Value TrainStepBuilder::sgd(size_t p, Value param, Value g, Value rate) {
   return e.sub(param, e.mul(rate, m));
 }
 
+void TrainStepBuilder::clipByGlobalNorm(SmallVector<Value> &gradients) {
+  Emitter e = emitter();
+  Type f32 = builder.getF32Type();
+  auto scalar = RankedTensorType::get({}, f32);
+  Value total;
+  for (Value g : gradients) {
+    Value wide = tensorTypeOf(g).getElementType().isF32() ? g
+                                                           : e.convert(g, f32);
+    Value squares = e.mul(wide, wide);
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < tensorTypeOf(g).getRank(); ++d)
+      dims.push_back(d);
+    Value sum = dims.empty() ? squares : e.reduceSum(squares, dims);
+    total = total ? e.add(total, sum) : sum;
+  }
+  if (!total)
+    return;
+  Value norm = e.sqrt(total);
+  Value limit = e.splat(options.clipNorm, scalar);
+  // clip / max(norm, clip): exactly 1 below the limit, so unclipped
+  // gradients keep their bits.
+  Value scale = e.div(limit, builder.create<MaxOp>(loc, scalar, norm, limit));
+  for (Value &g : gradients) {
+    Type element = tensorTypeOf(g).getElementType();
+    Value factor = element.isF32() ? scale : e.convert(scale, element);
+    g = e.mul(g, e.broadcast(factor, shapeOf(g), {}));
+  }
+}
+
 Value TrainStepBuilder::adamw(size_t p, Value param, Value g, Value rate) {
   // AdamW (Loshchilov & Hutter): moments, bias correction with
   // t = step + 1, decoupled weight decay. Narrow types (bf16, f16) compute
@@ -417,6 +448,8 @@ Expected<func::FuncOp> TrainStepBuilder::build(func::FuncOp gradient,
   SmallVector<Value> gradients(results.begin() + 1, results.end());
   // The gradients take their buffers' layout where they are complete.
   reduceGradients(gradients);
+  if (options.clipNorm > 0)
+    clipByGlobalNorm(gradients);
   Emitter e = emitter();
   for (size_t p = 0; p < params.size(); ++p) {
     // The weights the update applies to: the f32 master copy under mixed

@@ -4,6 +4,7 @@
 // RUN: partita-opt %t/mixed.mlir --partita-train-step="optimizer=sgd lr=0.5 mixed-precision" | FileCheck %t/mixed.mlir --enable-var-scope
 // RUN: partita-opt %t/micro.mlir --partita-train-step="optimizer=sgd lr=0.1 micro-batches=2" | FileCheck %t/micro.mlir --enable-var-scope
 // RUN: partita-opt %t/remat.mlir --partita-train-step="optimizer=sgd lr=0.1 remat=full" | FileCheck %t/remat.mlir --enable-var-scope
+// RUN: partita-opt %t/clip.mlir --partita-train-step="optimizer=sgd lr=0.1 clip-norm=2.0" | FileCheck %t/clip.mlir --enable-var-scope
 
 //--- sgd.mlir
 // SGD with a constant rate: (param, grad buffer, momentum, input) -> (loss, new param, gradient, new momentum); the new values alias their arguments, and the loss function is gone.
@@ -144,5 +145,31 @@ func.func @loss(%w: tensor<4x2xf32> {partita.role = #partita.role<param>},
 func.func @loss(%w: tensor<4xf32> {partita.role = #partita.role<param>}, %x: tensor<4xf32> {partita.role = #partita.role<input>}) -> tensor<f32> {
   %p = partita.mul %w, %x : tensor<4xf32>
   %l = partita.reduce sum %p dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+//--- clip.mlir
+// Clipping by global norm: the squared gradients of both parameters summed into one norm, the scale limit / max(norm, limit) applied to each gradient before the update (and returned clipped).
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK: %[[SQA:.*]] = partita.mul %[[GA:.*]], %[[GA]] : tensor<4xf32>
+// CHECK: %[[SUMA:.*]] = partita.reduce sum %[[SQA]] dims = [0] : tensor<4xf32> -> tensor<f32>
+// CHECK: %[[SQB:.*]] = partita.mul %[[GB:.*]], %[[GB]] : tensor<3xf32>
+// CHECK: %[[SUMB:.*]] = partita.reduce sum %[[SQB]] dims = [0] : tensor<3xf32> -> tensor<f32>
+// CHECK: %[[TOTAL:.*]] = partita.add %[[SUMA]], %[[SUMB]] : tensor<f32>
+// CHECK: %[[NORM:.*]] = partita.sqrt %[[TOTAL]] : tensor<f32>
+// CHECK: %[[LIMIT:.*]] = partita.constant dense<2.000000e+00> : tensor<f32>
+// CHECK: %[[BIGGER:.*]] = partita.max %[[NORM]], %[[LIMIT]] : tensor<f32>
+// CHECK: %[[SCALE:.*]] = partita.div %[[LIMIT]], %[[BIGGER]] : tensor<f32>
+// CHECK: %[[SA:.*]] = partita.broadcast %[[SCALE]] dims = [] : tensor<f32> -> tensor<4xf32>
+// CHECK: %[[CLIPPEDA:.*]] = partita.mul %[[GA]], %[[SA]] : tensor<4xf32>
+// CHECK: %[[SB:.*]] = partita.broadcast %[[SCALE]] dims = [] : tensor<f32> -> tensor<3xf32>
+// CHECK: %[[CLIPPEDB:.*]] = partita.mul %[[GB]], %[[SB]] : tensor<3xf32>
+// CHECK: return {{.*}}, %[[CLIPPEDA]], %[[CLIPPEDB]],
+func.func @loss(%a: tensor<4xf32> {partita.role = #partita.role<param>}, %b: tensor<3xf32> {partita.role = #partita.role<param>}, %x: tensor<4xf32> {partita.role = #partita.role<input>}, %y: tensor<3xf32> {partita.role = #partita.role<input>}) -> tensor<f32> {
+  %p = partita.mul %a, %x : tensor<4xf32>
+  %q = partita.mul %b, %y : tensor<3xf32>
+  %s = partita.reduce sum %p dims = [0] : tensor<4xf32> -> tensor<f32>
+  %t = partita.reduce sum %q dims = [0] : tensor<3xf32> -> tensor<f32>
+  %l = partita.add %s, %t : tensor<f32>
   return %l : tensor<f32>
 }

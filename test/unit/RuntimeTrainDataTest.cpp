@@ -143,3 +143,27 @@ TEST_CASE("losses as CSV and SVG", "[train]") {
   CHECK(svg.find("gpt dp on cpu:8") != std::string::npos);
   CHECK(svg.find("<polyline") != std::string::npos);
 }
+
+TEST_CASE("learning-rate schedules: warmup, then constant, cosine or linear",
+          "[train]") {
+  LearningRateSchedule schedule;
+  schedule.peak = 1.0;
+  schedule.minimum = 0.1;
+  schedule.warmup = 4;
+  schedule.total = 14;
+  // Warmup: peak * (step + 1) / warmup.
+  CHECK(schedule.at(0) == Approx(0.25));
+  CHECK(schedule.at(3) == Approx(1.0));
+  CHECK(schedule.at(13) == Approx(1.0)); // constant after the warmup
+  schedule.kind = LearningRateSchedule::Kind::Cosine;
+  CHECK(schedule.at(4) == Approx(1.0));
+  // Halfway through the decay (steps 4 .. 13): the mean of peak and min.
+  schedule.total = 15;
+  CHECK(schedule.at(9) == Approx(0.55));
+  CHECK(schedule.at(14) == Approx(0.1)); // the last step runs at the minimum
+  CHECK(schedule.at(20) == Approx(0.1));
+  schedule.kind = LearningRateSchedule::Kind::Linear;
+  CHECK(schedule.at(9) == Approx(0.55));
+  CHECK(schedule.at(6) == Approx(1.0 - 0.9 * 0.2));
+  CHECK(schedule.at(14) == Approx(0.1));
+}

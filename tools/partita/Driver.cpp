@@ -253,6 +253,17 @@ bool partita::cli::parseTrainChoices(const CommandLine &cl,
     return false;
   }
   options.trainRemat = *parsedRemat;
+  if (cl.has("--clip-norm")) {
+    std::string text = cl.get("--clip-norm");
+    char *end = nullptr;
+    options.trainClipNorm = std::strtod(text.c_str(), &end);
+    if (text.empty() || !end || *end || !(options.trainClipNorm > 0)) {
+      exitCode =
+          usageError("--clip-norm must be a positive number, got '" + text +
+                     "'");
+      return false;
+    }
+  }
   return true;
 }
 
@@ -311,9 +322,10 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
     }
   } else if (cl.has("--optimizer") || cl.has("--lr") ||
              cl.on("--mixed-precision") || cl.has("--micro-batches") ||
-             cl.has("--remat")) {
+             cl.has("--remat") || cl.has("--clip-norm")) {
     exitCode = usageError("--optimizer, --lr, --mixed-precision, "
-                          "--micro-batches and --remat need --train");
+                          "--micro-batches, --remat and --clip-norm need "
+                          "--train");
     return false;
   }
   if (cl.has("--mesh")) {

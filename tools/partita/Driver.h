@@ -115,7 +115,8 @@ bool runPipeline(Session &session, mlir::ModuleOp module,
 inline std::vector<std::string> pipelineValueFlags() {
   return {"--mesh",          "--interconnect", "--rules",
           "--optimizer",     "--lr",           "--micro-batches",
-          "--remat",         "--combine-bytes", "--max-padding"};
+          "--remat",         "--combine-bytes", "--max-padding",
+          "--clip-norm"};
 }
 
 /// The common start of a command: parses `args` (the pipeline flags,

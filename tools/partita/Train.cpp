@@ -66,6 +66,12 @@ Options (defaults in brackets):
                           on slices of the batch, one update [1]
   --remat P               activation checkpointing: none, per-layer (each
                           layer recomputed in the backward), full [none]
+  --lr-schedule S         constant, cosine or linear decay from --lr to
+                          --min-lr at the last step [constant]
+  --warmup N              linear warmup over the first N steps [0]
+  --min-lr X              the rate the decay ends at [0]
+  --clip-norm C           scale the gradients to global L2 norm C when it
+                          is larger (computed across every shard)
   --mixed-precision       bf16 parameters and gradients, f32 master weights
                           and moments (needs --dtype bf16)
   --output DIR            where loss.csv and loss.svg go [partita-train]
@@ -96,6 +102,12 @@ to predict the next token; mlp regresses sin(3x).
 )";
 
 } // namespace
+
+std::string partita::cli::formatRate(double rate) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g", rate);
+  return text;
+}
 
 std::string partita::cli::formatSeconds(double seconds) {
   char text[32];
@@ -143,8 +155,9 @@ std::optional<int> parsePipelineRequest(const CommandLine &cl, long long pipe,
                       availableSchedules() + ")");
   if (virtualStages == 0)
     virtualStages = *kind == ScheduleKind::Interleaved ? 2 : 1;
-  if (cl.on("--mixed-precision"))
-    return usageError("--pp does not combine with --mixed-precision yet");
+  if (cl.on("--mixed-precision") || cl.has("--clip-norm"))
+    return usageError("--pp does not combine with --mixed-precision or "
+                      "--clip-norm yet");
   std::vector<MeshAxis> rest;
   for (const MeshAxis &meshAxis : request.mesh.axes())
     if (meshAxis.name != "pipe")
@@ -227,6 +240,35 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
     if (text.empty() || !stop || *stop || options.trainLearningRate <= 0)
       return usageError("--lr must be a positive number, got '" + text + "'");
   }
+  // A schedule: the step takes its learning rate as an input.
+  std::string scheduleName = cl.get("--lr-schedule", "constant");
+  long long warmup = 0;
+  if (!integer("--warmup", 0, warmup))
+    return exitCode;
+  if (scheduleName != "constant" || warmup > 0 || cl.has("--min-lr")) {
+    LearningRateSchedule schedule;
+    if (scheduleName == "cosine")
+      schedule.kind = LearningRateSchedule::Kind::Cosine;
+    else if (scheduleName == "linear")
+      schedule.kind = LearningRateSchedule::Kind::Linear;
+    else if (scheduleName != "constant")
+      return usageError("--lr-schedule must be constant, cosine or linear, "
+                        "got '" + scheduleName + "'");
+    schedule.peak = options.trainLearningRate;
+    schedule.warmup = warmup;
+    schedule.total = request.steps;
+    if (cl.has("--min-lr")) {
+      std::string text = cl.get("--min-lr");
+      char *stop = nullptr;
+      schedule.minimum = std::strtod(text.c_str(), &stop);
+      if (text.empty() || !stop || *stop || schedule.minimum < 0 ||
+          schedule.minimum > schedule.peak)
+        return usageError("--min-lr must be a number in [0, --lr], got '" +
+                          text + "'");
+    }
+    request.lrSchedule = schedule;
+    options.trainLearningRate = 0;
+  }
   std::string defaultMesh = "data=" + std::to_string(request.count);
   if (pipe > 1 && request.count % pipe == 0)
     defaultMesh = "pipe=" + std::to_string(pipe) + ",data=" +
@@ -306,7 +348,10 @@ void printTrainHeader(const TrainRequest &request, const Executable &program) {
                << request.devices << " (mesh " << request.mesh.toString()
                << ", rules " << options.rules << ", "
                << trainOptimizerName(options.trainOptimizer) << " lr "
-               << llvm::format("%g", options.trainLearningRate)
+               << (request.lrSchedule
+                       ? formatRate(request.lrSchedule->peak) +
+                             " scheduled"
+                       : formatRate(options.trainLearningRate))
                << (request.micro > 1
                        ? ", " + std::to_string(request.micro) +
                              " micro-batches"
@@ -356,7 +401,9 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                            "--steps", "--optimizer", "--lr", "--seed", "--data",
                            "--output", "--interconnect", "--micro-batches",
                            "--remat", "--data-trace", "--pp", "--schedule",
-                           "--virtual-stages", "--checkpoint-dir",
+                           "--virtual-stages", "--clip-norm", "--lr-schedule",
+                           "--warmup", "--min-lr",
+                           "--checkpoint-dir",
                            "--checkpoint-every", "--keep", "--resume"})
     valueFlags.push_back(flag);
   CommandLine cl;
@@ -381,8 +428,12 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     return *code;
   if (request.options.trainMixedPrecision && request.config.dtype != "bf16")
     return usageError("--mixed-precision trains a bf16 model: add --dtype bf16");
-  if (request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0)
+  if (request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0) {
+    if (request.lrSchedule)
+      return usageError("--pp does not combine with a learning-rate "
+                        "schedule yet");
     return trainPipelined(cl, request);
+  }
 
   Session session;
   Expected<Executable> program = compileTrainStep(session, request);
@@ -415,6 +466,10 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
   bool tty = isatty(STDOUT_FILENO);
   ProgressPrinter progress(request, tty);
   TrainLoopOptions loop;
+  if (request.lrSchedule)
+    loop.learningRate = [schedule = *request.lrSchedule](int64_t step) {
+      return schedule.at(step);
+    };
   if (!request.checkpoints.resume.empty())
     if (std::optional<int> code =
             resumeFromCheckpoint(request, *program, layout->updated, *inputs,

@@ -31,6 +31,8 @@
 namespace partita::cli {
 
 std::string formatSeconds(double seconds);
+/// A learning rate for the progress line ("0.00025").
+std::string formatRate(double rate);
 
 /// What `partita train` was asked for, every flag parsed and checked.
 /// Checkpoints of a run (Checkpoints.cpp).
@@ -68,6 +70,9 @@ struct TrainRequest {
   /// --devices cuda:N (pipelined steps only).
   bool cuda = false;
   CheckpointRequest checkpoints;
+  /// --lr-schedule/--warmup/--min-lr; when set, the step takes its
+  /// learning rate as an input and the loop feeds it per step.
+  std::optional<LearningRateSchedule> lrSchedule;
 };
 
 std::optional<int> parseTrainRequest(const CommandLine &cl,
@@ -106,6 +111,9 @@ public:
     std::string line =
         "step " + std::to_string(s + 1) + "/" + std::to_string(steps) +
         "  loss " + std::to_string(loss) + "  " +
+        (request.lrSchedule ? "lr " + formatRate(request.lrSchedule->at(s)) +
+                                  "  "
+                            : std::string()) +
         std::to_string(static_cast<long long>(tokensPerStep / took)) +
         (request.config.model == "mlp" ? " examples/s" : " tokens/s") +
         "  eta " + formatSeconds(eta);

@@ -66,6 +66,10 @@ struct TrainStepOptions {
   int64_t microBatches = 1;
   /// Activation checkpointing (see buildGradient).
   Remat remat = Remat::None;
+  /// > 0: the gradients are scaled by min(1, clipNorm / ||g||), ||g|| the
+  /// global L2 norm over every gradient (computed in f32 across all shards:
+  /// the partitioner inserts the reductions), before the optimizer.
+  double clipNorm = 0;
 };
 
 /// Replaces the loss function `loss` (scalar loss first; arguments with

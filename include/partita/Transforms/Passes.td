@@ -137,6 +137,8 @@ def TrainStepPass : Pass<"partita-train-step", "mlir::ModuleOp"> {
            "A constant learning rate (default: an lr input)">,
     Option<"mixedPrecision", "mixed-precision", "bool", /*default=*/"false",
            "f32 master weights and state for a bf16 loss">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip the gradients to this global L2 norm (0: no clipping)">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Gradient accumulation over this many micro-batches (the loss "
            "function sees one)">,

@@ -5,6 +5,7 @@
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -27,7 +28,10 @@ Expected<TrainStepLayout> trainStepLayout(const Executable &program) {
     const ExecutableValue &input = program.inputs[i];
     if (input.role != "input")
       continue;
-    if (input.globalShape.empty())
+    if (input.globalShape.empty() &&
+        program.slots[input.slot].dtype == DType::F32)
+      layout.lrInput = static_cast<int>(i);
+    else if (input.globalShape.empty())
       layout.stepInput = static_cast<int>(i);
     else
       layout.dataInputs.push_back(i);
@@ -96,6 +100,12 @@ Status trainOnCpuDevices(
   std::vector<size_t> splitEachStep = layout.dataInputs;
   if (layout.stepInput >= 0)
     splitEachStep.push_back(static_cast<size_t>(layout.stepInput));
+  if (layout.lrInput >= 0) {
+    if (!options.learningRate)
+      return Status::error("the train step takes its learning rate as an "
+                           "input; the loop needs a schedule");
+    splitEachStep.push_back(static_cast<size_t>(layout.lrInput));
+  }
   std::vector<size_t> kept, moved;
   for (size_t k = 0; k < layout.updated; ++k)
     (staysOnDevices(program, k) ? kept : moved).push_back(k);
@@ -143,6 +153,10 @@ Status trainOnCpuDevices(
     if (layout.stepInput >= 0) {
       int32_t number = static_cast<int32_t>(s);
       std::memcpy(inputs[layout.stepInput].bytes.data(), &number, 4);
+    }
+    if (layout.lrInput >= 0) {
+      float rate = static_cast<float>(options.learningRate(s));
+      std::memcpy(inputs[layout.lrInput].bytes.data(), &rate, 4);
     }
     begin = std::chrono::steady_clock::now();
     for (size_t index : splitEachStep) {
@@ -214,6 +228,20 @@ Status trainOnCpuDevices(
     return Status::error("step " + std::to_string(current) + ": " +
                          status.message());
   return status;
+}
+
+double LearningRateSchedule::at(int64_t step) const {
+  if (step < warmup)
+    return peak * static_cast<double>(step + 1) / static_cast<double>(warmup);
+  if (kind == Kind::Constant)
+    return peak;
+  // The last step (total - 1) runs at the minimum.
+  double span = static_cast<double>(std::max<int64_t>(1, total - warmup - 1));
+  double progress =
+      std::min(1.0, static_cast<double>(step - warmup) / span);
+  if (kind == Kind::Linear)
+    return peak - (peak - minimum) * progress;
+  return minimum + 0.5 * (peak - minimum) * (1 + std::cos(M_PI * progress));
 }
 
 std::string lossCsv(const std::vector<double> &losses,

@@ -29,6 +29,21 @@ struct TrainStepLayout {
   std::vector<size_t> dataInputs;
   /// The scalar i32 step-number input, or -1.
   int stepInput = -1;
+  /// The scalar f32 learning-rate input (a step compiled without a constant
+  /// learning rate), or -1.
+  int lrInput = -1;
+};
+
+/// A learning rate per step: a linear warmup from peak/warmup to `peak`
+/// over the first `warmup` steps, then constant, or a cosine or linear
+/// decay from `peak` to `minimum` at the last of `total` steps.
+struct LearningRateSchedule {
+  enum class Kind { Constant, Cosine, Linear };
+  Kind kind = Kind::Constant;
+  double peak = 1e-3, minimum = 0;
+  int64_t warmup = 0, total = 1;
+  /// The rate of step `step` (counting from 0).
+  double at(int64_t step) const;
 };
 
 /// The layout of `program`; fails when it has no loss output or more
@@ -63,6 +78,8 @@ struct TrainSnapshot {
 struct TrainLoopOptions {
   /// The first step to run (a resumed run: the steps done before).
   int64_t firstStep = 0;
+  /// The learning rate of each step, for a step with an lr input.
+  std::function<double(int64_t step)> learningRate;
   /// After how many steps done a snapshot is taken; called on the device
   /// threads, so a pure function.
   std::function<bool(int64_t stepsDone)> snapshotAfter;
