@@ -84,6 +84,12 @@ Options (defaults in brackets):
   --virtual-stages V      with --schedule interleaved: stages per rank [2]
   --check                 with --pp: also train the non-pipelined step on
                           one device and compare losses and parameters
+  --eval-every K          evaluate every K steps and after the last: the
+                          mean loss (and perplexity) of held-out batches,
+                          printed, in eval.csv and in loss.svg
+  --eval-batches B        batches per evaluation [4]
+  --eval-data FILE        held-out int32 tokens (default: synthetic data
+                          from another seed)
   --checkpoint-dir D      save the state (parameters, gradient buffers,
                           optimizer state, losses) under D as step-N,
                           after the last step and every --checkpoint-every
@@ -372,7 +378,8 @@ void printTrainHeader(const TrainRequest &request, const Executable &program) {
 } // namespace
 
 bool partita::cli::writeLosses(const TrainRequest &request,
-                               const ProgressPrinter &progress) {
+                               const ProgressPrinter &progress,
+                               const Evaluator *evaluator) {
   const std::vector<double> &losses = progress.losses;
   std::string csvPath = request.outputDir + "/loss.csv",
               svgPath = request.outputDir + "/loss.svg";
@@ -381,16 +388,26 @@ bool partita::cli::writeLosses(const TrainRequest &request,
   });
   if (!losses.empty())
     written = written && writeOutputFile(svgPath, [&](llvm::raw_ostream &os) {
-                os << lossPlotSvg(losses, request.config.model + " " +
-                                              request.options.rules + " on " +
-                                              request.devices);
+                os << lossPlotSvg(losses,
+                                  request.config.model + " " +
+                                      request.options.rules + " on " +
+                                      request.devices,
+                                  evaluator ? evaluator->points
+                                            : std::vector<std::pair<
+                                                  int64_t, double>>());
+              });
+  std::string evalPath = request.outputDir + "/eval.csv";
+  if (evaluator)
+    written = written && writeOutputFile(evalPath, [&](llvm::raw_ostream &os) {
+                os << evaluator->csv();
               });
   if (!written)
     return false;
   if (!losses.empty())
     llvm::outs() << "loss " << llvm::format("%.6g", losses.front()) << " -> "
                  << llvm::format("%.6g", losses.back()) << " in "
-                 << request.steps << " steps; wrote " << csvPath << " and "
+                 << request.steps << " steps; wrote " << csvPath
+                 << (evaluator ? ", " + evalPath : std::string()) << " and "
                  << svgPath << "\n";
   return true;
 }
@@ -404,7 +421,8 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                            "--virtual-stages", "--clip-norm", "--lr-schedule",
                            "--warmup", "--min-lr",
                            "--checkpoint-dir",
-                           "--checkpoint-every", "--keep", "--resume"})
+                           "--checkpoint-every", "--keep", "--resume",
+                           "--eval-every", "--eval-batches", "--eval-data"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
@@ -425,6 +443,8 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
   if (std::optional<int> code = parseTrainRequest(cl, request))
     return *code;
   if (std::optional<int> code = parseCheckpointRequest(cl, request))
+    return *code;
+  if (std::optional<int> code = parseEvalRequest(cl, request))
     return *code;
   if (request.options.trainMixedPrecision && request.config.dtype != "bf16")
     return usageError("--mixed-precision trains a bf16 model: add --dtype bf16");
@@ -476,13 +496,38 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                                  progress, loop.firstStep))
       return *code;
   CheckpointWriter checkpoints(request);
-  if (!request.checkpoints.directory.empty()) {
-    long long every = request.checkpoints.every, last = request.steps;
-    loop.snapshotAfter = [every, last](int64_t done) {
-      return done == last || (every > 0 && done % every == 0);
+  std::unique_ptr<Evaluator> evaluator;
+  if (request.eval.every > 0) {
+    Expected<std::unique_ptr<Evaluator>> created =
+        Evaluator::create(session, request);
+    if (!created) {
+      if (!created.status().message().empty())
+        llvm::errs() << "error: " << created.status().message() << "\n";
+      return 1;
+    }
+    evaluator = std::move(*created);
+  }
+  bool saving = !request.checkpoints.directory.empty();
+  long long saveEvery = request.checkpoints.every,
+            evalEvery = request.eval.every, last = request.steps;
+  auto due = [last](long long every, int64_t done) {
+    return every > 0 && (done == last || done % every == 0);
+  };
+  auto saveDue = [=](int64_t done) {
+    return saving && (done == last || (saveEvery > 0 && done % saveEvery == 0));
+  };
+  if (saving || evaluator) {
+    loop.snapshotAfter = [=](int64_t done) {
+      return saveDue(done) || due(evalEvery, done);
     };
-    loop.onSnapshot = [&](TrainSnapshot &snapshot) {
-      return checkpoints.submit(*program, snapshot, progress);
+    loop.onSnapshot = [&, saveDue, due](TrainSnapshot &snapshot) -> Status {
+      if (evaluator && due(evalEvery, snapshot.steps))
+        if (Expected<double> loss = evaluator->evaluate(*program, snapshot);
+            !loss)
+          return loss.status();
+      if (saveDue(snapshot.steps))
+        return checkpoints.submit(*program, snapshot, progress);
+      return Status::success();
     };
   }
   Status status = Status::success();
@@ -513,5 +558,5 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                  << "\n";
     return 1;
   }
-  return writeLosses(request, progress) ? 0 : 1;
+  return writeLosses(request, progress, evaluator.get()) ? 0 : 1;
 }

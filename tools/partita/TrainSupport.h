@@ -48,6 +48,16 @@ struct CheckpointRequest {
   std::string resume;
 };
 
+/// Held-out evaluation during a run (TrainEval.cpp).
+struct EvalRequest {
+  /// Every this many steps and after the last (0: never).
+  long long every = 0;
+  /// Batches averaged per evaluation.
+  long long batches = 4;
+  /// A token file of held-out data (empty: synthetic, another seed).
+  std::string data;
+};
+
 struct TrainRequest {
   ModelConfig config;
   std::string devices;
@@ -70,6 +80,7 @@ struct TrainRequest {
   /// --devices cuda:N (pipelined steps only).
   bool cuda = false;
   CheckpointRequest checkpoints;
+  EvalRequest eval;
   /// --lr-schedule/--warmup/--min-lr; when set, the step takes its
   /// learning rate as an input and the loop feeds it per step.
   std::optional<LearningRateSchedule> lrSchedule;
@@ -181,6 +192,33 @@ private:
   double lastWriteMs = 0;
 };
 
+/// --eval-every, --eval-batches, --eval-data; the exit code after a bad
+/// one.
+std::optional<int> parseEvalRequest(const CommandLine &cl,
+                                    TrainRequest &request);
+
+/// The model's loss function compiled for the run's layout, run on the
+/// trained parameters over held-out batches.
+class Evaluator {
+public:
+  static Expected<std::unique_ptr<Evaluator>> create(Session &session,
+                                                     const TrainRequest &request);
+  /// The mean held-out loss with the parameters of `snapshot` (taken from
+  /// `step`, the train step); printed and kept in `points`.
+  Expected<double> evaluate(const Executable &step,
+                            const TrainSnapshot &snapshot);
+  /// eval.csv: step, eval_loss, perplexity.
+  std::string csv() const;
+  /// (steps done, held-out loss) of every evaluation so far.
+  std::vector<std::pair<int64_t, double>> points;
+
+private:
+  Evaluator() = default;
+  Executable program;
+  std::unique_ptr<TrainData> data;
+  int64_t batches = 1;
+};
+
 /// --resume: loads the newest complete checkpoint into `inputs` (the first
 /// `updated` of the train step), the loss history into `progress`, and the
 /// steps done into `firstStep`; the exit code after a failure.
@@ -193,7 +231,8 @@ std::optional<int> resumeFromCheckpoint(const TrainRequest &request,
 
 /// Writes loss.csv and loss.svg into the output directory and says so;
 /// false after reporting a file that cannot be written.
-bool writeLosses(const TrainRequest &request, const ProgressPrinter &progress);
+bool writeLosses(const TrainRequest &request, const ProgressPrinter &progress,
+                 const Evaluator *evaluator = nullptr);
 
 /// `partita train --pp`: the pipelined step (TrainPipelined.cpp).
 int trainPipelined(const CommandLine &cl, TrainRequest &request);

@@ -256,10 +256,15 @@ std::string lossCsv(const std::vector<double> &losses,
   return csv;
 }
 
-std::string lossPlotSvg(const std::vector<double> &losses,
-                        const std::string &title) {
+std::string lossPlotSvg(
+    const std::vector<double> &losses, const std::string &title,
+    const std::vector<std::pair<int64_t, double>> &evalPoints) {
   double low = *std::min_element(losses.begin(), losses.end());
   double high = *std::max_element(losses.begin(), losses.end());
+  for (const auto &point : evalPoints) {
+    low = std::min(low, point.second);
+    high = std::max(high, point.second);
+  }
   if (high - low < 1e-12)
     high = low + 1;
   const double width = 640, height = 360, left = 60, right = 20, top = 30,
@@ -305,7 +310,34 @@ std::string lossPlotSvg(const std::vector<double> &losses,
                   y(losses[i]));
     svg += buffer;
   }
-  svg += "\"/>\n</svg>\n";
+  svg += "\"/>\n";
+  if (!evalPoints.empty()) {
+    // Step s's loss sits at x(s - 1); an evaluation after s steps there too.
+    svg += "<polyline fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"2\" "
+           "points=\"";
+    for (size_t i = 0; i < evalPoints.size(); ++i) {
+      std::snprintf(buffer, sizeof(buffer), "%s%.1f,%.1f", i ? " " : "",
+                    x(static_cast<size_t>(
+                        std::max<int64_t>(0, evalPoints[i].first - 1))),
+                    y(evalPoints[i].second));
+      svg += buffer;
+    }
+    svg += "\"/>\n";
+    for (const auto &[step, loss] : evalPoints) {
+      std::snprintf(buffer, sizeof(buffer),
+                    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
+                    "fill=\"#ff7f0e\"/>\n",
+                    x(static_cast<size_t>(std::max<int64_t>(0, step - 1))),
+                    y(loss));
+      svg += buffer;
+    }
+    std::snprintf(buffer, sizeof(buffer),
+                  "<text x=\"%.0f\" y=\"18\" fill=\"#ff7f0e\">held-out "
+                  "loss</text>\n",
+                  width - right - 110);
+    svg += buffer;
+  }
+  svg += "</svg>\n";
   return svg;
 }
 

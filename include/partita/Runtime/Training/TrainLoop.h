@@ -105,8 +105,11 @@ std::string lossCsv(const std::vector<double> &losses,
                     const std::vector<double> &seconds);
 
 /// The losses as an SVG line plot titled `title`.
-std::string lossPlotSvg(const std::vector<double> &losses,
-                        const std::string &title);
+/// With `evalPoints` ((steps done, loss) pairs), the held-out losses are
+/// drawn too, as a second line with dots.
+std::string lossPlotSvg(
+    const std::vector<double> &losses, const std::string &title,
+    const std::vector<std::pair<int64_t, double>> &evalPoints = {});
 
 } // namespace partita
 

@@ -1,0 +1,147 @@
+//===- TrainEval.cpp - Held-out loss during partita train -----------------===//
+//
+// `--eval-every K` evaluates the model every K steps and after the last:
+// the model's loss function compiled for the same mesh and rules (no
+// backward pass, no optimizer), run on the parameters as the devices hold
+// them after that step, over --eval-batches batches of held-out data (a
+// token file, --eval-data, or synthetic sequences from another seed). The
+// mean loss and its perplexity are printed, written to eval.csv and drawn
+// in loss.svg (docs/Training.md, "Evaluation").
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainSupport.h"
+
+#include "partita/Runtime/IO/ShardedArray.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace partita;
+using namespace partita::cli;
+
+std::optional<int> partita::cli::parseEvalRequest(const CommandLine &cl,
+                                                  TrainRequest &request) {
+  EvalRequest &eval = request.eval;
+  auto integer = [&](const char *flag, long long fallback,
+                     long long &value) -> std::optional<int> {
+    std::string text = cl.get(flag, std::to_string(fallback));
+    char *stop = nullptr;
+    value = std::strtoll(text.c_str(), &stop, 10);
+    if (text.empty() || !stop || *stop || value < 0)
+      return usageError(std::string(flag) +
+                        " must be a non-negative integer, got '" + text + "'");
+    return std::nullopt;
+  };
+  if (std::optional<int> code = integer("--eval-every", 0, eval.every))
+    return code;
+  if (std::optional<int> code = integer("--eval-batches", 4, eval.batches))
+    return code;
+  eval.data = cl.get("--eval-data");
+  if (eval.every == 0)
+    for (const char *flag : {"--eval-data", "--eval-batches"})
+      if (cl.has(flag))
+        return usageError(std::string(flag) + " needs --eval-every K");
+  if (eval.every > 0 && eval.batches == 0)
+    return usageError("--eval-batches must be at least 1");
+  if (eval.every > 0 && request.pipelineRanks > 1)
+    return usageError("evaluation of pipelined steps (--pp) is not "
+                      "supported yet");
+  return std::nullopt;
+}
+
+Expected<std::unique_ptr<Evaluator>>
+Evaluator::create(Session &session, const TrainRequest &request) {
+  std::unique_ptr<Evaluator> evaluator(new Evaluator());
+  TrainRequest forward = request;
+  forward.options.trainOptimizer = TrainOptimizer::None;
+  Expected<Executable> program = compileTrainStep(session, forward);
+  if (!program)
+    return program.status();
+  evaluator->program = std::move(*program);
+  const ModelConfig &config = request.config;
+  uint64_t seed = static_cast<uint64_t>(request.seed);
+  if (request.eval.data.empty()) {
+    // Held out: the same kind of data from another seed.
+    evaluator->data = std::make_unique<SyntheticData>(
+        config.model, config.vocab, seed * 1000003ULL + 0x5eed);
+  } else {
+    if (config.model == "mlp")
+      return Status::error("--eval-data holds tokens: it needs --model gpt "
+                           "or moe");
+    auto file = std::make_unique<TokenFileData>();
+    file->setSeed(seed);
+    if (Status status = file->load(request.eval.data, config.seq,
+                                   config.vocab);
+        !status.ok())
+      return status;
+    evaluator->data = std::move(file);
+  }
+  evaluator->batches = request.eval.batches;
+  return evaluator;
+}
+
+Expected<double> Evaluator::evaluate(const Executable &step,
+                                     const TrainSnapshot &snapshot) {
+  std::vector<HostArray> inputs;
+  std::vector<HostArray *> dataInputs;
+  size_t param = 0;
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const ExecutableValue &input = program.inputs[i];
+    const TensorType &slot = program.slots[input.slot];
+    if (input.role != "param") {
+      inputs.push_back(HostArray::zeros(slot.dtype, input.globalShape));
+      continue;
+    }
+    // The train step's parameters come first, in the same order.
+    if (param >= snapshot.blocks.size() || step.inputs[param].role != "param")
+      return Status::error("evaluation: the train step has fewer parameters "
+                           "than the loss function");
+    const ExecutableValue &trained = step.inputs[param];
+    Expected<HostArray> value =
+        snapshot.whole[param]
+            ? Expected<HostArray>(snapshot.blocks[param][0])
+            : assembleDeviceBlocks(step.mesh, trained.sharding,
+                                   trained.globalShape,
+                                   snapshot.blocks[param]);
+    if (!value)
+      return Status::error("evaluation: parameter " + std::to_string(param) +
+                           ": " + value.status().message());
+    inputs.push_back(std::move(*value));
+    ++param;
+  }
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    if (program.inputs[i].role != "param")
+      dataInputs.push_back(&inputs[i]);
+  double sum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    if (Status status = data->fill(b, dataInputs); !status.ok())
+      return Status::error("evaluation: " + status.message());
+    Expected<std::vector<HostArray>> outputs =
+        runOnCpuDevices(program, inputs);
+    if (!outputs)
+      return Status::error("evaluation: " + outputs.status().message());
+    sum += elementAsDouble((*outputs)[0], 0);
+  }
+  double loss = sum / static_cast<double>(batches);
+  points.emplace_back(snapshot.steps, loss);
+  llvm::outs() << "eval after step " << snapshot.steps << ": loss "
+               << llvm::format("%.6f", loss) << ", perplexity "
+               << llvm::format("%.4g", std::exp(loss)) << " (" << batches
+               << " held-out batches)\n";
+  llvm::outs().flush();
+  return loss;
+}
+
+std::string Evaluator::csv() const {
+  std::string text = "step,eval_loss,perplexity\n";
+  char line[96];
+  for (const auto &[step, loss] : points) {
+    std::snprintf(line, sizeof(line), "%lld,%.9g,%.9g\n",
+                  static_cast<long long>(step), loss, std::exp(loss));
+    text += line;
+  }
+  return text;
+}
