@@ -106,8 +106,10 @@ Value oneHot(ModelBuilder &b, Value indices, int64_t size,
   return b.convert(hit, b.element(), name);
 }
 
-/// Mean softmax cross-entropy of `logits` [B, S, V] against `targets` [B, S].
-Value crossEntropy(ModelBuilder &b, Value logits, Value targets) {
+/// Mean softmax cross-entropy of `logits` [B, S, V] against `targets` [B, S]:
+/// over every position, or, with `mask` [B, S], over those where it is 1.
+Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
+                   Value mask = Value()) {
   b.pushScope("loss");
   Shape shape = ModelBuilder::shapeOf(logits);
   Value peak = b.reduce(ReductionKind::Max, logits, {2}, "max");
@@ -119,7 +121,15 @@ Value crossEntropy(ModelBuilder &b, Value logits, Value targets) {
       ReductionKind::Sum, b.mul(logits, oneHot(b, targets, shape[2], "target"), "picked"),
       {2}, "target.logit");
   Value nll = b.sub(logSumExp, picked, "nll");
-  Value loss = b.mean(nll, {0, 1}, "mean");
+  Value loss;
+  if (mask) {
+    Value kept = b.reduce(ReductionKind::Sum, b.mul(nll, mask, "masked"),
+                          {0, 1}, "masked.sum");
+    Value count = b.reduce(ReductionKind::Sum, mask, {0, 1}, "mask.count");
+    loss = b.div(kept, count, "masked.mean");
+  } else {
+    loss = b.mean(nll, {0, 1}, "mean");
+  }
   b.popScope();
   return loss;
 }
@@ -356,9 +366,11 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
   b.beginFunction(c.model);
   Type i32 = b.ops().getI32Type();
   Value tokens = b.input("tokens", {d.B, d.S}, {"batch", "seq"}, i32);
-  Value targets;
+  Value targets, mask;
   if (!c.noLoss)
     targets = b.input("targets", {d.B, d.S}, {"batch", "seq"}, i32);
+  if (!c.noLoss && c.lossMask)
+    mask = b.input("loss_mask", {d.B, d.S}, {"batch", "seq"}, b.element());
   Value wte = b.param("embed.table", {d.V, d.D}, {"vocab", "embed"});
   Value wpe;
   if (!c.rotary)
@@ -468,7 +480,7 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
   if (c.noLoss) {
     results.push_back(logits);
   } else {
-    Value loss = crossEntropy(b, logits, targets);
+    Value loss = crossEntropy(b, logits, targets, mask);
     if (auxLoss)
       loss = b.add(loss, b.mul(auxLoss, b.scalarLike(0.01, auxLoss, "aux.weight"),
                                "aux.weighted"),
@@ -565,6 +577,9 @@ partita::buildModel(MLIRContext *context, const ModelConfig &config,
   else
     return Status::error("--dtype must be f32 or bf16, got '" + config.dtype +
                          "'");
+  if (config.lossMask && config.model != "gpt" && config.model != "moe")
+    return Status::error("a loss mask (--loss-mask, --objective sft) needs "
+                         "--model gpt or moe");
   ModelBuilder builder(context, config.model, element);
   builder.addMesh(mesh);
   if (config.model == "gpt" || config.model == "moe")

@@ -167,3 +167,66 @@ TEST_CASE("learning-rate schedules: warmup, then constant, cosine or linear",
   CHECK(schedule.at(6) == Approx(1.0 - 0.9 * 0.2));
   CHECK(schedule.at(14) == Approx(0.1));
 }
+
+TEST_CASE("fine-tuning examples: prompt then response, the mask on the "
+          "response's targets, each once per epoch",
+          "[train]") {
+  std::string path = tempPath("sft.txt");
+  {
+    std::ofstream file(path);
+    file << "1 10 11 2 | 12 13 3\n\n1 20 2 | 21 3\n1 30 31 32 2 | 33 3\n";
+  }
+  SftData data;
+  data.setSeed(7);
+  REQUIRE(data.load(path, /*sequence=*/6, /*vocabulary=*/64).ok());
+  CHECK(data.size() == 3);
+  HostArray tokens = HostArray::zeros(DType::I32, {3, 6});
+  HostArray targets = HostArray::zeros(DType::I32, {3, 6});
+  HostArray mask = HostArray::zeros(DType::F32, {3, 6});
+  REQUIRE(data.fill(0, {&tokens, &targets, &mask}).ok());
+  std::set<int32_t> seen;
+  for (int64_t row = 0; row < 3; ++row) {
+    int32_t second = tokenAt(tokens, row * 6 + 1);
+    seen.insert(second);
+    // Targets are the tokens shifted by one; the mask is 1 exactly where
+    // the target belongs to the response.
+    std::vector<float> weights(6);
+    std::memcpy(weights.data(), mask.bytes.data() + 4 * row * 6, 24);
+    if (second == 10) { // 1 10 11 2 | 12 13 3: targets 10 11 2 12 13 3
+      CHECK(tokenAt(targets, row * 6 + 2) == 2);
+      CHECK(tokenAt(targets, row * 6 + 3) == 12);
+      CHECK(weights == std::vector<float>{0, 0, 0, 1, 1, 1});
+    } else if (second == 20) { // 1 20 2 | 21 3, padded with 0
+      CHECK(tokenAt(tokens, row * 6 + 5) == 0);
+      CHECK(weights == std::vector<float>{0, 0, 1, 1, 0, 0});
+    } else { // 1 30 31 32 2 | 33 3: cut at 7 tokens, the last target 3
+      CHECK(second == 30);
+      CHECK(tokenAt(targets, row * 6 + 5) == 3);
+      CHECK(weights == std::vector<float>{0, 0, 0, 0, 1, 1});
+    }
+  }
+  CHECK(seen == std::set<int32_t>{10, 20, 30}); // each example once
+
+  {
+    std::ofstream file(path);
+    file << "1 10 2 | 12 3\n1 99 2 | 5\n";
+  }
+  Status bad = data.load(path, 6, 64);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message() == path + ":2: '99' is not a token id in [0, 64)");
+  {
+    std::ofstream file(path);
+    file << "1 2 3 4 5 6 7 | 8\n";
+  }
+  bad = data.load(path, 6, 64);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message().find(":1: the prompt (7 tokens) leaves no room") !=
+        std::string::npos);
+  {
+    std::ofstream file(path);
+    file << "1 2 3\n";
+  }
+  CHECK(data.load(path, 6, 64).message() ==
+        path + ":1: expected 'prompt tokens | response tokens'");
+  std::filesystem::remove(path);
+}

@@ -63,6 +63,9 @@ std::optional<int> partita::cli::parseCheckpointRequest(
     const CommandLine &cl, TrainRequest &request) {
   CheckpointRequest &checkpoints = request.checkpoints;
   checkpoints.resume = cl.get("--resume");
+  checkpoints.initFrom = cl.get("--init-from");
+  if (!checkpoints.resume.empty() && !checkpoints.initFrom.empty())
+    return usageError("--resume and --init-from exclude each other");
   checkpoints.directory = cl.get("--checkpoint-dir", checkpoints.resume);
   auto integer = [&](const char *flag, long long fallback,
                      long long &value) -> std::optional<int> {
@@ -194,6 +197,32 @@ partita::cli::resumeFromCheckpoint(const TrainRequest &request,
   llvm::outs() << "resumed from " << *latest << " (" << firstStep
                << " steps done; saved under mesh " << info->meta.mesh
                << ", rules " << info->meta.rules << ")\n";
+  llvm::outs().flush();
+  return std::nullopt;
+}
+
+std::optional<int>
+partita::cli::initializeFromCheckpoint(const TrainRequest &request,
+                                       const Executable &program,
+                                       std::vector<HostArray> &inputs) {
+  const std::string &root = request.checkpoints.initFrom;
+  Expected<std::string> latest = latestCheckpoint(root);
+  if (!latest)
+    return usageError("--init-from: " + latest.status().message());
+  Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+  if (!info)
+    return usageError("--init-from: " + info.status().message());
+  size_t params = 0;
+  while (params < program.inputs.size() &&
+         program.inputs[params].role == "param")
+    ++params;
+  if (Status status = loadCheckpoint(*info, program, params, inputs,
+                                     /*onlyRole=*/"param");
+      !status.ok())
+    return usageError("--init-from: " + status.message());
+  llvm::outs() << "initialised " << params << " parameters from " << *latest
+               << " (" << info->meta.step << " steps of '" << info->meta.model
+               << "')\n";
   llvm::outs().flush();
   return std::nullopt;
 }

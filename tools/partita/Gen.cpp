@@ -110,7 +110,8 @@ std::vector<std::string> partita::cli::modelValueFlags() {
 }
 
 std::vector<std::string> partita::cli::modelSwitchFlags() {
-  return {"--scan", "--no-loss", "--rotary", "--rmsnorm", "--swiglu"};
+  return {"--scan", "--no-loss", "--rotary", "--rmsnorm", "--swiglu",
+          "--loss-mask"};
 }
 
 bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
@@ -134,6 +135,7 @@ bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
   }
   config.scan = cl.on("--scan");
   config.noLoss = cl.on("--no-loss");
+  config.lossMask = cl.on("--loss-mask");
   config.rotary = cl.on("--rotary");
   config.rmsNorm = cl.on("--rmsnorm");
   config.swiglu = cl.on("--swiglu");

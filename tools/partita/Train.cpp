@@ -56,6 +56,13 @@ Options (defaults in brackets):
   --optimizer adamw|sgd   [adamw]
   --lr X                  learning rate [1e-3 for adamw, 0.05 for sgd]
   --seed S                initialization and synthetic data [0]
+  --objective O           lm: predict every next token; sft: supervised
+                          fine-tuning, the loss on response tokens only,
+                          --data being lines of 'prompt | response' token
+                          ids [lm]
+  --init-from D           start from the parameters of D's newest
+                          checkpoint (optimizer state fresh, step 0): fine-
+                          tuning a pre-trained model
   --data FILE             int32 little-endian tokens (gpt, moe): each step
                           reads batch windows of seq + 1 tokens, in an order
                           shuffled by the seed, none twice in an epoch; each
@@ -198,6 +205,18 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
     return exitCode;
   if (config.noLoss)
     return usageError("--no-loss leaves nothing to train");
+  std::string objective = cl.get("--objective", "lm");
+  if (objective == "sft") {
+    if (config.model != "gpt" && config.model != "moe")
+      return usageError("--objective sft needs --model gpt or moe");
+    if (!cl.has("--data"))
+      return usageError("--objective sft trains on --data FILE: lines of "
+                        "'prompt tokens | response tokens'");
+    config.lossMask = true;
+  } else if (objective != "lm") {
+    return usageError("--objective must be lm or sft, got '" + objective +
+                      "'");
+  }
 
   request.devices = cl.get("--devices", "cpu:8");
   Expected<DeviceSpec> deviceSpec = parseDeviceSpec(request.devices);
@@ -325,6 +344,15 @@ partita::cli::makeTrainData(const CommandLine &cl,
                             const TrainRequest &request) {
   auto seed = static_cast<uint64_t>(request.seed);
   const ModelConfig &config = request.config;
+  if (config.lossMask) {
+    auto examples = std::make_unique<SftData>();
+    examples->setSeed(seed);
+    if (Status status =
+            examples->load(cl.get("--data"), config.seq, config.vocab);
+        !status.ok())
+      return status;
+    return std::unique_ptr<TrainData>(std::move(examples));
+  }
   if (!cl.has("--data"))
     return std::unique_ptr<TrainData>(
         std::make_unique<SyntheticData>(config.model, config.vocab, seed));
@@ -422,7 +450,8 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                            "--warmup", "--min-lr",
                            "--checkpoint-dir",
                            "--checkpoint-every", "--keep", "--resume",
-                           "--eval-every", "--eval-batches", "--eval-data"})
+                           "--eval-every", "--eval-batches", "--eval-data",
+                           "--objective", "--init-from"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
@@ -494,6 +523,10 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     if (std::optional<int> code =
             resumeFromCheckpoint(request, *program, layout->updated, *inputs,
                                  progress, loop.firstStep))
+      return *code;
+  if (!request.checkpoints.initFrom.empty())
+    if (std::optional<int> code =
+            initializeFromCheckpoint(request, *program, *inputs))
       return *code;
   CheckpointWriter checkpoints(request);
   std::unique_ptr<Evaluator> evaluator;

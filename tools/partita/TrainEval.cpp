@@ -63,7 +63,19 @@ Evaluator::create(Session &session, const TrainRequest &request) {
   evaluator->program = std::move(*program);
   const ModelConfig &config = request.config;
   uint64_t seed = static_cast<uint64_t>(request.seed);
-  if (request.eval.data.empty()) {
+  if (config.lossMask) {
+    // Fine-tuning: held-out prompt | response pairs.
+    if (request.eval.data.empty())
+      return Status::error("--objective sft evaluates on --eval-data FILE "
+                           "(lines of 'prompt | response' token ids)");
+    auto examples = std::make_unique<SftData>();
+    examples->setSeed(seed);
+    if (Status status =
+            examples->load(request.eval.data, config.seq, config.vocab);
+        !status.ok())
+      return status;
+    evaluator->data = std::move(examples);
+  } else if (request.eval.data.empty()) {
     // Held out: the same kind of data from another seed.
     evaluator->data = std::make_unique<SyntheticData>(
         config.model, config.vocab, seed * 1000003ULL + 0x5eed);

@@ -46,6 +46,9 @@ struct CheckpointRequest {
   long long keep = 3;
   /// --resume: the directory to continue from.
   std::string resume;
+  /// --init-from: a directory whose newest checkpoint's parameters start
+  /// this run (its optimizer state and step do not).
+  std::string initFrom;
 };
 
 /// Held-out evaluation during a run (TrainEval.cpp).
@@ -167,6 +170,12 @@ std::string modelFingerprint(const TrainRequest &request);
 /// after a bad one.
 std::optional<int> parseCheckpointRequest(const CommandLine &cl,
                                           TrainRequest &request);
+
+/// --init-from: the parameters of the newest complete checkpoint into
+/// `inputs`; the exit code after a failure.
+std::optional<int> initializeFromCheckpoint(const TrainRequest &request,
+                                            const Executable &program,
+                                            std::vector<HostArray> &inputs);
 
 /// Writes checkpoints in the background, one at a time: submit() hands the
 /// snapshot to a writer thread (waiting for the previous write first) and

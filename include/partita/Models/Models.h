@@ -45,6 +45,10 @@ struct ModelConfig {
   bool scan = false;
   /// Stop at the logits (gpt, moe) or the output (mlp).
   bool noLoss = false;
+  /// gpt, moe: a `loss_mask` input [batch, seq] (after the targets); the
+  /// loss averages only the positions where it is 1 (supervised
+  /// fine-tuning on the response tokens).
+  bool lossMask = false;
   /// Positions: rotary embeddings instead of a learned table.
   bool rotary = false;
   /// RMSNorm instead of LayerNorm.

@@ -396,17 +396,21 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
 
 Status partita::loadCheckpoint(const CheckpointInfo &checkpoint,
                                const Executable &program, size_t updated,
-                               std::vector<HostArray> &inputs) {
+                               std::vector<HostArray> &inputs,
+                               const std::string &onlyRole) {
   std::vector<std::string> keys = checkpointKeys(program, updated);
   std::map<std::string, const CheckpointTensor *> byKey;
   for (const CheckpointTensor &tensor : checkpoint.tensors)
     byKey[tensor.key] = &tensor;
-  if (byKey.size() != keys.size())
+  if (onlyRole.empty() && byKey.size() != keys.size())
     return Status::error(checkpoint.directory + " holds " +
                          std::to_string(byKey.size()) +
                          " tensors; this train step has " +
                          std::to_string(keys.size()));
   for (size_t k = 0; k < keys.size(); ++k) {
+    if (!onlyRole.empty() && keys[k].compare(0, onlyRole.size() + 1,
+                                             onlyRole + "/") != 0)
+      continue;
     auto found = byKey.find(keys[k]);
     if (found == byKey.end())
       return Status::error(checkpoint.directory + " has no tensor '" +

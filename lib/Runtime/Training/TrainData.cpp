@@ -2,12 +2,16 @@
 
 #include "partita/Runtime/Training/TrainData.h"
 
+#include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/IO/Files.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <random>
+#include <sstream>
 
 namespace partita {
 
@@ -112,6 +116,105 @@ void TokenFileData::readRank(int64_t step, int64_t epoch, int64_t within,
       *trace << step << "," << epoch << "," << rank << "," << b << ","
              << window << "\n";
   }
+}
+
+Status SftData::load(const std::string &path, int64_t sequence,
+                     int64_t vocabulary) {
+  if (Status regular = requireRegularFile(path); !regular.ok())
+    return Status::error(path + ": " + regular.message());
+  std::ifstream file(path);
+  if (!file)
+    return Status::error("cannot read '" + path + "'");
+  seq = sequence;
+  examples.clear();
+  std::string line;
+  for (int64_t number = 1; std::getline(file, line); ++number) {
+    std::string where = path + ":" + std::to_string(number) + ": ";
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    size_t bar = line.find('|');
+    if (bar == std::string::npos)
+      return Status::error(where + "expected 'prompt tokens | response "
+                                   "tokens'");
+    Example example;
+    for (int part = 0; part < 2; ++part) {
+      std::istringstream words(part == 0 ? line.substr(0, bar)
+                                         : line.substr(bar + 1));
+      std::string word;
+      int64_t count = 0;
+      while (words >> word) {
+        char *end = nullptr;
+        long long token = std::strtoll(word.c_str(), &end, 10);
+        if (!end || *end || token < 0 || token >= vocabulary)
+          return Status::error(where + "'" + word +
+                               "' is not a token id in [0, " +
+                               std::to_string(vocabulary) + ")");
+        example.tokens.push_back(static_cast<int32_t>(token));
+        ++count;
+      }
+      if (part == 0)
+        example.prompt = count;
+      else if (count == 0)
+        return Status::error(where + "the response is empty");
+    }
+    if (example.prompt == 0)
+      return Status::error(where + "the prompt is empty");
+    if (example.prompt >= seq + 1)
+      return Status::error(where + "the prompt (" +
+                           std::to_string(example.prompt) +
+                           " tokens) leaves no room for the response in " +
+                           std::to_string(seq + 1) + " tokens");
+    examples.push_back(std::move(example));
+  }
+  if (examples.empty())
+    return Status::error(path + ": no examples");
+  return Status::success();
+}
+
+Status SftData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
+  if (inputs.size() != 3)
+    return Status::error("fine-tuning data fills tokens, targets and a loss "
+                         "mask; the step takes " +
+                         std::to_string(inputs.size()) + " data inputs");
+  HostArray &in = *inputs[0], &out = *inputs[1], &mask = *inputs[2];
+  if (in.shape.size() != 2 || in.shape[1] != seq)
+    return Status::error("fine-tuning data: the step's tokens are not "
+                         "[batch, " + std::to_string(seq) + "]");
+  int64_t batch = in.shape[0], count = size();
+  size_t maskSize = dtypeSize(mask.dtype);
+  for (int64_t row = 0; row < batch; ++row) {
+    int64_t global = step * batch + row;
+    int64_t epoch = global / count, within = global % count;
+    if (epoch != epochOf) {
+      order.resize(count);
+      for (int64_t e = 0; e < count; ++e)
+        order[e] = e;
+      std::mt19937_64 random(seed * 104729 + static_cast<uint64_t>(epoch));
+      std::shuffle(order.begin(), order.end(), random);
+      epochOf = epoch;
+    }
+    const Example &example = examples[order[within]];
+    int64_t length = std::min<int64_t>(
+        static_cast<int64_t>(example.tokens.size()), seq + 1);
+    for (int64_t k = 0; k < seq; ++k) {
+      int32_t token = k < length ? example.tokens[k] : 0;
+      int32_t target = k + 1 < length ? example.tokens[k + 1] : 0;
+      float weight = (k + 1 < length && k + 1 >= example.prompt) ? 1.0f : 0.0f;
+      std::memcpy(in.bytes.data() + 4 * (row * seq + k), &token, 4);
+      std::memcpy(out.bytes.data() + 4 * (row * seq + k), &target, 4);
+      uint8_t *at = mask.bytes.data() + maskSize * (row * seq + k);
+      if (mask.dtype == DType::BF16) {
+        uint16_t bits = cpu::floatToBFloat16(weight);
+        std::memcpy(at, &bits, 2);
+      } else if (mask.dtype == DType::F16) {
+        uint16_t bits = cpu::floatToHalf(weight);
+        std::memcpy(at, &bits, 2);
+      } else {
+        std::memcpy(at, &weight, 4);
+      }
+    }
+  }
+  return Status::success();
 }
 
 } // namespace partita

@@ -111,9 +111,12 @@ Expected<CheckpointInfo> readCheckpoint(const std::string &directory,
 /// Loads a checkpoint into the first `updated` inputs of `program` (a train
 /// step compiled for any layout): every key must be there with the same
 /// dtype and shape. Errors name the checkpoint and the tensor.
+/// With `onlyRole`, loads that role's tensors only (the checkpoint may
+/// hold others): --init-from takes the parameters alone.
 Status loadCheckpoint(const CheckpointInfo &checkpoint,
                       const Executable &program, size_t updated,
-                      std::vector<HostArray> &inputs);
+                      std::vector<HostArray> &inputs,
+                      const std::string &onlyRole = "");
 
 /// `partita checkpoint info`: the run, the layout, the tensors.
 std::string describeCheckpoint(const CheckpointInfo &checkpoint);

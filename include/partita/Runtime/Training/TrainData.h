@@ -72,6 +72,34 @@ private:
   std::unique_ptr<std::ofstream> trace;
 };
 
+/// Supervised fine-tuning examples: a text file, one example per line,
+/// "prompt tokens | response tokens" (token ids separated by spaces). An
+/// example fills one row: the prompt then the response, cut at seq + 1
+/// tokens and padded with 0; the targets are the tokens shifted by one, and
+/// the loss mask is 1 where the target is a response token. Examples are
+/// visited in an order shuffled per epoch by the seed, each once per epoch.
+class SftData : public TrainData {
+public:
+  /// Reads `path`; errors name the file and line.
+  Status load(const std::string &path, int64_t sequence, int64_t vocabulary);
+  void setSeed(uint64_t value) { seed = value; }
+  /// Fills tokens, targets and the loss mask of step `step`.
+  Status fill(int64_t step, const std::vector<HostArray *> &inputs) override;
+  /// The examples read.
+  int64_t size() const { return static_cast<int64_t>(examples.size()); }
+
+private:
+  struct Example {
+    std::vector<int32_t> tokens;
+    /// Tokens before the response.
+    int64_t prompt = 0;
+  };
+  std::vector<Example> examples;
+  std::vector<int64_t> order;
+  int64_t seq = 0, epochOf = -1;
+  uint64_t seed = 0;
+};
+
 } // namespace partita
 
 #endif // PARTITA_RUNTIME_TRAINING_TRAINDATA_H
