@@ -108,8 +108,12 @@ Value oneHot(ModelBuilder &b, Value indices, int64_t size,
 
 /// Mean softmax cross-entropy of `logits` [B, S, V] against `targets` [B, S]:
 /// over every position, or, with `mask` [B, S], over those where it is 1.
+/// With `config.objective` "logprob" or "dpo" (and a mask), each row's
+/// sequence log-probability, or the DPO loss over row pairs against
+/// `refLogp` [B] (ModelConfig).
 Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
-                   Value mask = Value()) {
+                   Value mask = Value(), const ModelConfig *config = nullptr,
+                   Value refLogp = Value()) {
   b.pushScope("loss");
   Shape shape = ModelBuilder::shapeOf(logits);
   Value peak = b.reduce(ReductionKind::Max, logits, {2}, "max");
@@ -122,7 +126,34 @@ Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
       {2}, "target.logit");
   Value nll = b.sub(logSumExp, picked, "nll");
   Value loss;
-  if (mask) {
+  std::string objective = config ? config->objective : "mean";
+  if (mask && (objective == "logprob" || objective == "dpo")) {
+    int64_t rows = shape[0];
+    Value sequence = b.neg(b.reduce(ReductionKind::Sum,
+                                    b.mul(nll, mask, "masked"), {1},
+                                    "sequence.nll"),
+                           "sequence.logp");
+    if (objective == "logprob") {
+      b.popScope();
+      return sequence;
+    }
+    // Rows 2i (chosen) and 2i + 1 (rejected): their log-ratios against the
+    // reference, differenced pair by pair.
+    Value ratio = b.sub(sequence, refLogp, "log.ratio");
+    Value pairs = b.reshape(ratio, {rows / 2, 2}, "pairs");
+    Value sign = b.constantData({1.0f, -1.0f}, {2}, "chosen.minus.rejected");
+    Value margin = b.einsum("pt,t->p", ValueRange{pairs, sign}, {rows / 2},
+                            "margin");
+    Value scaled = b.mul(margin, b.constant(config->dpoBeta, {rows / 2}, "beta"),
+                         "scaled.margin");
+    // -log sigmoid(z) = log(1 + exp(-z)).
+    Value softplus =
+        b.log(b.add(b.constant(1.0, {rows / 2}, "one"),
+                    b.exp(b.neg(scaled, "neg.margin"), "exp.neg.margin"),
+                    "one.plus"),
+              "neg.log.sigmoid");
+    loss = b.mean(softplus, {0}, "dpo.mean");
+  } else if (mask) {
     Value kept = b.reduce(ReductionKind::Sum, b.mul(nll, mask, "masked"),
                           {0, 1}, "masked.sum");
     Value count = b.reduce(ReductionKind::Sum, mask, {0, 1}, "mask.count");
@@ -369,8 +400,11 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
   Value targets, mask;
   if (!c.noLoss)
     targets = b.input("targets", {d.B, d.S}, {"batch", "seq"}, i32);
+  Value refLogp;
   if (!c.noLoss && c.lossMask)
     mask = b.input("loss_mask", {d.B, d.S}, {"batch", "seq"}, b.element());
+  if (!c.noLoss && c.lossMask && c.objective == "dpo")
+    refLogp = b.input("ref_logp", {d.B}, {"batch"}, b.element());
   Value wte = b.param("embed.table", {d.V, d.D}, {"vocab", "embed"});
   Value wpe;
   if (!c.rotary)
@@ -480,8 +514,8 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
   if (c.noLoss) {
     results.push_back(logits);
   } else {
-    Value loss = crossEntropy(b, logits, targets, mask);
-    if (auxLoss)
+    Value loss = crossEntropy(b, logits, targets, mask, &c, refLogp);
+    if (auxLoss && c.objective != "logprob")
       loss = b.add(loss, b.mul(auxLoss, b.scalarLike(0.01, auxLoss, "aux.weight"),
                                "aux.weighted"),
                    "total_loss");
@@ -580,6 +614,15 @@ partita::buildModel(MLIRContext *context, const ModelConfig &config,
   if (config.lossMask && config.model != "gpt" && config.model != "moe")
     return Status::error("a loss mask (--loss-mask, --objective sft) needs "
                          "--model gpt or moe");
+  if (config.objective != "mean" && config.objective != "dpo" &&
+      config.objective != "logprob")
+    return Status::error("unknown objective '" + config.objective + "'");
+  if (config.objective != "mean" && !config.lossMask)
+    return Status::error("the " + config.objective +
+                         " objective needs a loss mask");
+  if (config.objective == "dpo" && config.batch % 2 != 0)
+    return Status::error("DPO takes pairs of rows: --batch (" +
+                         std::to_string(config.batch) + ") must be even");
   ModelBuilder builder(context, config.model, element);
   builder.addMesh(mesh);
   if (config.model == "gpt" || config.model == "moe")

@@ -66,6 +66,9 @@ std::optional<int> partita::cli::parseCheckpointRequest(
   checkpoints.initFrom = cl.get("--init-from");
   if (!checkpoints.resume.empty() && !checkpoints.initFrom.empty())
     return usageError("--resume and --init-from exclude each other");
+  // DPO starts the policy from the reference unless told otherwise.
+  if (checkpoints.initFrom.empty() && checkpoints.resume.empty())
+    checkpoints.initFrom = request.dpoReference;
   checkpoints.directory = cl.get("--checkpoint-dir", checkpoints.resume);
   auto integer = [&](const char *flag, long long fallback,
                      long long &value) -> std::optional<int> {

@@ -111,7 +111,7 @@ std::vector<std::string> partita::cli::modelValueFlags() {
 
 std::vector<std::string> partita::cli::modelSwitchFlags() {
   return {"--scan", "--no-loss", "--rotary", "--rmsnorm", "--swiglu",
-          "--loss-mask"};
+          "--loss-mask", "--dpo"};
 }
 
 bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
@@ -135,7 +135,9 @@ bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
   }
   config.scan = cl.on("--scan");
   config.noLoss = cl.on("--no-loss");
-  config.lossMask = cl.on("--loss-mask");
+  config.lossMask = cl.on("--loss-mask") || cl.on("--dpo");
+  if (cl.on("--dpo"))
+    config.objective = "dpo";
   config.rotary = cl.on("--rotary");
   config.rmsNorm = cl.on("--rmsnorm");
   config.swiglu = cl.on("--swiglu");

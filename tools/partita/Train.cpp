@@ -60,6 +60,12 @@ Options (defaults in brackets):
                           fine-tuning, the loss on response tokens only,
                           --data being lines of 'prompt | response' token
                           ids [lm]
+                          dpo: direct preference optimisation on --data
+                          lines of 'prompt | chosen | rejected' against the
+                          frozen --reference policy
+  --reference D           with dpo: the reference policy's checkpoint
+                          directory (also the start, unless --init-from)
+  --beta B                with dpo: the preference temperature [0.1]
   --init-from D           start from the parameters of D's newest
                           checkpoint (optimizer state fresh, step 0): fine-
                           tuning a pre-trained model
@@ -206,16 +212,37 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
   if (config.noLoss)
     return usageError("--no-loss leaves nothing to train");
   std::string objective = cl.get("--objective", "lm");
-  if (objective == "sft") {
+  if (objective == "sft" || objective == "dpo") {
     if (config.model != "gpt" && config.model != "moe")
-      return usageError("--objective sft needs --model gpt or moe");
+      return usageError("--objective " + objective +
+                        " needs --model gpt or moe");
     if (!cl.has("--data"))
-      return usageError("--objective sft trains on --data FILE: lines of "
-                        "'prompt tokens | response tokens'");
+      return usageError(
+          "--objective " + objective + " trains on --data FILE: lines of " +
+          (objective == "sft" ? "'prompt tokens | response tokens'"
+                              : "'prompt | chosen | rejected' tokens"));
     config.lossMask = true;
   } else if (objective != "lm") {
-    return usageError("--objective must be lm or sft, got '" + objective +
-                      "'");
+    return usageError("--objective must be lm, sft or dpo, got '" +
+                      objective + "'");
+  }
+  if (objective == "dpo") {
+    config.objective = "dpo";
+    request.dpoReference = cl.get("--reference");
+    if (request.dpoReference.empty())
+      return usageError("--objective dpo needs --reference D: the checkpoint "
+                        "directory of the reference policy");
+    if (config.batch % 2 != 0)
+      return usageError("--objective dpo takes pairs of rows: --batch (" +
+                        std::to_string(config.batch) + ") must be even");
+    std::string beta = cl.get("--beta", "0.1");
+    char *stop = nullptr;
+    config.dpoBeta = std::strtod(beta.c_str(), &stop);
+    if (beta.empty() || !stop || *stop || !(config.dpoBeta > 0))
+      return usageError("--beta must be a positive number, got '" + beta +
+                        "'");
+  } else if (cl.has("--reference") || cl.has("--beta")) {
+    return usageError("--reference and --beta need --objective dpo");
   }
 
   request.devices = cl.get("--devices", "cpu:8");
@@ -344,6 +371,14 @@ partita::cli::makeTrainData(const CommandLine &cl,
                             const TrainRequest &request) {
   auto seed = static_cast<uint64_t>(request.seed);
   const ModelConfig &config = request.config;
+  if (config.objective == "dpo") {
+    auto pairs = std::make_unique<DpoData>();
+    pairs->setSeed(seed);
+    if (Status status = pairs->load(cl.get("--data"), config.seq, config.vocab);
+        !status.ok())
+      return status;
+    return std::unique_ptr<TrainData>(std::move(pairs));
+  }
   if (config.lossMask) {
     auto examples = std::make_unique<SftData>();
     examples->setSeed(seed);
@@ -451,7 +486,8 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                            "--checkpoint-dir",
                            "--checkpoint-every", "--keep", "--resume",
                            "--eval-every", "--eval-batches", "--eval-data",
-                           "--objective", "--init-from"})
+                           "--objective", "--init-from", "--reference",
+                           "--beta"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
@@ -528,9 +564,21 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     if (std::optional<int> code =
             initializeFromCheckpoint(request, *program, *inputs))
       return *code;
+  std::unique_ptr<PreferenceTraining> preference;
+  if (request.config.objective == "dpo") {
+    Expected<std::unique_ptr<PreferenceTraining>> started =
+        PreferenceTraining::start(session, request,
+                                  static_cast<DpoData &>(**source));
+    if (!started) {
+      if (!started.status().message().empty())
+        llvm::errs() << "error: " << started.status().message() << "\n";
+      return 1;
+    }
+    preference = std::move(*started);
+  }
   CheckpointWriter checkpoints(request);
   std::unique_ptr<Evaluator> evaluator;
-  if (request.eval.every > 0) {
+  if (request.eval.every > 0 && !preference) {
     Expected<std::unique_ptr<Evaluator>> created =
         Evaluator::create(session, request);
     if (!created) {
@@ -549,7 +597,7 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
   auto saveDue = [=](int64_t done) {
     return saving && (done == last || (saveEvery > 0 && done % saveEvery == 0));
   };
-  if (saving || evaluator) {
+  if (saving || evaluator || (preference && evalEvery > 0)) {
     loop.snapshotAfter = [=](int64_t done) {
       return saveDue(done) || due(evalEvery, done);
     };
@@ -558,6 +606,10 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
         if (Expected<double> loss = evaluator->evaluate(*program, snapshot);
             !loss)
           return loss.status();
+      if (preference && due(evalEvery, snapshot.steps))
+        if (Status status = preference->evaluate(*program, snapshot);
+            !status.ok())
+          return status;
       if (saveDue(snapshot.steps))
         return checkpoints.submit(*program, snapshot, progress);
       return Status::success();

@@ -95,8 +95,31 @@ Evaluator::create(Session &session, const TrainRequest &request) {
   return evaluator;
 }
 
+Expected<std::vector<HostArray>>
+partita::cli::snapshotParameters(const Executable &step,
+                                 const TrainSnapshot &snapshot) {
+  std::vector<HostArray> params;
+  for (size_t k = 0;
+       k < snapshot.blocks.size() && step.inputs[k].role == "param"; ++k) {
+    const ExecutableValue &trained = step.inputs[k];
+    Expected<HostArray> value =
+        snapshot.whole[k]
+            ? Expected<HostArray>(snapshot.blocks[k][0])
+            : assembleDeviceBlocks(step.mesh, trained.sharding,
+                                   trained.globalShape, snapshot.blocks[k]);
+    if (!value)
+      return Status::error("parameter " + std::to_string(k) + ": " +
+                           value.status().message());
+    params.push_back(std::move(*value));
+  }
+  return params;
+}
+
 Expected<double> Evaluator::evaluate(const Executable &step,
                                      const TrainSnapshot &snapshot) {
+  Expected<std::vector<HostArray>> params = snapshotParameters(step, snapshot);
+  if (!params)
+    return Status::error("evaluation: " + params.status().message());
   std::vector<HostArray> inputs;
   std::vector<HostArray *> dataInputs;
   size_t param = 0;
@@ -108,21 +131,10 @@ Expected<double> Evaluator::evaluate(const Executable &step,
       continue;
     }
     // The train step's parameters come first, in the same order.
-    if (param >= snapshot.blocks.size() || step.inputs[param].role != "param")
+    if (param >= params->size())
       return Status::error("evaluation: the train step has fewer parameters "
                            "than the loss function");
-    const ExecutableValue &trained = step.inputs[param];
-    Expected<HostArray> value =
-        snapshot.whole[param]
-            ? Expected<HostArray>(snapshot.blocks[param][0])
-            : assembleDeviceBlocks(step.mesh, trained.sharding,
-                                   trained.globalShape,
-                                   snapshot.blocks[param]);
-    if (!value)
-      return Status::error("evaluation: parameter " + std::to_string(param) +
-                           ": " + value.status().message());
-    inputs.push_back(std::move(*value));
-    ++param;
+    inputs.push_back((*params)[param++]);
   }
   for (size_t i = 0; i < program.inputs.size(); ++i)
     if (program.inputs[i].role != "param")

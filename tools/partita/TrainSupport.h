@@ -84,6 +84,8 @@ struct TrainRequest {
   bool cuda = false;
   CheckpointRequest checkpoints;
   EvalRequest eval;
+  /// --objective dpo: the reference policy's checkpoint directory.
+  std::string dpoReference;
   /// --lr-schedule/--warmup/--min-lr; when set, the step takes its
   /// learning rate as an input and the loop feeds it per step.
   std::optional<LearningRateSchedule> lrSchedule;
@@ -226,6 +228,34 @@ private:
   Executable program;
   std::unique_ptr<TrainData> data;
   int64_t batches = 1;
+};
+
+/// The parameters a snapshot holds, as global arrays (the train step's
+/// first inputs).
+Expected<std::vector<HostArray>> snapshotParameters(const Executable &step,
+                                                   const TrainSnapshot &snapshot);
+
+/// DPO (TrainDpo.cpp): the reference policy's sequence log-probabilities of
+/// every pair, computed once with the model's log-probability function and
+/// handed to the data; and the held-out preference margin.
+class PreferenceTraining {
+public:
+  /// Scores the training pairs (and --eval-data's) with the reference.
+  static Expected<std::unique_ptr<PreferenceTraining>>
+  start(Session &session, const TrainRequest &request, DpoData &pairs);
+  /// The held-out margin and accuracy with the parameters of `snapshot`.
+  Status evaluate(const Executable &step, const TrainSnapshot &snapshot);
+
+private:
+  PreferenceTraining() = default;
+  Expected<std::vector<double>> score(const std::vector<HostArray> &params,
+                                      DpoData &pairs);
+  Executable program;
+  /// Which inputs of the log-probability function are parameters (in the
+  /// train step's order) and which its data.
+  std::vector<size_t> paramIndex, dataIndex;
+  std::unique_ptr<DpoData> heldOut;
+  std::vector<double> heldOutReference;
 };
 
 /// --resume: loads the newest complete checkpoint into `inputs` (the first

@@ -11,6 +11,10 @@ fixed seed:
   train.txt     512 examples as 'prompt tokens | response tokens' lines,
                 for `--objective sft --data`
   heldout.txt   64 other examples, for `--eval-data`
+  prefs.txt     256 preference pairs 'prompt | chosen | rejected': chosen
+                the reversal, rejected the tokens in prompt order, for
+                `--objective dpo --data`
+  prefs-heldout.txt  32 more pairs, for DPO's `--eval-data`
 
     python3 docs/examples/sft/make-data.py [DIR]
 """
@@ -44,6 +48,14 @@ def main():
                 prompt, response = example(rng)
                 f.write(" ".join(map(str, prompt)) + " | " +
                         " ".join(map(str, response)) + "\n")
+    for name, count in (("prefs.txt", 256), ("prefs-heldout.txt", 32)):
+        with open(os.path.join(out, name), "w") as f:
+            for _ in range(count):
+                prompt, chosen = example(rng)
+                rejected = prompt[1:-1] + [EOS]
+                f.write(" | ".join(" ".join(map(str, part))
+                                   for part in (prompt, chosen, rejected))
+                        + "\n")
 
 
 if __name__ == "__main__":

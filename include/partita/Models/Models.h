@@ -49,6 +49,15 @@ struct ModelConfig {
   /// loss averages only the positions where it is 1 (supervised
   /// fine-tuning on the response tokens).
   bool lossMask = false;
+  /// With lossMask, what the function returns: "mean" (the masked mean
+  /// cross-entropy), "dpo" (direct preference optimisation: rows 2i and
+  /// 2i + 1 are a pair's chosen and rejected answers, a `ref_logp` input
+  /// [batch] holds the reference policy's sequence log-probabilities, and
+  /// the loss is the mean of -log sigmoid(beta * ((c - ref_c) - (r -
+  /// ref_r)))), or "logprob" (each row's sequence log-probability over the
+  /// masked positions, [batch]: the reference's, computed before DPO).
+  std::string objective = "mean";
+  double dpoBeta = 0.1;
   /// Positions: rotary embeddings instead of a learned table.
   bool rotary = false;
   /// RMSNorm instead of LayerNorm.

@@ -118,6 +118,64 @@ void TokenFileData::readRank(int64_t step, int64_t epoch, int64_t within,
   }
 }
 
+namespace {
+
+/// Stores `value` as element `index` of a float array of any float dtype.
+void setFloat(HostArray &array, int64_t index, float value) {
+  uint8_t *at = array.bytes.data() + dtypeSize(array.dtype) * index;
+  if (array.dtype == DType::BF16) {
+    uint16_t bits = cpu::floatToBFloat16(value);
+    std::memcpy(at, &bits, 2);
+  } else if (array.dtype == DType::F16) {
+    uint16_t bits = cpu::floatToHalf(value);
+    std::memcpy(at, &bits, 2);
+  } else if (array.dtype == DType::F64) {
+    double wide = value;
+    std::memcpy(at, &wide, 8);
+  } else {
+    std::memcpy(at, &value, 4);
+  }
+}
+
+/// Row `row` of tokens, targets and mask from `tokens` (the first `prompt`
+/// of them the prompt): cut at seq + 1, padded with 0, the mask 1 where the
+/// target is an answer token.
+void fillAnswerRow(const std::vector<int32_t> &tokens, int64_t prompt,
+                   int64_t seq, int64_t row, HostArray &in, HostArray &out,
+                   HostArray &mask) {
+  int64_t length =
+      std::min<int64_t>(static_cast<int64_t>(tokens.size()), seq + 1);
+  for (int64_t k = 0; k < seq; ++k) {
+    int32_t token = k < length ? tokens[k] : 0;
+    int32_t target = k + 1 < length ? tokens[k + 1] : 0;
+    float weight = (k + 1 < length && k + 1 >= prompt) ? 1.0f : 0.0f;
+    std::memcpy(in.bytes.data() + 4 * (row * seq + k), &token, 4);
+    std::memcpy(out.bytes.data() + 4 * (row * seq + k), &target, 4);
+    setFloat(mask, row * seq + k, weight);
+  }
+}
+
+/// The token ids of `text`, each in [0, vocabulary); `where` prefixes
+/// errors.
+Expected<std::vector<int32_t>> parseTokens(const std::string &text,
+                                           int64_t vocabulary,
+                                           const std::string &where) {
+  std::istringstream words(text);
+  std::string word;
+  std::vector<int32_t> tokens;
+  while (words >> word) {
+    char *end = nullptr;
+    long long token = std::strtoll(word.c_str(), &end, 10);
+    if (!end || *end || token < 0 || token >= vocabulary)
+      return Status::error(where + "'" + word + "' is not a token id in [0, " +
+                           std::to_string(vocabulary) + ")");
+    tokens.push_back(static_cast<int32_t>(token));
+  }
+  return tokens;
+}
+
+} // namespace
+
 Status SftData::load(const std::string &path, int64_t sequence,
                      int64_t vocabulary) {
   if (Status regular = requireRegularFile(path); !regular.ok())
@@ -136,27 +194,21 @@ Status SftData::load(const std::string &path, int64_t sequence,
     if (bar == std::string::npos)
       return Status::error(where + "expected 'prompt tokens | response "
                                    "tokens'");
+    Expected<std::vector<int32_t>> prompt =
+        parseTokens(line.substr(0, bar), vocabulary, where);
+    if (!prompt)
+      return prompt.status();
+    Expected<std::vector<int32_t>> response =
+        parseTokens(line.substr(bar + 1), vocabulary, where);
+    if (!response)
+      return response.status();
+    if (response->empty())
+      return Status::error(where + "the response is empty");
     Example example;
-    for (int part = 0; part < 2; ++part) {
-      std::istringstream words(part == 0 ? line.substr(0, bar)
-                                         : line.substr(bar + 1));
-      std::string word;
-      int64_t count = 0;
-      while (words >> word) {
-        char *end = nullptr;
-        long long token = std::strtoll(word.c_str(), &end, 10);
-        if (!end || *end || token < 0 || token >= vocabulary)
-          return Status::error(where + "'" + word +
-                               "' is not a token id in [0, " +
-                               std::to_string(vocabulary) + ")");
-        example.tokens.push_back(static_cast<int32_t>(token));
-        ++count;
-      }
-      if (part == 0)
-        example.prompt = count;
-      else if (count == 0)
-        return Status::error(where + "the response is empty");
-    }
+    example.prompt = static_cast<int64_t>(prompt->size());
+    example.tokens = std::move(*prompt);
+    example.tokens.insert(example.tokens.end(), response->begin(),
+                          response->end());
     if (example.prompt == 0)
       return Status::error(where + "the prompt is empty");
     if (example.prompt >= seq + 1)
@@ -181,7 +233,6 @@ Status SftData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
     return Status::error("fine-tuning data: the step's tokens are not "
                          "[batch, " + std::to_string(seq) + "]");
   int64_t batch = in.shape[0], count = size();
-  size_t maskSize = dtypeSize(mask.dtype);
   for (int64_t row = 0; row < batch; ++row) {
     int64_t global = step * batch + row;
     int64_t epoch = global / count, within = global % count;
@@ -194,25 +245,122 @@ Status SftData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
       epochOf = epoch;
     }
     const Example &example = examples[order[within]];
-    int64_t length = std::min<int64_t>(
-        static_cast<int64_t>(example.tokens.size()), seq + 1);
-    for (int64_t k = 0; k < seq; ++k) {
-      int32_t token = k < length ? example.tokens[k] : 0;
-      int32_t target = k + 1 < length ? example.tokens[k + 1] : 0;
-      float weight = (k + 1 < length && k + 1 >= example.prompt) ? 1.0f : 0.0f;
-      std::memcpy(in.bytes.data() + 4 * (row * seq + k), &token, 4);
-      std::memcpy(out.bytes.data() + 4 * (row * seq + k), &target, 4);
-      uint8_t *at = mask.bytes.data() + maskSize * (row * seq + k);
-      if (mask.dtype == DType::BF16) {
-        uint16_t bits = cpu::floatToBFloat16(weight);
-        std::memcpy(at, &bits, 2);
-      } else if (mask.dtype == DType::F16) {
-        uint16_t bits = cpu::floatToHalf(weight);
-        std::memcpy(at, &bits, 2);
-      } else {
-        std::memcpy(at, &weight, 4);
-      }
+    fillAnswerRow(example.tokens, example.prompt, seq, row, in, out, mask);
+  }
+  return Status::success();
+}
+
+Status DpoData::load(const std::string &path, int64_t sequence,
+                     int64_t vocabulary) {
+  if (Status regular = requireRegularFile(path); !regular.ok())
+    return Status::error(path + ": " + regular.message());
+  std::ifstream file(path);
+  if (!file)
+    return Status::error("cannot read '" + path + "'");
+  seq = sequence;
+  pairs.clear();
+  std::string line;
+  for (int64_t number = 1; std::getline(file, line); ++number) {
+    std::string where = path + ":" + std::to_string(number) + ": ";
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    size_t first = line.find('|');
+    size_t second =
+        first == std::string::npos ? first : line.find('|', first + 1);
+    if (second == std::string::npos)
+      return Status::error(where +
+                           "expected 'prompt | chosen | rejected' tokens");
+    Expected<std::vector<int32_t>> prompt =
+        parseTokens(line.substr(0, first), vocabulary, where);
+    Expected<std::vector<int32_t>> chosen =
+        parseTokens(line.substr(first + 1, second - first - 1), vocabulary,
+                    where);
+    Expected<std::vector<int32_t>> rejected =
+        parseTokens(line.substr(second + 1), vocabulary, where);
+    for (const Expected<std::vector<int32_t>> *part :
+         {&prompt, &chosen, &rejected})
+      if (!*part)
+        return part->status();
+    if (prompt->empty() || chosen->empty() || rejected->empty())
+      return Status::error(where + "the prompt and both answers must be "
+                                   "non-empty");
+    if (static_cast<int64_t>(prompt->size()) >= seq + 1)
+      return Status::error(where + "the prompt (" +
+                           std::to_string(prompt->size()) +
+                           " tokens) leaves no room for the answers in " +
+                           std::to_string(seq + 1) + " tokens");
+    Pair pair;
+    pair.prompt = static_cast<int64_t>(prompt->size());
+    pair.chosen = *prompt;
+    pair.chosen.insert(pair.chosen.end(), chosen->begin(), chosen->end());
+    pair.rejected = *prompt;
+    pair.rejected.insert(pair.rejected.end(), rejected->begin(),
+                         rejected->end());
+    pairs.push_back(std::move(pair));
+  }
+  if (pairs.empty())
+    return Status::error(path + ": no pairs");
+  return Status::success();
+}
+
+Status DpoData::setReference(std::vector<double> logps) {
+  if (logps.size() != 2 * pairs.size())
+    return Status::error("reference log-probabilities for " +
+                         std::to_string(logps.size() / 2) + " pairs, the "
+                         "data hold " + std::to_string(pairs.size()));
+  reference = std::move(logps);
+  return Status::success();
+}
+
+Status DpoData::fillPair(const Pair &pair, int64_t row,
+                         const std::vector<HostArray *> &inputs) {
+  HostArray &in = *inputs[0], &out = *inputs[1], &mask = *inputs[2];
+  if (in.shape.size() != 2 || in.shape[1] != seq || in.shape[0] % 2 != 0)
+    return Status::error("preference data: the step's tokens are not "
+                         "[2 x pairs, " + std::to_string(seq) + "]");
+  fillAnswerRow(pair.chosen, pair.prompt, seq, row, in, out, mask);
+  fillAnswerRow(pair.rejected, pair.prompt, seq, row + 1, in, out, mask);
+  return Status::success();
+}
+
+Status DpoData::fillInOrder(int64_t first,
+                            const std::vector<HostArray *> &inputs) {
+  if (inputs.size() < 3)
+    return Status::error("preference data fill tokens, targets and a mask");
+  int64_t rows = inputs[0]->shape.empty() ? 0 : inputs[0]->shape[0];
+  for (int64_t p = 0; 2 * p < rows; ++p)
+    if (Status status = fillPair(pairs[(first + p) % size()], 2 * p, inputs);
+        !status.ok())
+      return status;
+  return Status::success();
+}
+
+Status DpoData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
+  if (inputs.size() != 4)
+    return Status::error("preference data fill tokens, targets, a loss mask "
+                         "and ref_logp; the step takes " +
+                         std::to_string(inputs.size()) + " data inputs");
+  if (reference.empty())
+    return Status::error("preference data: no reference log-probabilities");
+  HostArray &refLogp = *inputs[3];
+  int64_t rows = inputs[0]->shape.empty() ? 0 : inputs[0]->shape[0];
+  int64_t perStep = rows / 2, count = size();
+  for (int64_t p = 0; p < perStep; ++p) {
+    int64_t global = step * perStep + p;
+    int64_t epoch = global / count, within = global % count;
+    if (epoch != epochOf) {
+      order.resize(count);
+      for (int64_t e = 0; e < count; ++e)
+        order[e] = e;
+      std::mt19937_64 random(seed * 104729 + static_cast<uint64_t>(epoch));
+      std::shuffle(order.begin(), order.end(), random);
+      epochOf = epoch;
     }
+    int64_t index = order[within];
+    if (Status status = fillPair(pairs[index], 2 * p, inputs); !status.ok())
+      return status;
+    setFloat(refLogp, 2 * p, static_cast<float>(reference[2 * index]));
+    setFloat(refLogp, 2 * p + 1, static_cast<float>(reference[2 * index + 1]));
   }
   return Status::success();
 }

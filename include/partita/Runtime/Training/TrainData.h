@@ -100,6 +100,40 @@ private:
   uint64_t seed = 0;
 };
 
+/// Preference pairs for DPO: a text file, one pair per line, "prompt |
+/// chosen | rejected" (token ids). A pair fills two rows, the chosen answer
+/// then the rejected one, each as SftData fills a row, and `ref_logp` the
+/// reference policy's sequence log-probabilities of both (setReference).
+/// Pairs are visited in an order shuffled per epoch by the seed.
+class DpoData : public TrainData {
+public:
+  /// Reads `path`; errors name the file and line.
+  Status load(const std::string &path, int64_t sequence, int64_t vocabulary);
+  void setSeed(uint64_t value) { seed = value; }
+  int64_t size() const { return static_cast<int64_t>(pairs.size()); }
+  /// Per pair, the reference's log-probabilities of chosen then rejected.
+  Status setReference(std::vector<double> logps);
+  /// Fills tokens, targets and loss mask with pairs `first`, first + 1, ...
+  /// in file order (wrapping around), for scoring every pair.
+  Status fillInOrder(int64_t first, const std::vector<HostArray *> &inputs);
+  /// Fills tokens, targets, loss mask and ref_logp of step `step`.
+  Status fill(int64_t step, const std::vector<HostArray *> &inputs) override;
+
+private:
+  struct Pair {
+    std::vector<int32_t> chosen, rejected;
+    /// Tokens before the answer.
+    int64_t prompt = 0;
+  };
+  Status fillPair(const Pair &pair, int64_t row,
+                  const std::vector<HostArray *> &inputs);
+  std::vector<Pair> pairs;
+  std::vector<double> reference;
+  std::vector<int64_t> order;
+  int64_t seq = 0, epochOf = -1;
+  uint64_t seed = 0;
+};
+
 } // namespace partita
 
 #endif // PARTITA_RUNTIME_TRAINING_TRAINDATA_H
