@@ -59,6 +59,19 @@ std::string partita::cli::modelFingerprint(const TrainRequest &request) {
   return text.str();
 }
 
+std::optional<int> partita::cli::nonNegativeFlag(const CommandLine &cl,
+                                                 const char *flag,
+                                                 long long fallback,
+                                                 long long &value) {
+  std::string text = cl.get(flag, std::to_string(fallback));
+  char *stop = nullptr;
+  value = std::strtoll(text.c_str(), &stop, 10);
+  if (text.empty() || !stop || *stop || value < 0)
+    return usageError(std::string(flag) +
+                      " must be a non-negative integer, got '" + text + "'");
+  return std::nullopt;
+}
+
 std::optional<int> partita::cli::parseCheckpointRequest(
     const CommandLine &cl, TrainRequest &request) {
   CheckpointRequest &checkpoints = request.checkpoints;
@@ -70,15 +83,8 @@ std::optional<int> partita::cli::parseCheckpointRequest(
   if (checkpoints.initFrom.empty() && checkpoints.resume.empty())
     checkpoints.initFrom = request.dpoReference;
   checkpoints.directory = cl.get("--checkpoint-dir", checkpoints.resume);
-  auto integer = [&](const char *flag, long long fallback,
-                     long long &value) -> std::optional<int> {
-    std::string text = cl.get(flag, std::to_string(fallback));
-    char *stop = nullptr;
-    value = std::strtoll(text.c_str(), &stop, 10);
-    if (text.empty() || !stop || *stop || value < 0)
-      return usageError(std::string(flag) +
-                        " must be a non-negative integer, got '" + text + "'");
-    return std::nullopt;
+  auto integer = [&](const char *flag, long long fallback, long long &value) {
+    return nonNegativeFlag(cl, flag, fallback, value);
   };
   if (std::optional<int> code =
           integer("--checkpoint-every", 0, checkpoints.every))
@@ -89,9 +95,6 @@ std::optional<int> partita::cli::parseCheckpointRequest(
     for (const char *flag : {"--checkpoint-every", "--keep"})
       if (cl.has(flag))
         return usageError(std::string(flag) + " needs --checkpoint-dir");
-  if (!checkpoints.directory.empty() && request.pipelineRanks > 1)
-    return usageError("checkpoints of pipelined steps (--pp) are not "
-                      "supported yet");
   return std::nullopt;
 }
 
@@ -100,21 +103,24 @@ CheckpointWriter::~CheckpointWriter() {
     writer.join();
 }
 
+CheckpointMeta CheckpointWriter::meta(int64_t steps,
+                                      const ProgressPrinter &progress) const {
+  CheckpointMeta meta;
+  meta.step = steps;
+  meta.model = modelFingerprint(request);
+  meta.mesh = request.mesh.toString();
+  meta.rules = request.options.rules;
+  meta.seed = static_cast<uint64_t>(request.seed);
+  meta.losses = progress.losses;
+  meta.seconds = progress.seconds;
+  return meta;
+}
+
 Status CheckpointWriter::submit(const Executable &program,
                                 TrainSnapshot &snapshot,
                                 const ProgressPrinter &progress) {
-  Clock::time_point start = Clock::now();
-  // The previous checkpoint must be on disk first (one write at a time).
-  if (Status status = finish(); !status.ok())
-    return status;
   CheckpointState state;
-  state.meta.step = snapshot.steps;
-  state.meta.model = modelFingerprint(request);
-  state.meta.mesh = request.mesh.toString();
-  state.meta.rules = request.options.rules;
-  state.meta.seed = static_cast<uint64_t>(request.seed);
-  state.meta.losses = progress.losses;
-  state.meta.seconds = progress.seconds;
+  state.meta = meta(snapshot.steps, progress);
   state.mesh = program.mesh;
   std::vector<std::string> keys =
       checkpointKeys(program, snapshot.blocks.size());
@@ -128,9 +134,17 @@ Status CheckpointWriter::submit(const Executable &program,
     value.blocks = std::move(snapshot.blocks[k]);
     state.values.push_back(std::move(value));
   }
+  return submitState(std::move(state));
+}
+
+Status CheckpointWriter::submitState(CheckpointState state) {
+  Clock::time_point start = Clock::now();
+  // The previous checkpoint must be on disk first (one write at a time).
+  if (Status status = finish(); !status.ok())
+    return status;
   std::string root = request.checkpoints.directory;
   int keep = static_cast<int>(request.checkpoints.keep);
-  int64_t step = snapshot.steps;
+  int64_t step = state.meta.step;
   writer = std::thread([this, root, keep, step, state = std::move(state)] {
     Clock::time_point began = Clock::now();
     Expected<int64_t> bytes = writeCheckpoint(root, state, keep);

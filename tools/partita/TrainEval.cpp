@@ -25,15 +25,8 @@ using namespace partita::cli;
 std::optional<int> partita::cli::parseEvalRequest(const CommandLine &cl,
                                                   TrainRequest &request) {
   EvalRequest &eval = request.eval;
-  auto integer = [&](const char *flag, long long fallback,
-                     long long &value) -> std::optional<int> {
-    std::string text = cl.get(flag, std::to_string(fallback));
-    char *stop = nullptr;
-    value = std::strtoll(text.c_str(), &stop, 10);
-    if (text.empty() || !stop || *stop || value < 0)
-      return usageError(std::string(flag) +
-                        " must be a non-negative integer, got '" + text + "'");
-    return std::nullopt;
+  auto integer = [&](const char *flag, long long fallback, long long &value) {
+    return nonNegativeFlag(cl, flag, fallback, value);
   };
   if (std::optional<int> code = integer("--eval-every", 0, eval.every))
     return code;

@@ -125,6 +125,55 @@ bool checkAgainstOneDevice(const CommandLine &cl, const TrainRequest &request,
 
 } // namespace
 
+namespace {
+
+/// --resume and --init-from for a pipelined step: any checkpoint of the
+/// same model, pipelined or not (PipelineRunner::loadCheckpoint).
+std::optional<int> loadPipelinedCheckpoint(const TrainRequest &request,
+                                           PipelineRunner &runner,
+                                           ProgressPrinter &progress,
+                                           int64_t &firstStep) {
+  const CheckpointRequest &c = request.checkpoints;
+  bool resuming = !c.resume.empty();
+  const std::string &root = resuming ? c.resume : c.initFrom;
+  if (root.empty())
+    return std::nullopt;
+  std::string flag = resuming ? "--resume" : "--init-from";
+  Expected<std::string> latest = latestCheckpoint(root);
+  if (!latest)
+    return usageError(flag + ": " + latest.status().message());
+  Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+  if (!info)
+    return usageError(flag + ": " + info.status().message());
+  if (resuming && info->meta.model != modelFingerprint(request))
+    return usageError("--resume: " + *latest + " was saved for model '" +
+                      info->meta.model + "'; this run trains '" +
+                      modelFingerprint(request) + "'");
+  if (resuming && info->meta.step > request.steps)
+    return usageError("--resume: " + *latest + " has " +
+                      std::to_string(info->meta.step) +
+                      " steps done, more than --steps " +
+                      std::to_string(request.steps));
+  if (Status status =
+          runner.loadCheckpoint(*info, resuming ? "" : "param");
+      !status.ok())
+    return usageError(flag + ": " + status.message());
+  if (resuming) {
+    firstStep = info->meta.step;
+    progress.losses = info->meta.losses;
+    progress.seconds = info->meta.seconds;
+    progress.firstStep = firstStep;
+  }
+  llvm::outs() << (resuming ? "resumed from " : "initialised from ")
+               << *latest << " (" << info->meta.step
+               << " steps done; saved under mesh " << info->meta.mesh
+               << ", rules " << info->meta.rules << ")\n";
+  llvm::outs().flush();
+  return std::nullopt;
+}
+
+} // namespace
+
 int partita::cli::trainPipelined(const CommandLine &cl,
                                  TrainRequest &request) {
   // MoE groups as on the rank's mesh, also for --check's one device.
@@ -204,8 +253,14 @@ int partita::cli::trainPipelined(const CommandLine &cl,
     dataPointers.push_back(&array);
   bool tty = isatty(STDOUT_FILENO);
   ProgressPrinter progress(request, tty);
+  int64_t firstStep = 0;
+  if (std::optional<int> code =
+          loadPipelinedCheckpoint(request, **runner, progress, firstStep))
+    return *code;
+  CheckpointWriter checkpoints(request);
+  const CheckpointRequest &saving = request.checkpoints;
   PipelineStepResult last;
-  for (int64_t s = 0; s < request.steps; ++s) {
+  for (int64_t s = firstStep; s < request.steps; ++s) {
     Status status = (*source)->fill(s, dataPointers);
     Expected<PipelineStepResult> result =
         status.ok() ? (*runner)->runStep(s, data, runProgram)
@@ -217,6 +272,15 @@ int partita::cli::trainPipelined(const CommandLine &cl,
       stepResult.loss = result->loss;
       stepResult.seconds = result->seconds;
       status = progress(stepResult);
+      int64_t done = s + 1;
+      if (status.ok() && !saving.directory.empty() &&
+          (done == request.steps ||
+           (saving.every > 0 && done % saving.every == 0))) {
+        CheckpointState state;
+        state.meta = checkpoints.meta(done, progress);
+        state.values = (*runner)->checkpointValues();
+        status = checkpoints.submitState(std::move(state));
+      }
     } else {
       status = result.status();
     }
@@ -227,7 +291,12 @@ int partita::cli::trainPipelined(const CommandLine &cl,
       return 1;
     }
   }
-  if (request.steps > 0) {
+  if (Status written = checkpoints.finish(); !written.ok()) {
+    llvm::errs() << "error: " << written.message() << "\n";
+    return 1;
+  }
+  llvm::outs() << checkpoints.written;
+  if (request.steps > firstStep) {
     llvm::outs() << "measured timeline of the last step ("
                  << llvm::format("%.1f", last.seconds * 1e3) << " ms):\n"
                  << renderTimeline(last.timeline, 72);

@@ -16,6 +16,7 @@
 #include "partita/Runtime/Pipeline/Schedule.h"
 #include "partita/Runtime/Program/Executable.h"
 #include "partita/Runtime/Training/TrainData.h"
+#include "partita/Runtime/Training/Checkpoint.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -168,6 +169,11 @@ private:
 /// (checkpoint.json's "model"; a checkpoint loads only into the same).
 std::string modelFingerprint(const TrainRequest &request);
 
+/// Reads `flag` (default `fallback`) as an integer >= 0 into `value`; the
+/// exit code after a bad one.
+std::optional<int> nonNegativeFlag(const CommandLine &cl, const char *flag,
+                                   long long fallback, long long &value);
+
 /// --checkpoint-dir, --checkpoint-every, --keep, --resume; the exit code
 /// after a bad one.
 std::optional<int> parseCheckpointRequest(const CommandLine &cl,
@@ -188,6 +194,10 @@ public:
   ~CheckpointWriter();
   Status submit(const Executable &program, TrainSnapshot &snapshot,
                 const ProgressPrinter &progress);
+  /// The same for a state already gathered (a pipelined step's).
+  Status submitState(CheckpointState state);
+  /// checkpoint.json's fields for a checkpoint after `steps` steps.
+  CheckpointMeta meta(int64_t steps, const ProgressPrinter &progress) const;
   Status finish();
   /// One line per checkpoint written, for the end of the run.
   std::string written;

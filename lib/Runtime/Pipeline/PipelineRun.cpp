@@ -15,6 +15,7 @@
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 
 #include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/IO/ShardedArrayDirectory.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 
 #include <algorithm>
@@ -224,6 +225,99 @@ std::vector<int64_t> PipelineRunner::persistentBytesPerDevice() const {
           update.slots[update.inputs[i].slot].bytes();
   }
   return bytes;
+}
+
+namespace {
+
+/// The checkpoint key of each updated input of stage `stage`'s update.
+std::vector<std::string> stageCheckpointKeys(const PipelinedStep &step,
+                                             size_t stage, size_t updated) {
+  size_t total = 0;
+  for (const PipelineStage &each : step.stages)
+    total += each.paramIndex.size();
+  const PipelineStage &s = step.stages[stage];
+  size_t own = s.paramIndex.size();
+  std::map<std::string, size_t> seen;
+  std::vector<std::string> keys;
+  for (size_t k = 0; k < updated; ++k) {
+    std::string role = s.update.inputs[k].role;
+    size_t r = seen[role]++;
+    int64_t whole = -1;
+    if ((role == "param" || role == "grad") && r < own)
+      whole = s.paramIndex[r];
+    else if (role == "opt_state" && own > 0)
+      whole = static_cast<int64_t>((r / own) * total) + s.paramIndex[r % own];
+    keys.push_back(whole >= 0 ? role + "/" + std::to_string(whole)
+                              : role + "/stage" + std::to_string(stage) +
+                                    "." + std::to_string(r));
+  }
+  return keys;
+}
+
+} // namespace
+
+std::vector<CheckpointValue> PipelineRunner::checkpointValues() const {
+  std::vector<CheckpointValue> values;
+  for (size_t s = 0; s < state->step.stages.size(); ++s) {
+    if (!state->isLocalStage(s))
+      continue;
+    const StageState &stage = state->stages[s];
+    const Executable &update = state->step.stages[s].update;
+    std::vector<std::string> keys =
+        stageCheckpointKeys(state->step, s, stage.layout.updated);
+    for (size_t k = 0; k < stage.layout.updated; ++k) {
+      CheckpointValue value;
+      value.key = keys[k];
+      value.dtype = stage.updateInputs[k].dtype;
+      value.globalShape = update.inputs[k].globalShape;
+      value.sharding = Sharding::replicated(
+          static_cast<int>(value.globalShape.size()));
+      value.whole = true;
+      value.blocks.push_back(stage.updateInputs[k]);
+      values.push_back(std::move(value));
+    }
+  }
+  return values;
+}
+
+Status PipelineRunner::loadCheckpoint(const CheckpointInfo &checkpoint,
+                                      const std::string &onlyRole) {
+  std::map<std::string, const CheckpointTensor *> byKey;
+  for (const CheckpointTensor &tensor : checkpoint.tensors)
+    byKey[tensor.key] = &tensor;
+  for (size_t s = 0; s < state->step.stages.size(); ++s) {
+    if (!state->isLocalStage(s))
+      continue;
+    StageState &stage = state->stages[s];
+    const Executable &update = state->step.stages[s].update;
+    std::vector<std::string> keys =
+        stageCheckpointKeys(state->step, s, stage.layout.updated);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      if (!onlyRole.empty() &&
+          keys[k].compare(0, onlyRole.size() + 1, onlyRole + "/") != 0)
+        continue;
+      auto found = byKey.find(keys[k]);
+      if (found == byKey.end())
+        return Status::error(checkpoint.directory + " has no tensor '" +
+                             keys[k] + "' (stage " + std::to_string(s) + ")");
+      DType dtype = update.slots[update.inputs[k].slot].dtype;
+      if (found->second->dtype != dtype ||
+          found->second->shape != update.inputs[k].globalShape)
+        return Status::error(checkpoint.directory + ": " + keys[k] + " is " +
+                             dtypeName(found->second->dtype) +
+                             formatShape(found->second->shape) +
+                             ", stage " + std::to_string(s) + "'s is " +
+                             dtypeName(dtype) +
+                             formatShape(update.inputs[k].globalShape));
+      Expected<HostArray> value = readShardedArray(
+          checkpoint.directory + "/" + found->second->directory);
+      if (!value)
+        return Status::error(checkpoint.directory + ": " + keys[k] + ": " +
+                             value.status().message());
+      stage.updateInputs[k] = std::move(*value);
+    }
+  }
+  return Status::success();
 }
 
 namespace {

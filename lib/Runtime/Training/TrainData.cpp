@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <sstream>
@@ -174,22 +175,36 @@ Expected<std::vector<int32_t>> parseTokens(const std::string &text,
   return tokens;
 }
 
-} // namespace
-
-Status SftData::load(const std::string &path, int64_t sequence,
-                     int64_t vocabulary) {
+/// Calls `each` with every non-blank line of the text file `path` and
+/// "path:N: " for its errors; stops at the first failure.
+Status forEachLine(
+    const std::string &path,
+    const std::function<Status(const std::string &, const std::string &)>
+        &each) {
   if (Status regular = requireRegularFile(path); !regular.ok())
     return Status::error(path + ": " + regular.message());
   std::ifstream file(path);
   if (!file)
     return Status::error("cannot read '" + path + "'");
-  seq = sequence;
-  examples.clear();
   std::string line;
   for (int64_t number = 1; std::getline(file, line); ++number) {
-    std::string where = path + ":" + std::to_string(number) + ": ";
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue;
+    if (Status status = each(line, path + ":" + std::to_string(number) + ": ");
+        !status.ok())
+      return status;
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status SftData::load(const std::string &path, int64_t sequence,
+                     int64_t vocabulary) {
+  seq = sequence;
+  examples.clear();
+  Status read = forEachLine(path, [&](const std::string &line,
+                                      const std::string &where) -> Status {
     size_t bar = line.find('|');
     if (bar == std::string::npos)
       return Status::error(where + "expected 'prompt tokens | response "
@@ -217,7 +232,10 @@ Status SftData::load(const std::string &path, int64_t sequence,
                            " tokens) leaves no room for the response in " +
                            std::to_string(seq + 1) + " tokens");
     examples.push_back(std::move(example));
-  }
+    return Status::success();
+  });
+  if (!read.ok())
+    return read;
   if (examples.empty())
     return Status::error(path + ": no examples");
   return Status::success();
@@ -252,18 +270,10 @@ Status SftData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
 
 Status DpoData::load(const std::string &path, int64_t sequence,
                      int64_t vocabulary) {
-  if (Status regular = requireRegularFile(path); !regular.ok())
-    return Status::error(path + ": " + regular.message());
-  std::ifstream file(path);
-  if (!file)
-    return Status::error("cannot read '" + path + "'");
   seq = sequence;
   pairs.clear();
-  std::string line;
-  for (int64_t number = 1; std::getline(file, line); ++number) {
-    std::string where = path + ":" + std::to_string(number) + ": ";
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
+  Status read = forEachLine(path, [&](const std::string &line,
+                                      const std::string &where) -> Status {
     size_t first = line.find('|');
     size_t second =
         first == std::string::npos ? first : line.find('|', first + 1);
@@ -297,7 +307,10 @@ Status DpoData::load(const std::string &path, int64_t sequence,
     pair.rejected.insert(pair.rejected.end(), rejected->begin(),
                          rejected->end());
     pairs.push_back(std::move(pair));
-  }
+    return Status::success();
+  });
+  if (!read.ok())
+    return read;
   if (pairs.empty())
     return Status::error(path + ": no pairs");
   return Status::success();

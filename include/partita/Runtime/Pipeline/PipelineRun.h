@@ -15,6 +15,7 @@
 
 #include "partita/Runtime/Pipeline/PipelinePeers.h"
 #include "partita/Runtime/Pipeline/PipelinedStep.h"
+#include "partita/Runtime/Training/Checkpoint.h"
 
 #include <functional>
 #include <memory>
@@ -69,6 +70,18 @@ public:
   /// The parameters, in the whole model's order (with peers, those of
   /// other processes' stages are empty).
   std::vector<HostArray> parameters() const;
+
+  /// This process's stages' parameters, gradient buffers and optimizer
+  /// state as checkpoint values (whole arrays), keyed as the non-pipelined
+  /// train step keys them: "param/i" and "grad/i" by the whole model's
+  /// parameter index i, "opt_state/(m·P + i)" for state group m of P
+  /// parameters. A checkpoint moves between pipelined and non-pipelined
+  /// layouts (docs/Training.md, "Checkpoints").
+  std::vector<CheckpointValue> checkpointValues() const;
+  /// Loads `checkpoint` into this process's stages (with `onlyRole`, that
+  /// role's tensors only). Errors name the checkpoint and the tensor.
+  Status loadCheckpoint(const CheckpointInfo &checkpoint,
+                        const std::string &onlyRole = "");
 
   /// Bytes of parameters, gradient buffers and optimizer state each rank's
   /// devices hold between steps (per device).
