@@ -197,6 +197,23 @@ Status forEachLine(
   return Status::success();
 }
 
+/// The item the `global`-th draw visits: items are visited in an order
+/// shuffled per epoch by `seed`, each once per epoch (`order` and
+/// `epochOf` cache the current epoch's order).
+int64_t shuffledIndex(int64_t global, int64_t count, uint64_t seed,
+                      std::vector<int64_t> &order, int64_t &epochOf) {
+  int64_t epoch = global / count, within = global % count;
+  if (epoch != epochOf) {
+    order.resize(count);
+    for (int64_t e = 0; e < count; ++e)
+      order[e] = e;
+    std::mt19937_64 random(seed * 104729 + static_cast<uint64_t>(epoch));
+    std::shuffle(order.begin(), order.end(), random);
+    epochOf = epoch;
+  }
+  return order[within];
+}
+
 } // namespace
 
 Status SftData::load(const std::string &path, int64_t sequence,
@@ -252,17 +269,9 @@ Status SftData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
                          "[batch, " + std::to_string(seq) + "]");
   int64_t batch = in.shape[0], count = size();
   for (int64_t row = 0; row < batch; ++row) {
-    int64_t global = step * batch + row;
-    int64_t epoch = global / count, within = global % count;
-    if (epoch != epochOf) {
-      order.resize(count);
-      for (int64_t e = 0; e < count; ++e)
-        order[e] = e;
-      std::mt19937_64 random(seed * 104729 + static_cast<uint64_t>(epoch));
-      std::shuffle(order.begin(), order.end(), random);
-      epochOf = epoch;
-    }
-    const Example &example = examples[order[within]];
+    int64_t index =
+        shuffledIndex(step * batch + row, count, seed, order, epochOf);
+    const Example &example = examples[index];
     fillAnswerRow(example.tokens, example.prompt, seq, row, in, out, mask);
   }
   return Status::success();
@@ -359,17 +368,8 @@ Status DpoData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
   int64_t rows = inputs[0]->shape.empty() ? 0 : inputs[0]->shape[0];
   int64_t perStep = rows / 2, count = size();
   for (int64_t p = 0; p < perStep; ++p) {
-    int64_t global = step * perStep + p;
-    int64_t epoch = global / count, within = global % count;
-    if (epoch != epochOf) {
-      order.resize(count);
-      for (int64_t e = 0; e < count; ++e)
-        order[e] = e;
-      std::mt19937_64 random(seed * 104729 + static_cast<uint64_t>(epoch));
-      std::shuffle(order.begin(), order.end(), random);
-      epochOf = epoch;
-    }
-    int64_t index = order[within];
+    int64_t index =
+        shuffledIndex(step * perStep + p, count, seed, order, epochOf);
     if (Status status = fillPair(pairs[index], 2 * p, inputs); !status.ok())
       return status;
     setFloat(refLogp, 2 * p, static_cast<float>(reference[2 * index]));
