@@ -115,6 +115,11 @@ Status reportRun(const Arguments &args, const std::vector<double> &losses,
       std::printf(" %lld", static_cast<long long>(bytes));
     std::printf("\n");
   }
+  if (ran && args.has("--trace"))
+    if (Status status = writeFileAtomically(args.get("--trace"),
+                                            timelineTraceJson(last.timeline));
+        !status.ok())
+      return status;
   if (args.has("--losses")) {
     std::string csv = lossCsv(losses, seconds);
     if (Status status = writeFileAtomically(args.get("--losses"), csv);

@@ -127,6 +127,10 @@ const std::vector<Subcommand> &subcommands() {
          false},
         {"--tolerance", "X", "relative tolerance of --expect (default 1e-4)",
          false},
+        {"--trace", "FILE",
+         "write the last step's timeline in the Chrome/Perfetto trace event "
+         "format (one track per pipeline rank)",
+         false},
         {"--tf32", nullptr, "with cuda: f32 einsums may use TF32", false},
         {"--distributed", nullptr,
          "run as one of the processes mpirun started: the pipeline ranks "

@@ -309,6 +309,12 @@ int partita::cli::trainPipelined(const CommandLine &cl,
     if (!writePipelineReport(request.outputDir + "/pipeline.json", *step,
                              *figures, &last))
       return 1;
+    // The last step's timeline for ui.perfetto.dev / chrome://tracing.
+    if (!writeOutputFile(request.outputDir + "/trace.json",
+                         [&](llvm::raw_ostream &os) {
+                           os << timelineTraceJson(last.timeline);
+                         }))
+      return 1;
   }
   if (request.check &&
       !checkAgainstOneDevice(cl, request, progress.losses,

@@ -628,3 +628,38 @@ std::string partita::renderTimeline(const ScheduleTimeline &timeline,
   }
   return out;
 }
+
+std::string partita::timelineTraceJson(const ScheduleTimeline &timeline) {
+  std::string json = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  char line[256];
+  bool first = true;
+  auto add = [&](const char *text) {
+    json += first ? "  " : ",\n  ";
+    json += text;
+    first = false;
+  };
+  add("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
+      "\"args\": {\"name\": \"pipelined step\"}}");
+  for (int rank = 0; rank < timeline.ranks; ++rank) {
+    std::snprintf(line, sizeof(line),
+                  "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+                  "\"tid\": %d, \"args\": {\"name\": \"rank %d\"}}",
+                  rank, rank);
+    add(line);
+  }
+  for (const TimedAction &action : timeline.actions) {
+    const char *work = action.action.work == PipeWork::Forward    ? "F"
+                       : action.action.work == PipeWork::Backward ? "B"
+                                                                  : "W";
+    std::snprintf(line, sizeof(line),
+                  "{\"name\": \"%s%d\", \"cat\": \"%s\", \"ph\": \"X\", "
+                  "\"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+                  "\"args\": {\"stage\": %d, \"micro_batch\": %d}}",
+                  work, action.action.microBatch, work, action.rank,
+                  action.start * 1e6, (action.end - action.start) * 1e6,
+                  action.action.stage, action.action.microBatch);
+    add(line);
+  }
+  json += "\n]}\n";
+  return json;
+}

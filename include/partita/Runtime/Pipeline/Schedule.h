@@ -168,6 +168,12 @@ void summarizeTimeline(ScheduleTimeline &timeline, bool splitBackward);
 /// fits. Works for measured timelines with arbitrary times.
 std::string renderTimeline(const ScheduleTimeline &timeline, int width = 100);
 
+/// `timeline` in the Chrome / Perfetto trace event format (JSON, times in
+/// microseconds): one track per pipeline rank, each action a complete
+/// event ("F" forward, "B" backward, "W" weight gradient) with its stage
+/// and micro-batch, so ui.perfetto.dev or chrome://tracing opens it.
+std::string timelineTraceJson(const ScheduleTimeline &timeline);
+
 } // namespace partita
 
 #endif // PARTITA_RUNTIME_PIPELINE_SCHEDULE_H
