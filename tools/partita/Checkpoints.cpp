@@ -181,40 +181,59 @@ Status CheckpointWriter::finish() {
   return Status::success();
 }
 
+Expected<CheckpointInfo>
+partita::cli::openStartCheckpoint(const TrainRequest &request, bool resuming) {
+  std::string flag = resuming ? "--resume" : "--init-from";
+  const std::string &root =
+      resuming ? request.checkpoints.resume : request.checkpoints.initFrom;
+  Expected<std::string> latest = latestCheckpoint(root);
+  if (!latest)
+    return Status::error(flag + ": " + latest.status().message());
+  Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+  if (!info)
+    return Status::error(flag + ": " + info.status().message());
+  if (!resuming)
+    return info;
+  std::string model = modelFingerprint(request);
+  if (info->meta.model != model)
+    return Status::error("--resume: " + *latest + " was saved for model '" +
+                         info->meta.model + "'; this run trains '" + model +
+                         "'");
+  if (info->meta.step > request.steps)
+    return Status::error("--resume: " + *latest + " has " +
+                         std::to_string(info->meta.step) +
+                         " steps done, more than --steps " +
+                         std::to_string(request.steps));
+  return info;
+}
+
+void partita::cli::continueFrom(const CheckpointInfo &checkpoint,
+                                ProgressPrinter &progress,
+                                int64_t &firstStep) {
+  firstStep = checkpoint.meta.step;
+  progress.losses = checkpoint.meta.losses;
+  progress.seconds = checkpoint.meta.seconds;
+  progress.firstStep = firstStep;
+  llvm::outs() << "resumed from " << checkpoint.directory << " ("
+               << firstStep << " steps done; saved under mesh "
+               << checkpoint.meta.mesh << ", rules " << checkpoint.meta.rules
+               << ")\n";
+  llvm::outs().flush();
+}
+
 std::optional<int>
 partita::cli::resumeFromCheckpoint(const TrainRequest &request,
                                    const Executable &program, size_t updated,
                                    std::vector<HostArray> &inputs,
                                    ProgressPrinter &progress,
                                    int64_t &firstStep) {
-  const std::string &root = request.checkpoints.resume;
-  Expected<std::string> latest = latestCheckpoint(root);
-  if (!latest)
-    return usageError("--resume: " + latest.status().message());
-  Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+  Expected<CheckpointInfo> info = openStartCheckpoint(request, true);
   if (!info)
-    return usageError("--resume: " + info.status().message());
-  std::string model = modelFingerprint(request);
-  if (info->meta.model != model)
-    return usageError("--resume: " + *latest + " was saved for model '" +
-                      info->meta.model + "'; this run trains '" + model +
-                      "'");
-  if (info->meta.step > request.steps)
-    return usageError("--resume: " + *latest + " has " +
-                      std::to_string(info->meta.step) +
-                      " steps done, more than --steps " +
-                      std::to_string(request.steps));
+    return usageError(info.status().message());
   if (Status status = loadCheckpoint(*info, program, updated, inputs);
       !status.ok())
     return usageError("--resume: " + status.message());
-  firstStep = info->meta.step;
-  progress.losses = info->meta.losses;
-  progress.seconds = info->meta.seconds;
-  progress.firstStep = firstStep;
-  llvm::outs() << "resumed from " << *latest << " (" << firstStep
-               << " steps done; saved under mesh " << info->meta.mesh
-               << ", rules " << info->meta.rules << ")\n";
-  llvm::outs().flush();
+  continueFrom(*info, progress, firstStep);
   return std::nullopt;
 }
 
@@ -222,13 +241,9 @@ std::optional<int>
 partita::cli::initializeFromCheckpoint(const TrainRequest &request,
                                        const Executable &program,
                                        std::vector<HostArray> &inputs) {
-  const std::string &root = request.checkpoints.initFrom;
-  Expected<std::string> latest = latestCheckpoint(root);
-  if (!latest)
-    return usageError("--init-from: " + latest.status().message());
-  Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+  Expected<CheckpointInfo> info = openStartCheckpoint(request, false);
   if (!info)
-    return usageError("--init-from: " + info.status().message());
+    return usageError(info.status().message());
   size_t params = 0;
   while (params < program.inputs.size() &&
          program.inputs[params].role == "param")
@@ -237,9 +252,9 @@ partita::cli::initializeFromCheckpoint(const TrainRequest &request,
                                      /*onlyRole=*/"param");
       !status.ok())
     return usageError("--init-from: " + status.message());
-  llvm::outs() << "initialised " << params << " parameters from " << *latest
-               << " (" << info->meta.step << " steps of '" << info->meta.model
-               << "')\n";
+  llvm::outs() << "initialised " << params << " parameters from "
+               << info->directory << " (" << info->meta.step << " steps of '"
+               << info->meta.model << "')\n";
   llvm::outs().flush();
   return std::nullopt;
 }

@@ -589,13 +589,12 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     evaluator = std::move(*created);
   }
   bool saving = !request.checkpoints.directory.empty();
-  long long saveEvery = request.checkpoints.every,
-            evalEvery = request.eval.every, last = request.steps;
+  long long evalEvery = request.eval.every, last = request.steps;
   auto due = [last](long long every, int64_t done) {
     return every > 0 && (done == last || done % every == 0);
   };
-  auto saveDue = [=](int64_t done) {
-    return saving && (done == last || (saveEvery > 0 && done % saveEvery == 0));
+  auto saveDue = [saved = request.checkpoints, last](int64_t done) {
+    return saved.due(done, last);
   };
   if (saving || evaluator || (preference && evalEvery > 0)) {
     loop.snapshotAfter = [=](int64_t done) {

@@ -138,36 +138,20 @@ std::optional<int> loadPipelinedCheckpoint(const TrainRequest &request,
   const std::string &root = resuming ? c.resume : c.initFrom;
   if (root.empty())
     return std::nullopt;
-  std::string flag = resuming ? "--resume" : "--init-from";
-  Expected<std::string> latest = latestCheckpoint(root);
-  if (!latest)
-    return usageError(flag + ": " + latest.status().message());
-  Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+  Expected<CheckpointInfo> info = openStartCheckpoint(request, resuming);
   if (!info)
-    return usageError(flag + ": " + info.status().message());
-  if (resuming && info->meta.model != modelFingerprint(request))
-    return usageError("--resume: " + *latest + " was saved for model '" +
-                      info->meta.model + "'; this run trains '" +
-                      modelFingerprint(request) + "'");
-  if (resuming && info->meta.step > request.steps)
-    return usageError("--resume: " + *latest + " has " +
-                      std::to_string(info->meta.step) +
-                      " steps done, more than --steps " +
-                      std::to_string(request.steps));
-  if (Status status =
-          runner.loadCheckpoint(*info, resuming ? "" : "param");
+    return usageError(info.status().message());
+  if (Status status = runner.loadCheckpoint(*info, resuming ? "" : "param");
       !status.ok())
-    return usageError(flag + ": " + status.message());
+    return usageError((resuming ? "--resume: " : "--init-from: ") +
+                      status.message());
   if (resuming) {
-    firstStep = info->meta.step;
-    progress.losses = info->meta.losses;
-    progress.seconds = info->meta.seconds;
-    progress.firstStep = firstStep;
+    continueFrom(*info, progress, firstStep);
+    return std::nullopt;
   }
-  llvm::outs() << (resuming ? "resumed from " : "initialised from ")
-               << *latest << " (" << info->meta.step
-               << " steps done; saved under mesh " << info->meta.mesh
-               << ", rules " << info->meta.rules << ")\n";
+  llvm::outs() << "initialised from " << info->directory << " ("
+               << info->meta.step << " steps of '" << info->meta.model
+               << "')\n";
   llvm::outs().flush();
   return std::nullopt;
 }
@@ -273,9 +257,7 @@ int partita::cli::trainPipelined(const CommandLine &cl,
       stepResult.seconds = result->seconds;
       status = progress(stepResult);
       int64_t done = s + 1;
-      if (status.ok() && !saving.directory.empty() &&
-          (done == request.steps ||
-           (saving.every > 0 && done % saving.every == 0))) {
+      if (status.ok() && saving.due(done, request.steps)) {
         CheckpointState state;
         state.meta = checkpoints.meta(done, progress);
         state.values = (*runner)->checkpointValues();

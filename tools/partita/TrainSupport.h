@@ -47,6 +47,11 @@ struct CheckpointRequest {
   long long keep = 3;
   /// --resume: the directory to continue from.
   std::string resume;
+  /// Whether a checkpoint is written after `done` of `last` steps.
+  bool due(int64_t done, int64_t last) const {
+    return !directory.empty() &&
+           (done == last || (every > 0 && done % every == 0));
+  }
   /// --init-from: a directory whose newest checkpoint's parameters start
   /// this run (its optimizer state and step do not).
   std::string initFrom;
@@ -178,6 +183,16 @@ std::optional<int> nonNegativeFlag(const CommandLine &cl, const char *flag,
 /// after a bad one.
 std::optional<int> parseCheckpointRequest(const CommandLine &cl,
                                           TrainRequest &request);
+
+/// The checkpoint --resume (`resuming`) or --init-from names: its newest
+/// complete checkpoint, every file verified; for --resume also of the same
+/// model, with no more steps done than --steps. Errors name the flag.
+Expected<CheckpointInfo> openStartCheckpoint(const TrainRequest &request,
+                                             bool resuming);
+/// A resumed run's start: the checkpoint's loss history into `progress`,
+/// its steps into `firstStep`, and the line saying so.
+void continueFrom(const CheckpointInfo &checkpoint, ProgressPrinter &progress,
+                  int64_t &firstStep);
 
 /// --init-from: the parameters of the newest complete checkpoint into
 /// `inputs`; the exit code after a failure.

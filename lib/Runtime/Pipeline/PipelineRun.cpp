@@ -15,6 +15,7 @@
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 
 #include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 
@@ -411,15 +412,12 @@ struct ByteReader {
   }
 };
 
-/// This machine, as a hash of its host name (0 when it has none).
+/// This machine, as a checksum of its host name (0 when it has none).
 uint64_t hostId() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0)
     return 0;
-  uint64_t hash = 14695981039346656037ULL;
-  for (const char *c = name; *c; ++c)
-    hash = (hash ^ static_cast<uint8_t>(*c)) * 1099511628211ULL;
-  return hash;
+  return crc32c(reinterpret_cast<const uint8_t *>(name), std::strlen(name));
 }
 
 /// How the outputs read by other ranks travel in a run over processes:

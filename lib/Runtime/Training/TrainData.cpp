@@ -80,6 +80,31 @@ Status TokenFileData::traceTo(const std::string &path) {
   return Status::success();
 }
 
+namespace {
+
+/// Makes `order` epoch `epoch`'s visiting order of `count` items, shuffled
+/// by `seed` (each item once per epoch), unless `epochOf` says it is.
+void orderForEpoch(int64_t epoch, int64_t count, uint64_t seed,
+                   std::vector<int64_t> &order, int64_t &epochOf) {
+  if (epoch == epochOf)
+    return;
+  order.resize(count);
+  for (int64_t e = 0; e < count; ++e)
+    order[e] = e;
+  std::mt19937_64 random(seed * 104729 + static_cast<uint64_t>(epoch));
+  std::shuffle(order.begin(), order.end(), random);
+  epochOf = epoch;
+}
+
+/// The item the `global`-th draw visits in that order.
+int64_t shuffledIndex(int64_t global, int64_t count, uint64_t seed,
+                      std::vector<int64_t> &order, int64_t &epochOf) {
+  orderForEpoch(global / count, count, seed, order, epochOf);
+  return order[global % count];
+}
+
+} // namespace
+
 Status TokenFileData::fill(int64_t step,
                            const std::vector<HostArray *> &inputs) {
   HostArray &in = *inputs[0], &out = *inputs[1];
@@ -91,14 +116,7 @@ Status TokenFileData::fill(int64_t step,
                          std::to_string(batch));
   int64_t perEpoch = windows / batch;
   int64_t epoch = step / perEpoch, within = step % perEpoch;
-  if (epoch != epochOf) {
-    order.resize(windows);
-    for (int64_t w = 0; w < windows; ++w)
-      order[w] = w;
-    std::mt19937_64 random(seed * 104729 + static_cast<uint64_t>(epoch));
-    std::shuffle(order.begin(), order.end(), random);
-    epochOf = epoch;
-  }
+  orderForEpoch(epoch, windows, seed, order, epochOf);
   for (int64_t rank = 0; rank < ranks; ++rank)
     readRank(step, epoch, within, rank, batch, in, out);
   return Status::success();
@@ -195,23 +213,6 @@ Status forEachLine(
       return status;
   }
   return Status::success();
-}
-
-/// The item the `global`-th draw visits: items are visited in an order
-/// shuffled per epoch by `seed`, each once per epoch (`order` and
-/// `epochOf` cache the current epoch's order).
-int64_t shuffledIndex(int64_t global, int64_t count, uint64_t seed,
-                      std::vector<int64_t> &order, int64_t &epochOf) {
-  int64_t epoch = global / count, within = global % count;
-  if (epoch != epochOf) {
-    order.resize(count);
-    for (int64_t e = 0; e < count; ++e)
-      order[e] = e;
-    std::mt19937_64 random(seed * 104729 + static_cast<uint64_t>(epoch));
-    std::shuffle(order.begin(), order.end(), random);
-    epochOf = epoch;
-  }
-  return order[within];
 }
 
 } // namespace
