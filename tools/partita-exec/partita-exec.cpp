@@ -171,6 +171,11 @@ const std::vector<Subcommand> &subcommands() {
          "run the program K times on inputs uploaded once and print the "
          "median time per run (outputs: the last run's)",
          false},
+        {"--trace", "FILE",
+         "write the (last) run's timeline in the Chrome/Perfetto trace "
+         "event format: a track per device, a span per instruction, "
+         "collective waits marked",
+         false},
         {"--distributed", nullptr,
          "run as one of the processes mpirun started: each drives N/P of "
          "the devices; --outputs are then sharded-array directories written "
@@ -626,6 +631,7 @@ Status runHere(const Arguments &args, const RunRequest &request) {
   auto start = std::chrono::steady_clock::now();
   RunStatistics statistics;
   statistics.repeats = request.repeats;
+  statistics.recordTimelines = args.has("--trace");
   Expected<std::vector<HostArray>> outputs = Status::error("not run");
   if (!devices.isCuda()) {
     outputs = runOnCpuDevices(*program, *inputs, &statistics);
@@ -681,6 +687,16 @@ Status runHere(const Arguments &args, const RunRequest &request) {
   for (size_t o = 0; o < outputs->size(); ++o)
     std::printf("  %s: %s\n", program->outputs[o].name.c_str(),
                 summarizeArray((*outputs)[o]).c_str());
+  if (args.has("--trace")) {
+    TraceOptions trace;
+    trace.title = "partita-exec run " + devices.toString();
+    trace.asynchronousKernels = devices.isCuda();
+    if (Status status = writeFileAtomically(
+            args.get("--trace"),
+            deviceTimelineTraceJson(*program, statistics.timelines, trace));
+        !status.ok())
+      return status;
+  }
   if (args.has("--outputs"))
     if (Status status = writeOutputs(args.get("--outputs"), *outputs);
         !status.ok())
@@ -699,8 +715,12 @@ Status runCommand(const Arguments &args) {
   Expected<RunRequest> request = parseRunRequest(args);
   if (!request)
     return request.status();
-  if (args.has("--distributed"))
+  if (args.has("--distributed")) {
+    if (args.has("--trace"))
+      return Status::error("--trace records the devices of one process; it "
+                           "does not apply to --distributed runs");
     return runAcrossProcesses(args, *request);
+  }
   return runHere(args, *request);
 }
 } // namespace

@@ -13,6 +13,7 @@
 #include "partita/Analysis/Report.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Runtime/IO/Files.h"
 #include "partita/Driver/Check.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"
@@ -65,6 +66,11 @@ Options:
                          started: each drives N/P devices (mesh order);
                          rank 0 compiles and broadcasts the program and
                          does --check (docs/Distributed.md)
+  --trace <file>         write the run's timeline in the Chrome/Perfetto
+                         trace event format (open it in ui.perfetto.dev or
+                         chrome://tracing): a track per device, a span per
+                         instruction, collective waits marked; not with
+                         --distributed
   --no-fusion            lower every elementwise op to an instruction of its
                          own (by default chains of them run fused, in one
                          pass over their elements)
@@ -204,8 +210,8 @@ private:
   Expected<std::vector<HostArray>> run(const Executable &program,
                                        const std::vector<HostArray> &inputs,
                                        RunStatistics *statistics) const;
-  /// --outputs and --expect, after a run.
-  int finish(const Executable &program,
+  /// --trace, --outputs and --expect, after a run.
+  int finish(const Executable &program, const RunStatistics &statistics,
              const std::vector<HostArray> &outputs) const;
   /// The check against the reference; the exit code.
   int check(ModuleOp reference, const Executable &program,
@@ -236,6 +242,7 @@ std::optional<int> LocalRun::prepare(const Executable &program,
 Expected<std::vector<HostArray>>
 LocalRun::run(const Executable &program, const std::vector<HostArray> &inputs,
               RunStatistics *statistics) const {
+  statistics->recordTimelines = cl.has("--trace");
   if (!devices.isCuda())
     return runOnCpuDevices(program, inputs, statistics);
   Expected<const CudaPlugin *> plugin = loadCudaPlugin();
@@ -246,10 +253,23 @@ LocalRun::run(const Executable &program, const std::vector<HostArray> &inputs,
 }
 
 int LocalRun::finish(const Executable &program,
+                     const RunStatistics &statistics,
                      const std::vector<HostArray> &outputs) const {
   for (size_t o = 0; o < outputs.size(); ++o)
     llvm::outs() << "  " << program.outputs[o].name << ": "
                  << summarizeArray(outputs[o]) << "\n";
+  if (cl.has("--trace")) {
+    TraceOptions trace;
+    trace.title = "partita run " + devices.toString();
+    trace.asynchronousKernels = devices.isCuda();
+    if (Status status = writeFileAtomically(
+            cl.get("--trace"),
+            deviceTimelineTraceJson(program, statistics.timelines, trace));
+        !status.ok()) {
+      llvm::errs() << "error: " << status.message() << "\n";
+      return 1;
+    }
+  }
   if (cl.has("--outputs"))
     if (Status status = writeOutputs(cl.get("--outputs"), outputs);
         !status.ok())
@@ -277,12 +297,13 @@ int LocalRun::runExecutableFile() {
   std::vector<HostArray> inputs;
   if (std::optional<int> code = prepare(*program, inputs))
     return *code;
-  Expected<std::vector<HostArray>> outputs = run(*program, inputs, nullptr);
+  RunStatistics statistics;
+  Expected<std::vector<HostArray>> outputs = run(*program, inputs, &statistics);
   if (!outputs) {
     llvm::errs() << "error: " << outputs.status().message() << "\n";
     return 1;
   }
-  return finish(*program, *outputs);
+  return finish(*program, statistics, *outputs);
 }
 
 int LocalRun::runModule() {
@@ -330,7 +351,8 @@ int LocalRun::runModule() {
                           ? double(measured) / report.peakBytesPerDevice
                           : 1.0)
       << "x)\n";
-  if (int code = finish(*program, *outputs); code != 0 || !cl.on("--check"))
+  if (int code = finish(*program, statistics, *outputs);
+      code != 0 || !cl.on("--check"))
     return code;
   return check(*reference, *program, inputs, *outputs);
 }
@@ -368,7 +390,8 @@ int partita::cli::runCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
   std::vector<std::string> extra = {"--devices", "--seed",   "--inputs",
-                                    "--outputs", "--expect", "--timeout"};
+                                    "--outputs", "--expect", "--timeout",
+                                    "--trace"};
   if (std::optional<int> done =
           startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options,
                        {"--distributed", "--no-fusion"}))
@@ -379,6 +402,9 @@ int partita::cli::runCommand(const std::vector<std::string> &args) {
   Expected<uint64_t> seed = parseSeed(cl.get("--seed", "0"));
   if (!seed)
     return usageError(seed.status().message());
+  if (cl.on("--distributed") && cl.has("--trace"))
+    return usageError("--trace records the devices of one process; it does "
+                      "not apply to --distributed runs");
   if (cl.on("--distributed"))
     return runAcrossProcesses(cl, options, devices->count, *seed,
                               cl.on("--check"), devices->isCuda());

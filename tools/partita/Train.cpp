@@ -88,6 +88,11 @@ Options (defaults in brackets):
   --mixed-precision       bf16 parameters and gradients, f32 master weights
                           and moments (needs --dtype bf16)
   --output DIR            where loss.csv and loss.svg go [partita-train]
+  --trace FILE            where the last step's timeline goes, in the
+                          Chrome/Perfetto trace event format: a track per
+                          device (with --pp, per pipeline rank) and a span
+                          per instruction (per stage action)
+                          [OUTPUT/trace.json]
   --no-fusion             run every elementwise op on its own (by default
                           chains of them run fused, in one pass)
   --pp P                  pipeline parallelism over P ranks: the mesh needs
@@ -345,6 +350,7 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
   options.trainMicroBatches = request.micro;
   options.trainMixedPrecision = cl.on("--mixed-precision");
   request.outputDir = cl.get("--output", "partita-train");
+  request.tracePath = cl.get("--trace", request.outputDir + "/trace.json");
   return std::nullopt;
 }
 
@@ -487,7 +493,7 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                            "--checkpoint-every", "--keep", "--resume",
                            "--eval-every", "--eval-batches", "--eval-data",
                            "--objective", "--init-from", "--reference",
-                           "--beta"})
+                           "--beta", "--trace"})
     valueFlags.push_back(flag);
   CommandLine cl;
   int exitCode = 0;
@@ -614,6 +620,9 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
       return Status::success();
     };
   }
+  std::vector<DeviceTimeline> timelines;
+  loop.traceStep = request.steps - 1;
+  loop.timelines = &timelines;
   Status status = Status::success();
   if (loop.firstStep == request.steps &&
       !request.checkpoints.directory.empty() &&
@@ -641,6 +650,16 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     llvm::errs() << (tty ? "\n" : "") << "error: " << status.message()
                  << "\n";
     return 1;
+  }
+  if (!timelines.empty()) {
+    TraceOptions trace;
+    trace.title = "train step " + std::to_string(request.steps - 1);
+    if (!writeOutputFile(request.tracePath, [&](llvm::raw_ostream &os) {
+          os << deviceTimelineTraceJson(*program, timelines, trace);
+        }))
+      return 1;
+    llvm::outs() << "the last step's timeline: " << request.tracePath
+                 << " (ui.perfetto.dev or chrome://tracing)\n";
   }
   return writeLosses(request, progress, evaluator.get()) ? 0 : 1;
 }

@@ -292,7 +292,7 @@ int partita::cli::trainPipelined(const CommandLine &cl,
                              *figures, &last))
       return 1;
     // The last step's timeline for ui.perfetto.dev / chrome://tracing.
-    if (!writeOutputFile(request.outputDir + "/trace.json",
+    if (!writeOutputFile(request.tracePath,
                          [&](llvm::raw_ostream &os) {
                            os << timelineTraceJson(last.timeline);
                          }))

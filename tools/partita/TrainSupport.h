@@ -78,6 +78,8 @@ struct TrainRequest {
   PipelineOptions options;
   LoweringOptions lowering;
   std::string outputDir;
+  /// Where the last step's timeline goes (--trace) [outputDir/trace.json].
+  std::string tracePath;
   /// Pipeline parallelism (--pp, or a `pipe` axis in --mesh): ranks,
   /// schedule, virtual stages per rank, and the mesh of one rank.
   int pipelineRanks = 1;

@@ -49,6 +49,10 @@ struct DeviceMemory {
   Status status;
   /// Seconds in kernels and in collectives so far (runInstructions).
   double computing = 0, communicating = 0;
+  /// Where runInstructions records its spans, or null; the current trip of
+  /// the innermost loop.
+  DeviceTimeline *timeline = nullptr;
+  int32_t trip = -1;
 
   DeviceMemory(const Executable &program, Backend &backend) : backend(backend) {
     size_t count = program.slots.size();
@@ -141,6 +145,41 @@ Status runCollective(const Executable &program, const Instruction &inst,
   }
 }
 
+/// Records one instruction's span into the device's timeline (when it has
+/// one) from construction to destruction, with the collective waits of
+/// the calling thread in between.
+class SpanRecorder {
+public:
+  SpanRecorder(DeviceMemory &memory, size_t instruction) : memory(memory) {
+    if (!memory.timeline)
+      return;
+    span.instruction = static_cast<int32_t>(instruction);
+    span.trip = memory.trip;
+    waitedBefore = threadCollectiveWaitSeconds();
+    span.startNanos = nowNanos();
+  }
+  ~SpanRecorder() {
+    if (!memory.timeline)
+      return;
+    span.nanos = nowNanos() - span.startNanos;
+    span.waitedNanos = static_cast<int64_t>(
+        (threadCollectiveWaitSeconds() - waitedBefore) * 1e9);
+    memory.timeline->spans.push_back(span);
+  }
+  SpanRecorder(const SpanRecorder &) = delete;
+  SpanRecorder &operator=(const SpanRecorder &) = delete;
+
+private:
+  static int64_t nowNanos() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  DeviceMemory &memory;
+  InstructionSpan span;
+  double waitedBefore = 0;
+};
+
 /// Runs instructions [begin, end) of `program`, loops included.
 Status runInstructions(const Executable &program, size_t begin, size_t end,
                        int64_t deviceId, Communicator *communicator,
@@ -172,11 +211,14 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
         if (inst.ints[i] < 0 ||
             inst.ints[i] >= static_cast<int64_t>(program.slots.size()))
           return Status::error("loop: slot out of range");
+      SpanRecorder loopSpan(memory, index);
       for (size_t i = 0; i < carriedCount; ++i)
         if (Status status = copySlot(inst.operands[i], carried(i));
             !status.ok())
           return status;
+      int32_t outerTrip = memory.trip;
       for (int64_t trip = 0; trip < trips; ++trip) {
+        memory.trip = static_cast<int32_t>(trip);
         int32_t value = static_cast<int32_t>(trip);
         if (Status status = backend.copyToDevice(memory.slots[inst.ints[2]],
                                                  &value, sizeof(value));
@@ -191,6 +233,7 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
         if (!status.ok())
           return status;
       }
+      memory.trip = outerTrip;
       for (size_t i = 0; i < carriedCount; ++i)
         if (Status status = copySlot(carried(i), inst.results[i]); !status.ok())
           return status;
@@ -198,6 +241,7 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
       continue;
     }
     Status status;
+    SpanRecorder span(memory, index);
     auto started = std::chrono::steady_clock::now();
     auto elapsed = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -236,7 +280,7 @@ Status partita::runOnDevice(const Executable &program, int64_t deviceId,
                             const std::vector<HostArray> &inputs,
                             std::vector<HostArray> &outputs, Backend *backend) {
   return runOnDeviceRepeated(program, deviceId, communicator, inputs, outputs,
-                             backend, 1, nullptr);
+                             backend, 1, nullptr, nullptr, nullptr);
 }
 
 Status partita::runOnDeviceRepeated(const Executable &program,
@@ -246,7 +290,8 @@ Status partita::runOnDeviceRepeated(const Executable &program,
                                     std::vector<HostArray> &outputs,
                                     Backend *backend, int repeats,
                                     std::vector<double> *stepSeconds,
-                                    std::vector<StepTimes> *stepTimes) {
+                                    std::vector<StepTimes> *stepTimes,
+                                    DeviceTimeline *timeline) {
   std::unique_ptr<Backend> cpu;
   if (!backend) {
     cpu = createCpuBackend();
@@ -277,7 +322,12 @@ Status partita::runOnDeviceRepeated(const Executable &program,
         !status.ok())
       return fail(status);
   }
+  if (timeline) {
+    timeline->device = deviceId;
+    timeline->spans.clear();
+  }
   for (int repeat = 0; repeat < std::max(repeats, 1); ++repeat) {
+    memory.timeline = repeat + 1 >= repeats ? timeline : nullptr;
     auto start = std::chrono::steady_clock::now();
     StepTimes before{memory.computing, memory.communicating,
                      threadCollectiveWaitSeconds()};
@@ -480,6 +530,9 @@ Status partita::runDevicesAsThreads(
   outputsByDevice.assign(program.mesh.numDevices(), {});
   std::vector<Status> statuses(devices.size());
   std::vector<int64_t> peaks(devices.size(), 0);
+  bool record = statistics && statistics->recordTimelines;
+  if (record)
+    statistics->timelines.assign(devices.size(), DeviceTimeline());
   std::vector<std::thread> threads;
   for (size_t k = 0; k < devices.size(); ++k)
     threads.emplace_back([&, k] {
@@ -497,7 +550,8 @@ Status partita::runDevicesAsThreads(
           program, d, communicator, inputsByDevice[d], outputsByDevice[d],
           backend->get(), repeats,
           statistics && k == 0 ? &statistics->stepSeconds : nullptr,
-          statistics && k == 0 ? &statistics->stepTimes : nullptr);
+          statistics && k == 0 ? &statistics->stepTimes : nullptr,
+          record ? &statistics->timelines[k] : nullptr);
       peaks[k] = (*backend)->peakBytes();
     });
   for (std::thread &thread : threads)
@@ -551,6 +605,9 @@ Status partita::runDevicesStepwise(
   std::vector<std::vector<HostArray>> stepOutputs(devices);
   run.finalInputs.assign(devices, {});
   run.snapshots.assign(devices, {});
+  run.timelines.assign(run.timelineStep >= 0 ? devices : 0, DeviceTimeline());
+  for (int64_t d = 0; d < static_cast<int64_t>(run.timelines.size()); ++d)
+    run.timelines[d].device = d;
   auto download = [&](DeviceMemory &memory, int32_t slot, HostArray &into) {
     const TensorType &type = program.slots[slot];
     into = HostArray::zeros(type.dtype, type.shape);
@@ -608,6 +665,7 @@ Status partita::runDevicesStepwise(
             }
           }
         }
+        memory.timeline = step == run.timelineStep ? &run.timelines[d] : nullptr;
         if (status.ok())
           if (Status ran = runInstructions(program, 0,
                                            program.instructions.size(), d,
@@ -770,215 +828,4 @@ partita::runOnCpuDevices(const Executable &program,
       !status.ok())
     return status;
   return assembleOutputs(program, deviceOutputs);
-}
-
-namespace {
-void summarizeRange(const Executable &program, size_t begin, size_t end,
-                    int64_t multiplier, CommunicationSummary &summary) {
-  for (size_t index = begin; index < end; ++index) {
-    const Instruction &inst = program.instructions[index];
-    if (inst.op == OpCode::Loop && inst.ints.size() >= 2) {
-      size_t bodyEnd =
-          std::min(end, index + 1 + static_cast<size_t>(inst.ints[1]));
-      summarizeRange(program, index + 1, bodyEnd, multiplier * inst.ints[0],
-                     summary);
-      index = bodyEnd - 1;
-      continue;
-    }
-    if (!isCollective(inst.op) || inst.op == OpCode::AllSlice ||
-        inst.operands.empty())
-      continue;
-    int64_t groupSize = 1;
-    for (const std::string &axis : splitAxes(inst.text))
-      groupSize *= program.mesh.axisSize(axis);
-    CollectiveKind kind = CollectiveKind::AllGather;
-    switch (inst.op) {
-    case OpCode::AllReduce:
-      kind = CollectiveKind::AllReduce;
-      break;
-    case OpCode::ReduceScatter:
-      kind = CollectiveKind::ReduceScatter;
-      break;
-    case OpCode::AllToAll:
-      kind = CollectiveKind::AllToAll;
-      break;
-    case OpCode::CollectivePermute:
-      kind = CollectiveKind::CollectivePermute;
-      break;
-    default:
-      break;
-    }
-    double input = static_cast<double>(program.slots[inst.operands[0]].bytes());
-    summary.collectives += multiplier;
-    summary.bytesPerDevice +=
-        multiplier * collectiveBytesPerDevice(kind, groupSize, input);
-  }
-}
-} // namespace
-
-CommunicationSummary
-partita::summarizeCommunication(const Executable &program) {
-  CommunicationSummary summary;
-  summarizeRange(program, 0, program.instructions.size(), 1, summary);
-  return summary;
-}
-
-Status partita::checkInputsFit(const Executable &program) {
-  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
-  int64_t memory = pages > 0 && pageSize > 0
-                       ? static_cast<int64_t>(pages) * pageSize
-                       : std::numeric_limits<int64_t>::max();
-  int64_t total = 0;
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const ExecutableValue &input = program.inputs[i];
-    DType dtype = program.slots[input.slot].dtype;
-    std::string what = "input " + std::to_string(i) + " (" + input.name +
-                       "): " + dtypeName(dtype) +
-                       formatShape(input.globalShape);
-    int64_t bytes = dtypeSize(dtype);
-    for (int64_t dim : input.globalShape) {
-      if (dim < 0)
-        return Status::error(what + " has a negative dimension");
-      if (dim != 0 && bytes > std::numeric_limits<int64_t>::max() / dim)
-        return Status::error(what + " has more bytes than a 64-bit count "
-                             "holds");
-      bytes *= dim;
-    }
-    if (bytes > memory - total)
-      return Status::error(what + " needs " + std::to_string(bytes) +
-                           " bytes; with the inputs before it that is more "
-                           "than this machine's memory (" +
-                           std::to_string(memory) + " bytes)");
-    total += bytes;
-  }
-  return Status::success();
-}
-
-HostArray partita::randomInput(const Executable &program, size_t input,
-                               uint64_t seed, size_t stream) {
-  std::mt19937_64 random(seed * 1000003ULL + stream);
-  const std::vector<int64_t> &shape = program.inputs[input].globalShape;
-  float bound = 1.0f;
-  if (program.inputs[input].role == "param" && shape.size() >= 2)
-    bound = 1.0f / std::sqrt(static_cast<float>(
-                       std::max<int64_t>(1, shape[shape.size() - 2])));
-  std::uniform_real_distribution<float> uniform(-bound, bound);
-  DType dtype = program.slots[program.inputs[input].slot].dtype;
-  HostArray array = HostArray::zeros(dtype, program.inputs[input].globalShape);
-  int64_t count = array.numElements(), size = dtypeSize(dtype);
-  for (int64_t e = 0; e < count; ++e) {
-    uint8_t *at = array.bytes.data() + e * size;
-    float value = uniform(random);
-    switch (dtype) {
-    case DType::F64: {
-      double wide = value;
-      std::memcpy(at, &wide, size);
-      break;
-    }
-    case DType::F32:
-      std::memcpy(at, &value, size);
-      break;
-    case DType::BF16: {
-      uint16_t bits = cpu::floatToBFloat16(value);
-      std::memcpy(at, &bits, size);
-      break;
-    }
-    case DType::F16: {
-      uint16_t bits = cpu::floatToHalf(value);
-      std::memcpy(at, &bits, size);
-      break;
-    }
-    case DType::Bool:
-      *at = random() & 1;
-      break;
-    default: {
-      int64_t small = static_cast<int64_t>(random() % 4);
-      std::memcpy(at, &small, size); // little-endian: the low bytes
-      break;
-    }
-    }
-  }
-  return array;
-}
-
-Expected<std::vector<HostArray>>
-partita::randomInputs(const Executable &program, uint64_t seed) {
-  if (Status status = checkInputsFit(program); !status)
-    return status;
-  std::vector<HostArray> inputs;
-  for (size_t i = 0; i < program.inputs.size(); ++i)
-    inputs.push_back(randomInput(program, i, seed, i));
-  return inputs;
-}
-
-std::string partita::summarizeArray(const HostArray &array) {
-  std::string text = std::string(dtypeName(array.dtype)) + "[";
-  for (size_t d = 0; d < array.shape.size(); ++d)
-    text += (d ? "x" : "") + std::to_string(array.shape[d]);
-  double sum = 0, low = INFINITY, high = -INFINITY;
-  for (int64_t i = 0; i < array.numElements(); ++i) {
-    double value = elementAsDouble(array, i);
-    sum += value;
-    low = std::min(low, value);
-    high = std::max(high, value);
-  }
-  char numbers[96];
-  std::snprintf(numbers, sizeof(numbers), "] sum=%.6g min=%.6g max=%.6g", sum,
-                low, high);
-  return text + numbers;
-}
-
-int64_t Executable::allocatedBytes() const {
-  int64_t total = 0;
-  if (slotOffsets.size() == slots.size())
-    return arenaBytes;
-  for (const TensorType &slot : slots)
-    total += slot.bytes();
-  return total;
-}
-
-std::string partita::describeExecutable(const Executable &program) {
-  std::string text = "mesh " + program.mesh.toString() + " (" +
-                     std::to_string(program.mesh.numDevices()) + " devices)\n";
-  auto value = [&](const char *kind, size_t index, const ExecutableValue &v) {
-    const TensorType &local = program.slots[v.slot];
-    text += std::string("  ") + kind + " " + std::to_string(index) + " " +
-            v.name + ": " + dtypeName(local.dtype) + "[";
-    for (size_t d = 0; d < v.globalShape.size(); ++d)
-      text += (d ? "x" : "") + std::to_string(v.globalShape[d]);
-    text += "] " + v.sharding.toString();
-    if (!v.role.empty())
-      text += " " + v.role;
-    if (v.donated)
-      text += " donated";
-    if (v.aliasedInput >= 0)
-      text += " updates input " + std::to_string(v.aliasedInput) + " in place";
-    text += "\n";
-  };
-  text += std::to_string(program.inputs.size()) + " inputs\n";
-  for (size_t i = 0; i < program.inputs.size(); ++i)
-    value("input", i, program.inputs[i]);
-  text += std::to_string(program.outputs.size()) + " outputs\n";
-  for (size_t o = 0; o < program.outputs.size(); ++o)
-    value("output", o, program.outputs[o]);
-  std::map<std::string, int64_t> counts;
-  for (const Instruction &inst : program.instructions)
-    ++counts[opCodeName(inst.op)];
-  text += std::to_string(program.instructions.size()) + " instructions:";
-  for (const auto &[name, count] : counts)
-    text += " " + name + " " + std::to_string(count);
-  text += "\n";
-  int64_t slotBytes = 0, constantBytes = 0;
-  for (const TensorType &slot : program.slots)
-    slotBytes += slot.bytes();
-  for (const HostArray &constant : program.constants)
-    constantBytes += static_cast<int64_t>(constant.bytes.size());
-  text += "buffer plan: " + std::to_string(program.slots.size()) + " slots (" +
-          std::to_string(slotBytes) + " bytes) " +
-          (program.slotOffsets.empty() ? "each in its own allocation, "
-                                       : "in one arena, ") +
-          std::to_string(program.allocatedBytes()) + " bytes per device\n";
-  text += std::to_string(program.constants.size()) + " constants, " +
-          std::to_string(constantBytes) + " bytes\n";
-  return text;
 }

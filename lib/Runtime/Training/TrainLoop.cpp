@@ -117,6 +117,9 @@ Status trainOnCpuDevices(
 
   StepwiseRun run;
   run.steps = steps - first;
+  if (options.timelines && options.traceStep >= first &&
+      options.traceStep < steps)
+    run.timelineStep = options.traceStep - first;
   if (options.snapshotAfter)
     run.snapshotAfter = [&options, first](int64_t s) {
       return options.snapshotAfter(first + s + 1);
@@ -206,6 +209,8 @@ Status trainOnCpuDevices(
     return Status::success();
   };
   Status status = runDevicesStepwise(program, *blocks, run);
+  if (options.timelines && status.ok())
+    *options.timelines = std::move(run.timelines);
   // The kept values as the devices hold them, however the run ended (after
   // a failure, as of the last step every device finished).
   bool complete = !kept.empty() &&

@@ -15,6 +15,7 @@
 #include "partita/Runtime/Communication/Communicator.h"
 #include "partita/Runtime/IO/HostArray.h"
 #include "partita/Runtime/Program/Instruction.h"
+#include "partita/Runtime/Program/Timeline.h"
 #include "partita/Sharding/Sharding.h"
 
 #include <functional>
@@ -102,6 +103,10 @@ struct CommunicationSummary {
   double bytesPerDevice = 0;
 };
 
+/// Bus-traffic bytes per device of collective instruction `inst` of
+/// `program`, by the report's convention (0 for all_slice and non-collectives).
+double collectiveBusBytes(const Executable &program, const Instruction &inst);
+
 /// The communication of `program` (the same figures as the compile report).
 CommunicationSummary summarizeCommunication(const Executable &program);
 
@@ -125,13 +130,15 @@ struct StepTimes {
 
 /// runOnDevice() running the instructions `repeats` times on inputs
 /// uploaded once, appending each run's wall time (backend synchronized) to
-/// `stepSeconds` and where it went to `stepTimes` when given.
+/// `stepSeconds` and where it went to `stepTimes` when given, and
+/// recording the last run's spans into `timeline` when given.
 Status runOnDeviceRepeated(const Executable &program, int64_t deviceId,
                            Communicator *communicator,
                            const std::vector<HostArray> &inputs,
                            std::vector<HostArray> &outputs, Backend *backend,
                            int repeats, std::vector<double> *stepSeconds,
-                           std::vector<StepTimes> *stepTimes = nullptr);
+                           std::vector<StepTimes> *stepTimes = nullptr,
+                           DeviceTimeline *timeline = nullptr);
 
 /// Measured figures of a run (and how many times to run).
 struct RunStatistics {
@@ -146,6 +153,10 @@ struct RunStatistics {
   std::vector<double> stepSeconds;
   /// Out: where the first device's runs went.
   std::vector<StepTimes> stepTimes;
+  /// In: record every device's spans of the last run into `timelines`
+  /// (one per device run, in the order of the devices run).
+  bool recordTimelines = false;
+  std::vector<DeviceTimeline> timelines;
 };
 
 /// How a partial-sum input's value is split over its partial group:
@@ -224,6 +235,9 @@ struct StepwiseRun {
   /// device threads: a pure function of the step.
   std::function<bool(int64_t step)> snapshotAfter;
   std::vector<std::vector<HostArray>> snapshots;
+  /// The step whose spans every device records into `timelines[d]`, or -1.
+  int64_t timelineStep = -1;
+  std::vector<DeviceTimeline> timelines;
 };
 
 /// Runs `run` on every device of `program`'s mesh (CPU backends, the

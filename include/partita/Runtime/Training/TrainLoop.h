@@ -86,6 +86,10 @@ struct TrainLoopOptions {
   /// Takes the snapshot (on the caller's thread, after that step's onStep);
   /// its failure stops the loop.
   std::function<Status(TrainSnapshot &snapshot)> onSnapshot;
+  /// The step whose device timelines are recorded into `*timelines` (one
+  /// per device), or -1.
+  int64_t traceStep = -1;
+  std::vector<DeviceTimeline> *timelines = nullptr;
 };
 
 /// Runs steps `0 .. steps-1` of `program` on its mesh's CPU devices

@@ -1,0 +1,245 @@
+//===- ExecutableInfo.cpp - What a compiled program holds and moves ------===//
+//
+// Descriptions and summaries of an Executable (its communication per step,
+// a one-line fingerprint of an array) and the deterministic inputs a run
+// draws when the user gives none.
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Sharding/Cost.h"
+#include "partita/Sharding/Layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+
+#include <unistd.h>
+
+using namespace partita;
+
+double partita::collectiveBusBytes(const Executable &program,
+                                  const Instruction &inst) {
+  if (!isCollective(inst.op) || inst.op == OpCode::AllSlice ||
+      inst.operands.empty())
+    return 0;
+  int64_t groupSize = 1;
+  for (const std::string &axis : splitCommaList(inst.text))
+    if (!axis.empty())
+      groupSize *= program.mesh.axisSize(axis);
+  CollectiveKind kind = CollectiveKind::AllGather;
+  switch (inst.op) {
+  case OpCode::AllReduce:
+    kind = CollectiveKind::AllReduce;
+    break;
+  case OpCode::ReduceScatter:
+    kind = CollectiveKind::ReduceScatter;
+    break;
+  case OpCode::AllToAll:
+    kind = CollectiveKind::AllToAll;
+    break;
+  case OpCode::CollectivePermute:
+    kind = CollectiveKind::CollectivePermute;
+    break;
+  default:
+    break;
+  }
+  return collectiveBytesPerDevice(
+      kind, groupSize,
+      static_cast<double>(program.slots[inst.operands[0]].bytes()));
+}
+
+namespace {
+void summarizeRange(const Executable &program, size_t begin, size_t end,
+                    int64_t multiplier, CommunicationSummary &summary) {
+  for (size_t index = begin; index < end; ++index) {
+    const Instruction &inst = program.instructions[index];
+    if (inst.op == OpCode::Loop && inst.ints.size() >= 2) {
+      size_t bodyEnd =
+          std::min(end, index + 1 + static_cast<size_t>(inst.ints[1]));
+      summarizeRange(program, index + 1, bodyEnd, multiplier * inst.ints[0],
+                     summary);
+      index = bodyEnd - 1;
+      continue;
+    }
+    if (!isCollective(inst.op) || inst.op == OpCode::AllSlice ||
+        inst.operands.empty())
+      continue;
+    summary.collectives += multiplier;
+    summary.bytesPerDevice += multiplier * collectiveBusBytes(program, inst);
+  }
+}
+} // namespace
+
+CommunicationSummary
+partita::summarizeCommunication(const Executable &program) {
+  CommunicationSummary summary;
+  summarizeRange(program, 0, program.instructions.size(), 1, summary);
+  return summary;
+}
+
+Status partita::checkInputsFit(const Executable &program) {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  int64_t memory = pages > 0 && pageSize > 0
+                       ? static_cast<int64_t>(pages) * pageSize
+                       : std::numeric_limits<int64_t>::max();
+  int64_t total = 0;
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const ExecutableValue &input = program.inputs[i];
+    DType dtype = program.slots[input.slot].dtype;
+    std::string what = "input " + std::to_string(i) + " (" + input.name +
+                       "): " + dtypeName(dtype) +
+                       formatShape(input.globalShape);
+    int64_t bytes = dtypeSize(dtype);
+    for (int64_t dim : input.globalShape) {
+      if (dim < 0)
+        return Status::error(what + " has a negative dimension");
+      if (dim != 0 && bytes > std::numeric_limits<int64_t>::max() / dim)
+        return Status::error(what + " has more bytes than a 64-bit count "
+                             "holds");
+      bytes *= dim;
+    }
+    if (bytes > memory - total)
+      return Status::error(what + " needs " + std::to_string(bytes) +
+                           " bytes; with the inputs before it that is more "
+                           "than this machine's memory (" +
+                           std::to_string(memory) + " bytes)");
+    total += bytes;
+  }
+  return Status::success();
+}
+
+HostArray partita::randomInput(const Executable &program, size_t input,
+                               uint64_t seed, size_t stream) {
+  std::mt19937_64 random(seed * 1000003ULL + stream);
+  const std::vector<int64_t> &shape = program.inputs[input].globalShape;
+  float bound = 1.0f;
+  if (program.inputs[input].role == "param" && shape.size() >= 2)
+    bound = 1.0f / std::sqrt(static_cast<float>(
+                       std::max<int64_t>(1, shape[shape.size() - 2])));
+  std::uniform_real_distribution<float> uniform(-bound, bound);
+  DType dtype = program.slots[program.inputs[input].slot].dtype;
+  HostArray array = HostArray::zeros(dtype, program.inputs[input].globalShape);
+  int64_t count = array.numElements(), size = dtypeSize(dtype);
+  for (int64_t e = 0; e < count; ++e) {
+    uint8_t *at = array.bytes.data() + e * size;
+    float value = uniform(random);
+    switch (dtype) {
+    case DType::F64: {
+      double wide = value;
+      std::memcpy(at, &wide, size);
+      break;
+    }
+    case DType::F32:
+      std::memcpy(at, &value, size);
+      break;
+    case DType::BF16: {
+      uint16_t bits = cpu::floatToBFloat16(value);
+      std::memcpy(at, &bits, size);
+      break;
+    }
+    case DType::F16: {
+      uint16_t bits = cpu::floatToHalf(value);
+      std::memcpy(at, &bits, size);
+      break;
+    }
+    case DType::Bool:
+      *at = random() & 1;
+      break;
+    default: {
+      int64_t small = static_cast<int64_t>(random() % 4);
+      std::memcpy(at, &small, size); // little-endian: the low bytes
+      break;
+    }
+    }
+  }
+  return array;
+}
+
+Expected<std::vector<HostArray>>
+partita::randomInputs(const Executable &program, uint64_t seed) {
+  if (Status status = checkInputsFit(program); !status)
+    return status;
+  std::vector<HostArray> inputs;
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    inputs.push_back(randomInput(program, i, seed, i));
+  return inputs;
+}
+
+std::string partita::summarizeArray(const HostArray &array) {
+  std::string text = std::string(dtypeName(array.dtype)) + "[";
+  for (size_t d = 0; d < array.shape.size(); ++d)
+    text += (d ? "x" : "") + std::to_string(array.shape[d]);
+  double sum = 0, low = INFINITY, high = -INFINITY;
+  for (int64_t i = 0; i < array.numElements(); ++i) {
+    double value = elementAsDouble(array, i);
+    sum += value;
+    low = std::min(low, value);
+    high = std::max(high, value);
+  }
+  char numbers[96];
+  std::snprintf(numbers, sizeof(numbers), "] sum=%.6g min=%.6g max=%.6g", sum,
+                low, high);
+  return text + numbers;
+}
+
+int64_t Executable::allocatedBytes() const {
+  int64_t total = 0;
+  if (slotOffsets.size() == slots.size())
+    return arenaBytes;
+  for (const TensorType &slot : slots)
+    total += slot.bytes();
+  return total;
+}
+
+std::string partita::describeExecutable(const Executable &program) {
+  std::string text = "mesh " + program.mesh.toString() + " (" +
+                     std::to_string(program.mesh.numDevices()) + " devices)\n";
+  auto value = [&](const char *kind, size_t index, const ExecutableValue &v) {
+    const TensorType &local = program.slots[v.slot];
+    text += std::string("  ") + kind + " " + std::to_string(index) + " " +
+            v.name + ": " + dtypeName(local.dtype) + "[";
+    for (size_t d = 0; d < v.globalShape.size(); ++d)
+      text += (d ? "x" : "") + std::to_string(v.globalShape[d]);
+    text += "] " + v.sharding.toString();
+    if (!v.role.empty())
+      text += " " + v.role;
+    if (v.donated)
+      text += " donated";
+    if (v.aliasedInput >= 0)
+      text += " updates input " + std::to_string(v.aliasedInput) + " in place";
+    text += "\n";
+  };
+  text += std::to_string(program.inputs.size()) + " inputs\n";
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    value("input", i, program.inputs[i]);
+  text += std::to_string(program.outputs.size()) + " outputs\n";
+  for (size_t o = 0; o < program.outputs.size(); ++o)
+    value("output", o, program.outputs[o]);
+  std::map<std::string, int64_t> counts;
+  for (const Instruction &inst : program.instructions)
+    ++counts[opCodeName(inst.op)];
+  text += std::to_string(program.instructions.size()) + " instructions:";
+  for (const auto &[name, count] : counts)
+    text += " " + name + " " + std::to_string(count);
+  text += "\n";
+  int64_t slotBytes = 0, constantBytes = 0;
+  for (const TensorType &slot : program.slots)
+    slotBytes += slot.bytes();
+  for (const HostArray &constant : program.constants)
+    constantBytes += static_cast<int64_t>(constant.bytes.size());
+  text += "buffer plan: " + std::to_string(program.slots.size()) + " slots (" +
+          std::to_string(slotBytes) + " bytes) " +
+          (program.slotOffsets.empty() ? "each in its own allocation, "
+                                       : "in one arena, ") +
+          std::to_string(program.allocatedBytes()) + " bytes per device\n";
+  text += std::to_string(program.constants.size()) + " constants, " +
+          std::to_string(constantBytes) + " bytes\n";
+  return text;
+}
