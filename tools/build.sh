@@ -4,5 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${PARTITA_BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+# The Python package is built for Debian's interpreter (its numpy, pytest
+# and pybind11 come from Debian), whatever python3 is first on PATH.
+python_flag=()
+if [ -x /usr/bin/python3 ]; then
+  python_flag=(-DPython_EXECUTABLE=/usr/bin/python3)
+fi
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${python_flag[@]}" "$@"
 cmake --build "$BUILD_DIR" -j "${PARTITA_JOBS:-$(nproc)}"

@@ -42,6 +42,16 @@ if [ -e "$BUILD/lib/libpartita-cuda.so" ]; then
 fi
 env -u LD_LIBRARY_PATH "$WORK/prefix/bin/partita-opt" "$SOURCE/docs/examples/mlp.mlir" \
   --partita-propagate > /dev/null || fail "installed partita-opt"
+# The Python package, when built, imports and runs from the prefix.
+package=$(ls -d "$WORK"/prefix/lib/python3*/site-packages/partita 2>/dev/null | head -1)
+if [ -n "$package" ]; then
+  env -u LD_LIBRARY_PATH PYTHONPATH="$(dirname "$package")" /usr/bin/python3 -c "
+import partita, sys
+m = partita.compile(open(sys.argv[1]).read())
+(loss,) = m.run(check=True)
+print(m, float(loss))" "$SOURCE/docs/examples/mlp.mlir" > "$WORK/python.log" 2>&1 \
+    || { cat "$WORK/python.log"; fail "the installed Python package does not run"; }
+fi
 [ -f "$WORK/prefix/include/partita/Partita.h" ] || fail "headers not installed"
 [ -f "$WORK/prefix/include/partita/Dialect/Partita/IR/PartitaOps.h.inc" ] || fail "generated headers not installed"
 

@@ -1,0 +1,151 @@
+"""The Python package against the CLI's own behaviour: compile, report,
+explain, show, run with numpy arrays (checked against one device and
+against numpy), errors as exceptions with their location, JAX interop.
+
+Run: PYTHONPATH=build/python python3 -m pytest test/python (CTest does)."""
+
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import partita
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs" / "examples"
+
+LAYER = """
+partita.mesh @mesh = <["data"=2, "model"=4]>
+
+func.func @layer(%x: tensor<8x16xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}, {}]>},
+                 %w: tensor<16x32xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"model"}]>})
+    -> tensor<8x32xf32> {
+  %y = partita.einsum "bd,dh->bh" %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32> loc("y")
+  return %y : tensor<8x32xf32>
+}
+"""
+
+
+def test_compile_report_matches_cli(tmp_path):
+    m = partita.compile(EXAMPLES / "mlp.mlir")
+    report = tmp_path / "r.json"
+    partita.run_tool("compile", EXAMPLES / "mlp.mlir", "--report", report,
+                     "-o", tmp_path / "o.mlir")
+    assert m.report == json.loads(report.read_text())
+    assert m.text == (tmp_path / "o.mlir").read_text()
+    assert m.devices == 8
+    assert m.collectives and m.collectives[0]["kind"] == "all_reduce"
+    assert "partitioned" in repr(m)
+
+
+def test_stages_and_mesh():
+    verified = partita.compile(LAYER, stage="verified")
+    assert "partita.all_reduce" not in verified.text
+    m = partita.compile(LAYER, mesh={"data": 4, "model": 2})
+    assert m.devices == 8
+    assert m.report["meshes"][0]["axes"] == [{"name": "data", "size": 4},
+                                             {"name": "model", "size": 2}]
+    assert "tensor<2x16xf32>" in m.text  # 8 rows over data=4
+    with pytest.raises(ValueError):
+        partita.compile(LAYER, stage="executable")
+
+
+def test_run_numpy_inputs_against_numpy():
+    m = partita.compile(LAYER)
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (8, 16)).astype(np.float32)
+    w = rng.uniform(-1, 1, (16, 32)).astype(np.float32)
+    (y,) = m.run([x, w], devices="cpu:8", check=True)
+    assert y.shape == (8, 32) and y.dtype == np.float32
+    np.testing.assert_allclose(y, x @ w, rtol=1e-5, atol=1e-5)
+    assert "check passed: cpu:8 matches cpu:1" in m.last_run
+    (one,) = m.run([x, w], devices=8)
+    np.testing.assert_array_equal(one, y)
+
+
+def test_run_random_inputs_are_the_clis():
+    m = partita.compile(EXAMPLES / "mlp.mlir")
+    (loss,) = m.run(seed=3)
+    out = partita.run_tool("run", EXAMPLES / "mlp.mlir", "--devices", "cpu:8",
+                           "--seed", "3")
+    line = [l for l in out.splitlines() if "result 0" in l][0]
+    assert ("sum=%g" % float(loss)) in line, (line, float(loss))
+
+
+def test_explain_and_show():
+    m = partita.compile(LAYER)
+    text = m.explain("y")
+    assert 'P("data", "model")' in text
+    assert "x" in m.explain()
+    blocks = m.show("y")
+    assert "dev 7" in blocks and "cols 8:16" in blocks
+
+
+def test_trace(tmp_path):
+    m = partita.compile(EXAMPLES / "mlp.mlir")
+    m.run(trace=tmp_path / "t.json")
+    trace = json.loads((tmp_path / "t.json").read_text())
+    devices = {e["tid"] for e in trace["traceEvents"] if e["ph"] == "X"}
+    assert devices == set(range(8))
+
+
+def test_save_runs_in_partita_exec(tmp_path):
+    m = partita.compile(LAYER)
+    path = m.save(tmp_path / "layer.exe")
+    assert os.path.getsize(path) > 0
+    with open(path, "rb") as f:
+        assert f.read(4)  # partita-exec reads it (test/Execution)
+
+
+def test_errors_carry_the_location(tmp_path):
+    with pytest.raises(partita.PartitaError) as error:
+        partita.compile("func.func @f( {")
+    assert error.value.message.startswith("<program>:1:14: error:")
+    assert error.value.exit_code == 1
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(LAYER.replace('{}, {"model"}', '{}, {"nosuch"}'))
+    with pytest.raises(partita.PartitaError) as error:
+        partita.compile(bad)
+    assert str(bad) + ":" in error.value.message
+    assert "nosuch" in error.value.message
+    m = partita.compile(LAYER)
+    with pytest.raises(partita.PartitaError) as error:
+        m.run([np.zeros((3, 3), np.float32), np.zeros((16, 32), np.float32)])
+    assert "shape" in error.value.message or "input 0" in error.value.message
+    with pytest.raises(partita.PartitaError) as error:
+        m.explain("no-such-value")
+    assert "no-such-value" in error.value.message
+    with pytest.raises(partita.PartitaError):
+        m.run(devices="cpu:3")
+    with pytest.raises(TypeError):
+        partita.compile(42)
+
+
+def test_from_jax():
+    jax = pytest.importorskip("jax")
+    if len(jax.devices()) < 8:
+        pytest.skip("needs XLA_FLAGS=--xla_force_host_platform_device_count=8")
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    mesh = jax.make_mesh((2, 4), ("data", "model"))
+
+    def f(x, w):
+        return jnp.tanh(x @ w).sum(axis=1)
+
+    rng = np.random.RandomState(1)
+    x = rng.randn(16, 32).astype(np.float32)
+    w = rng.randn(32, 64).astype(np.float32)
+    jitted = jax.jit(f, in_shardings=(NamedSharding(mesh, P("data", None)),
+                                      NamedSharding(mesh, P(None, "model"))))
+    m = partita.from_jax(jitted, x, w)
+    assert m.devices == 8
+    assert "split over \"model\"" in m.explain("w")
+    (got,) = m.run([x, w], check=True)
+    np.testing.assert_allclose(got, np.asarray(jitted(x, w)), rtol=1e-5,
+                               atol=1e-5)
+    # A Lowered object works as well.
+    m2 = partita.compile(jitted.lower(x, w))
+    assert m2.report == m.report
