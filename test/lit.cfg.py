@@ -1,5 +1,6 @@
 # lit configuration of Partita's compiler tests.
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -9,7 +10,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.partita_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "tools", "Inputs", "install", "lib"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "tools", "Inputs", "install", "lib", "python"]
 
 config.substitutions.append(("%partita_src", config.partita_src_root))
 config.substitutions.append(("%examples", os.path.join(config.partita_src_root, "docs", "examples")))
@@ -25,3 +26,14 @@ if config.partita_have_mpi in ("ON", "1", "TRUE") and config.partita_mpiexec:
     config.available_features.add("mpi")
     config.substitutions.append(
         ("%mpirun", config.partita_mpiexec + " --oversubscribe --allow-run-as-root"))
+
+# The HTML report is checked in headless Chromium (Debian's `chromium`;
+# tools/setup.sh installs it): the page must load without script errors.
+for browser in ("chromium", "chromium-browser", "google-chrome"):
+    path = shutil.which(browser)
+    if path:
+        config.available_features.add("chromium")
+        config.substitutions.append(
+            ("%chromium", path + " --headless --no-sandbox --disable-gpu "
+             "--no-first-run --enable-logging=stderr --v=0"))
+        break

@@ -13,6 +13,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 using namespace mlir;
@@ -132,9 +134,13 @@ Report partita::analyzeModule(ModuleOp module,
     report.peakBytesPerDevice = liveness.peakBytes;
     std::map<std::string, int64_t> roles{
         {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"activation", 0}};
+    // Bytes alive at each program point by role: a difference array per
+    // role, summed once.
+    static const char *const kRoles[] = {"param", "grad", "opt_state",
+                                         "activation"};
+    std::vector<std::array<int64_t, 4>> change(
+        static_cast<size_t>(liveness.points) + 1, {0, 0, 0, 0});
     for (const LiveBuffer &buffer : liveness.buffers) {
-      if (buffer.begin > liveness.peakPoint || buffer.end < liveness.peakPoint)
-        continue;
       std::string role = "activation";
       if (auto arg = dyn_cast_if_present<BlockArgument>(buffer.value))
         if (arg.getOwner()->getParentOp() == function.getOperation())
@@ -144,9 +150,26 @@ Report partita::analyzeModule(ModuleOp module,
                 attr.getValue() == Role::Grad ||
                 attr.getValue() == Role::OptState)
               role = stringifyRole(attr.getValue()).str();
+      size_t index = std::find(std::begin(kRoles), std::end(kRoles), role) -
+                     std::begin(kRoles);
+      if (buffer.begin >= 0 && buffer.begin <= buffer.end &&
+          buffer.end < liveness.points) {
+        change[buffer.begin][index] += buffer.bytes;
+        change[buffer.end + 1][index] -= buffer.bytes;
+      }
+      if (buffer.begin > liveness.peakPoint || buffer.end < liveness.peakPoint)
+        continue;
       roles[role] += buffer.bytes;
     }
     report.bytesByRole = roles;
+    report.liveBytesByRole.assign(static_cast<size_t>(liveness.points),
+                                  {0, 0, 0, 0});
+    std::array<int64_t, 4> running = {0, 0, 0, 0};
+    for (int64_t point = 0; point < liveness.points; ++point) {
+      for (size_t r = 0; r < 4; ++r)
+        running[r] += change[point][r];
+      report.liveBytesByRole[point] = running;
+    }
   }
   if (report.bytesByRole.empty())
     report.bytesByRole = {
@@ -253,6 +276,7 @@ std::string Report::toJson() const {
           json.attribute("count", c.count);
           json.attribute("loc", c.loc);
           json.attribute("reason", c.reason);
+          json.attribute("est_time_us", c.timeUs);
         });
     });
     json.attributeObject("totals", [&] {

@@ -7,6 +7,7 @@ Run: PYTHONPATH=build/python python3 -m pytest test/python (CTest does)."""
 import json
 import os
 import pathlib
+import subprocess
 
 import numpy as np
 import pytest
@@ -91,12 +92,27 @@ def test_trace(tmp_path):
     assert devices == set(range(8))
 
 
+def test_html_report(tmp_path):
+    m = partita.compile(EXAMPLES / "transformer-layer.mlir")
+    page = pathlib.Path(m.html(tmp_path / "report.html")).read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    data = page.split('id="partita-data">', 1)[1].split("</script>", 1)[0]
+    embedded = json.loads(data)
+    assert embedded["report"]["collectives"] == m.report["collectives"]
+
+
 def test_save_runs_in_partita_exec(tmp_path):
     m = partita.compile(LAYER)
     path = m.save(tmp_path / "layer.exe")
-    assert os.path.getsize(path) > 0
-    with open(path, "rb") as f:
-        assert f.read(4)  # partita-exec reads it (test/Execution)
+    exec_tool = (pathlib.Path(partita.__file__).resolve().parents[2] / "bin" /
+                 "partita-exec")
+    if not exec_tool.exists():
+        pytest.skip("partita-exec is not beside the package (installed tree)")
+    out = subprocess.run([str(exec_tool), "run", path, "--seed", "5"],
+                         check=True, capture_output=True, text=True).stdout
+    line = [l for l in out.splitlines() if "result 0" in l][0]
+    cli = partita.run_tool("run", path, "--devices", "cpu:8", "--seed", "5")
+    assert line in cli
 
 
 def test_errors_carry_the_location(tmp_path):

@@ -1,5 +1,6 @@
 //===- Compile.cpp - partita compile --------------------------------------===//
 
+#include "HtmlReport.h"
 #include "TrainSupport.h"
 
 #include "partita/Analysis/Report.h"
@@ -29,6 +30,11 @@ Options:
                          binary program; needs -o FILE)
   --report <file>        write the report (collectives, bytes, estimated
                          time, memory per device) as JSON
+  --html <file>          write one self-contained HTML page: the program as
+                         a graph of ops with every tensor's sharding, the
+                         blocks each device holds, every collective with
+                         its reason, memory per device by role over the
+                         program (docs/Report.md)
   --mesh <spec>          replace the module's mesh: data=2,model=4, or
                          NAME:data=2,model=4 when the module has several
   --rules <preset|file>  map logical axis names (partita gen's models) to
@@ -68,13 +74,57 @@ Options:
 )";
 } // namespace
 
+namespace {
+/// --html: `global` (the input) through propagation, then the page.
+bool writeHtml(Session &session, const CommandLine &cl,
+               const PipelineOptions &options, mlir::ModuleOp compiled,
+               mlir::ModuleOp global) {
+  HtmlReportInput input;
+  if (!options.interconnectFile.empty()) {
+    Expected<Interconnect> parsed = readInterconnect(options.interconnectFile);
+    if (!parsed) {
+      usageError(parsed.status().message());
+      return false;
+    }
+    input.interconnect = *parsed;
+  }
+  PipelineOptions propagate = options;
+  propagate.stage = Stage::Propagated;
+  {
+    // The compile above reported every problem of the input already.
+    mlir::ScopedDiagnosticHandler quiet(
+        &session.context, [](mlir::Diagnostic &) { return mlir::success(); });
+    input.global = runPipeline(session, global, propagate) ? global : compiled;
+  }
+  // The collectives and memory of the partitioned program (the global one
+  // when the compile stopped before partitioning).
+  mlir::OwningOpRef<mlir::ModuleOp> partitioned;
+  if (options.stage == Stage::Partitioned) {
+    input.partitioned = compiled;
+  } else {
+    partitioned = compiled.clone();
+    PipelineOptions full = options;
+    full.stage = Stage::Partitioned;
+    mlir::ScopedDiagnosticHandler quiet(
+        &session.context, [](mlir::Diagnostic &) { return mlir::success(); });
+    input.partitioned = runPipeline(session, *partitioned, full)
+                            ? *partitioned
+                            : compiled;
+  }
+  input.title = cl.input == "-" ? "<stdin>" : cl.input;
+  return writeOutputFile(cl.get("--html"), [&](llvm::raw_ostream &os) {
+    os << renderHtmlReport(input);
+  });
+}
+} // namespace
+
 int partita::cli::compileCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
   if (std::optional<int> done =
           startCommand(args,
                        {"--stage", "--report", "--from", "--pp", "--schedule",
-                        "--virtual-stages", "--programs"},
+                        "--virtual-stages", "--programs", "--html"},
                        kCompileUsage,
                        Stage::Partitioned, cl, options,
                        {"--timing", "--no-fusion"}))
@@ -104,10 +154,24 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
   mlir::TimingScope reading = timing.nest("read and verify the input");
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModule(session, cl.input);
   reading.stop();
-  if (module && cl.has("--pp"))
+  if (module && cl.has("--pp")) {
+    if (cl.has("--html"))
+      return usageError("--html draws one SPMD program; with --pp, see the "
+                        "stages and schedule printed and --report");
     return compilePipelinedCommand(cl, options, session, *module);
+  }
+  // --html draws the global program with its shardings: a copy taken
+  // through propagation only.
+  mlir::OwningOpRef<mlir::ModuleOp> global;
+  if (module && cl.has("--html"))
+    global = module->clone();
   if (!module || !runPipeline(session, *module, options, &timing))
     return 1;
+  if (global) {
+    mlir::TimingScope drawing = timing.nest("HTML report");
+    if (!writeHtml(session, cl, options, *module, *global))
+      return 1;
+  }
 
   if (cl.has("--report")) {
     mlir::TimingScope reporting = timing.nest("report");

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlockGrid.h"
 #include "Driver.h"
 #include "ValueCatalog.h"
 
@@ -77,6 +78,64 @@ std::string padCenter(const std::string &text, size_t width) {
          std::string(width - std::min(width, text.size()) - left, ' ');
 }
 
+} // namespace
+
+BlockGrid partita::cli::blockGrid(const Mesh &mesh, const Sharding &sharding,
+                                  const std::vector<int64_t> &shape,
+                                  const std::vector<int64_t> &leadingBlock) {
+  std::vector<int64_t> counts, chunks;
+  for (int d = 0; d < sharding.rank() && d < static_cast<int>(shape.size());
+       ++d) {
+    counts.push_back(numShards(mesh, sharding.dims[d]));
+    chunks.push_back(counts.back() > 0
+                         ? (shape[d] + counts.back() - 1) / counts.back()
+                         : shape[d]);
+  }
+  int rank = static_cast<int>(counts.size());
+  int rowDim = rank >= 2 ? rank - 2 : -1;
+  int colDim = rank >= 1 ? rank - 1 : -1;
+  int64_t rows = rowDim >= 0 ? counts[rowDim] : 1;
+  int64_t cols = colDim >= 0 ? counts[colDim] : 1;
+  auto label = [&](const char *what, int dim, int64_t i) {
+    return std::string(what) +
+           rangeText(std::min(i * chunks[dim], shape[dim]),
+                     std::min((i + 1) * chunks[dim], shape[dim]));
+  };
+  // The devices holding a block ("(padding)": a block past the end).
+  auto cellText = [&](const std::vector<int64_t> &blockIndex) -> std::string {
+    std::vector<int64_t> index;
+    for (size_t d = 0; d < blockIndex.size(); ++d) {
+      int64_t begin = blockIndex[d] * chunks[d];
+      if (begin >= shape[d] && shape[d] > 0)
+        return "(padding)";
+      index.push_back(std::min(begin, std::max<int64_t>(shape[d] - 1, 0)));
+    }
+    return "dev " + deviceList(devicesHolding(mesh, sharding, shape, index));
+  };
+  BlockGrid grid;
+  grid.rowLabels.assign(rows, "");
+  grid.colLabels.assign(cols, "");
+  grid.cells.assign(rows, std::vector<std::string>(cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    if (rowDim >= 0)
+      grid.rowLabels[i] = label("rows ", rowDim, i);
+    for (int64_t j = 0; j < cols; ++j) {
+      std::vector<int64_t> block = leadingBlock;
+      block.resize(std::max(rank - 2, 0), 0);
+      if (rowDim >= 0)
+        block.push_back(i);
+      if (colDim >= 0)
+        block.push_back(j);
+      grid.cells[i][j] = cellText(block);
+    }
+  }
+  for (int64_t j = 0; j < cols && colDim >= 0; ++j)
+    grid.colLabels[j] = label("cols ", colDim, j);
+  return grid;
+}
+
+namespace {
+
 class Picture {
 public:
   Picture(const Mesh &mesh, const Sharding &sharding,
@@ -129,54 +188,22 @@ private:
   std::vector<int64_t> counts, chunks;
   std::map<std::string, int> colours;
 
-  /// Devices holding the block at `blockIndex` (empty: a padding-only block).
-  std::string cellText(const std::vector<int64_t> &blockIndex) {
-    std::vector<int64_t> index;
-    for (size_t d = 0; d < blockIndex.size(); ++d) {
-      int64_t begin = blockIndex[d] * chunks[d];
-      if (begin >= shape[d] && shape[d] > 0)
-        return "(padding)";
-      index.push_back(std::min(begin, std::max<int64_t>(shape[d] - 1, 0)));
-    }
-    return "dev " + deviceList(devicesHolding(mesh, sharding, shape, index));
-  }
-
   void grid(const std::vector<int64_t> &leadingBlock, llvm::raw_ostream &os) {
-    int rank = static_cast<int>(shape.size());
-    int rowDim = rank >= 2 ? rank - 2 : -1;
-    int colDim = rank >= 1 ? rank - 1 : -1;
-    int64_t rows = rowDim >= 0 ? counts[rowDim] : 1;
-    int64_t cols = colDim >= 0 ? counts[colDim] : 1;
-
-    std::vector<std::vector<std::string>> cells(rows,
-                                                std::vector<std::string>(cols));
-    std::vector<std::string> rowLabels(rows), colLabels(cols);
+    BlockGrid blocks = blockGrid(mesh, sharding, shape, leadingBlock);
+    const std::vector<std::string> &rowLabels = blocks.rowLabels;
+    const std::vector<std::string> &colLabels = blocks.colLabels;
+    const std::vector<std::vector<std::string>> &cells = blocks.cells;
+    int64_t rows = static_cast<int64_t>(cells.size());
+    int64_t cols = static_cast<int64_t>(cells.front().size());
+    int colDim = shape.empty() ? -1 : static_cast<int>(shape.size()) - 1;
     size_t width = 0, labelWidth = 0;
-    for (int64_t i = 0; i < rows; ++i) {
-      if (rowDim >= 0)
-        rowLabels[i] =
-            "rows " +
-            rangeText(std::min(i * chunks[rowDim], shape[rowDim]),
-                      std::min((i + 1) * chunks[rowDim], shape[rowDim]));
-      labelWidth = std::max(labelWidth, rowLabels[i].size());
-      for (int64_t j = 0; j < cols; ++j) {
-        std::vector<int64_t> block = leadingBlock;
-        if (rowDim >= 0)
-          block.push_back(i);
-        if (colDim >= 0)
-          block.push_back(j);
-        cells[i][j] = cellText(block);
-        width = std::max(width, cells[i][j].size());
-      }
-    }
-    for (int64_t j = 0; j < cols; ++j) {
-      if (colDim >= 0)
-        colLabels[j] =
-            "cols " +
-            rangeText(std::min(j * chunks[colDim], shape[colDim]),
-                      std::min((j + 1) * chunks[colDim], shape[colDim]));
-      width = std::max(width, colLabels[j].size());
-    }
+    for (const std::string &label : rowLabels)
+      labelWidth = std::max(labelWidth, label.size());
+    for (const std::string &label : colLabels)
+      width = std::max(width, label.size());
+    for (const std::vector<std::string> &row : cells)
+      for (const std::string &cell : row)
+        width = std::max(width, cell.size());
     width += 2;
     std::string indent(labelWidth + 1, ' ');
     std::string rule = indent + "+";

@@ -12,6 +12,7 @@
 
 #include "partita/Sharding/Cost.h"
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,6 +60,10 @@ struct Report {
   /// else alive at the peak, inputs included).
   int64_t peakBytesPerDevice = 0;
   std::map<std::string, int64_t> bytesByRole;
+  /// Of the same function: the bytes alive at each program point (the
+  /// entry, then ops in pre-order) by role: param, grad, opt_state,
+  /// activation (not in the JSON; the HTML report draws it).
+  std::vector<std::array<int64_t, 4>> liveBytesByRole;
   /// Bytes per device of the public function's arguments by role (param,
   /// grad, opt_state, input): what a training loop holds between steps.
   std::map<std::string, int64_t> persistentBytesByRole;

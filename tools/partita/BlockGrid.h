@@ -1,0 +1,36 @@
+//===- BlockGrid.h - Which device holds which block of a tensor -*- C++ -*-===//
+//
+// The grid `partita show` draws in the terminal and the HTML report
+// (--html) draws as a table.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_TOOLS_PARTITA_BLOCKGRID_H
+#define PARTITA_TOOLS_PARTITA_BLOCKGRID_H
+
+#include "partita/Sharding/Mesh.h"
+#include "partita/Sharding/Sharding.h"
+
+#include <string>
+#include <vector>
+
+namespace partita::cli {
+
+/// The blocks of a tensor's last two dimensions (one row and one column per
+/// shard; a scalar or vector has one row): labels "rows 0:4" / "cols 8:16"
+/// (empty for a dimension the tensor lacks), and per cell the devices
+/// holding that block ("dev 0-3,8") or "(padding)" for a block past the
+/// end of an uneven dimension.
+struct BlockGrid {
+  std::vector<std::string> rowLabels, colLabels;
+  std::vector<std::vector<std::string>> cells;
+};
+
+/// The grid of `shape` under `sharding` on `mesh`, for the block of the
+/// leading dimensions at `leadingBlock` (block indices, zeros if short).
+BlockGrid blockGrid(const Mesh &mesh, const Sharding &sharding,
+                    const std::vector<int64_t> &shape,
+                    const std::vector<int64_t> &leadingBlock);
+
+} // namespace partita::cli
+
+#endif // PARTITA_TOOLS_PARTITA_BLOCKGRID_H

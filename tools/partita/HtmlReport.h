@@ -1,0 +1,38 @@
+//===- HtmlReport.h - One self-contained page about a program ---*- C++ -*-===//
+//
+// `partita compile ... --html report.html` (docs/Report.md): the program as
+// a graph of ops with each tensor's sharding, each sharding as blocks per
+// device, every collective with its kind, axes, bytes, estimated time and
+// reason, and the bytes alive per device by role over the program. One
+// file, no network: the data is embedded as JSON, the page draws it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_TOOLS_PARTITA_HTMLREPORT_H
+#define PARTITA_TOOLS_PARTITA_HTMLREPORT_H
+
+#include "partita/Sharding/Cost.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace partita::cli {
+
+/// What the page shows: `global` is the program with every sharding
+/// (propagated, before partitioning), `partitioned` the per-device program
+/// the collectives and memory come from; `title` names it; `schedule`, when
+/// not empty, is a pipeline schedule drawn as text.
+struct HtmlReportInput {
+  mlir::ModuleOp global;
+  mlir::ModuleOp partitioned;
+  Interconnect interconnect;
+  std::string title;
+  std::string schedule;
+};
+
+/// The page's HTML.
+std::string renderHtmlReport(const HtmlReportInput &input);
+
+} // namespace partita::cli
+
+#endif // PARTITA_TOOLS_PARTITA_HTMLREPORT_H
