@@ -2,7 +2,6 @@
 # All tests on a fresh machine: install dependencies, build, run CTest (lit
 # tests of the compiler, Catch2 unit tests, CLI tests, the Python package
 # under pytest).
-
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
