@@ -691,9 +691,8 @@ Status runHere(const Arguments &args, const RunRequest &request) {
     TraceOptions trace;
     trace.title = "partita-exec run " + devices.toString();
     trace.asynchronousKernels = devices.isCuda();
-    if (Status status = writeFileAtomically(
-            args.get("--trace"),
-            deviceTimelineTraceJson(*program, statistics.timelines, trace));
+    if (Status status = writeDeviceTrace(args.get("--trace"), *program,
+                                         statistics.timelines, trace);
         !status.ok())
       return status;
   }

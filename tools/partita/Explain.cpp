@@ -75,13 +75,7 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 
 /// JAX spelling of the dimensions, plus the partial part in words.
 std::string jaxSpelling(const Sharding &sharding) {
-  Sharding dims = sharding;
-  dims.partialKind = PartialKind::None;
-  dims.partialAxes.clear();
-  for (DimSharding &dim : dims.dims)
-    dim.open = false;
-  Expected<std::string> spec = toPartitionSpec(dims);
-  std::string text = spec ? *spec : dims.toString();
+  std::string text = dimsSpec(sharding);
   if (sharding.partialKind != PartialKind::None) {
     text += std::string(", partial ") + partialKindName(sharding.partialKind) +
             " over";

@@ -70,13 +70,7 @@ void writeValue(llvm::json::OStream &json, ModuleOp module,
     Sharding sharding = entry.sharding.toSharding();
     std::vector<int64_t> shape(entry.type.getShape().begin(),
                                entry.type.getShape().end());
-    Sharding closed = sharding;
-    closed.partialKind = PartialKind::None;
-    closed.partialAxes.clear();
-    for (DimSharding &dim : closed.dims)
-      dim.open = false;
-    Expected<std::string> spec = toPartitionSpec(closed);
-    json.attribute("spec", spec ? *spec : closed.toString());
+    json.attribute("spec", dimsSpec(sharding));
     json.attribute("mesh", mesh.toString());
     std::vector<int64_t> local;
     bool leadingSplit = false;

@@ -262,9 +262,8 @@ int LocalRun::finish(const Executable &program,
     TraceOptions trace;
     trace.title = "partita run " + devices.toString();
     trace.asynchronousKernels = devices.isCuda();
-    if (Status status = writeFileAtomically(
-            cl.get("--trace"),
-            deviceTimelineTraceJson(program, statistics.timelines, trace));
+    if (Status status = writeDeviceTrace(cl.get("--trace"), program,
+                                         statistics.timelines, trace);
         !status.ok()) {
       llvm::errs() << "error: " << status.message() << "\n";
       return 1;

@@ -336,14 +336,8 @@ int partita::cli::showCommand(const std::vector<std::string> &args) {
                              entry->type.getShape().end());
 
   llvm::raw_ostream &os = llvm::outs();
-  Sharding closed = sharding;
-  closed.partialKind = PartialKind::None;
-  closed.partialAxes.clear();
-  for (DimSharding &dim : closed.dims)
-    dim.open = false;
-  Expected<std::string> spec = toPartitionSpec(closed);
   os << displayName(*entry) << ": " << entry->type << "  "
-     << (spec ? *spec : closed.toString()) << "  on mesh " << mesh.toString()
+     << dimsSpec(sharding) << "  on mesh " << mesh.toString()
      << "\n";
   std::vector<std::string> used = sharding.dimAxes();
   used.insert(used.end(), sharding.partialAxes.begin(),

@@ -140,3 +140,13 @@ partita::cli::findValue(const std::vector<ValueEntry> &entries,
   errs << "\n";
   return nullptr;
 }
+
+std::string partita::cli::dimsSpec(const Sharding &sharding) {
+  Sharding dims = sharding;
+  dims.partialKind = PartialKind::None;
+  dims.partialAxes.clear();
+  for (DimSharding &dim : dims.dims)
+    dim.open = false;
+  Expected<std::string> spec = toPartitionSpec(dims);
+  return spec ? *spec : dims.toString();
+}

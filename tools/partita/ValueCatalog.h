@@ -43,6 +43,10 @@ const ValueEntry *findValue(const std::vector<ValueEntry> &entries,
                             const std::string &name);
 
 /// The best short name of an entry (first of its names).
+/// The sharding's dimensions as JAX spells them, `P("data", None)` (no
+/// partial part, no open marks).
+std::string dimsSpec(const Sharding &sharding);
+
 inline const std::string &displayName(const ValueEntry &entry) {
   return entry.names.front();
 }

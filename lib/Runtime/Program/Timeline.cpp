@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Runtime/Program/Timeline.h"
+#include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/Json.h"
 #include "partita/Runtime/Program/Executable.h"
 
@@ -132,4 +133,12 @@ partita::deviceTimelineTraceJson(const Executable &program,
                                        ? "launches (the backend queues kernels)"
                                        : "kernel execution"}}}};
   return printJsonCompact(trace) + "\n";
+}
+
+Status partita::writeDeviceTrace(const std::string &path,
+                                 const Executable &program,
+                                 const std::vector<DeviceTimeline> &timelines,
+                                 const TraceOptions &options) {
+  return writeFileAtomically(path,
+                             deviceTimelineTraceJson(program, timelines, options));
 }

@@ -10,6 +10,8 @@
 #ifndef PARTITA_RUNTIME_TIMELINE_H
 #define PARTITA_RUNTIME_TIMELINE_H
 
+#include "partita/Sharding/Status.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +58,11 @@ struct TraceOptions {
 std::string deviceTimelineTraceJson(const Executable &program,
                                     const std::vector<DeviceTimeline> &timelines,
                                     const TraceOptions &options = {});
+
+/// deviceTimelineTraceJson() written to `path` (atomically).
+Status writeDeviceTrace(const std::string &path, const Executable &program,
+                        const std::vector<DeviceTimeline> &timelines,
+                        const TraceOptions &options);
 
 } // namespace partita
 
