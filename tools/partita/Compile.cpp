@@ -74,50 +74,6 @@ Options:
 )";
 } // namespace
 
-namespace {
-/// --html: `global` (the input) through propagation, then the page.
-bool writeHtml(Session &session, const CommandLine &cl,
-               const PipelineOptions &options, mlir::ModuleOp compiled,
-               mlir::ModuleOp global) {
-  HtmlReportInput input;
-  if (!options.interconnectFile.empty()) {
-    Expected<Interconnect> parsed = readInterconnect(options.interconnectFile);
-    if (!parsed) {
-      usageError(parsed.status().message());
-      return false;
-    }
-    input.interconnect = *parsed;
-  }
-  PipelineOptions propagate = options;
-  propagate.stage = Stage::Propagated;
-  {
-    // The compile above reported every problem of the input already.
-    mlir::ScopedDiagnosticHandler quiet(
-        &session.context, [](mlir::Diagnostic &) { return mlir::success(); });
-    input.global = runPipeline(session, global, propagate) ? global : compiled;
-  }
-  // The collectives and memory of the partitioned program (the global one
-  // when the compile stopped before partitioning).
-  mlir::OwningOpRef<mlir::ModuleOp> partitioned;
-  if (options.stage == Stage::Partitioned) {
-    input.partitioned = compiled;
-  } else {
-    partitioned = compiled.clone();
-    PipelineOptions full = options;
-    full.stage = Stage::Partitioned;
-    mlir::ScopedDiagnosticHandler quiet(
-        &session.context, [](mlir::Diagnostic &) { return mlir::success(); });
-    input.partitioned = runPipeline(session, *partitioned, full)
-                            ? *partitioned
-                            : compiled;
-  }
-  input.title = cl.input == "-" ? "<stdin>" : cl.input;
-  return writeOutputFile(cl.get("--html"), [&](llvm::raw_ostream &os) {
-    os << renderHtmlReport(input);
-  });
-}
-} // namespace
-
 int partita::cli::compileCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
@@ -154,12 +110,8 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
   mlir::TimingScope reading = timing.nest("read and verify the input");
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModule(session, cl.input);
   reading.stop();
-  if (module && cl.has("--pp")) {
-    if (cl.has("--html"))
-      return usageError("--html draws one SPMD program; with --pp, see the "
-                        "stages and schedule printed and --report");
+  if (module && cl.has("--pp"))
     return compilePipelinedCommand(cl, options, session, *module);
-  }
   // --html draws the global program with its shardings: a copy taken
   // through propagation only.
   mlir::OwningOpRef<mlir::ModuleOp> global;
@@ -169,7 +121,7 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
     return 1;
   if (global) {
     mlir::TimingScope drawing = timing.nest("HTML report");
-    if (!writeHtml(session, cl, options, *module, *global))
+    if (!writeHtmlFile(session, cl, options, *module, *global, ""))
       return 1;
   }
 

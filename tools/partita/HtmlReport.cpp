@@ -11,6 +11,8 @@
 #include "BlockGrid.h"
 #include "ValueCatalog.h"
 
+#include "partita/Transforms/Interconnect.h"
+
 #include "partita/Analysis/Report.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
 #include "partita/Dialect/Partita/Utils/ValueNames.h"
@@ -259,4 +261,47 @@ std::string partita::cli::renderHtmlReport(const HtmlReportInput &input) {
   page += kPageScript;
   page += "</script>\n</body>\n</html>\n";
   return page;
+}
+
+bool partita::cli::writeHtmlFile(Session &session, const CommandLine &cl,
+                                 const PipelineOptions &options,
+                                 mlir::ModuleOp compiled, mlir::ModuleOp global,
+                                 const std::string &schedule) {
+  HtmlReportInput input;
+  if (!options.interconnectFile.empty()) {
+    Expected<Interconnect> parsed = readInterconnect(options.interconnectFile);
+    if (!parsed) {
+      usageError(parsed.status().message());
+      return false;
+    }
+    input.interconnect = *parsed;
+  }
+  PipelineOptions propagate = options;
+  propagate.stage = Stage::Propagated;
+  {
+    // The compile above reported every problem of the input already.
+    mlir::ScopedDiagnosticHandler quiet(
+        &session.context, [](mlir::Diagnostic &) { return mlir::success(); });
+    input.global = runPipeline(session, global, propagate) ? global : compiled;
+  }
+  // The collectives and memory of the partitioned program (the global one
+  // when the compile stopped before partitioning).
+  mlir::OwningOpRef<mlir::ModuleOp> partitioned;
+  if (options.stage == Stage::Partitioned) {
+    input.partitioned = compiled;
+  } else {
+    partitioned = compiled.clone();
+    PipelineOptions full = options;
+    full.stage = Stage::Partitioned;
+    mlir::ScopedDiagnosticHandler quiet(
+        &session.context, [](mlir::Diagnostic &) { return mlir::success(); });
+    input.partitioned = runPipeline(session, *partitioned, full)
+                            ? *partitioned
+                            : compiled;
+  }
+  input.title = cl.input == "-" ? "<stdin>" : cl.input;
+  input.schedule = schedule;
+  return writeOutputFile(cl.get("--html"), [&](llvm::raw_ostream &os) {
+    os << renderHtmlReport(input);
+  });
 }

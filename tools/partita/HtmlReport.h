@@ -10,6 +10,8 @@
 #ifndef PARTITA_TOOLS_PARTITA_HTMLREPORT_H
 #define PARTITA_TOOLS_PARTITA_HTMLREPORT_H
 
+#include "Driver.h"
+
 #include "partita/Sharding/Cost.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -32,6 +34,15 @@ struct HtmlReportInput {
 
 /// The page's HTML.
 std::string renderHtmlReport(const HtmlReportInput &input);
+
+/// `compile --html FILE`: `global` (a copy of the input) taken through
+/// propagation, `compiled` (the input compiled with `options`, or through
+/// partitioning when `options` stopped earlier) for the collectives and
+/// memory, the page written to FILE. `schedule`: a pipeline's stages and
+/// schedule as text, or empty. False after printing an error.
+bool writeHtmlFile(Session &session, const CommandLine &cl,
+                   const PipelineOptions &options, mlir::ModuleOp compiled,
+                   mlir::ModuleOp global, const std::string &schedule);
 
 } // namespace partita::cli
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HtmlReport.h"
 #include "TrainSupport.h"
 
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
@@ -355,6 +356,11 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
   setMesh.rules = "";
   if (!runPipeline(session, module, setMesh))
     return 1;
+  // --html draws the whole model as each rank's SPMD program (before the
+  // cut), with the stages and the schedule.
+  mlir::OwningOpRef<mlir::ModuleOp> whole;
+  if (cl.has("--html"))
+    whole = module.clone();
   mlir::func::FuncOp loss;
   for (auto function : module.getOps<mlir::func::FuncOp>())
     if (!function.isExternal() && (!loss || function.isPublic()))
@@ -397,16 +403,26 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
   if (cl.output != "-")
     if (Status written = writePipelinedStep(*step, cl.output); !written.ok())
       return usageError(written.message());
-  if (!writeOutputFile("-", [&](llvm::raw_ostream &os) {
-        os << "pipeline of " << step->schedule.stages() << " stages on "
-           << pipe << " ranks of mesh " << rankMesh->toString() << ", "
-           << scheduleKindName(*kind) << ", " << compile.microBatches
-           << " micro-batches\n";
-        printPipelineStages(os, *step, *figures);
-        os << "schedule (one unit per stage forward, two per backward):\n"
-           << renderTimeline(figures->uniform, 72);
-      }))
-    return 1;
+  std::string summary;
+  llvm::raw_string_ostream os(summary);
+  os << "pipeline of " << step->schedule.stages() << " stages on " << pipe
+     << " ranks of mesh " << rankMesh->toString() << ", "
+     << scheduleKindName(*kind) << ", " << compile.microBatches
+     << " micro-batches\n";
+  printPipelineStages(os, *step, *figures);
+  os << "schedule (one unit per stage forward, two per backward):\n"
+     << renderTimeline(figures->uniform, 72);
+  os.flush();
+  llvm::outs() << summary;
+  if (whole) {
+    PipelineOptions rankOptions = options;
+    rankOptions.mesh.clear();
+    rankOptions.trainOptimizer = TrainOptimizer::None;
+    rankOptions.stage = Stage::Verified;
+    mlir::OwningOpRef<mlir::ModuleOp> global = whole->clone();
+    if (!writeHtmlFile(session, cl, rankOptions, *whole, *global, summary))
+      return 1;
+  }
   if (cl.has("--report") &&
       !writePipelineReport(cl.get("--report"), *step, *figures, nullptr))
     return 1;

@@ -27,6 +27,7 @@ class Page(html.parser.HTMLParser):
         self.chart = None
         self.grid_cells = 0
         self.in_grid = False
+        self.schedule = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -42,6 +43,8 @@ class Page(html.parser.HTMLParser):
             self.in_grid = True
         elif tag == "td" and self.in_grid:
             self.grid_cells += 1
+        elif tag == "section" and a.get("id") == "schedule":
+            self.schedule = True
 
     def handle_endtag(self, tag):
         if tag == "table":
@@ -79,9 +82,9 @@ def main():
     assert page.chart and int(page.chart["data-points"]) > 0, page.chart
     assert page.grid_cells >= 2, page.grid_cells
     print("page drawn: %d collectives match the report, %s graph nodes, "
-          "%d block cells, %s memory points" %
+          "%d block cells, %s memory points%s" %
           (len(page.rows), page.graph["data-nodes"], page.grid_cells,
-           page.chart["data-points"]))
+           page.chart["data-points"], ", a schedule" if page.schedule else ""))
 
 
 main()
