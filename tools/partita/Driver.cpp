@@ -10,6 +10,8 @@
 #include "partita/Registration.h"
 #include "partita/Sharding/Mesh.h"
 
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/AsmParser/AsmParserState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Verifier.h"
@@ -88,9 +90,31 @@ Session::Session() {
   context.printOpOnDiagnostic(false);
   diagnostics =
       std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr, &context);
+  // Registered last, so asked first: a diagnostic at a named location the
+  // input gave no position is printed at the op's position in the input.
+  positionHandler = context.getDiagEngine().registerHandler(
+      [this](mlir::Diagnostic &diag) -> mlir::LogicalResult {
+        auto resolve = [&](mlir::Location loc) {
+          auto it = namedPositions.find(loc);
+          return it == namedPositions.end() ? loc : it->second;
+        };
+        bool moved = resolve(diag.getLocation()) != diag.getLocation();
+        for (mlir::Diagnostic &note : diag.getNotes())
+          moved |= resolve(note.getLocation()) != note.getLocation();
+        if (!moved)
+          return mlir::failure();
+        diagnostics->emitDiagnostic(resolve(diag.getLocation()), diag.str(),
+                                    diag.getSeverity());
+        for (mlir::Diagnostic &note : diag.getNotes())
+          diagnostics->emitDiagnostic(resolve(note.getLocation()), note.str(),
+                                      note.getSeverity());
+        return mlir::success();
+      });
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  context.getDiagEngine().eraseHandler(positionHandler);
+}
 
 namespace {
 
@@ -181,6 +205,47 @@ bool checkInputText(llvm::StringRef text, const std::string &path) {
 
 } // namespace
 
+namespace {
+/// Positions for the ops and block arguments `state` saw whose location
+/// says nowhere in the input: an unknown location (JAX writes many)
+/// becomes the position it was parsed at; a name around an unknown
+/// location keeps its name in the IR and gets Session::namedPositions.
+void recordSourcePositions(Session &session, const mlir::AsmParserState &state,
+                           llvm::StringRef bufferName) {
+  auto position = [&](llvm::SMLoc at) {
+    auto [line, column] = session.sourceMgr.getLineAndColumn(at);
+    return mlir::FileLineColLoc::get(&session.context, bufferName, line,
+                                     column);
+  };
+  auto resolve = [&](mlir::Location loc, llvm::SMLoc at,
+                     const std::function<void(mlir::Location)> &set) {
+    if (!at.isValid())
+      return;
+    if (llvm::isa<mlir::UnknownLoc>(loc)) {
+      set(position(at));
+      return;
+    }
+    auto name = llvm::dyn_cast<mlir::NameLoc>(loc);
+    if (name && llvm::isa<mlir::UnknownLoc>(name.getChildLoc()) &&
+        !session.namedPositions.count(loc))
+      session.namedPositions.try_emplace(
+          loc, mlir::NameLoc::get(name.getName(), position(at)));
+  };
+  for (const mlir::AsmParserState::OperationDefinition &def :
+       state.getOpDefs())
+    resolve(def.op->getLoc(), def.loc.Start,
+            [&](mlir::Location loc) { def.op->setLoc(loc); });
+  for (const mlir::AsmParserState::BlockDefinition &def :
+       state.getBlockDefs())
+    for (size_t i = 0;
+         i < def.arguments.size() && i < def.block->getNumArguments(); ++i) {
+      mlir::BlockArgument arg = def.block->getArgument(i);
+      resolve(arg.getLoc(), def.arguments[i].loc.Start,
+              [&](mlir::Location loc) { arg.setLoc(loc); });
+    }
+}
+} // namespace
+
 mlir::OwningOpRef<mlir::ModuleOp>
 partita::cli::loadModule(Session &session, const std::string &path) {
   std::string errorMessage;
@@ -198,10 +263,24 @@ partita::cli::loadModule(Session &session, const std::string &path) {
   // they parse as unregistered ops and are imported; any other unknown op
   // is an error.
   session.context.allowUnregisteredDialects(true);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(session.sourceMgr,
-                                            &session.context);
+  // Parsed without verifying: the positions of named locations are
+  // recorded first, so that the verifier's errors point into the file.
+  mlir::ParserConfig config(&session.context, /*verifyAfterParse=*/false);
+  mlir::AsmParserState state;
+  mlir::Block parsed;
+  unsigned bufferId = session.sourceMgr.getMainFileID();
+  llvm::StringRef bufferName =
+      session.sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier();
+  bool ok = mlir::succeeded(
+      mlir::parseAsmSourceFile(session.sourceMgr, &parsed, config, &state));
   session.context.allowUnregisteredDialects(false);
+  if (!ok)
+    return nullptr;
+  recordSourcePositions(session, state, bufferName);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::detail::constructContainerOpForParserIfNecessary<mlir::ModuleOp>(
+          &parsed, &session.context,
+          mlir::FileLineColLoc::get(&session.context, bufferName, 0, 0));
   if (!module)
     return nullptr;
   bool stablehlo = looksLikeStableHLO(*module);

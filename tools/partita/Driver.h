@@ -11,8 +11,10 @@
 #include "partita/Transforms/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -80,6 +82,12 @@ struct Session {
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagnostics;
+  /// Where in the input each named location without a position was
+  /// written: `loc("xw")` parses to a name around an unknown location, and
+  /// its diagnostics are printed at the op's file:line:col (the first op
+  /// of that name). The IR keeps the names as written.
+  llvm::DenseMap<mlir::Location, mlir::Location> namedPositions;
+  mlir::DiagnosticEngine::HandlerID positionHandler = 0;
   /// What loadModule expects: "auto" (partita IR, or StableHLO as JAX
   /// writes it, which is imported), "partita" or "stablehlo".
   std::string from = "auto";
