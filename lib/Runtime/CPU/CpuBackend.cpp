@@ -21,8 +21,7 @@ namespace {
 /// (a third of a small GPT's step). A reused block holds what its last
 /// user left: every kernel writes its results before anything reads them
 /// (a program reruns on one arena with --repeat the same way). At most
-/// kCachedBytes are kept; the memory goes back to the system when the
-/// process ends.
+/// kCachedBytes are kept; the cache frees them when the process ends.
 class BlockCache {
 public:
   static BlockCache &get() {
@@ -53,6 +52,11 @@ public:
     std::free(block);
   }
 
+  ~BlockCache() {
+    for (auto &[bytes, block] : blocks)
+      std::free(block);
+  }
+
 private:
   static constexpr int64_t kCachedBytes = int64_t(1) << 30;
   std::mutex mutex;
@@ -62,6 +66,11 @@ private:
 
 class CpuBackend final : public Backend {
 public:
+  /// What the backend still holds goes back with it.
+  ~CpuBackend() override {
+    for (auto &[block, bytes] : sizes)
+      BlockCache::get().give(block, bytes);
+  }
   const char *name() const override { return "cpu"; }
 
   Expected<void *> allocate(int64_t bytes) override {
