@@ -188,6 +188,27 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     CHECK(result.status().message().find(
               "instruction einsum names slot 99 of 7") != std::string::npos);
   }
+  SECTION("a global shape its slot cannot hold") {
+    // Found by bench/fuzz.sh Executable: a run drew a 16842760 x 4 input
+    // for a 2 x 4 slot.
+    Executable program = sampleProgram();
+    program.inputs[0].globalShape = {16842760, 4};
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "input/output 'x': its global shape split by its sharding is "
+              "not its slot's shape") != std::string::npos);
+    program = sampleProgram();
+    program.inputs[0].globalShape = {4, 4, 1};
+    result = deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    program = sampleProgram();
+    program.outputs[0].sharding.dims[0].axes = {"nosuch"};
+    result = deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find("nosuch") != std::string::npos);
+  }
   SECTION("buffer plan too small") {
     Executable program = sampleProgram();
     program.slotOffsets[2] = 240;

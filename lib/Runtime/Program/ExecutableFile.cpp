@@ -1,6 +1,7 @@
 //===- ExecutableFile.cpp - The Executable on disk ------------------------===//
 
 #include "partita/Runtime/Program/ExecutableFile.h"
+#include "partita/Sharding/Layout.h"
 #include "partita/Runtime/IO/Files.h"
 
 #include <climits>
@@ -377,6 +378,23 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
       if (donated > 1)
         return in.failure("invalid donation flag");
       value.donated = donated == 1;
+      // The global shape, the sharding and the local slot must agree
+      // (otherwise a run would build inputs of the global shape, however
+      // large, for a slot that cannot hold their blocks).
+      if (Status valid =
+              validateSharding(program.mesh, value.sharding, &value.globalShape);
+          !valid.ok())
+        return in.failure("input/output '" + value.name +
+                          "': " + valid.message());
+      for (int64_t dim : value.globalShape)
+        if (dim < 0)
+          return in.failure("input/output '" + value.name +
+                            "' has a negative dimension");
+      if (localShape(program.mesh, value.sharding, value.globalShape) !=
+          program.slots[value.slot].shape)
+        return in.failure("input/output '" + value.name +
+                          "': its global shape split by its sharding is not "
+                          "its slot's shape");
     }
   }
   for (size_t o = 0; o < program.outputs.size(); ++o) {
