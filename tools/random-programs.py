@@ -6,7 +6,12 @@ on random meshes (1-D to 3-D, up to 8 devices) with random input shardings
 (partitioned on cpu:N vs unpartitioned on cpu:1).
 
     random-programs.py --partita build/bin/partita [--cases 200] [--seed 1]
-                       [--keep DIR]
+                       [--keep DIR] [--gradient-share F] [--jobs J]
+
+With --gradient-share F, that share of the cases is a train step instead:
+the program's result summed to a scalar loss, every argument a parameter,
+run with `partita run --train --check` (gradients and the AdamW update on
+cpu:N against cpu:1). --jobs runs that many cases at once.
 
 Prints a coverage table (op kinds in the programs, collective kinds in the
 partitioned programs) and fails when a case fails (its program is written
@@ -15,6 +20,7 @@ appears in fewer than --min-coverage cases.
 """
 import argparse
 import collections
+import concurrent.futures
 import itertools
 import os
 import random
@@ -54,9 +60,10 @@ def random_sharding(rng, mesh, rank, allow_partial):
 
 
 class Program:
-    def __init__(self, rng, mesh):
+    def __init__(self, rng, mesh, gradient=False):
         self.rng = rng
         self.mesh = mesh
+        self.gradient = gradient
         self.lines = []
         self.args = []
         self.values = []  # (name, shape)
@@ -70,8 +77,10 @@ class Program:
     def argument(self, shape):
         name = f"%a{len(self.args)}"
         sharding = random_sharding(self.rng, self.mesh, len(shape),
-                                   allow_partial=self.rng.random() < 0.2)
-        self.args.append(f"{name}: {tensor(shape)} {{partita.sharding = "
+                                   allow_partial=self.rng.random() < 0.2
+                                   and not self.gradient)
+        role = "partita.role = #partita.role<param>, " if self.gradient else ""
+        self.args.append(f"{name}: {tensor(shape)} {{{role}partita.sharding = "
                          f"#partita.sharding<@mesh, {sharding}>}}")
         self.values.append((name, shape))
         return name, shape
@@ -136,15 +145,22 @@ class Program:
     def text(self, result):
         mesh = ", ".join(f'"{n}"={s}' for n, s in self.mesh)
         name, shape = result
+        if self.gradient and shape:
+            dims = ", ".join(str(d) for d in range(len(shape)))
+            loss = self.fresh()
+            self.lines.append(f"  {loss} = partita.reduce sum {name} dims = [{dims}] : "
+                              f"{tensor(shape)} -> tensor<f32>")
+            name, shape = loss, []
         return (f"partita.mesh @mesh = <[{mesh}]>\n"
                 f"func.func @f({', '.join(self.args)}) -> {tensor(shape)} {{\n"
                 + "\n".join(self.lines)
                 + f"\n  return {name} : {tensor(shape)}\n}}\n")
 
 
-def make_case(rng):
+def make_case(rng, gradient_share=0.0):
+    gradient = gradient_share > 0 and rng.random() < gradient_share
     mesh = rng.choice(MESHES)
-    program = Program(rng, mesh)
+    program = Program(rng, mesh, gradient)
     rank = rng.choice([1, 2, 2, 3])
     shape = [rng.choice([8, 16]) for _ in range(rank)]
     program.argument(shape)
@@ -161,26 +177,39 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", default="random-failures")
     parser.add_argument("--min-coverage", type=int, default=5)
+    parser.add_argument("--gradient-share", type=float, default=0.0)
+    parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(args.seed)
     op_cases = collections.Counter()
     collective_cases = collections.Counter()
     failures = 0
-    with tempfile.TemporaryDirectory() as work:
+    gradients = 0
+
+    def run_case(case, program, text, work):
+        path = os.path.join(work, f"case{case}.mlir")
+        with open(path, "w") as f:
+            f.write(text)
+        devices = 1
+        for _, size in program.mesh:
+            devices *= size
+        train = ["--train"] if program.gradient else []
+        run = subprocess.run([args.partita, "run", path, "--devices", f"cpu:{devices}",
+                              "--check", "--seed", str(case)] + train,
+                             capture_output=True, text=True)
+        compiled = subprocess.run([args.partita, "compile", path] + train,
+                                  capture_output=True, text=True)
+        return case, program, text, devices, train, run, compiled
+
+    with tempfile.TemporaryDirectory() as work, \
+            concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        cases = []
         for case in range(args.cases):
-            program, result = make_case(rng)
-            text = program.text(result)
-            path = os.path.join(work, f"case{case}.mlir")
-            with open(path, "w") as f:
-                f.write(text)
-            devices = 1
-            for _, size in program.mesh:
-                devices *= size
-            run = subprocess.run([args.partita, "run", path, "--devices", f"cpu:{devices}",
-                                  "--check", "--seed", str(case)],
-                                 capture_output=True, text=True)
-            compiled = subprocess.run([args.partita, "compile", path],
-                                      capture_output=True, text=True)
+            program, result = make_case(rng, args.gradient_share)
+            cases.append((case, program, program.text(result)))
+        for case, program, text, devices, train, run, compiled in pool.map(
+                lambda c: run_case(*c, work), cases):
+            gradients += 1 if program.gradient else 0
             for op in program.ops:
                 op_cases[op] += 1
             for kind in set(re.findall(r"partita\.(all_gather|all_reduce|reduce_scatter|"
@@ -193,10 +222,11 @@ def main():
                 kept = os.path.join(args.keep, f"case{case}.mlir")
                 with open(kept, "w") as f:
                     f.write(f"// partita run {kept} --devices cpu:{devices} --check "
-                            f"--seed {case}\n" + text)
+                            f"--seed {case} {' '.join(train)}\n" + text)
                 print(f"case {case}: FAILED ({kept})\n{run.stdout}{run.stderr}")
     print(f"{args.cases} cases, seed {args.seed}: {args.cases - failures} passed, "
-          f"{failures} failed")
+          f"{failures} failed" +
+          (f" ({gradients} of them train steps)" if args.gradient_share else ""))
     print("op kinds (cases): " + ", ".join(f"{k} {v}" for k, v in sorted(op_cases.items())))
     print("collective kinds (cases): " +
           ", ".join(f"{k} {v}" for k, v in sorted(collective_cases.items())))

@@ -459,7 +459,13 @@ void GradientRuleTable::addLayoutAndBarriers() {
       c.accumulate(input, c.adjoint(result));
   });
   add<ShardingConstraintOp>(constrainLikeInput<ShardingConstraintOp>);
-  add<ReshardOp>(constrainLikeInput<ReshardOp>);
+  // A reshard's cotangent is resharded the same way: a new value, so that
+  // two reshards of one cotangent (g flows unchanged through an add) to
+  // different layouts do not become two conflicting constraints on g.
+  add<ReshardOp>([](ReshardOp op, GradientContext &c) {
+    c.accumulate(op.getInput(), c.builder.create<ReshardOp>(
+                                    op->getLoc(), c.g, op.getSharding()));
+  });
   add<LogicalConstraintOp>([](LogicalConstraintOp op, GradientContext &c) {
     c.accumulate(op.getInput(), c.builder.create<LogicalConstraintOp>(
                                     op->getLoc(), c.g, op.getAxes(),

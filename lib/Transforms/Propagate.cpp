@@ -503,7 +503,18 @@ void PropagatePass::runOnOperation() {
         attrs.setArg(arg.getArgNumber(), originName, origin);
     }
     for (auto [index, id] : llvm::enumerate(graph.functionResults[function])) {
-      attrs.setResult(index, shardingName, attrFor(id));
+      // A result that is an argument's new value has the argument's layout
+      // whatever propagation preferred (the edge between them is only a
+      // preference): the runtime updates the argument in place, so the
+      // partitioner reshards the value there if it must.
+      int layoutOf = id;
+      if (auto aliases = function.getResultAttrOfType<IntegerAttr>(
+              index, PartitaDialect::kAliasesAttrName)) {
+        auto arg = graph.tensorOf.find(function.getArgument(aliases.getInt()));
+        if (arg != graph.tensorOf.end())
+          layoutOf = arg->second;
+      }
+      attrs.setResult(index, shardingName, attrFor(layoutOf));
       if (Attribute origin = originAttr(graph, *result, id))
         attrs.setResult(index, originName, origin);
     }
