@@ -212,6 +212,39 @@ TEST_CASE("write and read a sharded array directory", "[directory]") {
   fs::remove_all(directory);
 }
 
+TEST_CASE("the index holds each shard file's checksum", "[directory]") {
+  std::string directory = scratchDirectory("checksums");
+  Mesh mesh = makeMesh("data=2", {});
+  HostArray global = rampArray(DType::F32, {4, 3});
+  REQUIRE(writeShardedArray(directory, global, mesh, spec("P(\"data\")", 2))
+              .ok());
+  Expected<ShardedArrayIndex> index = readShardedArrayIndex(directory);
+  REQUIRE(index.ok());
+  for (const ShardFileEntry &entry : index->files)
+    CHECK(entry.crc32c >= 0);
+  // Two shards of the same shape swapped: the data would be wrong, the
+  // shapes are right; the checksums catch it.
+  fs::rename(directory + "/shard_0_0.npy", directory + "/swap.npy");
+  fs::rename(directory + "/shard_1_0.npy", directory + "/shard_0_0.npy");
+  fs::rename(directory + "/swap.npy", directory + "/shard_1_0.npy");
+  Expected<HostArray> swapped = readShardedArray(directory);
+  REQUIRE_FALSE(swapped.ok());
+  CHECK(swapped.status().message().find("checksum mismatch") !=
+        std::string::npos);
+  // An index without checksums (written across processes, or by an older
+  // writer) is still read.
+  for (ShardFileEntry &entry : index->files)
+    entry.crc32c = -1;
+  {
+    std::ofstream out(directory + "/index.json");
+    out << printShardedArrayIndex(*index);
+  }
+  Expected<HostArray> unchecked = readShardedArray(directory);
+  REQUIRE(unchecked.ok());
+  CHECK_FALSE(*unchecked == global);
+  fs::remove_all(directory);
+}
+
 TEST_CASE("writing from device blocks checks replicas", "[directory]") {
   std::string directory = scratchDirectory("fromblocks");
   Mesh mesh = makeMesh("data=2,model=2");

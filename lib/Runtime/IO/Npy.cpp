@@ -323,7 +323,7 @@ Expected<HostArray> parseNpy(std::string_view contents, std::string_view name) {
   return array;
 }
 
-Expected<HostArray> readNpy(const std::string &path) {
+Expected<HostArray> readNpy(const std::string &path, uint32_t *crc) {
   if (Status regular = requireRegularFile(path); !regular)
     return Status::error(path + ": " + regular.message());
   std::FILE *file = std::fopen(path.c_str(), "rb");
@@ -338,6 +338,9 @@ Expected<HostArray> readNpy(const std::string &path) {
   std::fclose(file);
   if (readError)
     return Status::error(path + ": read error");
+  if (crc)
+    *crc = crc32c(reinterpret_cast<const uint8_t *>(contents.data()),
+                  contents.size());
   return parseNpy(contents, path);
 }
 
@@ -377,10 +380,13 @@ Expected<std::string> serializeNpy(const HostArray &array) {
 }
 
 Status writeNpy(const std::string &path, const HostArray &array,
-                FileSync sync) {
+                FileSync sync, uint32_t *crc) {
   Expected<std::string> contents = serializeNpy(array);
   if (!contents)
     return Status::error(path + ": " + contents.status().message());
+  if (crc)
+    *crc = crc32c(reinterpret_cast<const uint8_t *>(contents->data()),
+                  contents->size());
   return writeFileAtomically(path, *contents, sync);
 }
 

@@ -124,12 +124,15 @@ Status writeShardedArray(const std::string &directory, const HostArray &global,
   ShardedArrayIndex index =
       planShardFiles(mesh, sharding, global.dtype, global.shape);
   std::set<std::string> written;
-  for (const ShardFileEntry &entry : index.files) {
+  for (ShardFileEntry &entry : index.files) {
     HostArray block = extractBlock(global, entry.globalRanges,
                                    rangeSizes(entry.globalRanges));
-    if (Status status = writeNpy(joinPath(directory, entry.file), block, sync);
+    uint32_t crc = 0;
+    if (Status status =
+            writeNpy(joinPath(directory, entry.file), block, sync, &crc);
         !status)
       return status;
+    entry.crc32c = crc;
     written.insert(entry.file);
   }
   // The index is replaced in one step, so a reader never sees half of it.
@@ -163,9 +166,11 @@ Expected<HostArray> readShardFile(const std::string &directory,
                                   const ShardedArrayIndex &index,
                                   const ShardFileEntry &entry) {
   std::string path = joinPath(directory, entry.file);
-  Expected<HostArray> block = readNpy(path);
+  uint32_t crc = 0;
+  Expected<HostArray> block = readNpy(path, &crc);
   if (!block)
     return block;
+
   if (block->dtype != index.dtype)
     return Status::error(path + ": holds " + dtypeName(block->dtype) +
                          " but the index says " + dtypeName(index.dtype));
@@ -174,6 +179,13 @@ Expected<HostArray> readShardFile(const std::string &directory,
     return Status::error(path + ": has shape " + formatShape(block->shape) +
                          " but covers " + formatRanges(entry.globalRanges) +
                          ", shape " + formatShape(expected));
+  // Another file of the same type and shape (another shard, another
+  // array) in its place is caught by the index's checksum of the file.
+  if (entry.crc32c >= 0 && static_cast<int64_t>(crc) != entry.crc32c)
+    return Status::error(path + ": checksum mismatch: the index records " +
+                         "CRC-32C " + std::to_string(entry.crc32c) +
+                         ", the file has " + std::to_string(crc) +
+                         " (a file of another shard or array?)");
   return block;
 }
 
@@ -244,7 +256,7 @@ Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
     return layout;
   ShardedArrayIndex index = planShardFiles(mesh, sharding, dtype, globalShape);
   std::set<int64_t> mine(devices.begin(), devices.end());
-  for (const ShardFileEntry &entry : index.files) {
+  for (ShardFileEntry &entry : index.files) {
     int64_t writer = entry.devices.front();
     if (!mine.count(writer))
       continue;
@@ -257,9 +269,13 @@ Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
       corner.push_back({0, range.size()});
     HostArray block = extractBlock(blocksByDevice[writer], corner,
                                    rangeSizes(entry.globalRanges));
-    if (Status status = writeNpy(joinPath(directory, entry.file), block, sync);
+    uint32_t crc = 0;
+    if (Status status =
+            writeNpy(joinPath(directory, entry.file), block, sync, &crc);
         !status)
       return status;
+    // The index records the checksums of the files this writer wrote.
+    entry.crc32c = crc;
   }
   if (!writeIndex)
     return Status::success();

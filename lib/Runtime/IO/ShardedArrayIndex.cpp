@@ -185,6 +185,14 @@ Expected<ShardFileEntry> parseFileEntry(IndexReader &reader, const Json &entry,
   if (!devices)
     return devices.status();
   file.devices = *devices;
+  if (entry.contains("crc32c")) {
+    const Json &crc = entry["crc32c"];
+    if (jsonKind(crc) != JsonKind::Integer || crc.get<int64_t>() < 0 ||
+        crc.get<int64_t>() > 0xffffffffLL)
+      return reader.fail(where +
+                         ".\"crc32c\" must be an integer in [0, 2^32)");
+    file.crc32c = crc.get<int64_t>();
+  }
   Expected<const Json *> ranges =
       reader.member(entry, where, "ranges", JsonKind::Array);
   if (!ranges)
@@ -386,6 +394,8 @@ std::string printShardedArrayIndex(const ShardedArrayIndex &index) {
       ranges.push_back(Json(std::vector<int64_t>{range.begin, range.end}));
     entry["ranges"] = std::move(ranges);
     entry["devices"] = file.devices;
+    if (file.crc32c >= 0)
+      entry["crc32c"] = file.crc32c;
     shards.push_back(std::move(entry));
   }
   root["shards"] = std::move(shards);

@@ -31,15 +31,17 @@ const char *npyDescr(DType dtype);
 Expected<HostArray> parseNpy(std::string_view contents, std::string_view name);
 
 /// Reads and parses the .npy file at `path`.
-Expected<HostArray> readNpy(const std::string &path);
+/// With `crc`, also the CRC-32C of the file's bytes.
+Expected<HostArray> readNpy(const std::string &path, uint32_t *crc = nullptr);
 
 /// The bytes of a version 1.0 .npy file holding `array`; fails when the
 /// array's bytes do not match its shape or the header would not fit 1.0.
 Expected<std::string> serializeNpy(const HostArray &array);
 
 /// Writes `array` to `path` as a version 1.0 .npy file.
+/// With `crc`, also the CRC-32C of the bytes written.
 Status writeNpy(const std::string &path, const HostArray &array,
-                FileSync sync = FileSync::EachFile);
+                FileSync sync = FileSync::EachFile, uint32_t *crc = nullptr);
 
 } // namespace partita
 

@@ -38,6 +38,9 @@ struct ShardFileEntry {
   std::vector<IndexRange> globalRanges;
   /// Ids of the devices that hold this block, ascending.
   std::vector<int64_t> devices;
+  /// CRC-32C of the file's bytes, or -1 when the writer did not record it
+  /// (a file another process wrote). Not part of the layout (==).
+  int64_t crc32c = -1;
 
   bool operator==(const ShardFileEntry &o) const {
     return file == o.file && shardIndices == o.shardIndices &&
