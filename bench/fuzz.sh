@@ -22,6 +22,7 @@ if [ "$target" = all ]; then
   exit 0
 fi
 mkdir -p "$dir/third_party" "$dir/findings"
+dir=$(cd "$dir" && pwd)
 cp -r "${PARTITA_NLOHMANN_JSON_INCLUDE_DIR:-/usr/include}/nlohmann" "$dir/third_party/"
 if [ ! -f "$dir/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -39,9 +40,15 @@ cp -n test/fuzz/corpus/"$target"/* "$corpus"/ 2>/dev/null || true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "== fuzzing $target for $seconds s ($jobs jobs)"
-"$dir/bin/partita-fuzz-$target" "$corpus" -max_total_time="$seconds" -timeout=10 \
-  -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 -jobs="$jobs" -workers="$jobs" \
-  -artifact_prefix="$dir/findings/$target-" 2>&1 | tee "$dir/$target.log" | \
+# Several jobs: libFuzzer writes each worker's log as fuzz-<i>.log in the
+# working directory, so it runs in the build directory.
+parallel=()
+if [ "$jobs" -gt 1 ]; then
+  parallel=(-jobs="$jobs" -workers="$jobs")
+fi
+(cd "$dir" && "$dir/bin/partita-fuzz-$target" "$corpus" -max_total_time="$seconds" \
+  -timeout=10 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 "${parallel[@]}" \
+  -artifact_prefix="$dir/findings/$target-") 2>&1 | tee "$dir/$target.log" | \
   grep -E "^stat::|ERROR|SUMMARY|Done [0-9]+ runs|runtime error|deadly signal" || true
 if grep -qE "ERROR: |runtime error|deadly signal|Test unit written" "$dir/$target.log"; then
   echo "fuzz $target: FINDING (see $dir/$target.log and $dir/findings)" >&2
