@@ -75,7 +75,8 @@ CollectiveKind kindOf(const std::string &name) {
 } // namespace
 
 Report partita::analyzeModule(ModuleOp module,
-                              const Interconnect &interconnect) {
+                              const Interconnect &interconnect,
+                              bool memoryOverProgram) {
   Report report;
   for (MeshOp mesh : module.getOps<MeshOp>()) {
     Report::MeshInfo info{mesh.getSymName().str(), {}};
@@ -139,7 +140,8 @@ Report partita::analyzeModule(ModuleOp module,
     static const char *const kRoles[] = {"param", "grad", "opt_state",
                                          "activation"};
     std::vector<std::array<int64_t, 4>> change(
-        static_cast<size_t>(liveness.points) + 1, {0, 0, 0, 0});
+        memoryOverProgram ? static_cast<size_t>(liveness.points) + 1 : 0,
+        {0, 0, 0, 0});
     for (const LiveBuffer &buffer : liveness.buffers) {
       std::string role = "activation";
       if (auto arg = dyn_cast_if_present<BlockArgument>(buffer.value))
@@ -152,8 +154,8 @@ Report partita::analyzeModule(ModuleOp module,
               role = stringifyRole(attr.getValue()).str();
       size_t index = std::find(std::begin(kRoles), std::end(kRoles), role) -
                      std::begin(kRoles);
-      if (buffer.begin >= 0 && buffer.begin <= buffer.end &&
-          buffer.end < liveness.points) {
+      if (memoryOverProgram && buffer.begin >= 0 &&
+          buffer.begin <= buffer.end && buffer.end < liveness.points) {
         change[buffer.begin][index] += buffer.bytes;
         change[buffer.end + 1][index] -= buffer.bytes;
       }
@@ -162,10 +164,12 @@ Report partita::analyzeModule(ModuleOp module,
       roles[role] += buffer.bytes;
     }
     report.bytesByRole = roles;
-    report.liveBytesByRole.assign(static_cast<size_t>(liveness.points),
-                                  {0, 0, 0, 0});
+    report.liveBytesByRole.assign(
+        memoryOverProgram ? static_cast<size_t>(liveness.points) : 0,
+        {0, 0, 0, 0});
     std::array<int64_t, 4> running = {0, 0, 0, 0};
-    for (int64_t point = 0; point < liveness.points; ++point) {
+    for (int64_t point = 0; memoryOverProgram && point < liveness.points;
+         ++point) {
       for (size_t r = 0; r < 4; ++r)
         running[r] += change[point][r];
       report.liveBytesByRole[point] = running;

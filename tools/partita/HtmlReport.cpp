@@ -214,7 +214,8 @@ extern const char *const kPageScript;
 } // namespace partita::cli
 
 std::string partita::cli::renderHtmlReport(const HtmlReportInput &input) {
-  Report report = analyzeModule(input.partitioned, input.interconnect);
+  Report report = analyzeModule(input.partitioned, input.interconnect,
+                                /*memoryOverProgram=*/true);
   std::vector<ValueEntry> entries = collectValues(input.global);
   llvm::DenseMap<Value, size_t> index;
   for (size_t i = 0; i < entries.size(); ++i)

@@ -13,7 +13,6 @@
 #include "partita/Analysis/Report.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "partita/Codegen/LowerToExecutable.h"
-#include "partita/Runtime/IO/Files.h"
 #include "partita/Driver/Check.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/CPU/Kernels.h"

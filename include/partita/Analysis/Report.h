@@ -62,7 +62,8 @@ struct Report {
   std::map<std::string, int64_t> bytesByRole;
   /// Of the same function: the bytes alive at each program point (the
   /// entry, then ops in pre-order) by role: param, grad, opt_state,
-  /// activation (not in the JSON; the HTML report draws it).
+  /// activation (not in the JSON; the HTML report draws it). Filled only
+  /// when analyzeModule is asked for it.
   std::vector<std::array<int64_t, 4>> liveBytesByRole;
   /// Bytes per device of the public function's arguments by role (param,
   /// grad, opt_state, input): what a training loop holds between steps.
@@ -82,7 +83,10 @@ struct Report {
 
 /// Builds the report of `module` (partitioned or not; all_slice is not a
 /// collective and is not listed).
-Report analyzeModule(mlir::ModuleOp module, const Interconnect &interconnect);
+/// With `memoryOverProgram`, also fills liveBytesByRole (the HTML report's
+/// chart; left empty otherwise, as every other caller needs only the peak).
+Report analyzeModule(mlir::ModuleOp module, const Interconnect &interconnect,
+                     bool memoryOverProgram = false);
 
 } // namespace partita
 
