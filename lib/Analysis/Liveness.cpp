@@ -42,6 +42,24 @@ bool partita::mayWriteInPlace(Operation *op) {
          isa<SelectOp, ReshapeOp>(op);
 }
 
+bool partita::isAsyncCollective(Operation *op) {
+  if (!isa<AllGatherOp, AllReduceOp, ReduceScatterOp, AllToAllOp,
+           CollectivePermuteOp>(op))
+    return false;
+  auto module = op->getParentOfType<ModuleOp>();
+  return module && module->hasAttr(PartitaDialect::kAsyncCollectivesAttrName);
+}
+
+Operation *partita::collectiveWaitPoint(Operation *collective) {
+  Block *block = collective->getBlock();
+  Operation *first = nullptr;
+  for (Operation *user : collective->getResult(0).getUsers())
+    if (Operation *ancestor = block->findAncestorOpInBlock(*user))
+      if (!first || ancestor->isBeforeInBlock(first))
+        first = ancestor;
+  return first ? first : &block->back();
+}
+
 BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
   BufferLiveness liveness;
   if (function.isExternal())
@@ -118,11 +136,39 @@ BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
             {Value(), &operand, point[yield], point[yield], bytes});
   });
 
-  // In-place elementwise results: an operand of the result's type that dies
-  // at the op hands its storage over one point early.
   llvm::DenseMap<Value, size_t> bufferOf;
   for (size_t b = 0; b < liveness.buffers.size(); ++b)
     bufferOf[liveness.buffers[b].value] = b;
+
+  // Asynchronous collectives (partita.async_collectives): in flight from
+  // the op to the wait before the first use of the result (or the block's
+  // terminator), so the operand and the result are both alive until then.
+  // An all_reduce whose operand dies at it runs in place instead: the
+  // result takes over the operand's storage (always: `sharesStorage`).
+  function.getBody().walk([&](Operation *op) {
+      if (!isAsyncCollective(op))
+        return;
+      int64_t at = point[op];
+      int64_t wait = point[collectiveWaitPoint(op)];
+      auto result = bufferOf.find(op->getResult(0));
+      auto operand = bufferOf.find(op->getOperand(0));
+      if (result == bufferOf.end() || operand == bufferOf.end())
+        return;
+      LiveBuffer &out = liveness.buffers[result->second];
+      LiveBuffer &in = liveness.buffers[operand->second];
+      out.end = std::max(out.end, wait);
+      if (isa<AllReduceOp>(op) && in.end == at && in.begin < at &&
+          op->getOperand(0).getType() == op->getResult(0).getType()) {
+        in.end = at - 1;
+        out.inPlaceOf = op->getOperand(0);
+        out.sharesStorage = true;
+        return;
+      }
+      in.end = std::max(in.end, wait);
+    });
+
+  // In-place elementwise results: an operand of the result's type that dies
+  // at the op hands its storage over one point early.
   function.getBody().walk([&](Operation *op) {
     if (!mayWriteInPlace(op))
       return;

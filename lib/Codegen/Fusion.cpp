@@ -332,9 +332,33 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
 } // namespace
 
 FusionSummary partita::fuseElementwise(Executable &program) {
+  // Collectives and waits are never fused and keep their order: a wait's
+  // distance back to its collective is restored from the collectives'
+  // ordinals.
+  std::vector<int64_t> waitedOrdinal;
+  {
+    std::vector<int64_t> ordinal(program.instructions.size(), -1);
+    int64_t collectives = 0;
+    for (size_t i = 0; i < program.instructions.size(); ++i) {
+      const Instruction &inst = program.instructions[i];
+      if (isCollective(inst.op))
+        ordinal[i] = collectives++;
+      else if (inst.op == OpCode::Wait)
+        waitedOrdinal.push_back(ordinal[i - inst.ints[0]]);
+    }
+  }
   Fuser fuser(program);
   std::vector<Instruction> stream =
       fuser.fuseRange(0, program.instructions.size());
+  std::vector<size_t> collectiveAt;
+  size_t waits = 0;
+  for (size_t i = 0; i < stream.size(); ++i) {
+    if (isCollective(stream[i].op))
+      collectiveAt.push_back(i);
+    else if (stream[i].op == OpCode::Wait)
+      stream[i].ints[0] = static_cast<int64_t>(
+          i - collectiveAt[waitedOrdinal[waits++]]);
+  }
   program.instructions = std::move(stream);
   return fuser.summary;
 }

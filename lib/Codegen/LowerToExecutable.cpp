@@ -210,14 +210,20 @@ void planBuffers(func::FuncOp entry,
     ranges.push_back(
         {buffer.begin, buffer.end, program.slots[slot].bytes(), {slot}});
   }
-  // In-place pairs (Liveness.h): same address or apart.
+  // In-place pairs (Liveness.h): same address or apart; an asynchronous
+  // all_reduce in place shares its operand's range (merged below).
+  std::vector<std::pair<int32_t, int32_t>> shared;
   for (const LiveBuffer &buffer : liveness.buffers) {
     if (!buffer.inPlaceOf || !buffer.value)
       continue;
     auto result = slots.find(buffer.value);
     auto source = slots.find(buffer.inPlaceOf);
-    if (result != slots.end() && source != slots.end() &&
-        rangeOf[result->second] >= 0 && rangeOf[source->second] >= 0)
+    if (result == slots.end() || source == slots.end() ||
+        rangeOf[result->second] < 0 || rangeOf[source->second] < 0)
+      continue;
+    if (buffer.sharesStorage)
+      shared.push_back({rangeOf[source->second], rangeOf[result->second]});
+    else
       ranges[rangeOf[result->second]].source = rangeOf[source->second];
   }
   // Slots the analysis does not see live for the whole program.
@@ -236,6 +242,18 @@ void planBuffers(func::FuncOp entry,
   };
   std::vector<bool> claimed(program.inputs.size(), false);
   std::vector<bool> merged(ranges.size(), false);
+  for (auto [from, to] : shared) {
+    while (merged[from])
+      from = rangeOf[ranges[from].slots.front()];
+    if (from == to || merged[to])
+      continue;
+    ranges[from].end = std::max(ranges[from].end, ranges[to].end);
+    ranges[from].slots.insert(ranges[from].slots.end(),
+                              ranges[to].slots.begin(), ranges[to].slots.end());
+    for (int32_t slot : ranges[to].slots)
+      rangeOf[slot] = from;
+    merged[to] = true;
+  }
   for (ExecutableValue &output : program.outputs) {
     for (size_t i = 0; i < program.inputs.size() && output.aliasedInput < 0;
          ++i) {
@@ -487,7 +505,19 @@ Status Lowering::lowerArguments() {
 
 Status Lowering::lowerBlock(Block &block,
                             const std::vector<int32_t> *callResults) {
+  // Asynchronous collectives started in this block, by the op before which
+  // each is waited for (Liveness.h's collectiveWaitPoint()).
+  llvm::DenseMap<Operation *, std::vector<size_t>> waitsBefore;
   for (Operation &op : block) {
+    if (auto waits = waitsBefore.find(&op); waits != waitsBefore.end())
+      for (size_t start : waits->second) {
+        const Instruction &collective = program.instructions[start];
+        Instruction wait;
+        wait.op = OpCode::Wait;
+        wait.ints = {static_cast<int64_t>(program.instructions.size() - start)};
+        wait.operands = {collective.results[0], collective.operands[0]};
+        program.instructions.push_back(std::move(wait));
+      }
     Status status = Status::success();
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       status = callResults ? lowerCalleeReturn(ret, *callResults)
@@ -502,6 +532,9 @@ Status Lowering::lowerBlock(Block &block,
       status = lowerTensorOp(op);
     if (!status.ok())
       return status;
+    if (isAsyncCollective(&op))
+      waitsBefore[collectiveWaitPoint(&op)].push_back(
+          program.instructions.size() - 1);
   }
   return Status::success();
 }
@@ -625,6 +658,14 @@ Status Lowering::lowerTensorOp(Operation &op) {
 
 Executable Lowering::finish() {
   planBuffers(entry, slots, yieldCopies, program, inlinedCalls);
+  // A collective in place (an all_reduce on its operand's storage) reads
+  // and writes one slot's bytes: its wait lists the result only.
+  if (!program.slotOffsets.empty())
+    for (Instruction &inst : program.instructions)
+      if (inst.op == OpCode::Wait && inst.operands.size() == 2 &&
+          program.slotOffsets[inst.operands[0]] ==
+              program.slotOffsets[inst.operands[1]])
+        inst.operands.pop_back();
   return std::move(program);
 }
 

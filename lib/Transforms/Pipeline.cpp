@@ -118,6 +118,8 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
     combine.interconnectFile = options.interconnectFile;
     passes.addPass(createCombineCollectivesPass(combine));
   }
+  if (options.overlap)
+    passes.addPass(createOverlapCollectivesPass());
 }
 
 namespace {

@@ -13,7 +13,7 @@
 // RUN: partita compile --stage verified %s -o %t.again.mlir && diff %t.mlir %t.again.mlir
 // The default stage partitions: local shapes on every device.
 // RUN: partita compile %s | FileCheck %s --check-prefix=PARTITIONED
-// PARTITIONED: module attributes {partita.partitioned}
+// PARTITIONED: module attributes {partita.async_collectives, partita.partitioned}
 // PARTITIONED: func.func @layer(%{{.*}}: tensor<2x8xf32> {{.*}}, %{{.*}}: tensor<8x8xf32> {{.*}}) -> (tensor<2x8xf32>
 // RUN: partita --version | FileCheck %s --check-prefix=VERSION
 // RUN: partita --help | FileCheck %s --check-prefix=HELP

@@ -663,9 +663,9 @@ Status runHere(const Arguments &args, const RunRequest &request) {
                 steps.front() * 1e3, steps.back() * 1e3);
   }
   if (!statistics.stepTimes.empty()) {
-    // Medians of device 0's runs: kernels, collectives, and the part of the
-    // collectives spent waiting for other devices (exposed: no collective
-    // overlaps computation yet).
+    // Medians of device 0's runs: kernels; collectives in flight; of those,
+    // the time the device sat in collective calls instead of computing
+    // (exposed), and of the calls the time spent waiting for other devices.
     auto median = [&](double StepTimes::*field) {
       std::vector<double> values;
       for (const StepTimes &times : statistics.stepTimes)
@@ -674,11 +674,11 @@ Status runHere(const Arguments &args, const RunRequest &request) {
       return values[values.size() / 2] * 1e3;
     };
     std::printf("time per step on device 0: computing %.3f ms, "
-                "communicating %.3f ms (waiting for other devices %.3f "
-                "ms)\n",
+                "communicating %.3f ms, exposed %.3f ms (waiting for other "
+                "devices %.3f ms)\n",
                 median(&StepTimes::computing),
                 median(&StepTimes::communicating),
-                median(&StepTimes::waiting));
+                median(&StepTimes::exposed), median(&StepTimes::waiting));
   }
   std::printf("memory: peak %lld bytes per device measured (buffer plan "
               "arena %lld)\n",

@@ -49,6 +49,9 @@ Options:
                          where padding would be more than this fraction of
                          it, logical rules skip the split and propagation
                          warns (default 0.25)
+  --no-overlap           run each collective where it stands (by default
+                         they run asynchronously: started early, each
+                         waited for just before its result's first use)
   --strict               ops without a sharding rule, unwanted all-gathers
                          of annotated tensors, and padding above
                          --max-padding are errors

@@ -350,6 +350,7 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
                                    PipelineOptions &options, int &exitCode) {
   options.stage = stage;
   options.strict = cl.on("--strict");
+  options.overlap = !cl.on("--no-overlap");
   options.interconnectFile = cl.get("--interconnect");
   options.rules = cl.get("--rules");
   if (cl.has("--combine-bytes")) {
@@ -494,7 +495,7 @@ partita::cli::startCommand(const std::vector<std::string> &args,
   std::vector<std::string> valueFlags = pipelineValueFlags();
   valueFlags.insert(valueFlags.end(), extraFlags.begin(), extraFlags.end());
   std::vector<std::string> switches = {"--strict", "--check", "--train",
-                                       "--mixed-precision"};
+                                       "--mixed-precision", "--no-overlap"};
   switches.insert(switches.end(), extraSwitches.begin(), extraSwitches.end());
   if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
     return exitCode;

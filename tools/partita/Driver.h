@@ -44,6 +44,8 @@ struct ModelConfig;
   "                         fsdp+tp, tp+sp, ep, or a JSON rules file\n"        \
   "  --interconnect <file>  link figures for the cost model (JSON)\n"          \
   "  --combine-bytes <n>    all_reduce buckets of at most n bytes (25 MiB)\n"  \
+  "  --no-overlap           run each collective where it stands (default:\n"  \
+  "                         asynchronously, waited for before first use)\n"  \
   "  -h, --help             show this help\n"
 
 namespace partita::cli {

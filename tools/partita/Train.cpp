@@ -95,6 +95,9 @@ Options (defaults in brackets):
                           [OUTPUT/trace.json]
   --no-fusion             run every elementwise op on its own (by default
                           chains of them run fused, in one pass)
+  --no-overlap            run each collective where it stands (by default
+                          collectives run asynchronously, each waited for
+                          just before its result's first use)
   --pp P                  pipeline parallelism over P ranks: the mesh needs
                           a `pipe` axis of size P [pipe=P,data=N/P]; each
                           rank runs its stages on its sub-mesh
@@ -342,6 +345,7 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
       return usageError(status.message());
   request.mesh = *mesh;
   options.rules = cl.get("--rules", "dp");
+  options.overlap = !cl.on("--no-overlap");
   if (std::optional<int> code = parsePipelineRequest(cl, pipe, virtualStages,
                                                      meshText, request))
     return code;
@@ -500,6 +504,7 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
   std::vector<std::string> switches = modelSwitchFlags();
   switches.push_back("--mixed-precision");
   switches.push_back("--no-fusion");
+  switches.push_back("--no-overlap");
   switches.push_back("--check");
   if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
     return exitCode;

@@ -5,13 +5,18 @@
 // definition to its last use, in program order (a value used inside a loop
 // body it is defined outside of stays alive until the loop ends).
 //
-// Two refinements match what the runtime's buffer plan does:
+// These refinements match what the runtime's buffer plan does:
 //  * an argument marked `partita.donated` is given up by the caller, so it
 //    dies at its last use like any other value (other arguments are held by
 //    the caller for the whole call);
 //  * an elementwise op whose operand dies at it (same type as the result)
 //    may write its result over that operand: the operand's range ends one
 //    point before the op, so the two never count twice;
+//  * in a module marked `partita.async_collectives`, a collective is in
+//    flight from its op to just before the first use of its result: its
+//    operand and result stay alive until that use, except that an
+//    all_reduce whose operand dies at it writes in place, always sharing
+//    the operand's storage;
 //  * a loop's yield holds a copy of every yielded value (the runtime moves
 //    them aside before they become the next carries): one buffer per
 //    yielded value, alive at the yield; and the carries themselves stay
@@ -48,6 +53,9 @@ struct LiveBuffer {
   /// place the two at the same address or apart, never partly overlapping:
   /// the kernel reads each element before writing the same index only.
   mlir::Value inPlaceOf;
+  /// With `inPlaceOf`: the two must share their storage (an asynchronous
+  /// all_reduce in place reads its operand until its wait), never apart.
+  bool sharesStorage = false;
 };
 
 /// The buffers of a function and the peak of their total size.
@@ -68,6 +76,15 @@ struct BufferLiveness {
 /// operand's bytes; never collectives, whose peers read a device's input
 /// while it writes its output).
 bool mayWriteInPlace(mlir::Operation *op);
+
+/// Whether `op` is a collective that moves data (not all_slice) in a module
+/// marked `partita.async_collectives`: it runs asynchronously.
+bool isAsyncCollective(mlir::Operation *op);
+
+/// Where an asynchronous collective is waited for: just before this op of
+/// its block, the first that uses its result (through an op nested in it,
+/// too), or the block's terminator when none does.
+mlir::Operation *collectiveWaitPoint(mlir::Operation *collective);
 
 /// Bytes of a statically shaped tensor type (i1 counts one byte).
 int64_t tensorBytes(mlir::Type type);

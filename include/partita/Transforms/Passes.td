@@ -286,6 +286,37 @@ def CombineCollectivesPass
   let dependentDialects = ["::partita::PartitaDialect"];
 }
 
+def OverlapCollectivesPass
+    : Pass<"partita-overlap-collectives", "mlir::ModuleOp"> {
+  let summary = "Starts collectives early and waits for them late";
+  let description = [{
+    Marks the module `partita.async_collectives`: every collective that
+    moves data (all_gather, all_reduce, reduce_scatter, all_to_all,
+    collective_permute) then runs asynchronously. It starts where it stands
+    and is waited for just before the first op that uses its result (or the
+    block's terminator), so the ops in between compute while it moves data.
+    The buffer plan keeps its operand alive until that wait, and an
+    all_reduce whose operand dies at it runs in place (docs/Runtime.md,
+    "Overlapping communication").
+
+    Then each collective moves up its block, to just after the ops that
+    define its operands, but not above an `optimization_barrier` nor above
+    the first use of the collective before it. A weight that FSDP gathers
+    from a parameter is thus gathered while the previous layer computes
+    (one collective ahead: at most two gathered weights are alive at once);
+    a gradient's all_reduce already stands right after the gradient and
+    stays there.
+
+    **Constraints:** none; a module without collectives is only marked.
+
+    Example: `partita-opt --partita-overlap-collectives step.mlir` moves
+    `%w1 = all_gather(%p1)` of the second layer from just before its
+    einsum to just before the first layer's einsum, the first use of
+    `%w0 = all_gather(%p0)`.
+  }];
+  let dependentDialects = ["::partita::PartitaDialect"];
+}
+
 def ReplicateAroundManualPass
     : Pass<"partita-replicate-around-manual", "mlir::ModuleOp"> {
   let summary = "Replicates everything outside manual computations";

@@ -22,6 +22,17 @@ double &threadCollectiveWaitSeconds() {
 
 Communicator::~Communicator() = default;
 
+PendingCollective Communicator::startCollective(const CollectiveCall &call) {
+  PendingCollective pending;
+  pending.status = dispatchCollective(*this, call);
+  pending.completedAt = std::chrono::steady_clock::now();
+  return pending;
+}
+
+Status Communicator::finishCollective(PendingCollective &pending) {
+  return pending.status;
+}
+
 const char *reductionCodeName(ReductionCode kind) {
   switch (kind) {
   case ReductionCode::Sum:

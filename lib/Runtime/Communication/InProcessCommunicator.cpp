@@ -12,8 +12,10 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace partita {
 
@@ -34,8 +36,10 @@ struct Slot {
   bool inPlace = false;
   bool failed = false;
   bool singleThreaded = false; // One device computes every output.
+  bool async = false;          // Started by startCollective().
   bool done = false;           // Single-threaded: all outputs are written.
   Status result;               // Single-threaded: the outcome for everyone.
+  Clock::time_point doneAt;    // Asynchronous: when `done` was set.
   Status failure;
   Clock::time_point lastArrival;
   std::condition_variable changed;
@@ -47,9 +51,8 @@ int64_t sliceStart(int64_t count, int64_t index, int64_t parts) {
   return count / parts * index + std::min(index, count % parts);
 }
 
-} // namespace
-
-struct InProcessCommunicator::State {
+/// What the communicator keeps (InProcessCommunicator::State is this).
+struct CommunicatorState {
   Mesh mesh;
   std::shared_ptr<CollectiveMemory> memory;
   std::chrono::milliseconds timeout;
@@ -64,7 +67,37 @@ struct InProcessCommunicator::State {
       slots;
   /// Per sorted device set, how many calls each device has made on it.
   std::map<std::vector<int64_t>, std::map<int64_t, uint64_t>> callCounts;
+
+  /// Asynchronous collectives whose group has arrived, for the workers.
+  std::mutex jobMutex;
+  std::condition_variable jobReady;
+  std::deque<std::shared_ptr<Slot>> jobs;
+  std::vector<std::thread> workers;
+  bool stopping = false;
 };
+
+} // namespace
+
+struct InProcessCommunicator::State : CommunicatorState {};
+
+namespace {
+
+/// A device's arrival at its group's slot (arrive()).
+struct Arrival {
+  std::shared_ptr<Slot> slot;
+  int64_t groupSize = 0;
+  bool completesGroup = false;
+  std::string groupText;
+  std::pair<std::vector<int64_t>, uint64_t> key;
+};
+
+/// What an asynchronous start hands to finishCollective().
+struct AsyncTicket {
+  Arrival arrival;
+  std::string prefix;
+};
+
+} // namespace
 
 InProcessCommunicator::InProcessCommunicator(
     Mesh mesh, std::chrono::milliseconds timeout,
@@ -75,7 +108,17 @@ InProcessCommunicator::InProcessCommunicator(
   state->timeout = timeout;
 }
 
-InProcessCommunicator::~InProcessCommunicator() = default;
+InProcessCommunicator::~InProcessCommunicator() {
+  {
+    std::lock_guard<std::mutex> lock(state->jobMutex);
+    state->stopping = true;
+  }
+  state->jobReady.notify_all();
+  // Workers leave once the queue is empty: every collective whose group
+  // arrived is completed, since its devices may still be waiting on it.
+  for (std::thread &worker : state->workers)
+    worker.join();
+}
 
 const Mesh &InProcessCommunicator::mesh() const { return state->mesh; }
 
@@ -322,31 +365,30 @@ private:
 
 } // namespace
 
-Status InProcessCommunicator::runCall(const CollectiveCall &call) {
-  WaitClock waitClock;
-  auto prefix = [&]() {
-    return describeCollective(call) + " on device " + std::to_string(call.deviceId);
-  };
+namespace {
+
+/// The first part of every call, under the lock: resolves the group,
+/// checks the call, and records this device's buffers in its slot (a new
+/// one for the first arrival). Fails the slot for everyone when the call
+/// is malformed or disagrees with the first arrival's.
+Status arrive(CommunicatorState &state, const CollectiveCall &call,
+              const std::string &prefix, bool async, Arrival &arrival) {
   Expected<CollectiveGroup> group =
-      resolveGroup(state->mesh, call.deviceId, call.axes);
+      resolveGroup(state.mesh, call.deviceId, call.axes);
   if (!group)
-    return Status::error(prefix() + ": " + group.status().message());
+    return Status::error(prefix + ": " + group.status().message());
   auto groupSize = static_cast<int64_t>(group->members.size());
   int64_t position = group->position;
   Status argumentError = checkCollectiveCall(call, groupSize);
 
   std::vector<int64_t> deviceSet = group->members;
   std::sort(deviceSet.begin(), deviceSet.end());
-
-  std::unique_lock<std::mutex> lock(state->mutex);
-  auto abortedError = [&]() {
-    return Status::error(prefix() + ": the communicator was aborted: " +
-                         state->abortReason.message());
-  };
-  if (state->aborted)
-    return abortedError();
-  uint64_t sequence = state->callCounts[deviceSet][call.deviceId]++;
-  std::shared_ptr<Slot> &entry = state->slots[{deviceSet, sequence}];
+  if (state.aborted)
+    return Status::error(prefix + ": the communicator was aborted: " +
+                         state.abortReason.message());
+  uint64_t sequence = state.callCounts[deviceSet][call.deviceId]++;
+  arrival.key = {deviceSet, sequence};
+  std::shared_ptr<Slot> &entry = state.slots[arrival.key];
   if (!entry) {
     entry = std::make_shared<Slot>();
     entry->request = call;
@@ -355,65 +397,181 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
     entry->inputs.assign(groupSize, nullptr);
     entry->outputs.assign(groupSize, nullptr);
     entry->present.assign(groupSize, false);
-    entry->singleThreaded = resultsFitIn(*entry, state->singleThreadedBytes);
+    entry->singleThreaded = resultsFitIn(*entry, state.singleThreadedBytes);
+    entry->async = async;
   }
   std::shared_ptr<Slot> slot = entry;
-  std::string groupText = "group " + formatDeviceList(slot->members) +
-                          " (call #" + std::to_string(sequence) +
-                          " on this group)";
+  arrival.slot = slot;
+  arrival.groupSize = groupSize;
+  arrival.groupText = "group " + formatDeviceList(slot->members) +
+                      " (call #" + std::to_string(sequence) +
+                      " on this group)";
   if (slot->failed)
     return slot->failure;
   if (!argumentError) {
-    failSlot(*slot, Status::error(prefix() + ": " + argumentError.message() +
-                                  "; failing " + groupText));
+    failSlot(*slot, Status::error(prefix + ": " + argumentError.message() +
+                                  "; failing " + arrival.groupText));
     return slot->failure;
   }
-  if (!sameCollective(slot->request, call)) {
+  if (!sameCollective(slot->request, call) || slot->async != async) {
+    auto how = [](const CollectiveCall &c, bool started) {
+      return describeCollective(c) +
+             (started ? " (asynchronously)" : " (synchronously)");
+    };
     failSlot(*slot,
              Status::error("devices disagree on call #" +
                            std::to_string(sequence) + " of group " +
                            formatDeviceList(slot->members) + ": device " +
                            std::to_string(slot->request.deviceId) + " called " +
-                           describeCollective(slot->request) + " but device " +
+                           how(slot->request, slot->async) + " but device " +
                            std::to_string(call.deviceId) + " called " +
-                           describeCollective(call)));
+                           how(call, async)));
     return slot->failure;
   }
   slot->inputs[position] = static_cast<const uint8_t *>(call.input.data);
   slot->outputs[position] = static_cast<uint8_t *>(call.output.data);
   slot->present[position] = true;
   slot->inPlace |= call.input.data == call.output.data;
-  bool completesGroup = ++slot->arrived == groupSize;
+  arrival.completesGroup = ++slot->arrived == groupSize;
   // Waiters only care about the last arrival (and failures): waking them
   // for every arrival would cost O(n^2) context switches. The timeout
   // deadline moves with lastArrival; a waiter that wakes at the old
   // deadline sees the new one and sleeps again.
   slot->lastArrival = Clock::now();
+  return Status::success();
+}
 
-  // Wait for the group, failing after `timeout` without a new arrival.
-  while (slot->arrived < groupSize) {
-    if (slot->failed)
-      return slot->failure;
-    if (state->aborted)
-      return abortedError();
-    Clock::time_point deadline = slot->lastArrival + state->timeout;
+/// Waits under `lock` until the whole group of `arrival` has arrived;
+/// fails after the communicator's timeout without a new arrival (naming
+/// the devices that never came), on a failed slot, or once aborted.
+Status waitForGroup(CommunicatorState &state,
+                    std::unique_lock<std::mutex> &lock,
+                    const Arrival &arrival, const std::string &prefix) {
+  Slot &slot = *arrival.slot;
+  int64_t groupSize = arrival.groupSize;
+  while (slot.arrived < groupSize) {
+    if (slot.failed)
+      return slot.failure;
+    if (state.aborted)
+      return Status::error(prefix + ": the communicator was aborted: " +
+                           state.abortReason.message());
+    Clock::time_point deadline = slot.lastArrival + state.timeout;
     if (Clock::now() >= deadline) {
       std::vector<int64_t> arrived, missing;
       for (int64_t i = 0; i < groupSize; ++i)
-        (slot->present[i] ? arrived : missing).push_back(slot->members[i]);
+        (slot.present[i] ? arrived : missing).push_back(slot.members[i]);
       auto ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(state->timeout)
+          std::chrono::duration_cast<std::chrono::milliseconds>(state.timeout)
               .count();
-      failSlot(*slot,
+      failSlot(slot,
                Status::error(
-                   describeCollective(slot->request) + ": " + groupText +
-                   " made no progress for " + std::to_string(ms) +
-                   " ms; arrived: devices " + formatDeviceList(arrived) +
-                   "; did not arrive: devices " + formatDeviceList(missing)));
-      return slot->failure;
+                   describeCollective(slot.request) + ": " +
+                   arrival.groupText + " made no progress for " +
+                   std::to_string(ms) + " ms; arrived: devices " +
+                   formatDeviceList(arrived) + "; did not arrive: devices " +
+                   formatDeviceList(missing)));
+      return slot.failure;
     }
-    slot->changed.wait_until(lock, deadline);
+    slot.changed.wait_until(lock, deadline);
   }
+  return Status::success();
+}
+
+/// A worker of the asynchronous collectives: computes every output of each
+/// collective handed to it, until the communicator is destroyed and the
+/// queue is empty.
+void runWorker(CommunicatorState &state) {
+  for (;;) {
+    std::shared_ptr<Slot> slot;
+    {
+      std::unique_lock<std::mutex> lock(state.jobMutex);
+      state.jobReady.wait(lock,
+                          [&] { return state.stopping || !state.jobs.empty(); });
+      if (state.jobs.empty())
+        return;
+      slot = std::move(state.jobs.front());
+      state.jobs.pop_front();
+    }
+    Status result =
+        computeAllOutputs(*slot, *state.memory, slot->members.front());
+    std::lock_guard<std::mutex> lock(state.mutex);
+    slot->result = std::move(result);
+    slot->done = true;
+    slot->doneAt = Clock::now();
+    slot->changed.notify_all();
+  }
+}
+
+} // namespace
+
+PendingCollective
+InProcessCommunicator::startCollective(const CollectiveCall &call) {
+  if (!state->memory->anyThreadMayIssue())
+    return Communicator::startCollective(call);
+  auto ticket = std::make_shared<AsyncTicket>();
+  ticket->prefix =
+      describeCollective(call) + " on device " + std::to_string(call.deviceId);
+  PendingCollective pending;
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    pending.status = arrive(*state, call, ticket->prefix, true, ticket->arrival);
+    if (!pending.status)
+      return pending;
+    if (ticket->arrival.completesGroup)
+      state->slots.erase(ticket->arrival.key);
+  }
+  if (ticket->arrival.completesGroup) {
+    std::lock_guard<std::mutex> lock(state->jobMutex);
+    if (state->workers.empty()) {
+      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      for (unsigned w = 0; w < std::min(cores, 4u); ++w)
+        state->workers.emplace_back([this] { runWorker(*state); });
+    }
+    state->jobs.push_back(ticket->arrival.slot);
+    state->jobReady.notify_one();
+  }
+  pending.state = std::move(ticket);
+  return pending;
+}
+
+Status InProcessCommunicator::finishCollective(PendingCollective &pending) {
+  if (!pending.state)
+    return pending.status;
+  auto ticket = std::static_pointer_cast<AsyncTicket>(pending.state);
+  pending.state.reset();
+  WaitClock waitClock;
+  std::unique_lock<std::mutex> lock(state->mutex);
+  Slot &slot = *ticket->arrival.slot;
+  pending.status = waitForGroup(*state, lock, ticket->arrival, ticket->prefix);
+  if (!pending.status)
+    return pending.status;
+  slot.changed.wait(lock, [&] { return slot.done; });
+  pending.completedAt = slot.doneAt;
+  pending.status = slot.result
+                       ? Status::success()
+                       : Status::error(ticket->prefix + ": " +
+                                       slot.result.message());
+  return pending.status;
+}
+
+Status InProcessCommunicator::runCall(const CollectiveCall &call) {
+  WaitClock waitClock;
+  std::string prefix =
+      describeCollective(call) + " on device " + std::to_string(call.deviceId);
+  Arrival arrival;
+  std::unique_lock<std::mutex> lock(state->mutex);
+  if (Status arrived = arrive(*state, call, prefix, false, arrival); !arrived)
+    return arrived;
+  std::shared_ptr<Slot> slot = arrival.slot;
+  int64_t groupSize = arrival.groupSize;
+  bool completesGroup = arrival.completesGroup;
+  int64_t position = 0;
+  while (slot->members[position] != call.deviceId)
+    ++position;
+  const std::vector<int64_t> &deviceSet = arrival.key.first;
+  uint64_t sequence = arrival.key.second;
+  if (Status complete = waitForGroup(*state, lock, arrival, prefix); !complete)
+    return complete;
 
   // Everyone is here: from now on every member must finish, because the
   // others may read this device's buffers until the last one is done.
@@ -435,7 +593,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
       slot->changed.wait(lock, [&] { return slot->done; });
     }
     if (!slot->result)
-      return Status::error(prefix() + ": " + slot->result.message());
+      return Status::error(prefix + ": " + slot->result.message());
     return Status::success();
   }
   if (completesGroup)
@@ -469,7 +627,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
   }
   slot->changed.wait(lock, [&] { return slot->finished == groupSize; });
   if (!result)
-    return Status::error(prefix() + ": " + result.message());
+    return Status::error(prefix + ": " + result.message());
   return Status::success();
 }
 
@@ -478,6 +636,8 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
 namespace partita {
 
 CollectiveMemory::~CollectiveMemory() = default;
+
+bool CollectiveMemory::anyThreadMayIssue() const { return false; }
 
 namespace {
 
@@ -528,6 +688,7 @@ public:
   }
   void releaseTemporary(int64_t, void *block) override { std::free(block); }
   Status complete(int64_t) override { return Status::success(); }
+  bool anyThreadMayIssue() const override { return true; }
 };
 
 } // namespace

@@ -40,6 +40,13 @@ std::vector<std::string> splitAxes(const std::string &text) {
   return axes;
 }
 
+/// A collective started asynchronously and not yet waited for.
+struct Flight {
+  PendingCollective pending;
+  std::chrono::steady_clock::time_point started;
+  bool active = false;
+};
+
 /// A device's memory: one backend allocation per storage of the buffer
 /// plan, and where each slot lives.
 struct DeviceMemory {
@@ -47,12 +54,18 @@ struct DeviceMemory {
   std::vector<void *> storages;
   std::vector<uint8_t *> slots;
   Status status;
-  /// Seconds in kernels and in collectives so far (runInstructions).
-  double computing = 0, communicating = 0;
+  /// Seconds in kernels, collectives in flight, and of the latter the part
+  /// this device sat in a collective call instead of computing (exposed).
+  double computing = 0, communicating = 0, exposed = 0;
   /// Where runInstructions records its spans, or null; the current trip of
   /// the innermost loop.
   DeviceTimeline *timeline = nullptr;
   int32_t trip = -1;
+  /// Per instruction: a wait names it (start it asynchronously), and its
+  /// flight while started; how many flights are active.
+  std::vector<bool> startsAsync;
+  std::vector<Flight> flights;
+  int64_t activeFlights = 0;
 
   DeviceMemory(const Executable &program, Backend &backend) : backend(backend) {
     size_t count = program.slots.size();
@@ -75,6 +88,14 @@ struct DeviceMemory {
       slots.push_back(planned ? static_cast<uint8_t *>(storages[0]) +
                                     program.slotOffsets[s]
                               : static_cast<uint8_t *>(storages[s]));
+    const std::vector<Instruction> &stream = program.instructions;
+    startsAsync.assign(stream.size(), false);
+    for (size_t i = 0; i < stream.size(); ++i)
+      if (stream[i].op == OpCode::Wait && stream[i].ints.size() == 1 &&
+          stream[i].ints[0] > 0 &&
+          static_cast<uint64_t>(stream[i].ints[0]) <= i)
+        startsAsync[i - stream[i].ints[0]] = true;
+    flights.resize(stream.size());
   }
   ~DeviceMemory() {
     for (void *storage : storages)
@@ -84,65 +105,143 @@ struct DeviceMemory {
   DeviceMemory &operator=(const DeviceMemory &) = delete;
 };
 
-Status runCollective(const Executable &program, const Instruction &inst,
-                     int64_t deviceId, Communicator *communicator,
-                     DeviceMemory &memory) {
-  if (inst.operands.size() != 1 || inst.results.size() != 1)
-    return Status::error(std::string(opCodeName(inst.op)) +
-                         ": a collective takes one operand and one result");
+/// The communicator's form of collective instruction `inst` (not
+/// all_slice) for device `deviceId`.
+Expected<CollectiveCall> collectiveCallOf(const Executable &program,
+                                          const Instruction &inst,
+                                          int64_t deviceId,
+                                          DeviceMemory &memory) {
+  CollectiveCall call;
+  call.deviceId = deviceId;
+  call.axes = splitAxes(inst.text);
   const TensorType &inType = program.slots[inst.operands[0]];
   const TensorType &outType = program.slots[inst.results[0]];
-  ConstBufferRef input{memory.slots[inst.operands[0]], inType.dtype,
-                       inType.shape};
-  BufferRef output{memory.slots[inst.results[0]], outType.dtype, outType.shape};
-  std::vector<std::string> axes = splitAxes(inst.text);
-  auto needInts = [&](size_t count) {
-    return inst.ints.size() >= count
-               ? Status::success()
-               : Status::error(std::string(opCodeName(inst.op)) +
-                               ": missing attributes");
-  };
-  if (inst.op == OpCode::AllSlice) {
-    if (Status status = needInts(1); !status.ok())
-      return status;
-    return allSlice(program.mesh, deviceId, axes, inst.ints[0], input, output);
-  }
-  if (!communicator)
-    return Status::error(std::string(opCodeName(inst.op)) +
-                         ": the program needs a communicator");
+  call.input = {memory.slots[inst.operands[0]], inType.dtype, inType.shape};
+  call.output = {memory.slots[inst.results[0]], outType.dtype, outType.shape};
+  size_t needed = 0;
   switch (inst.op) {
   case OpCode::AllGather:
-    if (Status status = needInts(1); !status.ok())
-      return status;
-    return communicator->allGather(deviceId, axes, inst.ints[0], input, output);
+    call.kind = CommunicatorOp::AllGather;
+    needed = 1;
+    break;
   case OpCode::AllReduce:
-    if (Status status = needInts(1); !status.ok())
-      return status;
-    return communicator->allReduce(deviceId, axes,
-                                   static_cast<ReductionCode>(inst.ints[0]),
-                                   input, output);
+    call.kind = CommunicatorOp::AllReduce;
+    needed = 1;
+    break;
   case OpCode::ReduceScatter:
-    if (Status status = needInts(2); !status.ok())
-      return status;
-    return communicator->reduceScatter(deviceId, axes,
-                                       static_cast<ReductionCode>(inst.ints[0]),
-                                       inst.ints[1], input, output);
+    call.kind = CommunicatorOp::ReduceScatter;
+    needed = 2;
+    break;
   case OpCode::AllToAll:
-    if (Status status = needInts(2); !status.ok())
-      return status;
-    return communicator->allToAll(deviceId, axes, inst.ints[0], inst.ints[1],
-                                  input, output);
-  case OpCode::CollectivePermute: {
-    std::vector<SourceTargetPair> pairs;
+    call.kind = CommunicatorOp::AllToAll;
+    needed = 2;
+    break;
+  case OpCode::CollectivePermute:
+    call.kind = CommunicatorOp::CollectivePermute;
     for (size_t i = 0; i + 1 < inst.ints.size(); i += 2)
-      pairs.emplace_back(inst.ints[i], inst.ints[i + 1]);
-    return communicator->collectivePermute(deviceId, axes, pairs, input,
-                                           output);
-  }
+      call.pairs.emplace_back(inst.ints[i], inst.ints[i + 1]);
+    break;
   default:
     return Status::error(std::string(opCodeName(inst.op)) +
                          " is not a collective");
   }
+  if (inst.ints.size() < needed)
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         ": missing attributes");
+  switch (call.kind) {
+  case CommunicatorOp::AllGather:
+    call.dim = inst.ints[0];
+    break;
+  case CommunicatorOp::AllReduce:
+    call.reduction = static_cast<ReductionCode>(inst.ints[0]);
+    break;
+  case CommunicatorOp::ReduceScatter:
+    call.reduction = static_cast<ReductionCode>(inst.ints[0]);
+    call.dim = inst.ints[1];
+    break;
+  case CommunicatorOp::AllToAll:
+    call.splitDim = inst.ints[0];
+    call.concatDim = inst.ints[1];
+    break;
+  case CommunicatorOp::CollectivePermute:
+    break;
+  }
+  return call;
+}
+
+double secondsBetween(std::chrono::steady_clock::time_point from,
+                      std::chrono::steady_clock::time_point to) {
+  return std::max(0.0, std::chrono::duration<double>(to - from).count());
+}
+
+/// Runs collective instruction `index`: all_slice locally; a collective a
+/// wait names is started (finishWait() ends it); any other runs to
+/// completion.
+Status runCollective(const Executable &program, size_t index,
+                     int64_t deviceId, Communicator *communicator,
+                     DeviceMemory &memory) {
+  const Instruction &inst = program.instructions[index];
+  if (inst.operands.size() != 1 || inst.results.size() != 1)
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         ": a collective takes one operand and one result");
+  auto started = std::chrono::steady_clock::now();
+  if (inst.op == OpCode::AllSlice) {
+    if (inst.ints.empty())
+      return Status::error("all_slice: missing attributes");
+    const TensorType &inType = program.slots[inst.operands[0]];
+    const TensorType &outType = program.slots[inst.results[0]];
+    Status status = allSlice(
+        program.mesh, deviceId, splitAxes(inst.text), inst.ints[0],
+        {memory.slots[inst.operands[0]], inType.dtype, inType.shape},
+        {memory.slots[inst.results[0]], outType.dtype, outType.shape});
+    memory.computing += secondsBetween(started, std::chrono::steady_clock::now());
+    return status;
+  }
+  if (!communicator)
+    return Status::error(std::string(opCodeName(inst.op)) +
+                         ": the program needs a communicator");
+  Expected<CollectiveCall> call =
+      collectiveCallOf(program, inst, deviceId, memory);
+  if (!call)
+    return call.status();
+  if (!memory.startsAsync[index]) {
+    Status status = dispatchCollective(*communicator, *call);
+    double seconds = secondsBetween(started, std::chrono::steady_clock::now());
+    memory.communicating += seconds;
+    memory.exposed += seconds;
+    return status;
+  }
+  Flight &flight = memory.flights[index];
+  if (flight.active)
+    return Status::error(std::string(opCodeName(inst.op)) + " (instruction " +
+                         std::to_string(index) +
+                         ") started again before its wait");
+  flight.pending = communicator->startCollective(*call);
+  flight.started = started;
+  flight.active = true;
+  ++memory.activeFlights;
+  memory.exposed +=
+      secondsBetween(started, std::chrono::steady_clock::now());
+  return flight.pending.status;
+}
+
+/// Waits for the collective started at instruction `index`.
+Status finishFlight(Communicator *communicator, DeviceMemory &memory,
+                    size_t index) {
+  Flight &flight = memory.flights[index];
+  if (!flight.active)
+    return Status::error("wait: its collective (instruction " +
+                         std::to_string(index) + ") was not started");
+  auto entered = std::chrono::steady_clock::now();
+  Status status = communicator->finishCollective(flight.pending);
+  auto left = std::chrono::steady_clock::now();
+  flight.active = false;
+  --memory.activeFlights;
+  memory.exposed += secondsBetween(entered, left);
+  memory.communicating += secondsBetween(
+      flight.started, std::min(left, std::max(flight.pending.completedAt,
+                                              flight.started)));
+  return status;
 }
 
 /// Records one instruction's span into the device's timeline (when it has
@@ -180,10 +279,14 @@ private:
   double waitedBefore = 0;
 };
 
-/// Runs instructions [begin, end) of `program`, loops included.
 Status runInstructions(const Executable &program, size_t begin, size_t end,
                        int64_t deviceId, Communicator *communicator,
-                       DeviceMemory &memory) {
+                       DeviceMemory &memory);
+
+/// The body of runInstructions().
+Status runStretch(const Executable &program, size_t begin, size_t end,
+                  int64_t deviceId, Communicator *communicator,
+                  DeviceMemory &memory) {
   auto bytesOf = [&](int64_t slot) {
     return static_cast<size_t>(program.slots[slot].bytes());
   };
@@ -249,8 +352,12 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
           .count();
     };
     if (isCollective(inst.op)) {
-      status = runCollective(program, inst, deviceId, communicator, memory);
-      memory.communicating += elapsed();
+      status = runCollective(program, index, deviceId, communicator, memory);
+    } else if (inst.op == OpCode::Wait) {
+      if (inst.ints.size() != 1 || inst.ints[0] <= 0 ||
+          static_cast<uint64_t>(inst.ints[0]) > index - begin)
+        return Status::error("wait: malformed instruction");
+      status = finishFlight(communicator, memory, index - inst.ints[0]);
     } else {
       std::vector<TensorType> operandTypes, resultTypes;
       std::vector<const void *> operands;
@@ -271,6 +378,32 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
       return status;
   }
   return Status::success();
+}
+
+/// Runs instructions [begin, end) of `program`, loops included. Every
+/// collective started in the range is finished before it returns, after a
+/// failure too (peers may be reading this device's buffers).
+Status runInstructions(const Executable &program, size_t begin, size_t end,
+                       int64_t deviceId, Communicator *communicator,
+                       DeviceMemory &memory) {
+  int64_t activeBefore = memory.activeFlights;
+  Status status =
+      runStretch(program, begin, end, deviceId, communicator, memory);
+  if (memory.activeFlights == activeBefore)
+    return status;
+  for (size_t index = begin; index < end; ++index)
+    if (memory.flights[index].active) {
+      Status finished = finishFlight(communicator, memory, index);
+      if (status.ok())
+        status = finished.ok()
+                     ? Status::error(
+                           std::string(opCodeName(
+                               program.instructions[index].op)) +
+                           " (instruction " + std::to_string(index) +
+                           ") was started but no wait in its stretch ends it")
+                     : finished;
+    }
+  return status;
 }
 
 } // namespace
@@ -330,7 +463,7 @@ Status partita::runOnDeviceRepeated(const Executable &program,
     memory.timeline = repeat + 1 >= repeats ? timeline : nullptr;
     auto start = std::chrono::steady_clock::now();
     StepTimes before{memory.computing, memory.communicating,
-                     threadCollectiveWaitSeconds()};
+                     threadCollectiveWaitSeconds(), memory.exposed};
     if (Status status =
             runInstructions(program, 0, program.instructions.size(), deviceId,
                             communicator, memory);
@@ -345,7 +478,8 @@ Status partita::runOnDeviceRepeated(const Executable &program,
       stepTimes->push_back(
           {memory.computing - before.computing,
            memory.communicating - before.communicating,
-           threadCollectiveWaitSeconds() - before.waiting});
+           threadCollectiveWaitSeconds() - before.waiting,
+           memory.exposed - before.exposed});
   }
   outputs.clear();
   for (const ExecutableValue &output : program.outputs) {

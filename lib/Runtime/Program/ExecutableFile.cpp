@@ -187,13 +187,70 @@ namespace {
 
 /// Whether instruction `inst` may write a result over an operand's bytes
 /// (the buffer plan's in-place updates: elementwise ops, select, reshape,
-/// fused chains).
+/// fused chains, and all_reduce, which every communicator runs in place).
 bool writesInPlace(const Instruction &inst) {
   OpFamily family = opFamily(inst.op);
   return family == OpFamily::ElementwiseUnary ||
          family == OpFamily::ElementwiseBinary ||
          inst.op == OpCode::Select || inst.op == OpCode::Reshape ||
-         inst.op == OpCode::Fused;
+         inst.op == OpCode::Fused || inst.op == OpCode::AllReduce;
+}
+
+/// Every wait names a collective that moves data (not all_slice), earlier
+/// in the wait's own stretch of the stream (Instruction.h), waited for
+/// once; its operands are that collective's result and operand, or only
+/// the result when the collective runs in place (the same bytes under the
+/// buffer plan), so checkSlotsApart() sees both alive until the wait.
+Status checkWaits(const Executable &program) {
+  const std::vector<Instruction> &stream = program.instructions;
+  auto count = static_cast<int64_t>(stream.size());
+  // The innermost loop around each instruction (-1: the top level).
+  std::vector<int64_t> stretch(count, -1);
+  std::vector<std::pair<int64_t, int64_t>> open; // (loop, end of its body)
+  for (int64_t i = 0; i < count; ++i) {
+    while (!open.empty() && i >= open.back().second)
+      open.pop_back();
+    stretch[i] = open.empty() ? -1 : open.back().first;
+    const Instruction &inst = stream[i];
+    if (inst.op == OpCode::Loop && inst.ints.size() >= 2 && inst.ints[1] >= 0)
+      open.push_back({i, std::min(count, i + 1 + inst.ints[1])});
+  }
+  std::vector<bool> waited(count, false);
+  for (int64_t q = 0; q < count; ++q) {
+    const Instruction &wait = stream[q];
+    if (wait.op != OpCode::Wait)
+      continue;
+    std::string where = "wait (instruction " + std::to_string(q) + ")";
+    if (wait.ints.size() != 1 || wait.ints[0] <= 0 || wait.ints[0] > q)
+      return Status::error(where + " does not name an earlier instruction");
+    int64_t s = q - wait.ints[0];
+    const Instruction &start = stream[s];
+    if (!isCollective(start.op) || start.op == OpCode::AllSlice ||
+        start.operands.size() != 1 || start.results.size() != 1)
+      return Status::error(where + " names instruction " + std::to_string(s) +
+                           ", " + opCodeName(start.op) +
+                           ", not a collective that moves data");
+    if (stretch[s] != stretch[q])
+      return Status::error(where + " and its collective (instruction " +
+                           std::to_string(s) +
+                           ") are not in the same loop body");
+    if (waited[s])
+      return Status::error(where + ": instruction " + std::to_string(s) +
+                           " is waited for twice");
+    waited[s] = true;
+    int32_t operand = start.operands[0], result = start.results[0];
+    bool inPlace = operand == result ||
+                   (!program.slotOffsets.empty() &&
+                    program.slotOffsets[operand] == program.slotOffsets[result]);
+    bool listed = !wait.operands.empty() && wait.operands[0] == result &&
+                  ((wait.operands.size() == 2 && wait.operands[1] == operand) ||
+                   (wait.operands.size() == 1 && inPlace));
+    if (!listed)
+      return Status::error(where + " must list its collective's result slot "
+                                   "and, unless it runs in place, its operand "
+                                   "slot");
+  }
+  return Status::success();
 }
 
 /// Under a buffer plan, no two slots alive at the same instruction may
@@ -451,6 +508,8 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
                           ", not a multiple of its element size");
     }
   }
+  if (Status status = checkWaits(program); !status.ok())
+    return in.failure(status.message());
   if (Status status = checkSlotsApart(program); !status.ok())
     return in.failure(status.message());
   // An output updating an input in place is written into its storage.

@@ -89,6 +89,19 @@ partita::deviceTimelineTraceJson(const Executable &program,
       bool collective = isCollective(inst.op) &&
                         inst.op != OpCode::AllSlice &&
                         inst.operands.size() == 1;
+      // The wait of an asynchronous collective: named after it.
+      std::string name = spanName(inst);
+      const char *cat = category(inst);
+      bool wait = inst.op == OpCode::Wait && inst.ints.size() == 1 &&
+                  inst.ints[0] > 0 && inst.ints[0] <= span.instruction;
+      if (wait) {
+        int64_t started = span.instruction - inst.ints[0];
+        name = "wait " + spanName(program.instructions[started]);
+        cat = "collective";
+        args["collective"] = started;
+        args["axes"] = program.instructions[started].text;
+        args["waited_us"] = micros(span.waitedNanos);
+      }
       if (collective) {
         args["axes"] = inst.text;
         args["bytes"] = program.slots[inst.operands[0]].bytes();
@@ -96,15 +109,15 @@ partita::deviceTimelineTraceJson(const Executable &program,
         args["waited_us"] = micros(span.waitedNanos);
       }
       double start = micros(span.startNanos - origin);
-      events.push_back({{"name", spanName(inst)},
-                        {"cat", category(inst)},
+      events.push_back({{"name", name},
+                        {"cat", cat},
                         {"ph", "X"},
                         {"pid", 0},
                         {"tid", timeline.device},
                         {"ts", start},
                         {"dur", micros(span.nanos)},
                         {"args", std::move(args)}});
-      if (collective && span.waitedNanos > 0)
+      if ((collective || wait) && span.waitedNanos > 0)
         events.push_back(
             {{"name", "wait"},
              {"cat", "wait"},

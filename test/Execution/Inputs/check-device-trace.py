@@ -8,7 +8,10 @@ spans nest or are disjoint (as trace viewers require); every instruction
 that is not a loop ran the same number of times on every device; every
 execution of a collective appears on every device of each of its groups
 (the groups formed by the mesh axes it names); every wait lies inside a
-collective of the same instruction on the same device. Prints a summary.
+collective of the same instruction on the same device; the wait of an
+asynchronous collective ("wait ...", args.collective = the started
+instruction) comes after that collective's start on the same device and
+trip. Prints a summary.
 """
 import itertools
 import json
@@ -105,15 +108,28 @@ def main():
         for group in groups(axes, ids, names):
             for member in group:
                 assert devices.count(member) >= 1, ("missing", key, member, group)
-    collectives = len({k[0] for k in executions})
+    starts = {(e["tid"], e["args"]["instruction"], e["args"].get("trip", -1)): e
+              for e in spans if e["cat"] == "collective"}
+    async_waits = 0
+    for e in spans:
+        if e["cat"] == "collective" and "collective" in e["args"]:
+            assert e["name"].startswith("wait "), e
+            key = (e["tid"], e["args"]["collective"], e["args"].get("trip", -1))
+            assert key in starts, ("a wait without its start", e)
+            start = starts[key]
+            assert start["ts"] + start["dur"] <= e["ts"] + eps, (start, e)
+            async_waits += 1
+    collectives = len({k[0] for k in executions}) - len(
+        {e["args"]["instruction"] for e in spans
+         if e["cat"] == "collective" and "collective" in e["args"]})
     loops = sum(1 for e in spans if e["cat"] == "loop")
     waits = sum(1 for e in spans if e["cat"] == "wait")
     assert collectives >= min_collectives, (collectives, min_collectives)
     if want_loops:
         assert loops > 0 and any("trip" in e["args"] for e in spans), "no loop spans"
     print("%d devices, %d spans, %d collective instructions on every device "
-          "of their groups, %d loop spans, %d waits" %
-          (len(ids), len(spans), collectives, loops, waits))
+          "of their groups, %d loop spans, %d waits, %d asynchronous" %
+          (len(ids), len(spans), collectives, loops, waits, async_waits))
 
 
 main()

@@ -39,7 +39,7 @@ struct CudaPlugin {
 };
 
 /// Changes whenever CudaPlugin or a type it passes changes.
-inline constexpr int kCudaPluginAbi = 3;
+inline constexpr int kCudaPluginAbi = 4;
 
 /// The plugin's file name, and the symbol its table is found by.
 inline constexpr const char *kCudaPluginFile = "libpartita-cuda.so";

@@ -33,7 +33,9 @@
 #include "partita/Runtime/Program/Instruction.h"
 #include "partita/Sharding/Mesh.h"
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +85,20 @@ struct BufferRef {
 
 /// One `source -> target` pair of group positions of collective_permute.
 using SourceTargetPair = std::pair<int64_t, int64_t>;
+
+struct CollectiveCall;
+
+/// A collective that Communicator::startCollective() started for one
+/// device and finishCollective() has not finished yet.
+struct PendingCollective {
+  /// The implementation's record of the call; null when the call already
+  /// ran to completion (then `status` is its outcome).
+  std::shared_ptr<void> state;
+  Status status;
+  /// Set by finishCollective(): when this device's output was complete
+  /// (never later than finishCollective() returning).
+  std::chrono::steady_clock::time_point completedAt;
+};
 
 /// The collectives of one mesh, called per device.
 ///
@@ -150,6 +166,21 @@ public:
                                    const std::vector<SourceTargetPair> &pairs,
                                    const ConstBufferRef &input,
                                    const BufferRef &output) = 0;
+
+  /// Starts this device's part of `call` and returns; the output is
+  /// written, and the input read, until finishCollective() returns. The
+  /// device must not write the input or read the output in between, and
+  /// must finish every collective it starts (after a failure too: peers may
+  /// be reading its buffers). Devices start collectives in the same order
+  /// as they would call them. The default runs the call to completion at
+  /// once, so every implementation is correct; the in-process communicator
+  /// returns at the arrival and moves the data on a worker thread.
+  virtual PendingCollective startCollective(const CollectiveCall &call);
+
+  /// Waits until the collective `pending` (from startCollective() on this
+  /// communicator) is complete for the device that started it; its outcome.
+  /// Idempotent: a second call returns the same status at once.
+  virtual Status finishCollective(PendingCollective &pending);
 
   /// Makes every pending and every future call fail with a message that
   /// includes `reason`. A device that fails calls this so that the others do

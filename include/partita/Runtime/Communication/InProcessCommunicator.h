@@ -23,6 +23,17 @@
 // itself, and it calls complete() for a worker before anyone may read what
 // that worker wrote.
 //
+// Asynchronous collectives (startCollective/finishCollective): the call
+// publishes the device's buffers and returns; the arrival that completes
+// the group hands the whole collective to a pool of worker threads (as
+// many as the machine has cores, at most four), which compute every
+// member's output while the devices run other instructions; finishing
+// waits for that. A start never blocks, so devices that start collectives
+// in the same order cannot deadlock, and several collectives of one group
+// may be in flight at once (each has its own slot). With a CollectiveMemory
+// whose calls must come from the device's own thread (CUDA), starting
+// runs the collective to completion instead.
+//
 // Failure: a rendezvous that sees no new arrival for `timeout` (default
 // 60 s) fails every waiting device with a message naming the collective, the
 // group and the devices that never arrived; abort() fails every pending and
@@ -74,6 +85,11 @@ public:
   virtual void releaseTemporary(int64_t worker, void *block) = 0;
   /// Waits for everything `worker` issued.
   virtual Status complete(int64_t worker) = 0;
+  /// Whether any thread may issue the calls for any worker (host memory),
+  /// so that a collective can be moved by a thread of the communicator's
+  /// own while the devices compute. Otherwise only a device's own thread
+  /// issues its calls, and collectives complete where they are called.
+  virtual bool anyThreadMayIssue() const;
 };
 
 /// Host memory: every call runs synchronously with memcpy, copyTensorBox()
@@ -110,6 +126,9 @@ public:
   /// Changes the single-threaded limit for collectives that start
   /// afterwards (0: every collective runs on all of its devices' threads).
   void setSingleThreadedBytes(int64_t bytes);
+
+  PendingCollective startCollective(const CollectiveCall &call) override;
+  Status finishCollective(PendingCollective &pending) override;
 
   void abort(const Status &reason) override;
   /// True once abort() has been called.

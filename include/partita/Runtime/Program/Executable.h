@@ -120,12 +120,19 @@ Status runOnDevice(const Executable &program, int64_t deviceId,
                    const std::vector<HostArray> &inputs,
                    std::vector<HostArray> &outputs, Backend *backend = nullptr);
 
-/// Where one run of a device's program went: kernels, collectives, and of
-/// the collectives the time spent waiting for other devices. Measured on
-/// the host: exact for the CPU backend; for an asynchronous backend,
-/// kernels count their launch only.
+/// Where one run of a device's program went, in seconds, measured on the
+/// host (exact for the CPU backend; for an asynchronous backend, kernels
+/// count their launch only):
+///   * computing: in kernels;
+///   * communicating: collectives in flight, each from its start to the
+///     moment its data was complete (for a collective that runs where it
+///     stands, the call);
+///   * exposed: the part of that the device spent inside collective calls
+///     instead of computing (all of it without overlap);
+///   * waiting: of the calls, the time spent waiting for other devices
+///     (what the communicator measures on the calling thread).
 struct StepTimes {
-  double computing = 0, communicating = 0, waiting = 0;
+  double computing = 0, communicating = 0, waiting = 0, exposed = 0;
 };
 
 /// runOnDevice() running the instructions `repeats` times on inputs

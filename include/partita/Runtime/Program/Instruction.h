@@ -55,6 +55,16 @@ namespace partita {
 /// of an iteration every yielded value is copied to its copy slot, then
 /// every copy to its carried slot (a yielded value may share bytes with
 /// another carry).
+///
+/// Wait, the end of an asynchronous collective: ints = {k}, where the
+/// collective is the instruction k places earlier, in the same stretch of
+/// the stream (the same loop body, or the top level). A collective that a
+/// wait names is started where it stands and may still be moving data
+/// until the wait: its operand must not be written and its result not read
+/// in between. operands = {the collective's result slot} and, unless the
+/// collective runs in place, its operand slot (so the buffer plan's checks
+/// see both alive until the wait). A collective no wait names completes
+/// where it stands. docs/Runtime.md, "Overlapping communication".
 enum class OpCode : uint16_t {
 #define PARTITA_OP(Name, Code, Printed, DialectOp, Family, Operands, Results)  \
   Name = Code,

@@ -126,9 +126,9 @@ PartitaDialect::verifyOperationAttribute(Operation *op,
                              << "' is a non-negative integer on an op";
     return success();
   }
-  if (name == kPartitionedAttrName) {
+  if (name == kPartitionedAttrName || name == kAsyncCollectivesAttrName) {
     if (!isa<UnitAttr>(attribute.getValue()) || !isa<ModuleOp>(op))
-      return op->emitError() << "'" << kPartitionedAttrName
+      return op->emitError() << "'" << name
                              << "' is a unit attribute of a module";
     return success();
   }

@@ -68,6 +68,11 @@ def Partita_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStageAttrName = "partita.stage";
     /// Name of the marker the partitioner puts on a module it partitioned.
     static constexpr ::llvm::StringLiteral kPartitionedAttrName = "partita.partitioned";
+    /// Name of the marker partita-overlap-collectives puts on a module whose
+    /// collectives run asynchronously: each is waited for just before the
+    /// first use of its result (docs/Runtime.md, "Overlapping
+    /// communication").
+    static constexpr ::llvm::StringLiteral kAsyncCollectivesAttrName = "partita.async_collectives";
     /// Name of the donation marker on function arguments.
     static constexpr ::llvm::StringLiteral kDonatedAttrName = "partita.donated";
     /// Name of the logical axis names of a function argument (one string

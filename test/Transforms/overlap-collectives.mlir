@@ -1,0 +1,56 @@
+// RUN: partita-opt %s --split-input-file --partita-overlap-collectives | FileCheck %s --enable-var-scope
+
+partita.mesh @mesh = <["x"=4]>
+
+// FSDP's shape: each layer gathers its weight just before its einsum. The
+// second gather moves up to just before the first gather's first use (one
+// collective ahead), the third to just before the second's; the module is
+// marked asynchronous.
+// CHECK: module attributes {partita.async_collectives}
+// CHECK-LABEL: func.func @layers
+// CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>, %[[P0:.*]]: tensor<4x16xf32>, %[[P1:.*]]: tensor<4x16xf32>, %[[P2:.*]]: tensor<4x16xf32>)
+// CHECK-NEXT: %[[W0:.*]] = partita.all_gather %[[P0]]
+// CHECK-NEXT: %[[W1:.*]] = partita.all_gather %[[P1]]
+// CHECK-NEXT: %[[H0:.*]] = partita.einsum "bd,dh->bh" %[[X]], %[[W0]]
+// CHECK-NEXT: %[[T0:.*]] = partita.tanh %[[H0]]
+// CHECK-NEXT: %[[W2:.*]] = partita.all_gather %[[P2]]
+// CHECK-NEXT: %[[H1:.*]] = partita.einsum "bd,dh->bh" %[[T0]], %[[W1]]
+// CHECK-NEXT: %[[T1:.*]] = partita.tanh %[[H1]]
+// CHECK-NEXT: %[[H2:.*]] = partita.einsum "bd,dh->bh" %[[T1]], %[[W2]]
+// CHECK-NEXT: return %[[H2]]
+func.func @layers(%x: tensor<8x16xf32>, %p0: tensor<4x16xf32>, %p1: tensor<4x16xf32>, %p2: tensor<4x16xf32>) -> tensor<8x16xf32> {
+  %w0 = partita.all_gather %p0 on @mesh axes = ["x"] dim = 0 : tensor<4x16xf32> -> tensor<16x16xf32>
+  %h0 = partita.einsum "bd,dh->bh" %x, %w0 : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %t0 = partita.tanh %h0 : tensor<8x16xf32>
+  %w1 = partita.all_gather %p1 on @mesh axes = ["x"] dim = 0 : tensor<4x16xf32> -> tensor<16x16xf32>
+  %h1 = partita.einsum "bd,dh->bh" %t0, %w1 : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %t1 = partita.tanh %h1 : tensor<8x16xf32>
+  %w2 = partita.all_gather %p2 on @mesh axes = ["x"] dim = 0 : tensor<4x16xf32> -> tensor<16x16xf32>
+  %h2 = partita.einsum "bd,dh->bh" %t1, %w2 : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  return %h2 : tensor<8x16xf32>
+}
+
+// -----
+
+partita.mesh @mesh = <["x"=4]>
+
+// A collective stays after the op defining its operand (a gradient's
+// all_reduce right after the gradient) and below an optimization barrier.
+// CHECK-LABEL: func.func @bounded
+// CHECK: %[[G:.*]] = partita.neg
+// CHECK-NEXT: %[[R:.*]] = partita.all_reduce sum %[[G]]
+// CHECK-NEXT: %[[U:.*]] = partita.add %[[R]]
+// CHECK-NEXT: %[[E:.*]] = partita.exp
+// CHECK-NEXT: %[[B:.*]] = partita.optimization_barrier %[[E]]
+// CHECK-NEXT: %[[W:.*]] = partita.all_gather
+// CHECK-NEXT: %[[S:.*]] = partita.sin %[[B]]
+func.func @bounded(%a: tensor<16xf32>, %p: tensor<4xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %g = partita.neg %a : tensor<16xf32>
+  %r = partita.all_reduce sum %g on @mesh axes = ["x"] : tensor<16xf32>
+  %u = partita.add %r, %a : tensor<16xf32>
+  %e = partita.exp %a : tensor<16xf32>
+  %b = partita.optimization_barrier %e : tensor<16xf32>
+  %s = partita.sin %b : tensor<16xf32>
+  %w = partita.all_gather %p on @mesh axes = ["x"] dim = 0 : tensor<4xf32> -> tensor<16xf32>
+  return %u, %s, %w : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
