@@ -98,8 +98,10 @@ struct Bucket {
 /// side effects, so only dependences order them.
 class BlockCombiner {
 public:
-  BlockCombiner(Block &block, int64_t bucketBytes)
-      : block(block), bucketBytes(bucketBytes) {}
+  /// Buckets of at most `bucketBytes`; with `fillBytes` > 0, a bucket is
+  /// emitted as soon as it holds that many.
+  BlockCombiner(Block &block, int64_t bucketBytes, int64_t fillBytes = 0)
+      : block(block), bucketBytes(bucketBytes), fillBytes(fillBytes) {}
 
   void run() {
     SmallVector<Operation *> ops;
@@ -147,6 +149,13 @@ public:
       bucket.members.push_back(op);
       bucket.bytes += bytes;
       pending.insert(op->getResult(0));
+      // Full enough (min-buckets): out right after its last member.
+      if (fillBytes > 0 && bucket.bytes >= fillBytes && op->getNextNode()) {
+        Operation *next = op->getNextNode();
+        emit(bucket, next);
+        bucket = Bucket();
+        placeReady(next);
+      }
     }
   }
 
@@ -203,6 +212,14 @@ private:
         still.push_back(op);
         continue;
       }
+      // A constant only this op uses moves with it: left behind, it would
+      // split the chain it feeds from the ops it is folded into later
+      // (the lowering fuses a splat constant into its chain).
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && isa<ConstantOp>(def) && def->getBlock() == op->getBlock() &&
+            def->hasOneUse())
+          def->moveBefore(before);
       op->moveBefore(before);
       for (Value result : op->getResults())
         pending.erase(result);
@@ -361,6 +378,7 @@ private:
 
   Block &block;
   int64_t bucketBytes;
+  int64_t fillBytes;
   std::map<BucketKey, Bucket> buckets;
   /// Member results of open buckets and results of deferred ops.
   llvm::DenseSet<Value> pending;
@@ -393,14 +411,31 @@ struct CombineCollectivesPass
       return;
     SmallVector<Block *> blocks;
     getOperation().walk([&](Block *block) { blocks.push_back(block); });
-    for (Block *block : blocks)
-      if (!block->empty() &&
-          block->back().hasTrait<OpTrait::IsTerminator>())
-        BlockCombiner(*block, bytes).run();
+    for (Block *block : blocks) {
+      if (block->empty() || !block->back().hasTrait<OpTrait::IsTerminator>())
+        continue;
+      // At least `min-buckets` buckets where the block packs enough bytes,
+      // so that the first ones can be in flight while later members are
+      // still being computed.
+      int64_t fill = 0;
+      if (minBuckets > 1) {
+        int64_t packable = 0;
+        for (Operation &op : *block)
+          if (packedKind(&op))
+            packable +=
+                bytesOf(cast<RankedTensorType>(op.getOperand(0).getType()));
+        fill = std::min(bytes,
+                        std::max(kSmallestSplitBucket,
+                                 (packable + minBuckets - 1) / minBuckets));
+      }
+      BlockCombiner(*block, bytes, fill).run();
+    }
   }
 
   /// 25 MiB, PyTorch DDP's default bucket.
   static constexpr int64_t kDefaultBucketBytes = 25 * 1024 * 1024;
+  /// min-buckets never makes buckets smaller than this.
+  static constexpr int64_t kSmallestSplitBucket = 64 * 1024;
 };
 
 } // namespace

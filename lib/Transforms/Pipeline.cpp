@@ -116,6 +116,8 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
     CombineCollectivesPassOptions combine;
     combine.bucketBytes = options.combineBytes;
     combine.interconnectFile = options.interconnectFile;
+    if (options.overlap)
+      combine.minBuckets = 4;
     passes.addPass(createCombineCollectivesPass(combine));
   }
   if (options.overlap)

@@ -76,6 +76,9 @@ TEST_CASE("asynchronous collectives: several in flight per device, finished "
           "[runtime][communicator][async]") {
   Mesh mesh = *Mesh::create({{"data", 2}, {"model", 4}}, {3, 1, 2, 0, 7, 5, 6, 4});
   InProcessCommunicator comm(mesh, std::chrono::seconds(20));
+  // One job per collective, or jobs per group position and step that
+  // workers and finishing devices share.
+  comm.setSingleThreadedBytes(GENERATE(int64_t(1) << 20, int64_t(0)));
   constexpr int rounds = 20;
   constexpr int64_t count = 3000; // Above and below a tile, several slices.
   const std::vector<std::string> axesSets[] = {

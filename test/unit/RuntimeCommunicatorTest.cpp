@@ -294,30 +294,28 @@ private:
   std::list<std::vector<uint8_t>> temporaries;
 };
 
-Status runOp(Communicator &comm, int64_t device,
-             const std::vector<std::string> &axes, const OpCase &op,
-             const HostArray &input, HostArray &output, bool handles) {
-  ConstBufferRef in = op.inPlace ? ConstBufferRef{output.bytes.data(),
-                                                  output.dtype, output.shape}
-                                 : inputRef(input);
-  BufferRef out = outputRef(output);
+/// Device `device`'s call of `op` on its buffers.
+CollectiveCall callOf(int64_t device, const std::vector<std::string> &axes,
+                      const OpCase &op, const HostArray &input,
+                      HostArray &output, bool handles) {
+  CollectiveCall call;
+  call.kind = op.kind;
+  call.deviceId = device;
+  call.axes = axes;
+  call.reduction = op.reduction;
+  call.dim = op.dim;
+  call.splitDim = op.splitDim;
+  call.concatDim = op.concatDim;
+  call.pairs = op.pairs;
+  call.input = op.inPlace ? ConstBufferRef{output.bytes.data(), output.dtype,
+                                           output.shape}
+                          : inputRef(input);
+  call.output = outputRef(output);
   if (handles) {
-    in.data = toHandle(in.data);
-    out.data = toHandle(out.data);
+    call.input.data = toHandle(call.input.data);
+    call.output.data = toHandle(call.output.data);
   }
-  switch (op.kind) {
-  case CommunicatorOp::AllGather:
-    return comm.allGather(device, axes, op.dim, in, out);
-  case CommunicatorOp::AllReduce:
-    return comm.allReduce(device, axes, op.reduction, in, out);
-  case CommunicatorOp::ReduceScatter:
-    return comm.reduceScatter(device, axes, op.reduction, op.dim, in, out);
-  case CommunicatorOp::AllToAll:
-    return comm.allToAll(device, axes, op.splitDim, op.concatDim, in, out);
-  case CommunicatorOp::CollectivePermute:
-    return comm.collectivePermute(device, axes, op.pairs, in, out);
-  }
-  return Status::error("unknown kind");
+  return call;
 }
 
 Mesh makeMesh(std::vector<MeshAxis> axes, std::vector<int64_t> ids = {}) {
@@ -344,11 +342,15 @@ TEST_CASE("every collective over every ordered axis subset matches the "
   // Host memory, or buffers behind handles whose work is deferred until the
   // worker completes (the shape of the CUDA backend's device memory).
   bool handles = GENERATE(false, true);
+  // Called one by one, or all started before any is finished (with handle
+  // memory, a start completes the call: only the device's thread may issue).
+  bool asynchronous = GENERATE(false, true);
   for (const Mesh &mesh : meshes) {
     for (const std::vector<std::string> &axes : orderedAxisSubsets(mesh)) {
       INFO("mesh " << mesh.toString() << " axes " << formatAxes(axes)
                    << " single-threaded up to " << singleThreadedBytes
-                   << " bytes" << (handles ? ", deferred handle memory" : ""));
+                   << " bytes" << (handles ? ", deferred handle memory" : "")
+                   << (asynchronous ? ", started before finished" : ""));
       auto deferred = std::make_shared<DeferredHandleMemory>();
       InProcessCommunicator comm(
           mesh, std::chrono::seconds(20),
@@ -384,11 +386,22 @@ TEST_CASE("every collective over every ordered axis subset matches the "
 
       std::vector<Status> statuses =
           runOnDevices(numDevices, [&](int64_t device) {
-            for (size_t op = 0; op < ops.size(); ++op)
-              if (Status status =
-                      runOp(comm, device, axes, ops[op], inputs[device][op],
-                            outputs[device][op], handles);
-                  !status)
+            std::vector<PendingCollective> started;
+            for (size_t op = 0; op < ops.size(); ++op) {
+              CollectiveCall call =
+                  callOf(device, axes, ops[op], inputs[device][op],
+                         outputs[device][op], handles);
+              if (!asynchronous) {
+                if (Status status = dispatchCollective(comm, call); !status)
+                  return status;
+                continue;
+              }
+              started.push_back(comm.startCollective(call));
+              if (!started.back().status)
+                return started.back().status;
+            }
+            for (PendingCollective &pending : started)
+              if (Status status = comm.finishCollective(pending); !status)
                 return status;
             return Status::success();
           });

@@ -265,6 +265,12 @@ def CombineCollectivesPass
     location) and a `partita.reason` that counts and lists them, so the
     report lists it once.
 
+    With `min-buckets=N`, a bucket is also emitted right after the member
+    that fills it to 1/N of the bytes its block packs (or 64 KiB, if more):
+    asynchronous collectives
+    (partita-overlap-collectives) then reduce the first buckets while the
+    rest of the backward pass computes.
+
     **Constraints:** none; `bucket-bytes=0` leaves the module unchanged;
     a negative `bucket-bytes` (the default) takes `combine_bytes` from the
     `interconnect` spec, else 25 MiB.
@@ -281,7 +287,12 @@ def CombineCollectivesPass
            "negative: the interconnect spec's combine_bytes, else 25 MiB)">,
     Option<"interconnectFile", "interconnect", "std::string",
            /*default=*/"\"\"",
-           "Interconnect spec (JSON) whose combine_bytes sets the bucket size">
+           "Interconnect spec (JSON) whose combine_bytes sets the bucket size">,
+    Option<"minBuckets", "min-buckets", "int64_t", /*default=*/"1",
+           "Emit a bucket as soon as it holds 1/N of its block's packable "
+           "bytes (64 KiB at least), so that early buckets overlap the "
+           "computation of later members (the pipeline asks for 4 when "
+           "collectives overlap)">
   ];
   let dependentDialects = ["::partita::PartitaDialect"];
 }

@@ -40,6 +40,11 @@ struct Slot {
   bool done = false;           // Single-threaded: all outputs are written.
   Status result;               // Single-threaded: the outcome for everyone.
   Clock::time_point doneAt;    // Asynchronous: when `done` was set.
+  // Asynchronous: the work as jobs (one per step and group position, or one
+  // for all of it when single-threaded), claimed in order by workers and by
+  // devices waiting to finish; step-1 jobs wait for every step-0 job.
+  int64_t jobs = 0, claimedJobs = 0, finishedJobs = 0;
+  std::vector<void *> scratch;
   Status failure;
   Clock::time_point lastArrival;
   std::condition_variable changed;
@@ -95,6 +100,7 @@ struct Arrival {
 struct AsyncTicket {
   Arrival arrival;
   std::string prefix;
+  int64_t deviceId = 0;
 };
 
 } // namespace
@@ -477,9 +483,59 @@ Status waitForGroup(CommunicatorState &state,
   return Status::success();
 }
 
-/// A worker of the asynchronous collectives: computes every output of each
-/// collective handed to it, until the communicator is destroyed and the
-/// queue is empty.
+/// Runs jobs of the asynchronous collective `slot` on the calling thread
+/// (issued as device `worker`) until none is left to claim, or, with
+/// `untilDone`, until the collective is done (waiting while the remaining
+/// jobs are others'). Called with `lock` held on the state's mutex.
+void runJobs(CommunicatorState &state, std::unique_lock<std::mutex> &lock,
+             Slot &slot, int64_t worker, bool untilDone,
+             WaitClock *clock = nullptr) {
+  auto groupSize = static_cast<int64_t>(slot.members.size());
+  int steps = needsTwoSteps(slot) ? 2 : 1;
+  while (!slot.done) {
+    int64_t job = slot.claimedJobs;
+    bool claimable = job < slot.jobs &&
+                     (slot.singleThreaded || job < groupSize ||
+                      slot.finishedJobs >= groupSize);
+    if (!claimable) {
+      if (!untilDone && slot.claimedJobs >= slot.jobs)
+        return;
+      slot.changed.wait(lock);
+      continue;
+    }
+    ++slot.claimedJobs;
+    lock.unlock();
+    auto runJob = [&] {
+      if (slot.singleThreaded)
+        return computeAllOutputs(slot, *state.memory, worker);
+      int64_t position = job % groupSize;
+      return computeStep(slot, position, static_cast<int>(job / groupSize),
+                         steps, slot.scratch[position], *state.memory, worker);
+    };
+    Status result = clock ? clock->work(runJob) : runJob();
+    lock.lock();
+    if (!result && slot.result)
+      slot.result = std::move(result);
+    ++slot.finishedJobs;
+    if (slot.finishedJobs == slot.jobs) {
+      // A failed step 0 leaves an in-place permute's temporaries behind.
+      for (void *&block : slot.scratch)
+        if (block) {
+          state.memory->releaseTemporary(worker, block);
+          block = nullptr;
+        }
+      slot.done = true;
+      slot.doneAt = Clock::now();
+      slot.changed.notify_all();
+    } else if (slot.finishedJobs == groupSize && !slot.singleThreaded) {
+      slot.changed.notify_all(); // Step 1 may start.
+    }
+  }
+}
+
+/// A worker of the asynchronous collectives: runs jobs of each collective
+/// handed to it, until the communicator is destroyed and the queue is
+/// empty.
 void runWorker(CommunicatorState &state) {
   for (;;) {
     std::shared_ptr<Slot> slot;
@@ -492,13 +548,8 @@ void runWorker(CommunicatorState &state) {
       slot = std::move(state.jobs.front());
       state.jobs.pop_front();
     }
-    Status result =
-        computeAllOutputs(*slot, *state.memory, slot->members.front());
-    std::lock_guard<std::mutex> lock(state.mutex);
-    slot->result = std::move(result);
-    slot->done = true;
-    slot->doneAt = Clock::now();
-    slot->changed.notify_all();
+    std::unique_lock<std::mutex> lock(state.mutex);
+    runJobs(state, lock, *slot, slot->members.front(), false);
   }
 }
 
@@ -511,14 +562,22 @@ InProcessCommunicator::startCollective(const CollectiveCall &call) {
   auto ticket = std::make_shared<AsyncTicket>();
   ticket->prefix =
       describeCollective(call) + " on device " + std::to_string(call.deviceId);
+  ticket->deviceId = call.deviceId;
   PendingCollective pending;
   {
     std::lock_guard<std::mutex> lock(state->mutex);
     pending.status = arrive(*state, call, ticket->prefix, true, ticket->arrival);
     if (!pending.status)
       return pending;
-    if (ticket->arrival.completesGroup)
+    if (ticket->arrival.completesGroup) {
       state->slots.erase(ticket->arrival.key);
+      Slot &slot = *ticket->arrival.slot;
+      int64_t groupSize = ticket->arrival.groupSize;
+      slot.jobs = slot.singleThreaded
+                      ? 1
+                      : groupSize * (needsTwoSteps(slot) ? 2 : 1);
+      slot.scratch.assign(groupSize, nullptr);
+    }
   }
   if (ticket->arrival.completesGroup) {
     std::lock_guard<std::mutex> lock(state->jobMutex);
@@ -527,8 +586,12 @@ InProcessCommunicator::startCollective(const CollectiveCall &call) {
       for (unsigned w = 0; w < std::min(cores, 4u); ++w)
         state->workers.emplace_back([this] { runWorker(*state); });
     }
-    state->jobs.push_back(ticket->arrival.slot);
-    state->jobReady.notify_one();
+    // Every worker may take part in a collective split into jobs.
+    size_t copies =
+        ticket->arrival.slot->jobs > 1 ? state->workers.size() : 1;
+    for (size_t c = 0; c < copies; ++c)
+      state->jobs.push_back(ticket->arrival.slot);
+    state->jobReady.notify_all();
   }
   pending.state = std::move(ticket);
   return pending;
@@ -545,7 +608,9 @@ Status InProcessCommunicator::finishCollective(PendingCollective &pending) {
   pending.status = waitForGroup(*state, lock, ticket->arrival, ticket->prefix);
   if (!pending.status)
     return pending.status;
-  slot.changed.wait(lock, [&] { return slot.done; });
+  // Rather than sleep, do what is left of the work (the data is complete
+  // the sooner).
+  runJobs(*state, lock, slot, ticket->deviceId, true, &waitClock);
   pending.completedAt = slot.doneAt;
   pending.status = slot.result
                        ? Status::success()
