@@ -53,6 +53,16 @@ def test_stages_and_mesh():
         partita.compile(LAYER, stage="executable")
 
 
+def test_overlap_switch():
+    # Collectives are asynchronous unless overlap=False; same numbers.
+    on = partita.compile(EXAMPLES / "mlp.mlir")
+    off = partita.compile(EXAMPLES / "mlp.mlir", overlap=False)
+    assert "partita.async_collectives" in on.text
+    assert "partita.async_collectives" not in off.text
+    for a, b in zip(on.run(seed=4), off.run(seed=4)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_run_numpy_inputs_against_numpy():
     m = partita.compile(LAYER)
     rng = np.random.RandomState(0)

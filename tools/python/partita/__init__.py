@@ -52,8 +52,9 @@ def run_tool(*args):
     return out
 
 
-def _pipeline_flags(mesh, rules, interconnect, combine_bytes, strict):
-    flags = []
+def _pipeline_flags(mesh, rules, interconnect, combine_bytes, strict,
+                    overlap=True):
+    flags = [] if overlap else ["--no-overlap"]
     if mesh is not None:
         flags += ["--mesh", mesh if isinstance(mesh, str) else
                   ",".join("%s=%d" % (k, v) for k, v in dict(mesh).items())]
@@ -204,7 +205,7 @@ class Module:
 
 def compile(program, *, mesh=None, rules=None, interconnect=None,
             stage="partitioned", combine_bytes=None, strict=False,
-            fusion=True):
+            fusion=True, overlap=True):
     """Compiles `program` — partita IR text, StableHLO text as JAX exports
     it, a path (pathlib.Path, os.PathLike) to a file of either, or a JAX
     `Lowered` object (jax.jit(f).lower(*args)) — up to `stage`
@@ -212,7 +213,8 @@ def compile(program, *, mesh=None, rules=None, interconnect=None,
     `mesh` ("data=2,model=4" or {"data": 2, "model": 4}) replaces the
     program's mesh; `rules` maps logical axis names (a preset such as
     "dp+tp", or a JSON rules file); `interconnect` is a link-figures JSON
-    file. Errors raise PartitaError with the located message."""
+    file; `overlap=False` runs each collective where it stands instead of
+    asynchronously. Errors raise PartitaError with the located message."""
     if stage not in _STAGES:
         raise ValueError("stage must be one of %s, got %r" %
                          (", ".join(_STAGES), stage))
@@ -224,7 +226,8 @@ def compile(program, *, mesh=None, rules=None, interconnect=None,
     elif not isinstance(program, str):
         from ._jax import lowered_text
         program = lowered_text(program)
-    flags = _pipeline_flags(mesh, rules, interconnect, combine_bytes, strict)
+    flags = _pipeline_flags(mesh, rules, interconnect, combine_bytes, strict,
+                            overlap)
     return Module(program, flags, stage, fusion, path)
 
 
