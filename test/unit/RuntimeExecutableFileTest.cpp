@@ -230,7 +230,8 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
   }
   SECTION("in-place output in other storage") {
     Executable program = sampleProgram();
-    program.slotOffsets[5] = 128;
+    program.slotOffsets[5] = 256; // Bytes of its own.
+    program.arenaBytes = 320;
     Expected<Executable> result =
         deserializeExecutable(serializeExecutable(program), "f");
     REQUIRE_FALSE(result.ok());
@@ -290,6 +291,37 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     REQUIRE_FALSE(result.ok());
     CHECK(result.status().message().find(
               "the buffer plan puts slots 1 and 2 on the same bytes while "
+              "both are alive") != std::string::npos);
+  }
+  SECTION("a loop body's slot on the bytes of a value every iteration reads") {
+    // o = -a; loop 2 times { x = c + o; y = exp(x); yield y }: o is read by
+    // every iteration, so it is alive until the loop's yield.
+    Executable program;
+    program.slots.assign(7, {DType::F32, {16}});
+    program.slots.push_back({DType::I32, {}});
+    program.inputs = {{0, {16}, Sharding::replicated(1), "a"}};
+    program.outputs = {{6, {16}, Sharding::replicated(1), "r"}};
+    program.instructions = {{OpCode::Neg, {0}, {1}, {}, ""},
+                            {OpCode::Loop, {0}, {6}, {2, 2, 7, 2, 4, 5}, ""},
+                            {OpCode::Add, {2, 1}, {3}, {}, ""},
+                            {OpCode::Exp, {3}, {4}, {}, ""}};
+    program.slotOffsets = {0, 64, 128, 192, 256, 320, 384, 448};
+    program.arenaBytes = 512;
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    // y in place of x (x dies at the exp): allowed.
+    program.slotOffsets[4] = 192;
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    // The yield's copy of y on y's bytes: refused (both alive at the yield).
+    program.slotOffsets[5] = 192;
+    REQUIRE_FALSE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    program.slotOffsets[5] = 320;
+    // y on o's bytes: the second iteration would read y's bytes as o.
+    program.slotOffsets[4] = 64;
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "the buffer plan puts slots 1 and 4 on the same bytes while "
               "both are alive") != std::string::npos);
   }
   SECTION("missing file") {

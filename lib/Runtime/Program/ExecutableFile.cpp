@@ -187,13 +187,16 @@ namespace {
 
 /// Whether instruction `inst` may write a result over an operand's bytes
 /// (the buffer plan's in-place updates: elementwise ops, select, reshape,
-/// fused chains, and all_reduce, which every communicator runs in place).
+/// fused chains, all_reduce, which every communicator runs in place, and a
+/// loop, whose carries and results may take the bytes of an initial value
+/// it copies at its start and never reads again).
 bool writesInPlace(const Instruction &inst) {
   OpFamily family = opFamily(inst.op);
   return family == OpFamily::ElementwiseUnary ||
          family == OpFamily::ElementwiseBinary ||
          inst.op == OpCode::Select || inst.op == OpCode::Reshape ||
-         inst.op == OpCode::Fused || inst.op == OpCode::AllReduce;
+         inst.op == OpCode::Fused || inst.op == OpCode::AllReduce ||
+         inst.op == OpCode::Loop;
 }
 
 /// Every wait names a collective that moves data (not all_slice), earlier
@@ -253,63 +256,70 @@ Status checkWaits(const Executable &program) {
   return Status::success();
 }
 
-/// Under a buffer plan, no two slots alive at the same instruction may
-/// share a byte, except a result written in place of an operand that dies
-/// at that instruction (same offset and size). Slots a loop touches are
-/// not checked: a loop's carries, yields and copies follow rules of their
-/// own (Liveness.h). Inputs are alive from the start, outputs to the end.
+/// Under a buffer plan, no two slots alive at the same point may share a
+/// byte, except a result written in place of an operand that dies at that
+/// instruction (same offset and size). Inputs are alive from the start,
+/// outputs to the end. Points: instruction i is 2i; a loop's yield (where
+/// each iteration ends) is the point after its body's last instruction.
+/// A loop's initial values, results and carries are alive at the loop's
+/// instruction, the carries, the yielded values and their copies at its
+/// yield; and a slot alive before a loop that its body touches stays alive
+/// until the yield (every iteration reads it) — the liveness the buffer
+/// plan is made from (Liveness.h).
 Status checkSlotsApart(const Executable &program) {
   size_t slots = program.slots.size();
   if (program.slotOffsets.size() != slots)
     return Status::success();
   const std::vector<Instruction> &stream = program.instructions;
-  int64_t end = static_cast<int64_t>(stream.size());
+  auto count = static_cast<int64_t>(stream.size());
+  int64_t end = 2 * count;
   std::vector<int64_t> first(slots, INT64_MAX), last(slots, -2);
-  std::vector<bool> inLoop(slots, false);
-  auto touch = [&](int32_t slot, int64_t at) {
+  auto touch = [&](int64_t slot, int64_t at) {
+    if (slot < 0 || slot >= static_cast<int64_t>(slots))
+      return;
     first[slot] = std::min(first[slot], at);
     last[slot] = std::max(last[slot], at);
   };
-  for (int64_t i = 0; i < end; ++i) {
+  // (the loop's point, its yield point) of every loop.
+  std::vector<std::pair<int64_t, int64_t>> loops;
+  for (int64_t i = 0; i < count; ++i) {
     const Instruction &inst = stream[i];
-    if (inst.op == OpCode::Loop) {
-      int64_t length = inst.ints.size() >= 2 ? inst.ints[1] : 0;
-      int64_t bodyEnd = std::min(end, i + 1 + std::max<int64_t>(length, 0));
-      auto mark = [&](int64_t slot) {
-        if (slot >= 0 && slot < static_cast<int64_t>(slots))
-          inLoop[slot] = true;
-      };
-      for (int32_t slot : inst.operands)
-        mark(slot);
-      for (int32_t slot : inst.results)
-        mark(slot);
-      for (size_t k = 2; k < inst.ints.size(); ++k)
-        mark(inst.ints[k]);
-      for (int64_t b = i + 1; b < bodyEnd; ++b) {
-        for (int32_t slot : stream[b].operands)
-          mark(slot);
-        for (int32_t slot : stream[b].results)
-          mark(slot);
-      }
-      i = bodyEnd - 1;
-      continue;
-    }
     for (int32_t slot : inst.operands)
-      touch(slot, i);
+      touch(slot, 2 * i);
     for (int32_t slot : inst.results)
-      touch(slot, i);
+      touch(slot, 2 * i);
+    if (inst.op != OpCode::Loop || inst.ints.size() < 3)
+      continue;
+    int64_t length = std::max<int64_t>(inst.ints[1], 0);
+    int64_t bodyEnd = std::min(count, i + 1 + length);
+    int64_t yield = 2 * (bodyEnd - 1) + 1;
+    if (bodyEnd == i + 1)
+      yield = 2 * i + 1;
+    loops.push_back({2 * i, yield});
+    size_t carried = inst.operands.size();
+    touch(inst.ints[2], 2 * i);
+    for (size_t k = 3; k < inst.ints.size(); ++k) {
+      bool isCarry = k < 3 + carried;
+      if (isCarry)
+        touch(inst.ints[k], 2 * i);
+      touch(inst.ints[k], yield);
+    }
   }
   for (const ExecutableValue &input : program.inputs)
     touch(input.slot, -1);
   for (const ExecutableValue &output : program.outputs)
     touch(output.slot, end);
+  for (const auto &[at, yield] : loops)
+    for (size_t s = 0; s < slots; ++s)
+      if (first[s] < at && last[s] > at)
+        last[s] = std::max(last[s], yield);
 
   // A sweep over the instructions with the live slots by offset: slots
   // alive together must be apart, so checking a new slot against its
   // neighbours by offset finds any overlap.
   std::vector<std::vector<int32_t>> startsAt(end + 2), endsAt(end + 2);
   for (size_t s = 0; s < slots; ++s)
-    if (!inLoop[s] && last[s] >= -1 && program.slots[s].bytes() > 0) {
+    if (last[s] >= -1 && program.slots[s].bytes() > 0) {
       startsAt[first[s] + 1].push_back(static_cast<int32_t>(s));
       endsAt[last[s] + 1].push_back(static_cast<int32_t>(s));
     }
@@ -326,8 +336,8 @@ Status checkSlotsApart(const Executable &program) {
         int32_t other = it->second;
         if (highOf(other) <= low)
           break;
-        bool inPlace = t >= 0 && t < end && last[other] == t &&
-                       writesInPlace(stream[t]) &&
+        bool inPlace = t >= 0 && t < end && t % 2 == 0 && last[other] == t &&
+                       writesInPlace(stream[t / 2]) &&
                        program.slotOffsets[other] == low &&
                        highOf(other) == high;
         if (!inPlace)
