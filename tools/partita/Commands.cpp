@@ -47,6 +47,10 @@ Commands:
   train --model mlp|gpt|moe --devices cpu:N --rules PRESET --steps N
                                  train a model on N emulated CPU devices;
                                  writes loss.csv and loss.svg
+  plan --model gpt|moe|mlp --devices N [--memory-per-device B]
+                                 choose the parallel layout: the fastest
+                                 mesh, rules, micro-batches and remat that
+                                 fit, predicted step time and memory
   checkpoint info DIR            what a checkpoint of train holds
 
 Options:
@@ -82,6 +86,7 @@ int partita::cli::runTool(const std::vector<std::string> &args) {
                   {"run", runCommand},
                   {"gen", genCommand},
                   {"train", trainCommand},
+                  {"plan", planCommand},
                   {"checkpoint", checkpointCommand}};
   auto it = commands.find(command);
   if (it == commands.end()) {
@@ -91,7 +96,7 @@ int partita::cli::runTool(const std::vector<std::string> &args) {
     return usageError(
         "unknown command '" + command +
         "'; available: gen, import, compile, explain, show, run, train, "
-        "checkpoint (see 'partita --help')");
+        "plan, checkpoint (see 'partita --help')");
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
 }

@@ -147,6 +147,7 @@ int showCommand(const std::vector<std::string> &args);
 int runCommand(const std::vector<std::string> &args);
 int genCommand(const std::vector<std::string> &args);
 int trainCommand(const std::vector<std::string> &args);
+int planCommand(const std::vector<std::string> &args);
 int checkpointCommand(const std::vector<std::string> &args);
 
 /// Builds `config`'s model on `mesh` in `session`'s context and verifies

@@ -1,0 +1,585 @@
+//===- Plan.cpp - partita plan: choose a parallel layout ------------------===//
+//
+// Searches mesh shapes x rules presets x micro-batches x activation
+// checkpointing for a model on N devices, and ranks the layouts that fit in
+// memory by predicted step time (docs/Planning.md). A lower bound of each
+// layout's model state (parameters, gradients, AdamW moments) prunes what
+// cannot fit; every other layout is compiled: its memory per device is the
+// buffer plan's arena (what the runtime allocates), its compute the FLOPs
+// of the partitioned step over the device's throughput, its communication
+// the cost model's time of its collectives on the cluster's links.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+
+#include "partita/Analysis/Report.h"
+#include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Models/Models.h"
+#include "partita/Transforms/Interconnect.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace partita;
+using namespace partita::cli;
+
+namespace {
+
+constexpr const char *kPlanUsage =
+    R"(partita plan - choose the parallel layout of a model on N devices
+
+Usage: partita plan --model gpt|moe|mlp [model flags] --devices N
+                    [--interconnect cluster.json] [--memory-per-device BYTES]
+                    [--global-batch B] [--top K] [--explain] [--emit-flags]
+
+Searches mesh shapes (data x model, model inside a node) x rules presets
+(dp, zero1, zero2, fsdp, tp, tp+sp, dp+tp, fsdp+tp; ep for moe) x
+micro-batches (1, 2, 4, 8) x activation checkpointing (none, per-layer) for
+an AdamW train step, and prints the fastest layouts that fit in memory:
+predicted step time (compute: the partitioned step's FLOPs per device over
+the device's throughput; communication: the cost model's time of every
+collective on the cluster's links; no overlap is credited) and memory per
+device (the buffer plan's arena, what the runtime allocates; at its peak
+by role). docs/Planning.md.
+
+Options:
+  --model NAME            gpt, moe or mlp, with gen's model flags
+                          (--layers, --d-model, --heads, --seq, --batch, ...)
+  --devices N             the number of devices (also cpu:N)
+  --interconnect FILE     the cluster (JSON): devices_per_node,
+                          flops_per_second and memory_bytes per device,
+                          intra_node and inter_node links
+                          ({"bandwidth_GBps": .., "latency_us": ..})
+                          [N per node, 1e11 FLOP/s, 450 GB/s and 5 us]
+  --memory-per-device B   the memory budget (bytes, or with KiB, MiB, GiB,
+                          KB, MB, GB) [the cluster's memory_bytes, else no
+                          limit]
+  --global-batch B        sequences per step [the model's --batch]
+  --top K                 how many plans to print [5]
+  --explain               every layout searched, and why each lost
+  --emit-flags            print only the best plan as `partita train` flags
+  -h, --help              show this help
+)";
+
+/// The cluster the plan is for.
+struct Cluster {
+  int64_t devicesPerNode = 0; // 0: every device in one node.
+  double flopsPerSecond = 1e11;
+  double memoryBytes = 0; // 0: unknown.
+  AxisLink intra{450, 5}, inter{450, 5};
+};
+
+Expected<Cluster> readCluster(const std::string &path) {
+  Cluster cluster;
+  if (path.empty())
+    return cluster;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return Status::error("cannot read '" + path + "'");
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*file)->getBuffer());
+  if (!json)
+    return Status::error(path + ": not JSON: " +
+                         llvm::toString(json.takeError()));
+  const llvm::json::Object *root = json->getAsObject();
+  if (!root)
+    return Status::error(path + ": expected a JSON object");
+  for (const auto &entry : *root) {
+    llvm::StringRef key = entry.first;
+    if (key != "devices_per_node" && key != "flops_per_second" &&
+        key != "memory_bytes" && key != "intra_node" && key != "inter_node")
+      return Status::error(path + ": unknown field '" + key.str() +
+                           "' (devices_per_node, flops_per_second, "
+                           "memory_bytes, intra_node, inter_node)");
+  }
+  auto positive = [&](const char *field, double &into) -> Status {
+    if (const llvm::json::Value *value = root->get(field)) {
+      std::optional<double> number = value->getAsNumber();
+      if (!number || !(*number > 0) || !std::isfinite(*number))
+        return Status::error(path + ": '" + field +
+                             "' must be a positive number");
+      into = *number;
+    }
+    return Status::success();
+  };
+  double perNode = 0;
+  for (auto [field, into] :
+       {std::pair<const char *, double *>{"devices_per_node", &perNode},
+        {"flops_per_second", &cluster.flopsPerSecond},
+        {"memory_bytes", &cluster.memoryBytes}})
+    if (Status status = positive(field, *into); !status)
+      return status;
+  if (perNode != std::floor(perNode))
+    return Status::error(path + ": 'devices_per_node' must be an integer");
+  cluster.devicesPerNode = static_cast<int64_t>(perNode);
+  for (auto [field, link] :
+       {std::pair<const char *, AxisLink *>{"intra_node", &cluster.intra},
+        {"inter_node", &cluster.inter}}) {
+    const llvm::json::Value *value = root->get(field);
+    if (!value)
+      continue;
+    const llvm::json::Object *object = value->getAsObject();
+    std::optional<double> bandwidth =
+        object ? object->getNumber("bandwidth_GBps") : std::nullopt;
+    std::optional<double> latency =
+        object ? object->getNumber("latency_us") : std::nullopt;
+    if (!bandwidth || !(*bandwidth > 0) || !latency || !(*latency >= 0))
+      return Status::error(path + ": '" + field +
+                           "' needs a positive bandwidth_GBps and a "
+                           "non-negative latency_us");
+    *link = {*bandwidth, *latency};
+  }
+  return cluster;
+}
+
+/// "2.5 GiB" style bytes.
+Expected<double> parseBytes(const std::string &text) {
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  std::string unit = end ? std::string(end) : "";
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},          {"B", 1},          {"KiB", 1024.0},
+      {"MiB", 1 << 20}, {"GiB", 1 << 30},  {"KB", 1e3},
+      {"MB", 1e6},      {"GB", 1e9},       {"TiB", 1099511627776.0},
+      {"TB", 1e12}};
+  for (const auto &[name, scale] : units)
+    if (unit == name && end != text.c_str() && value > 0 &&
+        std::isfinite(value))
+      return value * scale;
+  return Status::error("--memory-per-device must be a positive number of "
+                       "bytes (optionally with KiB, MiB, GiB, KB, MB, GB), "
+                       "got '" + text + "'");
+}
+
+std::string formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format(unit ? "%.1f %s" : "%.0f %s", bytes, units[unit]);
+  return text;
+}
+
+/// One layout of the search and what became of it.
+struct Candidate {
+  int64_t data = 1, model = 1;
+  std::string rules;
+  int64_t micro = 1;
+  Remat remat = Remat::None;
+  // Filled in by evaluate().
+  double stateLowerBound = 0;
+  bool compiled = false;
+  std::string failure; // Why it was not compiled or failed to.
+  double memory = 0;   // Arena bytes per device.
+  std::map<std::string, int64_t> byRole;
+  double computeSeconds = 0, commSeconds = 0;
+  int64_t collectives = 0;
+  double stepSeconds() const { return computeSeconds + commSeconds; }
+
+  std::string meshText() const {
+    if (model == 1)
+      return "data=" + std::to_string(data);
+    if (data == 1)
+      return "model=" + std::to_string(model);
+    return "data=" + std::to_string(data) + ",model=" + std::to_string(model);
+  }
+};
+
+/// The layouts to search on `devices` devices.
+std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
+                               const Cluster &cluster, int64_t globalBatch) {
+  std::vector<Candidate> result;
+  int64_t perNode =
+      cluster.devicesPerNode > 0 ? cluster.devicesPerNode : devices;
+  for (int64_t model = 1; model <= devices; ++model) {
+    if (devices % model != 0 || model > perNode)
+      continue;
+    int64_t data = devices / model;
+    std::vector<std::string> presets;
+    if (model == 1) {
+      presets = {"dp", "zero1", "zero2", "fsdp"};
+      if (config.model == "moe")
+        presets.push_back("ep");
+    } else if (data == 1) {
+      presets = {"tp", "tp+sp"};
+    } else {
+      presets = {"dp+tp", "fsdp+tp", "tp+sp"};
+    }
+    if (config.model == "mlp" && model > 1 && data == 1)
+      presets = {"tp"};
+    for (const std::string &rules : presets)
+      for (int64_t micro : {1, 2, 4, 8}) {
+        if (globalBatch % micro != 0 || (globalBatch / micro) % data != 0)
+          continue;
+        for (Remat remat : {Remat::None, Remat::PerLayer})
+          result.push_back({data, model, rules, micro, remat});
+      }
+  }
+  return result;
+}
+
+/// Bytes of parameters, gradients and AdamW moments a device holds at
+/// least under `c` (f32; what is replicated counts once per device).
+double stateLowerBound(const Candidate &c, double parameters) {
+  double p = 4 * parameters, d = c.data, m = c.model;
+  if (c.rules == "dp")
+    return 4 * p;
+  if (c.rules == "zero1")
+    return 2 * p + 2 * p / d;
+  if (c.rules == "zero2")
+    return p + 3 * p / d;
+  if (c.rules == "fsdp" || c.rules == "fsdp+tp")
+    return 4 * p / (d * m);
+  if (c.rules == "ep")
+    return 4 * p / d;
+  return 4 * p / m; // tp, tp+sp, dp+tp
+}
+
+/// The per-axis interconnect spec of `c`'s mesh on `cluster`: the model
+/// axis inside a node; the data axis across nodes once the mesh spans more
+/// than one.
+std::string interconnectJson(const Candidate &c, const Cluster &cluster) {
+  auto link = [](const AxisLink &l) {
+    return llvm::json::Object{{"bandwidth_GBps", l.bandwidthGBps},
+                              {"latency_us", l.latencyUs}};
+  };
+  int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
+                                               : c.data * c.model;
+  llvm::json::Object axes;
+  axes["model"] = link(cluster.intra);
+  axes["data"] =
+      link(c.data * c.model > perNode ? cluster.inter : cluster.intra);
+  llvm::json::Object root{{"axes", std::move(axes)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(root));
+  return text;
+}
+
+/// Compiles `c` and fills in its figures (or its failure).
+void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
+              int64_t globalBatch, const std::string &scratch) {
+  Session session;
+  std::string firstError;
+  mlir::ScopedDiagnosticHandler quiet(
+      &session.context, [&](mlir::Diagnostic &diagnostic) {
+        if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error &&
+            firstError.empty())
+          firstError = diagnostic.str();
+        return mlir::success();
+      });
+  ModelConfig config = model;
+  config.batch = globalBatch / c.micro;
+  Expected<Mesh> mesh = parseMeshSpec(c.meshText());
+  if (!mesh) {
+    c.failure = mesh.status().message();
+    return;
+  }
+  std::string specPath = scratch + "/interconnect.json";
+  {
+    std::error_code error;
+    llvm::raw_fd_ostream os(specPath, error);
+    if (error) {
+      c.failure = "cannot write '" + specPath + "': " + error.message();
+      return;
+    }
+    os << interconnectJson(c, cluster);
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      buildModelOrReport(session, config, *mesh);
+  PipelineOptions options;
+  options.rules = c.rules;
+  options.trainOptimizer = TrainOptimizer::AdamW;
+  options.trainLearningRate = 1e-3;
+  options.trainMicroBatches = c.micro;
+  options.trainRemat = c.remat;
+  options.interconnectFile = specPath;
+  options.stage = Stage::Partitioned;
+  if (!module || !runPipeline(session, *module, options)) {
+    c.failure = "does not compile: " +
+                (firstError.empty() ? std::string("(no message)") : firstError);
+    return;
+  }
+  Expected<Interconnect> interconnect = readInterconnect(specPath);
+  Report report = analyzeModule(*module, *interconnect);
+  ModelSummary summary = summarizeModel(*module);
+  Expected<Executable> program = lowerToExecutable(*module);
+  if (!program) {
+    c.failure = "does not lower: " + program.status().message();
+    return;
+  }
+  c.compiled = true;
+  c.memory = static_cast<double>(program->allocatedBytes());
+  c.byRole = report.bytesByRole;
+  c.computeSeconds =
+      static_cast<double>(summary.matmulFlops + summary.vectorFlops) /
+      cluster.flopsPerSecond;
+  c.commSeconds = report.estTimeUs * 1e-6;
+  c.collectives = report.totalCollectives;
+}
+
+/// The model flags as given, for `partita train`.
+std::vector<std::string> modelFlagsOf(const CommandLine &cl) {
+  std::vector<std::string> flags;
+  for (const std::string &flag : modelValueFlags())
+    if (flag != "--batch" && cl.has(flag)) {
+      flags.push_back(flag);
+      flags.push_back(cl.get(flag));
+    }
+  for (const std::string &flag : modelSwitchFlags())
+    if (cl.on(flag))
+      flags.push_back(flag);
+  return flags;
+}
+
+std::string trainFlags(const CommandLine &cl, const ModelConfig &config,
+                       const Candidate &c, int64_t devices,
+                       int64_t globalBatch) {
+  std::string text = "--model " + config.model;
+  for (const std::string &flag : modelFlagsOf(cl))
+    text += " " + flag;
+  text += " --batch " + std::to_string(globalBatch) + " --devices cpu:" +
+          std::to_string(devices) + " --mesh " + c.meshText() + " --rules " +
+          c.rules + " --micro-batches " + std::to_string(c.micro) +
+          " --remat " + partita::rematName(c.remat).str();
+  return text;
+}
+
+void printRow(llvm::raw_ostream &os, size_t rank, const Candidate &c,
+              const std::string &why) {
+  os << llvm::format("%-4s %-16s %-8s %5lld %-9s ",
+                     rank ? std::to_string(rank).c_str() : "-",
+                     c.meshText().c_str(), c.rules.c_str(),
+                     static_cast<long long>(c.micro), partita::rematName(c.remat).str().c_str());
+  if (c.compiled) {
+    os << llvm::format("%9.3f %9.3f %9.3f %11s", c.stepSeconds() * 1e3,
+                       c.computeSeconds * 1e3, c.commSeconds * 1e3,
+                       formatBytes(c.memory).c_str());
+  } else {
+    os << llvm::format("%9s %9s %9s %11s", "-", "-", "-", "-");
+  }
+  if (!why.empty())
+    os << "  " << why;
+  os << "\n";
+}
+
+} // namespace
+
+int partita::cli::planCommand(const std::vector<std::string> &args) {
+  std::vector<std::string> valueFlags = modelValueFlags();
+  for (const char *flag : {"--model", "--devices", "--interconnect",
+                           "--memory-per-device", "--global-batch", "--top"})
+    valueFlags.push_back(flag);
+  std::vector<std::string> switches = modelSwitchFlags();
+  switches.push_back("--explain");
+  switches.push_back("--emit-flags");
+  CommandLine cl;
+  int exitCode = 0;
+  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
+    return exitCode;
+  if (cl.help) {
+    llvm::outs() << kPlanUsage;
+    return 0;
+  }
+  if (cl.input != "-")
+    return usageError("plan takes no input file (got '" + cl.input +
+                      "'); give the model with --model");
+  ModelConfig config;
+  config.model = cl.get("--model", "gpt");
+  if (config.model != "gpt" && config.model != "moe" && config.model != "mlp")
+    return usageError("--model must be gpt, moe or mlp, got '" +
+                      config.model + "'");
+  if (!parseModelConfig(cl, config, exitCode))
+    return exitCode;
+  std::string devicesText = cl.get("--devices");
+  if (devicesText.rfind("cpu:", 0) == 0)
+    devicesText = devicesText.substr(4);
+  char *stop = nullptr;
+  long long devices = std::strtoll(devicesText.c_str(), &stop, 10);
+  if (devicesText.empty() || !stop || *stop || devices < 1 ||
+      devices > (1 << 20))
+    return usageError("--devices must be a number of devices from 1 to "
+                      "1048576 (or cpu:N), got '" + cl.get("--devices") + "'");
+  Expected<Cluster> cluster = readCluster(cl.get("--interconnect"));
+  if (!cluster)
+    return usageError(cluster.status().message());
+  double budget = cluster->memoryBytes;
+  if (cl.has("--memory-per-device")) {
+    Expected<double> bytes = parseBytes(cl.get("--memory-per-device"));
+    if (!bytes)
+      return usageError(bytes.status().message());
+    budget = *bytes;
+  }
+  int64_t globalBatch = config.batch;
+  if (cl.has("--global-batch")) {
+    std::string text = cl.get("--global-batch");
+    long long value = std::strtoll(text.c_str(), &stop, 10);
+    if (text.empty() || !stop || *stop || value < 1)
+      return usageError("--global-batch must be a positive integer, got '" +
+                        text + "'");
+    globalBatch = value;
+  }
+  long long top = 5;
+  if (cl.has("--top")) {
+    std::string text = cl.get("--top");
+    top = std::strtoll(text.c_str(), &stop, 10);
+    if (text.empty() || !stop || *stop || top < 1)
+      return usageError("--top must be a positive integer, got '" + text +
+                        "'");
+  }
+
+  std::vector<Candidate> candidates =
+      layouts(config, devices, *cluster, globalBatch);
+  if (candidates.empty())
+    return usageError("no layout of " + std::to_string(devices) +
+                      " devices divides the global batch of " +
+                      std::to_string(globalBatch) +
+                      " (give --global-batch a multiple of the data axis)");
+  // Parameters, from the model at one device.
+  double parameters = 0;
+  {
+    Session session;
+    ModelConfig whole = config;
+    whole.batch = globalBatch;
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        buildModelOrReport(session, whole, *parseMeshSpec("data=1"));
+    if (!module)
+      return 1;
+    parameters = static_cast<double>(summarizeModel(*module).parameters);
+  }
+  llvm::SmallString<128> scratch;
+  if (std::error_code error =
+          llvm::sys::fs::createUniqueDirectory("partita-plan", scratch))
+    return usageError("cannot make a scratch directory: " + error.message());
+  int64_t pruned = 0, failed = 0;
+  for (Candidate &c : candidates) {
+    c.stateLowerBound = stateLowerBound(c, parameters);
+    if (budget > 0 && c.stateLowerBound > budget) {
+      c.failure = "over budget: its model state alone needs at least " +
+                  formatBytes(c.stateLowerBound);
+      ++pruned;
+      continue;
+    }
+    evaluate(c, config, *cluster, globalBatch, scratch.str().str());
+    failed += !c.compiled;
+  }
+  llvm::sys::fs::remove_directories(scratch);
+
+  std::vector<Candidate *> fits, over;
+  for (Candidate &c : candidates)
+    if (c.compiled)
+      (budget <= 0 || c.memory <= budget ? fits : over).push_back(&c);
+  auto faster = [](const Candidate *a, const Candidate *b) {
+    if (a->stepSeconds() != b->stepSeconds())
+      return a->stepSeconds() < b->stepSeconds();
+    return a->memory < b->memory;
+  };
+  std::stable_sort(fits.begin(), fits.end(), faster);
+  if (fits.empty()) {
+    // The least memory a compiled layout needs; failing that, the least
+    // model state of a layout pruned before compiling.
+    const Candidate *least = nullptr;
+    for (const Candidate *c : over)
+      if (!least || c->memory < least->memory)
+        least = c;
+    bool bound = !least;
+    if (bound)
+      for (const Candidate &c : candidates)
+        if (!c.compiled && c.stateLowerBound > 0 &&
+            (!least || c.stateLowerBound < least->stateLowerBound))
+          least = &c;
+    llvm::errs() << "error: no layout of " << config.model << " on "
+                 << devices << " devices fits in " << formatBytes(budget)
+                 << " per device";
+    if (least)
+      llvm::errs() << "; the smallest "
+                   << (bound ? "model state of any layout is at least "
+                             : "layout needs ")
+                   << formatBytes(bound ? least->stateLowerBound
+                                        : least->memory)
+                   << " (" << least->meshText() << ", " << least->rules
+                   << ", " << least->micro << " micro-batches, remat "
+                   << partita::rematName(least->remat) << ")";
+    llvm::errs() << "\n";
+    return 1;
+  }
+  const Candidate &best = *fits.front();
+  if (cl.on("--emit-flags")) {
+    llvm::outs() << trainFlags(cl, config, best, devices, globalBatch) << "\n";
+    return 0;
+  }
+
+  llvm::raw_ostream &os = llvm::outs();
+  os << "plan: " << config.model << ", " << llvm::format("%.0f", parameters)
+     << " parameters, global batch " << globalBatch << ", " << devices
+     << " devices, AdamW\n";
+  os << "cluster: " << llvm::format("%.3g", cluster->flopsPerSecond)
+     << " FLOP/s per device, "
+     << (cluster->devicesPerNode > 0 ? cluster->devicesPerNode : devices)
+     << " per node, links "
+     << llvm::format("%g GB/s %g us", cluster->intra.bandwidthGBps,
+                     cluster->intra.latencyUs)
+     << " inside a node, "
+     << llvm::format("%g GB/s %g us", cluster->inter.bandwidthGBps,
+                     cluster->inter.latencyUs)
+     << " across; memory "
+     << (budget > 0 ? formatBytes(budget) + " per device" : "unlimited")
+     << "\n";
+  os << "searched " << candidates.size() << " layouts: "
+     << candidates.size() - pruned - failed << " compiled, " << pruned
+     << " over memory by their model state alone, " << failed
+     << " failed to compile; " << fits.size() << " fit\n";
+  os << llvm::format("%-4s %-16s %-8s %5s %-9s %9s %9s %9s %11s\n", "rank",
+                     "mesh", "rules", "micro", "remat", "step ms",
+                     "compute", "comm", "memory");
+  double bestStep = best.stepSeconds();
+  auto slower = [&](const Candidate &c) {
+    return llvm::formatv("{0:F1}% slower than #1",
+                         (c.stepSeconds() / bestStep - 1) * 100)
+        .str();
+  };
+  size_t shown = cl.on("--explain") ? fits.size()
+                                    : std::min<size_t>(fits.size(), top);
+  for (size_t r = 0; r < shown; ++r)
+    printRow(os, r + 1, *fits[r], r == 0 ? "" : slower(*fits[r]));
+  if (cl.on("--explain")) {
+    for (const Candidate *c : over)
+      printRow(os, 0, *c,
+               "over budget: needs " + formatBytes(c->memory) + " per device");
+    for (const Candidate &c : candidates)
+      if (!c.compiled)
+        printRow(os, 0, c, c.failure);
+  }
+  os << "best: " << best.meshText() << " " << best.rules << ", "
+     << best.micro << " micro-batch" << (best.micro > 1 ? "es" : "")
+     << ", remat " << partita::rematName(best.remat) << ": memory per device "
+     << formatBytes(best.memory) << " ("
+     << llvm::format("%.0f", best.memory) << " bytes; at the peak: ";
+  bool first = true;
+  for (const auto &[role, bytes] : best.byRole) {
+    os << (first ? "" : ", ") << role << " " << formatBytes(bytes);
+    first = false;
+  }
+  os << "), " << best.collectives << " collectives per step\n";
+  os << "run it: partita train "
+     << trainFlags(cl, config, best, devices, globalBatch) << "\n";
+  return 0;
+}
