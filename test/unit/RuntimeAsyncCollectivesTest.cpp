@@ -32,43 +32,6 @@ CollectiveCall allReduceCall(int64_t device, std::vector<std::string> axes,
   return call;
 }
 
-/// Host memory whose calls must come from the device's own thread (as a
-/// GPU's): collectives complete where they start.
-class DeviceThreadMemory final : public CollectiveMemory {
-public:
-  Status copyBox(int64_t w, const void *src,
-                 const std::vector<int64_t> &srcShape,
-                 const std::vector<int64_t> &srcOffset, void *dst,
-                 const std::vector<int64_t> &dstShape,
-                 const std::vector<int64_t> &dstOffset,
-                 const std::vector<int64_t> &box,
-                 int64_t elementSize) override {
-    return host->copyBox(w, src, srcShape, srcOffset, dst, dstShape,
-                         dstOffset, box, elementSize);
-  }
-  Status reduce(int64_t w, ReductionCode kind, DType dtype,
-                const std::vector<const void *> &inputs, int64_t stride,
-                void *output, int64_t rows, int64_t count) override {
-    return host->reduce(w, kind, dtype, inputs, stride, output, rows, count);
-  }
-  Status copy(int64_t w, void *dst, const void *src, int64_t bytes) override {
-    return host->copy(w, dst, src, bytes);
-  }
-  Status zero(int64_t w, void *dst, int64_t bytes) override {
-    return host->zero(w, dst, bytes);
-  }
-  Expected<void *> temporary(int64_t w, int64_t bytes) override {
-    return host->temporary(w, bytes);
-  }
-  void releaseTemporary(int64_t w, void *block) override {
-    host->releaseTemporary(w, block);
-  }
-  Status complete(int64_t w) override { return host->complete(w); }
-
-private:
-  std::shared_ptr<CollectiveMemory> host = hostCollectiveMemory();
-};
-
 } // namespace
 
 TEST_CASE("asynchronous collectives: several in flight per device, finished "
@@ -204,27 +167,6 @@ TEST_CASE("devices that start a collective differently fail the group",
                                 "device 0 called all_reduce sum over mesh "
                                 "axes [x] on f32[1] (asynchronously) but "
                                 "device 1 called") != std::string::npos);
-}
-
-TEST_CASE("with memory only a device's thread may use, a start completes the "
-          "collective",
-          "[runtime][communicator][async]") {
-  InProcessCommunicator comm(*Mesh::create({{"x", 3}}),
-                             std::chrono::seconds(20),
-                             std::make_shared<DeviceThreadMemory>());
-  std::vector<float> results(3);
-  std::atomic<int> asynchronous{0};
-  std::vector<Status> statuses = runOnDevices(3, [&](int64_t device) {
-    float value = static_cast<float>(device + 1);
-    PendingCollective pending = comm.startCollective(
-        allReduceCall(device, {"x"}, &value, &results[device], 1));
-    asynchronous += pending.state != nullptr;
-    return comm.finishCollective(pending);
-  });
-  for (const Status &status : statuses)
-    REQUIRE(status.ok());
-  CHECK(asynchronous == 0);
-  CHECK(results == std::vector<float>{6, 6, 6});
 }
 
 namespace {
