@@ -43,7 +43,8 @@ constexpr const char *kPlanUsage =
 
 Usage: partita plan --model gpt|moe|mlp [model flags] --devices N
                     [--interconnect cluster.json] [--memory-per-device BYTES]
-                    [--global-batch B] [--top K] [--explain] [--emit-flags]
+                    [--global-batch B] [--top K] [--finalists F]
+                    [--explain] [--emit-flags]
 
 Searches mesh shapes (data x model, model inside a node) x rules presets
 (dp, zero1, zero2, fsdp, tp, tp+sp, dp+tp, fsdp+tp; ep for moe) x
@@ -69,6 +70,9 @@ Options:
                           limit]
   --global-batch B        sequences per step [the model's --batch]
   --top K                 how many plans to print [5]
+  --finalists F           compile layouts in the order of a quick estimate
+                          until F of them fit, leave the rest (0: compile
+                          every layout) [0]
   --explain               every layout searched, and why each lost
   --emit-flags            print only the best plan as `partita train` flags
   -h, --help              show this help
@@ -186,6 +190,7 @@ struct Candidate {
   Remat remat = Remat::None;
   // Filled in by evaluate().
   double stateLowerBound = 0;
+  double estimatedSeconds = 0; // The quick estimate that orders compiling.
   bool compiled = false;
   std::string failure; // Why it was not compiled or failed to.
   double memory = 0;   // Arena bytes per device.
@@ -253,6 +258,57 @@ double stateLowerBound(const Candidate &c, double parameters) {
   return 4 * p / m; // tp, tp+sp, dp+tp
 }
 
+/// The link of the data axis and of the model axis of `c`'s mesh: the
+/// model axis inside a node; the data axis across nodes once the mesh spans
+/// more than one.
+std::pair<AxisLink, AxisLink> axisLinks(const Candidate &c,
+                                        const Cluster &cluster) {
+  int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
+                                               : c.data * c.model;
+  return {c.data * c.model > perNode ? cluster.inter : cluster.intra,
+          cluster.intra};
+}
+
+/// A quick estimate of `c`'s step time, to decide what to compile first
+/// (docs/Planning.md, "Finalists"): the forward FLOPs three times (four
+/// with recomputation) over the devices, and ring collectives of the bytes
+/// each preset moves — gradients over `data` (reduced, or reduce-scattered
+/// and the parameters gathered back; FSDP gathers them twice), activations
+/// over `model` (four all-reduces per layer, forward and backward).
+double estimateSeconds(const Candidate &c, const ModelConfig &config,
+                       double parameters, double forwardFlops,
+                       int64_t globalBatch, const Cluster &cluster) {
+  double d = c.data, m = c.model, devices = d * m;
+  double compute = (c.remat == Remat::None ? 3.0 : 4.0) * forwardFlops /
+                   devices / cluster.flopsPerSecond;
+  double state = 4 * parameters, tensors = 13.0 * config.layers + 4;
+  double activation =
+      static_cast<double>(globalBatch) / d * config.seq * config.dModel * 4;
+  double dataBytes = 0, dataCount = 0, modelBytes = 0, modelCount = 0;
+  double ring = (d - 1) / d;
+  const std::string &r = c.rules;
+  if (r == "dp" || r == "ep" || r == "dp+tp") {
+    dataBytes = 2 * ring * state / m;
+    dataCount = 4;
+  } else if (r == "zero1" || r == "zero2") {
+    dataBytes = 2 * ring * state;
+    dataCount = 4 + tensors;
+  } else if (r == "fsdp" || r == "fsdp+tp") {
+    dataBytes = 3 * ring * state / m;
+    dataCount = 3 * tensors;
+  }
+  if (m > 1) {
+    modelBytes = 4 * config.layers * 2 * (m - 1) / m * activation;
+    modelCount = 4.0 * config.layers * c.micro * (r == "tp+sp" ? 2 : 1);
+  }
+  auto [dataLink, modelLink] = axisLinks(c, cluster);
+  auto time = [](double bytes, double count, const AxisLink &link) {
+    return bytes / (link.bandwidthGBps * 1e9) + count * link.latencyUs * 1e-6;
+  };
+  return compute + time(dataBytes, dataCount, dataLink) +
+         time(modelBytes, modelCount, modelLink);
+}
+
 /// The per-axis interconnect spec of `c`'s mesh on `cluster`: the model
 /// axis inside a node; the data axis across nodes once the mesh spans more
 /// than one.
@@ -261,12 +317,10 @@ std::string interconnectJson(const Candidate &c, const Cluster &cluster) {
     return llvm::json::Object{{"bandwidth_GBps", l.bandwidthGBps},
                               {"latency_us", l.latencyUs}};
   };
-  int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
-                                               : c.data * c.model;
+  auto [dataLink, modelLink] = axisLinks(c, cluster);
   llvm::json::Object axes;
-  axes["model"] = link(cluster.intra);
-  axes["data"] =
-      link(c.data * c.model > perNode ? cluster.inter : cluster.intra);
+  axes["model"] = link(modelLink);
+  axes["data"] = link(dataLink);
   llvm::json::Object root{{"axes", std::move(axes)}};
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -385,8 +439,9 @@ void printRow(llvm::raw_ostream &os, size_t rank, const Candidate &c,
 
 int partita::cli::planCommand(const std::vector<std::string> &args) {
   std::vector<std::string> valueFlags = modelValueFlags();
-  for (const char *flag : {"--model", "--devices", "--interconnect",
-                           "--memory-per-device", "--global-batch", "--top"})
+  for (const char *flag :
+       {"--model", "--devices", "--interconnect", "--memory-per-device",
+        "--global-batch", "--top", "--finalists"})
     valueFlags.push_back(flag);
   std::vector<std::string> switches = modelSwitchFlags();
   switches.push_back("--explain");
@@ -437,6 +492,14 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                         text + "'");
     globalBatch = value;
   }
+  long long finalists = 0;
+  if (cl.has("--finalists")) {
+    std::string text = cl.get("--finalists");
+    finalists = std::strtoll(text.c_str(), &stop, 10);
+    if (text.empty() || !stop || *stop || finalists < 0)
+      return usageError("--finalists must be a non-negative integer, got '" +
+                        text + "'");
+  }
   long long top = 5;
   if (cl.has("--top")) {
     std::string text = cl.get("--top");
@@ -453,8 +516,8 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                       " devices divides the global batch of " +
                       std::to_string(globalBatch) +
                       " (give --global-batch a multiple of the data axis)");
-  // Parameters, from the model at one device.
-  double parameters = 0;
+  // Parameters and forward FLOPs, from the model at one device.
+  double parameters = 0, forwardFlops = 0;
   {
     Session session;
     ModelConfig whole = config;
@@ -463,23 +526,47 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
         buildModelOrReport(session, whole, *parseMeshSpec("data=1"));
     if (!module)
       return 1;
-    parameters = static_cast<double>(summarizeModel(*module).parameters);
+    ModelSummary summary = summarizeModel(*module);
+    parameters = static_cast<double>(summary.parameters);
+    forwardFlops =
+        static_cast<double>(summary.matmulFlops + summary.vectorFlops);
   }
   llvm::SmallString<128> scratch;
   if (std::error_code error =
           llvm::sys::fs::createUniqueDirectory("partita-plan", scratch))
     return usageError("cannot make a scratch directory: " + error.message());
-  int64_t pruned = 0, failed = 0;
+  // Prune by model state, then compile in the order of the quick
+  // estimate until `finalists` layouts that fit are compiled (0: all).
+  int64_t pruned = 0, failed = 0, compiledCount = 0, fitting = 0;
+  std::vector<Candidate *> order;
   for (Candidate &c : candidates) {
     c.stateLowerBound = stateLowerBound(c, parameters);
+    c.estimatedSeconds = estimateSeconds(c, config, parameters, forwardFlops,
+                                         globalBatch, *cluster);
     if (budget > 0 && c.stateLowerBound > budget) {
       c.failure = "over budget: its model state alone needs at least " +
                   formatBytes(c.stateLowerBound);
       ++pruned;
       continue;
     }
-    evaluate(c, config, *cluster, globalBatch, scratch.str().str());
-    failed += !c.compiled;
+    order.push_back(&c);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Candidate *a, const Candidate *b) {
+                     return a->estimatedSeconds < b->estimatedSeconds;
+                   });
+  for (Candidate *c : order) {
+    if (finalists > 0 && fitting >= finalists) {
+      c->failure = llvm::formatv("not compiled: estimated {0:F3} ms, after "
+                                 "{1} layouts that fit",
+                                 c->estimatedSeconds * 1e3, finalists)
+                       .str();
+      continue;
+    }
+    evaluate(*c, config, *cluster, globalBatch, scratch.str().str());
+    failed += !c->compiled;
+    compiledCount += c->compiled;
+    fitting += c->compiled && (budget <= 0 || c->memory <= budget);
   }
   llvm::sys::fs::remove_directories(scratch);
 
@@ -543,10 +630,14 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
      << " across; memory "
      << (budget > 0 ? formatBytes(budget) + " per device" : "unlimited")
      << "\n";
-  os << "searched " << candidates.size() << " layouts: "
-     << candidates.size() - pruned - failed << " compiled, " << pruned
-     << " over memory by their model state alone, " << failed
-     << " failed to compile; " << fits.size() << " fit\n";
+  size_t left = candidates.size() - pruned - failed - compiledCount;
+  os << "searched " << candidates.size() << " layouts: " << compiledCount
+     << " compiled, " << pruned << " over memory by their model state alone, "
+     << failed << " failed to compile";
+  if (left)
+    os << ", " << left << " not compiled (estimated slower than "
+       << finalists << " that fit)";
+  os << "; " << fits.size() << " fit\n";
   os << llvm::format("%-4s %-16s %-8s %5s %-9s %9s %9s %9s %11s\n", "rank",
                      "mesh", "rules", "micro", "remat", "step ms",
                      "compute", "comm", "memory");

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# How long `partita plan` takes: bench/plan.sh [PARTITA] [FINALISTS]
+# 1. The default GPT on 8 devices with 1.2 MiB each, every layout compiled
+#    and with 3 finalists (the same best plan).
+# 2. A 65-billion-parameter GPT (80 layers, D = 8192, 64 heads, sequence
+#    4096, vocabulary 32000, global batch 1024) on 1,024 devices, 8 per node
+#    (450 GB/s NVLink inside, 50 GB/s across), 80 GB each; the issue's goal
+#    is under 10 s. Prints each time (median of 3 for the small plans, one
+#    run for the large) and the plan's verdict.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+partita=${1:-build/bin/partita}
+finalists=${2:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+median3() { # command...: median wall seconds of 3 runs
+  for i in 1 2 3; do
+    start=$(date +%s.%N); "$@" > /dev/null; end=$(date +%s.%N)
+    python3 -c "print($end - $start)"
+  done | sort -n | sed -n 2p
+}
+echo "== default GPT, 8 devices, 1.2 MiB each"
+all=$(median3 "$partita" plan --model gpt --devices 8 --memory-per-device 1.2MiB)
+some=$(median3 "$partita" plan --model gpt --devices 8 --memory-per-device 1.2MiB --finalists "$finalists")
+printf "every layout compiled: %.2f s; %s finalists: %.2f s\n" "$all" "$finalists" "$some"
+"$partita" plan --model gpt --devices 8 --memory-per-device 1.2MiB --finalists "$finalists" --top 1 | sed -n '3p;5p;6p'
+cat > "$tmp/cluster.json" <<'JSON'
+{"devices_per_node": 8, "flops_per_second": 4e14, "memory_bytes": 80e9,
+ "intra_node": {"bandwidth_GBps": 450, "latency_us": 5},
+ "inter_node": {"bandwidth_GBps": 50, "latency_us": 20}}
+JSON
+echo "== 65B GPT, 1024 devices, 80 GB each (goal: under 10 s)"
+start=$(date +%s.%N)
+set +e
+"$partita" plan --model gpt --layers 80 --d-model 8192 --heads 64 --seq 4096 \
+  --vocab 32000 --batch 1024 --devices 1024 --interconnect "$tmp/cluster.json" \
+  --finalists "$finalists" --top 3 > "$tmp/out" 2>&1
+code=$?
+set -e
+end=$(date +%s.%N)
+printf "planned in %.1f s (exit %d)\n" "$(python3 -c "print($end - $start)")" "$code"
+cat "$tmp/out"
