@@ -246,12 +246,12 @@ readDeviceBlocksOf(const std::string &directory, const ShardedArrayIndex &index,
   return blocks;
 }
 
-Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
-                                const Sharding &sharding, DType dtype,
-                                const std::vector<int64_t> &globalShape,
-                                const std::vector<HostArray> &blocksByDevice,
-                                const std::vector<int64_t> &devices,
-                                bool writeIndex, FileSync sync) {
+Status writeShardFilesOfDevices(
+    const std::string &directory, const Mesh &mesh, const Sharding &sharding,
+    DType dtype, const std::vector<int64_t> &globalShape,
+    const std::vector<HostArray> &blocksByDevice,
+    const std::vector<int64_t> &devices, bool writeIndex, FileSync sync,
+    std::map<std::string, uint32_t> *written) {
   if (Status layout = checkShardedLayout(mesh, sharding, globalShape); !layout)
     return layout;
   ShardedArrayIndex index = planShardFiles(mesh, sharding, dtype, globalShape);
@@ -276,9 +276,26 @@ Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
       return status;
     // The index records the checksums of the files this writer wrote.
     entry.crc32c = crc;
+    if (written)
+      (*written)[entry.file] = crc;
   }
   if (!writeIndex)
     return Status::success();
+  return writeTextFile(joinPath(directory, shardedArrayIndexName),
+                       printShardedArrayIndex(index), sync);
+}
+
+Status writeShardedArrayIndex(const std::string &directory, const Mesh &mesh,
+                              const Sharding &sharding, DType dtype,
+                              const std::vector<int64_t> &globalShape,
+                              const std::map<std::string, uint32_t> &crcs,
+                              FileSync sync) {
+  if (Status layout = checkShardedLayout(mesh, sharding, globalShape); !layout)
+    return layout;
+  ShardedArrayIndex index = planShardFiles(mesh, sharding, dtype, globalShape);
+  for (ShardFileEntry &entry : index.files)
+    if (auto it = crcs.find(entry.file); it != crcs.end())
+      entry.crc32c = it->second;
   return writeTextFile(joinPath(directory, shardedArrayIndexName),
                        printShardedArrayIndex(index), sync);
 }

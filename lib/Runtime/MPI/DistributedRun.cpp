@@ -17,6 +17,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -206,6 +208,9 @@ Status writeDistributedOutputs(
       !status)
     return status;
   Status written = Status::success();
+  // "<output> <file> <crc>" per shard file this process wrote: rank 0
+  // gathers them into each index, so that every shard is checked on read.
+  std::string crcLines;
   for (size_t o = 0; written && o < program.outputs.size(); ++o) {
     const ExecutableValue &output = program.outputs[o];
     std::string name = "result_" + std::to_string(o);
@@ -218,12 +223,47 @@ Status writeDistributedOutputs(
     std::vector<HostArray> blocks(program.mesh.numDevices());
     for (int64_t device : layout.localDevices)
       blocks[device] = outputsByDevice[device][o];
+    std::map<std::string, uint32_t> crcs;
     written = writeShardFilesOfDevices(
         (fs::path(temporary) / name).string(), program.mesh, output.sharding,
         program.slots[output.slot].dtype, output.globalShape, blocks,
-        layout.localDevices, process.rank() == 0);
+        layout.localDevices, /*writeIndex=*/false, FileSync::EachFile, &crcs);
+    for (const auto &[file, crc] : crcs)
+      crcLines += std::to_string(o) + " " + file + " " + std::to_string(crc) +
+                  "\n";
   }
   if (Status status = agree(process, written, "writing " + temporary);
+      !status)
+    return status;
+  std::vector<std::vector<uint8_t>> gathered;
+  if (Status status = process.gather(
+          std::vector<uint8_t>(crcLines.begin(), crcLines.end()), 0, gathered,
+          "the outputs' shard checksums");
+      !status)
+    return status;
+  Status indexed = Status::success();
+  if (process.rank() == 0) {
+    std::vector<std::map<std::string, uint32_t>> crcs(program.outputs.size());
+    for (const std::vector<uint8_t> &lines : gathered) {
+      std::istringstream in(std::string(lines.begin(), lines.end()));
+      size_t o;
+      std::string file;
+      uint32_t crc;
+      while (in >> o >> file >> crc)
+        if (o < crcs.size())
+          crcs[o][file] = crc;
+    }
+    for (size_t o = 0; indexed && o < program.outputs.size(); ++o) {
+      const ExecutableValue &output = program.outputs[o];
+      if (output.sharding.partialKind != PartialKind::None)
+        continue;
+      indexed = writeShardedArrayIndex(
+          (fs::path(temporary) / ("result_" + std::to_string(o))).string(),
+          program.mesh, output.sharding, program.slots[output.slot].dtype,
+          output.globalShape, crcs[o]);
+    }
+  }
+  if (Status status = agree(process, indexed, "indexing " + temporary);
       !status)
     return status;
   Status renamed = Status::success();

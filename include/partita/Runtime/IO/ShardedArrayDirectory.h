@@ -11,6 +11,7 @@
 #include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/ShardedArrayIndex.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,16 +35,28 @@ Status writeShardedArrayFromBlocks(const std::string &directory,
 /// Writes the shard files of a `globalShape` array of `dtype` laid out by
 /// `sharding` on `mesh` whose lowest-numbered holder is one of `devices`,
 /// taking each from that device's padded block in `blocksByDevice` (indexed
-/// by device id); with `writeIndex`, also index.json. `directory` must
-/// exist. Processes that each drive some devices call this on one
-/// directory: together they write every file exactly once.
-Status writeShardFilesOfDevices(const std::string &directory, const Mesh &mesh,
-                                const Sharding &sharding, DType dtype,
-                                const std::vector<int64_t> &globalShape,
-                                const std::vector<HostArray> &blocksByDevice,
-                                const std::vector<int64_t> &devices,
-                                bool writeIndex,
-                                FileSync sync = FileSync::EachFile);
+/// by device id); with `writeIndex`, also index.json (with the CRC-32C of
+/// the files written here). `directory` must exist. Processes that each
+/// drive some devices call this on one directory: together they write every
+/// file exactly once. `written`, when given, receives each file written and
+/// its CRC-32C (for writeShardedArrayIndex()).
+Status writeShardFilesOfDevices(
+    const std::string &directory, const Mesh &mesh, const Sharding &sharding,
+    DType dtype, const std::vector<int64_t> &globalShape,
+    const std::vector<HostArray> &blocksByDevice,
+    const std::vector<int64_t> &devices, bool writeIndex,
+    FileSync sync = FileSync::EachFile,
+    std::map<std::string, uint32_t> *written = nullptr);
+
+/// Writes `directory`/index.json of the array writeShardFilesOfDevices()
+/// laid out, recording the CRC-32C of every file `crcs` names (the files
+/// every process wrote, gathered): a directory written across processes
+/// is checked shard by shard like one written by one.
+Status writeShardedArrayIndex(const std::string &directory, const Mesh &mesh,
+                              const Sharding &sharding, DType dtype,
+                              const std::vector<int64_t> &globalShape,
+                              const std::map<std::string, uint32_t> &crcs,
+                              FileSync sync = FileSync::EachFile);
 
 /// Reads and checks `directory`/index.json.
 Expected<ShardedArrayIndex> readShardedArrayIndex(const std::string &directory);
