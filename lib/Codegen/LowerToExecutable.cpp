@@ -316,13 +316,18 @@ void planBuffers(func::FuncOp entry,
       return true;
     };
     int64_t offset = -1;
-    if (range.source >= 0 && !merged[range.source] && placed[range.source]) {
-      if (freeAt(offsetOf[range.source])) {
-        offset = offsetOf[range.source];
+    // The range that holds the source now (it may have been merged into
+    // another: an in-place all_reduce's result, an output into its input).
+    int32_t source = range.source;
+    while (source >= 0 && merged[source])
+      source = rangeOf[ranges[source].slots.front()];
+    if (source >= 0 && placed[source]) {
+      if (freeAt(offsetOf[source])) {
+        offset = offsetOf[source];
       } else {
         // Not at the source's address: then not on its bytes at all.
-        int64_t low = offsetOf[range.source];
-        busy.push_back({low, low + ranges[range.source].bytes});
+        int64_t low = offsetOf[source];
+        busy.push_back({low, low + ranges[source].bytes});
         std::sort(busy.begin(), busy.end());
       }
     }

@@ -324,6 +324,62 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
               "the buffer plan puts slots 1 and 4 on the same bytes while "
               "both are alive") != std::string::npos);
   }
+  SECTION("nested loops whose bodies end together") {
+    // loop 2 { loop 2 { y1 = -c1; yield y1 }; yield r1 }: the inner yield
+    // comes before the outer one, so the outer's copy may take the inner
+    // copy's bytes.
+    Executable program;
+    program.slots.assign(10, {DType::F32, {16}});
+    program.slots[2] = program.slots[6] = {DType::I32, {}};
+    program.inputs = {{0, {16}, Sharding::replicated(1), "a"}};
+    program.outputs = {{9, {16}, Sharding::replicated(1), "r"}};
+    program.instructions = {{OpCode::Loop, {0}, {9}, {2, 2, 2, 1, 3, 4}, ""},
+                            {OpCode::Loop, {1}, {3}, {2, 1, 6, 5, 7, 8}, ""},
+                            {OpCode::Neg, {5}, {7}, {}, ""}};
+    program.slotOffsets.clear();
+    for (int64_t s = 0; s < 10; ++s)
+      program.slotOffsets.push_back(64 * s);
+    program.arenaBytes = 640;
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    program.slotOffsets[4] = program.slotOffsets[8];
+    CHECK(deserializeExecutable(serializeExecutable(program), "f")
+              .status()
+              .message() == "");
+    // The outer carry is read by every inner iteration: not on y1's bytes.
+    program.slotOffsets[4] = 64 * 4;
+    program.slotOffsets[7] = program.slotOffsets[1];
+    CHECK_FALSE(deserializeExecutable(serializeExecutable(program), "f").ok());
+  }
+  SECTION("a loop's carries on its initial values, each on its own") {
+    // loop 1 { y = c0 + c1; yield y, c1 } from inputs a, b.
+    Executable program;
+    program.slots.assign(10, {DType::F32, {16}});
+    program.slots[4] = {DType::I32, {}};
+    program.inputs = {{0, {16}, Sharding::replicated(1), "a"},
+                      {1, {16}, Sharding::replicated(1), "b"}};
+    program.outputs = {{8, {16}, Sharding::replicated(1), "r0"},
+                       {9, {16}, Sharding::replicated(1), "r1"}};
+    program.instructions = {
+        {OpCode::Loop, {0, 1}, {8, 9}, {1, 1, 4, 2, 3, 5, 3, 6, 7}, ""},
+        {OpCode::Add, {2, 3}, {5}, {}, ""}};
+    program.slotOffsets.clear();
+    for (int64_t s = 0; s < 10; ++s)
+      program.slotOffsets.push_back(64 * s);
+    program.arenaBytes = 640;
+    program.slotOffsets[2] = 0;  // carry 0 on a
+    program.slotOffsets[3] = 64; // carry 1 on b
+    CHECK(deserializeExecutable(serializeExecutable(program), "f")
+              .status()
+              .message() == "");
+    // Crossed: copying a into carry 0 would overwrite b before it is read.
+    program.slotOffsets[2] = 64;
+    program.slotOffsets[3] = 0;
+    Expected<Executable> crossed =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(crossed.ok());
+    CHECK(crossed.status().message().find("on the same bytes while both are "
+                                          "alive") != std::string::npos);
+  }
   SECTION("missing file") {
     Expected<Executable> result = readExecutableFile("/nonexistent/p.exe");
     REQUIRE_FALSE(result.ok());

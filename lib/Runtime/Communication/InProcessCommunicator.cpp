@@ -577,6 +577,8 @@ InProcessCommunicator::startCollective(const CollectiveCall &call) {
                       ? 1
                       : groupSize * (needsTwoSteps(slot) ? 2 : 1);
       slot.scratch.assign(groupSize, nullptr);
+      // Members already finishing may take jobs now.
+      slot.changed.notify_all();
     }
   }
   if (ticket->arrival.completesGroup) {

@@ -5,6 +5,7 @@
 #include "partita/Runtime/IO/Files.h"
 
 #include <climits>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -185,18 +186,29 @@ std::vector<uint8_t> partita::serializeExecutable(const Executable &program) {
 
 namespace {
 
-/// Whether instruction `inst` may write a result over an operand's bytes
-/// (the buffer plan's in-place updates: elementwise ops, select, reshape,
-/// fused chains, all_reduce, which every communicator runs in place, and a
-/// loop, whose carries and results may take the bytes of an initial value
-/// it copies at its start and never reads again).
-bool writesInPlace(const Instruction &inst) {
+/// Whether instruction `inst` may write slot `born` over the bytes of slot
+/// `dying`, which dies there (the buffer plan's in-place updates:
+/// elementwise ops, select, reshape, fused chains, all_reduce, which every
+/// communicator runs in place, and a loop, whose carry k may take the bytes
+/// of initial value k, and whose results those of any initial value: it
+/// copies them at its start and never reads them again).
+bool writesInPlace(const Instruction &inst, int32_t dying, int32_t born) {
+  if (inst.op == OpCode::Loop) {
+    // Initial values are copied into the carries in order, so carry k may
+    // sit only on initial value k; results and the trip counter are written
+    // after every copy.
+    size_t carried = inst.operands.size();
+    for (size_t k = 0; k < carried && 3 + k < inst.ints.size(); ++k)
+      if (inst.ints[3 + k] == born)
+        return inst.operands[k] == dying;
+    return std::find(inst.operands.begin(), inst.operands.end(), dying) !=
+           inst.operands.end();
+  }
   OpFamily family = opFamily(inst.op);
   return family == OpFamily::ElementwiseUnary ||
          family == OpFamily::ElementwiseBinary ||
          inst.op == OpCode::Select || inst.op == OpCode::Reshape ||
-         inst.op == OpCode::Fused || inst.op == OpCode::AllReduce ||
-         inst.op == OpCode::Loop;
+         inst.op == OpCode::Fused || inst.op == OpCode::AllReduce;
 }
 
 /// Every wait names a collective that moves data (not all_slice), earlier
@@ -259,8 +271,8 @@ Status checkWaits(const Executable &program) {
 /// Under a buffer plan, no two slots alive at the same point may share a
 /// byte, except a result written in place of an operand that dies at that
 /// instruction (same offset and size). Inputs are alive from the start,
-/// outputs to the end. Points: instruction i is 2i; a loop's yield (where
-/// each iteration ends) is the point after its body's last instruction.
+/// outputs to the end. Points: the instructions in order, and each loop's
+/// yield (where an iteration ends) after its body's last instruction.
 /// A loop's initial values, results and carries are alive at the loop's
 /// instruction, the carries, the yielded values and their copies at its
 /// yield; and a slot alive before a loop that its body touches stays alive
@@ -272,7 +284,35 @@ Status checkSlotsApart(const Executable &program) {
     return Status::success();
   const std::vector<Instruction> &stream = program.instructions;
   auto count = static_cast<int64_t>(stream.size());
-  int64_t end = 2 * count;
+  // Program points in order: each instruction, and each loop's yield right
+  // after its body (an inner loop's before the outer's when both bodies end
+  // at the same instruction). `instructionAt` maps a point back (-1: a
+  // yield).
+  std::vector<int64_t> pointOf(count, 0), yieldOf(count, -1), instructionAt;
+  {
+    std::vector<std::pair<int64_t, int64_t>> open; // (loop, end of its body)
+    auto closeUntil = [&](int64_t i) {
+      while (!open.empty() && open.back().second <= i) {
+        yieldOf[open.back().first] =
+            static_cast<int64_t>(instructionAt.size());
+        instructionAt.push_back(-1);
+        open.pop_back();
+      }
+    };
+    for (int64_t i = 0; i < count; ++i) {
+      closeUntil(i);
+      pointOf[i] = static_cast<int64_t>(instructionAt.size());
+      instructionAt.push_back(i);
+      const Instruction &inst = stream[i];
+      if (inst.op == OpCode::Loop && inst.ints.size() >= 3) {
+        int64_t length = std::max<int64_t>(inst.ints[1], 0);
+        open.push_back({i, std::min(count, i + 1 + length)});
+        closeUntil(i + 1);
+      }
+    }
+    closeUntil(count);
+  }
+  int64_t end = static_cast<int64_t>(instructionAt.size());
   std::vector<int64_t> first(slots, INT64_MAX), last(slots, -2);
   auto touch = [&](int64_t slot, int64_t at) {
     if (slot < 0 || slot >= static_cast<int64_t>(slots))
@@ -280,39 +320,31 @@ Status checkSlotsApart(const Executable &program) {
     first[slot] = std::min(first[slot], at);
     last[slot] = std::max(last[slot], at);
   };
-  // (the loop's point, its yield point) of every loop.
-  std::vector<std::pair<int64_t, int64_t>> loops;
   for (int64_t i = 0; i < count; ++i) {
     const Instruction &inst = stream[i];
     for (int32_t slot : inst.operands)
-      touch(slot, 2 * i);
+      touch(slot, pointOf[i]);
     for (int32_t slot : inst.results)
-      touch(slot, 2 * i);
-    if (inst.op != OpCode::Loop || inst.ints.size() < 3)
+      touch(slot, pointOf[i]);
+    if (yieldOf[i] < 0)
       continue;
-    int64_t length = std::max<int64_t>(inst.ints[1], 0);
-    int64_t bodyEnd = std::min(count, i + 1 + length);
-    int64_t yield = 2 * (bodyEnd - 1) + 1;
-    if (bodyEnd == i + 1)
-      yield = 2 * i + 1;
-    loops.push_back({2 * i, yield});
     size_t carried = inst.operands.size();
-    touch(inst.ints[2], 2 * i);
+    touch(inst.ints[2], pointOf[i]);
     for (size_t k = 3; k < inst.ints.size(); ++k) {
-      bool isCarry = k < 3 + carried;
-      if (isCarry)
-        touch(inst.ints[k], 2 * i);
-      touch(inst.ints[k], yield);
+      if (k < 3 + carried)
+        touch(inst.ints[k], pointOf[i]);
+      touch(inst.ints[k], yieldOf[i]);
     }
   }
   for (const ExecutableValue &input : program.inputs)
     touch(input.slot, -1);
   for (const ExecutableValue &output : program.outputs)
     touch(output.slot, end);
-  for (const auto &[at, yield] : loops)
-    for (size_t s = 0; s < slots; ++s)
-      if (first[s] < at && last[s] > at)
-        last[s] = std::max(last[s], yield);
+  for (int64_t i = 0; i < count; ++i)
+    if (yieldOf[i] >= 0)
+      for (size_t s = 0; s < slots; ++s)
+        if (first[s] < pointOf[i] && last[s] > pointOf[i])
+          last[s] = std::max(last[s], yieldOf[i]);
 
   // A sweep over the instructions with the live slots by offset: slots
   // alive together must be apart, so checking a new slot against its
@@ -336,8 +368,9 @@ Status checkSlotsApart(const Executable &program) {
         int32_t other = it->second;
         if (highOf(other) <= low)
           break;
-        bool inPlace = t >= 0 && t < end && t % 2 == 0 && last[other] == t &&
-                       writesInPlace(stream[t / 2]) &&
+        bool inPlace = t >= 0 && t < end && instructionAt[t] >= 0 &&
+                       last[other] == t &&
+                       writesInPlace(stream[instructionAt[t]], other, s) &&
                        program.slotOffsets[other] == low &&
                        highOf(other) == high;
         if (!inPlace)
