@@ -371,6 +371,24 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     CHECK(deserializeExecutable(serializeExecutable(program), "f")
               .status()
               .message() == "");
+    // Slots of one carried value with different types (the loop copies
+    // between them: found by fuzzing, a heap overflow), a trip counter
+    // that is no i32 scalar: refused.
+    Executable mistyped = program;
+    mistyped.slots[6] = {DType::F32, {8}};
+    Expected<Executable> copies =
+        deserializeExecutable(serializeExecutable(mistyped), "f");
+    REQUIRE_FALSE(copies.ok());
+    CHECK(copies.status().message().find(
+              "instruction 0: loop: carried value 0 has slots of different "
+              "types (slot 6)") != std::string::npos);
+    mistyped = program;
+    mistyped.slots[4] = {DType::F32, {}};
+    CHECK(deserializeExecutable(serializeExecutable(mistyped), "f")
+              .status()
+              .message()
+              .find("the trip counter's slot is not an i32 scalar") !=
+          std::string::npos);
     // Crossed: copying a into carry 0 would overwrite b before it is read.
     program.slotOffsets[2] = 64;
     program.slotOffsets[3] = 0;

@@ -299,10 +299,9 @@ Status runStretch(const Executable &program, size_t begin, size_t end,
     const Instruction &inst = program.instructions[index];
     if (inst.op == OpCode::Loop) {
       size_t carriedCount = inst.operands.size();
-      if (inst.ints.size() != 3 + 3 * carriedCount ||
-          inst.results.size() != carriedCount || inst.ints[1] < 0 ||
-          index + 1 + inst.ints[1] > end)
-        return Status::error("loop: malformed instruction");
+      if (Status valid = checkLoopInstruction(program, inst, index, end);
+          !valid.ok())
+        return valid;
       int64_t trips = inst.ints[0];
       size_t bodyBegin = index + 1, bodyEnd = bodyBegin + inst.ints[1];
       auto carried = [&](size_t i) { return inst.ints[3 + i]; };
@@ -310,10 +309,6 @@ Status runStretch(const Executable &program, size_t begin, size_t end,
       auto copied = [&](size_t i) {
         return inst.ints[3 + 2 * carriedCount + i];
       };
-      for (size_t i = 2; i < inst.ints.size(); ++i)
-        if (inst.ints[i] < 0 ||
-            inst.ints[i] >= static_cast<int64_t>(program.slots.size()))
-          return Status::error("loop: slot out of range");
       SpanRecorder loopSpan(memory, index);
       for (size_t i = 0; i < carriedCount; ++i)
         if (Status status = copySlot(inst.operands[i], carried(i));
@@ -407,6 +402,38 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
 }
 
 } // namespace
+
+Status partita::checkLoopInstruction(const Executable &program,
+                                     const Instruction &inst, size_t index,
+                                     size_t end) {
+  size_t carriedCount = inst.operands.size();
+  auto slots = static_cast<int64_t>(program.slots.size());
+  if (inst.ints.size() != 3 + 3 * carriedCount ||
+      inst.results.size() != carriedCount || inst.ints[1] < 0 ||
+      static_cast<uint64_t>(inst.ints[1]) > end - index - 1)
+    return Status::error("loop: malformed instruction");
+  for (size_t i = 2; i < inst.ints.size(); ++i)
+    if (inst.ints[i] < 0 || inst.ints[i] >= slots)
+      return Status::error("loop: slot out of range");
+  const TensorType &counter = program.slots[inst.ints[2]];
+  if (counter.dtype != DType::I32 || !counter.shape.empty())
+    return Status::error("loop: the trip counter's slot is not an i32 "
+                         "scalar");
+  for (size_t i = 0; i < carriedCount; ++i) {
+    const TensorType &type = program.slots[inst.operands[i]];
+    for (int64_t slot :
+         {inst.ints[3 + i], inst.ints[3 + carriedCount + i],
+          inst.ints[3 + 2 * carriedCount + i],
+          static_cast<int64_t>(inst.results[i])}) {
+      const TensorType &other = program.slots[slot];
+      if (other.dtype != type.dtype || other.shape != type.shape)
+        return Status::error("loop: carried value " + std::to_string(i) +
+                             " has slots of different types (slot " +
+                             std::to_string(slot) + ")");
+    }
+  }
+  return Status::success();
+}
 
 Status partita::runOnDevice(const Executable &program, int64_t deviceId,
                             Communicator *communicator,

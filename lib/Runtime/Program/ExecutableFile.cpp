@@ -211,12 +211,14 @@ bool writesInPlace(const Instruction &inst, int32_t dying, int32_t born) {
          inst.op == OpCode::Fused || inst.op == OpCode::AllReduce;
 }
 
-/// Every wait names a collective that moves data (not all_slice), earlier
+/// Every loop is well formed (checkLoopInstruction()), its body inside the
+/// body around it; every wait names a collective that moves data (not
+/// all_slice), earlier
 /// in the wait's own stretch of the stream (Instruction.h), waited for
 /// once; its operands are that collective's result and operand, or only
 /// the result when the collective runs in place (the same bytes under the
 /// buffer plan), so checkSlotsApart() sees both alive until the wait.
-Status checkWaits(const Executable &program) {
+Status checkLoopsAndWaits(const Executable &program) {
   const std::vector<Instruction> &stream = program.instructions;
   auto count = static_cast<int64_t>(stream.size());
   // The innermost loop around each instruction (-1: the top level).
@@ -229,6 +231,21 @@ Status checkWaits(const Executable &program) {
     const Instruction &inst = stream[i];
     if (inst.op == OpCode::Loop && inst.ints.size() >= 2 && inst.ints[1] >= 0)
       open.push_back({i, std::min(count, i + 1 + inst.ints[1])});
+  }
+  // Loops are well formed, each body inside the body around it.
+  for (int64_t i = 0; i < count; ++i) {
+    if (stream[i].op != OpCode::Loop)
+      continue;
+    int64_t end = count, outer = stretch[i];
+    if (outer >= 0)
+      end = std::min(count, outer + 1 + std::max<int64_t>(
+                                            stream[outer].ints[1], 0));
+    if (Status valid = checkLoopInstruction(program, stream[i],
+                                            static_cast<size_t>(i),
+                                            static_cast<size_t>(end));
+        !valid.ok())
+      return Status::error("instruction " + std::to_string(i) + ": " +
+                           valid.message());
   }
   std::vector<bool> waited(count, false);
   for (int64_t q = 0; q < count; ++q) {
@@ -551,7 +568,7 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
                           ", not a multiple of its element size");
     }
   }
-  if (Status status = checkWaits(program); !status.ok())
+  if (Status status = checkLoopsAndWaits(program); !status.ok())
     return in.failure(status.message());
   if (Status status = checkSlotsApart(program); !status.ok())
     return in.failure(status.message());

@@ -90,6 +90,15 @@ Status checkInputsFit(const Executable &program);
 /// "f32[4x8] sum=… min=… max=…": a one-line fingerprint of an array.
 std::string summarizeArray(const HostArray &array);
 
+/// Checks loop instruction `inst` of `program` whose body must end by
+/// instruction `end`: as many results as initial values, `ints` of the
+/// documented length (Instruction.h), a body inside [index + 1, end), slots
+/// in range, an i32 scalar trip counter, and the same type for each
+/// carried value's initial value, carry, yielded value, copy and result
+/// (the loop copies between them). The error says what is wrong.
+Status checkLoopInstruction(const Executable &program, const Instruction &inst,
+                            size_t index, size_t end);
+
 /// A human-readable description of `program`: mesh, inputs (donated or
 /// not), outputs (and the input each updates in place), instruction counts
 /// by op, the buffer plan and the constants.
