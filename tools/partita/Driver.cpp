@@ -18,6 +18,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -28,6 +29,19 @@
 
 using namespace partita;
 using namespace partita::cli;
+
+std::string partita::cli::formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format(unit ? "%.1f %s" : "%.0f %s", bytes, units[unit]);
+  return text;
+}
 
 int partita::cli::usageError(const llvm::Twine &message) {
   llvm::errs() << "error: " << message << "\n";

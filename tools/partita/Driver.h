@@ -50,6 +50,9 @@ struct ModelConfig;
 
 namespace partita::cli {
 
+/// "1.5 MiB": bytes in binary units, one decimal above a KiB.
+std::string formatBytes(double bytes);
+
 /// Prints `error: message` and returns exit code 1.
 int usageError(const llvm::Twine &message);
 

@@ -49,23 +49,6 @@ Options:
   -h, --help             show this help
 )";
 
-std::string formatBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (unit == 0)
-    os << bytes << " B";
-  else
-    os << llvm::format("%.1f %s", value, units[unit]);
-  return text;
-}
-
 std::string shapeText(ArrayRef<int64_t> shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i)

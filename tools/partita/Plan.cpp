@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
+#include "TrainSupport.h"
 
 #include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
@@ -167,19 +168,6 @@ Expected<double> parseBytes(const std::string &text) {
   return Status::error("--memory-per-device must be a positive number of "
                        "bytes (optionally with KiB, MiB, GiB, KB, MB, GB), "
                        "got '" + text + "'");
-}
-
-std::string formatBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::format(unit ? "%.1f %s" : "%.0f %s", bytes, units[unit]);
-  return text;
 }
 
 /// One layout of the search and what became of it.
@@ -493,13 +481,9 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     globalBatch = value;
   }
   long long finalists = 0;
-  if (cl.has("--finalists")) {
-    std::string text = cl.get("--finalists");
-    finalists = std::strtoll(text.c_str(), &stop, 10);
-    if (text.empty() || !stop || *stop || finalists < 0)
-      return usageError("--finalists must be a non-negative integer, got '" +
-                        text + "'");
-  }
+  if (std::optional<int> code =
+          nonNegativeFlag(cl, "--finalists", 0, finalists))
+    return *code;
   long long top = 5;
   if (cl.has("--top")) {
     std::string text = cl.get("--top");
