@@ -13,8 +13,12 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace partita {
@@ -31,6 +35,8 @@ Status mpiError(int code, const char *call, const char *file, int line);
       return ::partita::mpiError(partitaMpiCode, #call, __FILE__, __LINE__);   \
   } while (false)
 
+class Heartbeat;
+
 struct MpiProcess::Impl {
   int rank = 0;
   int size = 1;
@@ -44,6 +50,49 @@ struct MpiProcess::Impl {
   MPI_Comm agreement = MPI_COMM_NULL;
   /// Buffers of requests a failed wait left pending.
   std::vector<std::shared_ptr<std::vector<int64_t>>> abandoned;
+  /// The heartbeat's own communicator and thread (more than one process).
+  MPI_Comm heartbeatComm = MPI_COMM_NULL;
+  std::unique_ptr<Heartbeat> heartbeat;
+};
+
+/// Liveness across processes (Heartbeat.cpp): a thread that sends a beat
+/// to every other process every quarter timeout (at most a second apart)
+/// and receives theirs. A peer silent for the timeout plus one such
+/// interval calls `fail` with a message naming it (the process exits
+/// there). Destruction says goodbye
+/// and waits until every peer has said it too (or went silent), so no beat
+/// is left unreceived when MPI is finalised.
+class Heartbeat {
+public:
+  using FailureHandler = std::function<void(const std::string &message)>;
+  Heartbeat(MpiProcess::Impl &mpi, MPI_Comm comm,
+            std::chrono::milliseconds timeout, FailureHandler fail);
+  ~Heartbeat();
+  Heartbeat(const Heartbeat &) = delete;
+  Heartbeat &operator=(const Heartbeat &) = delete;
+  void setTimeout(std::chrono::milliseconds timeout);
+
+private:
+  struct Peer;
+  /// Receives what arrived from every peer and sends the next beat (or
+  /// the goodbye) where the previous one has left.
+  Status exchange(bool goodbye);
+  /// The timeout plus one interval.
+  std::chrono::milliseconds silenceLimit() const;
+  /// A peer that has not said goodbye and was silent for the limit, or -1.
+  int silentPeer() const;
+  std::chrono::milliseconds interval() const;
+  void beat();
+
+  MpiProcess::Impl &mpi;
+  MPI_Comm comm;
+  std::atomic<int64_t> timeoutMs;
+  FailureHandler fail;
+  std::vector<Peer> peers;
+  std::mutex stopLock;
+  std::condition_variable stopSignal;
+  bool stopping = false;
+  std::thread thread;
 };
 
 /// Words a stall: given the indices of the requests still pending.

@@ -141,12 +141,27 @@ Expected<std::unique_ptr<MpiProcess>> MpiProcess::initialize(int *argc,
                                         &host));
   PARTITA_MPI_CHECK(MPI_Comm_rank(host, &process->state->localRank));
   MPI_Comm_free(&host);
+  if (process->state->size > 1) {
+    PARTITA_MPI_CHECK(
+        MPI_Comm_dup(MPI_COMM_WORLD, &process->state->heartbeatComm));
+    MpiProcess *self = process.get();
+    process->state->heartbeat = std::make_unique<Heartbeat>(
+        *process->state, process->state->heartbeatComm,
+        process->state->timeout, [self](const std::string &message) {
+          std::fprintf(stderr, "error: rank %d: %s\n", self->rank(),
+                       message.c_str());
+          self->exitAfterFailure(1);
+        });
+  }
   return process;
 }
 
 MpiProcess::~MpiProcess() {
   if (!state->finalize)
     return;
+  state->heartbeat.reset();
+  if (state->heartbeatComm != MPI_COMM_NULL)
+    MPI_Comm_free(&state->heartbeatComm);
   if (state->agreement != MPI_COMM_NULL)
     MPI_Comm_free(&state->agreement);
   MPI_Finalize();
@@ -160,6 +175,8 @@ std::chrono::milliseconds MpiProcess::timeout() const {
 }
 void MpiProcess::setTimeout(std::chrono::milliseconds timeout) {
   state->timeout = timeout;
+  if (state->heartbeat)
+    state->heartbeat->setTimeout(timeout);
 }
 
 void MpiProcess::exitAfterFailure(int code) {
