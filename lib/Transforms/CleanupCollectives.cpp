@@ -153,7 +153,9 @@ struct CleanupCollectivesPass
     SmallVector<Operation *> worklist{op};
     while (!worklist.empty()) {
       Operation *next = worklist.pop_back_val();
-      if (!next->use_empty() || erased.count(next))
+      // Erased already (as a dead producer of an earlier erase): freed, so
+      // asked nothing else.
+      if (erased.count(next) || !next->use_empty())
         continue;
       Operation *producer = next->getOperand(0).getDefiningOp();
       erased.insert(next);

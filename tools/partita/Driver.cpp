@@ -95,7 +95,7 @@ bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
   return true;
 }
 
-Session::Session() {
+Session::Session(llvm::raw_ostream &errors) : errors(errors) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   context.appendDialectRegistry(registry);
@@ -103,7 +103,8 @@ Session::Session() {
   // Users get the message and the source line, not a generic dump of the op.
   context.printOpOnDiagnostic(false);
   diagnostics =
-      std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr, &context);
+      std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr, &context,
+                                                         errors);
   // Registered last, so asked first: a diagnostic at a named location the
   // input gave no position is printed at the op's position in the input.
   positionHandler = context.getDiagEngine().registerHandler(
@@ -173,13 +174,14 @@ bool checkTensorSizes(mlir::ModuleOp module) {
   return ok;
 }
 
-bool checkInputText(llvm::StringRef text, const std::string &path) {
+bool checkInputText(llvm::StringRef text, llvm::StringRef path,
+                    llvm::raw_ostream &errors) {
   int line = 1, column = 1, depth = 0;
   bool inString = false, inComment = false;
   for (size_t i = 0; i < text.size(); ++i, ++column) {
     char c = text[i];
     if (c == '\0') {
-      llvm::errs() << path << ":" << line << ":" << column
+      errors << path << ":" << line << ":" << column
                    << ": error: a NUL byte: this is not program text\n";
       return false;
     }
@@ -204,7 +206,7 @@ bool checkInputText(llvm::StringRef text, const std::string &path) {
       inComment = true;
     } else if (c == '(' || c == '[' || c == '{') {
       if (++depth > kMaxNesting) {
-        llvm::errs() << path << ":" << line << ":" << column
+        errors << path << ":" << line << ":" << column
                      << ": error: nested more than " << kMaxNesting
                      << " levels deep (brackets and regions); refused "
                         "rather than overflow the stack\n";
@@ -266,11 +268,18 @@ partita::cli::loadModule(Session &session, const std::string &path) {
   std::unique_ptr<llvm::MemoryBuffer> file =
       mlir::openInputFile(path, &errorMessage);
   if (!file) {
-    llvm::errs() << "error: cannot read '" << path << "': " << errorMessage
-                 << "\n";
+    session.errors << "error: cannot read '" << path << "': " << errorMessage
+                   << "\n";
     return nullptr;
   }
-  if (!checkInputText(file->getBuffer(), path))
+  return loadModuleFromBuffer(session, std::move(file));
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+partita::cli::loadModuleFromBuffer(Session &session,
+                                   std::unique_ptr<llvm::MemoryBuffer> file) {
+  std::string path = file->getBufferIdentifier().str();
+  if (!checkInputText(file->getBuffer(), path, session.errors))
     return nullptr;
   session.sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   // Programs JAX lowered use dialects we do not link (StableHLO, Shardy):
@@ -282,30 +291,35 @@ partita::cli::loadModule(Session &session, const std::string &path) {
   mlir::ParserConfig config(&session.context, /*verifyAfterParse=*/false);
   mlir::AsmParserState state;
   mlir::Block parsed;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
   unsigned bufferId = session.sourceMgr.getMainFileID();
   llvm::StringRef bufferName =
       session.sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier();
   bool ok = mlir::succeeded(
       mlir::parseAsmSourceFile(session.sourceMgr, &parsed, config, &state));
+  if (ok) {
+    recordSourcePositions(session, state, bufferName);
+    module =
+        mlir::detail::constructContainerOpForParserIfNecessary<mlir::ModuleOp>(
+            &parsed, &session.context,
+            mlir::FileLineColLoc::get(&session.context, bufferName, 0, 0));
+    // Verified before anything walks it (the importer reads function
+    // types); unregistered ops pass here and are imported or refused below.
+    ok = module && mlir::succeeded(mlir::verify(*module));
+  }
   session.context.allowUnregisteredDialects(false);
   if (!ok)
     return nullptr;
-  recordSourcePositions(session, state, bufferName);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::detail::constructContainerOpForParserIfNecessary<mlir::ModuleOp>(
-          &parsed, &session.context,
-          mlir::FileLineColLoc::get(&session.context, bufferName, 0, 0));
-  if (!module)
-    return nullptr;
   bool stablehlo = looksLikeStableHLO(*module);
   if (session.from != "auto" && stablehlo != (session.from == "stablehlo")) {
-    llvm::errs() << "error: " << path << " is "
-                 << (stablehlo ? "StableHLO" : "not StableHLO")
-                 << ", but --from says " << session.from << "\n";
+    session.errors << "error: " << path << " is "
+                   << (stablehlo ? "StableHLO" : "not StableHLO")
+                   << ", but --from says " << session.from << "\n";
     return nullptr;
   }
   if (stablehlo) {
-    if (mlir::failed(importStableHLO(*module)))
+    if (mlir::failed(importStableHLO(*module)) ||
+        mlir::failed(mlir::verify(*module)))
       return nullptr;
   } else {
     bool unknown = false;
@@ -320,8 +334,6 @@ partita::cli::loadModule(Session &session, const std::string &path) {
     if (unknown)
       return nullptr;
   }
-  if (mlir::failed(mlir::verify(*module)))
-    return nullptr;
   if (!checkTensorSizes(*module))
     return nullptr;
   return module;

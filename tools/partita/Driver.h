@@ -82,8 +82,10 @@ bool parseCommandLine(const std::vector<std::string> &args,
 /// A context with Partita's dialects and a diagnostic handler printing
 /// `file:line:col: error: ...` with the source line.
 struct Session {
-  Session();
+  /// Diagnostics and load errors are printed on `errors`.
+  explicit Session(llvm::raw_ostream &errors = llvm::errs());
   ~Session();
+  llvm::raw_ostream &errors;
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagnostics;
@@ -102,6 +104,12 @@ struct Session {
 /// (partita/Conversion/StableHLOToPartita.h); null after reporting.
 mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
                                              const std::string &path);
+
+/// loadModule on text already in memory (its identifier names it in
+/// diagnostics).
+mlir::OwningOpRef<mlir::ModuleOp>
+loadModuleFromBuffer(Session &session,
+                     std::unique_ptr<llvm::MemoryBuffer> buffer);
 
 /// --optimizer (default adamw) and --remat (default none), parsed once into
 /// `options`; false after reporting a bad value.

@@ -174,7 +174,7 @@ LogicalResult ArgmaxOp::verify() {
   RankedTensorType input = getOperand().getType();
   if (failed(checkDim(*this, getDim(), input.getRank())))
     return failure();
-  SmallVector<int64_t> expected = dropDims(input.getShape(), {getDim()});
+  SmallVector<int64_t> expected = dropDims(input.getShape(), {static_cast<int64_t>(getDim())});
   if (getType().getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "result shape " << getType()
                          << " must be the operand shape without dimension "
@@ -342,7 +342,7 @@ LogicalResult ConcatenateOp::verify() {
                            << ") differs in rank or element type from input 0 ("
                            << first << ")";
     for (int64_t d = 0; d < first.getRank(); ++d)
-      if (d != getDim() && type.getDimSize(d) != first.getDimSize(d))
+      if (d != static_cast<int64_t>(getDim()) && type.getDimSize(d) != first.getDimSize(d))
         return emitOpError() << "input " << index << " has size "
                              << type.getDimSize(d) << " in dimension " << d
                              << " but input 0 has " << first.getDimSize(d);
