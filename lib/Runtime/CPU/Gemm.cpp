@@ -36,7 +36,9 @@ void builtinGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
                  T *c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i)
     std::fill(c + i * ldc, c + i * ldc + n, T(0));
-  std::vector<T> panel(KBlock * NBlock);
+  // Only as large as this product needs: small products (a batched
+  // einsum's, a fuzzer's) would spend their time zeroing a full panel.
+  std::vector<T> panel(std::min(KBlock, k) * std::min(NBlock, n));
   for (int64_t k0 = 0; k0 < k; k0 += KBlock) {
     int64_t kb = std::min(KBlock, k - k0);
     for (int64_t n0 = 0; n0 < n; n0 += NBlock) {
