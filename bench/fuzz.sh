@@ -17,6 +17,8 @@
 # test/fuzz/TARGET.dict where there is one). Prints libFuzzer's final
 # statistics; a crash, hang (> 10 s per input), leak or sanitizer finding
 # stops it with exit code 1 and leaves the input in <build>/findings.
+# PARTITA_FUZZ_RUNS=N stops each job after N executions instead (SECONDS
+# still bounds it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: bench/fuzz.sh Executable|Npy|ShardedIndex|Compile|Import|all SECONDS [JOBS]}
@@ -87,6 +89,9 @@ echo "== fuzzing $target for $seconds s ($jobs jobs)"
 # Several jobs: libFuzzer writes each worker's log as fuzz-<i>.log in the
 # working directory, so it runs in the build directory.
 parallel=()
+if [ -n "${PARTITA_FUZZ_RUNS:-}" ]; then
+  options+=(-runs="$PARTITA_FUZZ_RUNS")
+fi
 if [ "$jobs" -gt 1 ]; then
   parallel=(-jobs="$jobs" -workers="$jobs")
 fi

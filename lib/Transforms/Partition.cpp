@@ -136,6 +136,12 @@ private:
   void maskReducedPadding(Operation *op, const OpShardingRule &rule,
                           const OpDecision &decision);
 
+  /// An iota whose own dimension is split: only that dimension is built
+  /// whole (a vector), sliced along it like the result, and broadcast to
+  /// the local shape, so a batch x sequence x vocabulary iota (one-hot
+  /// embeddings and targets) never exists whole on a device.
+  LogicalResult partitionIotaAlongSplitDim(IotaOp iota, const Sharding &target);
+
   /// Emits the collectives that turn `value` into `to`; returns the new value.
   /// `why` says what needs the new layout; it is spelt out only when a
   /// collective is emitted (its partita.reason).
@@ -854,6 +860,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
                     splat.resizeSplat(cast<ShapedType>(result.getType())));
       return success();
     }
+    if (iota && target.partialKind == PartialKind::None)
+      return partitionIotaAlongSplitDim(iota, target);
     // Otherwise built whole on every device, then sliced: no traffic.
     layouts[result] = {
         Sharding::replicated(static_cast<int>(type.getRank())),
@@ -893,6 +901,41 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     results.push_back(Sharding::replicated(
         static_cast<int>(cast<RankedTensorType>(result.getType()).getRank())));
   return retypeResults(op, results);
+}
+
+LogicalResult Partitioner::partitionIotaAlongSplitDim(IotaOp iota,
+                                                      const Sharding &target) {
+  Value result = iota.getResult();
+  auto type = cast<RankedTensorType>(result.getType());
+  int64_t dim = static_cast<int64_t>(iota.getDim());
+  OpBuilder builder(iota);
+  auto lineType =
+      RankedTensorType::get({type.getDimSize(dim)}, type.getElementType());
+  Value line = IotaOp::create(builder, iota.getLoc(), lineType, 0);
+  layouts[line] = {Sharding::replicated(1), {type.getDimSize(dim)},
+                   elementBytesOf(type)};
+  Sharding lineSharding = Sharding::replicated(1);
+  lineSharding.dims[0] = target.dims[dim];
+  FailureOr<Value> slicedLine = reshard(
+      line, lineSharding, iota, [&] { return "slice of " + describeOp(iota); });
+  if (failed(slicedLine))
+    return failure();
+  FailureOr<RankedTensorType> local =
+      localType(type, closed(target), iota, describeValue(result));
+  if (failed(local))
+    return failure();
+  builder.setInsertionPoint(iota);
+  auto broadcast =
+      BroadcastOp::create(builder, iota.getLoc(), *local, *slicedLine,
+                          builder.getDenseI64ArrayAttr({dim}));
+  layouts[broadcast.getResult()] = {
+      target, std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+      elementBytesOf(type)};
+  broadcast->setAttr(PartitaDialect::kShardingAttrName, attrFor(target));
+  result.replaceAllUsesWith(broadcast.getResult());
+  layouts.erase(result);
+  iota.erase();
+  return success();
 }
 
 LogicalResult Partitioner::partitionBlock(Block &block) {

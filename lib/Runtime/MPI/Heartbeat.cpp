@@ -97,9 +97,10 @@ Status Heartbeat::exchange(bool goodbye) {
 }
 
 std::chrono::milliseconds Heartbeat::silenceLimit() const {
-  // One interval longer than the timeout: a wait for the same peer that
-  // started when it stopped fails first, with the message naming the op.
-  return std::chrono::milliseconds(timeoutMs.load()) + interval();
+  // Two intervals longer than the timeout: a wait for the same peer that
+  // started about when it stopped fails first, with the message naming the
+  // op (the last beat may have come up to an interval before the stop).
+  return std::chrono::milliseconds(timeoutMs.load()) + 2 * interval();
 }
 
 int Heartbeat::silentPeer() const {

@@ -57,8 +57,8 @@ struct MpiProcess::Impl {
 
 /// Liveness across processes (Heartbeat.cpp): a thread that sends a beat
 /// to every other process every quarter timeout (at most a second apart)
-/// and receives theirs. A peer silent for the timeout plus one such
-/// interval calls `fail` with a message naming it (the process exits
+/// and receives theirs. A peer silent for the timeout plus two such
+/// intervals calls `fail` with a message naming it (the process exits
 /// there). Destruction says goodbye
 /// and waits until every peer has said it too (or went silent), so no beat
 /// is left unreceived when MPI is finalised.
@@ -77,7 +77,7 @@ private:
   /// Receives what arrived from every peer and sends the next beat (or
   /// the goodbye) where the previous one has left.
   Status exchange(bool goodbye);
-  /// The timeout plus one interval.
+  /// The timeout plus two intervals.
   std::chrono::milliseconds silenceLimit() const;
   /// A peer that has not said goodbye and was silent for the limit, or -1.
   int silentPeer() const;
