@@ -15,6 +15,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <set>
+
 namespace partita {
 #define GEN_PASS_DEF_APPLYRULESPASS
 #include "partita/Transforms/Passes.h.inc"
@@ -107,13 +109,43 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
           attrs.setResult(r, PartitaDialect::kShardingAttrName, sharding);
       }
     }
+    // The axes the batch is split over (data parallelism): gradients are
+    // partial sums over them.
+    std::set<std::string> batchAxes;
+    {
+      std::vector<std::string> ignored;
+      Sharding batch = applyLogicalRules(*table, mesh, {"batch"},
+                                         {mesh.numDevices()}, "input",
+                                         maxPadding, ignored);
+      for (const auto &dim : batch.dims)
+        batchAxes.insert(dim.axes.begin(), dim.axes.end());
+    }
     for (LogicalConstraintOp op : constraints) {
       std::vector<std::string> warnings;
-      Sharding sharding =
-          applyLogicalRules(*table, mesh, axisNames(op.getAxes()),
-                            shapeOf(op.getInput().getType()),
-                            op.getRole() ? op.getRole()->str() : "activation",
-                            maxPadding, warnings);
+      bool accumulator =
+          op.getRole() && *op.getRole() == kGradAccumulatorRole;
+      Sharding sharding = applyLogicalRules(
+          *table, mesh, axisNames(op.getAxes()),
+          shapeOf(op.getInput().getType()),
+          accumulator ? std::string("grad")
+                      : op.getRole() ? op.getRole()->str() : "activation",
+          maxPadding, warnings);
+      // A micro-batch's gradient is moved into its buffer's layout before
+      // it is accumulated only when that layout splits it over a batch
+      // axis (ZeRO-2, FSDP: a reduce-scatter per micro-batch keeps the
+      // accumulator split); otherwise the accumulator stays partial and is
+      // reduced once after the loop (docs/Training.md).
+      if (accumulator) {
+        bool splitOverBatch = false;
+        for (const auto &dim : sharding.dims)
+          for (const std::string &axis : dim.axes)
+            splitOverBatch |= batchAxes.count(axis) != 0;
+        if (!splitOverBatch) {
+          op.getResult().replaceAllUsesWith(op.getInput());
+          op.erase();
+          continue;
+        }
+      }
       warn(op.getLoc(), "logical constraint", warnings);
       // An activation layout nothing maps is no constraint; a layout named
       // for an argument role (a gradient, a weight slice) is kept even when
@@ -130,7 +162,8 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
       // ops that compute it (a reshard, not a constraint): they keep the
       // batch split and produce partial sums, which the move reduces.
       Value moved =
-          op.getRole() && (*op.getRole() == "grad" || *op.getRole() == "opt_state")
+          op.getRole() && (*op.getRole() == "grad" || accumulator ||
+                           *op.getRole() == "opt_state")
               ? builder.create<ReshardOp>(op.getLoc(), op.getInput(), attr)
                     .getResult()
               : builder.create<ShardingConstraintOp>(op.getLoc(), op.getInput(),

@@ -15,6 +15,7 @@
 #include "AutodiffEmitter.h"
 #include "partita/Dialect/Partita/Utils/FunctionAttrs.h"
 #include "partita/Transforms/Autodiff.h"
+#include "partita/Transforms/LogicalRules.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/Utils/ValueNames.h"
@@ -230,8 +231,7 @@ SmallVector<Value> TrainStepBuilder::forwardBackward(OpBuilder &at,
 }
 
 SmallVector<Value> TrainStepBuilder::accumulateMicroBatches(ValueRange data) {
-  // The carries are accumulators: they stay partial, and are reduced once
-  // after the loop.
+  // The carries are accumulators, in the gradient's layout (below).
   Emitter e = emitter();
   int64_t count = options.microBatches;
   Operation *gradReturn = gradBody->getTerminator();
@@ -276,6 +276,18 @@ SmallVector<Value> TrainStepBuilder::accumulateMicroBatches(ValueRange data) {
         ie.reshape(ie.dynamicSlice(viewed, starts, sizes), microShape));
   }
   SmallVector<Value> results = forwardBackward(inside, slices);
+  // Under ZeRO-2 and FSDP each micro-batch's gradient is reduce-scattered
+  // into its split buffer before it is added (kGradAccumulatorRole); under
+  // the other rules it stays a partial sum, reduced once after the loop.
+  for (size_t p = 0; p < params.size(); ++p)
+    if (auto axes = loss.getArgAttrOfType<ArrayAttr>(
+            params[p], PartitaDialect::kLogicalAxesAttrName))
+      results[1 + p] = inside.create<LogicalConstraintOp>(
+          NameLoc::get(inside.getStringAttr(
+                           "micro-batch grad of " +
+                           shortName(loss.getArgument(params[p]))),
+                       loc),
+          results[1 + p], axes, inside.getStringAttr(kGradAccumulatorRole));
   SmallVector<Value> yields;
   for (size_t r = 0; r < results.size(); ++r)
     yields.push_back(ie.add(sums[r], results[r]));

@@ -186,6 +186,9 @@ struct Candidate {
   double computeSeconds = 0, commSeconds = 0;
   int64_t collectives = 0;
   double stepSeconds() const { return computeSeconds + commSeconds; }
+  /// Memory per device extrapolated from the model at kScreenLayers and
+  /// kScreenLayers + 1 layers (0: not screened).
+  double screenedMemory = 0;
 
   std::string meshText() const {
     if (model == 1)
@@ -195,6 +198,12 @@ struct Candidate {
     return "data=" + std::to_string(data) + ",model=" + std::to_string(model);
   }
 };
+
+/// Deep models are screened at this many layers and one more: every
+/// figure of a stack of identical layers (memory of the buffer plan,
+/// FLOPs, collective time) is a constant plus one per layer, so the pair
+/// extrapolates to the whole depth (docs/Planning.md, "Screening").
+constexpr int64_t kScreenLayers = 2;
 
 /// The layouts to search on `devices` devices.
 std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
@@ -261,7 +270,8 @@ std::pair<AxisLink, AxisLink> axisLinks(const Candidate &c,
 /// (docs/Planning.md, "Finalists"): the forward FLOPs three times (four
 /// with recomputation) over the devices, and ring collectives of the bytes
 /// each preset moves — gradients over `data` (reduced, or reduce-scattered
-/// and the parameters gathered back; FSDP gathers them twice), activations
+/// and the parameters gathered back; FSDP gathers them twice; ZeRO-2 and
+/// FSDP reduce-scatter every micro-batch), activations
 /// over `model` (four all-reduces per layer, forward and backward).
 double estimateSeconds(const Candidate &c, const ModelConfig &config,
                        double parameters, double forwardFlops,
@@ -278,12 +288,19 @@ double estimateSeconds(const Candidate &c, const ModelConfig &config,
   if (r == "dp" || r == "ep" || r == "dp+tp") {
     dataBytes = 2 * ring * state / m;
     dataCount = 4;
-  } else if (r == "zero1" || r == "zero2") {
+  } else if (r == "zero1") {
     dataBytes = 2 * ring * state;
     dataCount = 4 + tensors;
+  } else if (r == "zero2") {
+    // A reduce-scatter per micro-batch (the accumulator is split), the
+    // parameters gathered once.
+    dataBytes = (c.micro + 1) * ring * state;
+    dataCount = 4 + c.micro * tensors;
   } else if (r == "fsdp" || r == "fsdp+tp") {
-    dataBytes = 3 * ring * state / m;
-    dataCount = 3 * tensors;
+    // Per micro-batch: gathered for the forward and the backward,
+    // gradients reduce-scattered.
+    dataBytes = 3 * c.micro * ring * state / m;
+    dataCount = 3 * c.micro * tensors;
   }
   if (m > 1) {
     modelBytes = 4 * config.layers * 2 * (m - 1) / m * activation;
@@ -535,6 +552,41 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     }
     order.push_back(&c);
   }
+  // Screening (finalists only, deep models): each layout compiled at
+  // kScreenLayers and one more, its figures extrapolated; layouts over the
+  // budget then are not compiled at full depth, and the others are
+  // compiled in the order of their extrapolated step time.
+  int64_t screened = 0, screenedOut = 0;
+  if (finalists > 0 && config.layers > kScreenLayers + 1) {
+    std::vector<Candidate *> kept;
+    for (Candidate *c : order) {
+      Candidate shallow = *c, deeper = *c;
+      ModelConfig small = config, next = config;
+      small.layers = kScreenLayers;
+      next.layers = kScreenLayers + 1;
+      evaluate(shallow, small, *cluster, globalBatch, scratch.str().str());
+      evaluate(deeper, next, *cluster, globalBatch, scratch.str().str());
+      if (!shallow.compiled || !deeper.compiled) {
+        kept.push_back(c); // compiled at full depth, in estimate order
+        continue;
+      }
+      ++screened;
+      double more = static_cast<double>(config.layers - kScreenLayers - 1);
+      auto extend = [&](double a, double b) { return b + more * (b - a); };
+      c->screenedMemory = extend(shallow.memory, deeper.memory);
+      c->estimatedSeconds = extend(shallow.stepSeconds(), deeper.stepSeconds());
+      if (budget > 0 && c->screenedMemory > budget) {
+        c->failure = "over budget: about " + formatBytes(c->screenedMemory) +
+                     " per device (extrapolated from " +
+                     std::to_string(kScreenLayers) + " and " +
+                     std::to_string(kScreenLayers + 1) + " layers)";
+        ++screenedOut;
+        continue;
+      }
+      kept.push_back(c);
+    }
+    order = std::move(kept);
+  }
   std::stable_sort(order.begin(), order.end(),
                    [](const Candidate *a, const Candidate *b) {
                      return a->estimatedSeconds < b->estimatedSeconds;
@@ -571,6 +623,25 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     for (const Candidate *c : over)
       if (!least || c->memory < least->memory)
         least = c;
+    // A layout screened out may need less than any compiled one.
+    const Candidate *leastScreened = nullptr;
+    for (const Candidate &c : candidates)
+      if (!c.compiled && c.screenedMemory > 0 &&
+          (!leastScreened || c.screenedMemory < leastScreened->screenedMemory))
+        leastScreened = &c;
+    if (leastScreened && (!least || leastScreened->screenedMemory < least->memory)) {
+      llvm::errs() << "error: no layout of " << config.model << " on "
+                   << devices << " devices fits in " << formatBytes(budget)
+                   << " per device; the smallest layout needs about "
+                   << formatBytes(leastScreened->screenedMemory) << " ("
+                   << leastScreened->meshText() << ", "
+                   << leastScreened->rules << ", " << leastScreened->micro
+                   << " micro-batches, remat "
+                   << partita::rematName(leastScreened->remat)
+                   << "; extrapolated from " << kScreenLayers << " and "
+                   << kScreenLayers + 1 << " layers)\n";
+      return 1;
+    }
     bool bound = !least;
     if (bound)
       for (const Candidate &c : candidates)
@@ -614,10 +685,16 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
      << " across; memory "
      << (budget > 0 ? formatBytes(budget) + " per device" : "unlimited")
      << "\n";
-  size_t left = candidates.size() - pruned - failed - compiledCount;
-  os << "searched " << candidates.size() << " layouts: " << compiledCount
-     << " compiled, " << pruned << " over memory by their model state alone, "
-     << failed << " failed to compile";
+  size_t left =
+      candidates.size() - pruned - screenedOut - failed - compiledCount;
+  os << "searched " << candidates.size() << " layouts: ";
+  if (screened)
+    os << screened << " screened at " << kScreenLayers << " and "
+       << kScreenLayers + 1 << " layers (" << screenedOut
+       << " over memory), ";
+  os << compiledCount << " compiled, " << pruned
+     << " over memory by their model state alone, " << failed
+     << " failed to compile";
   if (left)
     os << ", " << left << " not compiled (estimated slower than "
        << finalists << " that fit)";

@@ -65,6 +65,12 @@ Expected<LogicalRules> parseLogicalRules(std::string_view json,
                                          const std::string &source,
                                          const Mesh &mesh);
 
+/// The role of a logical constraint on one micro-batch's gradient before
+/// it is accumulated (partita-train-step): resolved with the "grad" rules
+/// when those split the gradient over an axis the batch is split over, and
+/// dropped otherwise (the accumulator then stays a partial sum).
+inline constexpr const char kGradAccumulatorRole[] = "grad_accumulator";
+
 /// A preset name, or else a path to a JSON rules file.
 Expected<LogicalRules> loadLogicalRules(const std::string &presetOrFile,
                                         const Mesh &mesh);
