@@ -259,6 +259,19 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
               "instruction all_reduce has 2 operand(s) and 1 result(s), not "
               "1 and 1") != std::string::npos);
   }
+  SECTION("a variadic instruction with too few operands") {
+    // Found by fuzzing: a dynamic_update_slice without its update read past
+    // its operand list.
+    Executable program = sampleProgram();
+    program.instructions[3].op = OpCode::DynamicUpdateSlice;
+    program.instructions[3].operands = {4};
+    Expected<Executable> result =
+        deserializeExecutable(serializeExecutable(program), "f");
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(
+              "instruction dynamic_update_slice has 1 operand(s), fewer than "
+              "its 2") != std::string::npos);
+  }
   SECTION("a slot whose byte count overflows") {
     Executable program = sampleProgram();
     program.slots.push_back({DType::F32, {int64_t(1) << 40, int64_t(1) << 40}});

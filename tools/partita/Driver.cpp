@@ -281,7 +281,8 @@ partita::cli::loadModuleFromBuffer(Session &session,
   std::string path = file->getBufferIdentifier().str();
   if (!checkInputText(file->getBuffer(), path, session.errors))
     return nullptr;
-  session.sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  unsigned bufferId =
+      session.sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   // Programs JAX lowered use dialects we do not link (StableHLO, Shardy):
   // they parse as unregistered ops and are imported; any other unknown op
   // is an error.
@@ -292,7 +293,6 @@ partita::cli::loadModuleFromBuffer(Session &session,
   mlir::AsmParserState state;
   mlir::Block parsed;
   mlir::OwningOpRef<mlir::ModuleOp> module;
-  unsigned bufferId = session.sourceMgr.getMainFileID();
   llvm::StringRef bufferName =
       session.sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier();
   bool ok = mlir::succeeded(

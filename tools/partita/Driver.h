@@ -106,7 +106,8 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
                                              const std::string &path);
 
 /// loadModule on text already in memory (its identifier names it in
-/// diagnostics).
+/// diagnostics). One module per Session: MLIR parses the source manager's
+/// first buffer.
 mlir::OwningOpRef<mlir::ModuleOp>
 loadModuleFromBuffer(Session &session,
                      std::unique_ptr<llvm::MemoryBuffer> buffer);

@@ -187,8 +187,10 @@ struct Candidate {
   int64_t collectives = 0;
   double stepSeconds() const { return computeSeconds + commSeconds; }
   /// Memory per device extrapolated from the model at kScreenLayers and
-  /// kScreenLayers + 1 layers (0: not screened).
+  /// kScreenLayers + 1 layers (0: not screened), and whether that put it
+  /// over the budget (then it is not compiled at full depth).
   double screenedMemory = 0;
+  bool screenedOut = false;
 
   std::string meshText() const {
     if (model == 1)
@@ -580,6 +582,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                      " per device (extrapolated from " +
                      std::to_string(kScreenLayers) + " and " +
                      std::to_string(kScreenLayers + 1) + " layers)";
+        c->screenedOut = true;
         ++screenedOut;
         continue;
       }
@@ -626,7 +629,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     // A layout screened out may need less than any compiled one.
     const Candidate *leastScreened = nullptr;
     for (const Candidate &c : candidates)
-      if (!c.compiled && c.screenedMemory > 0 &&
+      if (c.screenedOut &&
           (!leastScreened || c.screenedMemory < leastScreened->screenedMemory))
         leastScreened = &c;
     if (leastScreened && (!least || leastScreened->screenedMemory < least->memory)) {

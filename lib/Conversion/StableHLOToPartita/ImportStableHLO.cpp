@@ -26,6 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <limits>
+#include <optional>
 
 namespace partita {
 namespace stablehlo_import {
@@ -292,6 +293,43 @@ void Importer::importFunctionAttributes(func::FuncOp function) {
                                        "result " + std::to_string(i)));
 }
 
+namespace {
+/// Operand and result counts of the converted ops whose counts are fixed
+/// (the conversions read them without counting); the others check theirs.
+std::optional<std::pair<unsigned, unsigned>> fixedArity(StringRef name) {
+  static const llvm::StringMap<std::pair<unsigned, unsigned>> table = [] {
+    llvm::StringMap<std::pair<unsigned, unsigned>> t;
+    for (const char *unary :
+         {"stablehlo.abs", "stablehlo.negate", "stablehlo.sign",
+          "stablehlo.exponential", "stablehlo.log", "stablehlo.log_plus_one",
+          "stablehlo.tanh", "stablehlo.logistic", "stablehlo.sqrt",
+          "stablehlo.rsqrt", "stablehlo.sine", "stablehlo.cosine",
+          "stablehlo.floor", "stablehlo.not", "chlo.erf", "stablehlo.convert",
+          "stablehlo.reshape", "stablehlo.exponential_minus_one",
+          "chlo.square", "stablehlo.is_finite", "stablehlo.broadcast_in_dim",
+          "stablehlo.transpose", "stablehlo.slice", "sdy.sharding_constraint"})
+      t[unary] = {1, 1};
+    for (const char *binary :
+         {"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply",
+          "stablehlo.divide", "stablehlo.remainder", "stablehlo.maximum",
+          "stablehlo.minimum", "stablehlo.power", "stablehlo.and",
+          "stablehlo.or", "stablehlo.xor", "stablehlo.compare",
+          "stablehlo.dot_general", "stablehlo.pad", "stablehlo.gather"})
+      t[binary] = {2, 1};
+    t["stablehlo.select"] = {3, 1};
+    t["stablehlo.clamp"] = {3, 1};
+    t["stablehlo.constant"] = {0, 1};
+    t["stablehlo.iota"] = {0, 1};
+    t["chlo.top_k"] = {1, 2};
+    return t;
+  }();
+  auto it = table.find(name);
+  if (it == table.end())
+    return std::nullopt;
+  return it->second;
+}
+} // namespace
+
 void Importer::importBlock(Block &block) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
     StringRef name = op.getName().getStringRef();
@@ -300,6 +338,25 @@ void Importer::importBlock(Block &block) {
     auto conversion = conversions().find(name);
     if (conversion == conversions().end()) {
       fail(&op) << "unsupported op '" << name << "'";
+      continue;
+    }
+    // What every conversion takes for granted: ranked tensors in and out,
+    // and the op's operand and result counts (found by fuzzing the
+    // importer: a dot_general read past its operand's dimensions).
+    auto notTensor = [](Type type) { return !isa<RankedTensorType>(type); };
+    if (llvm::any_of(op.getOperandTypes(), notTensor) ||
+        llvm::any_of(op.getResultTypes(), notTensor)) {
+      fail(&op) << "'" << name
+                << "' with an operand or result that is not a ranked tensor";
+      continue;
+    }
+    if (auto arity = fixedArity(name);
+        arity && (op.getNumOperands() != arity->first ||
+                  op.getNumResults() != arity->second)) {
+      fail(&op) << "'" << name << "' with " << op.getNumOperands()
+                << " operand(s) and " << op.getNumResults()
+                << " result(s); it has " << arity->first << " and "
+                << arity->second;
       continue;
     }
     builder.setInsertionPoint(&op);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "Importer.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Sequence.h"
 
 namespace partita {
@@ -78,8 +79,20 @@ FailureOr<SmallVector<Value>> Importer::dotGeneral(Operation *op) {
       intList(text, "rhs_contracting_dimensions");
   int64_t lhsRank = tensorOf(op->getOperand(0)).getRank();
   int64_t rhsRank = tensorOf(op->getOperand(1)).getRank();
+  // Each side's batch and contracting dimensions: distinct, in range.
+  auto valid = [](ArrayRef<int64_t> batch, ArrayRef<int64_t> contract,
+                  int64_t rank) {
+    llvm::SmallDenseSet<int64_t> seen;
+    for (ArrayRef<int64_t> list : {batch, contract})
+      for (int64_t d : list)
+        if (d < 0 || d >= rank || !seen.insert(d).second)
+          return false;
+    return true;
+  };
   if (lhsBatch.size() != rhsBatch.size() ||
-      lhsContract.size() != rhsContract.size() || lhsRank + rhsRank > 26)
+      lhsContract.size() != rhsContract.size() || lhsRank + rhsRank > 26 ||
+      !valid(lhsBatch, lhsContract, lhsRank) ||
+      !valid(rhsBatch, rhsContract, rhsRank))
     return reject(op, "stablehlo.dot_general with dimension numbers '" + text +
                           "' that do not pair up");
   // Letters: lhs dims a.., rhs free dims after; batch and contracting rhs

@@ -155,6 +155,8 @@ Status clampedBlockOffset(const KernelContext &ctx, size_t firstIndexOperand,
 } // namespace
 
 Status runDynamicSlice(const KernelContext &ctx) {
+  if (ctx.numOperands() < 1)
+    return ctx.error("expects an operand and its start indices");
   const TensorType &in = ctx.operandType(0), &out = ctx.resultType(0);
   if (Status s = checkSameDType(ctx, in, out); !s)
     return s;
@@ -174,6 +176,8 @@ Status runDynamicSlice(const KernelContext &ctx) {
 }
 
 Status runDynamicUpdateSlice(const KernelContext &ctx) {
+  if (ctx.numOperands() < 2)
+    return ctx.error("expects an operand, an update and start indices");
   const TensorType &in = ctx.operandType(0), &out = ctx.resultType(0);
   const TensorType &update = ctx.operandType(1);
   if (in.dtype != out.dtype || in.shape != out.shape ||

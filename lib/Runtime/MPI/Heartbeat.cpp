@@ -26,7 +26,10 @@ struct Heartbeat::Peer {
   MPI_Request receive = MPI_REQUEST_NULL;
   MPI_Request send = MPI_REQUEST_NULL;
   int64_t received = 0;
-  int64_t sent = 0;
+  /// The value in flight to this peer: on the heap, so that a send still
+  /// pending at shutdown can keep it (Impl::abandoned) past MPI_Finalize.
+  std::shared_ptr<std::vector<int64_t>> sent =
+      std::make_shared<std::vector<int64_t>>(1, 0);
   Clock::time_point lastHeard;
   bool saidGoodbye = false;
 };
@@ -62,8 +65,15 @@ std::chrono::milliseconds Heartbeat::interval() const {
 }
 
 Status Heartbeat::exchange(bool goodbye) {
-  Clock::time_point now = Clock::now();
+  Clock::time_point asked = Clock::now();
   std::lock_guard<std::mutex> guard(mpi.lock);
+  Clock::time_point now = Clock::now();
+  // The main thread held the lock (a blocking MPI call such as a
+  // communicator split): nothing could be heard meanwhile, so that time
+  // counts as no one's silence.
+  if (now - asked > interval())
+    for (Peer &peer : peers)
+      peer.lastHeard = std::max(peer.lastHeard, now - interval());
   for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
     if (r == mpi.rank)
       continue;
@@ -87,10 +97,11 @@ Status Heartbeat::exchange(bool goodbye) {
     }
     // One beat in flight per peer; the goodbye goes once the last beat
     // has left.
-    if (peer.send == MPI_REQUEST_NULL && peer.sent != kGoodbye) {
-      peer.sent = goodbye ? kGoodbye : peer.sent + 1;
-      PARTITA_MPI_CHECK(MPI_Isend(&peer.sent, 1, MPI_INT64_T, r, 0, comm,
-                                  &peer.send));
+    int64_t &value = peer.sent->front();
+    if (peer.send == MPI_REQUEST_NULL && value != kGoodbye) {
+      value = goodbye ? kGoodbye : value + 1;
+      PARTITA_MPI_CHECK(
+          MPI_Isend(&value, 1, MPI_INT64_T, r, 0, comm, &peer.send));
     }
   }
   return Status::success();
@@ -152,8 +163,12 @@ void Heartbeat::beat() {
       MPI_Cancel(&peer.receive);
       MPI_Wait(&peer.receive, MPI_STATUS_IGNORE);
     }
-    if (peer.send != MPI_REQUEST_NULL)
+    if (peer.send != MPI_REQUEST_NULL) {
+      // Still in flight to a peer that went silent: its value is kept
+      // until the process ends.
+      mpi.abandoned.push_back(peer.sent);
       MPI_Request_free(&peer.send);
+    }
   }
 }
 

@@ -61,6 +61,8 @@ public:
   ~MpiCommunicator() override {
     if (aborted)
       return; // Requests may be pending on these communicators.
+    // The heartbeat thread makes MPI calls too: hold the process's lock.
+    std::lock_guard<std::mutex> guard(process.impl().lock);
     for (MPI_Comm &comm : duplicates)
       MPI_Comm_free(&comm);
     for (auto &entry : comms)

@@ -543,6 +543,20 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
                         std::to_string(inst.results.size()) +
                         " result(s), not " + std::to_string(arity.operands) +
                         " and " + std::to_string(arity.results));
+    // Variadic ops the kernels index before counting: their least operand
+    // counts (a dynamic_update_slice without its update read past its
+    // operand list: found by fuzzing).
+    size_t least = 0;
+    if (inst.op == OpCode::DynamicUpdateSlice)
+      least = 2;
+    else if (inst.op == OpCode::DynamicSlice ||
+             inst.op == OpCode::Concatenate || inst.op == OpCode::Einsum)
+      least = 1;
+    if (inst.operands.size() < least)
+      return in.failure(std::string("instruction ") + opCodeName(inst.op) +
+                        " has " + std::to_string(inst.operands.size()) +
+                        " operand(s), fewer than its " +
+                        std::to_string(least));
     for (const std::vector<int32_t> *list : {&inst.operands, &inst.results})
       for (int32_t slot : *list)
         if (slot < 0 || slot >= static_cast<int32_t>(slots))
