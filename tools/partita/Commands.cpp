@@ -51,6 +51,10 @@ Commands:
                                  choose the parallel layout: the fastest
                                  mesh, rules, micro-batches and remat that
                                  fit, predicted step time and memory
+  calibrate [--devices cpu:N] [-o cluster.json]
+                                 measure this machine (instruction, einsum,
+                                 elementwise and collective costs) for
+                                 plan --interconnect
   checkpoint info DIR            what a checkpoint of train holds
 
 Options:
@@ -87,6 +91,7 @@ int partita::cli::runTool(const std::vector<std::string> &args) {
                   {"gen", genCommand},
                   {"train", trainCommand},
                   {"plan", planCommand},
+                  {"calibrate", calibrateCommand},
                   {"checkpoint", checkpointCommand}};
   auto it = commands.find(command);
   if (it == commands.end()) {
@@ -96,7 +101,7 @@ int partita::cli::runTool(const std::vector<std::string> &args) {
     return usageError(
         "unknown command '" + command +
         "'; available: gen, import, compile, explain, show, run, train, "
-        "plan, checkpoint (see 'partita --help')");
+        "plan, calibrate, checkpoint (see 'partita --help')");
   }
   return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
 }

@@ -160,6 +160,7 @@ int runCommand(const std::vector<std::string> &args);
 int genCommand(const std::vector<std::string> &args);
 int trainCommand(const std::vector<std::string> &args);
 int planCommand(const std::vector<std::string> &args);
+int calibrateCommand(const std::vector<std::string> &args);
 int checkpointCommand(const std::vector<std::string> &args);
 
 /// Builds `config`'s model on `mesh` in `session`'s context and verifies

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
+#include "StepCost.h"
 #include "TrainSupport.h"
 
 #include "partita/Analysis/Report.h"
@@ -32,6 +33,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace partita;
@@ -85,6 +87,9 @@ struct Cluster {
   double flopsPerSecond = 1e11;
   double memoryBytes = 0; // 0: unknown.
   AxisLink intra{450, 5}, inter{450, 5};
+  /// Measured by `partita calibrate`: then compiled layouts are costed per
+  /// instruction and collective (docs/Planning.md, "Calibration").
+  std::optional<Calibration> calibration;
 };
 
 Expected<Cluster> readCluster(const std::string &path) {
@@ -106,10 +111,23 @@ Expected<Cluster> readCluster(const std::string &path) {
   for (const auto &entry : *root) {
     llvm::StringRef key = entry.first;
     if (key != "devices_per_node" && key != "flops_per_second" &&
-        key != "memory_bytes" && key != "intra_node" && key != "inter_node")
+        key != "memory_bytes" && key != "intra_node" &&
+        key != "inter_node" && key != "calibration")
       return Status::error(path + ": unknown field '" + key.str() +
                            "' (devices_per_node, flops_per_second, "
-                           "memory_bytes, intra_node, inter_node)");
+                           "memory_bytes, intra_node, inter_node, "
+                           "calibration)");
+  }
+  if (const llvm::json::Value *value = root->get("calibration")) {
+    const llvm::json::Object *object = value->getAsObject();
+    if (!object)
+      return Status::error(path + ": 'calibration' must be an object (as "
+                                  "partita calibrate writes it)");
+    Expected<Calibration> calibration =
+        parseCalibration(*object, path + ": calibration");
+    if (!calibration)
+      return calibration.status();
+    cluster.calibration = std::move(*calibration);
   }
   auto positive = [&](const char *field, double &into) -> Status {
     if (const llvm::json::Value *value = root->get(field)) {
@@ -390,10 +408,17 @@ void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
   c.compiled = true;
   c.memory = static_cast<double>(program->allocatedBytes());
   c.byRole = report.bytesByRole;
-  c.computeSeconds =
-      static_cast<double>(summary.matmulFlops + summary.vectorFlops) /
-      cluster.flopsPerSecond;
-  c.commSeconds = report.estTimeUs * 1e-6;
+  if (cluster.calibration) {
+    // A measured machine: each instruction, einsum, elementwise pass and
+    // collective the device runs, at its measured cost.
+    std::tie(c.computeSeconds, c.commSeconds) =
+        predictSeconds(profileExecutable(*program), *cluster.calibration);
+  } else {
+    c.computeSeconds =
+        static_cast<double>(summary.matmulFlops + summary.vectorFlops) /
+        cluster.flopsPerSecond;
+    c.commSeconds = report.estTimeUs * 1e-6;
+  }
   c.collectives = report.totalCollectives;
 }
 
@@ -676,8 +701,20 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   os << "plan: " << config.model << ", " << llvm::format("%.0f", parameters)
      << " parameters, global batch " << globalBatch << ", " << devices
      << " devices, AdamW\n";
-  os << "cluster: " << llvm::format("%.3g", cluster->flopsPerSecond)
-     << " FLOP/s per device, "
+  os << "cluster: ";
+  if (const std::optional<Calibration> &measured = cluster->calibration)
+    os << "calibrated" << (measured->devices.empty() ? "" : " on ")
+       << measured->devices << " ("
+       << llvm::format("%.3g us per instruction, %.3g einsum FLOP/s, %.3g "
+                       "elements/s per device, ",
+                       measured->instructionUs,
+                       measured->einsumFlopsPerSecond,
+                       measured->elementsPerSecond)
+       << measured->collectives.size() << " collective fits), ";
+  else
+    os << llvm::format("%.3g", cluster->flopsPerSecond)
+       << " FLOP/s per device, ";
+  os
      << (cluster->devicesPerNode > 0 ? cluster->devicesPerNode : devices)
      << " per node, links "
      << llvm::format("%g GB/s %g us", cluster->intra.bandwidthGBps,

@@ -1,0 +1,466 @@
+//===- Calibrate.cpp - partita calibrate: measure this machine ------------===//
+//
+// Runs probe programs on N emulated CPU devices (the runtime `partita
+// train` uses, every device busy at once) and writes a cluster file for
+// `partita plan`: the cost of dispatching an instruction, einsum and
+// elementwise throughput, and for each collective kind and group size a
+// latency and a bandwidth fitted from a small and a large call
+// (docs/Planning.md, "Calibration"). Each probe is a loop inside a manual
+// computation, timed at two trip counts: the difference per trip is the
+// body's cost without the step's fixed costs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+#include "StepCost.h"
+#include "TrainSupport.h"
+
+#include "partita/Codegen/LowerToExecutable.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace partita;
+using namespace partita::cli;
+
+namespace {
+
+constexpr const char *kCalibrateUsage =
+    R"(partita calibrate - measure this machine for partita plan
+
+Usage: partita calibrate [--devices cpu:N] [-o cluster.json] [--steps S]
+
+Runs probe programs on N emulated CPU devices, every device busy at once as
+in training, and writes a cluster file for 'partita plan --interconnect':
+the time to dispatch one instruction, einsum FLOP/s and elementwise
+elements/s per device, and a latency and a bandwidth per collective kind
+(all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute)
+and group size (each divisor of N above 1), fitted from calls of 256 bytes
+and 256 KiB. docs/Planning.md.
+
+Options:
+  --devices cpu:N    the devices to measure [cpu:8]
+  -o FILE            where the cluster file goes [stdout]
+  --steps S          timed steps per probe (median) [5]
+  -h, --help         show this help
+)";
+
+/// A probe: a loop of `trips` iterations of `body` on a carried
+/// rows x cols f32 block per device, inside a manual computation over a
+/// mesh of N devices whose last axis "b" has `group` devices.
+struct Probe {
+  int64_t devices = 8, group = 8;
+  int64_t rows = 8, cols = 8;
+  /// The loop body; %acc is the carried block, %c a 0.5 constant and %x
+  /// the device's input block, each rows x cols; it must end by
+  /// yielding the same type.
+  std::string body;
+  /// Constants other than %c the body uses, in the region before the loop.
+  std::string prologue;
+};
+
+std::string tensorType(int64_t rows, int64_t cols) {
+  return "tensor<" + std::to_string(rows) + "x" + std::to_string(cols) +
+         "xf32>";
+}
+
+std::string probeText(const Probe &p, int64_t trips) {
+  std::string mesh = p.group == p.devices
+                         ? "[\"b\"=" + std::to_string(p.group) + "]"
+                         : "[\"a\"=" + std::to_string(p.devices / p.group) +
+                               ", \"b\"=" + std::to_string(p.group) + "]";
+  std::string axes = p.group == p.devices ? "{\"b\"}" : "{\"a\", \"b\"}";
+  std::string manual = p.group == p.devices ? "[\"b\"]" : "[\"a\", \"b\"]";
+  std::string local = tensorType(p.rows, p.cols);
+  std::string global = tensorType(p.rows * p.devices, p.cols);
+  std::string sharding = "<@mesh, [" + axes + ", {}]>";
+  return "partita.mesh @mesh = <" + mesh + ">\n" +
+         "func.func @probe(%in: " + global +
+         " {partita.sharding = #partita.sharding" + sharding + "}) -> " +
+         global + " {\n" + "  %r = partita.manual_computation(%in)\n" +
+         "      in_shardings = [" + sharding + "]\n" +
+         "      out_shardings = [" + sharding + "]\n" +
+         "      manual_axes = " + manual + "\n" + "      (%x: " + local +
+         ") {\n" + "    %c = partita.constant dense<0.5> : " + local + "\n" +
+         p.prologue + "    %y = partita.loop " + std::to_string(trips) +
+         " times (%i) iter_args(%acc = %x) : " + local + " {\n" + p.body +
+         "    }\n" + "    partita.yield %y : " + local + "\n" + "  } : (" +
+         global + ") -> " + global + "\n" + "  return %r : " + global +
+         "\n}\n";
+}
+
+/// Median seconds per step of `program` on its devices.
+Expected<double> secondsPerStep(const Executable &program, int64_t steps) {
+  Expected<std::vector<HostArray>> inputs = randomInputs(program, 1);
+  if (!inputs)
+    return inputs.status();
+  Expected<std::vector<std::vector<HostArray>>> blocks =
+      deviceInputBlocks(program, *inputs);
+  if (!blocks)
+    return blocks.status();
+  constexpr int64_t warm = 2;
+  StepwiseRun run;
+  run.steps = warm + steps;
+  std::vector<double> times;
+  std::chrono::steady_clock::time_point begin;
+  run.before = [&](int64_t,
+                   std::vector<std::vector<std::pair<size_t, HostArray>>> &) {
+    begin = std::chrono::steady_clock::now();
+    return Status::success();
+  };
+  run.after = [&](int64_t step, std::vector<std::vector<HostArray>> &) {
+    if (step >= warm)
+      times.push_back(std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - begin)
+                          .count());
+    return Status::success();
+  };
+  if (Status status = runDevicesStepwise(program, *blocks, run); !status.ok())
+    return status;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// One trip of a probe's body: its seconds (the step time at two trip
+/// counts, their difference over the trips between them) and the work the
+/// plan would count for it (the two programs' profiles, likewise).
+struct Trip {
+  double seconds = 0;
+  StepProfile work;
+};
+
+Expected<Trip> measureTrip(const Probe &probe, int64_t steps) {
+  constexpr int64_t fewer = 8, more = 40;
+  double seconds[2];
+  StepProfile profiles[2];
+  for (int which = 0; which < 2; ++which) {
+    std::string text = probeText(probe, which ? more : fewer);
+    std::string errors;
+    llvm::raw_string_ostream errorStream(errors);
+    Session session(errorStream);
+    mlir::OwningOpRef<mlir::ModuleOp> module = loadModuleFromBuffer(
+        session, llvm::MemoryBuffer::getMemBufferCopy(text, "probe"));
+    PipelineOptions options;
+    options.stage = Stage::Partitioned;
+    if (!module || !runPipeline(session, *module, options))
+      return Status::error("a probe did not compile (an internal error): " +
+                           errors + "\n" + text);
+    Expected<Executable> program = lowerToExecutable(*module);
+    if (!program)
+      return program.status();
+    Expected<double> step = secondsPerStep(*program, steps);
+    if (!step)
+      return step.status();
+    seconds[which] = *step;
+    profiles[which] = profileExecutable(*program);
+  }
+  double trips = more - fewer;
+  Trip trip;
+  trip.seconds = std::max(seconds[1] - seconds[0], 0.0) / trips;
+  const StepProfile &a = profiles[0], &b = profiles[1];
+  trip.work.instructions = (b.instructions - a.instructions) / trips;
+  trip.work.einsumFlops = (b.einsumFlops - a.einsumFlops) / trips;
+  trip.work.elements = (b.elements - a.elements) / trips;
+  for (const auto &[key, calls] : b.collectives) {
+    auto before = a.collectives.find(key);
+    StepProfile::Calls &per = trip.work.collectives[key];
+    per.count = (calls.count -
+                 (before == a.collectives.end() ? 0 : before->second.count)) /
+                trips;
+    per.bytes = (calls.bytes -
+                 (before == a.collectives.end() ? 0 : before->second.bytes)) /
+                trips;
+  }
+  return trip;
+}
+
+/// The body of a probe of `kind` on `rows` x `cols` blocks (the
+/// collective's input is one such block), over the mesh's "b" axis of
+/// `group` devices: the collective, then a multiply by %c so the carried
+/// values stay finite.
+Probe collectiveProbe(const std::string &kind, int64_t devices,
+                      int64_t group, int64_t rows, int64_t cols) {
+  Probe p{devices, group, rows, cols, "", ""};
+  std::string t = tensorType(rows, cols);
+  std::string axes = " on @mesh axes = [\"b\"]";
+  std::string &b = p.body;
+  if (kind == "all_reduce") {
+    b += "      %v = partita.all_reduce sum %acc" + axes + " : " + t + "\n";
+  } else if (kind == "all_gather") {
+    std::string wide = tensorType(rows * group, cols);
+    b += "      %g = partita.all_gather %acc" + axes + " dim = 0 : " + t +
+         " -> " + wide + "\n";
+    b += "      %v = partita.all_slice %g" + axes + " dim = 0 : " + wide +
+         " -> " + t + "\n";
+  } else if (kind == "reduce_scatter" || kind == "reduce_scatter_base") {
+    // The input block is scattered into rows / group rows, gathered back
+    // locally by a broadcast of the carried block's share; its baseline
+    // takes the device's share with a local all_slice instead.
+    std::string part = tensorType(rows / group, cols);
+    if (kind == "reduce_scatter")
+      b += "      %s = partita.reduce_scatter sum %acc" + axes +
+           " dim = 0 : " + t + " -> " + part + "\n";
+    else
+      b += "      %s = partita.all_slice %acc" + axes + " dim = 0 : " + t +
+           " -> " + part + "\n";
+    b += "      %e = partita.reshape %s : " + part + " -> tensor<1x" +
+         std::to_string(rows / group) + "x" + std::to_string(cols) +
+         "xf32>\n";
+    b += "      %f = partita.broadcast %e dims = [0, 1, 2] : tensor<1x" +
+         std::to_string(rows / group) + "x" + std::to_string(cols) +
+         "xf32> -> tensor<" + std::to_string(group) + "x" +
+         std::to_string(rows / group) + "x" + std::to_string(cols) +
+         "xf32>\n";
+    b += "      %v = partita.reshape %f : tensor<" + std::to_string(group) +
+         "x" + std::to_string(rows / group) + "x" + std::to_string(cols) +
+         "xf32> -> " + t + "\n";
+  } else if (kind == "all_to_all") {
+    b += "      %v = partita.all_to_all %acc" + axes +
+         " split_dim = 0 concat_dim = 0 : " + t + " -> " + t + "\n";
+  } else if (kind == "collective_permute") {
+    std::string pairs;
+    for (int64_t i = 0; i < group; ++i)
+      pairs += (i ? ", " : "") + std::to_string(i) + " -> " +
+               std::to_string((i + 1) % group);
+    b += "      %v = partita.collective_permute %acc" + axes + " pairs = [" +
+         pairs + "] : " + t + "\n";
+  } else { // the baseline of the others: the multiply alone
+    b += "      %v = partita.add %acc, %acc : " + t + "\n";
+  }
+  b += "      %m = partita.mul %v, %c : " + t + "\n";
+  b += "      partita.yield %m : " + t + "\n";
+  return p;
+}
+
+} // namespace
+
+int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
+  CommandLine cl;
+  int exitCode = 0;
+  if (!parseCommandLine(args, {"--devices", "--steps"}, {}, cl,
+                        exitCode))
+    return exitCode;
+  if (cl.help) {
+    llvm::outs() << kCalibrateUsage;
+    return 0;
+  }
+  if (cl.input != "-")
+    return usageError("calibrate takes no input file (got '" + cl.input +
+                      "')");
+  std::string devicesText = cl.get("--devices", "cpu:8");
+  char *stop = nullptr;
+  long long devices = devicesText.rfind("cpu:", 0) == 0
+                          ? std::strtoll(devicesText.c_str() + 4, &stop, 10)
+                          : 0;
+  if (!stop || *stop || devices < 1 || devices > 1024)
+    return usageError("--devices must be cpu:N with N from 1 to 1024, got '" +
+                      devicesText + "'");
+  long long steps = 5;
+  if (std::optional<int> code = nonNegativeFlag(cl, "--steps", 5, steps))
+    return *code;
+  if (steps < 1)
+    return usageError("--steps must be at least 1");
+
+  // The output first: a path that cannot be written fails before the
+  // probes run.
+  std::string out = cl.output;
+  std::unique_ptr<llvm::raw_fd_ostream> file;
+  if (out != "-") {
+    std::error_code error;
+    file = std::make_unique<llvm::raw_fd_ostream>(out, error);
+    if (error) {
+      llvm::errs() << "error: cannot write '" << out
+                   << "': " << error.message() << "\n";
+      return 1;
+    }
+  }
+  Calibration calibration;
+  calibration.devices = devicesText;
+  auto fail = [](const Status &status) {
+    llvm::errs() << "error: " << status.message() << "\n";
+    return 1;
+  };
+  llvm::raw_ostream &log = llvm::errs();
+  log << "calibrating " << devicesText << " (every device busy at once)\n";
+
+  // What a trip's work other than `except` costs at the figures measured
+  // so far (zero for those not measured yet).
+  auto otherCost = [&](const StepProfile &work) {
+    return work.instructions * calibration.instructionUs * 1e-6 +
+           work.einsumFlops / calibration.einsumFlopsPerSecond +
+           work.elements / calibration.elementsPerSecond;
+  };
+  auto measure = [&](const Probe &probe) -> Expected<Trip> {
+    return measureTrip(probe, steps);
+  };
+  // Dispatch: eight instructions on 8 x 8 blocks per trip (their few
+  // elements counted at no cost: the elementwise rate comes next).
+  {
+    Probe p{devices, devices, 8, 8, "", ""};
+    std::string t = tensorType(8, 8);
+    p.body = "      %e = partita.einsum \"ij,jk->ik\" %acc, %x : (" + t +
+             ", " + t + ") -> " + t + "\n" +
+             "      %r = partita.reduce sum %e dims = [1] : " + t +
+             " -> tensor<8xf32>\n" +
+             "      %b = partita.broadcast %r dims = [0] : tensor<8xf32> -> " +
+             t + "\n" + "      %t = partita.transpose %b perm = [1, 0] : " +
+             t + " -> " + t + "\n" + "      %h = partita.tanh %t : " + t +
+             "\n" + "      %s = partita.reduce max %h dims = [0] : " + t +
+             " -> tensor<8xf32>\n" +
+             "      %u = partita.broadcast %s dims = [1] : tensor<8xf32> -> " +
+             t + "\n" + "      %m = partita.mul %u, %c : " + t + "\n" +
+             "      partita.yield %m : " + t + "\n";
+    Expected<Trip> trip = measure(p);
+    if (!trip)
+      return fail(trip.status());
+    calibration.instructionUs =
+        trip->seconds / std::max(trip->work.instructions, 1.0) * 1e6;
+  }
+  // Elementwise: the mix a model's step has between its einsums (fused
+  // chains, a transpose, a reduction, a broadcast) on 128 x 128 blocks.
+  calibration.elementsPerSecond = 1e300;
+  calibration.einsumFlopsPerSecond = 1e300;
+  {
+    Probe p{devices, devices, 128, 128, "", ""};
+    std::string t = tensorType(128, 128);
+    p.body = "      %a = partita.add %acc, %x : " + t + "\n" +
+             "      %d = partita.mul %a, %c : " + t + "\n" +
+             "      %t = partita.transpose %d perm = [1, 0] : " + t + " -> " +
+             t + "\n" + "      %r = partita.reduce sum %t dims = [1] : " +
+             t + " -> tensor<128xf32>\n" +
+             "      %b = partita.broadcast %r dims = [0] : tensor<128xf32> "
+             "-> " + t + "\n" + "      %e = partita.exp %b : " + t + "\n" +
+             "      %s = partita.sub %e, %t : " + t + "\n" +
+             "      %m = partita.mul %s, %c : " + t + "\n" +
+             "      partita.yield %m : " + t + "\n";
+    Expected<Trip> trip = measure(p);
+    if (!trip)
+      return fail(trip.status());
+    calibration.elementsPerSecond =
+        trip->work.elements /
+        std::max(trip->seconds - otherCost(trip->work), 1e-9);
+  }
+  // Einsum: 128 x 128 by 128 x 128 per trip, then the multiply.
+  {
+    Probe p{devices, devices, 128, 128, "", ""};
+    std::string t = tensorType(128, 128);
+    p.body = "      %e = partita.einsum \"ij,jk->ik\" %acc, %x : (" + t +
+             ", " + t + ") -> " + t + "\n" +
+             "      %m = partita.mul %e, %c : " + t + "\n" +
+             "      partita.yield %m : " + t + "\n";
+    Expected<Trip> trip = measure(p);
+    if (!trip)
+      return fail(trip.status());
+    double flops = trip->work.einsumFlops;
+    trip->work.einsumFlops = 0;
+    calibration.einsumFlopsPerSecond =
+        flops / std::max(trip->seconds - otherCost(trip->work), 1e-9);
+  }
+  log << llvm::format("instruction %.2f us, einsum %.3g FLOP/s, elementwise "
+                      "%.3g elements/s per device\n",
+                      calibration.instructionUs,
+                      calibration.einsumFlopsPerSecond,
+                      calibration.elementsPerSecond);
+
+  // Collectives: per kind and group, a call on 64 and one on 65536 f32
+  // (256 B and 256 KiB per device), each less its baseline: the same
+  // trip with the collective replaced by a local op of its result's shape
+  // (none; a local slice for reduce_scatter). An all_gather's all_slice is
+  // a local slice, costed as an instruction.
+  struct Size {
+    int64_t rows, cols;
+  };
+  const Size sizes[2] = {{8, 8}, {256, 256}};
+  double baseline[2];
+  for (int s = 0; s < 2; ++s) {
+    Expected<Trip> trip = measure(
+        collectiveProbe("", devices, devices, sizes[s].rows, sizes[s].cols));
+    if (!trip)
+      return fail(trip.status());
+    baseline[s] = trip->seconds;
+  }
+  double instruction = calibration.instructionUs * 1e-6;
+  for (const char *kind : {"all_reduce", "all_gather", "reduce_scatter",
+                           "all_to_all", "collective_permute"})
+    for (int64_t group = 2; group <= devices; ++group) {
+      if (devices % group)
+        continue;
+      double seconds[2], bytes[2];
+      for (int s = 0; s < 2; ++s) {
+        Expected<Trip> trip = measure(collectiveProbe(
+            kind, devices, group, sizes[s].rows, sizes[s].cols));
+        if (!trip)
+          return fail(trip.status());
+        double base = baseline[s];
+        if (std::string(kind) == "reduce_scatter") {
+          Expected<Trip> local = measure(
+              collectiveProbe("reduce_scatter_base", devices, group,
+                              sizes[s].rows, sizes[s].cols));
+          if (!local)
+            return fail(local.status());
+          base = local->seconds - instruction; // its all_slice
+        }
+        if (std::string(kind) == "all_gather")
+          base += instruction; // the all_slice after it
+        seconds[s] = std::max(trip->seconds - base, 0.0);
+        bytes[s] = 4.0 * sizes[s].rows * sizes[s].cols;
+      }
+      CollectiveFit fit;
+      double slope = (seconds[1] - seconds[0]) / (bytes[1] - bytes[0]);
+      // Noise can make the large call look no slower: then bandwidth is
+      // what the large call alone implies.
+      if (!(slope > 0))
+        slope = std::max(seconds[1], 1e-9) / bytes[1];
+      fit.bandwidthGBps = 1e-9 / slope;
+      fit.latencyUs = std::max(seconds[0] - bytes[0] * slope, 0.0) * 1e6;
+      calibration.collectives[{kind, group}] = fit;
+      log << llvm::format("%-18s group %-3lld %9.1f us %9.1f us   latency "
+                          "%8.1f us, %8.3f GB/s\n",
+                          kind, static_cast<long long>(group),
+                          seconds[0] * 1e6, seconds[1] * 1e6, fit.latencyUs,
+                          fit.bandwidthGBps);
+    }
+
+  // The cluster file: the calibration, and the links and throughput the
+  // quick estimate uses, from the whole-machine all_reduce.
+  double flops = calibration.einsumFlopsPerSecond;
+  double scale = 1;
+  const CollectiveFit *link =
+      calibration.fitFor("all_reduce", devices, scale);
+  auto linkJson = [&] {
+    return llvm::json::Object{
+        {"bandwidth_GBps", link ? link->bandwidthGBps : 450.0},
+        {"latency_us", link ? link->latencyUs : 5.0}};
+  };
+  llvm::json::Object root{{"devices_per_node", devices},
+                          {"flops_per_second", flops},
+                          {"intra_node", linkJson()},
+                          {"inter_node", linkJson()},
+                          {"calibration", calibrationObject(calibration)}};
+  std::string text =
+      llvm::formatv("{0:2}\n", llvm::json::Value(std::move(root))).str();
+  if (!file) {
+    llvm::outs() << text;
+    return 0;
+  }
+  *file << text;
+  file->close();
+  if (file->has_error()) {
+    llvm::errs() << "error: cannot write '" << out
+                 << "': " << file->error().message() << "\n";
+    file->clear_error();
+    return 1;
+  }
+  log << "wrote " << out << "\n";
+  return 0;
+}
