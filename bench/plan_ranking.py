@@ -20,6 +20,7 @@ import argparse
 import csv
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,6 +73,13 @@ def main():
     if "--model" not in model:
         model = ["--model", "gpt"] + model
     work = tempfile.mkdtemp(prefix="plan-ranking-")
+    try:
+        run(args, model, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args, model, work):
     cluster = args.interconnect
     if args.calibrate:
         cluster = os.path.join(work, "cluster.json")
@@ -109,7 +117,8 @@ def main():
                 seconds = [float(row["seconds"]) for row in csv.DictReader(f)]
             measured[id(r)].append(statistics.median(seconds[2:] or seconds))
     print(f"plan: {' '.join(model)} on cpu:{args.devices}"
-          + (f", cluster {cluster}" if cluster else ", default cluster"))
+          + (", calibrated in this run" if args.calibrate else
+             f", cluster {cluster}" if cluster else ", default cluster"))
     print(f"{'mesh':16} {'rules':8} {'micro':>5} {'remat':9} "
           f"{'predicted ms':>12} {'measured ms':>12}")
     predicted, actual = [], []

@@ -67,7 +67,11 @@ Options:
                           flops_per_second and memory_bytes per device,
                           intra_node and inter_node links
                           ({"bandwidth_GBps": .., "latency_us": ..})
-                          [N per node, 1e11 FLOP/s, 450 GB/s and 5 us]
+                          [N per node, 1e11 FLOP/s, 450 GB/s and 5 us];
+                          with the "calibration" partita calibrate
+                          writes, each layout is costed per instruction,
+                          einsum, elementwise pass and collective its
+                          devices run
   --memory-per-device B   the memory budget (bytes, or with KiB, MiB, GiB,
                           KB, MB, GB) [the cluster's memory_bytes, else no
                           limit]
