@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace partita {
 #define GEN_PASS_DEF_OVERLAPCOLLECTIVESPASS
@@ -29,14 +30,54 @@ bool movesData(Operation *op) {
              CollectivePermuteOp>(op);
 }
 
+/// The order of a block's ops as the pass moves them. MLIR's own order
+/// (isBeforeInBlock) is recomputed over the whole block after a move fills
+/// the gap it left between two neighbours, which made the pass quadratic
+/// (0.57 s of an 86-layer GPT train step's 2.8 s compile); here a moved op
+/// takes the midpoint of its new neighbours' positions, and the block is
+/// renumbered only when a gap is used up.
+class BlockOrder {
+public:
+  explicit BlockOrder(Block &block) : block(block) { renumber(); }
+
+  bool before(Operation *a, Operation *b) const {
+    return position.lookup(a) < position.lookup(b);
+  }
+
+  /// Moves `op` (of this block) just before `target` (of this block).
+  void moveBefore(Operation *op, Operation *target) {
+    op->moveBefore(target);
+    Operation *previous = op->getPrevNode();
+    int64_t low = previous ? position.lookup(previous)
+                           : position.lookup(target) - 2 * kStride;
+    int64_t high = position.lookup(target);
+    if (high - low < 2) {
+      renumber();
+      return;
+    }
+    position[op] = low + (high - low) / 2;
+  }
+
+private:
+  static constexpr int64_t kStride = int64_t(1) << 24;
+  void renumber() {
+    int64_t next = 0;
+    for (Operation &op : block)
+      position[&op] = next += kStride;
+  }
+  Block &block;
+  llvm::DenseMap<Operation *, int64_t> position;
+};
+
 /// The first op of `block` that uses a result of `op` (through an op
 /// nested in it, too), or the block's terminator when none does.
-Operation *firstUseInBlock(Operation *op, Block &block) {
+Operation *firstUseInBlock(Operation *op, Block &block,
+                           const BlockOrder &order) {
   Operation *first = nullptr;
   for (Value result : op->getResults())
     for (Operation *user : result.getUsers()) {
       Operation *ancestor = block.findAncestorOpInBlock(*user);
-      if (ancestor && (!first || ancestor->isBeforeInBlock(first)))
+      if (ancestor && (!first || order.before(ancestor, first)))
         first = ancestor;
     }
   if (!first && !block.empty())
@@ -48,6 +89,7 @@ Operation *firstUseInBlock(Operation *op, Block &block) {
 void hoistCollectives(Block &block) {
   if (block.empty())
     return;
+  BlockOrder order(block);
   // Collectives may be placed before `floor`, never above it.
   Operation *floor = &block.front();
   std::vector<Operation *> ops;
@@ -56,7 +98,7 @@ void hoistCollectives(Block &block) {
   for (Operation *op : ops) {
     if (isa<OptimizationBarrierOp>(op)) {
       Operation *after = op->getNextNode() ? op->getNextNode() : op;
-      if (floor->isBeforeInBlock(after))
+      if (order.before(floor, after))
         floor = after;
       continue;
     }
@@ -66,15 +108,15 @@ void hoistCollectives(Block &block) {
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
       Operation *inBlock = def ? block.findAncestorOpInBlock(*def) : nullptr;
-      if (inBlock && !inBlock->isBeforeInBlock(target))
+      if (inBlock && !order.before(inBlock, target))
         target = inBlock->getNextNode();
     }
-    if (target && target != op && target->isBeforeInBlock(op))
-      op->moveBefore(target);
+    if (target && target != op && order.before(target, op))
+      order.moveBefore(op, target);
     // The next collective may start before this one's first use, not
     // earlier: one collective ahead.
-    if (Operation *use = firstUseInBlock(op, block);
-        use && floor->isBeforeInBlock(use))
+    if (Operation *use = firstUseInBlock(op, block, order);
+        use && order.before(floor, use))
       floor = use;
   }
 }

@@ -29,10 +29,13 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -359,7 +362,7 @@ std::string interconnectJson(const Candidate &c, const Cluster &cluster) {
 
 /// Compiles `c` and fills in its figures (or its failure).
 void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
-              int64_t globalBatch, const std::string &scratch) {
+              int64_t globalBatch, const std::string &specPath) {
   Session session;
   std::string firstError;
   mlir::ScopedDiagnosticHandler quiet(
@@ -376,7 +379,6 @@ void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
     c.failure = mesh.status().message();
     return;
   }
-  std::string specPath = scratch + "/interconnect.json";
   {
     std::error_code error;
     llvm::raw_fd_ostream os(specPath, error);
@@ -424,6 +426,31 @@ void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
     c.commSeconds = report.estTimeUs * 1e-6;
   }
   c.collectives = report.totalCollectives;
+}
+
+/// Threads to compile layouts on: one per core.
+size_t parallelism() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// Runs body(0) ... body(count - 1) on up to parallelism() threads. Each
+/// layout compiles in its own MLIR context, so compiles run side by side.
+void forEachInParallel(size_t count, const std::function<void(size_t)> &body) {
+  size_t threads = std::min(parallelism(), count);
+  if (threads <= 1) {
+    for (size_t i = 0; i < count; ++i)
+      body(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      for (size_t i = next++; i < count; i = next++)
+        body(i);
+    });
+  for (std::thread &worker : workers)
+    worker.join();
 }
 
 /// The model flags as given, for `partita train`.
@@ -567,6 +594,9 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   if (std::error_code error =
           llvm::sys::fs::createUniqueDirectory("partita-plan", scratch))
     return usageError("cannot make a scratch directory: " + error.message());
+  auto scratchFile = [&](size_t i) {
+    return (scratch + "/interconnect-" + std::to_string(i) + ".json").str();
+  };
   // Prune by model state, then compile in the order of the quick
   // estimate until `finalists` layouts that fit are compiled (0: all).
   int64_t pruned = 0, failed = 0, compiledCount = 0, fitting = 0;
@@ -590,13 +620,23 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   int64_t screened = 0, screenedOut = 0;
   if (finalists > 0 && config.layers > kScreenLayers + 1) {
     std::vector<Candidate *> kept;
+    // Every layout at both depths, compiled side by side.
+    std::vector<Candidate> shallows, deepers;
     for (Candidate *c : order) {
-      Candidate shallow = *c, deeper = *c;
-      ModelConfig small = config, next = config;
-      small.layers = kScreenLayers;
-      next.layers = kScreenLayers + 1;
-      evaluate(shallow, small, *cluster, globalBatch, scratch.str().str());
-      evaluate(deeper, next, *cluster, globalBatch, scratch.str().str());
+      shallows.push_back(*c);
+      deepers.push_back(*c);
+    }
+    ModelConfig small = config, next = config;
+    small.layers = kScreenLayers;
+    next.layers = kScreenLayers + 1;
+    forEachInParallel(2 * order.size(), [&](size_t i) {
+      size_t k = i / 2;
+      evaluate(i % 2 ? deepers[k] : shallows[k], i % 2 ? next : small,
+               *cluster, globalBatch, scratchFile(i));
+    });
+    for (size_t k = 0; k < order.size(); ++k) {
+      Candidate *c = order[k];
+      const Candidate &shallow = shallows[k], &deeper = deepers[k];
       if (!shallow.compiled || !deeper.compiled) {
         kept.push_back(c); // compiled at full depth, in estimate order
         continue;
@@ -623,18 +663,33 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                    [](const Candidate *a, const Candidate *b) {
                      return a->estimatedSeconds < b->estimatedSeconds;
                    });
-  for (Candidate *c : order) {
-    if (finalists > 0 && fitting >= finalists) {
-      c->failure = llvm::formatv("not compiled: estimated {0:F3} ms, after "
-                                 "{1} layouts that fit",
-                                 c->estimatedSeconds * 1e3, finalists)
-                       .str();
-      continue;
+  // Compiled in waves of as many layouts as there are cores, in estimate
+  // order; a layout after the one that makes `finalists` fit is dropped as
+  // if never compiled, so the result does not depend on the core count.
+  size_t wave = finalists > 0 ? parallelism() : order.size();
+  for (size_t first = 0; first < order.size(); first += wave) {
+    size_t last = std::min(order.size(), first + wave);
+    std::vector<Candidate> results;
+    for (size_t k = first; k < last; ++k)
+      results.push_back(*order[k]);
+    if (finalists == 0 || fitting < finalists)
+      forEachInParallel(results.size(), [&](size_t i) {
+        evaluate(results[i], config, *cluster, globalBatch, scratchFile(i));
+      });
+    for (size_t k = first; k < last; ++k) {
+      Candidate *c = order[k];
+      if (finalists > 0 && fitting >= finalists) {
+        c->failure = llvm::formatv("not compiled: estimated {0:F3} ms, "
+                                   "after {1} layouts that fit",
+                                   c->estimatedSeconds * 1e3, finalists)
+                         .str();
+        continue;
+      }
+      *c = std::move(results[k - first]);
+      failed += !c->compiled;
+      compiledCount += c->compiled;
+      fitting += c->compiled && (budget <= 0 || c->memory <= budget);
     }
-    evaluate(*c, config, *cluster, globalBatch, scratch.str().str());
-    failed += !c->compiled;
-    compiledCount += c->compiled;
-    fitting += c->compiled && (budget <= 0 || c->memory <= budget);
   }
   llvm::sys::fs::remove_directories(scratch);
 
