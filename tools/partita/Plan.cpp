@@ -266,9 +266,11 @@ std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
 }
 
 /// Bytes of parameters, gradients and AdamW moments a device holds at
-/// least under `c` (f32; what is replicated counts once per device).
-double stateLowerBound(const Candidate &c, double parameters) {
-  double p = 4 * parameters, d = c.data, m = c.model;
+/// least under `c`, each `elementBytes` per parameter (the model's dtype:
+/// 4 for f32, 2 for bf16; what is replicated counts once per device).
+double stateLowerBound(const Candidate &c, double parameters,
+                       double elementBytes) {
+  double p = elementBytes * parameters, d = c.data, m = c.model;
   if (c.rules == "dp")
     return 4 * p;
   if (c.rules == "zero1")
@@ -602,7 +604,8 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   int64_t pruned = 0, failed = 0, compiledCount = 0, fitting = 0;
   std::vector<Candidate *> order;
   for (Candidate &c : candidates) {
-    c.stateLowerBound = stateLowerBound(c, parameters);
+    c.stateLowerBound =
+        stateLowerBound(c, parameters, config.dtype == "f32" ? 4.0 : 2.0);
     c.estimatedSeconds = estimateSeconds(c, config, parameters, forwardFlops,
                                          globalBatch, *cluster);
     if (budget > 0 && c.stateLowerBound > budget) {
