@@ -392,13 +392,18 @@ Value TrainStepBuilder::adamw(size_t p, Value param, Value g, Value rate) {
                   e.mul(constant(1 - options.beta1), grad));
   Value v = e.add(e.mul(constant(options.beta2), v0),
                   e.mul(constant(1 - options.beta2), e.mul(grad, grad)));
+  // The bias corrections are scalars, broadcast once computed: every
+  // element's would be the same (a pow per element per moment was an
+  // eighth of a small GPT's data-parallel step).
   Type computeElement = tensorTypeOf(w).getElementType();
-  Value t = e.broadcast(
-      e.add(e.convert(stepNumber, computeElement),
-            e.splat(1, RankedTensorType::get({}, computeElement))),
-      shapeOf(w), {});
-  Value correction1 = e.sub(constant(1), e.pow(constant(options.beta1), t));
-  Value correction2 = e.sub(constant(1), e.pow(constant(options.beta2), t));
+  auto scalar = [&](double value) {
+    return e.splat(value, RankedTensorType::get({}, computeElement));
+  };
+  Value t = e.add(e.convert(stepNumber, computeElement), scalar(1));
+  Value correction1 = e.broadcast(
+      e.sub(scalar(1), e.pow(scalar(options.beta1), t)), shapeOf(w), {});
+  Value correction2 = e.broadcast(
+      e.sub(scalar(1), e.pow(scalar(options.beta2), t)), shapeOf(w), {});
   Value update = e.div(e.div(m, correction1),
                        e.add(e.sqrt(e.div(v, correction2)),
                              constant(options.epsilon)));
