@@ -52,7 +52,7 @@ func.func @loss(%w: tensor<4x2xf32> {partita.role = #partita.role<param>, partit
 }
 
 //--- adamw.mlir
-// AdamW (the default) keeps two moments and takes the step number and the learning rate as inputs; the bias correction uses step + 1 and the weight decay the parameter.
+// AdamW (the default) keeps two moments and takes the step number and the learning rate as inputs; the bias correction uses step + 1 (on scalars) and the weight decay the parameter.
 // CHECK-LABEL: func.func @loss_train_step(
 // CHECK-SAME: %[[W:arg[0-9]+]]: tensor<4xf32> {partita.donated, partita.role = #partita.role<param>},
 // CHECK-SAME: %{{.*}}: tensor<4xf32> {partita.donated, partita.role = #partita.role<grad>},
@@ -69,7 +69,11 @@ func.func @loss(%w: tensor<4x2xf32> {partita.role = #partita.role<param>, partit
 // CHECK: %[[ONE:.*]] = partita.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[T0:.*]] = partita.convert %[[STEP]] : tensor<i32> -> tensor<f32>
 // CHECK: %[[T:.*]] = partita.add %[[T0]], %[[ONE]]
-// CHECK: partita.broadcast %[[T]]
+// The bias corrections on scalars, then broadcast.
+// CHECK: %[[POW1:.*]] = partita.pow %{{.*}}, %[[T]] : tensor<f32>
+// CHECK: %[[C1:.*]] = partita.sub %{{.*}}, %[[POW1]] : tensor<f32>
+// CHECK: partita.broadcast %[[C1]] dims = [] : tensor<f32> -> tensor<4xf32>
+// CHECK: %[[POW2:.*]] = partita.pow %{{.*}}, %[[T]] : tensor<f32>
 // CHECK: %[[DECAY:.*]] = partita.mul %{{.*}}, %[[W]]
 // CHECK: %[[UPDATE:.*]] = partita.add %{{.*}}, %[[DECAY]]
 // CHECK: %[[SCALED:.*]] = partita.mul %[[RATE]], %[[UPDATE]]
