@@ -112,6 +112,9 @@ def run(args, model, work):
                    r["rules"], "--micro-batches", r["micro"], "--remat",
                    r["remat"], "--steps", str(args.steps), "--output", out,
                    "--trace", os.path.join(out, "trace.json")]
+            if r["mesh"].startswith("pipe="):
+                pipe = r["mesh"].split(",")[0].split("=")[1]
+                cmd += ["--pp", pipe, "--schedule", "1f1b"]
             subprocess.run(cmd, check=True, capture_output=True)
             with open(os.path.join(out, "loss.csv")) as f:
                 seconds = [float(row["seconds"]) for row in csv.DictReader(f)]

@@ -23,6 +23,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
 
 
 using namespace mlir;
@@ -118,6 +119,10 @@ private:
   Block *gradBody = nullptr;
   SmallVector<Value> dataArgs;
   Value stepNumber, lr;
+  /// AdamW's bias corrections 1 - beta^t, scalars of each compute type,
+  /// computed once for every parameter.
+  llvm::DenseMap<Type, std::pair<Value, Value>> corrections;
+  std::pair<Value, Value> correctionsFor(Type element);
   SmallVector<Value> newParams, newState[3];
 };
 
@@ -366,6 +371,22 @@ void TrainStepBuilder::clipByGlobalNorm(SmallVector<Value> &gradients) {
   }
 }
 
+std::pair<Value, Value> TrainStepBuilder::correctionsFor(Type element) {
+  auto found = corrections.find(element);
+  if (found != corrections.end())
+    return found->second;
+  Emitter e = emitter();
+  auto scalar = [&](double value) {
+    return e.splat(value, RankedTensorType::get({}, element));
+  };
+  Value t = e.add(e.convert(stepNumber, element), scalar(1));
+  std::pair<Value, Value> result = {
+      e.sub(scalar(1), e.pow(scalar(options.beta1), t)),
+      e.sub(scalar(1), e.pow(scalar(options.beta2), t))};
+  corrections[element] = result;
+  return result;
+}
+
 Value TrainStepBuilder::adamw(size_t p, Value param, Value g, Value rate) {
   // AdamW (Loshchilov & Hutter): moments, bias correction with
   // t = step + 1, decoupled weight decay. Narrow types (bf16, f16) compute
@@ -392,18 +413,13 @@ Value TrainStepBuilder::adamw(size_t p, Value param, Value g, Value rate) {
                   e.mul(constant(1 - options.beta1), grad));
   Value v = e.add(e.mul(constant(options.beta2), v0),
                   e.mul(constant(1 - options.beta2), e.mul(grad, grad)));
-  // The bias corrections are scalars, broadcast once computed: every
-  // element's would be the same (a pow per element per moment was an
+  // The bias corrections are scalars computed once per step and broadcast:
+  // every element's would be the same (a pow per element per moment was an
   // eighth of a small GPT's data-parallel step).
   Type computeElement = tensorTypeOf(w).getElementType();
-  auto scalar = [&](double value) {
-    return e.splat(value, RankedTensorType::get({}, computeElement));
-  };
-  Value t = e.add(e.convert(stepNumber, computeElement), scalar(1));
-  Value correction1 = e.broadcast(
-      e.sub(scalar(1), e.pow(scalar(options.beta1), t)), shapeOf(w), {});
-  Value correction2 = e.broadcast(
-      e.sub(scalar(1), e.pow(scalar(options.beta2), t)), shapeOf(w), {});
+  auto [bias1, bias2] = correctionsFor(computeElement);
+  Value correction1 = e.broadcast(bias1, shapeOf(w), {});
+  Value correction2 = e.broadcast(bias2, shapeOf(w), {});
   Value update = e.div(e.div(m, correction1),
                        e.add(e.sqrt(e.div(v, correction2)),
                              constant(options.epsilon)));

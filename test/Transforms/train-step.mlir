@@ -69,11 +69,13 @@ func.func @loss(%w: tensor<4x2xf32> {partita.role = #partita.role<param>, partit
 // CHECK: %[[ONE:.*]] = partita.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[T0:.*]] = partita.convert %[[STEP]] : tensor<i32> -> tensor<f32>
 // CHECK: %[[T:.*]] = partita.add %[[T0]], %[[ONE]]
-// The bias corrections on scalars, then broadcast.
+// The bias corrections on scalars (once per step, for every parameter), then broadcast.
 // CHECK: %[[POW1:.*]] = partita.pow %{{.*}}, %[[T]] : tensor<f32>
 // CHECK: %[[C1:.*]] = partita.sub %{{.*}}, %[[POW1]] : tensor<f32>
-// CHECK: partita.broadcast %[[C1]] dims = [] : tensor<f32> -> tensor<4xf32>
 // CHECK: %[[POW2:.*]] = partita.pow %{{.*}}, %[[T]] : tensor<f32>
+// CHECK: %[[C2:.*]] = partita.sub %{{.*}}, %[[POW2]] : tensor<f32>
+// CHECK: partita.broadcast %[[C1]] dims = [] : tensor<f32> -> tensor<4xf32>
+// CHECK: partita.broadcast %[[C2]] dims = [] : tensor<f32> -> tensor<4xf32>
 // CHECK: %[[DECAY:.*]] = partita.mul %{{.*}}, %[[W]]
 // CHECK: %[[UPDATE:.*]] = partita.add %{{.*}}, %[[DECAY]]
 // CHECK: %[[SCALED:.*]] = partita.mul %[[RATE]], %[[UPDATE]]

@@ -139,23 +139,50 @@ struct Trip {
   StepProfile work;
 };
 
+/// `probe` at `trips` trips, compiled by the whole pipeline.
+Expected<Executable> compileProbe(const Probe &probe, int64_t trips) {
+  std::string text = probeText(probe, trips);
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  Session session(errorStream);
+  mlir::OwningOpRef<mlir::ModuleOp> module = loadModuleFromBuffer(
+      session, llvm::MemoryBuffer::getMemBufferCopy(text, "probe"));
+  PipelineOptions options;
+  options.stage = Stage::Partitioned;
+  if (!module || !runPipeline(session, *module, options))
+    return Status::error("a probe did not compile (an internal error): " +
+                         errors + "\n" + text);
+  return lowerToExecutable(*module);
+}
+
+/// Median seconds of running `program` apart on its devices from global
+/// inputs to global outputs, as a pipeline stage's action runs.
+Expected<double> secondsPerLaunch(const Executable &program, int64_t runs) {
+  Expected<std::vector<HostArray>> inputs = randomInputs(program, 1);
+  if (!inputs)
+    return inputs.status();
+  std::vector<double> times;
+  for (int64_t r = 0; r <= runs; ++r) {
+    auto begin = std::chrono::steady_clock::now();
+    Expected<std::vector<HostArray>> outputs =
+        runOnCpuDevices(program, *inputs);
+    if (!outputs)
+      return outputs.status();
+    if (r > 0) // the first warms the caches
+      times.push_back(std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - begin)
+                          .count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 Expected<Trip> measureTrip(const Probe &probe, int64_t steps) {
   constexpr int64_t fewer = 8, more = 40;
   double seconds[2];
   StepProfile profiles[2];
   for (int which = 0; which < 2; ++which) {
-    std::string text = probeText(probe, which ? more : fewer);
-    std::string errors;
-    llvm::raw_string_ostream errorStream(errors);
-    Session session(errorStream);
-    mlir::OwningOpRef<mlir::ModuleOp> module = loadModuleFromBuffer(
-        session, llvm::MemoryBuffer::getMemBufferCopy(text, "probe"));
-    PipelineOptions options;
-    options.stage = Stage::Partitioned;
-    if (!module || !runPipeline(session, *module, options))
-      return Status::error("a probe did not compile (an internal error): " +
-                           errors + "\n" + text);
-    Expected<Executable> program = lowerToExecutable(*module);
+    Expected<Executable> program = compileProbe(probe, which ? more : fewer);
     if (!program)
       return program.status();
     Expected<double> step = secondsPerStep(*program, steps);
@@ -366,11 +393,39 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
     calibration.einsumFlopsPerSecond =
         flops / std::max(trip->seconds - otherCost(trip->work), 1e-9);
   }
+  // Running a program apart (a pipeline stage's action): one trip of a
+  // multiply on 8 x 8 and on 256 x 256 blocks per device, less its
+  // instructions, against the bytes of its global input and output.
+  {
+    double seconds[2], bytes[2];
+    const int64_t sides[2] = {8, 256};
+    for (int s = 0; s < 2; ++s) {
+      Probe p{devices, devices, sides[s], sides[s], "", ""};
+      std::string t = tensorType(sides[s], sides[s]);
+      p.body = "      %m = partita.mul %acc, %c : " + t + "\n" +
+               "      partita.yield %m : " + t + "\n";
+      Expected<Executable> program = compileProbe(p, 1);
+      if (!program)
+        return fail(program.status());
+      Expected<double> launch = secondsPerLaunch(*program, steps);
+      if (!launch)
+        return fail(launch.status());
+      seconds[s] = std::max(*launch - otherCost(profileExecutable(*program)),
+                            0.0);
+      bytes[s] = 2.0 * 4 * sides[s] * sides[s] * devices;
+    }
+    double slope = (seconds[1] - seconds[0]) / (bytes[1] - bytes[0]);
+    calibration.hostBytesPerSecond = slope > 0 ? 1 / slope : 0;
+    calibration.launchUs =
+        std::max(seconds[0] - (slope > 0 ? bytes[0] * slope : 0), 0.0) * 1e6;
+  }
   log << llvm::format("instruction %.2f us, einsum %.3g FLOP/s, elementwise "
-                      "%.3g elements/s per device\n",
+                      "%.3g elements/s per device; a program run apart %.1f "
+                      "us and %.3g bytes/s of its inputs and outputs\n",
                       calibration.instructionUs,
                       calibration.einsumFlopsPerSecond,
-                      calibration.elementsPerSecond);
+                      calibration.elementsPerSecond, calibration.launchUs,
+                      calibration.hostBytesPerSecond);
 
   // Collectives: per kind and group, a call on 64 and one on 65536 f32
   // (256 B and 256 KiB per device), each less its baseline: the same

@@ -55,9 +55,11 @@ std::vector<PipeCosts> stageCosts(const PipelinedStep &step, bool byFlops) {
   return costs;
 }
 
+} // namespace
+
 /// Bytes a stage keeps per micro-batch between its forward and backward
 /// passes: what its forward program outputs (saved and sent values).
-int64_t activationBytes(const PipelineStage &stage) {
+int64_t partita::cli::activationBytes(const PipelineStage &stage) {
   int64_t bytes = 0;
   for (const ExecutableValue &output : stage.forward.executable.outputs) {
     int64_t elements = 1;
@@ -69,20 +71,14 @@ int64_t activationBytes(const PipelineStage &stage) {
   return bytes;
 }
 
-/// Bytes a stage sends to other stages per micro-batch: activations from
-/// its forward program, gradients from its backward program.
-struct StageTraffic {
-  int64_t forward = 0, backward = 0;
-};
-
-int64_t outputBytes(const Executable &program, size_t k) {
+static int64_t outputBytes(const Executable &program, size_t k) {
   int64_t elements = 1;
   for (int64_t d : program.outputs[k].globalShape)
     elements *= d;
   return elements * dtypeSize(program.slots[program.outputs[k].slot].dtype);
 }
 
-StageTraffic stageTraffic(const PipelinedStep &step, int s) {
+StageTraffic partita::cli::stageTraffic(const PipelinedStep &step, int s) {
   // Each output another stage reads counts once, however many read it.
   std::set<std::pair<int, int32_t>> sent;
   for (size_t c = 0; c < step.stages.size(); ++c) {
@@ -105,8 +101,6 @@ StageTraffic stageTraffic(const PipelinedStep &step, int s) {
   }
   return traffic;
 }
-
-} // namespace
 
 Expected<PipelineFigures> partita::cli::scheduleFigures(const PipelinedStep &step) {
   PipelineFigures figures;

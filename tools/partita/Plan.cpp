@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
+#include "PlanPipelined.h"
 #include "StepCost.h"
 #include "TrainSupport.h"
 
@@ -198,9 +199,12 @@ Expected<double> parseBytes(const std::string &text) {
 /// One layout of the search and what became of it.
 struct Candidate {
   int64_t data = 1, model = 1;
+  /// Pipeline ranks (1: no pipeline parallelism); data x model is then
+  /// one rank's sub-mesh.
   std::string rules;
   int64_t micro = 1;
   Remat remat = Remat::None;
+  int64_t pipe = 1;
   // Filled in by evaluate().
   double stateLowerBound = 0;
   double estimatedSeconds = 0; // The quick estimate that orders compiling.
@@ -216,15 +220,27 @@ struct Candidate {
   /// over the budget (then it is not compiled at full depth).
   double screenedMemory = 0;
   bool screenedOut = false;
+  /// A pipelined layout's simulated idle fraction.
+  double bubble = 0;
 
-  std::string meshText() const {
+  /// One rank's sub-mesh (the whole mesh without pipelining).
+  std::string rankMeshText() const {
     if (model == 1)
       return "data=" + std::to_string(data);
     if (data == 1)
       return "model=" + std::to_string(model);
     return "data=" + std::to_string(data) + ",model=" + std::to_string(model);
   }
+  std::string meshText() const {
+    if (pipe == 1)
+      return rankMeshText();
+    std::string text = "pipe=" + std::to_string(pipe);
+    return data * model == 1 ? text : text + "," + rankMeshText();
+  }
 };
+
+/// Pipeline ranks searched at most.
+constexpr int64_t kMaxPipe = 8;
 
 /// Deep models are screened at this many layers and one more: every
 /// figure of a stack of identical layers (memory of the buffer plan,
@@ -262,6 +278,35 @@ std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
           result.push_back({data, model, rules, micro, remat});
       }
   }
+  // Pipeline parallelism: P ranks (2 to 8, at most one per layer) of
+  // devices / P each, 1F1B over at least P micro-batches, with the presets
+  // that shard inside a rank.
+  if (config.model == "mlp")
+    return result;
+  for (int64_t pipe = 2; pipe <= std::min<int64_t>(kMaxPipe, config.layers);
+       ++pipe) {
+    if (devices % pipe)
+      continue;
+    int64_t rank = devices / pipe;
+    for (int64_t model = 1; model <= rank; ++model) {
+      if (rank % model != 0 || model > perNode)
+        continue;
+      int64_t data = rank / model;
+      std::vector<std::string> presets =
+          rank == 1     ? std::vector<std::string>{"dp"}
+          : model == 1  ? std::vector<std::string>{"dp", "fsdp"}
+          : data == 1   ? std::vector<std::string>{"tp"}
+                        : std::vector<std::string>{"dp+tp", "fsdp+tp"};
+      for (const std::string &rules : presets)
+        for (int64_t micro : {1, 2, 4, 8}) {
+          if (micro < pipe || globalBatch % micro != 0 ||
+              (globalBatch / micro) % data != 0)
+            continue;
+          for (Remat remat : {Remat::None, Remat::PerLayer})
+            result.push_back({data, model, rules, micro, remat, pipe});
+        }
+    }
+  }
   return result;
 }
 
@@ -270,7 +315,9 @@ std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
 /// 4 for f32, 2 for bf16; what is replicated counts once per device).
 double stateLowerBound(const Candidate &c, double parameters,
                        double elementBytes) {
-  double p = elementBytes * parameters, d = c.data, m = c.model;
+  // A pipeline rank holds its stages' share of the layers.
+  double p = elementBytes * parameters / static_cast<double>(c.pipe),
+         d = c.data, m = c.model;
   if (c.rules == "dp")
     return 4 * p;
   if (c.rules == "zero1")
@@ -305,10 +352,15 @@ std::pair<AxisLink, AxisLink> axisLinks(const Candidate &c,
 double estimateSeconds(const Candidate &c, const ModelConfig &config,
                        double parameters, double forwardFlops,
                        int64_t globalBatch, const Cluster &cluster) {
-  double d = c.data, m = c.model, devices = d * m;
+  // A pipeline rank runs its share of the layers, idle for the bubble
+  // of 1F1B: (P - 1) / (M + P - 1).
+  double d = c.data, m = c.model, pipe = static_cast<double>(c.pipe),
+         devices = d * m * pipe;
   double compute = (c.remat == Remat::None ? 3.0 : 4.0) * forwardFlops /
-                   devices / cluster.flopsPerSecond;
-  double state = 4 * parameters, tensors = 13.0 * config.layers + 4;
+                   devices / cluster.flopsPerSecond *
+                   (c.micro + pipe - 1) / c.micro;
+  double layers = config.layers / pipe;
+  double state = 4 * parameters / pipe, tensors = 13.0 * layers + 4;
   double activation =
       static_cast<double>(globalBatch) / d * config.seq * config.dModel * 4;
   double dataBytes = 0, dataCount = 0, modelBytes = 0, modelCount = 0;
@@ -332,8 +384,8 @@ double estimateSeconds(const Candidate &c, const ModelConfig &config,
     dataCount = 3 * c.micro * tensors;
   }
   if (m > 1) {
-    modelBytes = 4 * config.layers * 2 * (m - 1) / m * activation;
-    modelCount = 4.0 * config.layers * c.micro * (r == "tp+sp" ? 2 : 1);
+    modelBytes = 4 * layers * 2 * (m - 1) / m * activation;
+    modelCount = 4.0 * layers * c.micro * (r == "tp+sp" ? 2 : 1);
   }
   auto [dataLink, modelLink] = axisLinks(c, cluster);
   auto time = [](double bytes, double count, const AxisLink &link) {
@@ -362,9 +414,78 @@ std::string interconnectJson(const Candidate &c, const Cluster &cluster) {
   return text;
 }
 
+/// Writes the per-axis spec of `c` for the passes; false (with c.failure)
+/// when it cannot.
+bool writeSpec(Candidate &c, const Cluster &cluster,
+               const std::string &specPath) {
+  std::error_code error;
+  llvm::raw_fd_ostream os(specPath, error);
+  if (error) {
+    c.failure = "cannot write '" + specPath + "': " + error.message();
+    return false;
+  }
+  os << interconnectJson(c, cluster);
+  return true;
+}
+
+/// A pipelined `c` (docs/Planning.md, "Pipeline parallelism"): compiled
+/// as train --pp compiles it, its step simulated.
+void evaluatePipelined(Candidate &c, const ModelConfig &model,
+                       const Cluster &cluster, int64_t globalBatch,
+                       const std::string &specPath) {
+  Expected<Mesh> rankMesh = parseMeshSpec(c.rankMeshText());
+  if (!rankMesh) {
+    c.failure = rankMesh.status().message();
+    return;
+  }
+  if (!writeSpec(c, cluster, specPath))
+    return;
+  PipelinedRequest request;
+  request.microConfig = model;
+  request.microConfig.batch = globalBatch / c.micro;
+  request.rankMesh = *rankMesh;
+  request.ranks = c.pipe;
+  request.microBatches = c.micro;
+  request.remat = c.remat;
+  request.rules = c.rules;
+  request.interconnectFile = specPath;
+  // Ranks are consecutive blocks of devices: neighbours share a node while
+  // a rank is smaller than one.
+  int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
+                                               : c.data * c.model * c.pipe;
+  request.pipeLink =
+      c.data * c.model >= perNode ? cluster.inter : cluster.intra;
+  auto [dataLink, modelLink] = axisLinks(c, cluster);
+  AxisLink inside = c.data > 1 ? dataLink : modelLink;
+  Expected<PipelinedEstimate> estimate = estimatePipelined(
+      request, [&](const Executable &program) {
+        StepProfile profile = profileExecutable(program);
+        if (!cluster.calibration)
+          return predictSecondsOnLink(profile, cluster.flopsPerSecond,
+                                      inside);
+        // Each action runs its program apart: its launch is compute.
+        auto [compute, comm] = predictSeconds(profile, *cluster.calibration);
+        return std::pair<double, double>{
+            compute + launchSeconds(program, *cluster.calibration), comm};
+      });
+  if (!estimate) {
+    c.failure = estimate.status().message();
+    return;
+  }
+  c.compiled = true;
+  c.memory = estimate->memory;
+  c.byRole = estimate->byRole;
+  c.computeSeconds = estimate->computeSeconds;
+  c.commSeconds = estimate->commSeconds;
+  c.collectives = estimate->collectives;
+  c.bubble = estimate->bubble;
+}
+
 /// Compiles `c` and fills in its figures (or its failure).
 void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
               int64_t globalBatch, const std::string &specPath) {
+  if (c.pipe > 1)
+    return evaluatePipelined(c, model, cluster, globalBatch, specPath);
   Session session;
   std::string firstError;
   mlir::ScopedDiagnosticHandler quiet(
@@ -381,15 +502,8 @@ void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
     c.failure = mesh.status().message();
     return;
   }
-  {
-    std::error_code error;
-    llvm::raw_fd_ostream os(specPath, error);
-    if (error) {
-      c.failure = "cannot write '" + specPath + "': " + error.message();
-      return;
-    }
-    os << interconnectJson(c, cluster);
-  }
+  if (!writeSpec(c, cluster, specPath))
+    return;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       buildModelOrReport(session, config, *mesh);
   PipelineOptions options;
@@ -479,12 +593,14 @@ std::string trainFlags(const CommandLine &cl, const ModelConfig &config,
           std::to_string(devices) + " --mesh " + c.meshText() + " --rules " +
           c.rules + " --micro-batches " + std::to_string(c.micro) +
           " --remat " + partita::rematName(c.remat).str();
+  if (c.pipe > 1)
+    text += " --pp " + std::to_string(c.pipe) + " --schedule 1f1b";
   return text;
 }
 
 void printRow(llvm::raw_ostream &os, size_t rank, const Candidate &c,
               const std::string &why) {
-  os << llvm::format("%-4s %-16s %-8s %5lld %-9s ",
+  os << llvm::format("%-4s %-22s %-8s %5lld %-9s ",
                      rank ? std::to_string(rank).c_str() : "-",
                      c.meshText().c_str(), c.rules.c_str(),
                      static_cast<long long>(c.micro), partita::rematName(c.remat).str().c_str());
@@ -625,6 +741,14 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     std::vector<Candidate *> kept;
     // Every layout at both depths, compiled side by side.
     std::vector<Candidate> shallows, deepers;
+    // Pipelined layouts are not screened (a 2-layer model has too few
+    // layers for their stages): they keep their quick estimate.
+    std::vector<Candidate *> pipelined;
+    std::vector<Candidate *> screenable;
+    for (Candidate *c : order)
+      (c->pipe > 1 ? pipelined : screenable).push_back(c);
+    order = screenable;
+    kept = pipelined;
     for (Candidate *c : order) {
       shallows.push_back(*c);
       deepers.push_back(*c);
@@ -801,7 +925,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     os << ", " << left << " not compiled (estimated slower than "
        << finalists << " that fit)";
   os << "; " << fits.size() << " fit\n";
-  os << llvm::format("%-4s %-16s %-8s %5s %-9s %9s %9s %9s %11s\n", "rank",
+  os << llvm::format("%-4s %-22s %-8s %5s %-9s %9s %9s %9s %11s\n", "rank",
                      "mesh", "rules", "micro", "remat", "step ms",
                      "compute", "comm", "memory");
   double bestStep = best.stepSeconds();

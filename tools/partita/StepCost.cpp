@@ -156,6 +156,46 @@ partita::cli::predictSeconds(const StepProfile &profile,
   return {compute, comm};
 }
 
+double partita::cli::launchSeconds(const Executable &program,
+                                   const Calibration &calibration) {
+  double bytes = 0;
+  for (const std::vector<ExecutableValue> *values :
+       {&program.inputs, &program.outputs})
+    for (const ExecutableValue &value : *values) {
+      double elements = 1;
+      for (int64_t d : value.globalShape)
+        elements *= static_cast<double>(d);
+      bytes += elements * static_cast<double>(
+                              dtypeSize(program.slots[value.slot].dtype));
+    }
+  return calibration.launchUs * 1e-6 +
+         (calibration.hostBytesPerSecond > 0
+              ? bytes / calibration.hostBytesPerSecond
+              : 0);
+}
+
+std::pair<double, double>
+partita::cli::predictSecondsOnLink(const StepProfile &profile,
+                                   double flopsPerSecond,
+                                   const AxisLink &link) {
+  double compute =
+      (profile.einsumFlops + profile.elements / 3) / flopsPerSecond;
+  double comm = 0;
+  for (const auto &[key, calls] : profile.collectives) {
+    if (calls.count <= 0)
+      continue;
+    for (CollectiveKind kind :
+         {CollectiveKind::AllGather, CollectiveKind::AllSlice,
+          CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
+          CollectiveKind::AllToAll, CollectiveKind::CollectivePermute})
+      if (key.first == collectiveName(kind))
+        comm += calls.count * 1e-6 *
+                collectiveTimeUs(kind, key.second, calls.bytes / calls.count,
+                                 link);
+  }
+  return {compute, comm};
+}
+
 Expected<Calibration>
 partita::cli::parseCalibration(const llvm::json::Object &object,
                                const std::string &where) {
@@ -178,11 +218,12 @@ partita::cli::parseCalibration(const llvm::json::Object &object,
     llvm::StringRef key = entry.first;
     if (key != "devices" && key != "instruction_us" &&
         key != "einsum_flops_per_second" && key != "elements_per_second" &&
+        key != "launch_us" && key != "host_bytes_per_second" &&
         key != "collectives")
       return Status::error(where + ": unknown field '" + key.str() +
                            "' (devices, instruction_us, "
                            "einsum_flops_per_second, elements_per_second, "
-                           "collectives)");
+                           "launch_us, host_bytes_per_second, collectives)");
   }
   if (std::optional<llvm::StringRef> devices = object.getString("devices"))
     calibration.devices = devices->str();
@@ -197,6 +238,15 @@ partita::cli::parseCalibration(const llvm::json::Object &object,
                         false);
       !s.ok())
     return s;
+  // Optional (calibrations before pipelined layouts were costed).
+  if (object.get("launch_us"))
+    if (Status s = number("launch_us", calibration.launchUs, true); !s.ok())
+      return s;
+  if (object.get("host_bytes_per_second"))
+    if (Status s = number("host_bytes_per_second",
+                          calibration.hostBytesPerSecond, false);
+        !s.ok())
+      return s;
   const llvm::json::Array *list = object.getArray("collectives");
   if (!list)
     return Status::error(where + ": 'collectives' must be a list of "
@@ -235,5 +285,7 @@ partita::cli::calibrationObject(const Calibration &calibration) {
       {"instruction_us", calibration.instructionUs},
       {"einsum_flops_per_second", calibration.einsumFlopsPerSecond},
       {"elements_per_second", calibration.elementsPerSecond},
+      {"launch_us", calibration.launchUs},
+      {"host_bytes_per_second", calibration.hostBytesPerSecond},
       {"collectives", std::move(list)}};
 }

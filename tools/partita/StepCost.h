@@ -12,6 +12,7 @@
 #define PARTITA_TOOLS_PARTITA_STEPCOST_H
 
 #include "partita/Runtime/Program/Executable.h"
+#include "partita/Sharding/Cost.h"
 #include "partita/Sharding/Status.h"
 
 #include "llvm/Support/JSON.h"
@@ -54,6 +55,11 @@ struct Calibration {
   double instructionUs = 0;
   double einsumFlopsPerSecond = 1e11;
   double elementsPerSecond = 1e10;
+  /// Running a program apart (a pipeline stage's action): a fixed cost and
+  /// the host's copy rate for its global inputs and outputs (0: not
+  /// measured; calibrations written before it had neither).
+  double launchUs = 0;
+  double hostBytesPerSecond = 0;
   /// Per collective kind and group size.
   std::map<std::pair<std::string, int64_t>, CollectiveFit> collectives;
 
@@ -67,6 +73,20 @@ struct Calibration {
 /// Predicted compute and communication seconds of `profile`.
 std::pair<double, double> predictSeconds(const StepProfile &profile,
                                          const Calibration &calibration);
+
+/// What running `program` apart costs beyond its instructions: the
+/// calibration's launch cost and its global inputs and outputs copied at
+/// the host's rate.
+double launchSeconds(const Executable &program,
+                     const Calibration &calibration);
+
+/// Predicted compute and communication seconds of `profile` without a
+/// calibration: einsum FLOPs and one FLOP per element written (a third of
+/// the elements read and written) at `flopsPerSecond`, each collective by
+/// the cost model on `link`.
+std::pair<double, double> predictSecondsOnLink(const StepProfile &profile,
+                                               double flopsPerSecond,
+                                               const AxisLink &link);
 
 /// Reads the "calibration" object of a cluster file; errors name `where`
 /// and the field.

@@ -320,6 +320,17 @@ struct PipelineFigures {
 
 Expected<PipelineFigures> scheduleFigures(const PipelinedStep &step);
 
+/// Bytes a stage keeps per micro-batch between its forward and backward
+/// passes (what its forward program outputs), global.
+int64_t activationBytes(const PipelineStage &stage);
+
+/// Bytes stage `s` sends to other stages per micro-batch, global:
+/// activations from its forward program, gradients from its backward.
+struct StageTraffic {
+  int64_t forward = 0, backward = 0;
+};
+StageTraffic stageTraffic(const PipelinedStep &step, int s);
+
 /// One line per stage (what it holds, FLOPs, activations, what it sends)
 /// and the bubble.
 void printPipelineStages(llvm::raw_ostream &os, const PipelinedStep &step,
