@@ -250,7 +250,8 @@ constexpr int64_t kScreenLayers = 2;
 
 /// The layouts to search on `devices` devices.
 std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
-                               const Cluster &cluster, int64_t globalBatch) {
+                               const Cluster &cluster, int64_t globalBatch,
+                               bool pipelined) {
   std::vector<Candidate> result;
   int64_t perNode =
       cluster.devicesPerNode > 0 ? cluster.devicesPerNode : devices;
@@ -281,7 +282,7 @@ std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
   // Pipeline parallelism: P ranks (2 to 8, at most one per layer) of
   // devices / P each, 1F1B over at least P micro-batches, with the presets
   // that shard inside a rank.
-  if (config.model == "mlp")
+  if (config.model == "mlp" || !pipelined)
     return result;
   for (int64_t pipe = 2; pipe <= std::min<int64_t>(kMaxPipe, config.layers);
        ++pipe) {
@@ -686,8 +687,13 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                         "'");
   }
 
+  // Deep models with finalists are screened at 2 and 3 layers first;
+  // pipelined layouts cannot be (their stages need more layers), and
+  // compiling each at full depth would cost more than the search saves:
+  // they are searched without --finalists or on shallow models only.
+  bool screening = finalists > 0 && config.layers > kScreenLayers + 1;
   std::vector<Candidate> candidates =
-      layouts(config, devices, *cluster, globalBatch);
+      layouts(config, devices, *cluster, globalBatch, !screening);
   if (candidates.empty())
     return usageError("no layout of " + std::to_string(devices) +
                       " devices divides the global batch of " +
@@ -737,18 +743,10 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   // budget then are not compiled at full depth, and the others are
   // compiled in the order of their extrapolated step time.
   int64_t screened = 0, screenedOut = 0;
-  if (finalists > 0 && config.layers > kScreenLayers + 1) {
+  if (screening) {
     std::vector<Candidate *> kept;
     // Every layout at both depths, compiled side by side.
     std::vector<Candidate> shallows, deepers;
-    // Pipelined layouts are not screened (a 2-layer model has too few
-    // layers for their stages): they keep their quick estimate.
-    std::vector<Candidate *> pipelined;
-    std::vector<Candidate *> screenable;
-    for (Candidate *c : order)
-      (c->pipe > 1 ? pipelined : screenable).push_back(c);
-    order = screenable;
-    kept = pipelined;
     for (Candidate *c : order) {
       shallows.push_back(*c);
       deepers.push_back(*c);
@@ -924,7 +922,12 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   if (left)
     os << ", " << left << " not compiled (estimated slower than "
        << finalists << " that fit)";
-  os << "; " << fits.size() << " fit\n";
+  os << "; " << fits.size() << " fit";
+  if (screening && config.model != "mlp")
+    os << " (pipelined layouts not searched: with --finalists a model "
+          "deeper than "
+       << kScreenLayers + 1 << " layers is screened, and they cannot be)";
+  os << "\n";
   os << llvm::format("%-4s %-22s %-8s %5s %-9s %9s %9s %9s %11s\n", "rank",
                      "mesh", "rules", "micro", "remat", "step ms",
                      "compute", "comm", "memory");
