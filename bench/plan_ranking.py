@@ -122,14 +122,14 @@ def run(args, model, work):
     print(f"plan: {' '.join(model)} on cpu:{args.devices}"
           + (", calibrated in this run" if args.calibrate else
              f", cluster {cluster}" if cluster else ", default cluster"))
-    print(f"{'mesh':16} {'rules':8} {'micro':>5} {'remat':9} "
+    print(f"{'mesh':22} {'rules':8} {'micro':>5} {'remat':9} "
           f"{'predicted ms':>12} {'measured ms':>12}")
     predicted, actual = [], []
     for r in picked:
         m = statistics.median(measured[id(r)]) * 1e3
         predicted.append(r["predicted"])
         actual.append(m)
-        print(f"{r['mesh']:16} {r['rules']:8} {r['micro']:>5} "
+        print(f"{r['mesh']:22} {r['rules']:8} {r['micro']:>5} "
               f"{r['remat']:9} {r['predicted']:12.3f} {m:12.3f}")
     print(f"spearman {spearman(predicted, actual):.3f} over {n} layouts "
           f"({len(rows)} fit)")
