@@ -244,7 +244,7 @@ partita::cli::parseCalibration(const llvm::json::Object &object,
       return s;
   if (object.get("host_bytes_per_second"))
     if (Status s = number("host_bytes_per_second",
-                          calibration.hostBytesPerSecond, false);
+                          calibration.hostBytesPerSecond, true);
         !s.ok())
       return s;
   const llvm::json::Array *list = object.getArray("collectives");

@@ -57,7 +57,8 @@ struct Calibration {
   double elementsPerSecond = 1e10;
   /// Running a program apart (a pipeline stage's action): a fixed cost and
   /// the host's copy rate for its global inputs and outputs (0: not
-  /// measured; calibrations written before it had neither).
+  /// measured, or too small to see beside the fixed cost; calibrations
+  /// written before it had neither).
   double launchUs = 0;
   double hostBytesPerSecond = 0;
   /// Per collective kind and group size.
