@@ -12,7 +12,10 @@ steps 3..STEPS (the first two warm caches and threads), then prints the
 predicted and measured step times side by side and the Spearman rank
 correlation between them (docs/Planning.md, "Proving the prediction").
 With --calibrate the cluster file comes from `partita calibrate` run first,
-in the same run. With --repeats R each layout is trained R times (in
+in the same run. With --mpi P the layouts (pipelined ones left out) run
+under MPI instead: each train step compiled to an Executable and run by P
+processes, each driving its share of the devices (`mpirun -np P
+partita-exec run --distributed`), timed by the runtime. With --repeats R each layout is trained R times (in
 round-robin order, so a slow spell of the machine touches every layout) and
 the median of the R medians is kept.
 """
@@ -55,6 +58,11 @@ def spearman(a, b):
     return cov / (va * vb) ** 0.5 if va and vb else 0.0
 
 
+def plan_batch(plan):
+    """The global batch `partita plan` printed."""
+    return re.search(r"global batch (\d+)", plan)[1]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partita", default="build/bin/partita")
@@ -66,6 +74,10 @@ def main():
     parser.add_argument("--plans", type=int, default=12)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--mpi", type=int, default=0,
+                        help="run each layout as P MPI processes")
+    parser.add_argument("--mpirun", default="mpirun --oversubscribe "
+                        "--allow-run-as-root")
     parser.add_argument("model", nargs="*",
                         help="gen's model flags, after --")
     args = parser.parse_args()
@@ -98,14 +110,42 @@ def run(args, model, work):
         if m:
             rows.append({"mesh": m[2], "rules": m[3], "micro": m[4],
                          "remat": m[5], "predicted": float(m[6])})
+    if args.mpi:
+        rows = [r for r in rows if not r["mesh"].startswith("pipe=")]
     if len(rows) < 2:
         sys.exit("plan printed fewer than two layouts that fit:\n" + plan)
     n = min(args.plans, len(rows))
     picked = [rows[round(i * (len(rows) - 1) / (n - 1))] for i in range(n)]
     # Batch flag: plan's global batch is the model's --batch.
     measured = {id(r): [] for r in picked}
+    executables = {}
+    if args.mpi:
+        exec_tool = os.path.join(os.path.dirname(args.partita), "partita-exec")
+        for k, r in enumerate(picked):
+            source = os.path.join(work, f"step{k}.mlir")
+            exe = os.path.join(work, f"step{k}.exe")
+            flags = model[2:]
+            batch = ["--batch", str(int(plan_batch(plan)) // int(r["micro"]))]
+            subprocess.run([args.partita, "gen", model[1], *flags, *batch,
+                            "--mesh", r["mesh"], "-o", source], check=True,
+                           capture_output=True)
+            subprocess.run([args.partita, "compile", source, "--train",
+                            "--optimizer", "adamw", "--lr", "1e-3",
+                            "--rules", r["rules"], "--micro-batches",
+                            r["micro"], "--remat", r["remat"], "--stage",
+                            "executable", "-o", exe], check=True,
+                           capture_output=True)
+            executables[id(r)] = exe
     for repeat in range(args.repeats):
         for r in picked:
+            if args.mpi:
+                run = subprocess.run(
+                    [*args.mpirun.split(), "-np", str(args.mpi), exec_tool,
+                     "run", executables[id(r)], "--distributed"],
+                    check=True, capture_output=True, text=True).stdout
+                ms = re.search(r" in ([\d.]+) ms", run)
+                measured[id(r)].append(float(ms[1]) / 1e3)
+                continue
             out = os.path.join(work, "train")
             cmd = [args.partita, "train", *model, "--devices",
                    f"cpu:{args.devices}", "--mesh", r["mesh"], "--rules",
@@ -120,6 +160,7 @@ def run(args, model, work):
                 seconds = [float(row["seconds"]) for row in csv.DictReader(f)]
             measured[id(r)].append(statistics.median(seconds[2:] or seconds))
     print(f"plan: {' '.join(model)} on cpu:{args.devices}"
+          + (f" as {args.mpi} MPI processes" if args.mpi else "")
           + (", calibrated in this run" if args.calibrate else
              f", cluster {cluster}" if cluster else ", default cluster"))
     print(f"{'mesh':22} {'rules':8} {'micro':>5} {'remat':9} "
