@@ -12,6 +12,7 @@
 
 #include "KernelTestSupport.h"
 
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -116,6 +117,58 @@ TEST_CASE("unary float ops match the reference", "[kernels]") {
         checkClose(y, expected, tol.absolute, tol.relative,
                    std::string(opCodeName(c.op)) + " " + dtypeName(dtype));
       }
+}
+
+TEST_CASE("f32 exp, tanh and logistic are within a few ulps", "[kernels]") {
+  // The runtime computes them without libm calls so that their loops
+  // vectorize (ElementwiseMath.h): every f32 result over a dense sweep is
+  // within 2 ulps of the double-precision value rounded to f32 (exp's
+  // results below 2^-126 are 0), and special values are IEEE's.
+  auto ulps = [](float a, float b) {
+    int32_t ia, ib;
+    std::memcpy(&ia, &a, 4);
+    std::memcpy(&ib, &b, 4);
+    return std::abs(static_cast<int64_t>(ia) - ib);
+  };
+  struct Sweep {
+    OpCode op;
+    double lo, hi;
+    std::function<double(double)> reference;
+    int64_t allowed;
+  };
+  std::vector<Sweep> sweeps = {
+      {OpCode::Exp, -87.3, 88.7, [](double x) { return std::exp(x); }, 2},
+      {OpCode::Tanh, -12, 12, [](double x) { return std::tanh(x); }, 2},
+      {OpCode::Tanh, -1e-3, 1e-3, [](double x) { return std::tanh(x); }, 2},
+      {OpCode::Logistic, -80, 80,
+       [](double x) { return 1 / (1 + std::exp(-x)); }, 4}};
+  for (const Sweep &sweep : sweeps) {
+    constexpr int64_t n = 200001;
+    std::vector<double> xs;
+    for (int64_t i = 0; i < n; ++i)
+      xs.push_back(sweep.lo + (sweep.hi - sweep.lo) * i / (n - 1));
+    Buffer x = bufferOf(DType::F32, {n}, xs);
+    Buffer y = runOne(sweep.op, {}, {&x}, DType::F32, {n});
+    int64_t worst = 0;
+    double at = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float want = static_cast<float>(sweep.reference(x.get(i)));
+      int64_t u = ulps(static_cast<float>(y.get(i)), want);
+      if (u > worst) {
+        worst = u;
+        at = x.get(i);
+      }
+    }
+    INFO(opCodeName(sweep.op) << " worst " << worst << " ulps at " << at);
+    CHECK(worst <= sweep.allowed);
+  }
+  Buffer special =
+      bufferOf(DType::F32, {7}, {NaN, inf, -inf, -0.0, 100, -100, 1e-30});
+  checkEqual(runOne(OpCode::Exp, {}, {&special}, DType::F32, {7}),
+             {NaN, inf, 0, 1, inf, 0, 1});
+  Buffer tanh = runOne(OpCode::Tanh, {}, {&special}, DType::F32, {7});
+  checkEqual(tanh, {NaN, 1, -1, -0.0, 1, -1, 1e-30f});
+  CHECK(std::signbit(tanh.get(3)));
 }
 
 TEST_CASE("unary ops on special values", "[kernels]") {

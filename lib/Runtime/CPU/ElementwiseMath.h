@@ -13,6 +13,8 @@
 #include "partita/Runtime/Program/Instruction.h"
 
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 namespace partita {
 namespace cpu {
@@ -33,6 +35,62 @@ template <typename T> T nanMin(T a, T b) {
   return a < b ? a : b;
 }
 
+/// e^x in float without a call: 2^n e^r with n = round(x / ln 2) and
+/// |r| <= ln 2 / 2 (ln 2 in two parts, so r is exact to a few ulps), e^r
+/// by its Taylor polynomial to r^7 (truncation below 5e-9 relative), 2^n
+/// built from its exponent bits in two halves (so n = 128 is no overflow).
+/// Branch-free, so loops over it vectorize; within 2 ulps of std::exp on
+/// normal results; results below 2^-126 (x < -87.3) are 0.
+inline float expFloat(float x) {
+  const float clamped = x < -88.0f ? -88.0f : (x > 89.0f ? 89.0f : x);
+  // Round to nearest by adding and taking away 1.5 * 2^23 (no call, so
+  // it vectorizes without SSE4.1's round).
+  const float n =
+      (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r =
+      (clamped - n * 0.693145751953125f) - n * 1.428606765330187045e-6f;
+  float p = 1.0f / 5040;
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  // 2^n as 2^(n / 2) * 2^(n - n / 2): each half a normal float.
+  int32_t k = static_cast<int32_t>(n);
+  int32_t half = k / 2;
+  int32_t bitsA = (half + 127) << 23, bitsB = (k - half + 127) << 23;
+  float a, b;
+  __builtin_memcpy(&a, &bitsA, 4);
+  __builtin_memcpy(&b, &bitsB, 4);
+  float result = p * a * b;
+  result = x < -87.3f ? 0.0f : result;
+  result = x > 88.7228391f ? __builtin_inff() : result;
+  return x != x ? x : result;
+}
+
+/// tanh(x) in float without a call: an odd Taylor polynomial to x^11 for
+/// |x| < 0.3 (truncation below 2e-9 relative), else (e - 1) / (e + 1)
+/// with e = e^(2|x|) (at least 1.8, so e - 1 loses no more than a bit),
+/// and +-1 from |x| >= 9. Branch-free; within a few ulps of std::tanh.
+inline float tanhFloat(float x) {
+  float a = __builtin_fabsf(x);
+  float z = x * x;
+  float small = -1382.0f / 155925;
+  small = small * z + 62.0f / 2835;
+  small = small * z - 17.0f / 315;
+  small = small * z + 2.0f / 15;
+  small = small * z - 1.0f / 3;
+  small = x + x * z * small;
+  float e = expFloat(2.0f * (a < 9.0f ? a : 9.0f));
+  float large = (e - 1.0f) / (e + 1.0f);
+  large = a >= 9.0f ? 1.0f : large;
+  large = x < 0 ? -large : large;
+  float result = a < 0.3f ? small : large;
+  return x != x ? x : __builtin_copysignf(result, x);
+}
+
 /// Calls `visit(fn)` with the math of unary op `op` on compute type C;
 /// false when `op` is not a float unary op.
 template <typename C, typename Visit>
@@ -48,7 +106,10 @@ bool visitFloatUnary(OpCode op, Visit &&visit) {
     visit([](C x) { return x > 0 ? C(1) : (x < 0 ? C(-1) : x); });
     return true;
   case OpCode::Exp:
-    visit([](C x) { return std::exp(x); });
+    if constexpr (std::is_same_v<C, float>)
+      visit([](C x) { return expFloat(x); });
+    else
+      visit([](C x) { return std::exp(x); });
     return true;
   case OpCode::Log:
     visit([](C x) { return std::log(x); });
@@ -57,10 +118,16 @@ bool visitFloatUnary(OpCode op, Visit &&visit) {
     visit([](C x) { return std::log1p(x); });
     return true;
   case OpCode::Tanh:
-    visit([](C x) { return std::tanh(x); });
+    if constexpr (std::is_same_v<C, float>)
+      visit([](C x) { return tanhFloat(x); });
+    else
+      visit([](C x) { return std::tanh(x); });
     return true;
   case OpCode::Logistic:
-    visit([](C x) { return C(1) / (C(1) + std::exp(-x)); });
+    if constexpr (std::is_same_v<C, float>)
+      visit([](C x) { return C(1) / (C(1) + expFloat(-x)); });
+    else
+      visit([](C x) { return C(1) / (C(1) + std::exp(-x)); });
     return true;
   case OpCode::Sqrt:
     visit([](C x) { return std::sqrt(x); });
