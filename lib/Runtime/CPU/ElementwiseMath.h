@@ -91,10 +91,18 @@ inline float tanhFloat(float x) {
   return x != x ? x : __builtin_copysignf(result, x);
 }
 
+/// Inlined into the caller, so the caller's loops (the visitors) are
+/// compiled for the caller's target (Fused.cpp's AVX versions).
+#if defined(__GNUC__) || defined(__clang__)
+#define PARTITA_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define PARTITA_ALWAYS_INLINE inline
+#endif
+
 /// Calls `visit(fn)` with the math of unary op `op` on compute type C;
 /// false when `op` is not a float unary op.
 template <typename C, typename Visit>
-bool visitFloatUnary(OpCode op, Visit &&visit) {
+PARTITA_ALWAYS_INLINE bool visitFloatUnary(OpCode op, Visit &&visit) {
   switch (op) {
   case OpCode::Neg:
     visit([](C x) { return -x; });
@@ -155,7 +163,7 @@ bool visitFloatUnary(OpCode op, Visit &&visit) {
 /// Calls `visit(fn)` with the math of binary op `op` on compute type C;
 /// false when `op` is not a float binary op.
 template <typename C, typename Visit>
-bool visitFloatBinary(OpCode op, Visit &&visit) {
+PARTITA_ALWAYS_INLINE bool visitFloatBinary(OpCode op, Visit &&visit) {
   switch (op) {
   case OpCode::Add:
     visit([](C a, C b) { return a + b; });

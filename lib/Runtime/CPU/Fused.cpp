@@ -24,6 +24,35 @@ namespace cpu {
 
 namespace {
 constexpr int64_t kTile = 1024;
+
+// The step loop is built for AVX-512 and AVX2 as well as the baseline, the
+// processor's best chosen when the program loads (GCC and Clang function
+// clones). The file builds with -ffp-contract=off, so every version gives
+// the same bits as the others and as the op-at-a-time kernels. Sanitizer
+// builds keep the one version.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&     \
+    !defined(PARTITA_NO_FUNCTION_CLONES)
+#define PARTITA_VECTOR_CLONES                                                  \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define PARTITA_VECTOR_CLONES
+#endif
+
+/// out[0, n) = op(a, b) element by element; false when `op` is not a
+/// float elementwise op.
+PARTITA_VECTOR_CLONES
+bool runStep(OpCode op, const float *__restrict a, const float *__restrict b,
+             float *__restrict out, int64_t n) {
+  return visitFloatUnary<float>(op,
+                                [&](auto fn) {
+                                  for (int64_t j = 0; j < n; ++j)
+                                    out[j] = fn(a[j]);
+                                }) ||
+         visitFloatBinary<float>(op, [&](auto fn) {
+           for (int64_t j = 0; j < n; ++j)
+             out[j] = fn(a[j], b[j]);
+         });
+}
 } // namespace
 
 Status runFused(const KernelContext &ctx) {
@@ -125,17 +154,7 @@ Status runFused(const KernelContext &ctx) {
       const float *a = pointer(step.a, 0);
       const float *b = pointer(step.b, 1);
       float *out = stepTiles + s * kTile;
-      bool known =
-          visitFloatUnary<float>(step.op,
-                                 [&](auto fn) {
-                                   for (int64_t j = 0; j < n; ++j)
-                                     out[j] = fn(a[j]);
-                                 }) ||
-          visitFloatBinary<float>(step.op, [&](auto fn) {
-            for (int64_t j = 0; j < n; ++j)
-              out[j] = fn(a[j], b[j]);
-          });
-      if (!known)
+      if (!runStep(step.op, a, b, out, n))
         return ctx.error("step " + std::to_string(s) + " is not fusible");
     }
     for (size_t r = 0; r < program.results.size(); ++r)
