@@ -42,7 +42,11 @@ template <typename T> T nanMin(T a, T b) {
 /// Branch-free, so loops over it vectorize; within 2 ulps of std::exp on
 /// normal results; results below 2^-126 (x < -87.3) are 0.
 inline float expFloat(float x) {
-  const float clamped = x < -88.0f ? -88.0f : (x > 89.0f ? 89.0f : x);
+  // NaN is computed as 0 and replaced at the end: every integer below is
+  // in range (n from -127 to 129).
+  const float finite = x == x ? x : 0.0f;
+  const float clamped =
+      finite < -88.0f ? -88.0f : (finite > 89.0f ? 89.0f : finite);
   // Round to nearest by adding and taking away 1.5 * 2^23 (no call, so
   // it vectorizes without SSE4.1's round).
   const float n =
@@ -60,7 +64,8 @@ inline float expFloat(float x) {
   // 2^n as 2^(n / 2) * 2^(n - n / 2): each half a normal float.
   int32_t k = static_cast<int32_t>(n);
   int32_t half = k / 2;
-  int32_t bitsA = (half + 127) << 23, bitsB = (k - half + 127) << 23;
+  uint32_t bitsA = static_cast<uint32_t>(half + 127) << 23;
+  uint32_t bitsB = static_cast<uint32_t>(k - half + 127) << 23;
   float a, b;
   __builtin_memcpy(&a, &bitsA, 4);
   __builtin_memcpy(&b, &bitsB, 4);
