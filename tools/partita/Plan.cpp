@@ -488,14 +488,7 @@ void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
   if (c.pipe > 1)
     return evaluatePipelined(c, model, cluster, globalBatch, specPath);
   Session session;
-  std::string firstError;
-  mlir::ScopedDiagnosticHandler quiet(
-      &session.context, [&](mlir::Diagnostic &diagnostic) {
-        if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error &&
-            firstError.empty())
-          firstError = diagnostic.str();
-        return mlir::success();
-      });
+  FirstError firstError(session.context);
   ModelConfig config = model;
   config.batch = globalBatch / c.micro;
   Expected<Mesh> mesh = parseMeshSpec(c.meshText());
@@ -517,7 +510,7 @@ void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
   options.stage = Stage::Partitioned;
   if (!module || !runPipeline(session, *module, options)) {
     c.failure = "does not compile: " +
-                (firstError.empty() ? std::string("(no message)") : firstError);
+                firstError.message();
     return;
   }
   Expected<Interconnect> interconnect = readInterconnect(specPath);

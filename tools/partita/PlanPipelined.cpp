@@ -39,23 +39,26 @@ double localActivationBytes(const PipelineStage &stage) {
 
 } // namespace
 
+FirstError::FirstError(mlir::MLIRContext &context)
+    : handler(&context, [this](mlir::Diagnostic &diagnostic) {
+        if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error &&
+            first.empty())
+          first = diagnostic.str();
+        return mlir::success();
+      }) {}
+
+std::string FirstError::message() const {
+  return first.empty() ? std::string("(no message)") : first;
+}
+
 Expected<PipelinedEstimate> partita::cli::estimatePipelined(
     const PipelinedRequest &request,
     const std::function<std::pair<double, double>(const Executable &)>
         &seconds) {
   Session session;
-  std::string firstError;
-  mlir::ScopedDiagnosticHandler quiet(
-      &session.context, [&](mlir::Diagnostic &diagnostic) {
-        if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error &&
-            firstError.empty())
-          firstError = diagnostic.str();
-        return mlir::success();
-      });
+  FirstError firstError(session.context);
   auto failure = [&](const std::string &what) {
-    return Status::error(what + ": " +
-                         (firstError.empty() ? std::string("(no message)")
-                                             : firstError));
+    return Status::error(what + ": " + firstError.message());
   };
   mlir::OwningOpRef<mlir::ModuleOp> module =
       buildModelOrReport(session, request.microConfig, request.rankMesh);

@@ -13,11 +13,26 @@
 #include "partita/Sharding/Mesh.h"
 #include "partita/Transforms/Pipeline.h"
 
+#include "mlir/IR/Diagnostics.h"
+
 #include <functional>
 #include <map>
 #include <string>
 
 namespace partita::cli {
+
+/// While alive, keeps the first error a compile in `context` reports and
+/// prints none (plan compiles many layouts; their failures are listed).
+class FirstError {
+public:
+  explicit FirstError(mlir::MLIRContext &context);
+  /// The first error's text, or "(no message)".
+  std::string message() const;
+
+private:
+  std::string first;
+  mlir::ScopedDiagnosticHandler handler;
+};
 
 /// A pipelined layout: `ranks` pipeline ranks of `rankMesh` each, 1F1B over
 /// `microBatches` micro-batches of `microConfig.batch` sequences.
