@@ -262,7 +262,9 @@ Probe collectiveProbe(const std::string &kind, int64_t devices,
     b += "      %v = partita.collective_permute %acc" + axes + " pairs = [" +
          pairs + "] : " + t + "\n";
   } else { // the baseline of the others: the multiply alone
-    b += "      %v = partita.add %acc, %acc : " + t + "\n";
+    b += "      %m = partita.mul %acc, %c : " + t + "\n";
+    b += "      partita.yield %m : " + t + "\n";
+    return p;
   }
   b += "      %m = partita.mul %v, %c : " + t + "\n";
   b += "      partita.yield %m : " + t + "\n";
@@ -352,6 +354,9 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
       return fail(trip.status());
     calibration.instructionUs =
         trip->seconds / std::max(trip->work.instructions, 1.0) * 1e6;
+    if (!(trip->seconds > 0))
+      log << "warning: the instruction probe measured no time (a noisy "
+             "machine?); rerun with more --steps\n";
   }
   // Elementwise: the mix a model's step has between its einsums (fused
   // chains, a transpose, a reduction, a broadcast) on 128 x 128 blocks.
@@ -373,9 +378,11 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
     Expected<Trip> trip = measure(p);
     if (!trip)
       return fail(trip.status());
-    calibration.elementsPerSecond =
-        trip->work.elements /
-        std::max(trip->seconds - otherCost(trip->work), 1e-9);
+    double spent = trip->seconds - otherCost(trip->work);
+    if (!(spent > 0))
+      log << "warning: the elementwise probe measured no time beyond its "
+             "instructions; rerun with more --steps\n";
+    calibration.elementsPerSecond = trip->work.elements / std::max(spent, 1e-9);
   }
   // Einsum: 128 x 128 by 128 x 128 per trip, then the multiply.
   {
@@ -390,8 +397,11 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
       return fail(trip.status());
     double flops = trip->work.einsumFlops;
     trip->work.einsumFlops = 0;
-    calibration.einsumFlopsPerSecond =
-        flops / std::max(trip->seconds - otherCost(trip->work), 1e-9);
+    double spent = trip->seconds - otherCost(trip->work);
+    if (!(spent > 0))
+      log << "warning: the einsum probe measured no time beyond the rest of "
+             "its trip; rerun with more --steps\n";
+    calibration.einsumFlopsPerSecond = flops / std::max(spent, 1e-9);
   }
   // Running a program apart (a pipeline stage's action): one trip of a
   // multiply on 8 x 8 and on 256 x 256 blocks per device, less its
@@ -427,23 +437,13 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
                       calibration.elementsPerSecond, calibration.launchUs,
                       calibration.hostBytesPerSecond);
 
-  // Collectives: per kind and group, a call on 64 and one on 65536 f32
-  // (256 B and 256 KiB per device), each less its baseline: the same
-  // trip with the collective replaced by a local op of its result's shape
-  // (none; a local slice for reduce_scatter). An all_gather's all_slice is
+  // Collectives: per kind and group, a call on about 64 and about 65536
+  // f32 (256 B and 256 KiB per device; the rows a multiple of the group,
+  // which reduce_scatter and all_to_all split), each less its baseline:
+  // the same trip with the collective replaced by a local op of its
+  // result's shape (nothing for most, so the baseline is the multiply
+  // alone; a local slice for reduce_scatter). An all_gather's all_slice is
   // a local slice, costed as an instruction.
-  struct Size {
-    int64_t rows, cols;
-  };
-  const Size sizes[2] = {{8, 8}, {256, 256}};
-  double baseline[2];
-  for (int s = 0; s < 2; ++s) {
-    Expected<Trip> trip = measure(
-        collectiveProbe("", devices, devices, sizes[s].rows, sizes[s].cols));
-    if (!trip)
-      return fail(trip.status());
-    baseline[s] = trip->seconds;
-  }
   double instruction = calibration.instructionUs * 1e-6;
   for (const char *kind : {"all_reduce", "all_gather", "reduce_scatter",
                            "all_to_all", "collective_permute"})
@@ -452,23 +452,25 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
         continue;
       double seconds[2], bytes[2];
       for (int s = 0; s < 2; ++s) {
-        Expected<Trip> trip = measure(collectiveProbe(
-            kind, devices, group, sizes[s].rows, sizes[s].cols));
+        int64_t side = s == 0 ? 8 : 256;
+        int64_t rows = (side + group - 1) / group * group, cols = side;
+        Expected<Trip> trip =
+            measure(collectiveProbe(kind, devices, group, rows, cols));
         if (!trip)
           return fail(trip.status());
-        double base = baseline[s];
-        if (std::string(kind) == "reduce_scatter") {
-          Expected<Trip> local = measure(
-              collectiveProbe("reduce_scatter_base", devices, group,
-                              sizes[s].rows, sizes[s].cols));
-          if (!local)
-            return fail(local.status());
-          base = local->seconds - instruction; // its all_slice
-        }
+        Expected<Trip> base = measure(collectiveProbe(
+            std::string(kind) == "reduce_scatter" ? "reduce_scatter_base"
+                                                  : "",
+            devices, group, rows, cols));
+        if (!base)
+          return fail(base.status());
+        double rest = base->seconds;
+        if (std::string(kind) == "reduce_scatter")
+          rest -= instruction; // its all_slice
         if (std::string(kind) == "all_gather")
-          base += instruction; // the all_slice after it
-        seconds[s] = std::max(trip->seconds - base, 0.0);
-        bytes[s] = 4.0 * sizes[s].rows * sizes[s].cols;
+          rest += instruction; // the all_slice after it
+        seconds[s] = std::max(trip->seconds - rest, 0.0);
+        bytes[s] = 4.0 * rows * cols;
       }
       CollectiveFit fit;
       double slope = (seconds[1] - seconds[0]) / (bytes[1] - bytes[0]);

@@ -465,7 +465,8 @@ void evaluatePipelined(Candidate &c, const ModelConfig &model,
           return predictSecondsOnLink(profile, cluster.flopsPerSecond,
                                       inside);
         // Each action runs its program apart: its launch is compute.
-        auto [compute, comm] = predictSeconds(profile, *cluster.calibration);
+        auto [compute, comm] =
+            predictSeconds(profile, *cluster.calibration, inside);
         return std::pair<double, double>{
             compute + launchSeconds(program, *cluster.calibration), comm};
       });
@@ -488,6 +489,8 @@ void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
   if (c.pipe > 1)
     return evaluatePipelined(c, model, cluster, globalBatch, specPath);
   Session session;
+  // Layouts compile side by side, one per core: no pool per context.
+  session.context.disableMultithreading();
   FirstError firstError(session.context);
   ModelConfig config = model;
   config.batch = globalBatch / c.micro;
@@ -527,8 +530,10 @@ void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
   if (cluster.calibration) {
     // A measured machine: each instruction, einsum, elementwise pass and
     // collective the device runs, at its measured cost.
+    auto [dataLink, modelLink] = axisLinks(c, cluster);
     std::tie(c.computeSeconds, c.commSeconds) =
-        predictSeconds(profileExecutable(*program), *cluster.calibration);
+        predictSeconds(profileExecutable(*program), *cluster.calibration,
+                       c.data > 1 ? dataLink : modelLink);
   } else {
     c.computeSeconds =
         static_cast<double>(summary.matmulFlops + summary.vectorFlops) /

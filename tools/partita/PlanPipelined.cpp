@@ -56,6 +56,8 @@ Expected<PipelinedEstimate> partita::cli::estimatePipelined(
     const std::function<std::pair<double, double>(const Executable &)>
         &seconds) {
   Session session;
+  // Layouts compile side by side, one per core: no pool per context.
+  session.context.disableMultithreading();
   FirstError firstError(session.context);
   auto failure = [&](const std::string &what) {
     return Status::error(what + ": " + firstError.message());

@@ -136,18 +136,23 @@ const CollectiveFit *Calibration::fitFor(const std::string &kind,
 
 std::pair<double, double>
 partita::cli::predictSeconds(const StepProfile &profile,
-                             const Calibration &calibration) {
+                             const Calibration &calibration,
+                             const AxisLink &unmeasured) {
   double compute = profile.instructions * calibration.instructionUs * 1e-6 +
                    profile.einsumFlops / calibration.einsumFlopsPerSecond +
                    profile.elements / calibration.elementsPerSecond;
   double comm = 0;
   for (const auto &[key, calls] : profile.collectives) {
     double scale = 1;
-    const CollectiveFit *fit = calibration.fitFor(key.first, key.second, scale);
-    if (!fit) // all_slice: a local slice; timed as an instruction.
-      fit = calibration.fitFor("all_slice", key.second, scale);
-    if (!fit) {
+    if (key.first == "all_slice") { // a local slice
       compute += calls.count * calibration.instructionUs * 1e-6;
+      continue;
+    }
+    const CollectiveFit *fit = calibration.fitFor(key.first, key.second, scale);
+    if (!fit) {
+      StepProfile one;
+      one.collectives[key] = calls;
+      comm += predictSecondsOnLink(one, 1, unmeasured).second;
       continue;
     }
     comm += scale * (calls.count * fit->latencyUs * 1e-6 +

@@ -71,9 +71,12 @@ struct Calibration {
                               double &scale) const;
 };
 
-/// Predicted compute and communication seconds of `profile`.
+/// Predicted compute and communication seconds of `profile`. A collective
+/// kind the calibration did not measure is costed by the cost model on
+/// `unmeasured` (an all_slice, which moves nothing, as an instruction).
 std::pair<double, double> predictSeconds(const StepProfile &profile,
-                                         const Calibration &calibration);
+                                         const Calibration &calibration,
+                                         const AxisLink &unmeasured);
 
 /// What running `program` apart costs beyond its instructions: the
 /// calibration's launch cost and its global inputs and outputs copied at

@@ -40,7 +40,7 @@ template <typename T> T nanMin(T a, T b) {
 /// by its Taylor polynomial to r^7 (truncation below 5e-9 relative), 2^n
 /// built from its exponent bits in two halves (so n = 128 is no overflow).
 /// Branch-free, so loops over it vectorize; within 2 ulps of std::exp on
-/// normal results; results below 2^-126 (x < -87.3) are 0.
+/// normal results; results below 2^-126 (x < -87.33654) are 0.
 inline float expFloat(float x) {
   // NaN is computed as 0 and replaced at the end: every integer below is
   // in range (n from -127 to 129).
@@ -70,7 +70,7 @@ inline float expFloat(float x) {
   __builtin_memcpy(&a, &bitsA, 4);
   __builtin_memcpy(&b, &bitsB, 4);
   float result = p * a * b;
-  result = x < -87.3f ? 0.0f : result;
+  result = x < -87.33654f ? 0.0f : result; // ln 2^-126
   result = x > 88.7228391f ? __builtin_inff() : result;
   return x != x ? x : result;
 }

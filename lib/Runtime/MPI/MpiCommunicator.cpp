@@ -138,16 +138,12 @@ private:
   Status exchange(Slot &slot, Channel &channel, uint64_t sequence,
                   const std::string &groupText);
   /// Sends and receives the messages `x` planned (header first) and checks
-  /// that every peer made the same call. `posted`, when given, runs once
-  /// the messages are posted, before they are waited for.
+  /// that every peer made the same call.
   Status transfer(Exchange &x, Channel &channel, uint64_t sequence,
-                  uint64_t signature,
-                  const std::function<Status()> &posted = {});
-  /// Waits, polled like transfer(), for MPI's own collective `request`
-  /// moving the data of `x` on the channel's communicator, then writes
-  /// the members' outputs.
-  Status awaitMpiCollective(Exchange &x, Channel &channel,
-                            MPI_Request request);
+                  uint64_t signature);
+  /// The data of `x` through MPI's own collective on the channel's
+  /// communicator (after the headers), polled like transfer().
+  Status runMpiCollective(Exchange &x, Channel &channel);
   /// Polls `requests` to completion with the communicator's timeout,
   /// failing when it is aborted; after a failure the group's buffers are
   /// left to MPI and the group gets fresh ones.
@@ -293,8 +289,12 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
   return slot->result;
 }
 
-Status MpiCommunicator::awaitMpiCollective(Exchange &x, Channel &channel,
-                                           MPI_Request request) {
+Status MpiCommunicator::runMpiCollective(Exchange &x, Channel &channel) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (Status started = startMpiCollective(x, channel.collectiveComm,
+                                          process.impl().lock, request);
+      !started)
+    return started;
   std::vector<MPI_Request> requests = {request};
   auto stalled = [&](const std::vector<int> &) {
     return std::string("a process of the group did not finish MPI's ") +
@@ -342,23 +342,13 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
                              groupText.substr(0, groupText.find(" (call")));
   if (channel.collectiveComm != MPI_COMM_NULL && fitsMpiCollective(x)) {
     // The headers alone (every process made this call; a missing one is
-    // named) and the data through MPI's own collective, started together:
-    // the headers are checked first, so processes that disagree on the
-    // program still fail with the message that says so, and the data does
-    // not wait a round trip behind them.
+    // named), then the data through MPI's own collective.
     x.buffers.send.assign(x.peers.size(), std::vector<uint8_t>(headerBytes));
     x.buffers.receive.assign(x.peers.size(),
                              std::vector<uint8_t>(headerBytes));
-    MPI_Request collective = MPI_REQUEST_NULL;
-    if (Status status = transfer(x, channel, sequence, signature,
-                                 [&] {
-                                   return startMpiCollective(
-                                       x, channel.collectiveComm,
-                                       process.impl().lock, collective);
-                                 });
-        !status)
+    if (Status status = transfer(x, channel, sequence, signature); !status)
       return status;
-    return awaitMpiCollective(x, channel, collective);
+    return runMpiCollective(x, channel);
   }
   planPayloads(x);
   x.buffers.send.resize(x.peers.size());
@@ -378,8 +368,7 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
 }
 
 Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
-                                 uint64_t sequence, uint64_t signature,
-                                 const std::function<Status()> &posted) {
+                                 uint64_t sequence, uint64_t signature) {
   // Index of a world rank in the channel's communicator.
   auto commRank = [&](int rank) {
     return static_cast<int>(std::lower_bound(channel.processes.begin(),
@@ -407,9 +396,6 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
                                   channel.comm, &requests[2 * k + 1]));
     }
   }
-  if (posted)
-    if (Status status = posted(); !status)
-      return status;
   auto stalled = [&](const std::vector<int> &pending) {
     std::string text;
     for (int index : pending) {
