@@ -957,7 +957,11 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     os << (first ? "" : ", ") << role << " " << formatBytes(bytes);
     first = false;
   }
-  os << "), " << best.collectives << " collectives per step\n";
+  os << "), " << best.collectives << " collectives per step";
+  if (best.pipe > 1)
+    os << llvm::format("; 1F1B idle %.1f%% of the step (simulated)",
+                       best.bubble * 100);
+  os << "\n";
   os << "run it: partita train "
      << trainFlags(cl, config, best, devices, globalBatch) << "\n";
   return 0;
