@@ -15,7 +15,8 @@ With --calibrate the cluster file comes from `partita calibrate` run first,
 in the same run. With --mpi P the layouts (pipelined ones left out) run
 under MPI instead: each train step compiled to an Executable and run by P
 processes, each driving its share of the devices (`mpirun -np P
-partita-exec run --distributed`), timed by the runtime. With --repeats R each layout is trained R times (in
+partita-exec run --distributed --repeat STEPS`), the median run timed by
+the runtime. With --repeats R each layout is trained R times (in
 round-robin order, so a slow spell of the machine touches every layout) and
 the median of the R medians is kept.
 """
@@ -141,9 +142,10 @@ def run(args, model, work):
             if args.mpi:
                 run = subprocess.run(
                     [*args.mpirun.split(), "-np", str(args.mpi), exec_tool,
-                     "run", executables[id(r)], "--distributed"],
+                     "run", executables[id(r)], "--distributed", "--repeat",
+                     str(args.steps)],
                     check=True, capture_output=True, text=True).stdout
-                ms = re.search(r" in ([\d.]+) ms", run)
+                ms = re.search(r"step: median ([\d.]+) ms", run)
                 measured[id(r)].append(float(ms[1]) / 1e3)
                 continue
             out = os.path.join(work, "train")

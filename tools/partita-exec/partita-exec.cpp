@@ -570,6 +570,7 @@ Status runAcrossProcesses(const Arguments &args,
   DistributedToolRun run;
   DistributedRunOptions &options = run.options;
   options.seed = request.seed;
+  options.repeats = request.repeats;
   if (request.devices && request.devices->isCuda()) {
     Expected<const CudaPlugin *> plugin = loadCudaPlugin();
     if (!plugin)

@@ -15,6 +15,7 @@
 #include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -311,6 +312,7 @@ runDistributed(MpiProcess &process, const Executable &program,
   auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<HostArray>> outputsByDevice;
   RunStatistics statistics;
+  statistics.repeats = std::max(options.repeats, 1);
   Status ran =
       options.devices.run
           ? options.devices.run(program, layout->localDevices,
@@ -331,6 +333,8 @@ runDistributed(MpiProcess &process, const Executable &program,
   if (!peak)
     return peak.status();
   result.statistics.peakBytesPerDevice = *peak;
+  result.statistics.repeats = statistics.repeats;
+  result.statistics.stepSeconds = std::move(statistics.stepSeconds);
 
   bool partialOutputs = false;
   for (const ExecutableValue &output : program.outputs)

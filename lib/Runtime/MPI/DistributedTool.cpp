@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "MpiInternal.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace partita {
@@ -60,6 +61,13 @@ int runDistributedAndReport(MpiProcess &process, const Executable &program,
                 program.instructions.size(),
                 static_cast<long long>(communication.collectives),
                 communication.bytesPerDevice);
+    std::vector<double> steps = result->statistics.stepSeconds;
+    if (options.repeats > 1 && !steps.empty()) {
+      std::sort(steps.begin(), steps.end());
+      std::printf("step: median %.3f ms over %d runs (min %.3f, max %.3f)\n",
+                  steps[steps.size() / 2] * 1e3, options.repeats,
+                  steps.front() * 1e3, steps.back() * 1e3);
+    }
     std::printf("memory: peak %lld bytes per device measured (buffer plan "
                 "arena %lld)\n",
                 static_cast<long long>(result->statistics.peakBytesPerDevice),

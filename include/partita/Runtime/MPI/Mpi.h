@@ -168,6 +168,9 @@ struct DistributedRunOptions {
   std::chrono::milliseconds timeout = defaultDistributedTimeout;
   /// Where the devices run (default: CPU threads, MPI communicator).
   DistributedDevices devices;
+  /// Run the program this many times on inputs loaded once (a steady-state
+  /// timing, as RunStatistics::repeats); the outputs are the last run's.
+  int repeats = 1;
 };
 
 /// The result of runDistributed().
@@ -175,7 +178,8 @@ struct DistributedRunResult {
   ProcessLayout layout;
   /// The global outputs, on rank 0 with gatherOutputs.
   std::vector<HostArray> outputs;
-  /// The most memory any device of any process held.
+  /// The most memory any device of any process held, and this process's
+  /// first device's time per run (RunStatistics::stepSeconds).
   RunStatistics statistics;
   /// Wall time of the program on this process, from a common start.
   double seconds = 0;

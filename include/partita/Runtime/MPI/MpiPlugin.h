@@ -46,7 +46,7 @@ struct MpiPlugin {
 };
 
 /// Changes whenever MpiPlugin or a type it passes changes.
-inline constexpr int kMpiPluginAbi = 4;
+inline constexpr int kMpiPluginAbi = 5;
 inline constexpr const char *kMpiPluginFile = "libpartita-mpi.so";
 inline constexpr const char *kMpiPluginSymbol = "partita_mpi_plugin";
 
