@@ -184,7 +184,8 @@ collectivePermutePairs(const Mesh &mesh, const Sharding &from,
 /// partial axes. planReshard returns no steps for such a pair.
 bool sameReshardLayout(const Mesh &mesh, const Sharding &a, const Sharding &b);
 
-/// Forgets every memoized planReshard result (benchmarks and tests).
+/// Forgets every planReshard result this thread memoized (benchmarks and
+/// tests; each thread keeps its own).
 void clearReshardPlanCache();
 
 } // namespace partita
