@@ -12,9 +12,12 @@
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <functional>
 
 using namespace mlir;
 using namespace partita;
@@ -95,6 +98,42 @@ Status compileProgram(func::FuncOp function, ModuleOp source,
   return Status::success();
 }
 
+/// Gives each argument of `function` that a program compiled before it
+/// produces (`inputs` says which) the sharding that program's output has,
+/// unless the argument has one: the value then passes between the programs
+/// as it is. Without it a saved activation arrives with no sharding, and
+/// the backward pass could take it whole on every device of the data axis
+/// and compute every data shard's gradients on each (docs/Pipeline.md).
+/// `produced` finds the output, or nullptr when it is not compiled yet.
+void pinProducedInputs(
+    func::FuncOp function, ModuleOp source,
+    const std::vector<StageInput> &inputs,
+    const std::function<const ExecutableValue *(const StageInput &)>
+        &produced) {
+  if (!function)
+    return;
+  auto meshes = source.getOps<MeshOp>();
+  if (meshes.empty())
+    return;
+  MLIRContext *context = function.getContext();
+  auto mesh = FlatSymbolRefAttr::get(context, (*meshes.begin()).getSymName());
+  for (size_t i = 0; i < inputs.size() && i < function.getNumArguments();
+       ++i) {
+    if (inputs[i].kind != StageInput::Kind::Output ||
+        function.getArgAttr(i, PartitaDialect::kShardingAttrName))
+      continue;
+    const ExecutableValue *output = produced(inputs[i]);
+    if (!output ||
+        output->sharding.rank() !=
+            cast<RankedTensorType>(function.getArgument(i).getType())
+                .getRank())
+      continue;
+    function.setArgAttr(i, PartitaDialect::kShardingAttrName,
+                        ShardingAttr::fromSharding(context, mesh,
+                                                   output->sharding));
+  }
+}
+
 std::string describeStage(const StageAssignment &assignment, int s) {
   std::string first, last;
   for (size_t k = 0; k < assignment.ops.size(); ++k) {
@@ -170,12 +209,42 @@ partita::compilePipelined(func::FuncOp loss,
     stage.summary = describeStage(*assignment, s);
     for (unsigned a : (*functions)[s].paramArgs)
       stage.paramIndex.push_back(paramIndexOf[a]);
+    // An output of this stage's programs compiled so far, or of an earlier
+    // stage's.
+    auto produced = [&](const StageInput &input) -> const ExecutableValue * {
+      const PipelineStage *from =
+          input.stage == s ? &stage
+          : input.stage >= 0 && input.stage < s
+              ? &step.stages[static_cast<size_t>(input.stage)]
+              : nullptr;
+      if (!from)
+        return nullptr;
+      const StageProgram &program =
+          input.program == StageProgramKind::Forward    ? from->forward
+          : input.program == StageProgramKind::Backward ? from->backward
+                                                        : from->weightGrad;
+      const std::vector<ExecutableValue> &outputs = program.executable.outputs;
+      return program.present && input.index >= 0 &&
+                     static_cast<size_t>(input.index) < outputs.size()
+                 ? &outputs[static_cast<size_t>(input.index)]
+                 : nullptr;
+    };
+    bool pin = devicesPerRank > 1;
+    if (pin)
+      pinProducedInputs(programs->forward, module, programs->forwardInputs,
+                        produced);
     status = compileProgram(programs->forward, module, options, devicesPerRank,
                             programs->forwardInputs, {}, stage.forward);
+    if (pin)
+      pinProducedInputs(programs->backward, module, programs->backwardInputs,
+                        produced);
     if (status.ok())
       status = compileProgram(programs->backward, module, options,
                               devicesPerRank, programs->backwardInputs,
                               programs->backwardAccumulators, stage.backward);
+    if (pin)
+      pinProducedInputs(programs->weightGrad, module,
+                        programs->weightGradInputs, produced);
     if (status.ok())
       status = compileProgram(programs->weightGrad, module, options,
                               devicesPerRank, programs->weightGradInputs,
