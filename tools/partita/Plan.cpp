@@ -1,27 +1,24 @@
 //===- Plan.cpp - partita plan: choose a parallel layout ------------------===//
 //
 // Searches mesh shapes x rules presets x micro-batches x activation
-// checkpointing for a model on N devices, and ranks the layouts that fit in
-// memory by predicted step time (docs/Planning.md). A lower bound of each
-// layout's model state (parameters, gradients, AdamW moments) prunes what
-// cannot fit; every other layout is compiled: its memory per device is the
-// buffer plan's arena (what the runtime allocates), its compute the FLOPs
-// of the partitioned step over the device's throughput, its communication
-// the cost model's time of its collectives on the cluster's links.
+// checkpointing (and pipeline ranks) for a model on N devices, and ranks
+// the layouts that fit in memory by predicted step time (docs/Planning.md).
+// A lower bound of each layout's model state (parameters, gradients, AdamW
+// moments) prunes what cannot fit; every other layout is compiled
+// (PlanSearch.h): its memory per device is the buffer plan's arena (what
+// the runtime allocates), its compute the FLOPs of the partitioned step
+// over the device's throughput, its communication the cost model's time of
+// its collectives on the cluster's links.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
-#include "PlanPipelined.h"
+#include "PlanSearch.h"
 #include "StepCost.h"
 #include "TrainSupport.h"
 
-#include "partita/Analysis/Report.h"
-#include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Models/Models.h"
-#include "partita/Transforms/Interconnect.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -30,14 +27,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <atomic>
-#include <functional>
 #include <cmath>
-#include <map>
 #include <optional>
 #include <string>
-#include <thread>
-#include <tuple>
 #include <vector>
 
 using namespace partita;
@@ -56,7 +48,9 @@ Usage: partita plan --model gpt|moe|mlp [model flags] --devices N
 Searches mesh shapes (data x model, model inside a node) x rules presets
 (dp, zero1, zero2, fsdp, tp, tp+sp, dp+tp, fsdp+tp; ep for moe) x
 micro-batches (1, 2, 4, 8) x activation checkpointing (none, per-layer) for
-an AdamW train step, and prints the fastest layouts that fit in memory:
+an AdamW train step, and pipelines of 2 to 8 ranks (1F1B over P to 8P
+micro-batches; dp, fsdp, tp, dp+tp or fsdp+tp inside a rank), and prints
+the fastest layouts that fit in memory:
 predicted step time (compute: the partitioned step's FLOPs per device over
 the device's throughput; communication: the cost model's time of every
 collective on the cluster's links; no overlap is credited) and memory per
@@ -83,22 +77,13 @@ Options:
   --top K                 how many plans to print [5]
   --finalists F           compile layouts in the order of a quick estimate
                           until F of them fit, leave the rest (0: compile
-                          every layout) [0]
+                          every layout) [0]; a model deeper than 3 layers
+                          is screened at a few layers first (pipelined
+                          layouts leanest first, F groups explored)
   --explain               every layout searched, and why each lost
   --emit-flags            print only the best plan as `partita train` flags
   -h, --help              show this help
 )";
-
-/// The cluster the plan is for.
-struct Cluster {
-  int64_t devicesPerNode = 0; // 0: every device in one node.
-  double flopsPerSecond = 1e11;
-  double memoryBytes = 0; // 0: unknown.
-  AxisLink intra{450, 5}, inter{450, 5};
-  /// Measured by `partita calibrate`: then compiled layouts are costed per
-  /// instruction and collective (docs/Planning.md, "Calibration").
-  std::optional<Calibration> calibration;
-};
 
 Expected<Cluster> readCluster(const std::string &path) {
   Cluster cluster;
@@ -196,57 +181,8 @@ Expected<double> parseBytes(const std::string &text) {
                        "got '" + text + "'");
 }
 
-/// One layout of the search and what became of it.
-struct Candidate {
-  int64_t data = 1, model = 1;
-  /// Pipeline ranks (1: no pipeline parallelism); data x model is then
-  /// one rank's sub-mesh.
-  std::string rules;
-  int64_t micro = 1;
-  Remat remat = Remat::None;
-  int64_t pipe = 1;
-  // Filled in by evaluate().
-  double stateLowerBound = 0;
-  double estimatedSeconds = 0; // The quick estimate that orders compiling.
-  bool compiled = false;
-  std::string failure; // Why it was not compiled or failed to.
-  double memory = 0;   // Arena bytes per device.
-  std::map<std::string, int64_t> byRole;
-  double computeSeconds = 0, commSeconds = 0;
-  int64_t collectives = 0;
-  double stepSeconds() const { return computeSeconds + commSeconds; }
-  /// Memory per device extrapolated from the model at kScreenLayers and
-  /// kScreenLayers + 1 layers (0: not screened), and whether that put it
-  /// over the budget (then it is not compiled at full depth).
-  double screenedMemory = 0;
-  bool screenedOut = false;
-  /// A pipelined layout's simulated idle fraction.
-  double bubble = 0;
-
-  /// One rank's sub-mesh (the whole mesh without pipelining).
-  std::string rankMeshText() const {
-    if (model == 1)
-      return "data=" + std::to_string(data);
-    if (data == 1)
-      return "model=" + std::to_string(model);
-    return "data=" + std::to_string(data) + ",model=" + std::to_string(model);
-  }
-  std::string meshText() const {
-    if (pipe == 1)
-      return rankMeshText();
-    std::string text = "pipe=" + std::to_string(pipe);
-    return data * model == 1 ? text : text + "," + rankMeshText();
-  }
-};
-
 /// Pipeline ranks searched at most.
 constexpr int64_t kMaxPipe = 8;
-
-/// Deep models are screened at this many layers and one more: every
-/// figure of a stack of identical layers (memory of the buffer plan,
-/// FLOPs, collective time) is a constant plus one per layer, so the pair
-/// extrapolates to the whole depth (docs/Planning.md, "Screening").
-constexpr int64_t kScreenLayers = 2;
 
 /// The layouts to search on `devices` devices.
 std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
@@ -280,7 +216,7 @@ std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
       }
   }
   // Pipeline parallelism: P ranks (2 to 8, at most one per layer) of
-  // devices / P each, 1F1B over at least P micro-batches, with the presets
+  // devices / P each, 1F1B over P to 8P micro-batches, with the presets
   // that shard inside a rank.
   if (config.model == "mlp" || !pipelined)
     return result;
@@ -298,10 +234,11 @@ std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
           : model == 1  ? std::vector<std::string>{"dp", "fsdp"}
           : data == 1   ? std::vector<std::string>{"tp"}
                         : std::vector<std::string>{"dp+tp", "fsdp+tp"};
+      // P to 8P micro-batches: 1F1B keeps P in flight on the first rank,
+      // so more of them (smaller) hold fewer activations and idle less.
       for (const std::string &rules : presets)
-        for (int64_t micro : {1, 2, 4, 8}) {
-          if (micro < pipe || globalBatch % micro != 0 ||
-              (globalBatch / micro) % data != 0)
+        for (int64_t micro : {pipe, 2 * pipe, 4 * pipe, 8 * pipe}) {
+          if (globalBatch % micro != 0 || (globalBatch / micro) % data != 0)
             continue;
           for (Remat remat : {Remat::None, Remat::PerLayer})
             result.push_back({data, model, rules, micro, remat, pipe});
@@ -330,17 +267,6 @@ double stateLowerBound(const Candidate &c, double parameters,
   if (c.rules == "ep")
     return 4 * p / d;
   return 4 * p / m; // tp, tp+sp, dp+tp
-}
-
-/// The link of the data axis and of the model axis of `c`'s mesh: the
-/// model axis inside a node; the data axis across nodes once the mesh spans
-/// more than one.
-std::pair<AxisLink, AxisLink> axisLinks(const Candidate &c,
-                                        const Cluster &cluster) {
-  int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
-                                               : c.data * c.model;
-  return {c.data * c.model > perNode ? cluster.inter : cluster.intra,
-          cluster.intra};
 }
 
 /// A quick estimate of `c`'s step time, to decide what to compile first
@@ -394,178 +320,6 @@ double estimateSeconds(const Candidate &c, const ModelConfig &config,
   };
   return compute + time(dataBytes, dataCount, dataLink) +
          time(modelBytes, modelCount, modelLink);
-}
-
-/// The per-axis interconnect spec of `c`'s mesh on `cluster`: the model
-/// axis inside a node; the data axis across nodes once the mesh spans more
-/// than one.
-std::string interconnectJson(const Candidate &c, const Cluster &cluster) {
-  auto link = [](const AxisLink &l) {
-    return llvm::json::Object{{"bandwidth_GBps", l.bandwidthGBps},
-                              {"latency_us", l.latencyUs}};
-  };
-  auto [dataLink, modelLink] = axisLinks(c, cluster);
-  llvm::json::Object axes;
-  axes["model"] = link(modelLink);
-  axes["data"] = link(dataLink);
-  llvm::json::Object root{{"axes", std::move(axes)}};
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(std::move(root));
-  return text;
-}
-
-/// Writes the per-axis spec of `c` for the passes; false (with c.failure)
-/// when it cannot.
-bool writeSpec(Candidate &c, const Cluster &cluster,
-               const std::string &specPath) {
-  std::error_code error;
-  llvm::raw_fd_ostream os(specPath, error);
-  if (error) {
-    c.failure = "cannot write '" + specPath + "': " + error.message();
-    return false;
-  }
-  os << interconnectJson(c, cluster);
-  return true;
-}
-
-/// A pipelined `c` (docs/Planning.md, "Pipeline parallelism"): compiled
-/// as train --pp compiles it, its step simulated.
-void evaluatePipelined(Candidate &c, const ModelConfig &model,
-                       const Cluster &cluster, int64_t globalBatch,
-                       const std::string &specPath) {
-  Expected<Mesh> rankMesh = parseMeshSpec(c.rankMeshText());
-  if (!rankMesh) {
-    c.failure = rankMesh.status().message();
-    return;
-  }
-  if (!writeSpec(c, cluster, specPath))
-    return;
-  PipelinedRequest request;
-  request.microConfig = model;
-  request.microConfig.batch = globalBatch / c.micro;
-  request.rankMesh = *rankMesh;
-  request.ranks = c.pipe;
-  request.microBatches = c.micro;
-  request.remat = c.remat;
-  request.rules = c.rules;
-  request.interconnectFile = specPath;
-  // Ranks are consecutive blocks of devices: neighbours share a node while
-  // a rank is smaller than one.
-  int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
-                                               : c.data * c.model * c.pipe;
-  request.pipeLink =
-      c.data * c.model >= perNode ? cluster.inter : cluster.intra;
-  auto [dataLink, modelLink] = axisLinks(c, cluster);
-  AxisLink inside = c.data > 1 ? dataLink : modelLink;
-  Expected<PipelinedEstimate> estimate = estimatePipelined(
-      request, [&](const Executable &program) {
-        StepProfile profile = profileExecutable(program);
-        if (!cluster.calibration)
-          return predictSecondsOnLink(profile, cluster.flopsPerSecond,
-                                      inside);
-        // Each action runs its program apart: its launch is compute.
-        auto [compute, comm] =
-            predictSeconds(profile, *cluster.calibration, inside);
-        return std::pair<double, double>{
-            compute + launchSeconds(program, *cluster.calibration), comm};
-      });
-  if (!estimate) {
-    c.failure = estimate.status().message();
-    return;
-  }
-  c.compiled = true;
-  c.memory = estimate->memory;
-  c.byRole = estimate->byRole;
-  c.computeSeconds = estimate->computeSeconds;
-  c.commSeconds = estimate->commSeconds;
-  c.collectives = estimate->collectives;
-  c.bubble = estimate->bubble;
-}
-
-/// Compiles `c` and fills in its figures (or its failure).
-void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
-              int64_t globalBatch, const std::string &specPath) {
-  if (c.pipe > 1)
-    return evaluatePipelined(c, model, cluster, globalBatch, specPath);
-  Session session;
-  // Layouts compile side by side, one per core: no pool per context.
-  session.context.disableMultithreading();
-  FirstError firstError(session.context);
-  ModelConfig config = model;
-  config.batch = globalBatch / c.micro;
-  Expected<Mesh> mesh = parseMeshSpec(c.meshText());
-  if (!mesh) {
-    c.failure = mesh.status().message();
-    return;
-  }
-  if (!writeSpec(c, cluster, specPath))
-    return;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      buildModelOrReport(session, config, *mesh);
-  PipelineOptions options;
-  options.rules = c.rules;
-  options.trainOptimizer = TrainOptimizer::AdamW;
-  options.trainLearningRate = 1e-3;
-  options.trainMicroBatches = c.micro;
-  options.trainRemat = c.remat;
-  options.interconnectFile = specPath;
-  options.stage = Stage::Partitioned;
-  if (!module || !runPipeline(session, *module, options)) {
-    c.failure = "does not compile: " +
-                firstError.message();
-    return;
-  }
-  Expected<Interconnect> interconnect = readInterconnect(specPath);
-  Report report = analyzeModule(*module, *interconnect);
-  ModelSummary summary = summarizeModel(*module);
-  Expected<Executable> program = lowerToExecutable(*module);
-  if (!program) {
-    c.failure = "does not lower: " + program.status().message();
-    return;
-  }
-  c.compiled = true;
-  c.memory = static_cast<double>(program->allocatedBytes());
-  c.byRole = report.bytesByRole;
-  if (cluster.calibration) {
-    // A measured machine: each instruction, einsum, elementwise pass and
-    // collective the device runs, at its measured cost.
-    auto [dataLink, modelLink] = axisLinks(c, cluster);
-    std::tie(c.computeSeconds, c.commSeconds) =
-        predictSeconds(profileExecutable(*program), *cluster.calibration,
-                       c.data > 1 ? dataLink : modelLink);
-  } else {
-    c.computeSeconds =
-        static_cast<double>(summary.matmulFlops + summary.vectorFlops) /
-        cluster.flopsPerSecond;
-    c.commSeconds = report.estTimeUs * 1e-6;
-  }
-  c.collectives = report.totalCollectives;
-}
-
-/// Threads to compile layouts on: one per core.
-size_t parallelism() {
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-/// Runs body(0) ... body(count - 1) on up to parallelism() threads. Each
-/// layout compiles in its own MLIR context, so compiles run side by side.
-void forEachInParallel(size_t count, const std::function<void(size_t)> &body) {
-  size_t threads = std::min(parallelism(), count);
-  if (threads <= 1) {
-    for (size_t i = 0; i < count; ++i)
-      body(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> workers;
-  for (size_t t = 0; t < threads; ++t)
-    workers.emplace_back([&] {
-      for (size_t i = next++; i < count; i = next++)
-        body(i);
-    });
-  for (std::thread &worker : workers)
-    worker.join();
 }
 
 /// The model flags as given, for `partita train`.
@@ -685,13 +439,11 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                         "'");
   }
 
-  // Deep models with finalists are screened at 2 and 3 layers first;
-  // pipelined layouts cannot be (their stages need more layers), and
-  // compiling each at full depth would cost more than the search saves:
-  // they are searched without --finalists or on shallow models only.
+  // Deep models with finalists are screened at a few layers first
+  // (screenLayouts).
   bool screening = finalists > 0 && config.layers > kScreenLayers + 1;
   std::vector<Candidate> candidates =
-      layouts(config, devices, *cluster, globalBatch, !screening);
+      layouts(config, devices, *cluster, globalBatch, true);
   if (candidates.empty())
     return usageError("no layout of " + std::to_string(devices) +
                       " devices divides the global batch of " +
@@ -736,52 +488,14 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     }
     order.push_back(&c);
   }
-  // Screening (finalists only, deep models): each layout compiled at
-  // kScreenLayers and one more, its figures extrapolated; layouts over the
-  // budget then are not compiled at full depth, and the others are
-  // compiled in the order of their extrapolated step time.
-  int64_t screened = 0, screenedOut = 0;
-  if (screening) {
-    std::vector<Candidate *> kept;
-    // Every layout at both depths, compiled side by side.
-    std::vector<Candidate> shallows, deepers;
-    for (Candidate *c : order) {
-      shallows.push_back(*c);
-      deepers.push_back(*c);
-    }
-    ModelConfig small = config, next = config;
-    small.layers = kScreenLayers;
-    next.layers = kScreenLayers + 1;
-    forEachInParallel(2 * order.size(), [&](size_t i) {
-      size_t k = i / 2;
-      evaluate(i % 2 ? deepers[k] : shallows[k], i % 2 ? next : small,
-               *cluster, globalBatch, scratchFile(i));
-    });
-    for (size_t k = 0; k < order.size(); ++k) {
-      Candidate *c = order[k];
-      const Candidate &shallow = shallows[k], &deeper = deepers[k];
-      if (!shallow.compiled || !deeper.compiled) {
-        kept.push_back(c); // compiled at full depth, in estimate order
-        continue;
-      }
-      ++screened;
-      double more = static_cast<double>(config.layers - kScreenLayers - 1);
-      auto extend = [&](double a, double b) { return b + more * (b - a); };
-      c->screenedMemory = extend(shallow.memory, deeper.memory);
-      c->estimatedSeconds = extend(shallow.stepSeconds(), deeper.stepSeconds());
-      if (budget > 0 && c->screenedMemory > budget) {
-        c->failure = "over budget: about " + formatBytes(c->screenedMemory) +
-                     " per device (extrapolated from " +
-                     std::to_string(kScreenLayers) + " and " +
-                     std::to_string(kScreenLayers + 1) + " layers)";
-        c->screenedOut = true;
-        ++screenedOut;
-        continue;
-      }
-      kept.push_back(c);
-    }
-    order = std::move(kept);
-  }
+  // Screening (finalists only, deep models): each layout compiled at a few
+  // layers, its figures extrapolated; layouts over the budget then are not
+  // compiled at full depth, and the others are compiled in the order of
+  // their extrapolated step time.
+  ScreenCounts screenCounts;
+  if (screening)
+    order = screenLayouts(order, config, *cluster, globalBatch, budget,
+                          finalists, scratchFile, screenCounts);
   std::stable_sort(order.begin(), order.end(),
                    [](const Candidate *a, const Candidate *b) {
                      return a->estimatedSeconds < b->estimatedSeconds;
@@ -848,8 +562,15 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                    << leastScreened->rules << ", " << leastScreened->micro
                    << " micro-batches, remat "
                    << partita::rematName(leastScreened->remat)
-                   << "; extrapolated from " << kScreenLayers << " and "
-                   << kScreenLayers + 1 << " layers)\n";
+                   << "; extrapolated from "
+                   << (leastScreened->pipe > 1 ? kScreenStageLayers
+                                               : kScreenLayers)
+                   << " and "
+                   << (leastScreened->pipe > 1 ? kScreenStageLayers
+                                               : kScreenLayers) +
+                          1
+                   << (leastScreened->pipe > 1 ? " layers per stage)\n"
+                                               : " layers)\n");
       return 1;
     }
     bool bound = !least;
@@ -907,13 +628,18 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
      << " across; memory "
      << (budget > 0 ? formatBytes(budget) + " per device" : "unlimited")
      << "\n";
-  size_t left =
-      candidates.size() - pruned - screenedOut - failed - compiledCount;
+  size_t left = candidates.size() - pruned - screenCounts.screenedOut -
+                screenCounts.leftOut - failed - compiledCount;
   os << "searched " << candidates.size() << " layouts: ";
-  if (screened)
-    os << screened << " screened at " << kScreenLayers << " and "
-       << kScreenLayers + 1 << " layers (" << screenedOut
-       << " over memory), ";
+  if (screenCounts.screened)
+    os << screenCounts.screened << " screened at " << kScreenLayers
+       << " and " << kScreenLayers + 1 << " layers (pipelined: "
+       << kScreenStageLayers << " and " << kScreenStageLayers + 1
+       << " per stage; " << screenCounts.screenedOut << " over memory), ";
+  if (screenCounts.leftOut)
+    os << screenCounts.leftOut
+       << " pipelined left out (their group's leanest layout over memory, "
+          "or its group not explored), ";
   os << compiledCount << " compiled, " << pruned
      << " over memory by their model state alone, " << failed
      << " failed to compile";
@@ -921,10 +647,6 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     os << ", " << left << " not compiled (estimated slower than "
        << finalists << " that fit)";
   os << "; " << fits.size() << " fit";
-  if (screening && config.model != "mlp")
-    os << " (pipelined layouts not searched: with --finalists a model "
-          "deeper than "
-       << kScreenLayers + 1 << " layers is screened, and they cannot be)";
   os << "\n";
   os << llvm::format("%-4s %-22s %-8s %5s %-9s %9s %9s %9s %11s\n", "rank",
                      "mesh", "rules", "micro", "remat", "step ms",

@@ -8,7 +8,10 @@
 // of the slowest stage after it. Memory per device is an estimate: the
 // stage's state (its update program's arena), the largest of its other
 // programs' arenas, and the activations the simulated schedule holds at
-// once (docs/Planning.md, "Pipeline parallelism").
+// once (docs/Planning.md, "Pipeline parallelism"). A deep model's layout is
+// screened from two 2-rank compiles at one and two layers per stage, every
+// stage figure extrapolated as a constant plus one per layer
+// (extrapolateStages).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,10 +54,9 @@ std::string FirstError::message() const {
   return first.empty() ? std::string("(no message)") : first;
 }
 
-Expected<PipelinedEstimate> partita::cli::estimatePipelined(
-    const PipelinedRequest &request,
-    const std::function<std::pair<double, double>(const Executable &)>
-        &seconds) {
+Expected<std::vector<StageFigures>>
+partita::cli::compileStageFigures(const PipelinedRequest &request,
+                                  const ProgramSeconds &seconds) {
   Session session;
   // Layouts compile side by side, one per core: no pool per context.
   session.context.disableMultithreading();
@@ -99,9 +101,7 @@ Expected<PipelinedEstimate> partita::cli::estimatePipelined(
     return request.pipeLink.latencyUs * 1e-6 +
            globalBytes / perDevice / (request.pipeLink.bandwidthGBps * 1e9);
   };
-  std::vector<PipeCosts> total, computeOnly;
-  PipelinedEstimate estimate;
-  double update = 0, updateCompute = 0;
+  std::vector<StageFigures> figures;
   for (size_t s = 0; s < step->stages.size(); ++s) {
     const PipelineStage &stage = step->stages[s];
     StageTraffic traffic = stageTraffic(*step, static_cast<int>(s));
@@ -112,31 +112,54 @@ Expected<PipelinedEstimate> partita::cli::estimatePipelined(
     auto [forwardCompute, forwardComm] = cost(stage.forward);
     auto [backwardCompute, backwardComm] = cost(stage.backward);
     auto [gradCompute, gradComm] = cost(stage.weightGrad);
-    PipeCosts withComm, alone;
-    withComm.forward = forwardCompute + forwardComm + send(traffic.forward);
-    withComm.backward =
-        backwardCompute + backwardComm + send(traffic.backward);
-    withComm.weightGrad = gradCompute + gradComm;
-    alone.forward = forwardCompute;
-    alone.backward = backwardCompute;
-    alone.weightGrad = gradCompute;
-    total.push_back(withComm);
-    computeOnly.push_back(alone);
-    auto [updateC, updateComm] = seconds(stage.update);
-    update = std::max(update, updateC + updateComm);
-    updateCompute = std::max(updateCompute, updateC);
+    StageFigures f;
+    f.total.forward = forwardCompute + forwardComm + send(traffic.forward);
+    f.total.backward = backwardCompute + backwardComm + send(traffic.backward);
+    f.total.weightGrad = gradCompute + gradComm;
+    f.computeOnly.forward = forwardCompute;
+    f.computeOnly.backward = backwardCompute;
+    f.computeOnly.weightGrad = gradCompute;
+    auto [updateCompute, updateComm] = seconds(stage.update);
+    f.update = updateCompute + updateComm;
+    f.updateCompute = updateCompute;
+    f.state = static_cast<double>(stage.update.allocatedBytes());
     for (const StageProgram *program :
          {&stage.forward, &stage.backward, &stage.weightGrad})
-      if (program->present)
+      if (program->present) {
+        f.work = std::max(
+            f.work, static_cast<double>(program->executable.allocatedBytes()));
         for (const auto &entry :
              profileExecutable(program->executable).collectives)
-          estimate.collectives += static_cast<int64_t>(
-              entry.second.count * static_cast<double>(request.microBatches));
+          f.collectives += entry.second.count;
+      }
+    f.activationBytes = localActivationBytes(stage);
+    figures.push_back(f);
   }
-  Expected<ScheduleTimeline> timeline =
-      simulateSchedule(step->schedule, total);
+  return figures;
+}
+
+Expected<PipelinedEstimate>
+partita::cli::estimateFromStages(const std::vector<StageFigures> &stages,
+                                 int64_t microBatches) {
+  Expected<PipelineSchedule> schedule =
+      buildSchedule(ScheduleKind::OneFOneB, static_cast<int>(stages.size()),
+                    static_cast<int>(microBatches));
+  if (!schedule)
+    return schedule.status();
+  std::vector<PipeCosts> total, computeOnly;
+  PipelinedEstimate estimate;
+  double update = 0, updateCompute = 0, collectives = 0;
+  for (const StageFigures &stage : stages) {
+    total.push_back(stage.total);
+    computeOnly.push_back(stage.computeOnly);
+    update = std::max(update, stage.update);
+    updateCompute = std::max(updateCompute, stage.updateCompute);
+    collectives += stage.collectives * static_cast<double>(microBatches);
+  }
+  estimate.collectives = static_cast<int64_t>(collectives + 0.5);
+  Expected<ScheduleTimeline> timeline = simulateSchedule(*schedule, total);
   Expected<ScheduleTimeline> computeTimeline =
-      simulateSchedule(step->schedule, computeOnly);
+      simulateSchedule(*schedule, computeOnly);
   if (!timeline || !computeTimeline)
     return Status::error("the schedule does not simulate: " +
                          (timeline ? computeTimeline.status()
@@ -147,26 +170,73 @@ Expected<PipelinedEstimate> partita::cli::estimatePipelined(
   estimate.commSeconds = std::max(stepSeconds - estimate.computeSeconds, 0.0);
   estimate.bubble = timeline->bubbleFraction;
   // Memory: the largest rank's state, working arena and activations held.
-  for (size_t s = 0; s < step->stages.size(); ++s) {
-    const PipelineStage &stage = step->stages[s];
-    int rank = step->schedule.rankOfStage(static_cast<int>(s));
-    double state = static_cast<double>(stage.update.allocatedBytes());
-    double work = 0;
-    for (const StageProgram *program :
-         {&stage.forward, &stage.backward, &stage.weightGrad})
-      if (program->present)
-        work = std::max(
-            work, static_cast<double>(program->executable.allocatedBytes()));
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const StageFigures &stage = stages[s];
+    int rank = schedule->rankOfStage(static_cast<int>(s));
     int held = rank < static_cast<int>(timeline->peakInFlight.size())
                    ? timeline->peakInFlight[rank]
                    : 0;
-    double inFlight = held * localActivationBytes(stage);
-    if (state + work + inFlight > estimate.memory) {
-      estimate.memory = state + work + inFlight;
-      estimate.byRole = {{"state", static_cast<int64_t>(state)},
-                         {"program", static_cast<int64_t>(work)},
+    double inFlight = held * stage.activationBytes;
+    if (stage.state + stage.work + inFlight > estimate.memory) {
+      estimate.memory = stage.state + stage.work + inFlight;
+      estimate.byRole = {{"state", static_cast<int64_t>(stage.state)},
+                         {"program", static_cast<int64_t>(stage.work)},
                          {"in_flight", static_cast<int64_t>(inFlight)}};
     }
   }
   return estimate;
+}
+
+Expected<PipelinedEstimate>
+partita::cli::estimatePipelined(const PipelinedRequest &request,
+                                const ProgramSeconds &seconds) {
+  Expected<std::vector<StageFigures>> stages =
+      compileStageFigures(request, seconds);
+  if (!stages)
+    return stages.status();
+  return estimateFromStages(*stages, request.microBatches);
+}
+
+namespace {
+
+/// Applies `f(out, a, b)` to each figure of a stage.
+void forEachFigure(StageFigures &out, const StageFigures &a,
+                   const StageFigures &b,
+                   const std::function<void(double &, double, double)> &f) {
+  f(out.total.forward, a.total.forward, b.total.forward);
+  f(out.total.backward, a.total.backward, b.total.backward);
+  f(out.total.weightGrad, a.total.weightGrad, b.total.weightGrad);
+  f(out.computeOnly.forward, a.computeOnly.forward, b.computeOnly.forward);
+  f(out.computeOnly.backward, a.computeOnly.backward, b.computeOnly.backward);
+  f(out.computeOnly.weightGrad, a.computeOnly.weightGrad,
+    b.computeOnly.weightGrad);
+  f(out.update, a.update, b.update);
+  f(out.updateCompute, a.updateCompute, b.updateCompute);
+  f(out.state, a.state, b.state);
+  f(out.work, a.work, b.work);
+  f(out.activationBytes, a.activationBytes, b.activationBytes);
+  f(out.collectives, a.collectives, b.collectives);
+}
+
+} // namespace
+
+std::vector<StageFigures> partita::cli::extrapolateStages(
+    const std::vector<StageFigures> &shallow,
+    const std::vector<StageFigures> &deeper, double screenLayers,
+    double layersPerStage, int64_t ranks) {
+  double more = layersPerStage - screenLayers - 1;
+  std::vector<StageFigures> ends(2);
+  for (size_t s = 0; s < 2; ++s)
+    forEachFigure(ends[s], shallow[s], deeper[s],
+                  [&](double &out, double a, double b) {
+                    out = std::max(b + more * (b - a), 0.0);
+                  });
+  StageFigures middle;
+  forEachFigure(middle, ends[0], ends[1], [](double &out, double a, double b) {
+    out = std::min(a, b);
+  });
+  std::vector<StageFigures> stages(static_cast<size_t>(ranks), middle);
+  stages.front() = ends[0];
+  stages.back() = ends[1];
+  return stages;
 }

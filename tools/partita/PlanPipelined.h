@@ -10,6 +10,7 @@
 #include "StepCost.h"
 
 #include "partita/Models/Models.h"
+#include "partita/Runtime/Pipeline/Schedule.h"
 #include "partita/Sharding/Mesh.h"
 #include "partita/Transforms/Pipeline.h"
 
@@ -57,12 +58,52 @@ struct PipelinedEstimate {
   std::map<std::string, int64_t> byRole;
 };
 
-/// Compiles `request` and estimates its step; `seconds` prices one
-/// compiled program (compute, communication).
-Expected<PipelinedEstimate> estimatePipelined(
-    const PipelinedRequest &request,
-    const std::function<std::pair<double, double>(const Executable &)>
-        &seconds);
+/// Prices one compiled program: (compute, communication) seconds.
+using ProgramSeconds =
+    std::function<std::pair<double, double>(const Executable &)>;
+
+/// What one stage of a compiled pipelined step costs and holds.
+struct StageFigures {
+  /// Its actions for one micro-batch: with communication (collectives
+  /// inside the rank, sends to the next rank) and computing alone.
+  PipeCosts total, computeOnly;
+  /// Its optimizer step, with communication and computing alone.
+  double update = 0, updateCompute = 0;
+  /// Bytes per device: the state (the update program's arena), the
+  /// largest other program's arena, and one micro-batch's activations kept
+  /// for the backward pass.
+  double state = 0, work = 0, activationBytes = 0;
+  /// Collectives per micro-batch.
+  double collectives = 0;
+};
+
+/// Compiles `request` and returns its stages' figures, stage by stage.
+Expected<std::vector<StageFigures>>
+compileStageFigures(const PipelinedRequest &request,
+                    const ProgramSeconds &seconds);
+
+/// The step of `stages` (one per rank) under 1F1B over `microBatches`:
+/// the schedule simulated with the stages' costs, the slowest update
+/// after it; memory the largest rank's state, working arena and
+/// activations the simulation holds at once.
+Expected<PipelinedEstimate>
+estimateFromStages(const std::vector<StageFigures> &stages,
+                   int64_t microBatches);
+
+/// Compiles `request` and estimates its step.
+Expected<PipelinedEstimate> estimatePipelined(const PipelinedRequest &request,
+                                              const ProgramSeconds &seconds);
+
+/// The stages of a `ranks`-rank pipeline of `layersPerStage` layers each,
+/// from two 2-rank compiles of the same layout with `screenLayers` and one
+/// more layers per stage (`shallow`, `deeper`): every figure is a constant
+/// plus one per layer; the first and last stages are as compiled (the
+/// embedding, the head and the loss), the ones between take the smaller
+/// of the two (docs/Planning.md, "Screening").
+std::vector<StageFigures>
+extrapolateStages(const std::vector<StageFigures> &shallow,
+                  const std::vector<StageFigures> &deeper,
+                  double screenLayers, double layersPerStage, int64_t ranks);
 
 } // namespace partita::cli
 
