@@ -13,9 +13,10 @@
 // checks that its devices' outputs in one group are identical, and the
 // processes compare a hash of the group's output.
 //
-// Inputs of 32 KiB and more also take the MPI collective path (all_reduce,
-// all_gather and all_to_all along dimension 0, through MPI's own
-// collectives).
+// Inputs of 32 KiB and more also take the paths for large calls: all_reduce
+// through MPI's own collective; reduce_scatter, all_gather and all_to_all
+// along dimension 0 as direct messages between the members' buffers.
+// Processes that disagree on a large call must get an error saying so.
 //
 // Then NCCL's bootstrap helper: one id per process set, made by the set's
 // lowest rank, must reach every member unchanged.
@@ -228,6 +229,38 @@ Status runCase(Communicator &communicator, const Mesh &mesh, const Case &c,
   return Status::success();
 }
 
+/// Processes that disagree on a large all_gather (rank 0 gathers twice the
+/// rows the others do: its data message is larger than theirs, so theirs
+/// is truncated) get an error that says so, not wrong numbers or a hang.
+void testDisagreement(MpiProcess &process) {
+  if (process.size() < 2)
+    return;
+  Mesh mesh = *Mesh::create({{"x", static_cast<int64_t>(process.size())}});
+  Expected<ProcessLayout> layout =
+      ProcessLayout::create(mesh, process.size(), process.rank());
+  Expected<std::unique_ptr<Communicator>> mpi =
+      createMpiCommunicator(process, mesh, *layout, std::chrono::seconds(20));
+  if (!mpi) {
+    fail(process.rank(), mpi.status().message());
+    return;
+  }
+  Case c;
+  c.call.kind = CommunicatorOp::AllGather;
+  c.call.axes = {"x"};
+  c.call.dim = 0;
+  c.call.input.dtype = DType::F32;
+  c.inputShape = {process.rank() == 0 ? 4 : 2, 4096};
+  std::vector<HostArray> outputs;
+  Status status = runCase(**mpi, mesh, c, layout->localDevices, 7, outputs);
+  if (status || status.message().find("made a different collective") ==
+                    std::string::npos)
+    fail(process.rank(), "a disagreement on a large all_gather gave: " +
+                             (status ? std::string("success")
+                                     : status.message()));
+  else
+    std::printf("rank %d: the disagreement is reported\n", process.rank());
+}
+
 uint64_t hashBytes(const std::vector<uint8_t> &bytes) {
   uint64_t hash = 1469598103934665603ULL;
   for (uint8_t byte : bytes)
@@ -393,6 +426,7 @@ int main(int argc, char **argv) {
               "communicator (%d processes)\n",
               mpi.rank(), casesRun, mpi.size());
   testBootstrap(mpi);
+  testDisagreement(mpi);
 #ifdef PARTITA_HAVE_NCCL_BOOTSTRAP
   testNcclBootstrap(mpi);
 #endif

@@ -135,12 +135,16 @@ private:
   Status runCall(const CollectiveCall &call) override;
   /// The leader's part of a cross-process call: messages to and from the
   /// group's other processes, then every local member's output.
-  Status exchange(Slot &slot, Channel &channel, uint64_t sequence,
-                  const std::string &groupText);
+  Status exchange(Slot &slot, Channel &channel, uint64_t sequence);
   /// Sends and receives the messages `x` planned (header first) and checks
-  /// that every peer made the same call.
+  /// that every peer made the same call. With `direct`, the buffers hold
+  /// the headers alone and each peer's data moves as a second message on
+  /// the same tag (MPI keeps the order of two messages between the same
+  /// processes on one tag, so a header always meets a header), straight
+  /// between the members' buffers.
   Status transfer(Exchange &x, Channel &channel, uint64_t sequence,
-                  uint64_t signature);
+                  uint64_t signature,
+                  const std::vector<DirectPart> *direct = nullptr);
   /// The data of `x` through MPI's own collective on the channel's
   /// communicator (after the headers), polled like transfer().
   Status runMpiCollective(Exchange &x, Channel &channel);
@@ -223,9 +227,11 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
     entry->present.assign(groupSize, false);
   }
   std::shared_ptr<Slot> slot = entry;
-  std::string groupText = "group " + formatDeviceList(slot->members) +
-                          " (call #" + std::to_string(sequence) +
-                          " on this group)";
+  // Built only for a message.
+  auto groupText = [&] {
+    return "group " + formatDeviceList(slot->members) + " (call #" +
+           std::to_string(sequence) + " on this group)";
+  };
   auto fail = [&](Status failure) {
     slot->failed = true;
     slot->done = true;
@@ -237,7 +243,7 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
     return slot->result;
   if (!argumentError)
     return fail(Status::error(prefix() + ": " + argumentError.message() +
-                              "; failing " + groupText));
+                              "; failing " + groupText()));
   if (!sameCollective(slot->request, call))
     return fail(Status::error(
         "devices disagree on call #" + std::to_string(sequence) +
@@ -253,7 +259,7 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
   bool leader = ++slot->arrived == localMembers;
   if (leader) {
     lock.unlock();
-    Status result = exchange(*slot, channel->second, sequence, groupText);
+    Status result = exchange(*slot, channel->second, sequence);
     lock.lock();
     slot->result = result;
     slot->failed = !result.ok();
@@ -276,7 +282,7 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
               layout.processOfDevice[slot->members[i]] == layout.rank)
             missing.push_back(slot->members[i]);
         return fail(Status::error(
-            describeCollective(slot->request) + ": " + groupText +
+            describeCollective(slot->request) + ": " + groupText() +
             " made no progress for " + std::to_string(localTimeout.count()) +
             " ms; devices " + formatDeviceList(missing) +
             " of this process did not arrive"));
@@ -314,10 +320,12 @@ Status MpiCommunicator::waitPolled(Exchange &x, Channel &channel,
     std::lock_guard<std::mutex> guard(mutex);
     if (aborted)
       return Status::error(
-          x.what + ": the communicator was aborted: " + abortReason.message());
+          x.what() + ": the communicator was aborted: " + abortReason.message());
     return Status::success();
   };
-  Status waited = waitForRequests(process.impl(), requests, timeout, x.what,
+  Status waited = waitForRequests(process.impl(), requests, timeout,
+                                  std::function<std::string()>(
+                                      [&x] { return x.what(); }),
                                   stalled, interrupted);
   if (!waited) {
     // MPI may still use these buffers; the group gets fresh ones.
@@ -329,23 +337,45 @@ Status MpiCommunicator::waitPolled(Exchange &x, Channel &channel,
 }
 
 Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
-                                 uint64_t sequence,
-                                 const std::string &groupText) {
+                                 uint64_t sequence) {
   if (stopAtExchange > 0 && ++exchanges == stopAtExchange)
     std::raise(SIGSTOP);
-  Exchange x(slot, channel, layout,
-             describeCollective(slot.request) + ": " + groupText);
+  Exchange x(slot, channel, layout, [&slot, sequence] {
+    return describeCollective(slot.request) + ": group " +
+           formatDeviceList(slot.members) + " (call #" +
+           std::to_string(sequence) + " on this group)";
+  });
   KindSteps steps = stepsOf(slot.request.kind);
   if (!steps.pack)
-    return Status::error(x.what + ": unknown collective kind");
-  uint64_t signature = fnv1a(describeCollective(slot.request) +
-                             groupText.substr(0, groupText.find(" (call")));
+    return Status::error(x.what() + ": unknown collective kind");
+  uint64_t signature = callSignature(slot.request, slot.members);
+  // Message buffers of the headers alone, kept from call to call.
+  auto headersOnly = [&] {
+    for (auto *buffers : {&x.buffers.send, &x.buffers.receive}) {
+      buffers->resize(x.peers.size());
+      for (std::vector<uint8_t> &buffer : *buffers)
+        buffer.resize(headerBytes);
+    }
+  };
+  if (fitsDirect(x)) {
+    // Headers and data together, the data between the members' buffers.
+    Expected<std::vector<DirectPart>> parts = startDirect(x);
+    if (!parts)
+      return parts.status();
+    headersOnly();
+    for (size_t k = 0; k < x.peers.size(); ++k) {
+      x.sendBytes[k] = (*parts)[k].sendBytes;
+      x.receiveBytes[k] = (*parts)[k].receiveBytes;
+    }
+    if (Status status = transfer(x, channel, sequence, signature, &*parts);
+        !status)
+      return status;
+    return finishDirect(x);
+  }
   if (channel.collectiveComm != MPI_COMM_NULL && fitsMpiCollective(x)) {
     // The headers alone (every process made this call; a missing one is
     // named), then the data through MPI's own collective.
-    x.buffers.send.assign(x.peers.size(), std::vector<uint8_t>(headerBytes));
-    x.buffers.receive.assign(x.peers.size(),
-                             std::vector<uint8_t>(headerBytes));
+    headersOnly();
     if (Status status = transfer(x, channel, sequence, signature); !status)
       return status;
     return runMpiCollective(x, channel);
@@ -356,7 +386,7 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
   for (size_t k = 0; k < x.peers.size(); ++k) {
     if (headerBytes + x.sendBytes[k] > static_cast<size_t>(INT32_MAX) ||
         headerBytes + x.receiveBytes[k] > static_cast<size_t>(INT32_MAX))
-      return Status::error(x.what + ": a message of more than 2 GiB");
+      return Status::error(x.what() + ": a message of more than 2 GiB");
     x.buffers.send[k].resize(headerBytes + x.sendBytes[k]);
     x.buffers.receive[k].resize(headerBytes + x.receiveBytes[k]);
   }
@@ -368,17 +398,20 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
 }
 
 Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
-                                 uint64_t sequence, uint64_t signature) {
+                                 uint64_t sequence, uint64_t signature,
+                                 const std::vector<DirectPart> *direct) {
   // Index of a world rank in the channel's communicator.
   auto commRank = [&](int rank) {
     return static_cast<int>(std::lower_bound(channel.processes.begin(),
                                              channel.processes.end(), rank) -
                             channel.processes.begin());
   };
-  // Header + payload each way, posted together, waited for with polling.
+  // Header (+ payload) each way, posted together, waited for with polling;
+  // per peer: receive, send (header), then receive, send (direct data).
   const std::vector<int> &peers = x.peers;
   ChannelBuffers &buffers = x.buffers;
-  std::vector<MPI_Request> requests(2 * peers.size(), MPI_REQUEST_NULL);
+  size_t stride = direct ? 4 : 2;
+  std::vector<MPI_Request> requests(stride * peers.size(), MPI_REQUEST_NULL);
   MpiProcess::Impl &mpi = process.impl();
   {
     std::lock_guard<std::mutex> guard(mpi.lock);
@@ -386,20 +419,34 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
       MessageHeader header{headerMagic, sequence, signature,
                            static_cast<uint64_t>(x.sendBytes[k])};
       std::memcpy(buffers.send[k].data(), &header, headerBytes);
+      MPI_Request *mine = &requests[stride * k];
       PARTITA_MPI_CHECK(MPI_Irecv(buffers.receive[k].data(),
                                   static_cast<int>(buffers.receive[k].size()),
                                   MPI_BYTE, commRank(peers[k]), channel.tag,
-                                  channel.comm, &requests[2 * k]));
+                                  channel.comm, &mine[0]));
       PARTITA_MPI_CHECK(MPI_Isend(buffers.send[k].data(),
                                   static_cast<int>(buffers.send[k].size()),
                                   MPI_BYTE, commRank(peers[k]), channel.tag,
-                                  channel.comm, &requests[2 * k + 1]));
+                                  channel.comm, &mine[1]));
+      if (!direct)
+        continue;
+      const DirectPart &part = (*direct)[k];
+      if (part.receiveBytes > 0)
+        PARTITA_MPI_CHECK(MPI_Irecv(part.receive,
+                                    static_cast<int>(part.receiveBytes),
+                                    MPI_BYTE, commRank(peers[k]), channel.tag,
+                                    channel.comm, &mine[2]));
+      if (part.sendBytes > 0)
+        PARTITA_MPI_CHECK(MPI_Isend(part.send,
+                                    static_cast<int>(part.sendBytes), MPI_BYTE,
+                                    commRank(peers[k]), channel.tag,
+                                    channel.comm, &mine[3]));
     }
   }
   auto stalled = [&](const std::vector<int> &pending) {
     std::string text;
     for (int index : pending) {
-      int rank = peers[index / 2];
+      int rank = peers[index / stride];
       if (index % 2 == 0)
         text += std::string(text.empty() ? "" : "; ") + "rank " +
                 std::to_string(rank) + " (devices " + devicesOfRank(rank) +
@@ -408,25 +455,35 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
     if (text.empty())
       for (int index : pending)
         text += std::string(text.empty() ? "" : "; ") + "rank " +
-                std::to_string(peers[index / 2]) + " (devices " +
-                devicesOfRank(peers[index / 2]) + ") did not take its part";
+                std::to_string(peers[index / stride]) + " (devices " +
+                devicesOfRank(peers[index / stride]) +
+                ") did not take its part";
     return text + " (this is rank " + std::to_string(x.me) + ")";
   };
-  if (Status waited = waitPolled(x, channel, requests, stalled); !waited)
-    return waited;
-  for (size_t k = 0; k < peers.size(); ++k) {
-    MessageHeader header;
-    std::memcpy(&header, buffers.receive[k].data(), headerBytes);
-    if (header.magic != headerMagic || header.sequence != sequence ||
-        header.signature != signature ||
-        header.payloadBytes != static_cast<uint64_t>(x.receiveBytes[k]))
-      return Status::error(
-          x.what + ": rank " + std::to_string(peers[k]) +
-          " made a different collective as call #" +
-          std::to_string(header.sequence) +
-          " on this group (the processes disagree on the program)");
+  // A peer that made another call: its header (received, or completed
+  // before an error such as its larger data truncated) says so.
+  auto disagreement = [&]() -> Status {
+    for (size_t k = 0; k < peers.size(); ++k) {
+      if (requests[stride * k] != MPI_REQUEST_NULL)
+        continue;
+      MessageHeader header;
+      std::memcpy(&header, buffers.receive[k].data(), headerBytes);
+      if (header.magic != headerMagic || header.sequence != sequence ||
+          header.signature != signature ||
+          header.payloadBytes != static_cast<uint64_t>(x.receiveBytes[k]))
+        return Status::error(
+            x.what() + ": rank " + std::to_string(peers[k]) +
+            " made a different collective as call #" +
+            std::to_string(header.sequence) +
+            " on this group (the processes disagree on the program)");
+    }
+    return Status::success();
+  };
+  if (Status waited = waitPolled(x, channel, requests, stalled); !waited) {
+    Status different = disagreement();
+    return different ? waited : different;
   }
-  return Status::success();
+  return disagreement();
 }
 
 Expected<std::unique_ptr<Communicator>>

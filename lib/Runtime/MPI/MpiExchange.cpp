@@ -70,7 +70,7 @@ Status packReduction(Exchange &x) {
   if (Status status = reduceElements(x.request.reduction, x.request.input.dtype,
                                      inputs, x.sendPayload(0), x.count);
       !status)
-    return Status::error(x.what + ": " + status.message());
+    return Status::error(x.what() + ": " + status.message());
   for (size_t k = 1; k < x.peers.size(); ++k)
     if (x.inBytes)
       std::memcpy(x.sendPayload(k), x.sendPayload(0), x.inBytes);
@@ -92,7 +92,7 @@ Status writeReduction(Exchange &x) {
   if (Status status = reduceElements(request.reduction, request.input.dtype,
                                      partials, reduced, x.count);
       !status)
-    return Status::error(x.what + ": " + status.message());
+    return Status::error(x.what() + ": " + status.message());
   for (int64_t i : x.mine) {
     if (!scatter) {
       if (x.slot.outputs[i] != reduced && x.inBytes)
@@ -347,7 +347,7 @@ Status startMpiCollective(Exchange &x, MPI_Comm comm, std::mutex &mpiLock,
                                          request.input.dtype, inputs, first,
                                          x.count);
           !status)
-        return Status::error(x.what + ": " + status.message());
+        return Status::error(x.what() + ": " + status.message());
     }
     MPI_Datatype type;
     MPI_Op op;
@@ -373,7 +373,7 @@ Status startMpiCollective(Exchange &x, MPI_Comm comm, std::mutex &mpiLock,
                                          request.input.dtype, inputs,
                                          staged.data(), x.count);
           !status)
-        return Status::error(x.what + ": " + status.message());
+        return Status::error(x.what() + ": " + status.message());
       send = staged.data();
     }
     int64_t mineCount =
@@ -442,6 +442,137 @@ void finishMpiCollective(Exchange &x) {
   for (int64_t i : x.mine)
     if (x.slot.outputs[i] != first && outBytes)
       std::memcpy(x.slot.outputs[i], first, outBytes);
+}
+
+bool fitsDirect(const Exchange &x) {
+  CommunicatorOp kind = x.request.kind;
+  return (kind == CommunicatorOp::AllGather ||
+          kind == CommunicatorOp::ReduceScatter ||
+          kind == CommunicatorOp::AllToAll) &&
+         fitsMpiCollective(x);
+}
+
+Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
+  const CollectiveCall &request = x.request;
+  uint8_t *first = x.slot.outputs[x.mine.front()];
+  const uint8_t *onlyInput =
+      x.mine.size() == 1 ? x.slot.inputs[x.mine.front()] : nullptr;
+  auto indexOf = [&](int rank) {
+    return static_cast<int64_t>(
+        std::lower_bound(x.processes.begin(), x.processes.end(), rank) -
+        x.processes.begin());
+  };
+  auto perProcess = static_cast<int64_t>(x.mine.size());
+  std::vector<DirectPart> parts(x.peers.size());
+  std::vector<uint8_t> &staged = x.buffers.reduced;
+  switch (request.kind) {
+  case CommunicatorOp::AllGather: {
+    // This process's members' inputs side by side, to every peer; each
+    // peer's block into its place in the output.
+    int64_t block = x.inBytes * perProcess;
+    const uint8_t *send = onlyInput;
+    if (!onlyInput) {
+      staged.resize(block);
+      for (int64_t m = 0; m < perProcess; ++m)
+        std::memcpy(staged.data() + m * x.inBytes, x.slot.inputs[x.mine[m]],
+                    x.inBytes);
+      send = staged.data();
+    }
+    std::memcpy(first + indexOf(x.me) * block, send, block);
+    for (size_t k = 0; k < x.peers.size(); ++k)
+      parts[k] = {send, block, first + indexOf(x.peers[k]) * block, block};
+    break;
+  }
+  case CommunicatorOp::AllToAll: {
+    // One member per process: block p of the input to process p.
+    int64_t block = x.inBytes / x.groupSize;
+    const uint8_t *send = onlyInput;
+    if (onlyInput == first) {
+      staged.assign(onlyInput, onlyInput + x.inBytes);
+      send = staged.data();
+    }
+    int64_t own = indexOf(x.me) * block;
+    std::memcpy(first + own, send + own, block);
+    for (size_t k = 0; k < x.peers.size(); ++k) {
+      int64_t at = indexOf(x.peers[k]) * block;
+      parts[k] = {send + at, block, first + at, block};
+    }
+    break;
+  }
+  case CommunicatorOp::ReduceScatter: {
+    // This process's members reduced into one input (a lone input as it
+    // is); block p of it to process p, and each peer's block of this
+    // process's share into a buffer of its own.
+    const uint8_t *send = onlyInput;
+    if (!onlyInput) {
+      staged.resize(x.inBytes);
+      std::vector<const void *> inputs;
+      for (int64_t i : x.mine)
+        inputs.push_back(x.slot.inputs[i]);
+      if (Status status = reduceElements(request.reduction,
+                                         request.input.dtype, inputs,
+                                         staged.data(), x.count);
+          !status)
+        return Status::error(x.what() + ": " + status.message());
+      send = staged.data();
+    }
+    int64_t block = x.outBytes * perProcess;
+    x.buffers.blocks.resize(x.peers.size());
+    for (size_t k = 0; k < x.peers.size(); ++k) {
+      x.buffers.blocks[k].resize(block);
+      parts[k] = {send + indexOf(x.peers[k]) * block, block,
+                  x.buffers.blocks[k].data(), block};
+    }
+    break;
+  }
+  default:
+    return Status::error(x.what() + ": not a direct exchange");
+  }
+  return parts;
+}
+
+Status finishDirect(Exchange &x) {
+  const CollectiveCall &request = x.request;
+  if (request.kind != CommunicatorOp::ReduceScatter) {
+    finishMpiCollective(x);
+    return Status::success();
+  }
+  // This process's share of every process's input, summed in rank order
+  // (as the in-process communicator sums positions), into the output of a
+  // lone member or the blocks of several.
+  auto perProcess = static_cast<int64_t>(x.mine.size());
+  int64_t block = x.outBytes * perProcess;
+  const uint8_t *own =
+      (perProcess == 1 ? x.slot.inputs[x.mine.front()]
+                       : x.buffers.reduced.data()) +
+      (std::lower_bound(x.processes.begin(), x.processes.end(), x.me) -
+       x.processes.begin()) *
+          block;
+  std::vector<const void *> inputs;
+  for (int rank : x.processes) {
+    if (rank == x.me) {
+      inputs.push_back(own);
+      continue;
+    }
+    size_t k = std::find(x.peers.begin(), x.peers.end(), rank) -
+               x.peers.begin();
+    inputs.push_back(x.buffers.blocks[k].data());
+  }
+  uint8_t *target = x.slot.outputs[x.mine.front()];
+  if (perProcess > 1) {
+    x.buffers.scattered.resize(block);
+    target = x.buffers.scattered.data();
+  }
+  if (Status status =
+          reduceElements(request.reduction, request.input.dtype, inputs,
+                         target, block / x.elementSize);
+      !status)
+    return Status::error(x.what() + ": " + status.message());
+  if (perProcess > 1)
+    for (int64_t m = 0; m < perProcess; ++m)
+      std::memcpy(x.slot.outputs[x.mine[m]],
+                  x.buffers.scattered.data() + m * x.outBytes, x.outBytes);
+  return Status::success();
 }
 
 } // namespace mpi_exchange

@@ -104,12 +104,23 @@ using StallDescription = std::function<std::string(const std::vector<int> &)>;
 /// plus `stalled(pending)`), when `interrupted` returns a failure, or when
 /// MPI reports an error. On failure the requests are left pending; the
 /// caller must keep their buffers alive.
+/// `what` is built only when it is needed.
 Status waitForRequests(MpiProcess::Impl &mpi,
                        std::vector<MPI_Request> &requests,
                        std::chrono::milliseconds timeout,
-                       const std::string &what,
+                       const std::function<std::string()> &what,
                        const StallDescription &stalled = {},
                        const std::function<Status()> &interrupted = {});
+inline Status waitForRequests(MpiProcess::Impl &mpi,
+                              std::vector<MPI_Request> &requests,
+                              std::chrono::milliseconds timeout,
+                              const std::string &what,
+                              const StallDescription &stalled = {},
+                              const std::function<Status()> &interrupted = {}) {
+  return waitForRequests(
+      mpi, requests, timeout, std::function<std::string()>([&] { return what; }),
+      stalled, interrupted);
+}
 
 /// Parses PARTITA_DEBUG_STOP=RANK:K (tests): on rank RANK, K; elsewhere (or
 /// unset) 0. The process stops itself with SIGSTOP as it starts its K-th

@@ -33,7 +33,8 @@ Status mpiError(int code, const char *call, const char *file, int line) {
 Status waitForRequests(MpiProcess::Impl &mpi,
                        std::vector<MPI_Request> &requests,
                        std::chrono::milliseconds timeout,
-                       const std::string &what, const StallDescription &stalled,
+                       const std::function<std::string()> &what,
+                       const StallDescription &stalled,
                        const std::function<Status()> &interrupted) {
   auto count = static_cast<int>(requests.size());
   std::vector<int> indices(requests.size());
@@ -74,7 +75,7 @@ Status waitForRequests(MpiProcess::Impl &mpi,
         if (requests[i] != MPI_REQUEST_NULL)
           pending.push_back(i);
       std::string text =
-          what + ": no progress for " + std::to_string(timeout.count()) +
+          what() + ": no progress for " + std::to_string(timeout.count()) +
           " ms";
       if (stalled)
         text += "; " + stalled(pending);
