@@ -40,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 
 namespace partita {
 
@@ -480,7 +481,34 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
     return Status::success();
   };
   if (Status waited = waitPolled(x, channel, requests, stalled); !waited) {
+    // The headers that arrived, read before any receive is taken back.
     Status different = disagreement();
+    {
+      // A receive still pending would write later into memory that may be
+      // freed by then (a direct receive into a member's output, the
+      // caller's once this fails; a header into buffers freed with the
+      // communicator): take each back. MPI cancels a receive not yet
+      // matched at once; one matched completes as its data arrives, which
+      // is waited for as long as any wait here (a peer stopped in the
+      // middle of a message keeps it). A pending send only reads.
+      for (size_t r = 0; r < requests.size(); r += 2) {
+        if (requests[r] == MPI_REQUEST_NULL)
+          continue;
+        {
+          std::lock_guard<std::mutex> guard(mpi.lock);
+          MPI_Cancel(&requests[r]);
+        }
+        Clock::time_point start = Clock::now();
+        for (int done = 0; !done && Clock::now() - start < timeout;) {
+          {
+            std::lock_guard<std::mutex> guard(mpi.lock);
+            MPI_Test(&requests[r], &done, MPI_STATUS_IGNORE);
+          }
+          if (!done)
+            std::this_thread::yield();
+        }
+      }
+    }
     return different ? waited : different;
   }
   return disagreement();
