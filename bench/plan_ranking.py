@@ -109,7 +109,10 @@ def run(args, model, work):
     for line in plan.splitlines():
         m = ROW.match(line)
         if m:
-            rows.append({"mesh": m[2], "rules": m[3], "micro": m[4],
+            # A pipelined layout's rules carry its schedule: "tp/1f1b".
+            rules, _, schedule = m[3].partition("/")
+            rows.append({"mesh": m[2], "rules": rules,
+                         "schedule": schedule or "1f1b", "micro": m[4],
                          "remat": m[5], "predicted": float(m[6])})
     if args.mpi:
         rows = [r for r in rows if not r["mesh"].startswith("pipe=")]
@@ -156,7 +159,7 @@ def run(args, model, work):
                    "--trace", os.path.join(out, "trace.json")]
             if r["mesh"].startswith("pipe="):
                 pipe = r["mesh"].split(",")[0].split("=")[1]
-                cmd += ["--pp", pipe, "--schedule", "1f1b"]
+                cmd += ["--pp", pipe, "--schedule", r["schedule"]]
             subprocess.run(cmd, check=True, capture_output=True)
             with open(os.path.join(out, "loss.csv")) as f:
                 seconds = [float(row["seconds"]) for row in csv.DictReader(f)]
@@ -172,7 +175,9 @@ def run(args, model, work):
         m = statistics.median(measured[id(r)]) * 1e3
         predicted.append(r["predicted"])
         actual.append(m)
-        print(f"{r['mesh']:22} {r['rules']:8} {r['micro']:>5} "
+        rules = r["rules"] + ("/" + r["schedule"]
+                              if r["mesh"].startswith("pipe=") else "")
+        print(f"{r['mesh']:22} {rules:8} {r['micro']:>5} "
               f"{r['remat']:9} {r['predicted']:12.3f} {m:12.3f}")
     print(f"spearman {spearman(predicted, actual):.3f} over {n} layouts "
           f"({len(rows)} fit)")

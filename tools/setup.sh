@@ -7,6 +7,7 @@ PACKAGES=(
   cmake ninja-build ccache lld g++ python3
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   nlohmann-json3-dev catch2 libopenblas-dev libopenmpi-dev openmpi-bin
+  libjemalloc-dev
   python3-dev python3-venv python3-numpy python3-pytest pybind11-dev
   chromium clang libclang-rt-14-dev clang-22 libclang-rt-22-dev
 )

@@ -268,6 +268,10 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
   const PropagationOp &op = context.problem.ops[opIndex];
   const OpShardingRule &rule = op.rule;
   OptionEffect effect;
+  effect.operandShardings.reserve(op.operands.size());
+  effect.requiredOperands.reserve(op.operands.size());
+  effect.resultShardings.reserve(op.results.size());
+  effect.producedResults.reserve(op.results.size());
 
   // Operands: what the op needs, and which partial operand it keeps.
   PartialKind passedKind = PartialKind::None;
@@ -565,8 +569,10 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
     if (axesUniquePerTensor(rule, current) &&
         respectsCompoundOrder(mesh, rule, current)) {
       OptionEffect effect = evaluateOption(context, opIndex, current);
-      scored.push_back({effect.costUs, countAxes(current),
-                        factorAssignmentToString(current), current, effect});
+      double cost = effect.costUs;
+      scored.push_back({cost, countAxes(current),
+                        factorAssignmentToString(current), current,
+                        std::move(effect)});
     }
     size_t f = 0;
     while (f < numFactors && ++index[f] == choices[f].size())

@@ -236,12 +236,22 @@ std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
                         : std::vector<std::string>{"dp+tp", "fsdp+tp"};
       // P to 8P micro-batches: 1F1B keeps P in flight on the first rank,
       // so more of them (smaller) hold fewer activations and idle less.
+      // Zero-bubble defers weight gradients into the bubble; interleaved
+      // runs two chunks per rank (two layers per rank at least).
+      std::vector<ScheduleKind> schedules = {ScheduleKind::OneFOneB,
+                                             ScheduleKind::ZeroBubble};
+      if (config.layers >= 2 * pipe)
+        schedules.push_back(ScheduleKind::Interleaved);
       for (const std::string &rules : presets)
         for (int64_t micro : {pipe, 2 * pipe, 4 * pipe, 8 * pipe}) {
           if (globalBatch % micro != 0 || (globalBatch / micro) % data != 0)
             continue;
           for (Remat remat : {Remat::None, Remat::PerLayer})
-            result.push_back({data, model, rules, micro, remat, pipe});
+            for (ScheduleKind schedule : schedules) {
+              Candidate c{data, model, rules, micro, remat, pipe};
+              c.schedule = schedule;
+              result.push_back(c);
+            }
         }
     }
   }
@@ -279,13 +289,17 @@ double stateLowerBound(const Candidate &c, double parameters,
 double estimateSeconds(const Candidate &c, const ModelConfig &config,
                        double parameters, double forwardFlops,
                        int64_t globalBatch, const Cluster &cluster) {
-  // A pipeline rank runs its share of the layers, idle for the bubble
-  // of 1F1B: (P - 1) / (M + P - 1).
+  // A pipeline rank runs its share of the layers, idle for the bubble:
+  // (P - 1) / (k M + P - 1), k = 1 for 1F1B, 2 interleaved (two chunks),
+  // about 3 zero-bubble (its bubble about a third of 1F1B's).
   double d = c.data, m = c.model, pipe = static_cast<double>(c.pipe),
          devices = d * m * pipe;
+  double k = c.schedule == ScheduleKind::ZeroBubble    ? 3.0
+             : c.schedule == ScheduleKind::Interleaved ? 2.0
+                                                       : 1.0;
   double compute = (c.remat == Remat::None ? 3.0 : 4.0) * forwardFlops /
                    devices / cluster.flopsPerSecond *
-                   (c.micro + pipe - 1) / c.micro;
+                   (k * c.micro + pipe - 1) / (k * c.micro);
   double layers = config.layers / pipe;
   double state = 4 * parameters / pipe, tensors = 13.0 * layers + 4;
   double activation =
@@ -347,7 +361,8 @@ std::string trainFlags(const CommandLine &cl, const ModelConfig &config,
           c.rules + " --micro-batches " + std::to_string(c.micro) +
           " --remat " + partita::rematName(c.remat).str();
   if (c.pipe > 1)
-    text += " --pp " + std::to_string(c.pipe) + " --schedule 1f1b";
+    text += " --pp " + std::to_string(c.pipe) + " --schedule " +
+            partita::scheduleKindName(c.schedule);
   return text;
 }
 
@@ -355,7 +370,7 @@ void printRow(llvm::raw_ostream &os, size_t rank, const Candidate &c,
               const std::string &why) {
   os << llvm::format("%-4s %-22s %-8s %5lld %-9s ",
                      rank ? std::to_string(rank).c_str() : "-",
-                     c.meshText().c_str(), c.rules.c_str(),
+                     c.meshText().c_str(), c.rulesText().c_str(),
                      static_cast<long long>(c.micro), partita::rematName(c.remat).str().c_str());
   if (c.compiled) {
     os << llvm::format("%9.3f %9.3f %9.3f %11s", c.stepSeconds() * 1e3,
@@ -500,11 +515,17 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                    [](const Candidate *a, const Candidate *b) {
                      return a->estimatedSeconds < b->estimatedSeconds;
                    });
-  // Compiled in waves of as many layouts as there are cores, in estimate
-  // order; a layout after the one that makes `finalists` fit is dropped as
-  // if never compiled, so the result does not depend on the core count.
-  size_t wave = finalists > 0 ? parallelism() : order.size();
-  for (size_t first = 0; first < order.size(); first += wave) {
+  // Compiled in waves, in estimate order: each of as many layouts as there
+  // are cores, and no more than are still needed to make `finalists` fit;
+  // a layout after the one that makes them fit is dropped as if never
+  // compiled, so the result does not depend on the core count.
+  for (size_t first = 0; first < order.size();) {
+    size_t wave = finalists > 0
+                      ? std::min<size_t>(parallelism(),
+                                         static_cast<size_t>(std::max<
+                                             long long>(finalists - fitting,
+                                                        1)))
+                      : order.size();
     size_t last = std::min(order.size(), first + wave);
     std::vector<Candidate> results;
     for (size_t k = first; k < last; ++k)
@@ -527,6 +548,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
       compiledCount += c->compiled;
       fitting += c->compiled && (budget <= 0 || c->memory <= budget);
     }
+    first = last;
   }
   llvm::sys::fs::remove_directories(scratch);
 
@@ -559,7 +581,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                    << " per device; the smallest layout needs about "
                    << formatBytes(leastScreened->screenedMemory) << " ("
                    << leastScreened->meshText() << ", "
-                   << leastScreened->rules << ", " << leastScreened->micro
+                   << leastScreened->rulesText() << ", " << leastScreened->micro
                    << " micro-batches, remat "
                    << partita::rematName(leastScreened->remat)
                    << "; extrapolated from "
@@ -588,7 +610,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                              : "layout needs ")
                    << formatBytes(bound ? least->stateLowerBound
                                         : least->memory)
-                   << " (" << least->meshText() << ", " << least->rules
+                   << " (" << least->meshText() << ", " << least->rulesText()
                    << ", " << least->micro << " micro-batches, remat "
                    << partita::rematName(least->remat) << ")";
     llvm::errs() << "\n";
@@ -669,7 +691,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
       if (!c.compiled)
         printRow(os, 0, c, c.failure);
   }
-  os << "best: " << best.meshText() << " " << best.rules << ", "
+  os << "best: " << best.meshText() << " " << best.rulesText() << ", "
      << best.micro << " micro-batch" << (best.micro > 1 ? "es" : "")
      << ", remat " << partita::rematName(best.remat) << ": memory per device "
      << formatBytes(best.memory) << " ("
@@ -681,7 +703,8 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   }
   os << "), " << best.collectives << " collectives per step";
   if (best.pipe > 1)
-    os << llvm::format("; 1F1B idle %.1f%% of the step (simulated)",
+    os << llvm::format("; %s idle %.1f%% of the step (simulated)",
+                       partita::scheduleKindName(best.schedule),
                        best.bubble * 100);
   os << "\n";
   os << "run it: partita train "

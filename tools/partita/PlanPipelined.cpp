@@ -75,9 +75,9 @@ partita::cli::compileStageFigures(const PipelinedRequest &request,
   if (!loss)
     return Status::error("does not build: no loss function");
   PipelineCompileOptions options;
-  options.schedule = ScheduleKind::OneFOneB;
+  options.schedule = request.schedule;
   options.ranks = static_cast<int>(request.ranks);
-  options.virtualStages = 1;
+  options.virtualStages = static_cast<int>(request.virtualStages);
   options.microBatches = request.microBatches;
   options.optimizer.optimizer = TrainOptimizer::AdamW;
   options.optimizer.learningRate = 1e-3;
@@ -140,20 +140,32 @@ partita::cli::compileStageFigures(const PipelinedRequest &request,
 
 Expected<PipelinedEstimate>
 partita::cli::estimateFromStages(const std::vector<StageFigures> &stages,
+                                 ScheduleKind kind, int64_t virtualStages,
                                  int64_t microBatches) {
+  int64_t chunks = std::max<int64_t>(virtualStages, 1);
+  if (stages.empty() || stages.size() % static_cast<size_t>(chunks))
+    return Status::error("internal error: " + std::to_string(stages.size()) +
+                         " stages for " + std::to_string(chunks) +
+                         " chunks per rank");
+  int ranks = static_cast<int>(stages.size() / static_cast<size_t>(chunks));
   Expected<PipelineSchedule> schedule =
-      buildSchedule(ScheduleKind::OneFOneB, static_cast<int>(stages.size()),
-                    static_cast<int>(microBatches));
+      buildSchedule(kind, ranks, static_cast<int>(microBatches),
+                    static_cast<int>(chunks));
   if (!schedule)
     return schedule.status();
   std::vector<PipeCosts> total, computeOnly;
   PipelinedEstimate estimate;
-  double update = 0, updateCompute = 0, collectives = 0;
-  for (const StageFigures &stage : stages) {
+  std::vector<double> update(static_cast<size_t>(ranks), 0),
+      updateCompute(static_cast<size_t>(ranks), 0);
+  double collectives = 0;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const StageFigures &stage = stages[s];
     total.push_back(stage.total);
     computeOnly.push_back(stage.computeOnly);
-    update = std::max(update, stage.update);
-    updateCompute = std::max(updateCompute, stage.updateCompute);
+    // A rank updates its chunks one after the other.
+    auto rank = static_cast<size_t>(schedule->rankOfStage(static_cast<int>(s)));
+    update[rank] += stage.update;
+    updateCompute[rank] += stage.updateCompute;
     collectives += stage.collectives * static_cast<double>(microBatches);
   }
   estimate.collectives = static_cast<int64_t>(collectives + 0.5);
@@ -165,22 +177,31 @@ partita::cli::estimateFromStages(const std::vector<StageFigures> &stages,
                          (timeline ? computeTimeline.status()
                                    : timeline.status())
                              .message());
-  double stepSeconds = timeline->makespan + update;
-  estimate.computeSeconds = computeTimeline->makespan + updateCompute;
+  double stepSeconds =
+      timeline->makespan + *std::max_element(update.begin(), update.end());
+  estimate.computeSeconds =
+      computeTimeline->makespan +
+      *std::max_element(updateCompute.begin(), updateCompute.end());
   estimate.commSeconds = std::max(stepSeconds - estimate.computeSeconds, 0.0);
   estimate.bubble = timeline->bubbleFraction;
-  // Memory: the largest rank's state, working arena and activations held.
-  for (size_t s = 0; s < stages.size(); ++s) {
-    const StageFigures &stage = stages[s];
-    int rank = schedule->rankOfStage(static_cast<int>(s));
+  // Memory: the largest rank's state (its chunks'), working arena and
+  // activations held (at its chunks' largest per micro-batch).
+  for (int rank = 0; rank < ranks; ++rank) {
+    double state = 0, work = 0, activation = 0;
+    for (size_t s = 0; s < stages.size(); ++s)
+      if (schedule->rankOfStage(static_cast<int>(s)) == rank) {
+        state += stages[s].state;
+        work = std::max(work, stages[s].work);
+        activation = std::max(activation, stages[s].activationBytes);
+      }
     int held = rank < static_cast<int>(timeline->peakInFlight.size())
-                   ? timeline->peakInFlight[rank]
+                   ? timeline->peakInFlight[static_cast<size_t>(rank)]
                    : 0;
-    double inFlight = held * stage.activationBytes;
-    if (stage.state + stage.work + inFlight > estimate.memory) {
-      estimate.memory = stage.state + stage.work + inFlight;
-      estimate.byRole = {{"state", static_cast<int64_t>(stage.state)},
-                         {"program", static_cast<int64_t>(stage.work)},
+    double inFlight = held * activation;
+    if (state + work + inFlight > estimate.memory) {
+      estimate.memory = state + work + inFlight;
+      estimate.byRole = {{"state", static_cast<int64_t>(state)},
+                         {"program", static_cast<int64_t>(work)},
                          {"in_flight", static_cast<int64_t>(inFlight)}};
     }
   }
@@ -194,7 +215,8 @@ partita::cli::estimatePipelined(const PipelinedRequest &request,
       compileStageFigures(request, seconds);
   if (!stages)
     return stages.status();
-  return estimateFromStages(*stages, request.microBatches);
+  return estimateFromStages(*stages, request.schedule, request.virtualStages,
+                            request.microBatches);
 }
 
 namespace {
@@ -223,20 +245,26 @@ void forEachFigure(StageFigures &out, const StageFigures &a,
 std::vector<StageFigures> partita::cli::extrapolateStages(
     const std::vector<StageFigures> &shallow,
     const std::vector<StageFigures> &deeper, double screenLayers,
-    double layersPerStage, int64_t ranks) {
+    double layersPerStage, int64_t count) {
   double more = layersPerStage - screenLayers - 1;
-  std::vector<StageFigures> ends(2);
-  for (size_t s = 0; s < 2; ++s)
-    forEachFigure(ends[s], shallow[s], deeper[s],
+  auto extend = [&](size_t s) {
+    StageFigures whole;
+    forEachFigure(whole, shallow[s], deeper[s],
                   [&](double &out, double a, double b) {
                     out = std::max(b + more * (b - a), 0.0);
                   });
+    return whole;
+  };
+  StageFigures first = extend(0), last = extend(shallow.size() - 1);
   StageFigures middle;
-  forEachFigure(middle, ends[0], ends[1], [](double &out, double a, double b) {
-    out = std::min(a, b);
-  });
-  std::vector<StageFigures> stages(static_cast<size_t>(ranks), middle);
-  stages.front() = ends[0];
-  stages.back() = ends[1];
+  if (shallow.size() > 2)
+    middle = extend(1);
+  else
+    forEachFigure(middle, first, last, [](double &out, double a, double b) {
+      out = std::min(a, b);
+    });
+  std::vector<StageFigures> stages(static_cast<size_t>(count), middle);
+  stages.front() = first;
+  stages.back() = last;
   return stages;
 }

@@ -35,13 +35,18 @@ private:
   mlir::ScopedDiagnosticHandler handler;
 };
 
-/// A pipelined layout: `ranks` pipeline ranks of `rankMesh` each, 1F1B over
-/// `microBatches` micro-batches of `microConfig.batch` sequences.
+/// A pipelined layout: `ranks` pipeline ranks of `rankMesh` each, a
+/// schedule over `microBatches` micro-batches of `microConfig.batch`
+/// sequences.
 struct PipelinedRequest {
   ModelConfig microConfig;
   Mesh rankMesh;
   int64_t ranks = 2;
   int64_t microBatches = 2;
+  /// 1F1B, zero-bubble (ZB-H1) or interleaved with `virtualStages` chunks
+  /// per rank.
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  int64_t virtualStages = 1;
   Remat remat = Remat::None;
   std::string rules;
   /// The per-axis spec the passes read (the rank's axes).
@@ -82,28 +87,32 @@ Expected<std::vector<StageFigures>>
 compileStageFigures(const PipelinedRequest &request,
                     const ProgramSeconds &seconds);
 
-/// The step of `stages` (one per rank) under 1F1B over `microBatches`:
-/// the schedule simulated with the stages' costs, the slowest update
-/// after it; memory the largest rank's state, working arena and
-/// activations the simulation holds at once.
+/// The step of `stages` (`virtualStages` per rank, stage s on rank s mod
+/// ranks) under `schedule` over `microBatches`: the schedule simulated with
+/// the stages' costs, the slowest rank's updates after it; memory the
+/// largest rank's state (its stages'), working arena (its largest program)
+/// and activations the simulation holds at once (at its stages' largest
+/// per micro-batch).
 Expected<PipelinedEstimate>
 estimateFromStages(const std::vector<StageFigures> &stages,
+                   ScheduleKind schedule, int64_t virtualStages,
                    int64_t microBatches);
 
 /// Compiles `request` and estimates its step.
 Expected<PipelinedEstimate> estimatePipelined(const PipelinedRequest &request,
                                               const ProgramSeconds &seconds);
 
-/// The stages of a `ranks`-rank pipeline of `layersPerStage` layers each,
-/// from two 2-rank compiles of the same layout with `screenLayers` and one
-/// more layers per stage (`shallow`, `deeper`): every figure is a constant
-/// plus one per layer; the first and last stages are as compiled (the
-/// embedding, the head and the loss), the ones between take the smaller
-/// of the two (docs/Planning.md, "Screening").
+/// The `stages` stages of a pipeline of `layersPerStage` layers each, from
+/// two 2-rank compiles of the same layout with `screenLayers` and one more
+/// layers per stage (`shallow`, `deeper`): every figure is a constant plus
+/// one per layer; the first and last stages are as compiled (the
+/// embedding, the head and the loss), the ones between as a middle stage
+/// compiled (interleaved: a rank's second chunk), else the smaller of the
+/// two ends (docs/Planning.md, "Screening").
 std::vector<StageFigures>
 extrapolateStages(const std::vector<StageFigures> &shallow,
                   const std::vector<StageFigures> &deeper,
-                  double screenLayers, double layersPerStage, int64_t ranks);
+                  double screenLayers, double layersPerStage, int64_t stages);
 
 } // namespace partita::cli
 

@@ -89,6 +89,8 @@ bool pipelinedRequest(Candidate &c, const ModelConfig &model,
   request.microConfig.batch = globalBatch / c.micro;
   request.rankMesh = *rankMesh;
   request.ranks = c.pipe;
+  request.schedule = c.schedule;
+  request.virtualStages = c.chunks();
   request.microBatches = c.micro;
   request.remat = c.remat;
   request.rules = c.rules;
@@ -153,14 +155,14 @@ screenPipelined(Candidate c, const ModelConfig &model, int64_t stageLayers,
                 const Cluster &cluster, int64_t globalBatch,
                 const std::string &specPath) {
   ModelConfig shallow = model;
-  shallow.layers = 2 * stageLayers;
+  shallow.layers = 2 * c.chunks() * stageLayers;
   PipelinedRequest request;
   if (!pipelinedRequest(c, shallow, cluster, globalBatch, specPath, request))
     return Status::error(c.failure);
   request.ranks = 2;
   Expected<std::vector<StageFigures>> stages =
       compileStageFigures(request, pipelinedProgramSeconds(c, cluster));
-  if (stages && stages->size() != 2)
+  if (stages && stages->size() != static_cast<size_t>(2 * c.chunks()))
     return Status::error("a 2-rank pipeline compiled to " +
                          std::to_string(stages->size()) + " stages");
   return stages;
@@ -296,13 +298,15 @@ void screenSet(const std::vector<Candidate *> &set, const ModelConfig &config,
       if (!shallowStages[k] || !deeperStages[k])
         continue;
       // The whole depth's stages, their step simulated.
+      int64_t count = c->pipe * c->chunks();
       std::vector<StageFigures> stages = extrapolateStages(
           *shallowStages[k], *deeperStages[k],
           static_cast<double>(kScreenStageLayers),
-          static_cast<double>(config.layers) / static_cast<double>(c->pipe),
-          c->pipe);
+          static_cast<double>(config.layers) / static_cast<double>(count),
+          count);
       Candidate whole = *c;
-      takeEstimate(whole, estimateFromStages(stages, c->micro));
+      takeEstimate(whole, estimateFromStages(stages, c->schedule,
+                                             c->chunks(), c->micro));
       if (!whole.compiled)
         continue;
       c->screenedMemory = whole.memory;
@@ -341,7 +345,8 @@ std::vector<Candidate *> partita::cli::screenLayouts(
     ScreenCounts &counts) {
   // Pipelined layouts by group, leanest first: the most micro-batches
   // (the fewest activations in flight), per-layer recomputation before
-  // none.
+  // none, then 1F1B, zero-bubble (1F1B's memory) and interleaved (more
+  // in flight).
   std::map<std::tuple<int64_t, int64_t, int64_t, std::string>,
            std::vector<Candidate *>>
       byGroup;
@@ -358,8 +363,14 @@ std::vector<Candidate *> partita::cli::screenLayouts(
                      [](const Candidate *a, const Candidate *b) {
                        if (a->micro != b->micro)
                          return a->micro > b->micro;
-                       return a->remat != Remat::None &&
-                              b->remat == Remat::None;
+                       if (a->remat != b->remat)
+                         return a->remat != Remat::None;
+                       auto order = [](ScheduleKind kind) {
+                         return kind == ScheduleKind::OneFOneB ? 0
+                                : kind == ScheduleKind::ZeroBubble ? 1
+                                                                   : 2;
+                       };
+                       return order(a->schedule) < order(b->schedule);
                      });
     first.push_back(members.front());
     pipelined.push_back(&members);
@@ -406,9 +417,10 @@ std::vector<Candidate *> partita::cli::screenLayouts(
       c->failure =
           lean->screenedOut
               ? llvm::formatv("left out: the same pipeline with {0} "
-                              "micro-batches and remat {1} needs about {2} "
-                              "per device already",
+                              "micro-batches, remat {1} and {2} needs "
+                              "about {3} per device already",
                               lean->micro, partita::rematName(lean->remat),
+                              partita::scheduleKindName(lean->schedule),
                               formatBytes(lean->screenedMemory))
                     .str()
               : llvm::formatv("left out: the leanest layout of its group "

@@ -11,6 +11,7 @@
 #include "StepCost.h"
 
 #include "partita/Models/Models.h"
+#include "partita/Runtime/Pipeline/Schedule.h"
 #include "partita/Sharding/Cost.h"
 #include "partita/Transforms/Pipeline.h"
 
@@ -44,6 +45,12 @@ struct Candidate {
   int64_t micro = 1;
   Remat remat = Remat::None;
   int64_t pipe = 1;
+  /// A pipelined layout's schedule: 1F1B, zero-bubble (ZB-H1) or
+  /// interleaved (two chunks per rank).
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  int64_t chunks() const {
+    return schedule == ScheduleKind::Interleaved ? 2 : 1;
+  }
   // Filled in by evaluate().
   double stateLowerBound = 0;
   double estimatedSeconds = 0; // The quick estimate that orders compiling.
@@ -71,6 +78,11 @@ struct Candidate {
     if (data == 1)
       return "model=" + std::to_string(model);
     return "data=" + std::to_string(data) + ",model=" + std::to_string(model);
+  }
+  /// The rules, and a pipelined layout's schedule after a slash.
+  std::string rulesText() const {
+    return pipe == 1 ? rules
+                     : rules + "/" + partita::scheduleKindName(schedule);
   }
   std::string meshText() const {
     if (pipe == 1)
