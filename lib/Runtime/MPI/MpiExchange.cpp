@@ -328,6 +328,28 @@ bool fitsMpiCollective(const Exchange &x) {
   }
 }
 
+namespace {
+
+/// This process's members' inputs reduced into one (x.buffers.reduced), or
+/// a lone member's input as it is.
+Expected<const uint8_t *> reducedLocalInput(Exchange &x) {
+  if (x.mine.size() == 1)
+    return x.slot.inputs[x.mine.front()];
+  std::vector<uint8_t> &staged = x.buffers.reduced;
+  staged.resize(x.inBytes);
+  std::vector<const void *> inputs;
+  for (int64_t i : x.mine)
+    inputs.push_back(x.slot.inputs[i]);
+  if (Status status = reduceElements(x.request.reduction,
+                                     x.request.input.dtype, inputs,
+                                     staged.data(), x.count);
+      !status)
+    return Status::error(x.what() + ": " + status.message());
+  return static_cast<const uint8_t *>(staged.data());
+}
+
+} // namespace
+
 Status startMpiCollective(Exchange &x, MPI_Comm comm, std::mutex &mpiLock,
                           MPI_Request &request_) {
   const CollectiveCall &request = x.request;
@@ -363,19 +385,10 @@ Status startMpiCollective(Exchange &x, MPI_Comm comm, std::mutex &mpiLock,
     // This process's members reduced into a full buffer (or a lone input as
     // it is); MPI reduces across processes and hands each process the
     // blocks of its consecutive positions, which go to its members.
-    const void *send = onlyInput;
-    if (!onlyInput) {
-      staged.resize(x.inBytes);
-      std::vector<const void *> inputs;
-      for (int64_t i : x.mine)
-        inputs.push_back(x.slot.inputs[i]);
-      if (Status status = reduceElements(request.reduction,
-                                         request.input.dtype, inputs,
-                                         staged.data(), x.count);
-          !status)
-        return Status::error(x.what() + ": " + status.message());
-      send = staged.data();
-    }
+    Expected<const uint8_t *> reduced = reducedLocalInput(x);
+    if (!reduced)
+      return reduced.status();
+    const void *send = *reduced;
     int64_t mineCount =
         x.count / x.groupSize * static_cast<int64_t>(x.mine.size());
     void *receive = first;
@@ -503,19 +516,10 @@ Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
     // This process's members reduced into one input (a lone input as it
     // is); block p of it to process p, and each peer's block of this
     // process's share into a buffer of its own.
-    const uint8_t *send = onlyInput;
-    if (!onlyInput) {
-      staged.resize(x.inBytes);
-      std::vector<const void *> inputs;
-      for (int64_t i : x.mine)
-        inputs.push_back(x.slot.inputs[i]);
-      if (Status status = reduceElements(request.reduction,
-                                         request.input.dtype, inputs,
-                                         staged.data(), x.count);
-          !status)
-        return Status::error(x.what() + ": " + status.message());
-      send = staged.data();
-    }
+    Expected<const uint8_t *> reduced = reducedLocalInput(x);
+    if (!reduced)
+      return reduced.status();
+    const uint8_t *send = *reduced;
     int64_t block = x.outBytes * perProcess;
     x.buffers.blocks.resize(x.peers.size());
     for (size_t k = 0; k < x.peers.size(); ++k) {
