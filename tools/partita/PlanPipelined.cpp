@@ -113,8 +113,10 @@ partita::cli::compileStageFigures(const PipelinedRequest &request,
     auto [backwardCompute, backwardComm] = cost(stage.backward);
     auto [gradCompute, gradComm] = cost(stage.weightGrad);
     StageFigures f;
-    f.total.forward = forwardCompute + forwardComm + send(traffic.forward);
-    f.total.backward = backwardCompute + backwardComm + send(traffic.backward);
+    f.sendForward = send(traffic.forward);
+    f.sendBackward = send(traffic.backward);
+    f.total.forward = forwardCompute + forwardComm + f.sendForward;
+    f.total.backward = backwardCompute + backwardComm + f.sendBackward;
     f.total.weightGrad = gradCompute + gradComm;
     f.computeOnly.forward = forwardCompute;
     f.computeOnly.backward = backwardCompute;
@@ -238,6 +240,8 @@ void forEachFigure(StageFigures &out, const StageFigures &a,
   f(out.work, a.work, b.work);
   f(out.activationBytes, a.activationBytes, b.activationBytes);
   f(out.collectives, a.collectives, b.collectives);
+  f(out.sendForward, a.sendForward, b.sendForward);
+  f(out.sendBackward, a.sendBackward, b.sendBackward);
 }
 
 } // namespace
@@ -257,12 +261,26 @@ std::vector<StageFigures> partita::cli::extrapolateStages(
   };
   StageFigures first = extend(0), last = extend(shallow.size() - 1);
   StageFigures middle;
-  if (shallow.size() > 2)
+  if (shallow.size() > 2) {
     middle = extend(1);
-  else
+  } else {
+    // Neither end's extra work (the smaller of each figure, sends left
+    // out), but both ends' sends: a middle stage sends forward as the
+    // first does and back as the last does.
     forEachFigure(middle, first, last, [](double &out, double a, double b) {
       out = std::min(a, b);
     });
+    middle.total.forward =
+        std::min(first.total.forward - first.sendForward,
+                 last.total.forward - last.sendForward) +
+        first.sendForward;
+    middle.total.backward =
+        std::min(first.total.backward - first.sendBackward,
+                 last.total.backward - last.sendBackward) +
+        last.sendBackward;
+    middle.sendForward = first.sendForward;
+    middle.sendBackward = last.sendBackward;
+  }
   std::vector<StageFigures> stages(static_cast<size_t>(count), middle);
   stages.front() = first;
   stages.back() = last;

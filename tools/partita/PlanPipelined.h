@@ -80,6 +80,9 @@ struct StageFigures {
   double state = 0, work = 0, activationBytes = 0;
   /// Collectives per micro-batch.
   double collectives = 0;
+  /// Of `total`: sending activations to the next rank (forward) and
+  /// gradients to the previous one (backward).
+  double sendForward = 0, sendBackward = 0;
 };
 
 /// Compiles `request` and returns its stages' figures, stage by stage.

@@ -409,11 +409,23 @@ std::vector<Candidate *> partita::cli::screenLayouts(
   screenSet(rest, config, cluster, globalBatch, budget, scratchFile, counts);
   for (std::vector<Candidate *> *members : pipelined) {
     const Candidate *lean = members->front();
+    bool wasExplored =
+        std::find(fitting.begin(), fitting.begin() + explored, members) !=
+        fitting.begin() + explored;
     for (size_t m = 1; m < members->size(); ++m) {
       Candidate *c = (*members)[m];
-      if (c->screened || !lean->screened)
+      // Screened; or explored and its own screen failed: compiled at full
+      // depth like any layout whose screen failed.
+      if (c->screened || wasExplored)
         continue;
       ++counts.leftOut;
+      if (!lean->screened) {
+        // The leanest is compiled at full depth instead; the rest of the
+        // group would cost as many deep compiles.
+        c->failure = "left out: the leanest layout of its group could not "
+                     "be screened; it is compiled at full depth instead";
+        continue;
+      }
       c->failure =
           lean->screenedOut
               ? llvm::formatv("left out: the same pipeline with {0} "

@@ -414,59 +414,111 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
   size_t stride = direct ? 4 : 2;
   std::vector<MPI_Request> requests(stride * peers.size(), MPI_REQUEST_NULL);
   MpiProcess::Impl &mpi = process.impl();
+  // Receives still pending would write later into memory that may be freed
+  // by then (a direct receive into a member's output, the caller's once
+  // this fails; a header into buffers freed with the communicator): on
+  // failure each is taken back. MPI cancels a receive not yet matched at
+  // once; a matched one completes as its data arrives, waited for up to the
+  // timeout in all (a peer stopped in the middle of a message keeps it). A
+  // pending send only reads.
+  auto takeBackReceives = [&] {
+    Clock::time_point deadline = Clock::now() + timeout;
+    for (size_t r = 0; r < requests.size(); r += 2) {
+      if (requests[r] == MPI_REQUEST_NULL)
+        continue;
+      {
+        std::lock_guard<std::mutex> guard(mpi.lock);
+        MPI_Cancel(&requests[r]);
+      }
+      for (int done = 0; !done && Clock::now() < deadline;) {
+        {
+          std::lock_guard<std::mutex> guard(mpi.lock);
+          MPI_Test(&requests[r], &done, MPI_STATUS_IGNORE);
+        }
+        if (!done)
+          std::this_thread::yield();
+      }
+    }
+  };
+  Status posted = Status::success();
   {
     std::lock_guard<std::mutex> guard(mpi.lock);
-    for (size_t k = 0; k < peers.size(); ++k) {
+    auto post = [&](int code, const char *call) {
+      if (code != MPI_SUCCESS && posted)
+        posted = mpiError(code, call, __FILE__, __LINE__);
+      return code == MPI_SUCCESS;
+    };
+    for (size_t k = 0; k < peers.size() && posted; ++k) {
       MessageHeader header{headerMagic, sequence, signature,
                            static_cast<uint64_t>(x.sendBytes[k])};
       std::memcpy(buffers.send[k].data(), &header, headerBytes);
+      // No header from an earlier call may pass for this one's.
+      std::memset(buffers.receive[k].data(), 0, headerBytes);
       MPI_Request *mine = &requests[stride * k];
-      PARTITA_MPI_CHECK(MPI_Irecv(buffers.receive[k].data(),
-                                  static_cast<int>(buffers.receive[k].size()),
-                                  MPI_BYTE, commRank(peers[k]), channel.tag,
-                                  channel.comm, &mine[0]));
-      PARTITA_MPI_CHECK(MPI_Isend(buffers.send[k].data(),
-                                  static_cast<int>(buffers.send[k].size()),
-                                  MPI_BYTE, commRank(peers[k]), channel.tag,
-                                  channel.comm, &mine[1]));
-      if (!direct)
+      if (!post(MPI_Irecv(buffers.receive[k].data(),
+                          static_cast<int>(buffers.receive[k].size()),
+                          MPI_BYTE, commRank(peers[k]), channel.tag,
+                          channel.comm, &mine[0]),
+                "MPI_Irecv") ||
+          !post(MPI_Isend(buffers.send[k].data(),
+                          static_cast<int>(buffers.send[k].size()), MPI_BYTE,
+                          commRank(peers[k]), channel.tag, channel.comm,
+                          &mine[1]),
+                "MPI_Isend") ||
+          !direct)
         continue;
       const DirectPart &part = (*direct)[k];
-      if (part.receiveBytes > 0)
-        PARTITA_MPI_CHECK(MPI_Irecv(part.receive,
-                                    static_cast<int>(part.receiveBytes),
-                                    MPI_BYTE, commRank(peers[k]), channel.tag,
-                                    channel.comm, &mine[2]));
+      if (part.receiveBytes > 0 &&
+          !post(MPI_Irecv(part.receive, static_cast<int>(part.receiveBytes),
+                          MPI_BYTE, commRank(peers[k]), channel.tag,
+                          channel.comm, &mine[2]),
+                "MPI_Irecv"))
+        continue;
       if (part.sendBytes > 0)
-        PARTITA_MPI_CHECK(MPI_Isend(part.send,
-                                    static_cast<int>(part.sendBytes), MPI_BYTE,
-                                    commRank(peers[k]), channel.tag,
-                                    channel.comm, &mine[3]));
+        post(MPI_Isend(part.send, static_cast<int>(part.sendBytes), MPI_BYTE,
+                       commRank(peers[k]), channel.tag, channel.comm,
+                       &mine[3]),
+             "MPI_Isend");
     }
   }
+  if (!posted) {
+    takeBackReceives();
+    return Status::error(x.what() + ": " + posted.message());
+  }
   auto stalled = [&](const std::vector<int> &pending) {
+    // Each rank once: a peer's header and data are two requests.
     std::string text;
-    for (int index : pending) {
-      int rank = peers[index / stride];
+    std::vector<int> named;
+    auto name = [&](int index, const char *what) {
+      int rank = peers[static_cast<size_t>(index) / stride];
+      if (std::find(named.begin(), named.end(), rank) != named.end())
+        return;
+      named.push_back(rank);
+      text += std::string(text.empty() ? "" : "; ") + "rank " +
+              std::to_string(rank) + " (devices " + devicesOfRank(rank) +
+              ") " + what;
+    };
+    for (int index : pending)
       if (index % 2 == 0)
-        text += std::string(text.empty() ? "" : "; ") + "rank " +
-                std::to_string(rank) + " (devices " + devicesOfRank(rank) +
-                ") did not send its part";
-    }
+        name(index, "did not send its part");
     if (text.empty())
       for (int index : pending)
-        text += std::string(text.empty() ? "" : "; ") + "rank " +
-                std::to_string(peers[index / stride]) + " (devices " +
-                devicesOfRank(peers[index / stride]) +
-                ") did not take its part";
+        name(index, "did not take its part");
     return text + " (this is rank " + std::to_string(x.me) + ")";
   };
-  // A peer that made another call: its header (received, or completed
-  // before an error such as its larger data truncated) says so.
+  // A peer that made another call: its header says so, once its receive
+  // completed (or failed, as when its longer message was truncated: the
+  // first bytes, the header, are there).
   auto disagreement = [&]() -> Status {
     for (size_t k = 0; k < peers.size(); ++k) {
-      if (requests[stride * k] != MPI_REQUEST_NULL)
-        continue;
+      MPI_Request &receive = requests[stride * k];
+      if (receive != MPI_REQUEST_NULL) {
+        int done = 0;
+        std::lock_guard<std::mutex> guard(mpi.lock);
+        MPI_Test(&receive, &done, MPI_STATUS_IGNORE);
+        if (!done && receive != MPI_REQUEST_NULL)
+          continue;
+      }
       MessageHeader header;
       std::memcpy(&header, buffers.receive[k].data(), headerBytes);
       if (header.magic != headerMagic || header.sequence != sequence ||
@@ -483,32 +535,7 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
   if (Status waited = waitPolled(x, channel, requests, stalled); !waited) {
     // The headers that arrived, read before any receive is taken back.
     Status different = disagreement();
-    {
-      // A receive still pending would write later into memory that may be
-      // freed by then (a direct receive into a member's output, the
-      // caller's once this fails; a header into buffers freed with the
-      // communicator): take each back. MPI cancels a receive not yet
-      // matched at once; one matched completes as its data arrives, which
-      // is waited for as long as any wait here (a peer stopped in the
-      // middle of a message keeps it). A pending send only reads.
-      for (size_t r = 0; r < requests.size(); r += 2) {
-        if (requests[r] == MPI_REQUEST_NULL)
-          continue;
-        {
-          std::lock_guard<std::mutex> guard(mpi.lock);
-          MPI_Cancel(&requests[r]);
-        }
-        Clock::time_point start = Clock::now();
-        for (int done = 0; !done && Clock::now() - start < timeout;) {
-          {
-            std::lock_guard<std::mutex> guard(mpi.lock);
-            MPI_Test(&requests[r], &done, MPI_STATUS_IGNORE);
-          }
-          if (!done)
-            std::this_thread::yield();
-        }
-      }
-    }
+    takeBackReceives();
     return different ? waited : different;
   }
   return disagreement();

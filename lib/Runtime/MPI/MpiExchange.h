@@ -53,6 +53,7 @@ inline uint64_t callSignature(const CollectiveCall &call,
   mix(static_cast<uint64_t>(call.dim));
   mix(static_cast<uint64_t>(call.splitDim));
   mix(static_cast<uint64_t>(call.concatDim));
+  mix(call.pairs.size());
   for (const auto &[from, to] : call.pairs) {
     mix(static_cast<uint64_t>(from));
     mix(static_cast<uint64_t>(to));
