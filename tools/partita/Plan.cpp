@@ -48,9 +48,9 @@ Usage: partita plan --model gpt|moe|mlp [model flags] --devices N
 Searches mesh shapes (data x model, model inside a node) x rules presets
 (dp, zero1, zero2, fsdp, tp, tp+sp, dp+tp, fsdp+tp; ep for moe) x
 micro-batches (1, 2, 4, 8) x activation checkpointing (none, per-layer) for
-an AdamW train step, and pipelines of 2 to 8 ranks (1F1B over P to 8P
-micro-batches; dp, fsdp, tp, dp+tp or fsdp+tp inside a rank), and prints
-the fastest layouts that fit in memory:
+an AdamW train step, and pipelines of 2 to 8 ranks (1F1B, zero-bubble or
+interleaved over P to 8P micro-batches; dp, fsdp, tp, dp+tp or fsdp+tp
+inside a rank), and prints the fastest layouts that fit in memory:
 predicted step time (compute: the partitioned step's FLOPs per device over
 the device's throughput; communication: the cost model's time of every
 collective on the cluster's links; no overlap is credited) and memory per
@@ -520,12 +520,10 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   // a layout after the one that makes them fit is dropped as if never
   // compiled, so the result does not depend on the core count.
   for (size_t first = 0; first < order.size();) {
-    size_t wave = finalists > 0
-                      ? std::min<size_t>(parallelism(),
-                                         static_cast<size_t>(std::max<
-                                             long long>(finalists - fitting,
-                                                        1)))
-                      : order.size();
+    size_t needed =
+        static_cast<size_t>(std::max<long long>(finalists - fitting, 1));
+    size_t wave =
+        finalists > 0 ? std::min(parallelism(), needed) : order.size();
     size_t last = std::min(order.size(), first + wave);
     std::vector<Candidate> results;
     for (size_t k = first; k < last; ++k)
