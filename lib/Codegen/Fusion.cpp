@@ -2,14 +2,26 @@
 //
 // A run of consecutive candidates inside one straight-line stretch of the
 // stream (loop bodies are stretches of their own) becomes one fused
-// instruction when it holds at least two elementwise ops. Candidates, all
-// f32 with the run's element count N:
+// instruction when it holds at least two elementwise ops (one is enough
+// with a head or a reduction). Candidates, all f32 with the run's element
+// count N:
 //   * an elementwise op whose operands are produced in the run, or are
 //     slots of N elements or of one;
 //   * a splat constant, which becomes a constant in the steps;
 //   * a broadcast of a slot produced outside the run along a leading and a
 //     trailing block of dimensions, which becomes an operand read at
-//     (i / inner) % size.
+//     (i / inner) % size;
+//   * a reshape of a step's value or of a slot produced outside the run
+//     (the same elements in the same order), which only renames it.
+// The run also takes
+//   * the head: the f32 einsum of two operands right before it whose
+//     product the run reads, which the runtime then computes block by block,
+//     running the chain on each block while it is in the cache (a GEMM
+//     epilogue: bias, activation, residual);
+//   * the reductions right after it (sum, max, min) of an elementwise
+//     step's values that keep one contiguous block of dimensions: each
+//     becomes a result accumulated tile by tile (softmax's sums, norms'
+//     statistics, a bias gradient's sum over the batch).
 // The fused instruction writes every value of the run that something after
 // it reads (or the program returns); a constant or broadcast read after the
 // run stays an instruction of its own, placed before the fused one.
@@ -17,8 +29,11 @@
 // The buffer plan stays as it was, so the run's writes must not clobber
 // what it still reads: a tile's operands are read before its results are
 // written, which is safe for a result at exactly an operand's bytes (an
-// in-place update) and for disjoint bytes only. A run whose written slots
-// overlap what it reads in any other way is left alone.
+// in-place update, the head's product included) and for disjoint bytes
+// only. Nothing written during the run may touch the head's operands
+// (later blocks read them); reductions' results, written last, may take
+// the bytes of anything the run reads but not of its other writes. A run
+// whose writes overlap what it reads in any other way is left alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,11 +61,23 @@ private:
   void countReads();
   bool isElementwise(const Instruction &inst, int64_t count) const;
   bool isSplatConstant(const Instruction &inst, int64_t count) const;
+  /// An f32 reshape of `count` elements: the same elements in order.
+  bool isReshape(const Instruction &inst, int64_t count) const;
+  /// An f32 einsum of two operands with `count` elements: a head.
+  bool isHeadEinsum(const Instruction &inst, int64_t count) const;
   /// For an absorbable broadcast, its operand's (inner, size).
   bool broadcastLayout(const Instruction &inst, int64_t count,
                        FusedOperand &layout) const;
-  /// The run [begin, end) as instructions: fused, or as it was.
-  void emitRun(size_t begin, size_t end, std::vector<Instruction> &out);
+  /// For a reduction of an f32 value of `count` elements that keeps one
+  /// contiguous block of dimensions: the reduction's layout in the chain.
+  bool reductionLayout(const Instruction &inst, int64_t count,
+                       FusedReduction &layout) const;
+  /// The run [begin, end) as instructions, with the reductions at
+  /// `reductions` after it and the einsum at `head` (-1: none) before it:
+  /// fused (the head taken from the end of `out`), or false with nothing
+  /// emitted.
+  bool emitRun(size_t begin, size_t end, const std::vector<size_t> &reductions,
+               int64_t head, std::vector<Instruction> &out);
   bool overlaps(int32_t a, int32_t b) const;
 
   Executable &program;
@@ -97,6 +124,27 @@ bool Fuser::isSplatConstant(const Instruction &inst, int64_t count) const {
          program.constants[index].bytes.size() == sizeof(float);
 }
 
+bool Fuser::isReshape(const Instruction &inst, int64_t count) const {
+  if (inst.op != OpCode::Reshape || inst.operands.size() != 1 ||
+      inst.results.size() != 1)
+    return false;
+  const TensorType &operand = program.slots[inst.operands[0]];
+  const TensorType &result = program.slots[inst.results[0]];
+  return operand.dtype == DType::F32 && result.dtype == DType::F32 &&
+         result.numElements() == count && operand.numElements() == count &&
+         count > 1;
+}
+
+bool Fuser::isHeadEinsum(const Instruction &inst, int64_t count) const {
+  if (inst.op != OpCode::Einsum || inst.operands.size() != 2 ||
+      inst.results.size() != 1 || inst.text.empty())
+    return false;
+  return program.slots[inst.operands[0]].dtype == DType::F32 &&
+         program.slots[inst.operands[1]].dtype == DType::F32 &&
+         program.slots[inst.results[0]].dtype == DType::F32 &&
+         program.slots[inst.results[0]].numElements() == count;
+}
+
 bool Fuser::broadcastLayout(const Instruction &inst, int64_t count,
                             FusedOperand &layout) const {
   if (inst.op != OpCode::Broadcast || inst.operands.size() != 1 ||
@@ -127,6 +175,51 @@ bool Fuser::broadcastLayout(const Instruction &inst, int64_t count,
   return operand.numElements() >= 1;
 }
 
+bool Fuser::reductionLayout(const Instruction &inst, int64_t count,
+                            FusedReduction &layout) const {
+  if (inst.op != OpCode::Reduce || inst.operands.size() != 1 ||
+      inst.results.size() != 1 || inst.ints.empty())
+    return false;
+  int64_t kind = inst.ints[0];
+  if (kind != static_cast<int64_t>(ReductionCode::Sum) &&
+      kind != static_cast<int64_t>(ReductionCode::Max) &&
+      kind != static_cast<int64_t>(ReductionCode::Min))
+    return false;
+  const TensorType &operand = program.slots[inst.operands[0]];
+  const TensorType &result = program.slots[inst.results[0]];
+  auto rank = static_cast<int64_t>(operand.shape.size());
+  if (operand.dtype != DType::F32 || result.dtype != DType::F32 ||
+      operand.numElements() != count || count < 1)
+    return false;
+  std::vector<bool> reduced(rank, false);
+  for (size_t k = 1; k < inst.ints.size(); ++k) {
+    int64_t dim = inst.ints[k];
+    if (dim < 0 || dim >= rank || reduced[dim])
+      return false;
+    reduced[dim] = true;
+  }
+  // The kept dimensions [first, last) must be one block.
+  int64_t first = 0;
+  while (first < rank && reduced[first])
+    ++first;
+  int64_t last = first;
+  while (last < rank && !reduced[last])
+    ++last;
+  for (int64_t d = last; d < rank; ++d)
+    if (!reduced[d])
+      return false;
+  layout.kind = static_cast<ReductionCode>(kind);
+  layout.size = 1;
+  layout.inner = 1;
+  for (int64_t d = first; d < last; ++d)
+    layout.size *= operand.shape[d];
+  for (int64_t d = last; d < rank; ++d)
+    layout.inner *= operand.shape[d];
+  if (first == last) // Everything reduced: one result element.
+    layout.inner = count;
+  return layout.size >= 1 && result.numElements() == layout.size;
+}
+
 bool Fuser::overlaps(int32_t a, int32_t b) const {
   if (program.slotOffsets.empty())
     return a == b;
@@ -135,38 +228,49 @@ bool Fuser::overlaps(int32_t a, int32_t b) const {
   return aLow < bHigh && bLow < aHigh;
 }
 
-void Fuser::emitRun(size_t begin, size_t end, std::vector<Instruction> &out) {
+bool Fuser::emitRun(size_t begin, size_t end,
+                    const std::vector<size_t> &reductions, int64_t head,
+                    std::vector<Instruction> &out) {
   const std::vector<Instruction> &stream = program.instructions;
-  auto keepAsItWas = [&]() {
-    out.insert(out.end(), stream.begin() + begin, stream.begin() + end);
-  };
   int64_t elementwise = 0;
   for (size_t i = begin; i < end; ++i)
     elementwise += isFusibleOp(stream[i].op);
-  if (elementwise < 2)
-    return keepAsItWas();
+  if (elementwise < (head >= 0 || !reductions.empty() ? 1 : 2))
+    return false;
 
   int64_t count = program.slots[stream[begin].results[0]].numElements();
   FusedProgram fused;
+  fused.count = count;
+  fused.head = head >= 0;
+  int32_t product = fused.head ? stream[head].results[0] : -1;
+  bool productRead = false;
   Instruction inst;
   inst.op = OpCode::Fused;
+  if (fused.head) {
+    inst.text = stream[head].text;
+    inst.operands = stream[head].operands;
+    inst.results.push_back(product);
+  }
   std::vector<Instruction> keptBefore;
   // What each slot written in the run is to the steps.
   std::map<int32_t, FusedRef> refOf;
   std::map<int32_t, int64_t> readsInRun;
   std::map<std::pair<int32_t, std::pair<int64_t, int64_t>>, int64_t> operandOf;
-  auto external = [&](int32_t slot, FusedOperand layout) {
+  auto external = [&](int32_t slot, FusedOperand layout) -> FusedRef {
+    if (slot == product && layout.inner == 1 && layout.size == count) {
+      productRead = true;
+      return {FusedRefKind::Head, 0};
+    }
     auto key = std::make_pair(slot, std::make_pair(layout.inner, layout.size));
     auto it = operandOf.find(key);
     if (it != operandOf.end())
-      return it->second;
+      return {FusedRefKind::Operand, it->second};
     int64_t index = static_cast<int64_t>(fused.operands.size());
     fused.operands.push_back(layout);
     inst.operands.push_back(slot);
     operandOf[key] = index;
-    return index;
+    return {FusedRefKind::Operand, index};
   };
-  std::vector<std::pair<int32_t, int64_t>> stepResults; // (slot, step)
   for (size_t i = begin; i < end; ++i) {
     const Instruction &member = stream[i];
     int32_t slot = member.results[0];
@@ -181,7 +285,18 @@ void Fuser::emitRun(size_t begin, size_t end, std::vector<Instruction> &out) {
       continue;
     }
     if (broadcastLayout(member, count, layout)) {
-      refOf[slot] = {FusedRefKind::Operand, external(member.operands[0], layout)};
+      refOf[slot] = external(member.operands[0], layout);
+      continue;
+    }
+    if (member.op == OpCode::Reshape) { // The same elements, renamed.
+      int32_t operand = member.operands[0];
+      auto it = refOf.find(operand);
+      if (it != refOf.end()) {
+        refOf[slot] = it->second;
+        ++readsInRun[operand];
+      } else {
+        refOf[slot] = external(operand, FusedOperand{1, count});
+      }
       continue;
     }
     FusedStep step{member.op, {}, {}};
@@ -195,17 +310,28 @@ void Fuser::emitRun(size_t begin, size_t end, std::vector<Instruction> &out) {
         continue;
       }
       int64_t size = program.slots[operand].numElements();
-      *refs[k] = {FusedRefKind::Operand,
-                  external(operand, size == count ? FusedOperand{1, count}
-                                                  : FusedOperand{1, 1})};
+      *refs[k] = external(operand, size == count ? FusedOperand{1, count}
+                                                 : FusedOperand{1, 1});
     }
     if (member.operands.size() == 1)
       step.b = step.a;
     int64_t index = static_cast<int64_t>(fused.steps.size());
     fused.steps.push_back(step);
     refOf[slot] = {FusedRefKind::Step, index};
-    stepResults.emplace_back(slot, index);
   }
+  for (size_t at : reductions) {
+    FusedReduction reduction;
+    int32_t operand = stream[at].operands[0];
+    auto it = refOf.find(operand);
+    if (!reductionLayout(stream[at], count, reduction) || it == refOf.end() ||
+        it->second.kind != FusedRefKind::Step)
+      return false;
+    reduction.step = it->second.value;
+    ++readsInRun[operand];
+    fused.reductions.push_back(reduction);
+  }
+  // The product must be read only as the head, by the chain.
+  bool retryWithoutHead = fused.head && !productRead;
   // Values read after the run: results of the fused instruction, or (a
   // constant, a broadcast) instructions of their own before it.
   std::vector<int32_t> written;
@@ -213,11 +339,21 @@ void Fuser::emitRun(size_t begin, size_t end, std::vector<Instruction> &out) {
     const Instruction &member = stream[i];
     int32_t slot = member.results[0];
     bool readAfter = reads[slot] > readsInRun[slot];
-    bool last = i + 1 == end;
+    bool last = i + 1 == end && reductions.empty();
+    if (member.op == OpCode::Reshape && refOf[slot].kind == FusedRefKind::Step) {
+      if (readAfter) { // Written as the step it renames.
+        inst.results.push_back(slot);
+        fused.results.push_back(refOf[slot].value);
+        written.push_back(slot);
+      }
+      continue;
+    }
     if (!isFusibleOp(member.op)) {
       if (readAfter) {
         keptBefore.push_back(member);
         written.push_back(slot);
+        for (int32_t operand : member.operands)
+          retryWithoutHead |= operand == product;
       }
       continue;
     }
@@ -227,34 +363,80 @@ void Fuser::emitRun(size_t begin, size_t end, std::vector<Instruction> &out) {
       written.push_back(slot);
     }
   }
+  for (size_t at : reductions) {
+    inst.results.push_back(stream[at].results[0]);
+    written.push_back(stream[at].results[0]);
+  }
   // Writes against reads: the same bytes exactly (a fused result over a
   // full-size operand) or none.
-  std::set<int32_t> fusedResults(inst.results.begin(), inst.results.end());
+  std::set<int32_t> elementResults(inst.results.begin() + (fused.head ? 1 : 0),
+                                   inst.results.begin() + (fused.head ? 1 : 0) +
+                                       fused.results.size());
+  auto sameBytes = [&](int32_t a, int32_t b) {
+    return (program.slotOffsets.empty() ||
+            program.slotOffsets[a] == program.slotOffsets[b]) &&
+           program.slots[a].bytes() == program.slots[b].bytes();
+  };
+  // Reduction results are written after everything is read: they only
+  // need to stay apart from the other writes.
+  std::set<int32_t> reductionResults;
+  for (size_t at : reductions)
+    reductionResults.insert(stream[at].results[0]);
+  bool safe = true;
+  size_t firstExternal = fused.head ? 2 : 0;
   for (int32_t w : written)
-    for (size_t e = 0; e < inst.operands.size(); ++e) {
+    for (size_t e = firstExternal;
+         !reductionResults.count(w) && e < inst.operands.size(); ++e) {
       int32_t r = inst.operands[e];
-      if (!overlaps(w, r))
-        continue;
-      bool inPlace = fusedResults.count(w) && fused.operands[e].inner == 1 &&
-                     fused.operands[e].size == count &&
-                     (program.slotOffsets.empty() ||
-                      program.slotOffsets[w] == program.slotOffsets[r]) &&
-                     program.slots[w].bytes() == program.slots[r].bytes();
-      if (!inPlace)
-        return keepAsItWas();
+      const FusedOperand &layout = fused.operands[e - firstExternal];
+      if (overlaps(w, r) &&
+          !(elementResults.count(w) && layout.inner == 1 &&
+            layout.size == count && sameBytes(w, r)))
+        safe = false;
     }
   for (size_t a = 0; a < written.size(); ++a)
     for (size_t b = a + 1; b < written.size(); ++b)
-      if (overlaps(written[a], written[b]))
-        return keepAsItWas();
-  if (static_cast<int64_t>(fused.operands.size()) > kMaxFusedOperands ||
-      static_cast<int64_t>(fused.results.size()) > kMaxFusedResults)
-    return keepAsItWas();
+      safe &= !overlaps(written[a], written[b]);
+  if (fused.head) {
+    // The GEMM's operands are read block by block: nothing written may
+    // touch them. The product may share bytes only with an element result,
+    // exactly, and with nothing the chain reads.
+    for (int32_t w : written) {
+      if (reductionResults.count(w))
+        continue;
+      for (size_t e = 0; e < 2; ++e)
+        safe &= !overlaps(w, inst.operands[e]);
+      if (overlaps(w, product) &&
+          !(elementResults.count(w) && sameBytes(w, product)))
+        safe = false;
+    }
+    for (size_t e = 0; e < inst.operands.size(); ++e)
+      safe &= !overlaps(product, inst.operands[e]);
+  }
+  if (static_cast<int64_t>(fused.operands.size()) + (fused.head ? 1 : 0) >
+          kMaxFusedOperands ||
+      static_cast<int64_t>(fused.results.size() + fused.reductions.size()) >
+          kMaxFusedResults)
+    safe = false;
+  if (fused.head && (retryWithoutHead || !safe)) {
+    if (!emitRun(begin, end, reductions, -1, out))
+      return false;
+    ++summary.headsRefused;
+    return true;
+  }
+  if (!safe)
+    return false;
   inst.ints = encodeFused(fused);
+  if (fused.head)
+    out.pop_back(); // The einsum, now the head.
   out.insert(out.end(), keptBefore.begin(), keptBefore.end());
   out.push_back(std::move(inst));
   ++summary.fused;
-  summary.replaced += static_cast<int64_t>(end - begin);
+  summary.replaced += static_cast<int64_t>(end - begin + reductions.size() +
+                                           (fused.head ? 1 : 0));
+  summary.heads += fused.head;
+  summary.reductions += static_cast<int64_t>(fused.reductions.size());
+  return true;
 }
 
 std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
@@ -277,7 +459,8 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
     // The longest run of candidates from i, within the limits of steps and
     // external operands (Fused.h).
     int64_t count = -1;
-    std::set<int32_t> producedInRun, externals;
+    // Values of the run, and those of them that are steps' values.
+    std::set<int32_t> producedInRun, externals, stepValues;
     int64_t steps = 0;
     size_t j = i;
     for (; j < end; ++j) {
@@ -301,6 +484,14 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
         }
       } else if (isSplatConstant(member, n)) {
         candidate = true;
+      } else if (isReshape(member, n) &&
+                 (stepValues.count(member.operands[0]) ||
+                  !producedInRun.count(member.operands[0]))) {
+        candidate = true;
+        if (!producedInRun.count(member.operands[0]))
+          added.insert(member.operands[0]);
+        else
+          stepValues.insert(member.results[0]);
       } else if (broadcastLayout(member, n, layout) &&
                  !producedInRun.count(member.operands[0])) {
         candidate = true;
@@ -312,10 +503,13 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
         break;
       externals = std::move(added);
       steps += isFusibleOp(member.op);
+      if (isFusibleOp(member.op))
+        stepValues.insert(member.results[0]);
       count = n;
       producedInRun.insert(member.results[0]);
     }
     // Constants and broadcasts at the end of a run feed nothing in it.
+    size_t whole = j;
     while (j > i && !isFusibleOp(stream[j - 1].op))
       --j;
     if (j == i) {
@@ -323,7 +517,27 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
       ++i;
       continue;
     }
-    emitRun(i, j, out);
+    // The reductions right after the run of steps it computes.
+    std::vector<size_t> reductions;
+    FusedReduction layout;
+    for (size_t k = j; whole == j && k < end &&
+                       reductionLayout(stream[k], count, layout) &&
+                       stepValues.count(stream[k].operands[0]);
+         ++k)
+      reductions.push_back(k);
+    // The einsum right before it, when its product is read in the run.
+    int64_t head = -1;
+    if (i > begin && !out.empty() && stream[i - 1].op == OpCode::Einsum &&
+        out.back().op == OpCode::Einsum &&
+        out.back().results == stream[i - 1].results &&
+        isHeadEinsum(stream[i - 1], count))
+      head = static_cast<int64_t>(i - 1);
+    if (!reductions.empty() && emitRun(i, j, reductions, head, out)) {
+      i = j + reductions.size();
+      continue;
+    }
+    if (!emitRun(i, j, {}, head, out))
+      out.insert(out.end(), stream.begin() + i, stream.begin() + j);
     i = j;
   }
   return out;

@@ -11,6 +11,7 @@
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/CUDA/CudaBackend.h"
 #include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Program/Fused.h"
 
 #include <cstdio>
 #include <cstring>
@@ -222,6 +223,42 @@ std::vector<Case> cases() {
       {randomArray(DType::Bool, {40}, random),
        randomArray(DType::Bool, {40}, random)},
       {{DType::Bool, {40}}});
+  // Fused chains (Fused.h): steps over a full-size, a broadcast and a
+  // scalar operand and a constant; then with an einsum head, a row sum and
+  // a column max.
+  FusedProgram chain;
+  chain.operands = {{1, 600}, {5, 12}, {1, 1}};
+  chain.steps = {{OpCode::Mul, {FusedRefKind::Operand, 0},
+                  {FusedRefKind::Operand, 1}},
+                 {OpCode::Tanh, {FusedRefKind::Step, 0},
+                  {FusedRefKind::Step, 0}},
+                 {OpCode::Add, {FusedRefKind::Step, 1},
+                  {FusedRefKind::Operand, 2}}};
+  chain.results = {2, 0};
+  add("fused chain f32", OpCode::Fused,
+      {randomArray(DType::F32, {10, 12, 5}, random),
+       randomArray(DType::F32, {12}, random),
+       randomArray(DType::F32, {}, random)},
+      {{DType::F32, {10, 12, 5}}, {DType::F32, {10, 12, 5}}},
+      encodeFused(chain));
+  FusedProgram epilogue;
+  epilogue.count = 33 * 17;
+  epilogue.head = true;
+  epilogue.operands = {{1, 17}};
+  epilogue.steps = {{OpCode::Add, {FusedRefKind::Head, 0},
+                     {FusedRefKind::Operand, 0}},
+                    {OpCode::Tanh, {FusedRefKind::Step, 0},
+                     {FusedRefKind::Step, 0}}};
+  epilogue.results = {1};
+  epilogue.reductions = {{ReductionCode::Sum, 1, 17, 33},
+                         {ReductionCode::Max, 0, 1, 17}};
+  add("fused einsum head and reductions f32", OpCode::Fused,
+      {randomArray(DType::F32, {33, 65}, random),
+       randomArray(DType::F32, {65, 17}, random),
+       randomArray(DType::F32, {17}, random)},
+      {{DType::F32, {33, 17}}, {DType::F32, {33, 17}}, {DType::F32, {33}},
+       {DType::F32, {17}}},
+      encodeFused(epilogue), "mk,kn->mn");
   return all;
 }
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Runtime/Program/ExecutableFile.h"
+#include "partita/Runtime/Program/Fused.h"
 
 #include <catch2/catch.hpp>
 
@@ -305,6 +306,50 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     CHECK(result.status().message().find(
               "the buffer plan puts slots 1 and 2 on the same bytes while "
               "both are alive") != std::string::npos);
+  }
+  SECTION("a fused instruction's head, results and reductions") {
+    // r = tanh(a @ w) and s = sum(r), fused with the einsum as the head
+    // (its product p is result 0) and the sum as a reduction.
+    Executable program;
+    program.slots.assign(4, {DType::F32, {4, 4}});
+    program.slots.push_back({DType::F32, {}});
+    program.inputs = {{0, {4, 4}, Sharding::replicated(2), "a"},
+                      {1, {4, 4}, Sharding::replicated(2), "w"}};
+    program.outputs = {{3, {4, 4}, Sharding::replicated(2), "r"},
+                       {4, {}, Sharding::replicated(0), "s"}};
+    FusedProgram fused;
+    fused.count = 16;
+    fused.head = true;
+    fused.steps = {{OpCode::Tanh,
+                    {FusedRefKind::Head, 0},
+                    {FusedRefKind::Head, 0}}};
+    fused.results = {0};
+    fused.reductions = {{ReductionCode::Sum, 0, 16, 1}};
+    program.instructions = {
+        {OpCode::Fused, {0, 1}, {2, 3, 4}, encodeFused(fused), "ij,jk->ik"}};
+    program.slotOffsets = {0, 64, 128, 192, 256};
+    program.arenaBytes = 320;
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    // r in place of the product, which dies there: allowed.
+    program.slotOffsets[3] = 128;
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    // s, written last, on bytes of a, which dies there: allowed.
+    program.slotOffsets[4] = 4;
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    auto refused = [&](const std::string &slots) {
+      Expected<Executable> result =
+          deserializeExecutable(serializeExecutable(program), "f");
+      REQUIRE_FALSE(result.ok());
+      CHECK(result.status().message().find("puts slots " + slots +
+                                           " on the same bytes") !=
+            std::string::npos);
+    };
+    // r on w's bytes: the head's operand, read by every block: refused.
+    program.slotOffsets = {0, 64, 128, 64, 256};
+    refused("1 and 3");
+    // s on r's bytes (both alive after it): refused.
+    program.slotOffsets = {0, 64, 128, 192, 196};
+    refused("3 and 4");
   }
   SECTION("a loop body's slot on the bytes of a value every iteration reads") {
     // o = -a; loop 2 times { x = c + o; y = exp(x); yield y }: o is read by

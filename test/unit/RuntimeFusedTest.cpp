@@ -2,8 +2,9 @@
 //
 // The CPU kernel of fused chains against the same chain computed element by
 // element with the op-at-a-time math (bit for bit), across tile boundaries
-// and with broadcast, scalar and constant references; and the checks that
-// refuse malformed fused instructions.
+// and with broadcast, scalar and constant references; a head einsum and
+// reductions against the unfused kernels (bit for bit, across the head's
+// blocks); and the checks that refuse malformed fused instructions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@ namespace {
 
 FusedRef operand(int64_t index) { return {FusedRefKind::Operand, index}; }
 FusedRef step(int64_t index) { return {FusedRefKind::Step, index}; }
+FusedRef head() { return {FusedRefKind::Head, 0}; }
 FusedRef constant(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
@@ -137,6 +139,8 @@ TEST_CASE("fused kernel: malformed programs are errors", "[fused]") {
   ints = good();
   ints.push_back(0);
   fails(ints, "trailing");
+  ints.back() = 1; // one reduction, but nothing after
+  fails(ints, "without an element count");
   ints = good();
   ints[4] = static_cast<int64_t>(OpCode::Einsum); // the step's op
   fails(ints, "not a fusible op");
@@ -154,4 +158,171 @@ TEST_CASE("fused kernel: malformed programs are errors", "[fused]") {
   ints = good();
   ints[ints.size() - 1] = 4; // result names step 4 of 1
   fails(ints, "names no step");
+}
+
+namespace {
+
+/// Runs one unfused instruction, requiring success.
+void runOne(OpCode op, std::vector<int64_t> ints, std::string text,
+            std::vector<TensorType> operandTypes,
+            std::vector<const void *> operands,
+            std::vector<TensorType> resultTypes, std::vector<void *> results) {
+  Instruction inst;
+  inst.op = op;
+  inst.ints = std::move(ints);
+  inst.text = std::move(text);
+  Status status = cpu::runKernel(inst, operandTypes, operands, resultTypes,
+                                 results, nullptr);
+  INFO(status.message());
+  REQUIRE(status.ok());
+}
+
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+} // namespace
+
+TEST_CASE("fused kernel: a head einsum and reductions, bit for bit",
+          "[fused]") {
+  // tanh(x @ w + bias) with its row sums and column maxima. 600 rows of
+  // 500: the head's product comes in blocks of 525 and 75 rows (Einsum.cpp).
+  int64_t m = 600, k = 64, n = 500;
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  std::vector<float> x(m * k), w(k * n), bias(n);
+  for (std::vector<float> *values : {&x, &w, &bias})
+    for (float &v : *values)
+      v = uniform(random);
+  for (auto gemm : {cpu::GemmImplementation::Default,
+                    cpu::GemmImplementation::Builtin}) {
+    cpu::setGemmImplementation(gemm);
+    // Unfused: einsum, broadcast, add, tanh, reduce sum [1], reduce max [0].
+    std::vector<float> product(m * n), wide(m * n), sum(m * n), act(m * n),
+        rowSums(m), colMax(n);
+    runOne(OpCode::Einsum, {}, "mk,kn->mn", {f32({m, k}), f32({k, n})},
+           {x.data(), w.data()}, {f32({m, n})}, {product.data()});
+    runOne(OpCode::Broadcast, {1}, "", {f32({n})}, {bias.data()},
+           {f32({m, n})}, {wide.data()});
+    runOne(OpCode::Add, {}, "", {f32({m, n}), f32({m, n})},
+           {product.data(), wide.data()}, {f32({m, n})}, {sum.data()});
+    runOne(OpCode::Tanh, {}, "", {f32({m, n})}, {sum.data()}, {f32({m, n})},
+           {act.data()});
+    runOne(OpCode::Reduce, {static_cast<int64_t>(ReductionCode::Sum), 1}, "",
+           {f32({m, n})}, {act.data()}, {f32({m})}, {rowSums.data()});
+    runOne(OpCode::Reduce, {static_cast<int64_t>(ReductionCode::Max), 0}, "",
+           {f32({m, n})}, {sum.data()}, {f32({n})}, {colMax.data()});
+
+    FusedProgram program;
+    program.count = m * n;
+    program.head = true;
+    program.operands = {{1, n}};
+    program.steps = {{OpCode::Add, head(), operand(0)},
+                     {OpCode::Tanh, step(0), step(0)}};
+    program.results = {1};
+    program.reductions = {{ReductionCode::Sum, 1, n, m},
+                          {ReductionCode::Max, 0, 1, n}};
+    Instruction inst;
+    inst.op = OpCode::Fused;
+    inst.text = "mk,kn->mn";
+    inst.ints = encodeFused(program);
+    std::vector<float> fusedProduct(m * n), fusedAct(m * n), fusedSums(m),
+        fusedMax(n);
+    runOne(OpCode::Fused, inst.ints, inst.text,
+           {f32({m, k}), f32({k, n}), f32({n})},
+           {x.data(), w.data(), bias.data()},
+           {f32({m, n}), f32({m, n}), f32({m}), f32({n})},
+           {fusedProduct.data(), fusedAct.data(), fusedSums.data(),
+            fusedMax.data()});
+    CHECK(sameBits(fusedProduct, product));
+    CHECK(sameBits(fusedAct, act));
+    CHECK(sameBits(fusedSums, rowSums));
+    CHECK(sameBits(fusedMax, colMax));
+
+    // The chain's result in place of the head's product.
+    std::vector<float> shared(m * n), sharedSums(m), sharedMax(n);
+    runOne(OpCode::Fused, inst.ints, inst.text,
+           {f32({m, k}), f32({k, n}), f32({n})},
+           {x.data(), w.data(), bias.data()},
+           {f32({m, n}), f32({m, n}), f32({m}), f32({n})},
+           {shared.data(), shared.data(), sharedSums.data(),
+            sharedMax.data()});
+    CHECK(sameBits(shared, act));
+    CHECK(sameBits(sharedSums, rowSums));
+  }
+  cpu::setGemmImplementation(cpu::GemmImplementation::Default);
+}
+
+TEST_CASE("fused kernel: a reduction's result over the bytes it reads",
+          "[fused]") {
+  // sum(exp(x)) over everything, written where x was: reductions are
+  // written after every read.
+  std::vector<float> x = {0.5f, -1, 2, 0.25f, 3, -2};
+  float expected = 0;
+  for (float v : x)
+    expected += std::exp(v);
+  FusedProgram program;
+  program.count = 6;
+  program.operands = {{1, 6}};
+  program.steps = {{OpCode::Exp, operand(0), operand(0)}};
+  program.reductions = {{ReductionCode::Sum, 0, 6, 1}};
+  Instruction inst;
+  inst.op = OpCode::Fused;
+  inst.ints = encodeFused(program);
+  runOne(OpCode::Fused, inst.ints, "", {f32({6})}, {x.data()}, {f32({})},
+         {x.data()});
+  CHECK(x[0] == Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("fused kernel: malformed heads and reductions are errors",
+          "[fused]") {
+  std::vector<float> buffer(64, 1.0f), out(64);
+  auto run = [&](const FusedProgram &program, const std::string &text,
+                 std::vector<TensorType> operands,
+                 std::vector<TensorType> results) {
+    Instruction inst;
+    inst.op = OpCode::Fused;
+    inst.text = text;
+    inst.ints = encodeFused(program);
+    std::vector<const void *> in(operands.size(), buffer.data());
+    std::vector<void *> res(results.size(), out.data());
+    return cpu::runKernel(inst, operands, in, results, res, nullptr);
+  };
+  auto fails = [&](const FusedProgram &program, const std::string &text,
+                   std::vector<TensorType> operands,
+                   std::vector<TensorType> results, const std::string &why) {
+    Status status = run(program, text, operands, results);
+    INFO(status.message());
+    CHECK(!status.ok());
+    CHECK(status.message().find(why) != std::string::npos);
+  };
+  FusedProgram reading;
+  reading.operands = {{1, 8}};
+  reading.steps = {{OpCode::Add, head(), operand(0)}};
+  reading.results = {0};
+  // The head's product without a head.
+  fails(reading, "", {f32({8})}, {f32({8})}, "missing head");
+  // A head: two operands, a product, f32 operands.
+  REQUIRE(run(reading, "ik,k->i", {f32({8, 2}), f32({2}), f32({8})},
+              {f32({8}), f32({8})})
+              .ok());
+  fails(reading, "ik,k->i", {f32({8, 2})}, {f32({8}), f32({8})},
+        "needs two operands");
+  fails(reading, "ik,k->i", {{DType::F64, {8, 2}}, f32({2}), f32({8})},
+        {f32({8}), f32({8})}, "head's operands must be f32");
+  FusedProgram reducing;
+  reducing.count = 8;
+  reducing.operands = {{1, 8}};
+  reducing.steps = {{OpCode::Neg, operand(0), operand(0)}};
+  reducing.reductions = {{ReductionCode::Sum, 0, 4, 2}};
+  REQUIRE(run(reducing, "", {f32({8})}, {f32({2})}).ok());
+  fails(reducing, "", {f32({8})}, {f32({3})}, "does not fit");
+  fails(reducing, "", {f32({8})}, {f32({2}), f32({2})}, "result count");
+  reducing.reductions[0].kind = ReductionCode::And;
+  fails(reducing, "", {f32({8})}, {f32({2})}, "not a sum, max or min");
+  reducing.reductions[0] = {ReductionCode::Max, 3, 4, 2};
+  fails(reducing, "", {f32({8})}, {f32({2})}, "names no step");
+  reducing.reductions[0] = {ReductionCode::Max, 0, 3, 2};
+  fails(reducing, "", {f32({8})}, {f32({2})}, "does not fit");
 }

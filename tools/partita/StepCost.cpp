@@ -80,11 +80,20 @@ void walk(const Executable &program, size_t begin, size_t end, double times,
     }
     if (opFamily(inst.op) == OpFamily::Copy || inst.op == OpCode::Constant)
       continue;
+    // A fused instruction's head is an einsum: its flops count as one's,
+    // its operands and product not as elements (the einsum's cost covers
+    // them).
+    bool head = inst.op == OpCode::Fused && !inst.text.empty();
+    if (head) {
+      profile.einsumFlops += times * einsumFlops(program, inst);
+    }
     double elements = 0;
-    for (int32_t slot : inst.operands)
-      elements += static_cast<double>(program.slots[slot].numElements());
-    for (int32_t slot : inst.results)
-      elements += static_cast<double>(program.slots[slot].numElements());
+    for (size_t k = head ? 2 : 0; k < inst.operands.size(); ++k)
+      elements +=
+          static_cast<double>(program.slots[inst.operands[k]].numElements());
+    for (size_t k = head ? 1 : 0; k < inst.results.size(); ++k)
+      elements +=
+          static_cast<double>(program.slots[inst.results[k]].numElements());
     profile.elements += times * elements;
   }
 }

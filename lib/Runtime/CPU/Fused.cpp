@@ -2,12 +2,16 @@
 //
 // A fused instruction (Fused.h) runs tile by tile: every step of the chain
 // over one tile of kTile elements into a small buffer that stays in the
-// cache, then the results' tiles to memory. Each step is a plain loop over
-// the tile with the same math as the op-at-a-time kernels
-// (ElementwiseMath.h), so the results are the same bits. Every operand of a
-// tile is read before any result of that tile is written: a result may
+// cache, then the results' tiles to memory and the reduced steps' tiles
+// into their accumulators. Each step is a plain loop over the tile with the
+// same math as the op-at-a-time kernels (ElementwiseMath.h), and reductions
+// combine in element order, so the results are the same bits. Every operand
+// of a tile is read before any result of that tile is written: a result may
 // share its bytes with a full-size operand (the buffer plan's in-place
-// updates), never partly (the compiler checks, lib/Codegen/Fusion.cpp).
+// updates) or the head's product, never partly (the compiler checks,
+// lib/Codegen/Fusion.cpp). With a head, the einsum hands its product over
+// block by block (Einsum.cpp) and the chain runs on each block; reductions'
+// results are written once every block is done.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +22,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace partita {
 namespace cpu {
@@ -53,19 +58,73 @@ bool runStep(OpCode op, const float *__restrict a, const float *__restrict b,
              out[j] = fn(a[j], b[j]);
          });
 }
-} // namespace
 
-Status runFused(const KernelContext &ctx) {
-  Expected<FusedProgram> decoded = decodeFused(
-      ctx.call.inst, ctx.call.operandTypes, ctx.call.resultTypes);
-  if (!decoded)
-    return Status::error(decoded.status().message());
-  const FusedProgram &program = *decoded;
-  int64_t count = ctx.resultType(0).numElements();
+/// Combines values[0, n), elements [begin, begin + n) of the chain, into
+/// the reduction's result in element order: element i into
+/// acc[(i / inner) % size].
+template <typename Combine>
+void reduceTile(const FusedReduction &reduction, const float *values,
+                int64_t begin, int64_t n, float *acc, Combine combine) {
+  int64_t index = (begin / reduction.inner) % reduction.size;
+  if (reduction.inner == 1) { // Consecutive elements, consecutive sums.
+    for (int64_t j = 0; j < n;) {
+      int64_t run = std::min(n - j, reduction.size - index);
+      for (int64_t t = 0; t < run; ++t)
+        acc[index + t] = combine(acc[index + t], values[j + t]);
+      j += run;
+      index = 0;
+    }
+    return;
+  }
+  int64_t within = begin % reduction.inner;
+  for (int64_t j = 0; j < n;) {
+    int64_t run = std::min(n - j, reduction.inner - within);
+    float partial = acc[index];
+    for (int64_t t = 0; t < run; ++t)
+      partial = combine(partial, values[j + t]);
+    acc[index] = partial;
+    j += run;
+    within = 0;
+    if (++index == reduction.size)
+      index = 0;
+  }
+}
+
+/// One fused instruction's evaluation: its tiles, and the chain run over
+/// ranges of elements in order (the whole chain at once, or each block of
+/// the head's product as the GEMM completes it).
+class FusedRun {
+public:
+  FusedRun(const KernelContext &ctx, const FusedProgram &program)
+      : ctx(ctx), program(program) {}
+
+  void prepare();
+  Status run(int64_t begin, int64_t end);
+  /// Writes the reductions' results (last: they may take the bytes of
+  /// anything the chain reads).
+  void finish();
+
+private:
+  const KernelContext &ctx;
+  const FusedProgram &program;
+  std::vector<int64_t> constantTile;
+  std::vector<bool> uniform;
+  std::vector<const float *> operandAt;
+  /// Each reduction's accumulators, from reductionAt[q].
+  std::vector<size_t> reductionAt;
+  float *accumulators = nullptr;
+  float *stepTiles = nullptr, *operandTiles = nullptr,
+        *constantTiles = nullptr;
+  /// Whether a tile has been computed (uniform steps are computed on the
+  /// first only).
+  bool started = false;
+};
+
+void FusedRun::prepare() {
   size_t steps = program.steps.size();
   // Tiles: one per step, one per operand that is not read in place, one
   // per constant reference; one scratch buffer per device thread, reused.
-  std::vector<int64_t> constantTile(2 * steps, -1);
+  constantTile.assign(2 * steps, -1);
   int64_t constants = 0;
   for (size_t s = 0; s < steps; ++s) {
     if (program.steps[s].a.kind == FusedRefKind::Constant)
@@ -77,9 +136,9 @@ Status runFused(const KernelContext &ctx) {
   size_t tiles = steps + program.operands.size() + constants;
   if (scratch.size() < tiles * kTile)
     scratch.resize(tiles * kTile);
-  float *stepTiles = scratch.data();
-  float *operandTiles = stepTiles + steps * kTile;
-  float *constantTiles = operandTiles + program.operands.size() * kTile;
+  stepTiles = scratch.data();
+  operandTiles = stepTiles + steps * kTile;
+  constantTiles = operandTiles + program.operands.size() * kTile;
   for (size_t s = 0; s < steps; ++s) {
     const FusedRef *refs[2] = {&program.steps[s].a, &program.steps[s].b};
     for (int k = 0; k < 2; ++k)
@@ -90,7 +149,7 @@ Status runFused(const KernelContext &ctx) {
   // A step whose inputs are the same for every element (constants, scalar
   // operands, such steps) is computed on the first tile only: its tile is
   // the same for every other.
-  std::vector<bool> uniform(steps, false);
+  uniform.assign(steps, false);
   auto uniformRef = [&](const FusedRef &ref) {
     switch (ref.kind) {
     case FusedRefKind::Constant:
@@ -99,26 +158,63 @@ Status runFused(const KernelContext &ctx) {
       return program.operands[ref.value].size == 1;
     case FusedRefKind::Step:
       return static_cast<bool>(uniform[ref.value]);
+    case FusedRefKind::Head:
+      return false;
     }
     return false;
   };
   for (size_t s = 0; s < steps; ++s)
     uniform[s] = uniformRef(program.steps[s].a) &&
                  uniformRef(program.steps[s].b);
+  operandAt.assign(program.operands.size(), nullptr);
+  // Reductions accumulate apart, from the kind's identity.
+  thread_local std::vector<float> reduced;
+  reductionAt.clear();
+  size_t total = 0;
+  for (const FusedReduction &reduction : program.reductions) {
+    reductionAt.push_back(total);
+    total += static_cast<size_t>(reduction.size);
+  }
+  if (reduced.size() < total)
+    reduced.resize(total);
+  accumulators = reduced.data();
+  for (size_t q = 0; q < program.reductions.size(); ++q) {
+    float identity = 0;
+    if (program.reductions[q].kind == ReductionCode::Max)
+      identity = -std::numeric_limits<float>::infinity();
+    else if (program.reductions[q].kind == ReductionCode::Min)
+      identity = std::numeric_limits<float>::infinity();
+    std::fill_n(accumulators + reductionAt[q], program.reductions[q].size,
+                identity);
+  }
+}
+
+void FusedRun::finish() {
+  for (size_t q = 0; q < program.reductions.size(); ++q)
+    std::memcpy(ctx.result<float>(program.firstReductionResult() + q),
+                accumulators + reductionAt[q],
+                static_cast<size_t>(program.reductions[q].size) *
+                    sizeof(float));
+}
+
+Status FusedRun::run(int64_t rangeBegin, int64_t rangeEnd) {
+  size_t steps = program.steps.size();
+  size_t external = program.firstExternal();
+  const float *product =
+      program.head ? ctx.result<float>(0) : nullptr;
   auto fullSize = [&](size_t e) {
     return program.operands[e].inner == 1 &&
-           program.operands[e].size == count;
+           program.operands[e].size == program.count;
   };
-  std::vector<const float *> operandAt(program.operands.size());
-  for (int64_t begin = 0; begin < count; begin += kTile) {
-    int64_t n = std::min(kTile, count - begin);
+  for (int64_t begin = rangeBegin; begin < rangeEnd; begin += kTile) {
+    int64_t n = std::min(kTile, rangeEnd - begin);
     for (size_t e = 0; e < program.operands.size(); ++e) {
-      const float *data = ctx.operand<float>(e);
+      const float *data = ctx.operand<float>(external + e);
       if (fullSize(e)) {
         operandAt[e] = data + begin;
         continue;
       }
-      if (begin > 0 && program.operands[e].size == 1)
+      if (started && program.operands[e].size == 1)
         continue; // Its tile holds the one value already.
       // Element i reads data[(i / inner) % size], walked without a
       // division per element.
@@ -137,7 +233,7 @@ Status runFused(const KernelContext &ctx) {
       operandAt[e] = tile;
     }
     for (size_t s = 0; s < steps; ++s) {
-      if (begin > 0 && uniform[s])
+      if (started && uniform[s])
         continue;
       const FusedStep &step = program.steps[s];
       auto pointer = [&](const FusedRef &ref, int k) -> const float * {
@@ -146,6 +242,8 @@ Status runFused(const KernelContext &ctx) {
           return operandAt[ref.value];
         case FusedRefKind::Step:
           return stepTiles + ref.value * kTile;
+        case FusedRefKind::Head:
+          return product + begin;
         case FusedRefKind::Constant:
           break;
         }
@@ -157,11 +255,69 @@ Status runFused(const KernelContext &ctx) {
       if (!runStep(step.op, a, b, out, n))
         return ctx.error("step " + std::to_string(s) + " is not fusible");
     }
+    started = true;
+    for (size_t q = 0; q < program.reductions.size(); ++q) {
+      const FusedReduction &reduction = program.reductions[q];
+      const float *values = stepTiles + reduction.step * kTile;
+      float *acc = accumulators + reductionAt[q];
+      switch (reduction.kind) {
+      case ReductionCode::Max:
+        reduceTile(reduction, values, begin, n, acc,
+                   [](float a, float b) { return nanAwareMax(a, b); });
+        break;
+      case ReductionCode::Min:
+        reduceTile(reduction, values, begin, n, acc,
+                   [](float a, float b) { return nanAwareMin(a, b); });
+        break;
+      default:
+        reduceTile(reduction, values, begin, n, acc,
+                   [](float a, float b) { return a + b; });
+        break;
+      }
+    }
+    size_t first = program.firstElementResult();
     for (size_t r = 0; r < program.results.size(); ++r)
-      std::memcpy(ctx.result<float>(r) + begin,
+      std::memcpy(ctx.result<float>(first + r) + begin,
                   stepTiles + program.results[r] * kTile,
                   static_cast<size_t>(n) * sizeof(float));
   }
+  return Status::success();
+}
+
+} // namespace
+
+Status runFused(const KernelContext &ctx) {
+  Expected<FusedProgram> decoded = decodeFused(
+      ctx.call.inst, ctx.call.operandTypes, ctx.call.resultTypes);
+  if (!decoded)
+    return Status::error(decoded.status().message());
+  const FusedProgram &program = *decoded;
+  FusedRun fused(ctx, program);
+  fused.prepare();
+  if (!program.head) {
+    if (Status status = fused.run(0, program.count); !status)
+      return status;
+    fused.finish();
+    return Status::success();
+  }
+  // The head: the einsum of the first two operands into result 0, the
+  // chain run on each block of it as it completes.
+  Instruction einsum;
+  einsum.op = OpCode::Einsum;
+  einsum.text = ctx.call.inst.text;
+  std::vector<TensorType> operandTypes(ctx.call.operandTypes.begin(),
+                                       ctx.call.operandTypes.begin() + 2);
+  std::vector<const void *> operands(ctx.call.operands.begin(),
+                                     ctx.call.operands.begin() + 2);
+  std::vector<TensorType> resultTypes{ctx.call.resultTypes[0]};
+  std::vector<void *> results{ctx.call.results[0]};
+  KernelCall call{einsum, operandTypes, operands, resultTypes, results};
+  ProductEpilogue epilogue = [&](int64_t begin, int64_t end) {
+    return fused.run(begin, end);
+  };
+  if (Status status = runEinsum(KernelContext{call}, &epilogue); !status)
+    return status;
+  fused.finish();
   return Status::success();
 }
 

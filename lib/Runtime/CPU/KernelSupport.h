@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -87,6 +88,19 @@ template <typename T> T wrappingAdd(T a, T b) {
                           static_cast<WrapType<T>>(b));
   else
     return a + b;
+}
+
+/// The larger / smaller of a and b; a NaN (the first one) wins (reduce's
+/// max and min, fused or not).
+template <typename T> T nanAwareMax(T a, T b) {
+  if (a != a || b != b)
+    return a != a ? a : b;
+  return a > b ? a : b;
+}
+template <typename T> T nanAwareMin(T a, T b) {
+  if (a != a || b != b)
+    return a != a ? a : b;
+  return a < b ? a : b;
 }
 
 /// a * b, wrapping for integers (no undefined overflow), plain otherwise.
@@ -188,7 +202,14 @@ Status runConcatenate(const KernelContext &ctx);
 Status runPad(const KernelContext &ctx);
 Status runGather(const KernelContext &ctx);
 Status runScatterAdd(const KernelContext &ctx);
-Status runEinsum(const KernelContext &ctx);
+/// Called with each range [begin, end) of an einsum's product (result 0)
+/// once it is complete, in order, covering the whole product.
+using ProductEpilogue = std::function<Status(int64_t begin, int64_t end)>;
+/// An einsum; with `epilogue`, a two-operand f32 product laid out as the
+/// result is computed in blocks of rows, each handed to it as it completes
+/// (a fused instruction's head, Fused.cpp).
+Status runEinsum(const KernelContext &ctx,
+                 const ProductEpilogue *epilogue = nullptr);
 
 /// Integer GEMM with the contract of gemmF32 (built-in kernel, wrapping).
 void gemmI64(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,

@@ -38,16 +38,6 @@ AxisSplit splitAround(const std::vector<int64_t> &shape, int64_t dim) {
 template <typename C>
 using SlotOf = std::conditional_t<std::is_same<C, bool>::value, uint8_t, C>;
 
-template <typename T> T nanAwareMax(T a, T b) {
-  if (a != a || b != b)
-    return a != a ? a : b;
-  return a > b ? a : b;
-}
-template <typename T> T nanAwareMin(T a, T b) {
-  if (a != a || b != b)
-    return a != a ? a : b;
-  return a < b ? a : b;
-}
 
 /// Reduces `in` (shape `shape`) into `acc` with `combine`; `outStrides` maps
 /// an operand dimension to its result stride (0 for reduced dimensions).

@@ -175,39 +175,97 @@ Status runCudaElementwise(const CudaOp &op) {
   });
 }
 
+/// A fused chain: the head's einsum first (cuBLAS), then one kernel for
+/// the chain, which also writes every reduced step to scratch memory, then
+/// one reduction per reduced step (Fused.h).
 Status runCudaFused(const CudaOp &op) {
   Expected<FusedProgram> decoded =
       decodeFused(op.inst, op.operandTypes, op.resultTypes);
   if (!decoded)
     return op.fail(decoded.status().message());
+  const FusedProgram &program = *decoded;
+  if (program.head) {
+    Instruction einsum;
+    einsum.op = OpCode::Einsum;
+    einsum.text = op.inst.text;
+    std::vector<TensorType> types(op.operandTypes.begin(),
+                                  op.operandTypes.begin() + 2);
+    std::vector<const void *> operands(op.operands.begin(),
+                                       op.operands.begin() + 2);
+    if (Status status = cudaEinsum(op.ctx, einsum, types, operands,
+                                   op.resultTypes[0], op.results[0]);
+        !status)
+      return status;
+  }
   FusedKernelProgram p{};
-  p.steps = static_cast<int32_t>(decoded->steps.size());
-  p.operands = static_cast<int32_t>(decoded->operands.size());
-  p.results = static_cast<int32_t>(decoded->results.size());
-  for (size_t s = 0; s < decoded->steps.size(); ++s) {
-    const FusedStep &step = decoded->steps[s];
+  p.steps = static_cast<int32_t>(program.steps.size());
+  size_t externals = program.operands.size();
+  p.operands = static_cast<int32_t>(externals + (program.head ? 1 : 0));
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const FusedStep &step = program.steps[s];
     p.step[s].op = static_cast<int32_t>(step.op);
     const FusedRef *refs[2] = {&step.a, &step.b};
     for (int k = 0; k < 2; ++k) {
-      p.step[s].kind[k] = static_cast<int32_t>(refs[k]->kind);
+      // The head's product is the operand after the external ones.
+      bool head = refs[k]->kind == FusedRefKind::Head;
       bool constant = refs[k]->kind == FusedRefKind::Constant;
-      p.step[s].index[k] = constant ? 0 : static_cast<int32_t>(refs[k]->value);
+      p.step[s].kind[k] = static_cast<int32_t>(
+          head ? FusedRefKind::Operand : refs[k]->kind);
+      p.step[s].index[k] =
+          constant ? 0
+                   : static_cast<int32_t>(head ? externals : refs[k]->value);
       p.step[s].constant[k] = constant ? fusedConstant(*refs[k]) : 0.0f;
     }
   }
-  for (size_t e = 0; e < decoded->operands.size(); ++e) {
-    p.operand[e] = static_cast<const float *>(op.operands[e]);
-    p.inner[e] = decoded->operands[e].inner;
-    p.size[e] = decoded->operands[e].size;
+  for (size_t e = 0; e < externals; ++e) {
+    p.operand[e] = static_cast<const float *>(
+        op.operands[program.firstExternal() + e]);
+    p.inner[e] = program.operands[e].inner;
+    p.size[e] = program.operands[e].size;
   }
-  for (size_t r = 0; r < decoded->results.size(); ++r) {
-    p.result[r] = static_cast<float *>(op.results[r]);
-    p.resultStep[r] = static_cast<int32_t>(decoded->results[r]);
+  if (program.head) {
+    p.operand[externals] = static_cast<const float *>(op.results[0]);
+    p.inner[externals] = 1;
+    p.size[externals] = program.count;
   }
-  if (op.count > 0)
-    fusedKernel<<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
-        p, op.count);
-  return launched(op.name.c_str());
+  size_t results = program.results.size();
+  for (size_t r = 0; r < results; ++r) {
+    p.result[r] =
+        static_cast<float *>(op.results[program.firstElementResult() + r]);
+    p.resultStep[r] = static_cast<int32_t>(program.results[r]);
+  }
+  std::vector<float *> reduced;
+  for (size_t q = 0; q < program.reductions.size(); ++q) {
+    auto *values = static_cast<float *>(op.ctx.scratch(
+        op.ctx.backend, std::max<int64_t>(program.count, 1) * sizeof(float)));
+    if (!values)
+      return op.fail("no device memory for a fused reduction");
+    p.result[results + q] = values;
+    p.resultStep[results + q] =
+        static_cast<int32_t>(program.reductions[q].step);
+    reduced.push_back(values);
+  }
+  p.results = static_cast<int32_t>(results + reduced.size());
+  if (program.count > 0)
+    fusedKernel<<<blocksFor(program.count), threadsPerBlock, 0,
+                  op.ctx.stream>>>(p, program.count);
+  if (Status status = launched(op.name.c_str()); !status)
+    return status;
+  // Reduction q: its values seen as [N / (inner * size), size, inner],
+  // reduced over the first and last dimensions.
+  for (size_t q = 0; q < reduced.size(); ++q) {
+    const FusedReduction &reduction = program.reductions[q];
+    std::vector<int64_t> shape{
+        program.count / (reduction.inner * reduction.size), reduction.size,
+        reduction.inner};
+    if (Status status = cudaReduce(
+            op.ctx, static_cast<int>(reduction.kind), DType::F32, shape,
+            {0, 2}, reduced[q],
+            op.results[program.firstReductionResult() + q], reduction.size);
+        !status)
+      return status;
+  }
+  return Status::success();
 }
 
 } // namespace partita

@@ -588,19 +588,9 @@ Status runReduce(const CudaOp &op) {
   if (inst.ints.empty())
     return op.fail("bad attributes");
   std::vector<int64_t> dims(inst.ints.begin() + 1, inst.ints.end());
-  StridedView kept, reduced;
-  if (!device::reductionViews(op.operandTypes[0].shape, dims, kept, reduced))
-    return op.fail("bad dims");
-  return withDType(op.out.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    if (op.count > 0)
-      reduceKernel<T>
-          <<<blocksFor(op.count), threadsPerBlock, 0, op.ctx.stream>>>(
-              static_cast<const typename T::Storage *>(op.operands[0]),
-              static_cast<typename T::Storage *>(op.results[0]), kept, reduced,
-              static_cast<int>(inst.ints[0]), op.count);
-    return launched("reduce");
-  });
+  return cudaReduce(op.ctx, static_cast<int>(inst.ints[0]), op.out.dtype,
+                    op.operandTypes[0].shape, dims, op.operands[0],
+                    op.results[0], op.count);
 }
 
 Status runCumsum(const CudaOp &op) {
@@ -771,6 +761,24 @@ Status runDedicated(const CudaOp &op) {
 }
 
 } // namespace
+
+Status cudaReduce(const CudaContext &ctx, int kind, DType dtype,
+                  const std::vector<int64_t> &shape,
+                  const std::vector<int64_t> &dims, const void *operand,
+                  void *result, int64_t count) {
+  StridedView kept, reduced;
+  if (!device::reductionViews(shape, dims, kept, reduced))
+    return Status::error("reduce on CUDA: bad dims");
+  return withDType(dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if (count > 0)
+      reduceKernel<T><<<blocksFor(count), threadsPerBlock, 0, ctx.stream>>>(
+          static_cast<const typename T::Storage *>(operand),
+          static_cast<typename T::Storage *>(result), kept, reduced, kind,
+          count);
+    return launched("reduce");
+  });
+}
 
 /// Runs one tensor instruction on device buffers (CudaBackend.cu).
 Status runCudaKernel(const CudaContext &ctx, const Instruction &inst,

@@ -63,6 +63,13 @@ Status runCudaElementwise(const CudaOp &op);
 /// A fused chain of elementwise ops (CudaElementwise.cu).
 Status runCudaFused(const CudaOp &op);
 
+/// Reduces `operand` (`dtype`, `shape`) over `dims` with ReductionCode
+/// `kind` into `result` (`count` elements).
+Status cudaReduce(const CudaContext &ctx, int kind, DType dtype,
+                  const std::vector<int64_t> &shape,
+                  const std::vector<int64_t> &dims, const void *operand,
+                  void *result, int64_t count);
+
 /// The einsum `inst.text` of one or two operands into `result`.
 Status cudaEinsum(const CudaContext &ctx, const Instruction &inst,
                   const std::vector<TensorType> &operandTypes,

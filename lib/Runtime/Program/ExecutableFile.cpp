@@ -1,6 +1,7 @@
 //===- ExecutableFile.cpp - The Executable on disk ------------------------===//
 
 #include "partita/Runtime/Program/ExecutableFile.h"
+#include "partita/Runtime/Program/Fused.h"
 #include "partita/Sharding/Layout.h"
 #include "partita/Runtime/IO/Files.h"
 
@@ -188,7 +189,8 @@ namespace {
 
 /// Whether instruction `inst` may write slot `born` over the bytes of slot
 /// `dying`, which dies there (the buffer plan's in-place updates:
-/// elementwise ops, select, reshape, fused chains, all_reduce, which every
+/// elementwise ops, select, reshape, fused chains (fusedWritesInPlace()),
+/// all_reduce, which every
 /// communicator runs in place, and a loop, whose carry k may take the bytes
 /// of initial value k, and whose results those of any initial value: it
 /// copies them at its start and never reads them again).
@@ -204,11 +206,13 @@ bool writesInPlace(const Instruction &inst, int32_t dying, int32_t born) {
     return std::find(inst.operands.begin(), inst.operands.end(), dying) !=
            inst.operands.end();
   }
+  if (inst.op == OpCode::Fused)
+    return fusedWritesInPlace(inst, dying, born);
   OpFamily family = opFamily(inst.op);
   return family == OpFamily::ElementwiseUnary ||
          family == OpFamily::ElementwiseBinary ||
          inst.op == OpCode::Select || inst.op == OpCode::Reshape ||
-         inst.op == OpCode::Fused || inst.op == OpCode::AllReduce;
+         inst.op == OpCode::AllReduce;
 }
 
 /// Every loop is well formed (checkLoopInstruction()), its body inside the
@@ -385,11 +389,23 @@ Status checkSlotsApart(const Executable &program) {
         int32_t other = it->second;
         if (highOf(other) <= low)
           break;
-        bool inPlace = t >= 0 && t < end && instructionAt[t] >= 0 &&
-                       last[other] == t &&
-                       writesInPlace(stream[instructionAt[t]], other, s) &&
-                       program.slotOffsets[other] == low &&
-                       highOf(other) == high;
+        // A fused instruction's head product is born with the results
+        // that may take its bytes: the pair is checked in either order.
+        const Instruction *at =
+            t >= 0 && t < end && instructionAt[t] >= 0
+                ? &stream[instructionAt[t]]
+                : nullptr;
+        // A fused instruction's reduction results are written after all
+        // its reads: they may overlap anything that dies there.
+        bool exact = program.slotOffsets[other] == low && highOf(other) == high;
+        bool inPlace =
+            at &&
+            ((last[other] == t &&
+              ((exact && writesInPlace(*at, other, s)) ||
+               fusedWritesLast(*at, s))) ||
+             (first[other] == t && last[s] == t &&
+              ((exact && writesInPlace(*at, s, other)) ||
+               fusedWritesLast(*at, other))));
         if (!inPlace)
           return Status::error(
               "the buffer plan puts slots " + std::to_string(other) +

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Program/Fused.h"
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Sharding/Cost.h"
@@ -229,6 +230,28 @@ std::string partita::describeExecutable(const Executable &program) {
   for (const auto &[name, count] : counts)
     text += " " + name + " " + std::to_string(count);
   text += "\n";
+  // What the fused instructions hold beyond elementwise steps.
+  int64_t fused = 0, heads = 0, reductions = 0;
+  for (const Instruction &inst : program.instructions) {
+    if (inst.op != OpCode::Fused)
+      continue;
+    std::vector<TensorType> operandTypes, resultTypes;
+    for (int32_t slot : inst.operands)
+      operandTypes.push_back(program.slots[slot]);
+    for (int32_t slot : inst.results)
+      resultTypes.push_back(program.slots[slot]);
+    Expected<FusedProgram> decoded =
+        decodeFused(inst, operandTypes, resultTypes);
+    if (!decoded)
+      continue;
+    ++fused;
+    heads += decoded->head;
+    reductions += static_cast<int64_t>(decoded->reductions.size());
+  }
+  if (fused > 0)
+    text += "fused: " + std::to_string(fused) + " instructions, " +
+            std::to_string(heads) + " with an einsum head, " +
+            std::to_string(reductions) + " reductions\n";
   int64_t slotBytes = 0, constantBytes = 0;
   for (const TensorType &slot : program.slots)
     slotBytes += slot.bytes();

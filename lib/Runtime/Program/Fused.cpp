@@ -53,6 +53,16 @@ std::vector<int64_t> partita::encodeFused(const FusedProgram &program) {
   }
   ints.push_back(static_cast<int64_t>(program.results.size()));
   ints.insert(ints.end(), program.results.begin(), program.results.end());
+  if (!program.reductions.empty()) {
+    ints.push_back(static_cast<int64_t>(program.reductions.size()));
+    ints.push_back(program.count);
+    for (const FusedReduction &reduction : program.reductions) {
+      ints.push_back(static_cast<int64_t>(reduction.kind));
+      ints.push_back(reduction.step);
+      ints.push_back(reduction.inner);
+      ints.push_back(reduction.size);
+    }
+  }
   return ints;
 }
 
@@ -79,32 +89,25 @@ partita::decodeFused(const Instruction &inst,
     return Status::error("fused: " + why);
   };
   FusedProgram program;
+  program.head = !inst.text.empty();
+  size_t headOperands = program.head ? 2 : 0;
+  if (operandTypes.size() < headOperands || resultTypes.size() < headOperands / 2)
+    return malformed("a head einsum needs two operands and a product");
   int64_t count = 0;
   if (!next(count) || count < 0 ||
-      count != static_cast<int64_t>(operandTypes.size()))
+      count != static_cast<int64_t>(operandTypes.size() - headOperands))
     return malformed("the operand count does not match the operands");
-  if (count > kMaxFusedOperands ||
-      static_cast<int64_t>(resultTypes.size()) > kMaxFusedResults)
+  if (count + (program.head ? 1 : 0) > kMaxFusedOperands ||
+      static_cast<int64_t>(resultTypes.size() - headOperands / 2) >
+          kMaxFusedResults)
     return malformed("more than " + std::to_string(kMaxFusedOperands) +
                      " operands or " + std::to_string(kMaxFusedResults) +
                      " results");
-  if (resultTypes.empty())
-    return malformed("no results");
-  int64_t elements = resultTypes[0].numElements();
-  for (const TensorType &type : resultTypes)
-    if (type.dtype != DType::F32 || type.numElements() != elements)
-      return malformed("results must be f32 of one element count");
+  // The operands' layouts are checked against N once it is known.
   for (int64_t e = 0; e < count; ++e) {
     FusedOperand operand;
     if (!next(operand.inner) || !next(operand.size))
       return malformed("truncated operand list");
-    const TensorType &type = operandTypes[e];
-    if (type.dtype != DType::F32 || operand.inner < 1 || operand.size < 1 ||
-        operand.size != type.numElements() ||
-        operand.inner > elements / operand.size + 1 ||
-        elements % (operand.inner * operand.size) != 0)
-      return malformed("operand " + std::to_string(e) +
-                       " does not fit the results");
     program.operands.push_back(operand);
   }
   int64_t steps = 0;
@@ -138,6 +141,11 @@ partita::decodeFused(const Instruction &inst,
                            " reads a step that is not before it");
       } else if (kinds[k] == static_cast<int64_t>(FusedRefKind::Constant)) {
         ref.kind = FusedRefKind::Constant;
+      } else if (kinds[k] == static_cast<int64_t>(FusedRefKind::Head)) {
+        ref.kind = FusedRefKind::Head;
+        if (!program.head)
+          return malformed("step " + std::to_string(s) +
+                           " reads the product of a missing head");
       } else {
         return malformed("step " + std::to_string(s) +
                          " has an unknown reference kind");
@@ -146,8 +154,7 @@ partita::decodeFused(const Instruction &inst,
     program.steps.push_back(step);
   }
   int64_t results = 0;
-  if (!next(results) ||
-      results != static_cast<int64_t>(resultTypes.size()))
+  if (!next(results) || results < 0)
     return malformed("the result count does not match the results");
   for (int64_t r = 0; r < results; ++r) {
     int64_t step = 0;
@@ -155,7 +162,125 @@ partita::decodeFused(const Instruction &inst,
       return malformed("result " + std::to_string(r) + " names no step");
     program.results.push_back(step);
   }
+  int64_t reductions = 0;
+  program.count = -1;
+  if (at < ints.size()) {
+    if (!next(reductions) || reductions < 1)
+      return malformed("trailing values after the results");
+    if (!next(program.count) || program.count < 0)
+      return malformed("a reduction list without an element count");
+    for (int64_t q = 0; q < reductions; ++q) {
+      FusedReduction reduction;
+      int64_t kind = 0;
+      if (!next(kind) || !next(reduction.step) || !next(reduction.inner) ||
+          !next(reduction.size))
+        return malformed("truncated reduction list");
+      if (kind != static_cast<int64_t>(ReductionCode::Sum) &&
+          kind != static_cast<int64_t>(ReductionCode::Max) &&
+          kind != static_cast<int64_t>(ReductionCode::Min))
+        return malformed("reduction " + std::to_string(q) +
+                         " is not a sum, max or min");
+      reduction.kind = static_cast<ReductionCode>(kind);
+      if (reduction.step < 0 || reduction.step >= steps)
+        return malformed("reduction " + std::to_string(q) + " names no step");
+      program.reductions.push_back(reduction);
+    }
+  }
   if (at != ints.size())
     return malformed("trailing values");
+  if (static_cast<int64_t>(resultTypes.size()) !=
+      static_cast<int64_t>(headOperands / 2) + results + reductions)
+    return malformed("the result count does not match the results");
+  if (program.count < 0) { // No reductions: N is the first result's.
+    if (resultTypes.empty())
+      return malformed("no results");
+    program.count = resultTypes[0].numElements();
+  }
+  int64_t elements = program.count;
+  for (size_t r = 0; r < resultTypes.size() - reductions; ++r)
+    if (resultTypes[r].dtype != DType::F32 ||
+        resultTypes[r].numElements() != elements)
+      return malformed("results must be f32 of one element count");
+  auto fits = [&](int64_t inner, int64_t size) {
+    return inner >= 1 && size >= 1 && inner <= elements / size + 1 &&
+           elements % (inner * size) == 0;
+  };
+  for (int64_t e = 0; e < count; ++e) {
+    const FusedOperand &operand = program.operands[e];
+    const TensorType &type = operandTypes[headOperands + e];
+    if (type.dtype != DType::F32 || operand.size != type.numElements() ||
+        !fits(operand.inner, operand.size))
+      return malformed("operand " + std::to_string(e) +
+                       " does not fit the results");
+  }
+  for (int64_t q = 0; q < reductions; ++q) {
+    const FusedReduction &reduction = program.reductions[q];
+    const TensorType &type = resultTypes[resultTypes.size() - reductions + q];
+    if (type.dtype != DType::F32 || reduction.size != type.numElements() ||
+        !fits(reduction.inner, reduction.size))
+      return malformed("reduction " + std::to_string(q) +
+                       " does not fit the chain");
+  }
+  if (program.head && (operandTypes[0].dtype != DType::F32 ||
+                       operandTypes[1].dtype != DType::F32))
+    return malformed("the head's operands must be f32");
   return program;
+}
+
+namespace {
+/// The counts of element results (R) and reductions (Q) of a fused
+/// instruction, read from its ints without checking the rest.
+bool fusedResultCounts(const Instruction &inst, size_t &results,
+                       size_t &reductions) {
+  const std::vector<int64_t> &ints = inst.ints;
+  auto size = static_cast<int64_t>(ints.size());
+  // Each count is checked against the list's length before it is scaled.
+  if (ints.empty() || ints[0] < 0 || ints[0] > size)
+    return false;
+  size_t at = 1 + 2 * static_cast<size_t>(ints[0]);
+  if (at >= ints.size() || ints[at] < 0 || ints[at] > size)
+    return false;
+  at += 1 + 5 * static_cast<size_t>(ints[at]);
+  if (at >= ints.size() || ints[at] < 0 || ints[at] > size)
+    return false;
+  results = static_cast<size_t>(ints[at]);
+  at += 1 + results;
+  reductions = at < ints.size() && ints[at] > 0
+                   ? static_cast<size_t>(ints[at])
+                   : 0;
+  return true;
+}
+} // namespace
+
+bool partita::fusedWritesInPlace(const Instruction &inst, int32_t dying,
+                                 int32_t born) {
+  size_t results = 0, reductions = 0;
+  if (!fusedResultCounts(inst, results, reductions))
+    return false;
+  bool head = !inst.text.empty();
+  size_t first = head ? 1 : 0;
+  bool elementResult = false;
+  for (size_t r = first; r < first + results && r < inst.results.size(); ++r)
+    elementResult |= inst.results[r] == born;
+  if (!elementResult)
+    return false;
+  if (head && !inst.results.empty() && inst.results[0] == dying)
+    return true;
+  for (size_t e = head ? 2 : 0; e < inst.operands.size(); ++e)
+    if (inst.operands[e] == dying)
+      return true;
+  return false;
+}
+
+bool partita::fusedWritesLast(const Instruction &inst, int32_t born) {
+  size_t results = 0, reductions = 0;
+  if (inst.op != OpCode::Fused ||
+      !fusedResultCounts(inst, results, reductions) ||
+      inst.results.size() < reductions)
+    return false;
+  for (size_t r = inst.results.size() - reductions; r < inst.results.size();
+       ++r)
+    if (inst.results[r] == born)
+      return true;
+  return false;
 }

@@ -26,10 +26,12 @@ std::string typeText(const TensorType &type) {
   return text + ']';
 }
 
-/// The span's name: the op, an einsum's spec, a collective's axes.
+/// The span's name: the op, an einsum's spec (a fused head's too), a
+/// collective's axes.
 std::string spanName(const Instruction &inst) {
   std::string name = opCodeName(inst.op);
-  if (inst.op == OpCode::Einsum && !inst.text.empty())
+  if ((inst.op == OpCode::Einsum || inst.op == OpCode::Fused) &&
+      !inst.text.empty()) // A fused instruction's text is its head einsum.
     name += ' ' + inst.text;
   else if (isCollective(inst.op) && !inst.text.empty())
     name += '(' + inst.text + ')';
