@@ -7,7 +7,8 @@
 // all_gather and all_to_all, 4 KiB .. 64 MiB per device input.
 //
 //   mpirun --oversubscribe --allow-run-as-root -np P \
-//       build/bin/partita-bench-mpi [--max-mib 64]
+//       build/bin/partita-bench-mpi [--max-mib 64] [--min-kib 4]
+//                                   [--only all_gather]
 //   (bash bench/mpi.sh does that for P = 2 and 4)
 //
 // Figures: size = one device's input; time = median over iterations of one
@@ -215,13 +216,22 @@ double mpiOwnSeconds(MpiProcess &process, CommunicatorOp kind,
 } // namespace
 
 int main(int argc, char **argv) {
-  int64_t maxMiB = 64;
+  int64_t maxMiB = 64, minKiB = 4;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--max-mib" && i + 1 < argc)
       maxMiB = std::atoll(argv[++i]);
+    else if (arg == "--min-kib" && i + 1 < argc)
+      minKiB = std::max<int64_t>(std::atoll(argv[++i]), 1);
+    else if (arg == "--only" && i + 1 < argc)
+      only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: mpirun -np 2 %s [--max-mib N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: mpirun -np 2 %s [--max-mib N] [--min-kib N] "
+                   "[--only all_reduce|reduce_scatter|all_gather|"
+                   "all_to_all]\n",
+                   argv[0]);
       return 1;
     }
   }
@@ -264,7 +274,10 @@ int main(int argc, char **argv) {
   for (CommunicatorOp kind :
        {CommunicatorOp::AllReduce, CommunicatorOp::ReduceScatter,
         CommunicatorOp::AllGather, CommunicatorOp::AllToAll}) {
-    for (int64_t bytes = 4 << 10; bytes <= (maxMiB << 20); bytes *= 16) {
+    if (!only.empty() && only != communicatorOpName(kind))
+      continue;
+    int64_t largest = std::max(maxMiB << 20, minKiB << 10);
+    for (int64_t bytes = minKiB << 10; bytes <= largest; bytes *= 16) {
       int64_t elements = bytes / 4;
       bool inProcessOk = true, mpiOk = true;
       double local = 0;

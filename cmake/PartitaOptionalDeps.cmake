@@ -81,15 +81,16 @@ endif()
 # --- jemalloc ---------------------------------------------------------------
 # The compiler allocates many small objects (shardings, proposals, axis
 # lists): with jemalloc in place of glibc's malloc an 86-layer GPT train step
-# compiles in 2.3 s instead of 3.4 s (docs/Planning.md, "Limits"). Linked
-# into the compiler's executables only (`partita_use_jemalloc`), never into
-# libraries, and not with sanitizers, which bring their own allocator.
+# compiles in 2.3 s instead of 3.4 s (docs/Planning.md, "Limits"); the
+# runtime's cross-process collectives allocate their bookkeeping per call.
+# Linked into the tools' executables only (`partita_use_jemalloc`), never
+# into libraries, and not with sanitizers, which bring their own allocator.
 find_library(PARTITA_JEMALLOC_LIBRARY NAMES jemalloc)
 set(_partita_jemalloc_default OFF)
 if(PARTITA_JEMALLOC_LIBRARY AND NOT PARTITA_SANITIZE)
   set(_partita_jemalloc_default ON)
 endif()
-option(PARTITA_ENABLE_JEMALLOC "Link the compiler tools with jemalloc" ${_partita_jemalloc_default})
+option(PARTITA_ENABLE_JEMALLOC "Link the tools with jemalloc" ${_partita_jemalloc_default})
 set(PARTITA_HAVE_JEMALLOC OFF)
 if(PARTITA_ENABLE_JEMALLOC AND PARTITA_JEMALLOC_LIBRARY AND NOT PARTITA_SANITIZE)
   set(PARTITA_HAVE_JEMALLOC ON)
