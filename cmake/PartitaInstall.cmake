@@ -17,10 +17,11 @@ install(TARGETS PartitaSharding PartitaRuntime
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS partita partita-opt partita-exec
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The plugins (partita/Runtime/IO/Plugin.h) go to <prefix>/lib, where the
-# tools in <prefix>/bin look for them, and find CUDA, NCCL or MPI where
-# they were found at build time.
-foreach(plugin PartitaCudaPlugin PartitaMpiPlugin)
+# The plugins (partita/Runtime/IO/Plugin.h) and the compiler's commands
+# (libpartita-cli.so) go to <prefix>/lib, where the tools in <prefix>/bin
+# look for them, and find CUDA, NCCL, MPI or MLIR where they were found at
+# build time.
+foreach(plugin PartitaCudaPlugin PartitaMpiPlugin PartitaCli)
   if(TARGET ${plugin})
     install(TARGETS ${plugin} LIBRARY DESTINATION lib)
     set_target_properties(${plugin} PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
@@ -44,7 +45,7 @@ install(FILES ${PARTITA_BINARY_DIR}/PartitaConfig.cmake
 # The installed tools find MLIR/LLVM (and CUDA, MPI, OpenBLAS when linked)
 # where they were found at build time: LLVM's helpers give the MLIR-based
 # tools only $ORIGIN/../lib, and libMLIR.so is not under the prefix.
-foreach(tool partita partita-opt partita-exec)
+foreach(tool partita-opt partita-exec PartitaCli)
   if(TARGET ${tool})
     set_property(TARGET ${tool} APPEND PROPERTY INSTALL_RPATH
                  "${LLVM_LIBRARY_DIR}")

@@ -5,13 +5,42 @@
 // that misuse gets `error: ...` and exit code 1 instead of a library's
 // message or an abort. Compiler diagnostics are `file:line:col: error: ...`.
 //
+// The commands are a shared object (libpartita-cli.so, CliEntry.cpp) that
+// this driver opens when a command needs them: `partita --version` answers
+// without mapping MLIR and LLVM, which alone take ~20-30 ms to load here
+// (docs/Runtime.md, "Plugins"). The library is found like the
+// runtime's plugins: $PARTITA_CLI_LIBRARY, else ../lib beside this tool,
+// else the dynamic loader's path.
+//
 //===----------------------------------------------------------------------===//
 
-#include "Commands.h"
+#include "CliEntry.h"
 
-#include <string>
-#include <vector>
+#include "partita/Runtime/IO/Plugin.h"
+
+#include <cstdio>
+#include <cstring>
 
 int main(int argc, char **argv) {
-  return partita::cli::runTool(std::vector<std::string>(argv + 1, argv + argc));
+  using namespace partita::cli;
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("partita %s\n", PARTITA_VERSION);
+    return 0;
+  }
+  partita::Expected<const void *> opened =
+      partita::openPlugin(kCliLibraryFile, "PARTITA_CLI_LIBRARY",
+                          kCliLibrarySymbol, "partita's commands");
+  if (!opened) {
+    std::fprintf(stderr, "error: %s\n", opened.status().message().c_str());
+    return 1;
+  }
+  auto table = static_cast<const CliTable *>(*opened);
+  if (!table || table->abi != kCliAbi) {
+    std::fprintf(stderr,
+                 "error: %s is from another build of Partita (interface %d, "
+                 "this driver needs %d)\n",
+                 kCliLibraryFile, table ? table->abi : -1, kCliAbi);
+    return 1;
+  }
+  return table->run(argc, argv);
 }
