@@ -2,9 +2,9 @@
 //
 // libpartita-cli.so: every command of `partita` (Commands.h), opened by the
 // driver (partita.cpp) the first time a command needs it, so that the
-// driver starts without mapping MLIR and LLVM (docs/Overview.md, "Start-up
-// time"). It exports one symbol, a table whose interface number the driver
-// checks.
+// driver starts without mapping MLIR and LLVM (docs/Runtime.md,
+// "Plugins"). It exports one symbol, a table whose interface number the
+// driver checks.
 //
 //===----------------------------------------------------------------------===//
 
