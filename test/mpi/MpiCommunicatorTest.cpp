@@ -261,6 +261,37 @@ void testDisagreement(MpiProcess &process) {
     std::printf("rank %d: the disagreement is reported\n", process.rank());
 }
 
+/// A call whose buffers do not fit it fails at once, naming the group,
+/// where each process drives one member (no rendezvous in the process).
+void testBadArgument(MpiProcess &process) {
+  if (process.size() < 2)
+    return;
+  Mesh mesh = *Mesh::create({{"x", static_cast<int64_t>(process.size())}});
+  Expected<ProcessLayout> layout =
+      ProcessLayout::create(mesh, process.size(), process.rank());
+  Expected<std::unique_ptr<Communicator>> mpi =
+      createMpiCommunicator(process, mesh, *layout, std::chrono::seconds(20));
+  if (!mpi) {
+    fail(process.rank(), mpi.status().message());
+    return;
+  }
+  std::vector<float> input(8, 1.0f), output(8, 0.0f);
+  CollectiveCall call;
+  call.kind = CommunicatorOp::AllGather;
+  call.axes = {"x"};
+  call.dim = 0;
+  call.deviceId = layout->localDevices.front();
+  call.input = {input.data(), DType::F32, {8}};
+  call.output = {output.data(), DType::F32, {8}}; // Should be 8 * size.
+  Status status = dispatchCollective(**mpi, call);
+  if (status || status.message().find("failing group") == std::string::npos)
+    fail(process.rank(), "an all_gather into a short output gave: " +
+                             (status ? std::string("success")
+                                     : status.message()));
+  else
+    std::printf("rank %d: the bad argument is reported\n", process.rank());
+}
+
 uint64_t hashBytes(const std::vector<uint8_t> &bytes) {
   uint64_t hash = 1469598103934665603ULL;
   for (uint8_t byte : bytes)
@@ -427,6 +458,7 @@ int main(int argc, char **argv) {
               mpi.rank(), casesRun, mpi.size());
   testBootstrap(mpi);
   testDisagreement(mpi);
+  testBadArgument(mpi);
 #ifdef PARTITA_HAVE_NCCL_BOOTSTRAP
   testNcclBootstrap(mpi);
 #endif

@@ -218,6 +218,25 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
   if (aborted)
     return abortedError();
   uint64_t sequence = callCounts[deviceSet][call.deviceId]++;
+  if (localMembers == 1) {
+    // The process's only member leads at once: no rendezvous, no shared
+    // slot (the common layout of one device per process).
+    lock.unlock();
+    Slot slot;
+    slot.members = std::move(group->members);
+    if (!argumentError)
+      return Status::error(prefix() + ": " + argumentError.message() +
+                           "; failing group " +
+                           formatDeviceList(slot.members) + " (call #" +
+                           std::to_string(sequence) + " on this group)");
+    slot.request = call;
+    slot.inputs.assign(groupSize, nullptr);
+    slot.outputs.assign(groupSize, nullptr);
+    slot.inputs[position] = static_cast<const uint8_t *>(call.input.data);
+    slot.outputs[position] = static_cast<uint8_t *>(call.output.data);
+    slot.arrived = 1;
+    return exchange(slot, channel->second, sequence);
+  }
   std::shared_ptr<Slot> &entry = slots[{deviceSet, sequence}];
   if (!entry) {
     entry = std::make_shared<Slot>();
