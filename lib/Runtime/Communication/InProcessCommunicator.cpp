@@ -1,9 +1,12 @@
 //===- InProcessCommunicator.cpp - Collectives between threads ------------===//
 //
 // One mutex guards the table of rendezvous slots; each slot has its own
-// condition variable. Threads sleep while they wait (no spinning: on a
-// two-core machine eight spinning devices would starve the one doing work)
-// and copy or reduce outside the lock.
+// condition variable. Threads copy or reduce outside the lock. A waiting
+// thread polls for a short while first when every device of the mesh can
+// have a hardware thread (waking a sleeping thread takes tens of
+// microseconds, the whole of a small collective), and sleeps otherwise (on
+// a two-core machine eight polling devices would starve the one doing
+// work).
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
@@ -64,6 +67,9 @@ struct CommunicatorState {
   int64_t singleThreadedBytes =
       InProcessCommunicator::defaultSingleThreadedBytes;
   mutable std::mutex mutex;
+  /// Whether waits poll before they sleep: every device of the mesh can
+  /// have a hardware thread of its own.
+  bool poll = false;
   bool aborted = false;
   Status abortReason;
   /// Keyed by the group's sorted device set and the collective's index
@@ -80,6 +86,35 @@ struct CommunicatorState {
   std::vector<std::thread> workers;
   bool stopping = false;
 };
+
+/// How long a wait polls before it sleeps (when the state polls at all).
+constexpr auto kPollWindow = std::chrono::microseconds(50);
+
+/// A short pause between two looks at a slot while polling, the lock
+/// released.
+void pauseUnlocked(std::unique_lock<std::mutex> &lock) {
+  lock.unlock();
+  for (int i = 0; i < 64; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  lock.lock();
+}
+
+/// Waits under `lock` until `ready()`, woken through `slot.changed`:
+/// polling for up to kPollWindow first when `state.poll`.
+template <typename Ready>
+void waitOn(const CommunicatorState &state, std::unique_lock<std::mutex> &lock,
+            Slot &slot, Ready ready) {
+  if (state.poll && !ready()) {
+    Clock::time_point until = Clock::now() + kPollWindow;
+    do
+      pauseUnlocked(lock);
+    while (!ready() && Clock::now() < until);
+  }
+  slot.changed.wait(lock, ready);
+}
 
 } // namespace
 
@@ -112,6 +147,8 @@ InProcessCommunicator::InProcessCommunicator(
   state->mesh = std::move(mesh);
   state->memory = memory ? std::move(memory) : hostCollectiveMemory();
   state->timeout = timeout;
+  state->poll = state->mesh.numDevices() <=
+                static_cast<int64_t>(std::thread::hardware_concurrency());
 }
 
 InProcessCommunicator::~InProcessCommunicator() {
@@ -455,6 +492,7 @@ Status waitForGroup(CommunicatorState &state,
                     const Arrival &arrival, const std::string &prefix) {
   Slot &slot = *arrival.slot;
   int64_t groupSize = arrival.groupSize;
+  Clock::time_point pollUntil = Clock::now() + kPollWindow;
   while (slot.arrived < groupSize) {
     if (slot.failed)
       return slot.failure;
@@ -478,7 +516,10 @@ Status waitForGroup(CommunicatorState &state,
                    formatDeviceList(missing)));
       return slot.failure;
     }
-    slot.changed.wait_until(lock, deadline);
+    if (state.poll && Clock::now() < pollUntil)
+      pauseUnlocked(lock);
+    else
+      slot.changed.wait_until(lock, deadline);
   }
   return Status::success();
 }
@@ -657,7 +698,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
       slot->changed.notify_all();
       state->slots.erase({deviceSet, sequence});
     } else {
-      slot->changed.wait(lock, [&] { return slot->done; });
+      waitOn(*state, lock, *slot, [&] { return slot->done; });
     }
     if (!slot->result)
       return Status::error(prefix + ": " + slot->result.message());
@@ -677,7 +718,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
   if (needsTwoSteps(*slot)) {
     if (++slot->computed == groupSize)
       slot->changed.notify_all();
-    slot->changed.wait(lock, [&] { return slot->computed == groupSize; });
+    waitOn(*state, lock, *slot, [&] { return slot->computed == groupSize; });
     lock.unlock();
     Status second = result ? waitClock.work([&] {
       return computeStep(*slot, position, 1, steps, scratch, memory,
@@ -692,7 +733,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
     slot->changed.notify_all();
     state->slots.erase({deviceSet, sequence});
   }
-  slot->changed.wait(lock, [&] { return slot->finished == groupSize; });
+  waitOn(*state, lock, *slot, [&] { return slot->finished == groupSize; });
   if (!result)
     return Status::error(prefix + ": " + result.message());
   return Status::success();
