@@ -40,6 +40,7 @@
 #include "partita/Codegen/Fusion.h"
 #include "partita/Runtime/Program/Fused.h"
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <set>
@@ -442,10 +443,14 @@ bool Fuser::emitRun(size_t begin, size_t end,
 std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
   const std::vector<Instruction> &stream = program.instructions;
   std::vector<Instruction> out;
+  // The stream index of the last instruction emitted as it was at this
+  // level (not in a loop body, not fused): a head must be that one.
+  size_t lastPlain = SIZE_MAX;
   size_t i = begin;
   while (i < end) {
     const Instruction &inst = stream[i];
     if (inst.op == OpCode::Loop && inst.ints.size() >= 2) {
+      lastPlain = SIZE_MAX;
       size_t bodyEnd = std::min(end, i + 1 + static_cast<size_t>(inst.ints[1]));
       std::vector<Instruction> body = fuseRange(i + 1, bodyEnd);
       Instruction loop = inst;
@@ -514,6 +519,7 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
       --j;
     if (j == i) {
       out.push_back(inst);
+      lastPlain = i;
       ++i;
       continue;
     }
@@ -527,11 +533,9 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
       reductions.push_back(k);
     // The einsum right before it, when its product is read in the run.
     int64_t head = -1;
-    if (i > begin && !out.empty() && stream[i - 1].op == OpCode::Einsum &&
-        out.back().op == OpCode::Einsum &&
-        out.back().results == stream[i - 1].results &&
-        isHeadEinsum(stream[i - 1], count))
+    if (i > begin && lastPlain == i - 1 && isHeadEinsum(stream[i - 1], count))
       head = static_cast<int64_t>(i - 1);
+    lastPlain = SIZE_MAX;
     if (!reductions.empty() && emitRun(i, j, reductions, head, out)) {
       i = j + reductions.size();
       continue;

@@ -350,6 +350,31 @@ TEST_CASE("foreign, old and inconsistent files get clear errors",
     // s on r's bytes (both alive after it): refused.
     program.slotOffsets = {0, 64, 128, 192, 196};
     refused("3 and 4");
+    // The chain reads w as well (r = tanh(a @ w) + w): r still may not
+    // take w's bytes, which every block of the GEMM reads.
+    fused.operands = {{1, 16}};
+    fused.steps.push_back({OpCode::Add,
+                           {FusedRefKind::Step, 0},
+                           {FusedRefKind::Operand, 0}});
+    fused.results = {1};
+    fused.reductions = {{ReductionCode::Sum, 1, 16, 1}};
+    program.instructions = {{OpCode::Fused, {0, 1, 1}, {2, 3, 4},
+                             encodeFused(fused), "ij,jk->ik"}};
+    program.slotOffsets = {0, 64, 128, 192, 256};
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    program.slotOffsets = {0, 64, 128, 64, 256};
+    refused("1 and 3");
+    // Two reductions, one read later (an output) and one not: the second,
+    // written after the first, may not take its bytes.
+    fused.reductions = {{ReductionCode::Sum, 1, 16, 1},
+                        {ReductionCode::Max, 1, 16, 1}};
+    program.slots.push_back({DType::F32, {}});
+    program.instructions = {{OpCode::Fused, {0, 1, 1}, {2, 3, 4, 5},
+                             encodeFused(fused), "ij,jk->ik"}};
+    program.slotOffsets = {0, 64, 128, 192, 256, 260};
+    REQUIRE(deserializeExecutable(serializeExecutable(program), "f").ok());
+    program.slotOffsets = {0, 64, 128, 192, 256, 256};
+    refused("4 and 5");
   }
   SECTION("a loop body's slot on the bytes of a value every iteration reads") {
     // o = -a; loop 2 times { x = c + o; y = exp(x); yield y }: o is read by

@@ -29,7 +29,8 @@ int main(int argc, char **argv) {
   }
   partita::Expected<const void *> opened =
       partita::openPlugin(kCliLibraryFile, "PARTITA_CLI_LIBRARY",
-                          kCliLibrarySymbol, "partita's commands");
+                          kCliLibrarySymbol, "partita's commands",
+                          /*lazy=*/true);
   if (!opened) {
     std::fprintf(stderr, "error: %s\n", opened.status().message().c_str());
     return 1;

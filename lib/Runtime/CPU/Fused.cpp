@@ -214,8 +214,14 @@ Status FusedRun::run(int64_t rangeBegin, int64_t rangeEnd) {
         operandAt[e] = data + begin;
         continue;
       }
-      if (started && program.operands[e].size == 1)
-        continue; // Its tile holds the one value already.
+      if (program.operands[e].size == 1) {
+        // One value for every element: its whole tile is filled once, for
+        // every tile to come, whatever its length.
+        if (!started)
+          std::fill_n(operandTiles + e * kTile, kTile, data[0]);
+        operandAt[e] = operandTiles + e * kTile;
+        continue;
+      }
       // Element i reads data[(i / inner) % size], walked without a
       // division per element.
       const FusedOperand &operand = program.operands[e];
@@ -252,7 +258,8 @@ Status FusedRun::run(int64_t rangeBegin, int64_t rangeEnd) {
       const float *a = pointer(step.a, 0);
       const float *b = pointer(step.b, 1);
       float *out = stepTiles + s * kTile;
-      if (!runStep(step.op, a, b, out, n))
+      // A uniform step's tile serves every later tile: computed whole.
+      if (!runStep(step.op, a, b, out, uniform[s] ? kTile : n))
         return ctx.error("step " + std::to_string(s) + " is not fusible");
     }
     started = true;

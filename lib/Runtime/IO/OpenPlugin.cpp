@@ -40,7 +40,7 @@ std::string besideTools(const char *file) {
 }
 
 Expected<const void *> open(const char *file, const char *environment,
-                            const char *symbol, const char *what) {
+                            const char *symbol, const char *what, bool lazy) {
   std::vector<std::string> candidates;
   if (const char *chosen = std::getenv(environment); chosen && *chosen) {
     candidates.push_back(chosen);
@@ -52,7 +52,8 @@ Expected<const void *> open(const char *file, const char *environment,
   }
   std::string reasons;
   for (const std::string &candidate : candidates) {
-    void *handle = dlopen(candidate.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    void *handle = dlopen(candidate.c_str(),
+                          (lazy ? RTLD_LAZY : RTLD_NOW) | RTLD_LOCAL);
     if (!handle) {
       const char *why = dlerror();
       reasons += std::string(reasons.empty() ? "" : "; ") +
@@ -76,13 +77,14 @@ Expected<const void *> open(const char *file, const char *environment,
 Expected<const void *> partita::openPlugin(const char *file,
                                            const char *environment,
                                            const char *symbol,
-                                           const char *what) {
+                                           const char *what, bool lazy) {
   static std::mutex mutex;
   static std::map<std::string, Expected<const void *>> opened;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = opened.find(file);
   if (it == opened.end())
-    it = opened.emplace(file, open(file, environment, symbol, what)).first;
+    it = opened.emplace(file, open(file, environment, symbol, what, lazy))
+             .first;
   return it->second;
 }
 

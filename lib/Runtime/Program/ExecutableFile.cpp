@@ -396,16 +396,20 @@ Status checkSlotsApart(const Executable &program) {
                 ? &stream[instructionAt[t]]
                 : nullptr;
         // A fused instruction's reduction results are written after all
-        // its reads: they may overlap anything that dies there.
+        // its reads: they may overlap anything that dies there, except
+        // each other (they are written one after another).
         bool exact = program.slotOffsets[other] == low && highOf(other) == high;
+        auto writtenLast = [&](int32_t born, int32_t dying) {
+          return fusedWritesLast(*at, born) && !fusedWritesLast(*at, dying);
+        };
         bool inPlace =
             at &&
             ((last[other] == t &&
               ((exact && writesInPlace(*at, other, s)) ||
-               fusedWritesLast(*at, s))) ||
+               writtenLast(s, other))) ||
              (first[other] == t && last[s] == t &&
               ((exact && writesInPlace(*at, s, other)) ||
-               fusedWritesLast(*at, other))));
+               writtenLast(other, s))));
         if (!inPlace)
           return Status::error(
               "the buffer plan puts slots " + std::to_string(other) +

@@ -264,6 +264,11 @@ bool partita::fusedWritesInPlace(const Instruction &inst, int32_t dying,
     elementResult |= inst.results[r] == born;
   if (!elementResult)
     return false;
+  // The head's operands are read by every block of the GEMM, even when the
+  // chain reads one of them as well.
+  if (head && inst.operands.size() >= 2 &&
+      (inst.operands[0] == dying || inst.operands[1] == dying))
+    return false;
   if (head && !inst.results.empty() && inst.results[0] == dying)
     return true;
   for (size_t e = head ? 2 : 0; e < inst.operands.size(); ++e)

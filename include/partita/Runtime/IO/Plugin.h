@@ -19,8 +19,13 @@ namespace partita {
 /// directory, else by name through the dynamic loader's search path. Fails
 /// naming the file and the loader's reason; `what` says what needs it
 /// ("CUDA devices"). The plugin stays loaded for the life of the process.
+/// Its symbols are bound at once, so that a library of another version is
+/// an error here rather than a failed lookup in the middle of a run;
+/// `lazy` binds them on first use instead (the compiler's commands, whose
+/// MLIR and LLVM have far more symbols than a command uses).
 Expected<const void *> openPlugin(const char *file, const char *environment,
-                                  const char *symbol, const char *what);
+                                  const char *symbol, const char *what,
+                                  bool lazy = false);
 
 } // namespace partita
 
