@@ -311,6 +311,13 @@ TEST_CASE("fused kernel: malformed heads and reductions are errors",
         "needs two operands");
   fails(reading, "ik,k->i", {{DType::F64, {8, 2}}, f32({2}), f32({8})},
         {f32({8}), f32({8})}, "head's operands must be f32");
+  // The head's spec against its operands and product.
+  fails(reading, "ik,k", {f32({8, 2}), f32({2}), f32({8})},
+        {f32({8}), f32({8})}, "the head's");
+  fails(reading, "ijk,k->i", {f32({8, 2}), f32({2}), f32({8})},
+        {f32({8}), f32({8})}, "the head's");
+  fails(reading, "ik,k->ik", {f32({8, 2}), f32({2}), f32({8})},
+        {f32({8}), f32({8})}, "spec's shape");
   FusedProgram reducing;
   reducing.count = 8;
   reducing.operands = {{1, 8}};

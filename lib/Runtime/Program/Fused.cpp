@@ -1,6 +1,7 @@
 //===- Fused.cpp - The encoding of fused elementwise chains ---------------===//
 
 #include "partita/Runtime/Program/Fused.h"
+#include "partita/Sharding/Einsum.h"
 
 #include <cstring>
 
@@ -221,9 +222,22 @@ partita::decodeFused(const Instruction &inst,
       return malformed("reduction " + std::to_string(q) +
                        " does not fit the chain");
   }
-  if (program.head && (operandTypes[0].dtype != DType::F32 ||
-                       operandTypes[1].dtype != DType::F32))
-    return malformed("the head's operands must be f32");
+  if (program.head) {
+    if (operandTypes[0].dtype != DType::F32 ||
+        operandTypes[1].dtype != DType::F32)
+      return malformed("the head's operands must be f32");
+    // The spec against the operands and the product, checked here for
+    // every backend (the CUDA einsum trusts its caller).
+    Expected<EinsumSpec> spec = parseEinsumSpec(inst.text, 2);
+    if (!spec)
+      return malformed("the head's " + spec.status().message());
+    Expected<std::vector<int64_t>> shape = einsumResultShape(
+        *spec, {operandTypes[0].shape, operandTypes[1].shape});
+    if (!shape)
+      return malformed("the head's " + shape.status().message());
+    if (*shape != resultTypes[0].shape)
+      return malformed("the head's product does not have the spec's shape");
+  }
   return program;
 }
 
