@@ -229,21 +229,48 @@ Status runCase(Communicator &communicator, const Mesh &mesh, const Case &c,
   return Status::success();
 }
 
+/// Mesh x over the processes, one device each, and its MPI communicator
+/// (null after reporting a failure to create it).
+struct OnePerProcess {
+  Mesh mesh;
+  ProcessLayout layout;
+  std::unique_ptr<Communicator> communicator;
+};
+
+OnePerProcess onePerProcess(MpiProcess &process) {
+  OnePerProcess setup{
+      *Mesh::create({{"x", static_cast<int64_t>(process.size())}}), {}, {}};
+  setup.layout =
+      *ProcessLayout::create(setup.mesh, process.size(), process.rank());
+  Expected<std::unique_ptr<Communicator>> mpi = createMpiCommunicator(
+      process, setup.mesh, setup.layout, std::chrono::seconds(20));
+  if (mpi)
+    setup.communicator = std::move(*mpi);
+  else
+    fail(process.rank(), mpi.status().message());
+  return setup;
+}
+
+/// Reports `status` as the expected failure when its message holds `want`.
+void expectFailure(MpiProcess &process, const Status &status,
+                   const std::string &want, const std::string &what) {
+  if (status || status.message().find(want) == std::string::npos)
+    fail(process.rank(), what + " gave: " +
+                             (status ? std::string("success")
+                                     : status.message()));
+  else
+    std::printf("rank %d: %s is reported\n", process.rank(), what.c_str());
+}
+
 /// Processes that disagree on a large all_gather (rank 0 gathers twice the
 /// rows the others do: its data message is larger than theirs, so theirs
 /// is truncated) get an error that says so, not wrong numbers or a hang.
 void testDisagreement(MpiProcess &process) {
   if (process.size() < 2)
     return;
-  Mesh mesh = *Mesh::create({{"x", static_cast<int64_t>(process.size())}});
-  Expected<ProcessLayout> layout =
-      ProcessLayout::create(mesh, process.size(), process.rank());
-  Expected<std::unique_ptr<Communicator>> mpi =
-      createMpiCommunicator(process, mesh, *layout, std::chrono::seconds(20));
-  if (!mpi) {
-    fail(process.rank(), mpi.status().message());
+  OnePerProcess setup = onePerProcess(process);
+  if (!setup.communicator)
     return;
-  }
   Case c;
   c.call.kind = CommunicatorOp::AllGather;
   c.call.axes = {"x"};
@@ -251,14 +278,10 @@ void testDisagreement(MpiProcess &process) {
   c.call.input.dtype = DType::F32;
   c.inputShape = {process.rank() == 0 ? 4 : 2, 4096};
   std::vector<HostArray> outputs;
-  Status status = runCase(**mpi, mesh, c, layout->localDevices, 7, outputs);
-  if (status || status.message().find("made a different collective") ==
-                    std::string::npos)
-    fail(process.rank(), "a disagreement on a large all_gather gave: " +
-                             (status ? std::string("success")
-                                     : status.message()));
-  else
-    std::printf("rank %d: the disagreement is reported\n", process.rank());
+  Status status = runCase(*setup.communicator, setup.mesh, c,
+                          setup.layout.localDevices, 7, outputs);
+  expectFailure(process, status, "made a different collective",
+                "a disagreement on a large all_gather");
 }
 
 /// A call whose buffers do not fit it fails at once, naming the group,
@@ -266,30 +289,19 @@ void testDisagreement(MpiProcess &process) {
 void testBadArgument(MpiProcess &process) {
   if (process.size() < 2)
     return;
-  Mesh mesh = *Mesh::create({{"x", static_cast<int64_t>(process.size())}});
-  Expected<ProcessLayout> layout =
-      ProcessLayout::create(mesh, process.size(), process.rank());
-  Expected<std::unique_ptr<Communicator>> mpi =
-      createMpiCommunicator(process, mesh, *layout, std::chrono::seconds(20));
-  if (!mpi) {
-    fail(process.rank(), mpi.status().message());
+  OnePerProcess setup = onePerProcess(process);
+  if (!setup.communicator)
     return;
-  }
   std::vector<float> input(8, 1.0f), output(8, 0.0f);
   CollectiveCall call;
   call.kind = CommunicatorOp::AllGather;
   call.axes = {"x"};
   call.dim = 0;
-  call.deviceId = layout->localDevices.front();
+  call.deviceId = setup.layout.localDevices.front();
   call.input = {input.data(), DType::F32, {8}};
   call.output = {output.data(), DType::F32, {8}}; // Should be 8 * size.
-  Status status = dispatchCollective(**mpi, call);
-  if (status || status.message().find("failing group") == std::string::npos)
-    fail(process.rank(), "an all_gather into a short output gave: " +
-                             (status ? std::string("success")
-                                     : status.message()));
-  else
-    std::printf("rank %d: the bad argument is reported\n", process.rank());
+  expectFailure(process, dispatchCollective(*setup.communicator, call),
+                "failing group", "an all_gather into a short output");
 }
 
 uint64_t hashBytes(const std::vector<uint8_t> &bytes) {
