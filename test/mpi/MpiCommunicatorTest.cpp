@@ -146,8 +146,8 @@ std::vector<Case> casesFor(const Mesh &mesh) {
         c.call.concatDim = 0;
       });
       // From 32 KiB per input, all_reduce, and reduce_scatter, all_gather
-      // and all_to_all along dimension 0, go through MPI's own collectives
-      // where the group's layout allows (MpiCommunicator.cpp).
+      // and all_to_all along dimension 0, move as direct messages where the
+      // group's layout allows (MpiExchange.cpp).
       if (dtype == DType::F32 || dtype == DType::I32) {
         for (bool inPlace : {false, true})
           add(CommunicatorOp::AllReduce, {group * 2, 4096}, [&](Case &c) {
@@ -155,6 +155,12 @@ std::vector<Case> casesFor(const Mesh &mesh) {
                 floating ? ReductionCode::Sum : ReductionCode::Max;
             c.inPlace = inPlace;
           });
+        // Elements no process count divides: uneven slices of a direct
+        // all_reduce.
+        add(CommunicatorOp::AllReduce, {3, 4099}, [&](Case &c) {
+          c.call.reduction =
+              floating ? ReductionCode::Sum : ReductionCode::Max;
+        });
         add(CommunicatorOp::AllGather, {2, 4096},
             [](Case &c) { c.call.dim = 0; });
         add(CommunicatorOp::ReduceScatter, {group * 2, 4096}, [&](Case &c) {

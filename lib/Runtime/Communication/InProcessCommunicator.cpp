@@ -90,15 +90,12 @@ struct CommunicatorState {
 /// How long a wait polls before it sleeps (when the state polls at all).
 constexpr auto kPollWindow = std::chrono::microseconds(50);
 
-/// A short pause between two looks at a slot while polling, the lock
-/// released.
+/// A pause between two looks at a slot while polling, the lock released:
+/// a yield, so that a thread with work to do (another device, another
+/// process) gets the core first.
 void pauseUnlocked(std::unique_lock<std::mutex> &lock) {
   lock.unlock();
-  for (int i = 0; i < 64; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  std::this_thread::yield();
   lock.lock();
 }
 

@@ -579,5 +579,88 @@ Status finishDirect(Exchange &x) {
   return Status::success();
 }
 
+namespace {
+
+/// Where process index `q`'s slice of a direct all_reduce starts, in
+/// elements (slices balanced to within one element).
+int64_t sliceStart(const Exchange &x, int64_t q) {
+  auto parts = static_cast<int64_t>(x.processes.size());
+  return x.count / parts * q + std::min(q, x.count % parts);
+}
+
+int64_t processIndex(const Exchange &x, int rank) {
+  return static_cast<int64_t>(
+      std::lower_bound(x.processes.begin(), x.processes.end(), rank) -
+      x.processes.begin());
+}
+
+} // namespace
+
+/// The largest all_reduce that moves as direct messages: above it
+/// OpenMPI's own non-blocking all_reduce was faster (2 and 4 processes
+/// here, 2026-12-05: 1 MiB 165 against 195 us, 579 against 848 us; even
+/// at 256 KiB; at 64 KiB the direct messages took 20 against 22 us and 61
+/// against 76-104 us).
+constexpr int64_t kDirectAllReduceBytes = 256 << 10;
+
+bool fitsDirectAllReduce(const Exchange &x) {
+  MPI_Datatype type;
+  MPI_Op op;
+  return x.request.kind == CommunicatorOp::AllReduce &&
+         x.inBytes >= kMpiCollectiveBytes &&
+         x.inBytes <= kDirectAllReduceBytes && x.processes.size() >= 2 &&
+         mpiReduction(x.request.input.dtype, x.request.reduction, type, op);
+}
+
+Expected<std::vector<DirectPart>> startDirectAllReduce(Exchange &x) {
+  Expected<const uint8_t *> reduced = reducedLocalInput(x);
+  if (!reduced)
+    return reduced.status();
+  int64_t me = processIndex(x, x.me);
+  int64_t mine = (sliceStart(x, me + 1) - sliceStart(x, me)) * x.elementSize;
+  std::vector<DirectPart> parts(x.peers.size());
+  x.buffers.blocks.resize(x.peers.size());
+  for (size_t k = 0; k < x.peers.size(); ++k) {
+    int64_t q = processIndex(x, x.peers[k]);
+    x.buffers.blocks[k].resize(mine);
+    parts[k] = {*reduced + sliceStart(x, q) * x.elementSize,
+                (sliceStart(x, q + 1) - sliceStart(x, q)) * x.elementSize,
+                x.buffers.blocks[k].data(), mine};
+  }
+  x.localInput = *reduced; // For the reduction between the rounds.
+  return parts;
+}
+
+Expected<std::vector<DirectPart>> reduceDirectAllReduceSlice(Exchange &x) {
+  const uint8_t *reduced = x.localInput;
+  int64_t me = processIndex(x, x.me);
+  int64_t offset = sliceStart(x, me) * x.elementSize;
+  int64_t mine = (sliceStart(x, me + 1) - sliceStart(x, me)) * x.elementSize;
+  std::vector<const void *> inputs;
+  for (int rank : x.processes) {
+    if (rank == x.me) {
+      inputs.push_back(reduced + offset);
+      continue;
+    }
+    size_t k = std::find(x.peers.begin(), x.peers.end(), rank) -
+               x.peers.begin();
+    inputs.push_back(x.buffers.blocks[k].data());
+  }
+  uint8_t *output = x.slot.outputs[x.mine.front()];
+  if (Status status =
+          reduceElements(x.request.reduction, x.request.input.dtype, inputs,
+                         output + offset, mine / x.elementSize);
+      !status)
+    return Status::error(x.what() + ": " + status.message());
+  std::vector<DirectPart> parts(x.peers.size());
+  for (size_t k = 0; k < x.peers.size(); ++k) {
+    int64_t q = processIndex(x, x.peers[k]);
+    parts[k] = {output + offset, mine,
+                output + sliceStart(x, q) * x.elementSize,
+                (sliceStart(x, q + 1) - sliceStart(x, q)) * x.elementSize};
+  }
+  return parts;
+}
+
 } // namespace mpi_exchange
 } // namespace partita
