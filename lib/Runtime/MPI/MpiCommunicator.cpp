@@ -377,42 +377,29 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
         buffer.resize(headerBytes);
     }
   };
-  auto expect = [&](const std::vector<DirectPart> &parts) {
+  // One round of headers, each peer's data beside its header, between the
+  // members' buffers.
+  auto directRound = [&](Expected<std::vector<DirectPart>> parts) -> Status {
+    if (!parts)
+      return parts.status();
+    headersOnly();
     for (size_t k = 0; k < x.peers.size(); ++k) {
-      x.sendBytes[k] = parts[k].sendBytes;
-      x.receiveBytes[k] = parts[k].receiveBytes;
+      x.sendBytes[k] = (*parts)[k].sendBytes;
+      x.receiveBytes[k] = (*parts)[k].receiveBytes;
     }
+    return transfer(x, channel, sequence, signature, &*parts);
   };
   if (fitsDirectAllReduce(x)) {
-    // Two rounds of headers and direct data: slices to their reducers,
-    // then the reduced slices to everyone.
-    Expected<std::vector<DirectPart>> scatter = startDirectAllReduce(x);
-    if (!scatter)
-      return scatter.status();
-    headersOnly();
-    expect(*scatter);
-    if (Status status = transfer(x, channel, sequence, signature, &*scatter);
-        !status)
+    // Slices to their reducers, then the reduced slices to everyone.
+    if (Status status = directRound(startDirectAllReduce(x)); !status)
       return status;
-    Expected<std::vector<DirectPart>> gather = reduceDirectAllReduceSlice(x);
-    if (!gather)
-      return gather.status();
-    expect(*gather);
-    if (Status status = transfer(x, channel, sequence, signature, &*gather);
-        !status)
+    if (Status status = directRound(reduceDirectAllReduceSlice(x)); !status)
       return status;
     finishMpiCollective(x);
     return Status::success();
   }
   if (fitsDirect(x)) {
-    // Headers and data together, the data between the members' buffers.
-    Expected<std::vector<DirectPart>> parts = startDirect(x);
-    if (!parts)
-      return parts.status();
-    headersOnly();
-    expect(*parts);
-    if (Status status = transfer(x, channel, sequence, signature, &*parts);
-        !status)
+    if (Status status = directRound(startDirect(x)); !status)
       return status;
     return finishDirect(x);
   }
