@@ -27,21 +27,13 @@ int main(int argc, char **argv) {
     std::printf("partita %s\n", PARTITA_VERSION);
     return 0;
   }
-  partita::Expected<const void *> opened =
-      partita::openPlugin(kCliLibraryFile, "PARTITA_CLI_LIBRARY",
-                          kCliLibrarySymbol, "partita's commands",
-                          /*lazy=*/true);
-  if (!opened) {
-    std::fprintf(stderr, "error: %s\n", opened.status().message().c_str());
+  partita::Expected<const CliTable *> table =
+      partita::openPluginTable<CliTable>(
+          kCliLibraryFile, "PARTITA_CLI_LIBRARY", kCliLibrarySymbol,
+          "partita's commands", kCliAbi, /*lazy=*/true);
+  if (!table) {
+    std::fprintf(stderr, "error: %s\n", table.status().message().c_str());
     return 1;
   }
-  auto table = static_cast<const CliTable *>(*opened);
-  if (!table || table->abi != kCliAbi) {
-    std::fprintf(stderr,
-                 "error: %s is from another build of Partita (interface %d, "
-                 "this driver needs %d)\n",
-                 kCliLibraryFile, table ? table->abi : -1, kCliAbi);
-    return 1;
-  }
-  return table->run(argc, argv);
+  return (*table)->run(argc, argv);
 }

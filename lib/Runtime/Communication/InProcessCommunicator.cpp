@@ -53,12 +53,6 @@ struct Slot {
   std::condition_variable changed;
 };
 
-/// Where the element range [begin, end) of a flat reduction starts for
-/// slice `index` of `parts` (balanced to within one element).
-int64_t sliceStart(int64_t count, int64_t index, int64_t parts) {
-  return count / parts * index + std::min(index, count % parts);
-}
-
 /// What the communicator keeps (InProcessCommunicator::State is this).
 struct CommunicatorState {
   Mesh mesh;

@@ -431,11 +431,10 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
 Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
                                  uint64_t sequence, uint64_t signature,
                                  const std::vector<DirectPart> *direct) {
-  // Index of a world rank in the channel's communicator.
+  // Index of a world rank in the channel's communicator (x.processes are
+  // the channel's).
   auto commRank = [&](int rank) {
-    return static_cast<int>(std::lower_bound(channel.processes.begin(),
-                                             channel.processes.end(), rank) -
-                            channel.processes.begin());
+    return static_cast<int>(x.processIndex(rank));
   };
   // Header (+ payload) each way, posted together, waited for with polling;
   // per peer: receive, send (header), then receive, send (direct data).

@@ -470,11 +470,6 @@ Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
   uint8_t *first = x.slot.outputs[x.mine.front()];
   const uint8_t *onlyInput =
       x.mine.size() == 1 ? x.slot.inputs[x.mine.front()] : nullptr;
-  auto indexOf = [&](int rank) {
-    return static_cast<int64_t>(
-        std::lower_bound(x.processes.begin(), x.processes.end(), rank) -
-        x.processes.begin());
-  };
   auto perProcess = static_cast<int64_t>(x.mine.size());
   std::vector<DirectPart> parts(x.peers.size());
   std::vector<uint8_t> &staged = x.buffers.reduced;
@@ -491,9 +486,9 @@ Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
                     x.inBytes);
       send = staged.data();
     }
-    std::memcpy(first + indexOf(x.me) * block, send, block);
+    std::memcpy(first + x.processIndex(x.me) * block, send, block);
     for (size_t k = 0; k < x.peers.size(); ++k)
-      parts[k] = {send, block, first + indexOf(x.peers[k]) * block, block};
+      parts[k] = {send, block, first + x.processIndex(x.peers[k]) * block, block};
     break;
   }
   case CommunicatorOp::AllToAll: {
@@ -504,10 +499,10 @@ Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
       staged.assign(onlyInput, onlyInput + x.inBytes);
       send = staged.data();
     }
-    int64_t own = indexOf(x.me) * block;
+    int64_t own = x.processIndex(x.me) * block;
     std::memcpy(first + own, send + own, block);
     for (size_t k = 0; k < x.peers.size(); ++k) {
-      int64_t at = indexOf(x.peers[k]) * block;
+      int64_t at = x.processIndex(x.peers[k]) * block;
       parts[k] = {send + at, block, first + at, block};
     }
     break;
@@ -524,7 +519,7 @@ Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
     x.buffers.blocks.resize(x.peers.size());
     for (size_t k = 0; k < x.peers.size(); ++k) {
       x.buffers.blocks[k].resize(block);
-      parts[k] = {send + indexOf(x.peers[k]) * block, block,
+      parts[k] = {send + x.processIndex(x.peers[k]) * block, block,
                   x.buffers.blocks[k].data(), block};
     }
     break;
@@ -549,9 +544,7 @@ Status finishDirect(Exchange &x) {
   const uint8_t *own =
       (perProcess == 1 ? x.slot.inputs[x.mine.front()]
                        : x.buffers.reduced.data()) +
-      (std::lower_bound(x.processes.begin(), x.processes.end(), x.me) -
-       x.processes.begin()) *
-          block;
+      x.processIndex(x.me) * block;
   std::vector<const void *> inputs;
   for (int rank : x.processes) {
     if (rank == x.me) {
@@ -582,16 +575,10 @@ Status finishDirect(Exchange &x) {
 namespace {
 
 /// Where process index `q`'s slice of a direct all_reduce starts, in
-/// elements (slices balanced to within one element).
+/// elements.
 int64_t sliceStart(const Exchange &x, int64_t q) {
-  auto parts = static_cast<int64_t>(x.processes.size());
-  return x.count / parts * q + std::min(q, x.count % parts);
-}
-
-int64_t processIndex(const Exchange &x, int rank) {
-  return static_cast<int64_t>(
-      std::lower_bound(x.processes.begin(), x.processes.end(), rank) -
-      x.processes.begin());
+  return partita::sliceStart(x.count, q,
+                             static_cast<int64_t>(x.processes.size()));
 }
 
 } // namespace
@@ -616,12 +603,12 @@ Expected<std::vector<DirectPart>> startDirectAllReduce(Exchange &x) {
   Expected<const uint8_t *> reduced = reducedLocalInput(x);
   if (!reduced)
     return reduced.status();
-  int64_t me = processIndex(x, x.me);
+  int64_t me = x.processIndex(x.me);
   int64_t mine = (sliceStart(x, me + 1) - sliceStart(x, me)) * x.elementSize;
   std::vector<DirectPart> parts(x.peers.size());
   x.buffers.blocks.resize(x.peers.size());
   for (size_t k = 0; k < x.peers.size(); ++k) {
-    int64_t q = processIndex(x, x.peers[k]);
+    int64_t q = x.processIndex(x.peers[k]);
     x.buffers.blocks[k].resize(mine);
     parts[k] = {*reduced + sliceStart(x, q) * x.elementSize,
                 (sliceStart(x, q + 1) - sliceStart(x, q)) * x.elementSize,
@@ -633,7 +620,7 @@ Expected<std::vector<DirectPart>> startDirectAllReduce(Exchange &x) {
 
 Expected<std::vector<DirectPart>> reduceDirectAllReduceSlice(Exchange &x) {
   const uint8_t *reduced = x.localInput;
-  int64_t me = processIndex(x, x.me);
+  int64_t me = x.processIndex(x.me);
   int64_t offset = sliceStart(x, me) * x.elementSize;
   int64_t mine = (sliceStart(x, me + 1) - sliceStart(x, me)) * x.elementSize;
   std::vector<const void *> inputs;
@@ -654,7 +641,7 @@ Expected<std::vector<DirectPart>> reduceDirectAllReduceSlice(Exchange &x) {
     return Status::error(x.what() + ": " + status.message());
   std::vector<DirectPart> parts(x.peers.size());
   for (size_t k = 0; k < x.peers.size(); ++k) {
-    int64_t q = processIndex(x, x.peers[k]);
+    int64_t q = x.processIndex(x.peers[k]);
     parts[k] = {output + offset, mine,
                 output + sliceStart(x, q) * x.elementSize,
                 (sliceStart(x, q + 1) - sliceStart(x, q)) * x.elementSize};

@@ -11,6 +11,7 @@
 
 #include "MpiInternal.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -146,6 +147,12 @@ struct Exchange {
       if (processOf[i] == rank)
         positions.push_back(i);
     return positions;
+  }
+  /// The index of world rank `rank` among the channel's processes.
+  int64_t processIndex(int rank) const {
+    return static_cast<int64_t>(
+        std::lower_bound(processes.begin(), processes.end(), rank) -
+        processes.begin());
   }
   /// The payload of the message to peer `k` (after its header).
   uint8_t *sendPayload(size_t k) {

@@ -222,6 +222,13 @@ protected:
 // Helpers shared by implementations (no threads, no communication)
 //===----------------------------------------------------------------------===//
 
+/// Where slice `index` of `count` elements cut into `parts` slices starts
+/// (slices balanced to within one element): the share each device (or
+/// process) reduces in an all_reduce.
+inline int64_t sliceStart(int64_t count, int64_t index, int64_t parts) {
+  return count / parts * index + (index < count % parts ? index : count % parts);
+}
+
 /// The local result shape of `kind` on `inputShape` in a group of
 /// `groupSize` devices; `dim` is all_gather's and reduce_scatter's
 /// dimension, `splitDim`/`concatDim` all_to_all's. Fails on dimensions out

@@ -11,6 +11,8 @@
 
 #include "partita/Sharding/Status.h"
 
+#include <string>
+
 namespace partita {
 
 /// Opens the plugin `file` once per process and returns what its
@@ -26,6 +28,28 @@ namespace partita {
 Expected<const void *> openPlugin(const char *file, const char *environment,
                                   const char *symbol, const char *what,
                                   bool lazy = false);
+
+/// openPlugin() for a plugin whose symbol returns a table (`Table`, whose
+/// first member is its interface number `abi`): refused, naming the file,
+/// when another build made it.
+template <typename Table>
+Expected<const Table *> openPluginTable(const char *file,
+                                        const char *environment,
+                                        const char *symbol, const char *what,
+                                        int abi, bool lazy = false) {
+  Expected<const void *> opened =
+      openPlugin(file, environment, symbol, what, lazy);
+  if (!opened)
+    return opened.status();
+  auto table = static_cast<const Table *>(*opened);
+  if (!table || table->abi != abi)
+    return Status::error(std::string(file) +
+                         " is from another build of Partita (plugin "
+                         "interface " +
+                         std::to_string(table ? table->abi : -1) +
+                         ", this tool needs " + std::to_string(abi) + ")");
+  return table;
+}
 
 } // namespace partita
 
