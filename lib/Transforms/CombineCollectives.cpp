@@ -104,19 +104,26 @@ public:
       : block(block), bucketBytes(bucketBytes), fillBytes(fillBytes) {}
 
   void run() {
+    if (fillBytes > 0)
+      hoistToOperands();
     SmallVector<Operation *> ops;
-    for (Operation &op : block)
+    Operation *lastPackable = nullptr;
+    for (Operation &op : block) {
       ops.push_back(&op);
+      if (packedKind(&op))
+        lastPackable = &op;
+    }
     for (Operation *op : ops) {
       if (op->hasTrait<OpTrait::IsTerminator>()) {
         flushBefore(op);
         continue;
       }
       // An all_reduce that needs a pending value is on the path through the
-      // open buckets: emit them now rather than defer the rest of the
-      // program behind them.
+      // open buckets it reads: emit those now rather than defer the rest of
+      // the program behind them. Other buckets stay open (a tensor-parallel
+      // activation's all_reduce must not cut the gradients' bucket short).
       if (packedKind(op) && needsPending(op))
-        flushBefore(op);
+        flushNeededBy(op);
       // Deferring an op keeps its operands alive until the bucket is out:
       // past a bucket's worth of such bytes, the buckets go now instead.
       if (needsPending(op) && heldBytes + newlyHeld(op) > bucketBytes)
@@ -149,22 +156,99 @@ public:
       bucket.members.push_back(op);
       bucket.bytes += bytes;
       pending.insert(op->getResult(0));
-      // Full enough (min-buckets): out right after its last member.
-      if (fillBytes > 0 && bucket.bytes >= fillBytes && op->getNextNode()) {
+      // Full enough (min-buckets): out right after its last member. After
+      // the block's last member nothing more can join: every open bucket
+      // goes out there rather than wait for a member's first use.
+      if (fillBytes > 0 && op->getNextNode()) {
         Operation *next = op->getNextNode();
-        emit(bucket, next);
-        bucket = Bucket();
-        placeReady(next);
+        if (op == lastPackable) {
+          flushBefore(next);
+        } else if (bucket.bytes >= fillBytes) {
+          emit(bucket, next);
+          bucket = Bucket();
+          placeReady(next);
+        }
       }
     }
   }
 
 private:
+  /// Moves every packable collective up to just after the op defining its
+  /// operand (the block's start for a value from outside), keeping the
+  /// program order of collectives that land at the same point. The
+  /// partitioner leaves a gradient's all_reduce where the gradient is
+  /// resharded for its use, which for a train step is after the whole
+  /// backward pass and in parameter order: the first bucket would hold the
+  /// embedding's gradient, ready last, and no bucket could start before the
+  /// backward pass ends. In readiness order, buckets fill as the backward
+  /// pass produces their members (docs/Runtime.md, "Overlapping
+  /// communication").
+  void hoistToOperands() {
+    llvm::DenseSet<Operation *> moved;
+    SmallVector<Operation *> collectives;
+    // Collectives stay below the last optimization barrier above them.
+    llvm::DenseMap<Operation *, Operation *> floorOf;
+    Operation *floor = &block.front();
+    for (Operation &op : block) {
+      if (isa<OptimizationBarrierOp>(&op) && op.getNextNode())
+        floor = op.getNextNode();
+      if (packedKind(&op) == Packed::AllReduce) {
+        collectives.push_back(&op);
+        floorOf[&op] = floor;
+      }
+    }
+    for (Operation *op : collectives) {
+      Operation *def = op->getOperand(0).getDefiningOp();
+      Operation *inBlock = def ? block.findAncestorOpInBlock(*def) : nullptr;
+      Operation *target = inBlock ? inBlock->getNextNode() : &block.front();
+      if (floorOf[op]->isBeforeInBlock(op) && target->isBeforeInBlock(floorOf[op]))
+        target = floorOf[op];
+      while (target && moved.contains(target))
+        target = target->getNextNode();
+      if (target && target != op)
+        op->moveBefore(target);
+      moved.insert(op);
+    }
+  }
+
   /// Emits every open bucket before `op`, and places the ops that waited.
   void flushBefore(Operation *op) {
     for (auto &[key, bucket] : buckets)
       emit(bucket, op);
     buckets.clear();
+    placeReady(op);
+  }
+
+  /// Emits before `op` the open buckets whose members it reads, directly
+  /// or through deferred ops, and places the ops that waited.
+  void flushNeededBy(Operation *op) {
+    llvm::DenseMap<Value, const BucketKey *> memberKey;
+    for (auto &[key, bucket] : buckets)
+      for (Operation *member : bucket.members)
+        memberKey[member->getResult(0)] = &key;
+    std::set<BucketKey> needed;
+    llvm::DenseSet<Operation *> visited;
+    SmallVector<Operation *> work{op};
+    while (!work.empty()) {
+      Operation *current = work.pop_back_val();
+      if (!visited.insert(current).second)
+        continue;
+      current->walk([&](Operation *inner) {
+        for (Value operand : inner->getOperands()) {
+          if (!pending.contains(operand))
+            continue;
+          if (const BucketKey *key = memberKey.lookup(operand))
+            needed.insert(*key);
+          else if (Operation *def = operand.getDefiningOp())
+            if (Operation *inBlock = block.findAncestorOpInBlock(*def))
+              work.push_back(inBlock);
+        }
+      });
+    }
+    for (const BucketKey &key : needed) {
+      emit(buckets[key], op);
+      buckets.erase(key);
+    }
     placeReady(op);
   }
 

@@ -14,6 +14,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace partita {
 #define GEN_PASS_DEF_OVERLAPCOLLECTIVESPASS
 #include "partita/Transforms/Passes.h.inc"
@@ -85,11 +88,76 @@ Operation *firstUseInBlock(Operation *op, Block &block,
   return first;
 }
 
+/// Whether `op` only rearranges one tensor (a slice, reshape or
+/// transpose): cheap, and with no reason to run before its result is
+/// needed.
+bool isView(Operation *op) {
+  return isa<SliceOp, ReshapeOp, TransposeOp>(op) && op->getNumOperands() == 1;
+}
+
+/// Whether the lowering may fuse `op` into a chain of elementwise
+/// instructions (docs/Runtime.md, "Fusion"): a view placed between two such
+/// ops would split the chain in two.
+bool joinsChains(Operation *op) {
+  return op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+         isa<ConstantOp, BroadcastOp, CompareOp, SelectOp, ConvertOp>(op);
+}
+
+/// Whether `a` has one result with as many elements as `b`'s first (the
+/// fusion pass's runs are of one element count).
+bool sameElementCount(Operation *a, Operation *b) {
+  auto typeA = a->getNumResults() == 1
+                   ? dyn_cast<RankedTensorType>(a->getResult(0).getType())
+                   : RankedTensorType();
+  auto typeB = dyn_cast<RankedTensorType>(b->getResult(0).getType());
+  return typeA && typeB && typeA.hasStaticShape() && typeB.hasStaticShape() &&
+         typeA.getNumElements() == typeB.getNumElements();
+}
+
+/// Moves `op`, a view in `block`, down to just before the first use of its
+/// result — before the elementwise ops, constants and broadcasts of its
+/// element count right above that use, which may fuse with it — after first doing the same for
+/// the views that read it.
+void sinkView(Operation *op, Block &block, BlockOrder &order) {
+  SmallVector<Operation *> views;
+  for (Operation *user : op->getResult(0).getUsers())
+    if (user->getBlock() == &block && isView(user))
+      views.push_back(user);
+  for (Operation *view : views)
+    sinkView(view, block, order);
+  Operation *use = firstUseInBlock(op, block, order);
+  if (!use || !order.before(op, use))
+    return;
+  if (joinsChains(use) && use->getNumResults() == 1)
+    while (use->getPrevNode() != op &&
+           joinsChains(use->getPrevNode()) &&
+           sameElementCount(use->getPrevNode(), use))
+      use = use->getPrevNode();
+  if (use != op->getNextNode())
+    order.moveBefore(op, use);
+}
+
+/// Moves the views of each collective's result down to their first uses: a
+/// combined bucket's members are sliced out of it right after it, and the
+/// collective's wait (before its result's first use) would follow its
+/// start at once.
+void sinkViewsOfCollectives(Block &block, BlockOrder &order) {
+  SmallVector<Operation *> views;
+  for (Operation &op : block)
+    if (movesData(&op))
+      for (Operation *user : op.getResult(0).getUsers())
+        if (user->getBlock() == &block && isView(user))
+          views.push_back(user);
+  for (Operation *view : views)
+    sinkView(view, block, order);
+}
+
 /// Moves the collectives of `block` up (see the pass description).
 void hoistCollectives(Block &block) {
   if (block.empty())
     return;
   BlockOrder order(block);
+  sinkViewsOfCollectives(block, order);
   // Collectives may be placed before `floor`, never above it.
   Operation *floor = &block.front();
   std::vector<Operation *> ops;
@@ -121,6 +189,65 @@ void hoistCollectives(Block &block) {
   }
 }
 
+/// Orders the ops after the block's last collective by the last collective
+/// each depends on (stable otherwise): what needs only early collectives'
+/// results runs first, and the latest collective is waited for last. A
+/// train step's optimizer updates the parameters in their own order, the
+/// embedding first, whose gradient is reduced last: without this its wait
+/// would follow that collective's start at once. An op that depends on no
+/// collective (a constant, a broadcast of one) goes with its first user, so
+/// that chains still fuse. A tail with an optimization barrier keeps its
+/// order.
+void orderTailByCollective(Block &block) {
+  Operation *last = nullptr;
+  for (Operation &op : block)
+    if (movesData(&op))
+      last = &op;
+  if (!last || !last->getNextNode() ||
+      last->getNextNode()->hasTrait<OpTrait::IsTerminator>())
+    return;
+  // key: the program index of the latest collective an op depends on.
+  llvm::DenseMap<Operation *, int64_t> key;
+  int64_t collectives = 0;
+  for (Operation &op : block) {
+    int64_t k = movesData(&op) ? collectives++ : -1;
+    op.walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *inBlock = block.findAncestorOpInBlock(*def);
+              inBlock && inBlock != &op)
+            k = std::max(k, key.lookup(inBlock));
+    });
+    key[&op] = k;
+  }
+  SmallVector<Operation *> tail;
+  for (Operation *op = last->getNextNode();
+       op && !op->hasTrait<OpTrait::IsTerminator>(); op = op->getNextNode()) {
+    if (isa<OptimizationBarrierOp>(op))
+      return;
+    tail.push_back(op);
+  }
+  // Independent ops take their first user's key (users come later, so
+  // walking backwards sees them first).
+  for (Operation *op : llvm::reverse(tail)) {
+    if (key[op] >= 0)
+      continue;
+    int64_t k = std::numeric_limits<int64_t>::max();
+    for (Operation *user : op->getUsers())
+      if (Operation *inBlock = block.findAncestorOpInBlock(*user);
+          inBlock && !inBlock->hasTrait<OpTrait::IsTerminator>())
+        k = std::min(k, key[inBlock]);
+    if (k != std::numeric_limits<int64_t>::max())
+      key[op] = k;
+  }
+  std::stable_sort(tail.begin(), tail.end(), [&](Operation *a, Operation *b) {
+    return key.lookup(a) < key.lookup(b);
+  });
+  Operation *terminator = &block.back();
+  for (Operation *op : tail)
+    op->moveBefore(terminator);
+}
+
 class OverlapCollectivesPass
     : public partita::impl::OverlapCollectivesPassBase<OverlapCollectivesPass> {
 public:
@@ -130,8 +257,10 @@ public:
                     UnitAttr::get(module.getContext()));
     module.walk([](Operation *op) {
       for (Region &region : op->getRegions())
-        for (Block &block : region)
+        for (Block &block : region) {
           hoistCollectives(block);
+          orderTailByCollective(block);
+        }
     });
   }
 };

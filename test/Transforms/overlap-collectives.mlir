@@ -54,3 +54,65 @@ func.func @bounded(%a: tensor<16xf32>, %p: tensor<4xf32>) -> (tensor<16xf32>, te
   %w = partita.all_gather %p on @mesh axes = ["x"] dim = 0 : tensor<4xf32> -> tensor<16xf32>
   return %u, %s, %w : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+partita.mesh @mesh = <["x"=4]>
+
+// A combined bucket's members are sliced out of it where each is first
+// needed, not right after it (the wait would follow the start at once),
+// and before the elementwise ops of the same element count just above that
+// use (which fuse with it): %a's before the tanh of its update's chain,
+// %b's before the constant feeding its update, after the update of %a.
+// CHECK-LABEL: func.func @views
+// CHECK: %[[R:.*]] = partita.all_reduce sum
+// CHECK-NEXT: %[[SA:.*]] = partita.slice %[[R]] start = [0, 0]
+// CHECK-NEXT: %[[A:.*]] = partita.reshape %[[SA]]
+// CHECK-NEXT: %[[T:.*]] = partita.tanh
+// CHECK-NEXT: %[[UA:.*]] = partita.add %[[A]], %[[T]]
+// CHECK-NEXT: %[[SB:.*]] = partita.slice %[[R]] start = [0, 8]
+// CHECK-NEXT: %[[B:.*]] = partita.reshape %[[SB]]
+// CHECK-NEXT: %[[C:.*]] = partita.constant
+// CHECK-NEXT: %[[UB:.*]] = partita.mul %[[B]], %[[C]]
+func.func @views(%g: tensor<1x24xf32>, %x: tensor<8xf32>) -> (tensor<8xf32>, tensor<16xf32>) {
+  %r = partita.all_reduce sum %g on @mesh axes = ["x"] : tensor<1x24xf32>
+  %sa = partita.slice %r start = [0, 0] limit = [1, 8] stride = [1, 1] : tensor<1x24xf32> -> tensor<1x8xf32>
+  %a = partita.reshape %sa : tensor<1x8xf32> -> tensor<8xf32>
+  %sb = partita.slice %r start = [0, 8] limit = [1, 24] stride = [1, 1] : tensor<1x24xf32> -> tensor<1x16xf32>
+  %b = partita.reshape %sb : tensor<1x16xf32> -> tensor<16xf32>
+  %t = partita.tanh %x : tensor<8xf32>
+  %ua = partita.add %a, %t : tensor<8xf32>
+  %c = partita.constant dense<2.0> : tensor<16xf32>
+  %ub = partita.mul %b, %c : tensor<16xf32>
+  return %ua, %ub : tensor<8xf32>, tensor<16xf32>
+}
+
+// -----
+
+partita.mesh @mesh = <["x"=4]>
+
+// After the last collective, ops run in the order of the collectives they
+// wait for: the update of %q (reduced first) before that of %p (reduced
+// last), although the program updates %p first; the constant goes with its
+// user, the ops that need no collective first.
+// CHECK-LABEL: func.func @tail
+// CHECK: %[[RQ:.*]] = partita.all_reduce sum %[[GQ:.*]] on
+// CHECK: %[[RP:.*]] = partita.all_reduce sum
+// CHECK-NEXT: %[[N:.*]] = partita.neg %{{.*}} : tensor<4xf32>
+// CHECK-NEXT: %[[CQ:.*]] = partita.constant dense<3.000000e+00>
+// CHECK-NEXT: %[[UQ:.*]] = partita.mul %[[RQ]], %[[CQ]]
+// CHECK-NEXT: %[[CP:.*]] = partita.constant dense<2.000000e+00>
+// CHECK-NEXT: %[[UP:.*]] = partita.mul %[[RP]], %[[CP]]
+// CHECK-NEXT: return %[[UP]], %[[UQ]], %[[N]]
+func.func @tail(%x: tensor<16xf32>, %s: tensor<4xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<4xf32>) {
+  %gq = partita.tanh %x : tensor<16xf32>
+  %rq = partita.all_reduce sum %gq on @mesh axes = ["x"] : tensor<16xf32>
+  %gp = partita.exp %gq : tensor<16xf32>
+  %rp = partita.all_reduce sum %gp on @mesh axes = ["x"] : tensor<16xf32>
+  %cp = partita.constant dense<2.0> : tensor<16xf32>
+  %up = partita.mul %rp, %cp : tensor<16xf32>
+  %cq = partita.constant dense<3.0> : tensor<16xf32>
+  %uq = partita.mul %rq, %cq : tensor<16xf32>
+  %n = partita.neg %s : tensor<4xf32>
+  return %up, %uq, %n : tensor<16xf32>, tensor<16xf32>, tensor<4xf32>
+}

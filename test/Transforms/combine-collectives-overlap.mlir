@@ -1,0 +1,52 @@
+// RUN: partita-opt %s --split-input-file --partita-combine-collectives="bucket-bytes=1048576 min-buckets=2" | FileCheck %s --enable-var-scope
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// With min-buckets (what overlap asks for), buckets fill in the order the
+// gradients become ready, not in the order their all_reduces stand: the
+// partitioner leaves them after the backward pass in parameter order
+// (r1, r2, r3), but g3 is ready first. Each all_reduce moves up to just
+// after its gradient; the first bucket (g3, g2: 128 KiB, over the 96 KiB
+// fill) goes out right after g2, and the last member (g1) goes out at once
+// rather than wait for its first use.
+// CHECK-LABEL: func.func @readiness
+// CHECK: %[[G3:.*]] = partita.tanh
+// CHECK-NEXT: %[[G2:.*]] = partita.exp %[[G3]]
+// CHECK: %[[PACK:.*]] = partita.concatenate
+// CHECK-NEXT: %[[B:.*]] = partita.all_reduce sum %[[PACK]] {{.*}} {partita.reason = "combines 2 all_reduce of 32768 elements: {{.*}}"}
+// CHECK: %[[G1:.*]] = partita.sin %[[G2]]
+// CHECK-NEXT: %[[R1:.*]] = partita.all_reduce sum %[[G1]]
+// CHECK-NEXT: %[[U1:.*]] = partita.neg %[[R1]]
+func.func @readiness(%x: tensor<16384xf32>) -> (tensor<16384xf32>, tensor<16384xf32>, tensor<16384xf32>) {
+  %g3 = partita.tanh %x : tensor<16384xf32>
+  %g2 = partita.exp %g3 : tensor<16384xf32>
+  %g1 = partita.sin %g2 : tensor<16384xf32>
+  %r1 = partita.all_reduce sum %g1 on @mesh axes = ["data"] : tensor<16384xf32>
+  %r2 = partita.all_reduce sum %g2 on @mesh axes = ["data"] : tensor<16384xf32>
+  %r3 = partita.all_reduce sum %g3 on @mesh axes = ["data"] : tensor<16384xf32>
+  %u1 = partita.neg %r1 : tensor<16384xf32>
+  return %u1, %r2, %r3 : tensor<16384xf32>, tensor<16384xf32>, tensor<16384xf32>
+}
+
+// -----
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// A tensor-parallel activation all_reduce that reads an earlier one's
+// result emits only that one's bucket: the gradients' bucket over "data"
+// stays open and takes both gradients.
+// CHECK-LABEL: func.func @selective
+// CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["model"]
+// CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["model"]
+// CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["data"] {partita.reason = "combines 2 all_reduce of 32 elements: {{.*}}"}
+// CHECK-NOT: partita.all_reduce
+func.func @selective(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %ga = partita.exp %x : tensor<16xf32>
+  %ra = partita.all_reduce sum %ga on @mesh axes = ["data"] : tensor<16xf32>
+  %m1 = partita.all_reduce sum %x on @mesh axes = ["model"] : tensor<16xf32>
+  %h = partita.tanh %m1 : tensor<16xf32>
+  %m2 = partita.all_reduce sum %h on @mesh axes = ["model"] : tensor<16xf32>
+  %gb = partita.sin %m2 : tensor<16xf32>
+  %rb = partita.all_reduce sum %gb on @mesh axes = ["data"] : tensor<16xf32>
+  return %ra, %rb, %m2 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
