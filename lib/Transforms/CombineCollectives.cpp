@@ -184,25 +184,32 @@ private:
   /// pass produces their members (docs/Runtime.md, "Overlapping
   /// communication").
   void hoistToOperands() {
-    llvm::DenseSet<Operation *> moved;
-    SmallVector<Operation *> collectives;
-    // Collectives stay below the last optimization barrier above them.
-    llvm::DenseMap<Operation *, Operation *> floorOf;
-    Operation *floor = &block.front();
+    // Positions before any move; only collectives move, so the anchors
+    // below (operand definitions and barriers) keep theirs.
+    llvm::DenseMap<Operation *, int64_t> position;
+    // Each collective's anchor: the op it goes right after (null: the
+    // block's start); never above the last optimization barrier before it.
+    SmallVector<std::pair<Operation *, Operation *>> moves;
+    Operation *barrier = nullptr;
+    int64_t next = 0;
     for (Operation &op : block) {
-      if (isa<OptimizationBarrierOp>(&op) && op.getNextNode())
-        floor = op.getNextNode();
-      if (packedKind(&op) == Packed::AllReduce) {
-        collectives.push_back(&op);
-        floorOf[&op] = floor;
-      }
+      position[&op] = next++;
+      if (isa<OptimizationBarrierOp>(&op))
+        barrier = &op;
+      if (packedKind(&op) != Packed::AllReduce)
+        continue;
+      Operation *def = op.getOperand(0).getDefiningOp();
+      Operation *anchor = def ? block.findAncestorOpInBlock(*def) : nullptr;
+      // A collective of a collective's result stays where it is.
+      if (anchor && packedKind(anchor))
+        continue;
+      if (barrier && (!anchor || position[anchor] < position[barrier]))
+        anchor = barrier;
+      moves.push_back({&op, anchor});
     }
-    for (Operation *op : collectives) {
-      Operation *def = op->getOperand(0).getDefiningOp();
-      Operation *inBlock = def ? block.findAncestorOpInBlock(*def) : nullptr;
-      Operation *target = inBlock ? inBlock->getNextNode() : &block.front();
-      if (floorOf[op]->isBeforeInBlock(op) && target->isBeforeInBlock(floorOf[op]))
-        target = floorOf[op];
+    llvm::DenseSet<Operation *> moved;
+    for (auto [op, anchor] : moves) {
+      Operation *target = anchor ? anchor->getNextNode() : &block.front();
       while (target && moved.contains(target))
         target = target->getNextNode();
       if (target && target != op)
