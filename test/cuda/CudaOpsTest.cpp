@@ -277,6 +277,28 @@ int main() {
   }
   for (const Case &c : cases())
     runCase(**gpu, c);
+  // A spec that does not fit its operands or result is an error before any
+  // index is taken from it (only a malformed executable carries one).
+  for (const char *bad : {"abc,cd->ad", "ab,bc->ca", "ab,bc->ad", "ab->"}) {
+    Instruction inst;
+    inst.op = OpCode::Einsum;
+    inst.text = bad;
+    std::vector<TensorType> operandTypes{{DType::F32, {2, 3}},
+                                         {DType::F32, {3, 4}}};
+    std::vector<TensorType> resultTypes{{DType::F32, {2, 4}}};
+    void *a = *(*gpu)->allocate(24), *b = *(*gpu)->allocate(48),
+         *out = *(*gpu)->allocate(32);
+    std::vector<HostArray> constants;
+    Status ran = (*gpu)->run(inst, operandTypes, {a, b}, resultTypes, {out},
+                             constants);
+    if (ran.ok() || ran.message().find("einsum") == std::string::npos) {
+      std::printf("FAIL malformed einsum '%s': %s\n", bad,
+                  ran.ok() ? "accepted" : ran.message().c_str());
+      ++failures;
+    } else {
+      ++passed;
+    }
+  }
   std::printf("cuda ops: %d cases agree with the CPU kernels, %d fail\n",
               passed, failures);
   return failures == 0 ? 0 : 1;

@@ -11,6 +11,7 @@
 
 #include "partita/Runtime/Program/DeviceMath.h"
 #include "partita/Runtime/Program/Instruction.h"
+#include "partita/Sharding/Einsum.h"
 
 #include <string>
 #include <vector>
@@ -27,6 +28,20 @@ Status cudaEinsum(const CudaContext &ctx, const Instruction &inst,
                   const std::vector<const void *> &operands,
                   const TensorType &resultType, void *result) {
   const std::string &spec = inst.text;
+  // The spec against the operands and the result before any index is
+  // taken from it (a malformed executable must not read out of bounds).
+  Expected<EinsumSpec> parsed = parseEinsumSpec(spec, static_cast<int>(operands.size()));
+  if (!parsed)
+    return Status::error("einsum: " + parsed.status().message());
+  std::vector<std::vector<int64_t>> shapes;
+  for (const TensorType &type : operandTypes)
+    shapes.push_back(type.shape);
+  Expected<std::vector<int64_t>> expected = einsumResultShape(*parsed, shapes);
+  if (!expected)
+    return Status::error("einsum: " + expected.status().message());
+  if (*expected != resultType.shape)
+    return Status::error("einsum: spec '" + spec +
+                         "' does not give the result's shape");
   size_t arrow = spec.find("->");
   if (arrow == std::string::npos)
     return Status::error("einsum: spec '" + spec + "' has no '->'");
