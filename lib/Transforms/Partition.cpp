@@ -502,6 +502,7 @@ LogicalResult Partitioner::run() {
     if (!function.isExternal() &&
         failed(partitionBlock(function.getBody().front())))
       return failure();
+  eraseUnusedBroadcasts();
   module->setAttr(PartitaDialect::kPartitionedAttrName,
                   UnitAttr::get(context()));
   return success();

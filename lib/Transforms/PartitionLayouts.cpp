@@ -205,10 +205,74 @@ FailureOr<Value> Partitioner::reshard(Value value, const Sharding &to,
     if (ancestor && def->isBeforeInBlock(ancestor))
       return cached->second;
   }
-  FailureOr<Value> result = emitReshard(value, to, consumer, why);
+  FailureOr<Value> result = rebroadcast(value, to, consumer, why);
+  if (succeeded(result) && !*result)
+    result = emitReshard(value, to, consumer, why);
   if (succeeded(result) && *result != value)
     reshardCache[key] = *result;
   return result;
+}
+
+FailureOr<Value>
+Partitioner::rebroadcast(Value value, const Sharding &to, Operation *consumer,
+                         llvm::function_ref<std::string()> why) {
+  auto broadcast = value.getDefiningOp<BroadcastOp>();
+  Sharding target = closed(to);
+  if (!broadcast || target.partialKind != PartialKind::None)
+    return Value();
+  Layout from = layouts.lookup(value);
+  Value operand = broadcast.getOperand();
+  Layout source = layouts.lookup(operand);
+  auto count = [](const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t extent : shape)
+      n *= extent;
+    return n;
+  };
+  // Worth it when the operand is at most half the result; and only where
+  // every split dimension divides evenly (no padding to carry).
+  if (from.shape.size() != static_cast<size_t>(target.rank()) ||
+      2 * count(source.shape) > count(from.shape))
+    return Value();
+  for (int d = 0; d < target.rank(); ++d) {
+    int64_t group = 1;
+    for (const std::string &axis : target.dims[d].axes)
+      group *= mesh.axisSize(axis);
+    if (from.shape[d] % group != 0)
+      return Value();
+  }
+  ArrayRef<int64_t> dims = broadcast.getDims();
+  Sharding wanted = Sharding::replicated(static_cast<int>(source.shape.size()));
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (source.shape[i] == from.shape[d])
+      wanted.dims[i].axes = target.dims[d].axes;
+    else if (!target.dims[d].axes.empty())
+      return Value(); // A size-1 dimension stretched, split in the result.
+  }
+  FailureOr<Value> moved = reshard(operand, wanted, consumer, why);
+  if (failed(moved))
+    return failure();
+  auto global = RankedTensorType::get(
+      from.shape, cast<RankedTensorType>(value.getType()).getElementType());
+  FailureOr<RankedTensorType> type =
+      localType(global, target, consumer, "a broadcast of " +
+                                              describeValue(operand));
+  if (failed(type))
+    return failure();
+  builder.setInsertionPoint(consumer);
+  auto rebuilt = BroadcastOp::create(builder, broadcast.getLoc(), *type,
+                                     *moved, broadcast.getDimsAttr());
+  rebuilt->setAttr(PartitaDialect::kShardingAttrName, attrFor(target));
+  layouts[rebuilt.getResult()] = {target, from.shape, from.elementBytes};
+  rebroadcasted.insert(broadcast);
+  return rebuilt.getResult();
+}
+
+void Partitioner::eraseUnusedBroadcasts() {
+  for (Operation *op : rebroadcasted)
+    if (op->use_empty())
+      op->erase();
+  rebroadcasted.clear();
 }
 
 FailureOr<Value> Partitioner::emitReshard(

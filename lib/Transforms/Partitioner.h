@@ -137,6 +137,17 @@ private:
   /// collective is emitted (its partita.reason).
   FailureOr<Value> reshard(Value value, const Sharding &to, Operation *consumer,
                            llvm::function_ref<std::string()> why);
+  /// A broadcast's result wanted in another layout, built again from its
+  /// operand in the matching one (a small operand moves instead of the big
+  /// result); null when that does not apply (docs/Partitioning.md,
+  /// "Broadcasts").
+  FailureOr<Value> rebroadcast(Value value, const Sharding &to,
+                               Operation *consumer,
+                               llvm::function_ref<std::string()> why);
+  /// Broadcasts built again for every use are erased.
+  void eraseUnusedBroadcasts();
+  /// The broadcasts rebroadcast() replaced for some consumer.
+  llvm::SmallPtrSet<Operation *, 8> rebroadcasted;
   /// reshard()'s work when the layouts differ.
   FailureOr<Value> emitReshard(Value value, const Sharding &to,
                                Operation *consumer,
