@@ -116,8 +116,8 @@ bool sameElementCount(Operation *a, Operation *b) {
 
 /// Moves `op`, a view in `block`, down to just before the first use of its
 /// result — before the elementwise ops, constants and broadcasts of its
-/// element count right above that use, which may fuse with it — after first doing the same for
-/// the views that read it.
+/// element count right above that use, which may fuse with it — after first
+/// doing the same for the views that read it.
 void sinkView(Operation *op, Block &block, BlockOrder &order) {
   SmallVector<Operation *> views;
   for (Operation *user : op->getResult(0).getUsers())
@@ -129,8 +129,7 @@ void sinkView(Operation *op, Block &block, BlockOrder &order) {
   if (!use || !order.before(op, use))
     return;
   if (joinsChains(use) && use->getNumResults() == 1)
-    while (use->getPrevNode() != op &&
-           joinsChains(use->getPrevNode()) &&
+    while (use->getPrevNode() != op && joinsChains(use->getPrevNode()) &&
            sameElementCount(use->getPrevNode(), use))
       use = use->getPrevNode();
   if (use != op->getNextNode())

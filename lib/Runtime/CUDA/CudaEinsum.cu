@@ -30,7 +30,8 @@ Status cudaEinsum(const CudaContext &ctx, const Instruction &inst,
   const std::string &spec = inst.text;
   // The spec against the operands and the result before any index is
   // taken from it (a malformed executable must not read out of bounds).
-  Expected<EinsumSpec> parsed = parseEinsumSpec(spec, static_cast<int>(operands.size()));
+  Expected<EinsumSpec> parsed =
+      parseEinsumSpec(spec, static_cast<int>(operands.size()));
   if (!parsed)
     return Status::error("einsum: " + parsed.status().message());
   std::vector<std::vector<int64_t>> shapes;
