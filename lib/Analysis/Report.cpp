@@ -3,6 +3,7 @@
 #include "partita/Analysis/Report.h"
 #include "partita/Analysis/Liveness.h"
 #include "partita/Dialect/Partita/Utils/InlineCalls.h"
+#include "partita/Dialect/Partita/Utils/RemakeValues.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/Utils/ValueNames.h"
@@ -123,11 +124,15 @@ Report partita::analyzeModule(ModuleOp module,
     report.collectives.push_back(std::move(record));
   });
 
-  // Memory: the function with the highest peak, calls inlined (the buffer
-  // plan of the Executable sees the same buffers).
+  // Memory: the function with the highest peak, calls inlined and cheap
+  // values made again near their fused users (the buffer plan of the
+  // Executable sees the same buffers; RemakeValues.h).
   OwningOpRef<ModuleOp> inlined = cloneWithCallsInlined(module);
-  for (auto function :
-       (inlined ? *inlined : module).getOps<func::FuncOp>()) {
+  if (!inlined)
+    inlined = module.clone();
+  for (auto function : inlined->getOps<func::FuncOp>()) {
+    if (!function.isExternal())
+      remakeNearFusedUsers(function);
     BufferLiveness liveness = analyzeLiveness(function);
     if (liveness.peakBytes < report.peakBytesPerDevice ||
         (liveness.peakBytes == 0 && !report.bytesByRole.empty()))

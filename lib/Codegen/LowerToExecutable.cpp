@@ -6,6 +6,7 @@
 
 #include "partita/Analysis/Liveness.h"
 #include "partita/Dialect/Partita/Utils/InlineCalls.h"
+#include "partita/Dialect/Partita/Utils/RemakeValues.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Sharding/Layout.h"
@@ -680,6 +681,9 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp original,
                                                 const LoweringOptions &options) {
   // Calls are inlined first, so the buffer plan sees every buffer.
   OwningOpRef<ModuleOp> inlined = cloneWithCallsInlined(original);
+  // Fusion remakes cheap values near their users, on a copy.
+  if (!inlined && options.fuse)
+    inlined = original.clone();
   ModuleOp module = inlined ? *inlined : original;
   func::FuncOp entry;
   for (auto function : module.getOps<func::FuncOp>())
@@ -688,6 +692,8 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp original,
       entry = function;
   if (!entry)
     return Status::error("the module has no function with a body to run");
+  if (options.fuse)
+    remakeNearFusedUsers(entry);
   Lowering lowering(entry,
                     module->hasAttr(PartitaDialect::kPartitionedAttrName));
   lowering.findMesh(module);

@@ -505,6 +505,20 @@ TEST_CASE("a splat constant writes its one element everywhere",
   std::vector<Buffer> ints{Buffer(DType::I32, {4})};
   CHECK(!runOp(OpCode::Constant, {0, 1}, {}, ints, "", &pool).ok());
   CHECK(!runOp(OpCode::Constant, {0, 2}, {}, results, "", &pool).ok());
+  // Every element width: 8, 2 and 1 bytes.
+  std::vector<HostArray> widths = {
+      HostArray::fromValues<int64_t>(DType::I64, {}, {-7}),
+      HostArray::fromValues<int16_t>(DType::I16, {}, {300}),
+      HostArray::fromValues<int8_t>(DType::I8, {}, {-5})};
+  std::vector<Buffer> wide{Buffer(DType::I64, {5})};
+  REQUIRE(runOp(OpCode::Constant, {0, 1}, {}, wide, "", &widths).ok());
+  checkEqual(wide[0], std::vector<double>(5, -7));
+  std::vector<Buffer> half{Buffer(DType::I16, {3, 3})};
+  REQUIRE(runOp(OpCode::Constant, {1, 1}, {}, half, "", &widths).ok());
+  checkEqual(half[0], std::vector<double>(9, 300));
+  std::vector<Buffer> bytes{Buffer(DType::I8, {7})};
+  REQUIRE(runOp(OpCode::Constant, {2, 1}, {}, bytes, "", &widths).ok());
+  checkEqual(bytes[0], std::vector<double>(7, -5));
 }
 
 TEST_CASE("reshape and optimization_barrier copy bytes", "[kernels]") {

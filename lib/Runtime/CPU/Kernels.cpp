@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "KernelSupport.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace partita {
@@ -168,8 +169,23 @@ Status runConstant(const KernelContext &ctx) {
                        ", not one element of the result's " + describe(type));
     int64_t size = dtypeSize(type.dtype), count = type.bytes() / size;
     auto *out = static_cast<uint8_t *>(ctx.result(0));
-    for (int64_t i = 0; i < count; ++i)
-      std::memcpy(out + i * size, value.bytes.data(), size);
+    // Typed stores for the common widths (a memcpy call per element was
+    // most of the step's constants).
+    auto fill = [&](auto tag) {
+      using Word = decltype(tag);
+      Word word;
+      std::memcpy(&word, value.bytes.data(), sizeof(Word));
+      std::fill_n(reinterpret_cast<Word *>(out), count, word);
+    };
+    if (size == 4)
+      fill(uint32_t());
+    else if (size == 2)
+      fill(uint16_t());
+    else if (size == 1)
+      std::memset(out, value.bytes[0], static_cast<size_t>(count));
+    else
+      for (int64_t i = 0; i < count; ++i)
+        std::memcpy(out + i * size, value.bytes.data(), size);
     return Status::success();
   }
   if (value.dtype != type.dtype || value.shape != type.shape ||
@@ -200,11 +216,18 @@ Status runIota(const KernelContext &ctx) {
     if constexpr (Traits::isBool) {
       return ctx.unsupported(type.dtype);
     } else {
+      // Blocks of `inner` equal values, `size` of them per outer index: no
+      // division per element (two were most of a one-hot's cost).
       Storage *out = ctx.template result<Storage>(0);
-      for (int64_t i = 0; i < total; ++i) {
-        int64_t value = (i / inner) % size;
-        out[i] = Traits::store(static_cast<ComputeOf<Storage>>(value));
-      }
+      if (total == 0)
+        return Status::success();
+      int64_t outer = total / (inner * size);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t v = 0; v < size; ++v) {
+          Storage value = Traits::store(static_cast<ComputeOf<Storage>>(v));
+          std::fill_n(out, inner, value);
+          out += inner;
+        }
       return Status::success();
     }
   });
