@@ -26,6 +26,13 @@
 // it reads (or the program returns); a constant or broadcast read after the
 // run stays an instruction of its own, placed before the fused one.
 //
+// A wait between the run's candidates for a collective started before the
+// run does not end it (a norm's scale, gathered under FSDP, is waited for
+// just before the broadcast in the middle of the norm's chain): it goes
+// before the fused instruction. Waiting earlier is always safe: the buffer
+// plan keeps the collective's operand and result apart from everything
+// the run writes from the start to the wait.
+//
 // The buffer plan stays as it was, so the run's writes must not clobber
 // what it still reads: a tile's operands are read before its results are
 // written, which is safe for a result at exactly an operand's bytes (an
@@ -73,11 +80,16 @@ private:
   /// contiguous block of dimensions: the reduction's layout in the chain.
   bool reductionLayout(const Instruction &inst, int64_t count,
                        FusedReduction &layout) const;
-  /// The run [begin, end) as instructions, with the reductions at
+  /// The instructions of a run: its candidates, and the waits between
+  /// them (stream indices, in order).
+  struct Run {
+    std::vector<size_t> members, waits;
+  };
+  /// The run as instructions, with the reductions at
   /// `reductions` after it and the einsum at `head` (-1: none) before it:
   /// fused (the head taken from the end of `out`), or false with nothing
   /// emitted.
-  bool emitRun(size_t begin, size_t end, const std::vector<size_t> &reductions,
+  bool emitRun(const Run &run, const std::vector<size_t> &reductions,
                int64_t head, std::vector<Instruction> &out);
   bool overlaps(int32_t a, int32_t b) const;
 
@@ -229,17 +241,16 @@ bool Fuser::overlaps(int32_t a, int32_t b) const {
   return aLow < bHigh && bLow < aHigh;
 }
 
-bool Fuser::emitRun(size_t begin, size_t end,
-                    const std::vector<size_t> &reductions, int64_t head,
-                    std::vector<Instruction> &out) {
+bool Fuser::emitRun(const Run &run, const std::vector<size_t> &reductions,
+                    int64_t head, std::vector<Instruction> &out) {
   const std::vector<Instruction> &stream = program.instructions;
   int64_t elementwise = 0;
-  for (size_t i = begin; i < end; ++i)
+  for (size_t i : run.members)
     elementwise += isFusibleOp(stream[i].op);
   if (elementwise < (head >= 0 || !reductions.empty() ? 1 : 2))
     return false;
 
-  int64_t count = program.slots[stream[begin].results[0]].numElements();
+  int64_t count = program.slots[stream[run.members[0]].results[0]].numElements();
   FusedProgram fused;
   fused.count = count;
   fused.head = head >= 0;
@@ -272,7 +283,7 @@ bool Fuser::emitRun(size_t begin, size_t end,
     operandOf[key] = index;
     return {FusedRefKind::Operand, index};
   };
-  for (size_t i = begin; i < end; ++i) {
+  for (size_t i : run.members) {
     const Instruction &member = stream[i];
     int32_t slot = member.results[0];
     FusedOperand layout;
@@ -336,11 +347,11 @@ bool Fuser::emitRun(size_t begin, size_t end,
   // Values read after the run: results of the fused instruction, or (a
   // constant, a broadcast) instructions of their own before it.
   std::vector<int32_t> written;
-  for (size_t i = begin; i < end; ++i) {
+  for (size_t i : run.members) {
     const Instruction &member = stream[i];
     int32_t slot = member.results[0];
     bool readAfter = reads[slot] > readsInRun[slot];
-    bool last = i + 1 == end && reductions.empty();
+    bool last = i == run.members.back() && reductions.empty();
     if (member.op == OpCode::Reshape && refOf[slot].kind == FusedRefKind::Step) {
       if (readAfter) { // Written as the step it renames.
         inst.results.push_back(slot);
@@ -420,7 +431,7 @@ bool Fuser::emitRun(size_t begin, size_t end,
           kMaxFusedResults)
     safe = false;
   if (fused.head && (retryWithoutHead || !safe)) {
-    if (!emitRun(begin, end, reductions, -1, out))
+    if (!emitRun(run, reductions, -1, out))
       return false;
     ++summary.headsRefused;
     return true;
@@ -430,11 +441,13 @@ bool Fuser::emitRun(size_t begin, size_t end,
   inst.ints = encodeFused(fused);
   if (fused.head)
     out.pop_back(); // The einsum, now the head.
+  for (size_t i : run.waits)
+    out.push_back(stream[i]);
   out.insert(out.end(), keptBefore.begin(), keptBefore.end());
   out.push_back(std::move(inst));
   ++summary.fused;
-  summary.replaced += static_cast<int64_t>(end - begin + reductions.size() +
-                                           (fused.head ? 1 : 0));
+  summary.replaced += static_cast<int64_t>(
+      run.members.size() + reductions.size() + (fused.head ? 1 : 0));
   summary.heads += fused.head;
   summary.reductions += static_cast<int64_t>(fused.reductions.size());
   return true;
@@ -470,6 +483,11 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
     size_t j = i;
     for (; j < end; ++j) {
       const Instruction &member = stream[j];
+      // A wait for a collective started before the run steps aside.
+      if (j > i && member.op == OpCode::Wait && !member.ints.empty() &&
+          member.ints[0] > 0 && static_cast<size_t>(member.ints[0]) <= j &&
+          j - static_cast<size_t>(member.ints[0]) < i)
+        continue;
       if (member.results.size() != 1)
         break;
       int64_t size = program.slots[member.results[0]].numElements();
@@ -513,10 +531,14 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
       count = n;
       producedInRun.insert(member.results[0]);
     }
-    // Constants and broadcasts at the end of a run feed nothing in it.
+    // Constants and broadcasts at the end of a run feed nothing in it;
+    // waits there stay where they are.
     size_t whole = j;
     while (j > i && !isFusibleOp(stream[j - 1].op))
       --j;
+    Run run;
+    for (size_t k = i; k < j; ++k)
+      (stream[k].op == OpCode::Wait ? run.waits : run.members).push_back(k);
     if (j == i) {
       out.push_back(inst);
       lastPlain = i;
@@ -536,11 +558,11 @@ std::vector<Instruction> Fuser::fuseRange(size_t begin, size_t end) {
     if (i > begin && lastPlain == i - 1 && isHeadEinsum(stream[i - 1], count))
       head = static_cast<int64_t>(i - 1);
     lastPlain = SIZE_MAX;
-    if (!reductions.empty() && emitRun(i, j, reductions, head, out)) {
+    if (!reductions.empty() && emitRun(run, reductions, head, out)) {
       i = j + reductions.size();
       continue;
     }
-    if (!emitRun(i, j, {}, head, out))
+    if (!emitRun(run, {}, head, out))
       out.insert(out.end(), stream.begin() + i, stream.begin() + j);
     i = j;
   }

@@ -181,10 +181,19 @@ void hoistCollectives(Block &block) {
     if (target && target != op && order.before(target, op))
       order.moveBefore(op, target);
     // The next collective may start before this one's first use, not
-    // earlier: one collective ahead.
+    // earlier: one collective ahead. When that use is inside a chain the
+    // lowering fuses, before the chain: a start in its middle would split
+    // it in two.
     if (Operation *use = firstUseInBlock(op, block, order);
-        use && order.before(floor, use))
-      floor = use;
+        use && order.before(floor, use)) {
+      if (joinsChains(use) && use->getNumResults() == 1)
+        while (use->getPrevNode() && use->getPrevNode() != op &&
+               joinsChains(use->getPrevNode()) &&
+               sameElementCount(use->getPrevNode(), use))
+          use = use->getPrevNode();
+      if (order.before(floor, use))
+        floor = use;
+    }
   }
 }
 

@@ -116,3 +116,35 @@ func.func @tail(%x: tensor<16xf32>, %s: tensor<4xf32>) -> (tensor<16xf32>, tenso
   %n = partita.neg %s : tensor<4xf32>
   return %up, %uq, %n : tensor<16xf32>, tensor<16xf32>, tensor<4xf32>
 }
+
+// -----
+
+partita.mesh @mesh = <["x"=4]>
+
+// A norm under FSDP: scale and bias gathered, each used inside the chain
+// that applies them. The next gather (the bias's) starts before that
+// chain, not at the scale's first use in its middle, where the fusion pass
+// would have to split the chain; then the weight's gather, for the same
+// reason, before the same chain.
+// CHECK-LABEL: func.func @norm
+// CHECK-NEXT: %[[S:.*]] = partita.all_gather %{{.*}} dim = 0
+// CHECK-NEXT: %[[B:.*]] = partita.all_gather %{{.*}} dim = 0
+// CHECK-NEXT: %[[W:.*]] = partita.all_gather %{{.*}} dim = 0
+// CHECK-NEXT: %[[T:.*]] = partita.tanh
+// CHECK-NEXT: partita.broadcast %[[S]]
+// CHECK-NEXT: partita.mul
+// CHECK-NEXT: partita.broadcast %[[B]]
+// CHECK-NEXT: partita.add
+// CHECK-NEXT: partita.einsum "bd,dh->bh" %{{.*}}, %[[W]]
+func.func @norm(%x: tensor<8x16xf32>, %ps: tensor<4xf32>, %pb: tensor<4xf32>, %pw: tensor<4x16xf32>) -> tensor<8x16xf32> {
+  %s = partita.all_gather %ps on @mesh axes = ["x"] dim = 0 : tensor<4xf32> -> tensor<16xf32>
+  %t = partita.tanh %x : tensor<8x16xf32>
+  %sb = partita.broadcast %s dims = [1] : tensor<16xf32> -> tensor<8x16xf32>
+  %m = partita.mul %t, %sb : tensor<8x16xf32>
+  %b = partita.all_gather %pb on @mesh axes = ["x"] dim = 0 : tensor<4xf32> -> tensor<16xf32>
+  %bb = partita.broadcast %b dims = [1] : tensor<16xf32> -> tensor<8x16xf32>
+  %a = partita.add %m, %bb : tensor<8x16xf32>
+  %w = partita.all_gather %pw on @mesh axes = ["x"] dim = 0 : tensor<4x16xf32> -> tensor<16x16xf32>
+  %h = partita.einsum "bd,dh->bh" %a, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  return %h : tensor<8x16xf32>
+}

@@ -109,6 +109,11 @@ const std::vector<EinsumCase> einsumCases = {
     {"->", {}},                                        // Scalar copy.
     {"mk,kn->mn", {{'m', 9}, {'k', 150}, {'n', 270}}}, // Crosses blocks.
     {"mk,kn->mn", {{'m', 2}, {'k', 0}, {'n', 3}}},     // Empty contraction.
+    // The right operand's labels first: computed with the operands swapped.
+    {"bsd,bsf->fd", {{'b', 2}, {'s', 3}, {'d', 4}, {'f', 5}}},
+    {"bsnk,bsd->dnk", {{'b', 2}, {'s', 3}, {'n', 2}, {'k', 3}, {'d', 4}}},
+    {"bmk,bkn->bnm", {{'b', 2}, {'m', 3}, {'k', 4}, {'n', 5}}},
+    {"mk,kn->nm", {{'m', 9}, {'k', 150}, {'n', 270}}},
 };
 
 } // namespace
