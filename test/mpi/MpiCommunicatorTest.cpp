@@ -173,6 +173,20 @@ std::vector<Case> casesFor(const Mesh &mesh) {
           c.call.concatDim = 0;
         });
       }
+      // From 4 KiB per input (below MPI's collectives' 32 KiB), all_gather,
+      // reduce_scatter and all_to_all along dimension 0 move as direct
+      // messages, every element type.
+      int64_t wide = 8192 / dtypeSize(dtype);
+      add(CommunicatorOp::AllGather, {1, wide},
+          [](Case &c) { c.call.dim = 0; });
+      add(CommunicatorOp::ReduceScatter, {group, wide}, [&](Case &c) {
+        c.call.dim = 0;
+        c.call.reduction = floating ? ReductionCode::Sum : ReductionCode::Max;
+      });
+      add(CommunicatorOp::AllToAll, {group, wide}, [](Case &c) {
+        c.call.splitDim = 0;
+        c.call.concatDim = 0;
+      });
       for (bool inPlace : {false, true})
         add(CommunicatorOp::CollectivePermute, {2, 3}, [&](Case &c) {
           for (int64_t i = 0; i < group; ++i)

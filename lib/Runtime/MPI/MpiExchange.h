@@ -231,8 +231,9 @@ struct DirectPart {
 };
 
 /// Whether `x` moves its data directly, one message per peer beside its
-/// header: all_gather, reduce_scatter and all_to_all in the layouts MPI's
-/// collectives take (fitsMpiCollective). Each process sends every other
+/// header: all_gather, reduce_scatter and all_to_all of at least 4 KiB
+/// per member, in the layouts MPI's collectives take (fitsMpiCollective
+/// but for its size). Each process sends every other
 /// the bytes a ring would send in all, so no bandwidth is lost, and
 /// OpenMPI's non-blocking all_gather and reduce_scatter (its libnbc
 /// schedules) took 2 to 4 times the time of these messages.
