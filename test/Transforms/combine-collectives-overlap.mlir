@@ -50,3 +50,35 @@ func.func @selective(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, ten
   %rb = partita.all_reduce sum %gb on @mesh axes = ["data"] : tensor<16xf32>
   return %ra, %rb, %m2 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// FSDP's gradient reduce_scatters move up the same way: g2's, ready first
+// and a full bucket alone, goes right after g2. One of a value from before
+// an optimization barrier (g0, computed before the layer recomputed from
+// the barrier on) does not move up to the barrier, where it would be
+// packed in the middle of the recomputation: it joins g1's bucket, which
+// goes out when g1's result is first needed.
+// CHECK-LABEL: func.func @scatters
+// CHECK: %[[G0:.*]] = partita.sin
+// CHECK-NEXT: %[[B:.*]]:2 = partita.optimization_barrier
+// CHECK-NEXT: %[[G2:.*]] = partita.tanh %[[B]]#1
+// CHECK-NEXT: %[[S2:.*]] = partita.reduce_scatter sum %[[G2]]
+// CHECK-NEXT: %[[G1:.*]] = partita.exp %[[B]]#0
+// CHECK-NEXT: %[[P1:.*]] = partita.reshape %[[G1]]
+// CHECK-NEXT: %[[P0:.*]] = partita.reshape %[[G0]]
+// CHECK-NEXT: %[[PACK:.*]] = partita.concatenate %[[P1]], %[[P0]]
+// CHECK-NEXT: partita.reduce_scatter sum %[[PACK]] {{.*}} {partita.reason = "combines 2 reduce_scatter
+func.func @scatters(%x: tensor<8x1024xf32>, %y: tensor<16x1024xf32>) -> (tensor<4x1024xf32>, tensor<8x1024xf32>, tensor<4x1024xf32>) {
+  %g0 = partita.sin %x : tensor<8x1024xf32>
+  %b:2 = partita.optimization_barrier %x, %y : tensor<8x1024xf32>, tensor<16x1024xf32>
+  %g2 = partita.tanh %b#1 : tensor<16x1024xf32>
+  %g1 = partita.exp %b#0 : tensor<8x1024xf32>
+  %s1 = partita.reduce_scatter sum %g1 on @mesh axes = ["data"] dim = 0 : tensor<8x1024xf32> -> tensor<4x1024xf32>
+  %u = partita.neg %s1 : tensor<4x1024xf32>
+  %s2 = partita.reduce_scatter sum %g2 on @mesh axes = ["data"] dim = 0 : tensor<16x1024xf32> -> tensor<8x1024xf32>
+  %s0 = partita.reduce_scatter sum %g0 on @mesh axes = ["data"] dim = 0 : tensor<8x1024xf32> -> tensor<4x1024xf32>
+  return %u, %s2, %s0 : tensor<4x1024xf32>, tensor<8x1024xf32>, tensor<4x1024xf32>
+}
