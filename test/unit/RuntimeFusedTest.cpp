@@ -36,9 +36,15 @@ TensorType f32(std::vector<int64_t> shape) { return {DType::F32, shape}; }
 
 TEST_CASE("fused kernel: the chain's bits, element by element", "[fused]") {
   // x: [rows, cols, inner]; row: [cols] broadcast over the outer and inner
-  // dimensions; s: a scalar. Sizes both within one tile and across many.
-  for (int64_t rows : {1, 3}) {
-    int64_t cols = rows == 1 ? 7 : 1000, inner = rows == 1 ? 5 : 2;
+  // dimensions; s: a scalar. Sizes both within one tile and across many;
+  // with inner 1 (a bias along the last dimension), a row shorter than a
+  // tile (copied a pass at a time) and one longer (read in place).
+  struct Shape {
+    int64_t rows, cols, inner;
+  };
+  for (Shape shape : {Shape{1, 7, 5}, Shape{3, 1000, 2}, Shape{40, 100, 1},
+                      Shape{2, 3000, 1}}) {
+    int64_t rows = shape.rows, cols = shape.cols, inner = shape.inner;
     int64_t count = rows * cols * inner;
     std::mt19937 random(static_cast<unsigned>(count));
     std::uniform_real_distribution<float> uniform(-2, 2);

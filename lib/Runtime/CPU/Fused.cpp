@@ -115,6 +115,9 @@ private:
   float *accumulators = nullptr;
   float *stepTiles = nullptr, *operandTiles = nullptr,
         *constantTiles = nullptr;
+  /// Per step, the result it writes straight into (its tile is then that
+  /// result's elements), or null.
+  std::vector<float *> directResult;
   /// Whether a tile has been computed (uniform steps are computed on the
   /// first only).
   bool started = false;
@@ -167,6 +170,37 @@ void FusedRun::prepare() {
     uniform[s] = uniformRef(program.steps[s].a) &&
                  uniformRef(program.steps[s].b);
   operandAt.assign(program.operands.size(), nullptr);
+  // A step written as a result goes straight into the result when the
+  // result's bytes meet nothing the chain reads (an in-place update reads
+  // an operand's tile after earlier steps of that tile are computed, so
+  // its steps keep their tiles and are copied out): one pass over the
+  // result instead of a tile and a copy.
+  directResult.assign(steps, nullptr);
+  auto bytesOf = [&](const TensorType &type) {
+    return static_cast<size_t>(type.numElements()) * sizeof(float);
+  };
+  auto meets = [](const void *a, size_t aBytes, const void *b,
+                  size_t bBytes) {
+    auto *x = static_cast<const uint8_t *>(a);
+    auto *y = static_cast<const uint8_t *>(b);
+    return x < y + bBytes && y < x + aBytes;
+  };
+  size_t first = program.firstElementResult();
+  for (size_t r = 0; r < program.results.size(); ++r) {
+    size_t s = static_cast<size_t>(program.results[r]);
+    if (uniform[s] || directResult[s])
+      continue;
+    float *out = ctx.result<float>(first + r);
+    size_t outBytes = bytesOf(ctx.resultType(first + r));
+    bool apart = !program.head ||
+                 !meets(out, outBytes, ctx.result(0), bytesOf(ctx.resultType(0)));
+    // Every operand: the head's two (read block by block) and the chain's.
+    for (size_t at = 0; apart && at < ctx.numOperands(); ++at)
+      apart = !meets(out, outBytes, ctx.operand(at),
+                     static_cast<size_t>(ctx.operandType(at).bytes()));
+    if (apart)
+      directResult[s] = out;
+  }
   // Reductions accumulate apart, from the kind's identity.
   thread_local std::vector<float> reduced;
   reductionAt.clear();
@@ -227,6 +261,25 @@ Status FusedRun::run(int64_t rangeBegin, int64_t rangeEnd) {
       const FusedOperand &operand = program.operands[e];
       float *tile = operandTiles + e * kTile;
       int64_t index = (begin / operand.inner) % operand.size;
+      if (operand.inner == 1) {
+        // Consecutive elements read consecutive values (a bias or a norm's
+        // scale along the last dimension): in place when the tile stays
+        // within one pass over them, else copied a pass at a time (it was
+        // a fill of one element per element).
+        if (index + n <= operand.size) {
+          operandAt[e] = data + index;
+          continue;
+        }
+        for (int64_t j = 0; j < n;) {
+          int64_t run = std::min(n - j, operand.size - index);
+          std::memcpy(tile + j, data + index,
+                      static_cast<size_t>(run) * sizeof(float));
+          j += run;
+          index = 0;
+        }
+        operandAt[e] = tile;
+        continue;
+      }
       int64_t within = begin % operand.inner;
       for (int64_t j = 0; j < n;) {
         int64_t run = std::min(n - j, operand.inner - within);
@@ -247,7 +300,8 @@ Status FusedRun::run(int64_t rangeBegin, int64_t rangeEnd) {
         case FusedRefKind::Operand:
           return operandAt[ref.value];
         case FusedRefKind::Step:
-          return stepTiles + ref.value * kTile;
+          return directResult[ref.value] ? directResult[ref.value] + begin
+                                         : stepTiles + ref.value * kTile;
         case FusedRefKind::Head:
           return product + begin;
         case FusedRefKind::Constant:
@@ -257,7 +311,8 @@ Status FusedRun::run(int64_t rangeBegin, int64_t rangeEnd) {
       };
       const float *a = pointer(step.a, 0);
       const float *b = pointer(step.b, 1);
-      float *out = stepTiles + s * kTile;
+      float *out = directResult[s] ? directResult[s] + begin
+                                   : stepTiles + s * kTile;
       // A uniform step's tile serves every later tile: computed whole.
       if (!runStep(step.op, a, b, out, uniform[s] ? kTile : n))
         return ctx.error("step " + std::to_string(s) + " is not fusible");
@@ -265,7 +320,9 @@ Status FusedRun::run(int64_t rangeBegin, int64_t rangeEnd) {
     started = true;
     for (size_t q = 0; q < program.reductions.size(); ++q) {
       const FusedReduction &reduction = program.reductions[q];
-      const float *values = stepTiles + reduction.step * kTile;
+      const float *values = directResult[reduction.step]
+                                ? directResult[reduction.step] + begin
+                                : stepTiles + reduction.step * kTile;
       float *acc = accumulators + reductionAt[q];
       switch (reduction.kind) {
       case ReductionCode::Max:
@@ -283,10 +340,14 @@ Status FusedRun::run(int64_t rangeBegin, int64_t rangeEnd) {
       }
     }
     size_t first = program.firstElementResult();
-    for (size_t r = 0; r < program.results.size(); ++r)
-      std::memcpy(ctx.result<float>(first + r) + begin,
-                  stepTiles + program.results[r] * kTile,
-                  static_cast<size_t>(n) * sizeof(float));
+    for (size_t r = 0; r < program.results.size(); ++r) {
+      float *out = ctx.result<float>(first + r) + begin;
+      const float *from = directResult[program.results[r]]
+                              ? directResult[program.results[r]] + begin
+                              : stepTiles + program.results[r] * kTile;
+      if (out != from)
+        std::memcpy(out, from, static_cast<size_t>(n) * sizeof(float));
+    }
   }
   return Status::success();
 }
