@@ -114,6 +114,14 @@ const std::vector<EinsumCase> einsumCases = {
     {"bsnk,bsd->dnk", {{'b', 2}, {'s', 3}, {'n', 2}, {'k', 3}, {'d', 4}}},
     {"bmk,bkn->bnm", {{'b', 2}, {'m', 3}, {'k', 4}, {'n', 5}}},
     {"mk,kn->nm", {{'m', 9}, {'k', 150}, {'n', 270}}},
+    // Batch labels between the others (attention): operands read in place
+    // as strided batches of matrices, not copied batch-first.
+    {"bshk,bthk->bhst",
+     {{'b', 2}, {'s', 3}, {'h', 2}, {'k', 4}, {'t', 5}}},
+    {"bhst,bthk->bshk",
+     {{'b', 2}, {'s', 3}, {'h', 2}, {'k', 4}, {'t', 5}}},
+    {"bshk,bsd->dhk", {{'b', 2}, {'s', 3}, {'h', 2}, {'k', 4}, {'d', 5}}},
+    {"hmk,knh->hmn", {{'h', 3}, {'m', 4}, {'k', 5}, {'n', 2}}},
 };
 
 } // namespace

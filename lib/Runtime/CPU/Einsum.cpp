@@ -143,6 +143,58 @@ void permuteAndSum(const EinsumSpec &spec, const T *src,
   }
 }
 
+/// An operand read in place as a batch of [rows, cols] matrices: its
+/// labels are the batch's, the rows' and the cols', each group of rows and
+/// cols consecutive in memory in its own order, one of the two groups the
+/// innermost (unit stride). Element (r, c) of batch index b is at
+/// sum(b_i * batchStrides[i]) + (transposed ? r + c * ld : r * ld + c).
+/// An attention einsum's operands ("bshk" as [b, h] batches of [s, k])
+/// are read so, not copied batch-first.
+struct MatrixView {
+  bool transposed = false;
+  int64_t ld = 1;
+  std::vector<int64_t> batchStrides;
+};
+
+bool viewAsMatrices(const EinsumSpec &spec, const std::string &labels,
+                    const std::string &batch, const std::string &rows,
+                    const std::string &cols, MatrixView &view) {
+  if (labels.size() != batch.size() + rows.size() + cols.size())
+    return false;
+  for (char label : batch + rows + cols)
+    if (labels.find(label) == std::string::npos)
+      return false;
+  std::vector<int64_t> strides = rowMajorStrides(shapeOf(spec, labels));
+  auto strideOf = [&](char label) { return strides[labels.find(label)]; };
+  // The stride of a group whose labels are consecutive in memory (that of
+  // its last label), or -1; 0 for an empty group.
+  auto groupStride = [&](const std::string &group) -> int64_t {
+    for (size_t i = 0; i + 1 < group.size(); ++i)
+      if (strideOf(group[i]) !=
+          strideOf(group[i + 1]) * spec.sizeOf[static_cast<int>(group[i + 1])])
+        return -1;
+    return group.empty() ? 0 : strideOf(group.back());
+  };
+  int64_t rowStride = groupStride(rows), colStride = groupStride(cols);
+  int64_t rowCount = productOf(shapeOf(spec, rows));
+  int64_t colCount = productOf(shapeOf(spec, cols));
+  if (rowStride < 0 || colStride < 0)
+    return false;
+  if (cols.empty() || colStride == 1 || colCount == 1) {
+    view.transposed = false;
+    view.ld = rowCount > 1 ? rowStride : std::max<int64_t>(colCount, 1);
+  } else if (rows.empty() || rowStride == 1 || rowCount == 1) {
+    view.transposed = true;
+    view.ld = colCount > 1 ? colStride : std::max<int64_t>(rowCount, 1);
+  } else {
+    return false;
+  }
+  view.batchStrides.clear();
+  for (char label : batch)
+    view.batchStrides.push_back(strideOf(label));
+  return true;
+}
+
 template <typename T>
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
           const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc) {
@@ -248,42 +300,44 @@ Status einsumTyped(const KernelContext &ctx, const EinsumSpec &spec,
   for (char label : rhs)
     if (in(lhs, label) && !in(spec.output, label))
       kRhsOrder += label;
-  // 0: [batch, first, second]; 1: [batch, second, first]; -1: neither.
-  auto layoutOf = [&](const std::string &labels, const std::string &first,
-                      const std::string &second) {
-    if (labels == batch + first + second)
-      return 0;
-    if (labels == batch + second + first)
-      return 1;
-    return -1;
-  };
+  // The contracted labels in the order that lets the most operands be read
+  // in place; an operand that cannot is packed as [batch, rows, cols].
   std::string kLabels = kLhsOrder;
-  if (layoutOf(lhs, mLabels, kLhsOrder) < 0 &&
-      layoutOf(rhs, kRhsOrder, nLabels) >= 0)
-    kLabels = kRhsOrder;
-  int lhsLayout = layoutOf(lhs, mLabels, kLabels);
-  int rhsLayout = layoutOf(rhs, kLabels, nLabels);
+  MatrixView lhsView, rhsView;
+  bool lhsInPlace = false, rhsInPlace = false;
+  const std::string *orders[2] = {&kLhsOrder, &kRhsOrder};
+  for (int o = 0; o < 2; ++o) {
+    const std::string &order = *orders[o];
+    MatrixView l, r;
+    bool lOk = viewAsMatrices(spec, lhs, batch, mLabels, order, l);
+    bool rOk = viewAsMatrices(spec, rhs, batch, order, nLabels, r);
+    if (o == 0 || int(lOk) + int(rOk) > int(lhsInPlace) + int(rhsInPlace)) {
+      kLabels = order;
+      lhsView = l, rhsView = r;
+      lhsInPlace = lOk, rhsInPlace = rOk;
+    }
+  }
 
   const T *lhsData = operandAsCompute(first);
   const T *rhsData = operandAsCompute(1 - first);
   // Scratch is left uninitialized: every element is written before it is
   // read (zeroing it was 2% of a train step).
   std::unique_ptr<T[]> lhsPacked, rhsPacked;
-  if (lhsLayout < 0) {
-    std::string target = batch + mLabels + kLabels;
-    lhsPacked.reset(new T[productOf(shapeOf(spec, target))]);
-    permuteAndSum(spec, lhsData, lhs, lhsPacked.get(), target);
-    lhsData = lhsPacked.get();
-    lhsLayout = 0;
-  }
-  if (rhsLayout < 0) {
-    std::string target = batch + kLabels + nLabels;
-    rhsPacked.reset(new T[productOf(shapeOf(spec, target))]);
-    permuteAndSum(spec, rhsData, rhs, rhsPacked.get(), target);
-    rhsData = rhsPacked.get();
-    rhsLayout = 0;
-  }
-  int64_t batchCount = productOf(shapeOf(spec, batch));
+  auto pack = [&](const T *data, const std::string &labels,
+                  const std::string &rows, const std::string &cols,
+                  std::unique_ptr<T[]> &packed, MatrixView &view) {
+    std::string target = batch + rows + cols;
+    packed.reset(new T[productOf(shapeOf(spec, target))]);
+    permuteAndSum(spec, data, labels, packed.get(), target);
+    viewAsMatrices(spec, target, batch, rows, cols, view);
+    return static_cast<const T *>(packed.get());
+  };
+  if (!lhsInPlace)
+    lhsData = pack(lhsData, lhs, mLabels, kLabels, lhsPacked, lhsView);
+  if (!rhsInPlace)
+    rhsData = pack(rhsData, rhs, kLabels, nLabels, rhsPacked, rhsView);
+  std::vector<int64_t> batchShape = shapeOf(spec, batch);
+  int64_t batchCount = productOf(batchShape);
   int64_t m = productOf(shapeOf(spec, mLabels));
   int64_t n = productOf(shapeOf(spec, nLabels));
   int64_t k = productOf(shapeOf(spec, kLabels));
@@ -295,27 +349,40 @@ Status einsumTyped(const KernelContext &ctx, const EinsumSpec &spec,
     product.reset(new T[batchCount * m * n]);
     productData = product.get();
   }
-  int64_t lda = lhsLayout == 0 ? k : m;
-  int64_t ldb = rhsLayout == 0 ? n : k;
+  int64_t lda = std::max<int64_t>(lhsView.ld, 1);
+  int64_t ldb = std::max<int64_t>(rhsView.ld, 1);
   // With an epilogue and the product in the result's layout, the GEMM runs
   // in blocks of rows, each handed to the epilogue while it is in the
   // cache (docs/Runtime.md, "Fusion").
   int64_t rows = m;
   if (epilogue && direct && n > 0)
     rows = std::max(kEpilogueLeastRows, (kEpilogueElements + n - 1) / n);
-  for (int64_t b = 0; b < batchCount; ++b)
+  // Each batch index's offsets into the operands, walked as an odometer.
+  std::vector<int64_t> index(batch.size(), 0);
+  int64_t lhsOffset = 0, rhsOffset = 0;
+  for (int64_t b = 0; b < batchCount; ++b) {
     for (int64_t r0 = 0; r0 < m; r0 += rows) {
       int64_t r1 = std::min(m, r0 + rows);
-      const T *a = lhsData + b * m * k + (lhsLayout == 0 ? r0 * lda : r0);
-      gemm<T>(lhsLayout == 1, rhsLayout == 1, r1 - r0, n, k, a,
-              std::max<int64_t>(lda, 1), rhsData + b * k * n,
-              std::max<int64_t>(ldb, 1), productData + b * m * n + r0 * n,
+      const T *a =
+          lhsData + lhsOffset + (lhsView.transposed ? r0 : r0 * lda);
+      gemm<T>(lhsView.transposed, rhsView.transposed, r1 - r0, n, k, a, lda,
+              rhsData + rhsOffset, ldb, productData + b * m * n + r0 * n,
               std::max<int64_t>(n, 1));
       if (epilogue && direct)
         if (Status status = (*epilogue)(b * m * n + r0 * n, b * m * n + r1 * n);
             !status)
           return status;
     }
+    for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
+      lhsOffset += lhsView.batchStrides[d];
+      rhsOffset += rhsView.batchStrides[d];
+      if (++index[d] < batchShape[d])
+        break;
+      lhsOffset -= lhsView.batchStrides[d] * batchShape[d];
+      rhsOffset -= rhsView.batchStrides[d] * batchShape[d];
+      index[d] = 0;
+    }
+  }
   if (direct) // Every block went to the epilogue.
     return Status::success();
   return whole(emitResult(productData, productLabels));
