@@ -114,6 +114,19 @@ bool sameElementCount(Operation *a, Operation *b) {
          typeA.getNumElements() == typeB.getNumElements();
 }
 
+/// The first op of the chain the lowering may fuse that `use` belongs to:
+/// the elementwise ops, constants and broadcasts of its element count right
+/// above it, not above `stop`; `use` itself when it joins no chain.
+Operation *chainStart(Operation *use, Operation *stop) {
+  if (!joinsChains(use) || use->getNumResults() != 1)
+    return use;
+  while (use->getPrevNode() && use->getPrevNode() != stop &&
+         joinsChains(use->getPrevNode()) &&
+         sameElementCount(use->getPrevNode(), use))
+    use = use->getPrevNode();
+  return use;
+}
+
 /// Moves `op`, a view in `block`, down to just before the first use of its
 /// result — before the elementwise ops, constants and broadcasts of its
 /// element count right above that use, which may fuse with it — after first
@@ -128,10 +141,7 @@ void sinkView(Operation *op, Block &block, BlockOrder &order) {
   Operation *use = firstUseInBlock(op, block, order);
   if (!use || !order.before(op, use))
     return;
-  if (joinsChains(use) && use->getNumResults() == 1)
-    while (use->getPrevNode() != op && joinsChains(use->getPrevNode()) &&
-           sameElementCount(use->getPrevNode(), use))
-      use = use->getPrevNode();
+  use = chainStart(use, op);
   if (use != op->getNextNode())
     order.moveBefore(op, use);
 }
@@ -186,11 +196,7 @@ void hoistCollectives(Block &block) {
     // it in two.
     if (Operation *use = firstUseInBlock(op, block, order);
         use && order.before(floor, use)) {
-      if (joinsChains(use) && use->getNumResults() == 1)
-        while (use->getPrevNode() && use->getPrevNode() != op &&
-               joinsChains(use->getPrevNode()) &&
-               sameElementCount(use->getPrevNode(), use))
-          use = use->getPrevNode();
+      use = chainStart(use, op);
       if (order.before(floor, use))
         floor = use;
     }

@@ -176,9 +176,6 @@ void FusedRun::prepare() {
   // its steps keep their tiles and are copied out): one pass over the
   // result instead of a tile and a copy.
   directResult.assign(steps, nullptr);
-  auto bytesOf = [&](const TensorType &type) {
-    return static_cast<size_t>(type.numElements()) * sizeof(float);
-  };
   auto meets = [](const void *a, size_t aBytes, const void *b,
                   size_t bBytes) {
     auto *x = static_cast<const uint8_t *>(a);
@@ -191,9 +188,10 @@ void FusedRun::prepare() {
     if (uniform[s] || directResult[s])
       continue;
     float *out = ctx.result<float>(first + r);
-    size_t outBytes = bytesOf(ctx.resultType(first + r));
+    auto outBytes = static_cast<size_t>(ctx.resultType(first + r).bytes());
     bool apart = !program.head ||
-                 !meets(out, outBytes, ctx.result(0), bytesOf(ctx.resultType(0)));
+                 !meets(out, outBytes, ctx.result(0),
+                        static_cast<size_t>(ctx.resultType(0).bytes()));
     // Every operand: the head's two (read block by block) and the chain's.
     for (size_t at = 0; apart && at < ctx.numOperands(); ++at)
       apart = !meets(out, outBytes, ctx.operand(at),
