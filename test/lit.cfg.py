@@ -24,8 +24,11 @@ llvm_config.add_tool_substitutions(
 # --allow-run-as-root; --oversubscribe lets 4 processes share 2 cores).
 if config.partita_have_mpi in ("ON", "1", "TRUE") and config.partita_mpiexec:
     config.available_features.add("mpi")
+    # Each run gets a session directory of its own (test/tools/mpirun.sh).
     config.substitutions.append(
-        ("%mpirun", config.partita_mpiexec + " --oversubscribe --allow-run-as-root"))
+        ("%mpirun", "sh " + os.path.join(config.partita_src_root, "test",
+                                         "tools", "mpirun.sh") + " " +
+         config.partita_mpiexec + " --oversubscribe --allow-run-as-root"))
 
 # The HTML report is checked in headless Chromium (Debian's `chromium`;
 # tools/setup.sh installs it): the page must load without script errors.
