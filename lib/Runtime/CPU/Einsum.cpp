@@ -351,11 +351,14 @@ Status einsumTyped(const KernelContext &ctx, const EinsumSpec &spec,
   }
   int64_t lda = std::max<int64_t>(lhsView.ld, 1);
   int64_t ldb = std::max<int64_t>(rhsView.ld, 1);
-  // With an epilogue and the product in the result's layout, the GEMM runs
-  // in blocks of rows, each handed to the epilogue while it is in the
-  // cache (docs/Runtime.md, "Fusion").
+  // The GEMM runs in blocks of rows; with an epilogue and the product in
+  // the result's layout each block is handed to the epilogue while it is in
+  // the cache (docs/Runtime.md, "Fusion"). Without one the blocks are the
+  // same, because a BLAS may round a row differently in a call of another
+  // height (OpenBLAS on AMD Zen: rows near a call's end), and a fused
+  // program must give the unfused one's bits.
   int64_t rows = m;
-  if (epilogue && direct && n > 0)
+  if (n > 0)
     rows = std::max(kEpilogueLeastRows, (kEpilogueElements + n - 1) / n);
   // Each batch index's offsets into the operands, walked as an odometer.
   std::vector<int64_t> index(batch.size(), 0);
