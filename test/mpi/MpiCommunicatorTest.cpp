@@ -257,13 +257,15 @@ struct OnePerProcess {
   std::unique_ptr<Communicator> communicator;
 };
 
-OnePerProcess onePerProcess(MpiProcess &process) {
+OnePerProcess onePerProcess(
+    MpiProcess &process,
+    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   OnePerProcess setup{
       *Mesh::create({{"x", static_cast<int64_t>(process.size())}}), {}, {}};
   setup.layout =
       *ProcessLayout::create(setup.mesh, process.size(), process.rank());
   Expected<std::unique_ptr<Communicator>> mpi = createMpiCommunicator(
-      process, setup.mesh, setup.layout, std::chrono::seconds(20));
+      process, setup.mesh, setup.layout, timeout);
   if (mpi)
     setup.communicator = std::move(*mpi);
   else
@@ -302,6 +304,35 @@ void testDisagreement(MpiProcess &process) {
                           setup.layout.localDevices, 7, outputs);
   expectFailure(process, status, "made a different collective",
                 "a disagreement on a large all_gather");
+}
+
+/// A peer that comes late, past the communicator's timeout, but whose
+/// heartbeat still comes is waited for (up to the heartbeat's patience): a
+/// live rank that waits on another is not reported as the culprit. The
+/// last rank sleeps 1.2 s before an all_reduce that the others wait for
+/// with a 300 ms timeout; the process's timeout (heartbeat) is 20 s.
+void testLatePeer(MpiProcess &process) {
+  if (process.size() < 2)
+    return;
+  OnePerProcess setup = onePerProcess(process, std::chrono::milliseconds(300));
+  if (!setup.communicator)
+    return;
+  Case c;
+  c.call.kind = CommunicatorOp::AllReduce;
+  c.call.axes = {"x"};
+  c.call.reduction = ReductionCode::Sum;
+  c.call.input.dtype = DType::F32;
+  c.inputShape = {64};
+  if (process.rank() == process.size() - 1)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  std::vector<HostArray> outputs;
+  Status status = runCase(*setup.communicator, setup.mesh, c,
+                          setup.layout.localDevices, 11, outputs);
+  if (!status)
+    fail(process.rank(), "an all_reduce with a late, live peer gave: " +
+                             status.message());
+  else
+    std::printf("rank %d: a late, live peer is waited for\n", process.rank());
 }
 
 /// A call whose buffers do not fit it fails at once, naming the group,
@@ -489,6 +520,7 @@ int main(int argc, char **argv) {
               "communicator (%d processes)\n",
               mpi.rank(), casesRun, mpi.size());
   testBootstrap(mpi);
+  testLatePeer(mpi);
   testDisagreement(mpi);
   testBadArgument(mpi);
 #ifdef PARTITA_HAVE_NCCL_BOOTSTRAP

@@ -114,6 +114,17 @@ std::chrono::milliseconds Heartbeat::silenceLimit() const {
   return std::chrono::milliseconds(timeoutMs.load()) + 2 * interval();
 }
 
+bool Heartbeat::beating(int rank) const {
+  const Peer &peer = peers[static_cast<size_t>(rank)];
+  // A beat comes every interval and is read every interval: three cover
+  // the jitter of both.
+  return !peer.saidGoodbye && Clock::now() - peer.lastHeard <= 3 * interval();
+}
+
+std::chrono::milliseconds Heartbeat::patience() const {
+  return silenceLimit() + interval();
+}
+
 int Heartbeat::silentPeer() const {
   Clock::time_point now = Clock::now();
   std::chrono::milliseconds limit = silenceLimit();

@@ -154,7 +154,8 @@ private:
   /// left to MPI and the group gets fresh ones.
   Status waitPolled(Exchange &x, Channel &channel,
                     std::vector<MPI_Request> &requests,
-                    const StallDescription &stalled);
+                    const StallDescription &stalled,
+                    const PendingRanks &pendingRanks = {});
   std::string devicesOfRank(int rank) const {
     return formatDeviceList(layout.devicesOf(rank));
   }
@@ -335,7 +336,8 @@ Status MpiCommunicator::runMpiCollective(Exchange &x, Channel &channel) {
 
 Status MpiCommunicator::waitPolled(Exchange &x, Channel &channel,
                                    std::vector<MPI_Request> &requests,
-                                   const StallDescription &stalled) {
+                                   const StallDescription &stalled,
+                                   const PendingRanks &pendingRanks) {
   auto interrupted = [&]() -> Status {
     std::lock_guard<std::mutex> guard(mutex);
     if (aborted)
@@ -346,7 +348,7 @@ Status MpiCommunicator::waitPolled(Exchange &x, Channel &channel,
   Status waited = waitForRequests(process.impl(), requests, timeout,
                                   std::function<std::string()>(
                                       [&x] { return x.what(); }),
-                                  stalled, interrupted);
+                                  stalled, interrupted, pendingRanks);
   if (!waited) {
     // MPI may still use these buffers; the group gets fresh ones.
     std::lock_guard<std::mutex> guard(mutex);
@@ -561,7 +563,15 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
     }
     return Status::success();
   };
-  if (Status waited = waitPolled(x, channel, requests, stalled); !waited) {
+  auto pendingRanks = [&](const std::vector<int> &pending) {
+    std::vector<int> ranks;
+    for (int index : pending)
+      ranks.push_back(peers[static_cast<size_t>(index) / stride]);
+    return ranks;
+  };
+  if (Status waited =
+          waitPolled(x, channel, requests, stalled, pendingRanks);
+      !waited) {
     // The headers that arrived, read before any receive is taken back.
     Status different = disagreement();
     takeBackReceives();

@@ -71,6 +71,14 @@ public:
   Heartbeat(const Heartbeat &) = delete;
   Heartbeat &operator=(const Heartbeat &) = delete;
   void setTimeout(std::chrono::milliseconds timeout);
+  /// Whether `rank`'s beats still come: heard within the last three
+  /// intervals. The caller holds the process's MPI lock.
+  bool beating(int rank) const;
+  /// How long a wait whose missing peers are all beating may go on: an
+  /// interval past the silence limit, so that the rank they wait on, if it
+  /// stopped, is named first (by its own peers' waits or by this
+  /// heartbeat) rather than a live rank that waits on it.
+  std::chrono::milliseconds patience() const;
 
 private:
   struct Peer;
@@ -97,6 +105,8 @@ private:
 
 /// Words a stall: given the indices of the requests still pending.
 using StallDescription = std::function<std::string(const std::vector<int> &)>;
+/// The ranks (MPI_COMM_WORLD) the pending requests wait for.
+using PendingRanks = std::function<std::vector<int>(const std::vector<int> &)>;
 
 /// Waits for every request, testing them under the process's lock and
 /// sleeping between tests (from a few microseconds up to a millisecond).
@@ -104,13 +114,16 @@ using StallDescription = std::function<std::string(const std::vector<int> &)>;
 /// plus `stalled(pending)`), when `interrupted` returns a failure, or when
 /// MPI reports an error. On failure the requests are left pending; the
 /// caller must keep their buffers alive.
-/// `what` is built only when it is needed.
+/// `what` is built only when it is needed. With `pendingRanks` and a
+/// heartbeat, a wait whose missing ranks all still beat goes on up to the
+/// heartbeat's patience() (docs/Distributed.md, "Failure behaviour").
 Status waitForRequests(MpiProcess::Impl &mpi,
                        std::vector<MPI_Request> &requests,
                        std::chrono::milliseconds timeout,
                        const std::function<std::string()> &what,
                        const StallDescription &stalled = {},
-                       const std::function<Status()> &interrupted = {});
+                       const std::function<Status()> &interrupted = {},
+                       const PendingRanks &pendingRanks = {});
 inline Status waitForRequests(MpiProcess::Impl &mpi,
                               std::vector<MPI_Request> &requests,
                               std::chrono::milliseconds timeout,

@@ -35,7 +35,8 @@ Status waitForRequests(MpiProcess::Impl &mpi,
                        std::chrono::milliseconds timeout,
                        const std::function<std::string()> &what,
                        const StallDescription &stalled,
-                       const std::function<Status()> &interrupted) {
+                       const std::function<Status()> &interrupted,
+                       const PendingRanks &pendingRanks) {
   auto count = static_cast<int>(requests.size());
   thread_local std::vector<int> indices; // Reused: no allocation per call.
   if (indices.size() < requests.size())
@@ -91,11 +92,33 @@ Status waitForRequests(MpiProcess::Impl &mpi,
       for (int i = 0; i < count; ++i)
         if (requests[i] != MPI_REQUEST_NULL)
           pending.push_back(i);
-      std::string text =
-          what() + ": no progress for " + std::to_string(timeout.count()) +
-          " ms";
+      // Missing ranks that still beat are alive and most likely wait on a
+      // rank that stopped: that rank's peers or this heartbeat name it
+      // within the patience, so waiting on lets the culprit be reported
+      // (mpirun ends the job at the first error).
+      bool alive = false;
+      if (pendingRanks && mpi.heartbeat) {
+        std::vector<int> ranks = pendingRanks(pending);
+        std::lock_guard<std::mutex> guard(mpi.lock);
+        alive = !ranks.empty() &&
+                std::all_of(ranks.begin(), ranks.end(), [&](int rank) {
+                  return mpi.heartbeat->beating(rank);
+                });
+        if (alive && idle < mpi.heartbeat->patience()) {
+          std::this_thread::sleep_for(std::chrono::microseconds(1000));
+          continue;
+        }
+      }
+      auto waited = alive ? std::chrono::duration_cast<
+                                std::chrono::milliseconds>(idle)
+                          : timeout;
+      std::string text = what() + ": no progress for " +
+                         std::to_string(waited.count()) + " ms";
       if (stalled)
         text += "; " + stalled(pending);
+      if (alive)
+        text += "; its heartbeat still comes: it is waiting elsewhere (do "
+                "the processes run the same program?)";
       return Status::error(text);
     }
     if (idle < spinWindow)
