@@ -116,18 +116,28 @@ namespace {
 /// A device's arrival at its group's slot (arrive()).
 struct Arrival {
   std::shared_ptr<Slot> slot;
+  int64_t deviceId = 0;
   int64_t groupSize = 0;
   bool completesGroup = false;
-  std::string groupText;
   std::pair<std::vector<int64_t>, uint64_t> key;
 };
 
 /// What an asynchronous start hands to finishCollective().
 struct AsyncTicket {
   Arrival arrival;
-  std::string prefix;
-  int64_t deviceId = 0;
 };
+
+/// The words that start a device's error ("all_gather ... on device 3");
+/// built only for an error, never per call.
+std::string callPrefix(const CollectiveCall &call, int64_t deviceId) {
+  return describeCollective(call) + " on device " + std::to_string(deviceId);
+}
+
+/// "group [0, 1] (call #4 on this group)", for errors.
+std::string groupText(const Slot &slot) {
+  return "group " + formatDeviceList(slot.members) + " (call #" +
+         std::to_string(slot.sequence) + " on this group)";
+}
 
 } // namespace
 
@@ -405,12 +415,14 @@ namespace {
 /// checks the call, and records this device's buffers in its slot (a new
 /// one for the first arrival). Fails the slot for everyone when the call
 /// is malformed or disagrees with the first arrival's.
-Status arrive(CommunicatorState &state, const CollectiveCall &call,
-              const std::string &prefix, bool async, Arrival &arrival) {
+Status arrive(CommunicatorState &state, const CollectiveCall &call, bool async,
+              Arrival &arrival) {
+  auto prefix = [&] { return callPrefix(call, call.deviceId); };
+  arrival.deviceId = call.deviceId;
   Expected<CollectiveGroup> group =
       resolveGroup(state.mesh, call.deviceId, call.axes);
   if (!group)
-    return Status::error(prefix + ": " + group.status().message());
+    return Status::error(prefix() + ": " + group.status().message());
   auto groupSize = static_cast<int64_t>(group->members.size());
   int64_t position = group->position;
   Status argumentError = checkCollectiveCall(call, groupSize);
@@ -418,7 +430,7 @@ Status arrive(CommunicatorState &state, const CollectiveCall &call,
   std::vector<int64_t> deviceSet = group->members;
   std::sort(deviceSet.begin(), deviceSet.end());
   if (state.aborted)
-    return Status::error(prefix + ": the communicator was aborted: " +
+    return Status::error(prefix() + ": the communicator was aborted: " +
                          state.abortReason.message());
   uint64_t sequence = state.callCounts[deviceSet][call.deviceId]++;
   arrival.key = {deviceSet, sequence};
@@ -437,14 +449,11 @@ Status arrive(CommunicatorState &state, const CollectiveCall &call,
   std::shared_ptr<Slot> slot = entry;
   arrival.slot = slot;
   arrival.groupSize = groupSize;
-  arrival.groupText = "group " + formatDeviceList(slot->members) +
-                      " (call #" + std::to_string(sequence) +
-                      " on this group)";
   if (slot->failed)
     return slot->failure;
   if (!argumentError) {
-    failSlot(*slot, Status::error(prefix + ": " + argumentError.message() +
-                                  "; failing " + arrival.groupText));
+    failSlot(*slot, Status::error(prefix() + ": " + argumentError.message() +
+                                  "; failing " + groupText(*slot)));
     return slot->failure;
   }
   if (!sameCollective(slot->request, call) || slot->async != async) {
@@ -480,7 +489,7 @@ Status arrive(CommunicatorState &state, const CollectiveCall &call,
 /// the devices that never came), on a failed slot, or once aborted.
 Status waitForGroup(CommunicatorState &state,
                     std::unique_lock<std::mutex> &lock,
-                    const Arrival &arrival, const std::string &prefix) {
+                    const Arrival &arrival) {
   Slot &slot = *arrival.slot;
   int64_t groupSize = arrival.groupSize;
   Clock::time_point pollUntil = Clock::now() + kPollWindow;
@@ -488,7 +497,8 @@ Status waitForGroup(CommunicatorState &state,
     if (slot.failed)
       return slot.failure;
     if (state.aborted)
-      return Status::error(prefix + ": the communicator was aborted: " +
+      return Status::error(callPrefix(slot.request, arrival.deviceId) +
+                           ": the communicator was aborted: " +
                            state.abortReason.message());
     Clock::time_point deadline = slot.lastArrival + state.timeout;
     if (Clock::now() >= deadline) {
@@ -501,7 +511,7 @@ Status waitForGroup(CommunicatorState &state,
       failSlot(slot,
                Status::error(
                    describeCollective(slot.request) + ": " +
-                   arrival.groupText + " made no progress for " +
+                   groupText(slot) + " made no progress for " +
                    std::to_string(ms) + " ms; arrived: devices " +
                    formatDeviceList(arrived) + "; did not arrive: devices " +
                    formatDeviceList(missing)));
@@ -592,13 +602,10 @@ InProcessCommunicator::startCollective(const CollectiveCall &call) {
   if (!state->memory->anyThreadMayIssue())
     return Communicator::startCollective(call);
   auto ticket = std::make_shared<AsyncTicket>();
-  ticket->prefix =
-      describeCollective(call) + " on device " + std::to_string(call.deviceId);
-  ticket->deviceId = call.deviceId;
   PendingCollective pending;
   {
     std::lock_guard<std::mutex> lock(state->mutex);
-    pending.status = arrive(*state, call, ticket->prefix, true, ticket->arrival);
+    pending.status = arrive(*state, call, true, ticket->arrival);
     if (!pending.status)
       return pending;
     if (ticket->arrival.completesGroup) {
@@ -639,27 +646,27 @@ Status InProcessCommunicator::finishCollective(PendingCollective &pending) {
   WaitClock waitClock;
   std::unique_lock<std::mutex> lock(state->mutex);
   Slot &slot = *ticket->arrival.slot;
-  pending.status = waitForGroup(*state, lock, ticket->arrival, ticket->prefix);
+  pending.status = waitForGroup(*state, lock, ticket->arrival);
   if (!pending.status)
     return pending.status;
   // Rather than sleep, do what is left of the work (the data is complete
   // the sooner).
-  runJobs(*state, lock, slot, ticket->deviceId, true, &waitClock);
+  runJobs(*state, lock, slot, ticket->arrival.deviceId, true, &waitClock);
   pending.completedAt = slot.doneAt;
   pending.status = slot.result
                        ? Status::success()
-                       : Status::error(ticket->prefix + ": " +
-                                       slot.result.message());
+                       : Status::error(
+                             callPrefix(slot.request, ticket->arrival.deviceId) +
+                             ": " + slot.result.message());
   return pending.status;
 }
 
 Status InProcessCommunicator::runCall(const CollectiveCall &call) {
   WaitClock waitClock;
-  std::string prefix =
-      describeCollective(call) + " on device " + std::to_string(call.deviceId);
+  auto prefix = [&] { return callPrefix(call, call.deviceId); };
   Arrival arrival;
   std::unique_lock<std::mutex> lock(state->mutex);
-  if (Status arrived = arrive(*state, call, prefix, false, arrival); !arrived)
+  if (Status arrived = arrive(*state, call, false, arrival); !arrived)
     return arrived;
   std::shared_ptr<Slot> slot = arrival.slot;
   int64_t groupSize = arrival.groupSize;
@@ -669,7 +676,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
     ++position;
   const std::vector<int64_t> &deviceSet = arrival.key.first;
   uint64_t sequence = arrival.key.second;
-  if (Status complete = waitForGroup(*state, lock, arrival, prefix); !complete)
+  if (Status complete = waitForGroup(*state, lock, arrival); !complete)
     return complete;
 
   // Everyone is here: from now on every member must finish, because the
@@ -692,7 +699,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
       waitOn(*state, lock, *slot, [&] { return slot->done; });
     }
     if (!slot->result)
-      return Status::error(prefix + ": " + slot->result.message());
+      return Status::error(prefix() + ": " + slot->result.message());
     return Status::success();
   }
   if (completesGroup)
@@ -726,7 +733,7 @@ Status InProcessCommunicator::runCall(const CollectiveCall &call) {
   }
   waitOn(*state, lock, *slot, [&] { return slot->finished == groupSize; });
   if (!result)
-    return Status::error(prefix + ": " + result.message());
+    return Status::error(prefix() + ": " + result.message());
   return Status::success();
 }
 
