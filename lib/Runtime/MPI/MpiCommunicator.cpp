@@ -57,6 +57,7 @@ public:
       : process(process), meshValue(std::move(mesh)),
         layout(std::move(layout)), timeout(timeout),
         local(meshValue, timeout * 2),
+        plans(static_cast<size_t>(meshValue.numDevices())),
         stopAtExchange(debugStopPoint(process.rank())) {}
 
   ~MpiCommunicator() override {
@@ -133,6 +134,23 @@ public:
   }
 
 private:
+  /// What one device's calls over one list of axes resolve to: its group,
+  /// the group's channel and placement, and the device's call counter on
+  /// it. Made at the first such call and kept, so a call resolves its
+  /// group with a short search instead of allocations and map lookups.
+  struct Plan {
+    std::vector<std::string> axes;
+    std::vector<int64_t> members; // Group order.
+    int64_t position = 0;
+    std::vector<int64_t> deviceSet; // Sorted.
+    Channel *channel = nullptr;     // Null: the whole group is here.
+    int64_t localMembers = 0;
+    uint64_t *calls = nullptr;
+    GroupPlacement placement;
+  };
+  /// The plan of `call` (under `mutex`), made if it is new.
+  Expected<Plan *> planFor(const CollectiveCall &call);
+
   Status runCall(const CollectiveCall &call) override;
   /// The leader's part of a cross-process call: messages to and from the
   /// group's other processes, then every local member's output.
@@ -175,6 +193,8 @@ private:
   std::map<std::pair<std::vector<int64_t>, uint64_t>, std::shared_ptr<Slot>>
       slots;
   std::map<std::vector<int64_t>, std::map<int64_t, uint64_t>> callCounts;
+  /// Per device, its plans (few: one per list of axes it calls over).
+  std::vector<std::vector<std::unique_ptr<Plan>>> plans;
   /// Buffers of requests left pending by a failed exchange: MPI may still
   /// touch them, so they live as long as the communicator.
   std::vector<std::shared_ptr<ChannelBuffers>> abandoned;
@@ -182,23 +202,59 @@ private:
   int64_t stopAtExchange = 0;
 };
 
+Expected<MpiCommunicator::Plan *>
+MpiCommunicator::planFor(const CollectiveCall &call) {
+  bool known = call.deviceId >= 0 &&
+               call.deviceId < static_cast<int64_t>(plans.size());
+  if (known)
+    for (const std::unique_ptr<Plan> &plan : plans[call.deviceId])
+      if (plan->axes == call.axes)
+        return plan.get();
+  Expected<CollectiveGroup> group =
+      resolveGroup(meshValue, call.deviceId, call.axes);
+  if (!group)
+    return group.status();
+  if (!known) // resolveGroup refuses such a device; kept as a guard.
+    return Status::error("device " + std::to_string(call.deviceId) +
+                         " is not in the mesh");
+  auto plan = std::make_unique<Plan>();
+  plan->axes = call.axes;
+  plan->members = std::move(group->members);
+  plan->position = group->position;
+  plan->deviceSet = plan->members;
+  std::sort(plan->deviceSet.begin(), plan->deviceSet.end());
+  auto channel = channels.find(plan->deviceSet);
+  if (channel != channels.end()) {
+    plan->channel = &channel->second;
+    plan->placement =
+        placeGroup(plan->members, channel->second.processes, layout);
+  }
+  for (int64_t member : plan->members)
+    plan->localMembers += layout.processOfDevice[member] == layout.rank;
+  plan->calls = &callCounts[plan->deviceSet][call.deviceId];
+  plans[call.deviceId].push_back(std::move(plan));
+  return plans[call.deviceId].back().get();
+}
+
 Status MpiCommunicator::runCall(const CollectiveCall &call) {
   auto prefix = [&]() {
     return describeCollective(call) + " on device " +
            std::to_string(call.deviceId);
   };
-  Expected<CollectiveGroup> group =
-      resolveGroup(meshValue, call.deviceId, call.axes);
-  if (!group)
-    return Status::error(prefix() + ": " + group.status().message());
-  std::vector<int64_t> deviceSet = group->members;
-  std::sort(deviceSet.begin(), deviceSet.end());
-  auto channel = channels.find(deviceSet);
-  if (channel == channels.end())
+  Plan *plan = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    Expected<Plan *> found = planFor(call);
+    if (!found)
+      return Status::error(prefix() + ": " + found.status().message());
+    plan = *found;
+  }
+  if (!plan->channel)
     return dispatchCollective(local, call); // The whole group is here.
+  const std::vector<int64_t> &deviceSet = plan->deviceSet;
 
-  auto groupSize = static_cast<int64_t>(group->members.size());
-  int64_t position = group->position;
+  auto groupSize = static_cast<int64_t>(plan->members.size());
+  int64_t position = plan->position;
   if (layout.processOfDevice[call.deviceId] != layout.rank)
     return Status::error(prefix() + ": device " +
                          std::to_string(call.deviceId) +
@@ -207,9 +263,7 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
                          ", not by this process (rank " +
                          std::to_string(layout.rank) + ")");
   Status argumentError = checkCollectiveCall(call, groupSize);
-  int64_t localMembers = 0;
-  for (int64_t member : group->members)
-    localMembers += layout.processOfDevice[member] == layout.rank;
+  int64_t localMembers = plan->localMembers;
 
   std::unique_lock<std::mutex> lock(mutex);
   auto abortedError = [&]() {
@@ -218,13 +272,14 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
   };
   if (aborted)
     return abortedError();
-  uint64_t sequence = callCounts[deviceSet][call.deviceId]++;
+  uint64_t sequence = (*plan->calls)++;
   if (localMembers == 1) {
     // The process's only member leads at once: no rendezvous, no shared
     // slot (the common layout of one device per process).
     lock.unlock();
     Slot slot;
-    slot.members = std::move(group->members);
+    slot.members = plan->members;
+    slot.placement = &plan->placement;
     if (!argumentError)
       return Status::error(prefix() + ": " + argumentError.message() +
                            "; failing group " +
@@ -236,13 +291,14 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
     slot.inputs[position] = static_cast<const uint8_t *>(call.input.data);
     slot.outputs[position] = static_cast<uint8_t *>(call.output.data);
     slot.arrived = 1;
-    return exchange(slot, channel->second, sequence);
+    return exchange(slot, *plan->channel, sequence);
   }
   std::shared_ptr<Slot> &entry = slots[{deviceSet, sequence}];
   if (!entry) {
     entry = std::make_shared<Slot>();
     entry->request = call;
-    entry->members = group->members;
+    entry->members = plan->members;
+    entry->placement = &plan->placement;
     entry->inputs.assign(groupSize, nullptr);
     entry->outputs.assign(groupSize, nullptr);
     entry->present.assign(groupSize, false);
@@ -280,7 +336,7 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
   bool leader = ++slot->arrived == localMembers;
   if (leader) {
     lock.unlock();
-    Status result = exchange(*slot, channel->second, sequence);
+    Status result = exchange(*slot, *plan->channel, sequence);
     lock.lock();
     slot->result = result;
     slot->failed = !result.ok();

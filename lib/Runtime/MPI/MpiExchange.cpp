@@ -19,6 +19,21 @@ namespace mpi_exchange {
 // outputs, per collective kind
 //===----------------------------------------------------------------------===//
 
+GroupPlacement placeGroup(const std::vector<int64_t> &members,
+                          const std::vector<int> &processes,
+                          const ProcessLayout &layout) {
+  GroupPlacement placement;
+  for (size_t i = 0; i < members.size(); ++i) {
+    placement.processOf.push_back(layout.processOfDevice[members[i]]);
+    if (placement.processOf.back() == layout.rank)
+      placement.mine.push_back(static_cast<int64_t>(i));
+  }
+  for (int rank : processes)
+    if (rank != layout.rank)
+      placement.peers.push_back(rank);
+  return placement;
+}
+
 /// How many payload bytes go to and come from each peer.
 void planPayloads(Exchange &x) {
   const CollectiveCall &request = x.request;

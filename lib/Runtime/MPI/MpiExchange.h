@@ -100,8 +100,26 @@ struct Channel {
 };
 
 /// One collective of a cross-process group, as seen by this process.
+/// Where a group's members live, as this process sees them: the same for
+/// every call on the group, so worked out once per group and call site
+/// (MpiCommunicator's plans) rather than per call.
+struct GroupPlacement {
+  /// The process of each group position.
+  std::vector<int> processOf;
+  /// The positions this process drives.
+  std::vector<int64_t> mine;
+  /// The channel's processes but this one.
+  std::vector<int> peers;
+};
+
+GroupPlacement placeGroup(const std::vector<int64_t> &members,
+                          const std::vector<int> &processes,
+                          const ProcessLayout &layout);
+
 struct Slot {
   CollectiveCall request;
+  /// The group's placement (owned by the communicator's plan).
+  const GroupPlacement *placement = nullptr;
   std::vector<int64_t> members;
   std::vector<const uint8_t *> inputs; // By position; null for remote.
   std::vector<uint8_t *> outputs;
@@ -131,14 +149,10 @@ struct Exchange {
         inBytes(*checkedNumBytes(request.input.dtype, inShape)),
         outBytes(*checkedNumBytes(request.input.dtype, outShape)),
         count(*checkedNumElements(inShape)), zeros(inShape.size(), 0),
-        me(layout.rank), processes(channel.processes), box(inShape),
+        me(layout.rank), processOf(slot.placement->processOf),
+        mine(slot.placement->mine), processes(channel.processes),
+        peers(slot.placement->peers), box(inShape),
         buffers(*channel.buffers) {
-    for (int64_t i = 0; i < groupSize; ++i)
-      processOf.push_back(layout.processOfDevice[slot.members[i]]);
-    mine = positionsOn(me);
-    for (int rank : processes)
-      if (rank != me)
-        peers.push_back(rank);
     sendBytes.assign(peers.size(), 0);
     receiveBytes.assign(peers.size(), 0);
   }
@@ -180,12 +194,12 @@ struct Exchange {
   std::vector<int64_t> zeros;
   int me;
   /// The process of each group position.
-  std::vector<int> processOf;
+  const std::vector<int> &processOf;
   /// The positions this process drives.
-  std::vector<int64_t> mine;
+  const std::vector<int64_t> &mine;
   /// The channel's processes (ascending world ranks), and all but this one.
   const std::vector<int> &processes;
-  std::vector<int> peers;
+  const std::vector<int> &peers;
   /// all_to_all: the block one member sends another.
   std::vector<int64_t> box;
   int64_t boxBytes = 0;
