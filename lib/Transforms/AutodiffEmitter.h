@@ -70,7 +70,10 @@ struct Emitter {
     auto type = RankedTensorType::get(tensorTypeOf(x).getShape(), b.getI1Type());
     return b.create<CompareOp>(loc, type, direction, x, y);
   }
+  /// `x` itself when it already has `element` type (no identity converts).
   Value convert(Value x, Type element) {
+    if (tensorTypeOf(x).getElementType() == element)
+      return x;
     auto type = RankedTensorType::get(tensorTypeOf(x).getShape(), element);
     return b.create<ConvertOp>(loc, type, x);
   }

@@ -61,8 +61,9 @@ func.func @loss(%w: tensor<4x2xf32> {partita.role = #partita.role<param>, partit
 // CHECK-SAME: %{{.*}}: tensor<4xf32> {partita.role = #partita.role<input>},
 // CHECK-SAME: %[[STEP:arg[0-9]+]]: tensor<i32> {partita.role = #partita.role<input>},
 // CHECK-SAME: %[[LR:arg[0-9]+]]: tensor<f32> {partita.role = #partita.role<input>})
-// CHECK: %[[LR32:.*]] = partita.convert %[[LR]] : tensor<f32> -> tensor<f32>
-// CHECK: %[[RATE:.*]] = partita.broadcast %[[LR32]] dims = [] : tensor<f32> -> tensor<4xf32>
+// The f32 learning rate is broadcast as it is (no identity convert).
+// CHECK-NOT: partita.convert %[[LR]]
+// CHECK: %[[RATE:.*]] = partita.broadcast %[[LR]] dims = [] : tensor<f32> -> tensor<4xf32>
 // CHECK: %[[NEWM:.*]] = partita.add %{{.*}}, %{{.*}} : tensor<4xf32>
 // CHECK: partita.mul %{{.*}}, %[[V]]
 // CHECK: %[[NEWV:.*]] = partita.add %{{.*}}, %{{.*}} : tensor<4xf32>
