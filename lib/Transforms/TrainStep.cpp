@@ -327,9 +327,7 @@ Value TrainStepBuilder::optimizerGradient(size_t p, Value gradient,
           params[p], PartitaDialect::kLogicalAxesAttrName))
     g = builder.create<LogicalConstraintOp>(loc, g, axes,
                                             builder.getStringAttr("opt_state"));
-  if (g.getType() != param.getType())
-    g = emitter().convert(g, tensorTypeOf(param).getElementType());
-  return g;
+  return emitter().convert(g, tensorTypeOf(param).getElementType());
 }
 
 Value TrainStepBuilder::sgd(size_t p, Value param, Value g, Value rate) {
@@ -348,8 +346,7 @@ void TrainStepBuilder::clipByGlobalNorm(SmallVector<Value> &gradients) {
   auto scalar = RankedTensorType::get({}, f32);
   Value total;
   for (Value g : gradients) {
-    Value wide = tensorTypeOf(g).getElementType().isF32() ? g
-                                                           : e.convert(g, f32);
+    Value wide = e.convert(g, f32);
     Value squares = e.mul(wide, wide);
     SmallVector<int64_t> dims;
     for (int64_t d = 0; d < tensorTypeOf(g).getRank(); ++d)
@@ -366,7 +363,7 @@ void TrainStepBuilder::clipByGlobalNorm(SmallVector<Value> &gradients) {
   Value scale = e.div(limit, builder.create<MaxOp>(loc, scalar, norm, limit));
   for (Value &g : gradients) {
     Type element = tensorTypeOf(g).getElementType();
-    Value factor = element.isF32() ? scale : e.convert(scale, element);
+    Value factor = e.convert(scale, element);
     g = e.mul(g, e.broadcast(factor, shapeOf(g), {}));
   }
 }
@@ -396,14 +393,9 @@ Value TrainStepBuilder::adamw(size_t p, Value param, Value g, Value rate) {
   Type element = tensorTypeOf(param).getElementType();
   bool narrow = element.isBF16() || element.isF16();
   Type f32 = builder.getF32Type();
-  auto widen = [&](Value x) {
-    return narrow && !tensorTypeOf(x).getElementType().isF32()
-               ? e.convert(x, f32)
-               : x;
-  };
+  auto widen = [&](Value x) { return narrow ? e.convert(x, f32) : x; };
   auto storeAs = [&](Value x, Value like) {
-    Type to = tensorTypeOf(like).getElementType();
-    return tensorTypeOf(x).getElementType() == to ? x : e.convert(x, to);
+    return e.convert(x, tensorTypeOf(like).getElementType());
   };
   Value w = widen(param), grad = widen(g), lr = widen(rate);
   Value m0 = widen(stateArg(first, p)), v0 = widen(stateArg(first + 1, p));

@@ -99,7 +99,6 @@ struct Channel {
       std::make_shared<ChannelBuffers>();
 };
 
-/// One collective of a cross-process group, as seen by this process.
 /// Where a group's members live, as this process sees them: the same for
 /// every call on the group, so worked out once per group and call site
 /// (MpiCommunicator's plans) rather than per call.
@@ -116,6 +115,7 @@ GroupPlacement placeGroup(const std::vector<int64_t> &members,
                           const std::vector<int> &processes,
                           const ProcessLayout &layout);
 
+/// One collective of a cross-process group, as seen by this process.
 struct Slot {
   CollectiveCall request;
   /// The group's placement (owned by the communicator's plan).
