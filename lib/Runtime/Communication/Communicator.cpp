@@ -496,23 +496,26 @@ Status checkCollectiveCall(const CollectiveCall &call, int64_t groupSize) {
 
 Status dispatchCollective(Communicator &communicator,
                           const CollectiveCall &call) {
+  return communicator.run(call);
+}
+
+Status Communicator::run(const CollectiveCall &call) {
   switch (call.kind) {
   case CommunicatorOp::AllGather:
-    return communicator.allGather(call.deviceId, call.axes, call.dim,
-                                  call.input, call.output);
+    return allGather(call.deviceId, call.axes, call.dim, call.input,
+                     call.output);
   case CommunicatorOp::AllReduce:
-    return communicator.allReduce(call.deviceId, call.axes, call.reduction,
-                                  call.input, call.output);
+    return allReduce(call.deviceId, call.axes, call.reduction, call.input,
+                     call.output);
   case CommunicatorOp::ReduceScatter:
-    return communicator.reduceScatter(call.deviceId, call.axes,
-                                      call.reduction, call.dim, call.input,
-                                      call.output);
+    return reduceScatter(call.deviceId, call.axes, call.reduction, call.dim,
+                         call.input, call.output);
   case CommunicatorOp::AllToAll:
-    return communicator.allToAll(call.deviceId, call.axes, call.splitDim,
-                                 call.concatDim, call.input, call.output);
+    return allToAll(call.deviceId, call.axes, call.splitDim, call.concatDim,
+                    call.input, call.output);
   case CommunicatorOp::CollectivePermute:
-    return communicator.collectivePermute(call.deviceId, call.axes,
-                                          call.pairs, call.input, call.output);
+    return collectivePermute(call.deviceId, call.axes, call.pairs, call.input,
+                             call.output);
   }
   return Status::error("unknown collective kind");
 }

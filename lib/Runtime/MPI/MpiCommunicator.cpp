@@ -7,8 +7,9 @@
 //     communicator); the last to arrive becomes the process's leader;
 //  2. the leader exchanges one message with every other process of the
 //     group, on the MPI communicator of that process set, tagged by the
-//     group (groups sharing a process set get distinct tags), and writes
-//     every local member's output.
+//     group (groups sharing a process set get distinct tags; a second tag
+//     carries data sent apart from its header), and writes every local
+//     member's output.
 //
 // What a process sends depends on the collective: for reductions the
 // reduction of its members' inputs (so the bytes on the wire do not grow
@@ -96,7 +97,9 @@ public:
       ++groupsOfSet[group.second];
     std::map<std::vector<int>, int> nextTag;
     for (const auto &[devices, processes] : groups) {
-      int tag = nextTag[processes]++;
+      // Two tags per group: headers (and whole messages) on the even one,
+      // a direct exchange's data on the odd one (transfer()).
+      int tag = 2 * nextTag[processes]++;
       if (!comms.count(processes))
         continue;
       Channel channel;
@@ -147,6 +150,10 @@ private:
     int64_t localMembers = 0;
     uint64_t *calls = nullptr;
     GroupPlacement placement;
+    /// The slot of this device's calls when it is the process's only
+    /// member of the group, reused from call to call (a device makes one
+    /// call at a time).
+    std::unique_ptr<Slot> solo;
   };
   /// The plan of `call` (under `mutex`), made if it is new.
   Expected<Plan *> planFor(const CollectiveCall &call);
@@ -157,10 +164,10 @@ private:
   Status exchange(Slot &slot, Channel &channel, uint64_t sequence);
   /// Sends and receives the messages `x` planned (header first) and checks
   /// that every peer made the same call. With `direct`, the buffers hold
-  /// the headers alone and each peer's data moves as a second message on
-  /// the same tag (MPI keeps the order of two messages between the same
-  /// processes on one tag, so a header always meets a header), straight
-  /// between the members' buffers.
+  /// the headers alone and each peer's data moves as a second message,
+  /// straight between the members' buffers, on the group's second tag (so
+  /// a header always meets a header, whatever call a peer made), posted
+  /// before the header.
   Status transfer(Exchange &x, Channel &channel, uint64_t sequence,
                   uint64_t signature,
                   const std::vector<DirectPart> *direct = nullptr);
@@ -277,17 +284,20 @@ Status MpiCommunicator::runCall(const CollectiveCall &call) {
     // The process's only member leads at once: no rendezvous, no shared
     // slot (the common layout of one device per process).
     lock.unlock();
-    Slot slot;
-    slot.members = plan->members;
-    slot.placement = &plan->placement;
     if (!argumentError)
       return Status::error(prefix() + ": " + argumentError.message() +
                            "; failing group " +
-                           formatDeviceList(slot.members) + " (call #" +
+                           formatDeviceList(plan->members) + " (call #" +
                            std::to_string(sequence) + " on this group)");
+    if (!plan->solo) {
+      plan->solo = std::make_unique<Slot>();
+      plan->solo->members = plan->members;
+      plan->solo->placement = &plan->placement;
+      plan->solo->inputs.assign(groupSize, nullptr);
+      plan->solo->outputs.assign(groupSize, nullptr);
+    }
+    Slot &slot = *plan->solo;
     slot.request = call;
-    slot.inputs.assign(groupSize, nullptr);
-    slot.outputs.assign(groupSize, nullptr);
     slot.inputs[position] = static_cast<const uint8_t *>(call.input.data);
     slot.outputs[position] = static_cast<uint8_t *>(call.output.data);
     slot.arrived = 1;
@@ -437,15 +447,16 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
   };
   // One round of headers, each peer's data beside its header, between the
   // members' buffers.
-  auto directRound = [&](Expected<std::vector<DirectPart>> parts) -> Status {
-    if (!parts)
-      return parts.status();
+  auto directRound = [&](Status started) -> Status {
+    if (!started)
+      return started;
     headersOnly();
+    const std::vector<DirectPart> &parts = x.buffers.parts;
     for (size_t k = 0; k < x.peers.size(); ++k) {
-      x.sendBytes[k] = (*parts)[k].sendBytes;
-      x.receiveBytes[k] = (*parts)[k].receiveBytes;
+      x.sendBytes[k] = parts[k].sendBytes;
+      x.receiveBytes[k] = parts[k].receiveBytes;
     }
-    return transfer(x, channel, sequence, signature, &*parts);
+    return transfer(x, channel, sequence, signature, &parts);
   };
   if (fitsDirectAllReduce(x)) {
     // Slices to their reducers, then the reduced slices to everyone.
@@ -499,7 +510,8 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
   const std::vector<int> &peers = x.peers;
   ChannelBuffers &buffers = x.buffers;
   size_t stride = direct ? 4 : 2;
-  std::vector<MPI_Request> requests(stride * peers.size(), MPI_REQUEST_NULL);
+  std::vector<MPI_Request> &requests = buffers.requests;
+  requests.assign(stride * peers.size(), MPI_REQUEST_NULL);
   MpiProcess::Impl &mpi = process.impl();
   // Receives still pending would write later into memory that may be freed
   // by then (a direct receive into a member's output, the caller's once
@@ -542,35 +554,49 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
       // No header from an earlier call may pass for this one's.
       std::memset(buffers.receive[k].data(), 0, headerBytes);
       MPI_Request *mine = &requests[stride * k];
+      int rank = commRank(peers[k]);
+      auto postHeader = [&] {
+        return post(MPI_Isend(buffers.send[k].data(),
+                              static_cast<int>(buffers.send[k].size()),
+                              MPI_BYTE, rank, channel.tag, channel.comm,
+                              &mine[1]),
+                    "MPI_Isend");
+      };
       if (!post(MPI_Irecv(buffers.receive[k].data(),
-                          static_cast<int>(buffers.receive[k].size()),
-                          MPI_BYTE, commRank(peers[k]), channel.tag,
-                          channel.comm, &mine[0]),
-                "MPI_Irecv") ||
-          !post(MPI_Isend(buffers.send[k].data(),
-                          static_cast<int>(buffers.send[k].size()), MPI_BYTE,
-                          commRank(peers[k]), channel.tag, channel.comm,
-                          &mine[1]),
-                "MPI_Isend") ||
-          !direct)
+                          static_cast<int>(buffers.receive[k].size()), MPI_BYTE,
+                          rank, channel.tag, channel.comm, &mine[0]),
+                "MPI_Irecv"))
         continue;
+      if (!direct) {
+        postHeader();
+        continue;
+      }
+      // The data on its own tag, sent before the header: its rendezvous
+      // starts first and the small header travels during it (measured in
+      // docs/Distributed.md).
       const DirectPart &part = (*direct)[k];
       if (part.receiveBytes > 0 &&
           !post(MPI_Irecv(part.receive, static_cast<int>(part.receiveBytes),
-                          MPI_BYTE, commRank(peers[k]), channel.tag,
-                          channel.comm, &mine[2]),
+                          MPI_BYTE, rank, channel.tag + 1, channel.comm,
+                          &mine[2]),
                 "MPI_Irecv"))
         continue;
-      if (part.sendBytes > 0)
-        post(MPI_Isend(part.send, static_cast<int>(part.sendBytes), MPI_BYTE,
-                       commRank(peers[k]), channel.tag, channel.comm,
-                       &mine[3]),
-             "MPI_Isend");
+      if (part.sendBytes > 0 &&
+          !post(MPI_Isend(part.send, static_cast<int>(part.sendBytes), MPI_BYTE,
+                          rank, channel.tag + 1, channel.comm, &mine[3]),
+                "MPI_Isend"))
+        continue;
+      postHeader();
     }
   }
   if (!posted) {
     takeBackReceives();
     return Status::error(x.what() + ": " + posted.message());
+  }
+  if (x.ownBlock.bytes > 0) {
+    std::memcpy(x.ownBlock.to, x.ownBlock.from,
+                static_cast<size_t>(x.ownBlock.bytes));
+    x.ownBlock.bytes = 0;
   }
   auto stalled = [&](const std::vector<int> &pending) {
     // Each rank once: a peer's header and data are two requests.
@@ -625,10 +651,31 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
       ranks.push_back(peers[static_cast<size_t>(index) / stride]);
     return ranks;
   };
-  if (Status waited =
-          waitPolled(x, channel, requests, stalled, pendingRanks);
+  if (Status waited = waitPolled(x, channel, requests, std::cref(stalled),
+                                 std::cref(pendingRanks));
       !waited) {
-    // The headers that arrived, read before any receive is taken back.
+    // The headers that arrived, read before any receive is taken back. A
+    // direct exchange's headers follow their data: a peer that made
+    // another call (its data truncated here) has sent its header too, so
+    // those still on the way get a moment.
+    if (direct) {
+      Clock::time_point deadline =
+          Clock::now() + std::chrono::milliseconds(100);
+      for (bool pending = true; pending && Clock::now() < deadline;) {
+        pending = false;
+        for (size_t k = 0; k < peers.size(); ++k) {
+          MPI_Request &receive = requests[stride * k];
+          if (receive == MPI_REQUEST_NULL)
+            continue;
+          int done = 0;
+          std::lock_guard<std::mutex> guard(mpi.lock);
+          MPI_Test(&receive, &done, MPI_STATUS_IGNORE);
+          pending |= !done;
+        }
+        if (pending)
+          std::this_thread::yield();
+      }
+    }
     Status different = disagreement();
     takeBackReceives();
     return different ? waited : different;

@@ -497,13 +497,14 @@ bool fitsDirect(const Exchange &x) {
          fitsMpiLayout(x, kDirectBytes);
 }
 
-Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
+Status startDirect(Exchange &x) {
   const CollectiveCall &request = x.request;
   uint8_t *first = x.slot.outputs[x.mine.front()];
   const uint8_t *onlyInput =
       x.mine.size() == 1 ? x.slot.inputs[x.mine.front()] : nullptr;
   auto perProcess = static_cast<int64_t>(x.mine.size());
-  std::vector<DirectPart> parts(x.peers.size());
+  std::vector<DirectPart> &parts = x.buffers.parts;
+  parts.assign(x.peers.size(), DirectPart());
   std::vector<uint8_t> &staged = x.buffers.reduced;
   switch (request.kind) {
   case CommunicatorOp::AllGather: {
@@ -518,7 +519,7 @@ Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
                     x.inBytes);
       send = staged.data();
     }
-    std::memcpy(first + x.processIndex(x.me) * block, send, block);
+    x.ownBlock = {send, first + x.processIndex(x.me) * block, block};
     for (size_t k = 0; k < x.peers.size(); ++k)
       parts[k] = {send, block, first + x.processIndex(x.peers[k]) * block, block};
     break;
@@ -532,7 +533,7 @@ Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
       send = staged.data();
     }
     int64_t own = x.processIndex(x.me) * block;
-    std::memcpy(first + own, send + own, block);
+    x.ownBlock = {send + own, first + own, block};
     for (size_t k = 0; k < x.peers.size(); ++k) {
       int64_t at = x.processIndex(x.peers[k]) * block;
       parts[k] = {send + at, block, first + at, block};
@@ -559,7 +560,7 @@ Expected<std::vector<DirectPart>> startDirect(Exchange &x) {
   default:
     return Status::error(x.what() + ": not a direct exchange");
   }
-  return parts;
+  return Status::success();
 }
 
 Status finishDirect(Exchange &x) {
@@ -631,13 +632,14 @@ bool fitsDirectAllReduce(const Exchange &x) {
          mpiReduction(x.request.input.dtype, x.request.reduction, type, op);
 }
 
-Expected<std::vector<DirectPart>> startDirectAllReduce(Exchange &x) {
+Status startDirectAllReduce(Exchange &x) {
   Expected<const uint8_t *> reduced = reducedLocalInput(x);
   if (!reduced)
     return reduced.status();
   int64_t me = x.processIndex(x.me);
   int64_t mine = (sliceStart(x, me + 1) - sliceStart(x, me)) * x.elementSize;
-  std::vector<DirectPart> parts(x.peers.size());
+  std::vector<DirectPart> &parts = x.buffers.parts;
+  parts.assign(x.peers.size(), DirectPart());
   x.buffers.blocks.resize(x.peers.size());
   for (size_t k = 0; k < x.peers.size(); ++k) {
     int64_t q = x.processIndex(x.peers[k]);
@@ -647,10 +649,10 @@ Expected<std::vector<DirectPart>> startDirectAllReduce(Exchange &x) {
                 x.buffers.blocks[k].data(), mine};
   }
   x.localInput = *reduced; // For the reduction between the rounds.
-  return parts;
+  return Status::success();
 }
 
-Expected<std::vector<DirectPart>> reduceDirectAllReduceSlice(Exchange &x) {
+Status reduceDirectAllReduceSlice(Exchange &x) {
   const uint8_t *reduced = x.localInput;
   int64_t me = x.processIndex(x.me);
   int64_t offset = sliceStart(x, me) * x.elementSize;
@@ -671,14 +673,15 @@ Expected<std::vector<DirectPart>> reduceDirectAllReduceSlice(Exchange &x) {
                          output + offset, mine / x.elementSize);
       !status)
     return Status::error(x.what() + ": " + status.message());
-  std::vector<DirectPart> parts(x.peers.size());
+  std::vector<DirectPart> &parts = x.buffers.parts;
+  parts.assign(x.peers.size(), DirectPart());
   for (size_t k = 0; k < x.peers.size(); ++k) {
     int64_t q = x.processIndex(x.peers[k]);
     parts[k] = {output + offset, mine,
                 output + sliceStart(x, q) * x.elementSize,
                 (sliceStart(x, q + 1) - sliceStart(x, q)) * x.elementSize};
   }
-  return parts;
+  return Status::success();
 }
 
 } // namespace mpi_exchange

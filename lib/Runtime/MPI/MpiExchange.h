@@ -76,6 +76,16 @@ inline uint64_t callSignature(const CollectiveCall &call,
 /// megabyte-sized buffer costs more in page faults than the copy into it.
 /// Calls on one group never overlap (a call's leader starts only after
 /// every local member has left the previous call), so one set suffices.
+/// One peer's data in a direct exchange: sent from and received into the
+/// members' own buffers (or this process's staged block), never copied
+/// into a message buffer.
+struct DirectPart {
+  const uint8_t *send = nullptr;
+  int64_t sendBytes = 0;
+  uint8_t *receive = nullptr;
+  int64_t receiveBytes = 0;
+};
+
 struct ChannelBuffers {
   std::vector<std::vector<uint8_t>> send, receive; // Per peer, header first.
   std::vector<uint8_t> reduced;
@@ -83,6 +93,11 @@ struct ChannelBuffers {
   std::vector<uint8_t> scattered;
   /// A direct reduce_scatter: each peer's block of this process's share.
   std::vector<std::vector<uint8_t>> blocks;
+  /// The working lists of one call (Exchange's), kept so that a call
+  /// allocates nothing once its group has made one like it.
+  std::vector<int64_t> zeros, box, sendBytes, receiveBytes;
+  std::vector<DirectPart> parts;
+  std::vector<MPI_Request> requests;
 };
 
 /// A cross-process group's channel: the process set's communicator and
@@ -142,17 +157,19 @@ struct Exchange {
       : slot(slot), request(slot.request), describe(std::move(describe)),
         groupSize(static_cast<int64_t>(slot.members.size())),
         inShape(request.input.shape),
-        outShape(*collectiveResultShape(request.kind, inShape, groupSize,
-                                        request.dim, request.splitDim,
-                                        request.concatDim)),
+        // The call was checked: its output has the result's shape.
+        outShape(request.output.shape),
         elementSize(dtypeSize(request.input.dtype)),
         inBytes(*checkedNumBytes(request.input.dtype, inShape)),
         outBytes(*checkedNumBytes(request.input.dtype, outShape)),
-        count(*checkedNumElements(inShape)), zeros(inShape.size(), 0),
+        count(*checkedNumElements(inShape)), zeros(channel.buffers->zeros),
         me(layout.rank), processOf(slot.placement->processOf),
         mine(slot.placement->mine), processes(channel.processes),
-        peers(slot.placement->peers), box(inShape),
-        buffers(*channel.buffers) {
+        peers(slot.placement->peers), box(channel.buffers->box),
+        buffers(*channel.buffers), sendBytes(buffers.sendBytes),
+        receiveBytes(buffers.receiveBytes) {
+    zeros.assign(inShape.size(), 0);
+    box.assign(inShape.begin(), inShape.end());
     sendBytes.assign(peers.size(), 0);
     receiveBytes.assign(peers.size(), 0);
   }
@@ -189,9 +206,9 @@ struct Exchange {
   std::function<std::string()> describe;
   int64_t groupSize;
   const std::vector<int64_t> &inShape;
-  std::vector<int64_t> outShape;
+  const std::vector<int64_t> &outShape;
   int64_t elementSize, inBytes, outBytes, count;
-  std::vector<int64_t> zeros;
+  std::vector<int64_t> &zeros;
   int me;
   /// The process of each group position.
   const std::vector<int> &processOf;
@@ -201,13 +218,21 @@ struct Exchange {
   const std::vector<int> &processes;
   const std::vector<int> &peers;
   /// all_to_all: the block one member sends another.
-  std::vector<int64_t> box;
+  std::vector<int64_t> &box;
   int64_t boxBytes = 0;
   /// A direct all_reduce: this process's input (its members' reduced).
   const uint8_t *localInput = nullptr;
   /// Per peer, the message buffers (header first) and the payload sizes.
   ChannelBuffers &buffers;
-  std::vector<int64_t> sendBytes, receiveBytes;
+  std::vector<int64_t> &sendBytes, &receiveBytes;
+  /// A direct all_gather's or all_to_all's own block, copied once the
+  /// messages are posted (transfer()), so that the peers' reads of this
+  /// process's data start first and run beside the copy.
+  struct {
+    const uint8_t *from = nullptr;
+    uint8_t *to = nullptr;
+    int64_t bytes = 0;
+  } ownBlock;
 };
 
 /// The two steps of a collective kind around the transfer.
@@ -237,16 +262,6 @@ Status startMpiCollective(Exchange &x, MPI_Comm comm, std::mutex &mpiLock,
 /// After the collective: every local member's output.
 void finishMpiCollective(Exchange &x);
 
-/// One peer's data in a direct exchange: sent from and received into the
-/// members' own buffers (or this process's staged block), never copied
-/// into a message buffer.
-struct DirectPart {
-  const uint8_t *send = nullptr;
-  int64_t sendBytes = 0;
-  uint8_t *receive = nullptr;
-  int64_t receiveBytes = 0;
-};
-
 /// Whether `x` moves its data directly, one message per peer beside its
 /// header: all_gather, reduce_scatter and all_to_all of at least 4 KiB
 /// per member, in the layouts MPI's collectives take (fitsMpiCollective
@@ -258,8 +273,8 @@ bool fitsDirect(const Exchange &x);
 
 /// Stages this process's block where needed (several members, or an
 /// input that is the output), writes its own share of the result, and
-/// returns each peer's part, in the order of x.peers.
-Expected<std::vector<DirectPart>> startDirect(Exchange &x);
+/// sets each peer's part, in the order of x.peers, in x.buffers.parts.
+Status startDirect(Exchange &x);
 
 /// After the messages: the received blocks reduced in rank order
 /// (reduce_scatter) and every local member's output.
@@ -276,12 +291,12 @@ bool fitsDirectAllReduce(const Exchange &x);
 
 /// Round 1 of a direct all_reduce: each peer's slice of this process's
 /// input, and each peer's part of this process's slice into a buffer.
-Expected<std::vector<DirectPart>> startDirectAllReduce(Exchange &x);
+Status startDirectAllReduce(Exchange &x);
 
 /// Between the rounds: this process's slice reduced in rank order into
-/// the first local member's output; returns round 2's parts (that slice
-/// to every peer, each peer's slice into its place in the output).
-Expected<std::vector<DirectPart>> reduceDirectAllReduceSlice(Exchange &x);
+/// the first local member's output; sets round 2's parts (that slice to
+/// every peer, each peer's slice into its place in the output).
+Status reduceDirectAllReduceSlice(Exchange &x);
 
 } // namespace mpi_exchange
 } // namespace partita

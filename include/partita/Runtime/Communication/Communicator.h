@@ -167,6 +167,11 @@ public:
                                    const ConstBufferRef &input,
                                    const BufferRef &output) = 0;
 
+  /// Runs `call` with the method its kind names (the default);
+  /// implementations that take the call whole override it, so a call made
+  /// as a CollectiveCall is not unpacked and packed again.
+  virtual Status run(const struct CollectiveCall &call);
+
   /// Starts this device's part of `call` and returns; the output is
   /// written, and the input read, until finishCollective() returns. The
   /// device must not write the input or read the output in between, and
@@ -212,6 +217,9 @@ public:
                            const std::vector<SourceTargetPair> &pairs,
                            const ConstBufferRef &input,
                            const BufferRef &output) override;
+  Status run(const struct CollectiveCall &call) override {
+    return runCall(call);
+  }
 
 protected:
   /// Performs one device's call.
