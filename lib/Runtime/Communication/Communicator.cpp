@@ -10,8 +10,13 @@
 #include "partita/Runtime/Communication/Communicator.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace partita {
 
@@ -160,11 +165,55 @@ Status checkCollectiveBuffers(CommunicatorOp kind, int64_t groupSize,
   return Status::success();
 }
 
+#if defined(__x86_64__)
+namespace {
+/// copyStreaming's body on a processor with AVX: 32-byte loads and
+/// non-temporal stores from a 32-byte aligned destination on, then a fence
+/// so that the stores are visible before the caller signals it is done.
+__attribute__((target("avx"))) void
+copyStreamingAvx(uint8_t *dst, const uint8_t *src, size_t bytes) {
+  size_t head = (32 - (reinterpret_cast<uintptr_t>(dst) & 31)) & 31;
+  std::memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  size_t body = bytes & ~size_t(127);
+  for (size_t i = 0; i < body; i += 128) {
+    auto from = reinterpret_cast<const __m256i *>(src + i);
+    auto to = reinterpret_cast<__m256i *>(dst + i);
+    __m256i a = _mm256_loadu_si256(from);
+    __m256i b = _mm256_loadu_si256(from + 1);
+    __m256i c = _mm256_loadu_si256(from + 2);
+    __m256i d = _mm256_loadu_si256(from + 3);
+    _mm256_stream_si256(to, a);
+    _mm256_stream_si256(to + 1, b);
+    _mm256_stream_si256(to + 2, c);
+    _mm256_stream_si256(to + 3, d);
+  }
+  _mm_sfence();
+  std::memcpy(dst + body, src + body, bytes - body);
+}
+} // namespace
+#endif
+
+void copyStreaming(void *dst, const void *src, size_t bytes) {
+#if defined(__x86_64__)
+  static const bool avx = __builtin_cpu_supports("avx");
+  if (avx) {
+    copyStreamingAvx(static_cast<uint8_t *>(dst),
+                     static_cast<const uint8_t *>(src), bytes);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
 void copyTensorBox(const void *src, const std::vector<int64_t> &srcShape,
                    const std::vector<int64_t> &srcOffset, void *dst,
                    const std::vector<int64_t> &dstShape,
                    const std::vector<int64_t> &dstOffset,
-                   const std::vector<int64_t> &box, int64_t elementSize) {
+                   const std::vector<int64_t> &box, int64_t elementSize,
+                   bool streaming) {
   int rank = static_cast<int>(box.size());
   for (int64_t extent : box)
     if (extent == 0)
@@ -204,7 +253,10 @@ void copyTensorBox(const void *src, const std::vector<int64_t> &srcShape,
       from += index[d] * srcStride[d];
       to += index[d] * dstStride[d];
     }
-    std::memcpy(to, from, runBytes);
+    if (streaming)
+      copyStreaming(to, from, runBytes);
+    else
+      std::memcpy(to, from, runBytes);
     int d = runDim - 1;
     while (d >= 0 && ++index[d] == box[d])
       index[d--] = 0;

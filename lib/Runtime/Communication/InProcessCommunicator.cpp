@@ -226,16 +226,15 @@ Status computeOutput(const Slot &slot, int64_t position, int step,
 
   switch (request.kind) {
   case CommunicatorOp::AllGather: {
+    // Pushed: this position's input into its block of every output, so a
+    // memory can read each input once (pulled, every device read every
+    // input: group-size times the reads). Outputs are complete when every
+    // member has finished, which is when any of them returns.
     std::vector<int64_t> dstOffset = zeros;
-    for (int64_t i = 0; i < groupSize; ++i) {
-      dstOffset[request.dim] = i * inShape[request.dim];
-      if (Status status =
-              memory.copyBox(worker, slot.inputs[i], inShape, zeros, output,
-                             outShape, dstOffset, inShape, elementSize);
-          !status)
-        return status;
-    }
-    return Status::success();
+    dstOffset[request.dim] = position * inShape[request.dim];
+    std::vector<void *> outputs(slot.outputs.begin(), slot.outputs.end());
+    return memory.copyToEach(worker, slot.inputs[position], inShape, outputs,
+                             outShape, dstOffset, elementSize);
   }
   case CommunicatorOp::AllReduce: {
     int64_t count = *checkedNumElements(inShape);
@@ -745,7 +744,31 @@ CollectiveMemory::~CollectiveMemory() = default;
 
 bool CollectiveMemory::anyThreadMayIssue() const { return false; }
 
+Status CollectiveMemory::copyToEach(int64_t worker, const void *src,
+                                    const std::vector<int64_t> &shape,
+                                    const std::vector<void *> &dsts,
+                                    const std::vector<int64_t> &dstShape,
+                                    const std::vector<int64_t> &dstOffset,
+                                    int64_t elementSize) {
+  std::vector<int64_t> zeros(shape.size(), 0);
+  for (void *dst : dsts)
+    if (Status status = copyBox(worker, src, shape, zeros, dst, dstShape,
+                                dstOffset, shape, elementSize);
+        !status)
+      return status;
+  return Status::success();
+}
+
 namespace {
+
+/// The bytes of input a slab of copyToEach() reads before writing it to
+/// every destination: well inside a core's L2, so the writes after the
+/// first read it from there.
+constexpr int64_t kSlabBytes = int64_t(256) << 10;
+/// The group's all_gather results together from which copyToEach()
+/// streams: the last-level cache of the machines measured (16 MiB; 2
+/// devices gathering 4 MiB each ran at 0.65 of the speed streamed).
+constexpr int64_t kStreamingResultBytes = int64_t(16) << 20;
 
 class HostCollectiveMemory final : public CollectiveMemory {
 public:
@@ -755,9 +778,60 @@ public:
                  const std::vector<int64_t> &dstOffset,
                  const std::vector<int64_t> &box,
                  int64_t elementSize) override {
+    int64_t bytes = elementSize;
+    for (int64_t extent : box)
+      bytes *= extent;
     copyTensorBox(src, srcShape, srcOffset, dst, dstShape, dstOffset, box,
-                  elementSize);
+                  elementSize,
+                  static_cast<size_t>(bytes) >= kStreamingCopyBytes);
     return Status::success();
+  }
+  Status copyToEach(int64_t worker, const void *src,
+                    const std::vector<int64_t> &shape,
+                    const std::vector<void *> &dsts,
+                    const std::vector<int64_t> &dstShape,
+                    const std::vector<int64_t> &dstOffset,
+                    int64_t elementSize) override {
+    int64_t bytes = elementSize;
+    for (int64_t extent : shape)
+      bytes *= extent;
+    // Streamed once the group's results together (each member pushes to
+    // every output) outgrow a last-level cache; below, the caches hold
+    // them for whoever reads them next.
+    auto results = static_cast<int64_t>(dsts.size() * dsts.size()) * bytes;
+    if (results < kStreamingResultBytes || dsts.size() < 2)
+      return CollectiveMemory::copyToEach(worker, src, shape, dsts, dstShape,
+                                          dstOffset, elementSize);
+    // Slabs: the leading dimensions one index at a time down to `cut`, the
+    // first whose trailing block fits a slab; `rows` indices of `cut` each.
+    auto rank = static_cast<int>(shape.size());
+    int cut = 0;
+    int64_t trailing = bytes / shape[0];
+    while (cut + 1 < rank && trailing > kSlabBytes)
+      trailing /= shape[++cut];
+    int64_t rows = std::clamp<int64_t>(
+        kSlabBytes / std::max<int64_t>(trailing, 1), 1, shape[cut]);
+    std::vector<int64_t> box = shape, at(rank, 0), offset = dstOffset;
+    for (int d = 0; d < cut; ++d)
+      box[d] = 1;
+    while (true) {
+      box[cut] = std::min(rows, shape[cut] - at[cut]);
+      for (int d = 0; d <= cut; ++d)
+        offset[d] = dstOffset[d] + at[d];
+      for (void *dst : dsts)
+        copyTensorBox(src, shape, at, dst, dstShape, offset, box, elementSize,
+                      /*streaming=*/true);
+      // The next slab: `rows` further along `cut`, carrying into the
+      // dimensions before it.
+      at[cut] += rows;
+      int d = cut;
+      while (d > 0 && at[d] >= shape[d]) {
+        at[d] = 0;
+        ++at[--d];
+      }
+      if (at[d] >= shape[d])
+        return Status::success();
+    }
   }
   Status reduce(int64_t, ReductionCode kind, DType dtype,
                 const std::vector<const void *> &inputs,
@@ -778,7 +852,10 @@ public:
     return Status::success();
   }
   Status copy(int64_t, void *dst, const void *src, int64_t bytes) override {
-    std::memcpy(dst, src, bytes);
+    if (static_cast<size_t>(bytes) >= kStreamingCopyBytes)
+      copyStreaming(dst, src, static_cast<size_t>(bytes));
+    else
+      std::memcpy(dst, src, bytes);
     return Status::success();
   }
   Status zero(int64_t, void *dst, int64_t bytes) override {

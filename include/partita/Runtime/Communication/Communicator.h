@@ -259,11 +259,22 @@ Status checkCollectiveBuffers(CommunicatorOp kind, int64_t groupSize,
 /// Copies the box of shape `box` starting at `srcOffset` in the C-order
 /// tensor `src` (shape `srcShape`) to `dstOffset` in `dst` (shape
 /// `dstShape`). Elements are `elementSize` bytes. The box must fit in both.
+/// With `streaming`, contiguous runs are copied with copyStreaming().
 void copyTensorBox(const void *src, const std::vector<int64_t> &srcShape,
                    const std::vector<int64_t> &srcOffset, void *dst,
                    const std::vector<int64_t> &dstShape,
                    const std::vector<int64_t> &dstOffset,
-                   const std::vector<int64_t> &box, int64_t elementSize);
+                   const std::vector<int64_t> &box, int64_t elementSize,
+                   bool streaming = false);
+
+/// Copies `bytes` bytes between disjoint buffers, like memcpy, with stores
+/// that bypass the caches where the processor has them (x86 with AVX;
+/// memcpy elsewhere): for copies larger than the caches, whose data is not
+/// read again at once. docs/Runtime.md "In-process collectives" measures
+/// it; the in-process communicator streams copies of kStreamingCopyBytes
+/// or more.
+void copyStreaming(void *dst, const void *src, size_t bytes);
+inline constexpr size_t kStreamingCopyBytes = size_t(4) << 20;
 
 /// Fails when `kind` does not apply to `dtype`: and/or on floating point.
 Status checkReduction(ReductionCode kind, DType dtype);

@@ -67,6 +67,16 @@ public:
                          const std::vector<int64_t> &dstOffset,
                          const std::vector<int64_t> &box,
                          int64_t elementSize) = 0;
+  /// All of `src` (shape `shape`) into the box at `dstOffset` of each of
+  /// `dsts` (shape `dstShape`): an all_gather's push of one input. By
+  /// default one copyBox() per destination; host memory reads a large
+  /// input once, a cache-sized slab at a time, for all of them.
+  virtual Status copyToEach(int64_t worker, const void *src,
+                            const std::vector<int64_t> &shape,
+                            const std::vector<void *> &dsts,
+                            const std::vector<int64_t> &dstShape,
+                            const std::vector<int64_t> &dstOffset,
+                            int64_t elementSize);
   /// For each row r < rows: elements [r*count, (r+1)*count) of `output` are
   /// reduceElements() of `count` elements at inputs[i] + r*inputRowStride
   /// (strides in elements). `output` may be one of the inputs.
@@ -93,7 +103,8 @@ public:
 };
 
 /// Host memory: every call runs synchronously with memcpy, copyTensorBox()
-/// and reduceElements().
+/// and reduceElements(); copies of kStreamingCopyBytes or more stream
+/// (copyStreaming()).
 std::shared_ptr<CollectiveMemory> hostCollectiveMemory();
 
 /// Collectives between the threads of one process, one thread per device.
