@@ -182,6 +182,12 @@ Value ModelBuilder::reduce(ReductionKind kind, Value x,
                                   x, dims);
 }
 
+Value ModelBuilder::stopGradient(Value x) {
+  x.getDefiningOp()->setAttr(PartitaDialect::kStopGradientAttrName,
+                             builder.getUnitAttr());
+  return x;
+}
+
 Value ModelBuilder::reshape(Value x, std::vector<int64_t> shape,
                             const std::string &name) {
   Type element = cast<RankedTensorType>(x.getType()).getElementType();
@@ -287,7 +293,10 @@ std::vector<int64_t> leading(int64_t rank) {
 
 Value ModelBuilder::softmax(Value x, const std::string &name) {
   int64_t rank = static_cast<int64_t>(shapeOf(x).size());
-  Value peak = reduce(ReductionKind::Max, x, {rank - 1}, name + ".max");
+  // softmax(x - c) = softmax(x) for any c: the maximum only keeps exp in
+  // range, and carries no gradient (as in JAX's softmax).
+  Value peak =
+      stopGradient(reduce(ReductionKind::Max, x, {rank - 1}, name + ".max"));
   Value shifted =
       sub(x, expandTo(peak, x, leading(rank), name + ".max.b"), name + ".shift");
   Value e = exp(shifted, name + ".exp");

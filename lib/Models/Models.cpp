@@ -116,7 +116,10 @@ Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
                    Value refLogp = Value()) {
   b.pushScope("loss");
   Shape shape = ModelBuilder::shapeOf(logits);
-  Value peak = b.reduce(ReductionKind::Max, logits, {2}, "max");
+  // The maximum is subtracted and added back: no gradient through it (as
+  // in JAX's logsumexp).
+  Value peak =
+      b.stopGradient(b.reduce(ReductionKind::Max, logits, {2}, "max"));
   Value shifted =
       b.sub(logits, b.broadcast(peak, shape, {0, 1}, "max.b"), "shifted");
   Value sum = b.reduce(ReductionKind::Sum, b.exp(shifted, "exp"), {2}, "sum");

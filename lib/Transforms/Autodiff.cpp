@@ -144,7 +144,10 @@ LogicalResult Reverse::visit(Operation *op) {
     return visitLoop(loop);
   if (auto manual = dyn_cast<ManualComputationOp>(op))
     return visitManual(manual);
-  // Results without an adjoint contribute nothing.
+  // Results without an adjoint contribute nothing, nor does an op marked
+  // as stopping the gradient.
+  if (op->hasAttr(PartitaDialect::kStopGradientAttrName))
+    return success();
   bool any = false;
   for (Value result : op->getResults())
     any |= adjoints.count(result) != 0;

@@ -334,7 +334,7 @@ func.func @donated_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.donat
 
 // Unknown partita.* attributes are rejected on ops...
 func.func @unknown_on_op(%a: tensor<8xf32>) {
-  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage}}
+  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient}}
   %e = partita.exp %a {partita.shard = 1} : tensor<8xf32>
   return
 }
@@ -342,7 +342,7 @@ func.func @unknown_on_op(%a: tensor<8xf32>) {
 // -----
 
 // ...on function arguments...
-// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage}}
+// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient}}
 func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
   return
 }
@@ -350,7 +350,7 @@ func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
 // -----
 
 // ...and on function results.
-// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage}}
+// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient}}
 func.func @unknown_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.roles = 1}) {
   return %a : tensor<8xf32>
 }
@@ -400,4 +400,21 @@ func.func @stage_string(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'partita.stage' is a non-negative integer on an op}}
   %y = partita.exp %x {partita.stage = "first"} : tensor<4xf32>
   return %y : tensor<4xf32>
+}
+
+// -----
+
+// partita.stop_gradient is a unit attribute of an op...
+func.func @stop_gradient_value(%a: tensor<8xf32>) {
+  // expected-error @+1 {{'partita.stop_gradient' is a unit attribute of an op}}
+  %m = partita.reduce max %a dims = [0] {partita.stop_gradient = 1} : tensor<8xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// ...not of a function.
+// expected-error @+1 {{'partita.stop_gradient' is a unit attribute of an op}}
+func.func @stop_gradient_function(%a: tensor<8xf32>) attributes {partita.stop_gradient} {
+  return
 }

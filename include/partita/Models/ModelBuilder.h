@@ -87,6 +87,9 @@ public:
                      const std::string &name);
   mlir::Value broadcast(mlir::Value x, std::vector<int64_t> shape,
                         std::vector<int64_t> dims, const std::string &name);
+  /// `x` with its producer marked partita.stop_gradient: no gradient
+  /// flows through any use of it (a shift the result does not depend on).
+  mlir::Value stopGradient(mlir::Value x);
   mlir::Value reduce(ReductionKind kind, mlir::Value x,
                      std::vector<int64_t> dims, const std::string &name);
   mlir::Value reshape(mlir::Value x, std::vector<int64_t> shape,

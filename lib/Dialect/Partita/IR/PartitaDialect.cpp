@@ -78,7 +78,9 @@ LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
                             "partita.donated, partita.logical_axes, "
                             "partita.aliases, partita.global_shape, "
                             "partita.origin, partita.reason, "
-                            "partita.partitioned, partita.stage";
+                            "partita.partitioned, partita.stage, "
+                            "partita.async_collectives, "
+                            "partita.stop_gradient";
 }
 
 /// `partita.global_shape`: one size per dimension of the (local) tensor, each
@@ -124,6 +126,13 @@ PartitaDialect::verifyOperationAttribute(Operation *op,
     if (!stage || stage.getInt() < 0 || isa<func::FuncOp, ModuleOp>(op))
       return op->emitError() << "'" << kStageAttrName
                              << "' is a non-negative integer on an op";
+    return success();
+  }
+  if (name == kStopGradientAttrName) {
+    if (!isa<UnitAttr>(attribute.getValue()) ||
+        isa<func::FuncOp, ModuleOp>(op))
+      return op->emitError() << "'" << kStopGradientAttrName
+                             << "' is a unit attribute of an op";
     return success();
   }
   if (name == kPartitionedAttrName || name == kAsyncCollectivesAttrName) {

@@ -73,6 +73,11 @@ def Partita_Dialect : Dialect {
     /// first use of its result (docs/Runtime.md, "Overlapping
     /// communication").
     static constexpr ::llvm::StringLiteral kAsyncCollectivesAttrName = "partita.async_collectives";
+    /// Name of the marker (a unit attribute) on an op whose results the
+    /// program does not depend on to first order, so that differentiation
+    /// sends no gradient through it: the maximum softmax and log-sum-exp
+    /// subtract and add back (docs/Autodiff.md, as JAX's stop_gradient).
+    static constexpr ::llvm::StringLiteral kStopGradientAttrName = "partita.stop_gradient";
     /// Name of the donation marker on function arguments.
     static constexpr ::llvm::StringLiteral kDonatedAttrName = "partita.donated";
     /// Name of the logical axis names of a function argument (one string
