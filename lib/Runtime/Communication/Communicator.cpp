@@ -173,6 +173,10 @@ namespace {
 __attribute__((target("avx"))) void
 copyStreamingAvx(uint8_t *dst, const uint8_t *src, size_t bytes) {
   size_t head = (32 - (reinterpret_cast<uintptr_t>(dst) & 31)) & 31;
+  if (bytes < head + 128) { // Too short for one aligned block of four.
+    std::memcpy(dst, src, bytes);
+    return;
+  }
   std::memcpy(dst, src, head);
   dst += head;
   src += head;

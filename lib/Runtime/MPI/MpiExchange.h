@@ -72,10 +72,6 @@ inline uint64_t callSignature(const CollectiveCall &call,
   return hash;
 }
 
-/// Message buffers of one group, kept from call to call: a fresh
-/// megabyte-sized buffer costs more in page faults than the copy into it.
-/// Calls on one group never overlap (a call's leader starts only after
-/// every local member has left the previous call), so one set suffices.
 /// One peer's data in a direct exchange: sent from and received into the
 /// members' own buffers (or this process's staged block), never copied
 /// into a message buffer.
@@ -86,6 +82,10 @@ struct DirectPart {
   int64_t receiveBytes = 0;
 };
 
+/// Message buffers of one group, kept from call to call: a fresh
+/// megabyte-sized buffer costs more in page faults than the copy into it.
+/// Calls on one group never overlap (a call's leader starts only after
+/// every local member has left the previous call), so one set suffices.
 struct ChannelBuffers {
   std::vector<std::vector<uint8_t>> send, receive; // Per peer, header first.
   std::vector<uint8_t> reduced;
@@ -272,7 +272,8 @@ void finishMpiCollective(Exchange &x);
 bool fitsDirect(const Exchange &x);
 
 /// Stages this process's block where needed (several members, or an
-/// input that is the output), writes its own share of the result, and
+/// input that is the output), records its own share of the result in
+/// x.ownBlock (copied by the transfer once the messages are posted), and
 /// sets each peer's part, in the order of x.peers, in x.buffers.parts.
 Status startDirect(Exchange &x);
 
