@@ -124,7 +124,10 @@ HostArray partita::randomInput(const Executable &program, size_t input,
   if (program.inputs[input].role == "param" && shape.size() >= 2)
     bound = 1.0f / std::sqrt(static_cast<float>(
                        std::max<int64_t>(1, shape[shape.size() - 2])));
-  std::uniform_real_distribution<float> uniform(-bound, bound);
+  // Optimizer state as an optimizer leaves it: second moments are never
+  // negative (a negative one made an AdamW step's update NaN).
+  float low = program.inputs[input].role == "opt_state" ? 0.0f : -bound;
+  std::uniform_real_distribution<float> uniform(low, bound);
   DType dtype = program.slots[program.inputs[input].slot].dtype;
   HostArray array = HostArray::zeros(dtype, program.inputs[input].globalShape);
   int64_t count = array.numElements(), size = dtypeSize(dtype);
