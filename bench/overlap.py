@@ -6,8 +6,16 @@ executable`, with and without --no-overlap) and run by `partita-exec run
 --repeat R`, which prints device 0's medians per step: computing (kernels),
 communicating (collectives in flight, start to data complete) and exposed
 (the part of that the device spent inside collective calls instead of
-computing). The two variants of a configuration alternate --rounds times in
+computing), and of that the time it waited for peers to arrive (skew:
+another device still computing, which is load imbalance, not data
+movement). The two variants of a configuration alternate --rounds times in
 the same run; the table gives the medians over rounds.
+
+Read exposed/comm with the skew column: when a peer arrives late, the
+collective is "in flight" from this device's start to the peer's arrival,
+so communicating grows by the skew and the fraction shrinks without any
+data having moved sooner. On cpu:2 the copies themselves are CPU work
+that can only take a core from a device.
 
 On cpu:8 (8 emulated devices on this machine's cores) a device mostly waits
 for peers that share its cores, so little can hide; cpu:2 gives each device
@@ -35,6 +43,7 @@ CONFIGS = [  # (devices, mesh, rules)
 ]
 TIMES = re.compile(r"computing ([0-9.]+) ms, communicating ([0-9.]+) ms, "
                    r"exposed ([0-9.]+) ms")
+SKEW = re.compile(r"waiting for other devices ([0-9.]+) ms")
 STEP = re.compile(r"step: median ([0-9.]+) ms")
 
 
@@ -56,8 +65,10 @@ def measure(executable, path, repeat):
     if not times or not step:
         raise SystemExit("unexpected partita-exec output:\n" + out)
     computing, communicating, exposed = (float(x) for x in times.groups())
+    skew = SKEW.search(out)
     return dict(step=float(step.group(1)), computing=computing,
-                communicating=communicating, exposed=exposed)
+                communicating=communicating, exposed=exposed,
+                skew=float(skew.group(1)) if skew else float("nan"))
 
 
 def main():
@@ -72,7 +83,8 @@ def main():
           f" medians of {args.rounds} rounds of partita-exec run --repeat"
           f" {args.repeat}")
     print(f"{'devices':7} {'rules':5} {'overlap':7} {'step ms':>8} "
-          f"{'compute':>8} {'comm':>8} {'exposed':>8} {'exposed/comm':>12}")
+          f"{'compute':>8} {'comm':>8} {'exposed':>8} {'skew':>8} "
+          f"{'exposed/comm':>12}")
     verdicts = []
     with tempfile.TemporaryDirectory() as tmp:
         for devices, mesh, rules in CONFIGS:
@@ -100,7 +112,7 @@ def main():
                 print(f"{devices:7} {rules:5} {'on' if overlap else 'off':7} "
                       f"{med['step']:8.2f} {med['computing']:8.2f} "
                       f"{med['communicating']:8.2f} {med['exposed']:8.2f} "
-                      f"{fraction:12.2f}")
+                      f"{med['skew']:8.2f} {fraction:12.2f}")
             verdicts.append((devices, rules, fractions[True], fractions[False]))
     print("# exposed fraction with overlap (goal for dp: at most 0.5) vs without:")
     for devices, rules, on, off in verdicts:
