@@ -622,16 +622,20 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
   // A peer that made another call: its header says so, once its receive
   // completed (or failed, as when its longer message was truncated: the
   // first bytes, the header, are there).
+  // Whether peer k's header receive has completed (or failed), testing it.
+  auto headerIn = [&](size_t k) {
+    MPI_Request &receive = requests[stride * k];
+    if (receive == MPI_REQUEST_NULL)
+      return true;
+    int done = 0;
+    std::lock_guard<std::mutex> guard(mpi.lock);
+    MPI_Test(&receive, &done, MPI_STATUS_IGNORE);
+    return done || receive == MPI_REQUEST_NULL;
+  };
   auto disagreement = [&]() -> Status {
     for (size_t k = 0; k < peers.size(); ++k) {
-      MPI_Request &receive = requests[stride * k];
-      if (receive != MPI_REQUEST_NULL) {
-        int done = 0;
-        std::lock_guard<std::mutex> guard(mpi.lock);
-        MPI_Test(&receive, &done, MPI_STATUS_IGNORE);
-        if (!done && receive != MPI_REQUEST_NULL)
-          continue;
-      }
+      if (!headerIn(k))
+        continue;
       MessageHeader header;
       std::memcpy(&header, buffers.receive[k].data(), headerBytes);
       if (header.magic != headerMagic || header.sequence != sequence ||
@@ -663,15 +667,8 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
           Clock::now() + std::chrono::milliseconds(100);
       for (bool pending = true; pending && Clock::now() < deadline;) {
         pending = false;
-        for (size_t k = 0; k < peers.size(); ++k) {
-          MPI_Request &receive = requests[stride * k];
-          if (receive == MPI_REQUEST_NULL)
-            continue;
-          int done = 0;
-          std::lock_guard<std::mutex> guard(mpi.lock);
-          MPI_Test(&receive, &done, MPI_STATUS_IGNORE);
-          pending |= !done;
-        }
+        for (size_t k = 0; k < peers.size(); ++k)
+          pending |= !headerIn(k);
         if (pending)
           std::this_thread::yield();
       }
