@@ -284,26 +284,53 @@ void expectFailure(MpiProcess &process, const Status &status,
     std::printf("rank %d: %s is reported\n", process.rank(), what.c_str());
 }
 
-/// Processes that disagree on a large all_gather (rank 0 gathers twice the
-/// rows the others do: its data message is larger than theirs, so theirs
-/// is truncated) get an error that says so, not wrong numbers or a hang.
+/// Processes that disagree on a large collective get an error that says
+/// so, not wrong numbers or a hang, and well before the timeout (20 s):
+/// direct messages carry their call in their tag, and a peer's message
+/// with another tag is found while waiting. Rank 0 gathers twice the rows
+/// the others do; gathers i32 where the others gather f32 of the same
+/// bytes; takes the maximum in a 64 KiB all_reduce (two rounds of direct
+/// messages) where the others sum. Each case on a communicator of its own.
 void testDisagreement(MpiProcess &process) {
   if (process.size() < 2)
     return;
-  OnePerProcess setup = onePerProcess(process);
-  if (!setup.communicator)
-    return;
-  Case c;
-  c.call.kind = CommunicatorOp::AllGather;
-  c.call.axes = {"x"};
-  c.call.dim = 0;
-  c.call.input.dtype = DType::F32;
-  c.inputShape = {process.rank() == 0 ? 4 : 2, 4096};
-  std::vector<HostArray> outputs;
-  Status status = runCase(*setup.communicator, setup.mesh, c,
-                          setup.layout.localDevices, 7, outputs);
-  expectFailure(process, status, "made a different collective",
-                "a disagreement on a large all_gather");
+  bool first = process.rank() == 0;
+  std::vector<std::pair<std::string, Case>> cases(3);
+  Case &rows = cases[0].second;
+  cases[0].first = "a disagreement on a large all_gather's rows";
+  rows.call.kind = CommunicatorOp::AllGather;
+  rows.call.dim = 0;
+  rows.call.input.dtype = DType::F32;
+  rows.inputShape = {first ? 4 : 2, 4096};
+  Case &type = cases[1].second;
+  cases[1].first = "a disagreement on a large all_gather's type alone";
+  type.call.kind = CommunicatorOp::AllGather;
+  type.call.dim = 0;
+  type.call.input.dtype = first ? DType::I32 : DType::F32;
+  type.inputShape = {2, 4096};
+  Case &reduction = cases[2].second;
+  cases[2].first = "a disagreement on a 64 KiB all_reduce's reduction";
+  reduction.call.kind = CommunicatorOp::AllReduce;
+  reduction.call.reduction = first ? ReductionCode::Max : ReductionCode::Sum;
+  reduction.call.input.dtype = DType::I32;
+  reduction.inputShape = {4, 4096};
+  for (auto &[what, c] : cases) {
+    OnePerProcess setup = onePerProcess(process);
+    if (!setup.communicator)
+      return;
+    c.call.axes = {"x"};
+    std::vector<HostArray> outputs;
+    auto start = std::chrono::steady_clock::now();
+    Status status = runCase(*setup.communicator, setup.mesh, c,
+                            setup.layout.localDevices, 7, outputs);
+    auto seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    expectFailure(process, status, "made a different collective", what);
+    if (seconds > 5)
+      fail(process.rank(), what + " took " + std::to_string(seconds) +
+                               " s to be reported (the timeout is 20 s)");
+  }
 }
 
 /// A peer that comes late, past the communicator's timeout, but whose

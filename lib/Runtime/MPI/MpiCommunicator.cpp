@@ -77,6 +77,15 @@ public:
   /// processes, in the same order everywhere).
   Status createChannels() {
     MpiProcess::Impl &mpi = process.impl();
+    {
+      // Direct data carries its call in its tag (dataTag()) where tags are
+      // wide enough for a hash to tell calls apart.
+      std::lock_guard<std::mutex> guard(mpi.lock);
+      int *bound = nullptr, found = 0;
+      PARTITA_MPI_CHECK(
+          MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found));
+      tagUpperBound = found && bound ? *bound : 0;
+    }
     for (const std::vector<int> &set : crossProcessSets(meshValue, layout)) {
       bool member = std::binary_search(set.begin(), set.end(), mpi.rank);
       MPI_Comm comm = MPI_COMM_NULL;
@@ -168,9 +177,22 @@ private:
   /// straight between the members' buffers, on the group's second tag (so
   /// a header always meets a header, whatever call a peer made), posted
   /// before the header.
+  ///
+  /// With a non-zero `dataTag` (direct only) there are no headers: each
+  /// peer's data moves on the group's own communicator under that tag,
+  /// which encodes the call (dataTag()), and a peer that made another call
+  /// is found by probing its first pending message there.
   Status transfer(Exchange &x, Channel &channel, uint64_t sequence,
                   uint64_t signature,
-                  const std::vector<DirectPart> *direct = nullptr);
+                  const std::vector<DirectPart> *direct = nullptr,
+                  int dataTag = 0);
+  /// The tag of round `round` of call `sequence` (with `signature`) of a
+  /// direct exchange on `channel`: a hash of the three above
+  /// kFirstDataTag, or 0 when the data must go beside headers (MPI's tags
+  /// are too narrow for a hash, or the group has no communicator of its
+  /// own). docs/Distributed.md "The call in the data's tag".
+  int dataTag(const Channel &channel, uint64_t signature, uint64_t sequence,
+              int round) const;
   /// The data of `x` through MPI's own collective on the channel's
   /// communicator (after the headers), polled like transfer().
   Status runMpiCollective(Exchange &x, Channel &channel);
@@ -180,7 +202,8 @@ private:
   Status waitPolled(Exchange &x, Channel &channel,
                     std::vector<MPI_Request> &requests,
                     const StallDescription &stalled,
-                    const PendingRanks &pendingRanks = {});
+                    const PendingRanks &pendingRanks = {},
+                    const std::function<Status()> &check = {});
   std::string devicesOfRank(int rank) const {
     return formatDeviceList(layout.devicesOf(rank));
   }
@@ -207,7 +230,27 @@ private:
   std::vector<std::shared_ptr<ChannelBuffers>> abandoned;
   std::atomic<int64_t> exchanges{0};
   int64_t stopAtExchange = 0;
+  /// MPI_TAG_UB (0 until createChannels()).
+  int tagUpperBound = 0;
+  /// Tags below this are the channels' header tags (two per group, at most
+  /// kMaxDuplicates groups per communicator of their own).
+  static constexpr int kFirstDataTag = 1 << 16;
 };
+
+int MpiCommunicator::dataTag(const Channel &channel, uint64_t signature,
+                             uint64_t sequence, int round) const {
+  // 2^24 tags at least: two different calls share a tag with a
+  // probability below 1e-7.
+  if (channel.collectiveComm == MPI_COMM_NULL || tagUpperBound < (1 << 24))
+    return 0;
+  uint64_t hash = signature;
+  for (uint64_t word : {sequence, static_cast<uint64_t>(round)}) {
+    hash = (hash ^ word) * 0x9E3779B97F4A7C15ULL;
+    hash ^= hash >> 32;
+  }
+  auto span = static_cast<uint64_t>(tagUpperBound - kFirstDataTag) + 1;
+  return kFirstDataTag + static_cast<int>(hash % span);
+}
 
 Expected<MpiCommunicator::Plan *>
 MpiCommunicator::planFor(const CollectiveCall &call) {
@@ -403,13 +446,16 @@ Status MpiCommunicator::runMpiCollective(Exchange &x, Channel &channel) {
 Status MpiCommunicator::waitPolled(Exchange &x, Channel &channel,
                                    std::vector<MPI_Request> &requests,
                                    const StallDescription &stalled,
-                                   const PendingRanks &pendingRanks) {
+                                   const PendingRanks &pendingRanks,
+                                   const std::function<Status()> &check) {
   auto interrupted = [&]() -> Status {
-    std::lock_guard<std::mutex> guard(mutex);
-    if (aborted)
-      return Status::error(
-          x.what() + ": the communicator was aborted: " + abortReason.message());
-    return Status::success();
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      if (aborted)
+        return Status::error(x.what() + ": the communicator was aborted: " +
+                             abortReason.message());
+    }
+    return check ? check() : Status::success();
   };
   Status waited = waitForRequests(process.impl(), requests, timeout,
                                   std::function<std::string()>(
@@ -445,13 +491,15 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
         buffer.resize(headerBytes);
     }
   };
-  // One round of headers, each peer's data beside its header, between the
-  // members' buffers.
-  auto directRound = [&](Status started) -> Status {
+  // One round of direct messages between the members' buffers: each peer's
+  // data under a tag that names the call, or beside a header.
+  auto directRound = [&](Status started, int round) -> Status {
     if (!started)
       return started;
-    headersOnly();
     const std::vector<DirectPart> &parts = x.buffers.parts;
+    if (int tag = dataTag(channel, signature, sequence, round))
+      return transfer(x, channel, sequence, signature, &parts, tag);
+    headersOnly();
     for (size_t k = 0; k < x.peers.size(); ++k) {
       x.sendBytes[k] = parts[k].sendBytes;
       x.receiveBytes[k] = parts[k].receiveBytes;
@@ -460,15 +508,15 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
   };
   if (fitsDirectAllReduce(x)) {
     // Slices to their reducers, then the reduced slices to everyone.
-    if (Status status = directRound(startDirectAllReduce(x)); !status)
+    if (Status status = directRound(startDirectAllReduce(x), 1); !status)
       return status;
-    if (Status status = directRound(reduceDirectAllReduceSlice(x)); !status)
+    if (Status status = directRound(reduceDirectAllReduceSlice(x), 2); !status)
       return status;
     finishMpiCollective(x);
     return Status::success();
   }
   if (fitsDirect(x)) {
-    if (Status status = directRound(startDirect(x)); !status)
+    if (Status status = directRound(startDirect(x), 1); !status)
       return status;
     return finishDirect(x);
   }
@@ -499,17 +547,19 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
 
 Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
                                  uint64_t sequence, uint64_t signature,
-                                 const std::vector<DirectPart> *direct) {
+                                 const std::vector<DirectPart> *direct,
+                                 int dataTag) {
   // Index of a world rank in the channel's communicator (x.processes are
   // the channel's).
   auto commRank = [&](int rank) {
     return static_cast<int>(x.processIndex(rank));
   };
   // Header (+ payload) each way, posted together, waited for with polling;
-  // per peer: receive, send (header), then receive, send (direct data).
+  // per peer: receive, send (header), then receive, send (direct data);
+  // with a data tag the data alone: receive, send.
   const std::vector<int> &peers = x.peers;
   ChannelBuffers &buffers = x.buffers;
-  size_t stride = direct ? 4 : 2;
+  size_t stride = direct && !dataTag ? 4 : 2;
   std::vector<MPI_Request> &requests = buffers.requests;
   requests.assign(stride * peers.size(), MPI_REQUEST_NULL);
   MpiProcess::Impl &mpi = process.impl();
@@ -548,13 +598,25 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
       return code == MPI_SUCCESS;
     };
     for (size_t k = 0; k < peers.size() && posted; ++k) {
+      MPI_Request *mine = &requests[stride * k];
+      int rank = commRank(peers[k]);
+      if (dataTag) {
+        // Empty parts are sent too: every peer's call is checked.
+        const DirectPart &part = (*direct)[k];
+        if (post(MPI_Irecv(part.receive, static_cast<int>(part.receiveBytes),
+                           MPI_BYTE, rank, dataTag, channel.collectiveComm,
+                           &mine[0]),
+                 "MPI_Irecv"))
+          post(MPI_Isend(part.send, static_cast<int>(part.sendBytes), MPI_BYTE,
+                         rank, dataTag, channel.collectiveComm, &mine[1]),
+               "MPI_Isend");
+        continue;
+      }
       MessageHeader header{headerMagic, sequence, signature,
                            static_cast<uint64_t>(x.sendBytes[k])};
       std::memcpy(buffers.send[k].data(), &header, headerBytes);
       // No header from an earlier call may pass for this one's.
       std::memset(buffers.receive[k].data(), 0, headerBytes);
-      MPI_Request *mine = &requests[stride * k];
-      int rank = commRank(peers[k]);
       auto postHeader = [&] {
         return post(MPI_Isend(buffers.send[k].data(),
                               static_cast<int>(buffers.send[k].size()),
@@ -632,7 +694,59 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
     MPI_Test(&receive, &done, MPI_STATUS_IGNORE);
     return done || receive == MPI_REQUEST_NULL;
   };
+  auto differentCall = [&](size_t k, uint64_t peerSequence) {
+    return Status::error(x.what() + ": rank " + std::to_string(peers[k]) +
+                         " made a different collective as call #" +
+                         std::to_string(peerSequence) +
+                         " on this group (the processes disagree on the "
+                         "program)");
+  };
+  // With a data tag: a peer whose data has not arrived but whose first
+  // unmatched message here has another tag made another call (its
+  // messages on the group's communicator are matched in order;
+  // collectives' own messages are not seen by MPI_ANY_TAG). A receive
+  // already matched may still wait for the end of its transfer while the
+  // peer, its send done, has posted its next call: so only a suspicion
+  // that outlasts kSuspicion of polling (which ends such transfers within
+  // microseconds) is reported, or any once the wait has failed. Probed at
+  // most every 100 us while the wait is idle.
+  constexpr auto kSuspicion = std::chrono::milliseconds(2);
+  Clock::time_point lastProbe, suspectedAt;
+  bool failedAlready = false;
+  auto probe = [&]() -> Status {
+    Clock::time_point now = Clock::now();
+    if (!failedAlready && now - lastProbe < std::chrono::microseconds(100))
+      return Status::success();
+    lastProbe = now;
+    bool suspected = false;
+    for (size_t k = 0; k < peers.size(); ++k) {
+      if (requests[stride * k] == MPI_REQUEST_NULL)
+        continue;
+      int found = 0;
+      MPI_Status status;
+      {
+        std::lock_guard<std::mutex> guard(mpi.lock);
+        MPI_Iprobe(commRank(peers[k]), MPI_ANY_TAG, channel.collectiveComm,
+                   &found, &status);
+      }
+      if (!found || status.MPI_TAG == dataTag)
+        continue;
+      suspected = true;
+      if (failedAlready || (suspectedAt != Clock::time_point() &&
+                            now - suspectedAt >= kSuspicion))
+        return differentCall(k, sequence);
+    }
+    if (!suspected)
+      suspectedAt = Clock::time_point();
+    else if (suspectedAt == Clock::time_point())
+      suspectedAt = now;
+    return Status::success();
+  };
   auto disagreement = [&]() -> Status {
+    if (dataTag) {
+      failedAlready = true;
+      return probe();
+    }
     for (size_t k = 0; k < peers.size(); ++k) {
       if (!headerIn(k))
         continue;
@@ -641,11 +755,7 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
       if (header.magic != headerMagic || header.sequence != sequence ||
           header.signature != signature ||
           header.payloadBytes != static_cast<uint64_t>(x.receiveBytes[k]))
-        return Status::error(
-            x.what() + ": rank " + std::to_string(peers[k]) +
-            " made a different collective as call #" +
-            std::to_string(header.sequence) +
-            " on this group (the processes disagree on the program)");
+        return differentCall(k, header.sequence);
     }
     return Status::success();
   };
@@ -655,14 +765,16 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
       ranks.push_back(peers[static_cast<size_t>(index) / stride]);
     return ranks;
   };
-  if (Status waited = waitPolled(x, channel, requests, std::cref(stalled),
-                                 std::cref(pendingRanks));
+  if (Status waited = waitPolled(
+          x, channel, requests, std::cref(stalled), std::cref(pendingRanks),
+          dataTag ? std::function<Status()>(std::cref(probe))
+                  : std::function<Status()>());
       !waited) {
     // The headers that arrived, read before any receive is taken back. A
     // direct exchange's headers follow their data: a peer that made
     // another call (its data truncated here) has sent its header too, so
     // those still on the way get a moment.
-    if (direct) {
+    if (direct && !dataTag) {
       Clock::time_point deadline =
           Clock::now() + std::chrono::milliseconds(100);
       for (bool pending = true; pending && Clock::now() < deadline;) {
@@ -677,7 +789,7 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
     takeBackReceives();
     return different ? waited : different;
   }
-  return disagreement();
+  return dataTag ? Status::success() : disagreement();
 }
 
 Expected<std::unique_ptr<Communicator>>

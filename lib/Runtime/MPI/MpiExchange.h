@@ -2,8 +2,9 @@
 //
 // Private to lib/Runtime/MPI: what a cross-process group's leader exchanges
 // with the other processes (MpiCommunicator.cpp runs the rendezvous, the
-// channels and the waiting): the messages per collective kind — each with a
-// header — and, where a layout allows, MPI's own collective instead.
+// channels and the waiting): the messages per collective kind — each
+// checked by a header, or by its tag (a direct message) — and, where a
+// layout allows, MPI's own collective instead.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_LIB_RUNTIME_MPI_MPIEXCHANGE_H
