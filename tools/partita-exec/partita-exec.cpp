@@ -663,24 +663,7 @@ Status runHere(const Arguments &args, const RunRequest &request) {
                 steps[steps.size() / 2] * 1e3, statistics.repeats,
                 steps.front() * 1e3, steps.back() * 1e3);
   }
-  if (!statistics.stepTimes.empty()) {
-    // Medians of device 0's runs: kernels; collectives in flight; of those,
-    // the time the device sat in collective calls instead of computing
-    // (exposed), and of the calls the time spent waiting for other devices.
-    auto median = [&](double StepTimes::*field) {
-      std::vector<double> values;
-      for (const StepTimes &times : statistics.stepTimes)
-        values.push_back(times.*field);
-      std::sort(values.begin(), values.end());
-      return values[values.size() / 2] * 1e3;
-    };
-    std::printf("time per step on device 0: computing %.3f ms, "
-                "communicating %.3f ms, exposed %.3f ms (waiting for other "
-                "devices %.3f ms)\n",
-                median(&StepTimes::computing),
-                median(&StepTimes::communicating),
-                median(&StepTimes::exposed), median(&StepTimes::waiting));
-  }
+  std::printf("%s", describeStepTimes(statistics.stepTimes).c_str());
   std::printf("memory: peak %lld bytes per device measured (buffer plan "
               "arena %lld)\n",
               static_cast<long long>(statistics.peakBytesPerDevice),

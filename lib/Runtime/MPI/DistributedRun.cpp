@@ -335,6 +335,7 @@ runDistributed(MpiProcess &process, const Executable &program,
   result.statistics.peakBytesPerDevice = *peak;
   result.statistics.repeats = statistics.repeats;
   result.statistics.stepSeconds = std::move(statistics.stepSeconds);
+  result.statistics.stepTimes = std::move(statistics.stepTimes);
 
   bool partialOutputs = false;
   for (const ExecutableValue &output : program.outputs)

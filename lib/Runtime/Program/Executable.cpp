@@ -990,3 +990,27 @@ partita::runOnCpuDevices(const Executable &program,
     return status;
   return assembleOutputs(program, deviceOutputs);
 }
+
+std::string partita::describeStepTimes(const std::vector<StepTimes> &steps) {
+  if (steps.empty())
+    return "";
+  // Medians of the runs: kernels; collectives in flight; of those, the time
+  // the device sat in collective calls instead of computing (exposed), and
+  // of the calls the time spent waiting for other devices.
+  auto median = [&](double StepTimes::*field) {
+    std::vector<double> values;
+    for (const StepTimes &times : steps)
+      values.push_back(times.*field);
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2] * 1e3;
+  };
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "time per step on device 0: computing %.3f ms, "
+                "communicating %.3f ms, exposed %.3f ms (waiting for other "
+                "devices %.3f ms)\n",
+                median(&StepTimes::computing),
+                median(&StepTimes::communicating), median(&StepTimes::exposed),
+                median(&StepTimes::waiting));
+  return text;
+}
