@@ -374,6 +374,56 @@ private:
     return RankedTensorType::get(shape, type.getElementType());
   }
 
+  /// `value` with its dimensions permuted by `perm` (a transpose's
+  /// semantics). An einsum whose only use is the member being packed (a
+  /// weight gradient) computes the permuted layout itself, its output term
+  /// reordered, instead of a transpose copying its result; it is left for
+  /// eraseDeadEinsums() once the member is gone.
+  Value permutedValue(OpBuilder &builder, Location loc, Value value,
+                      ArrayRef<int64_t> perm) {
+    auto type = cast<RankedTensorType>(value.getType());
+    auto einsum = value.getDefiningOp<EinsumOp>();
+    if (!einsum || !value.hasOneUse())
+      return TransposeOp::create(builder, loc, permuted(type, perm), value,
+                                 builder.getDenseI64ArrayAttr(perm));
+    StringRef spec = einsum.getSpec();
+    size_t arrow = spec.find("->");
+    StringRef output = spec.substr(arrow + 2);
+    std::string reordered = spec.substr(0, arrow + 2).str();
+    for (int64_t d : perm)
+      reordered += output[d];
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(einsum);
+    auto folded =
+        EinsumOp::create(builder, einsum.getLoc(), permuted(type, perm),
+                         builder.getStringAttr(reordered),
+                         einsum.getOperands());
+    for (NamedAttribute attr : einsum->getDiscardableAttrs())
+      folded->setAttr(attr.getName(), attr.getValue());
+    if (auto sharding = einsum->getAttrOfType<ShardingAttr>(
+            PartitaDialect::kShardingAttrName)) {
+      SmallVector<DimShardingAttr> dims;
+      for (int64_t d : perm)
+        dims.push_back(sharding.getDims()[d]);
+      folded->setAttr(PartitaDialect::kShardingAttrName,
+                      ShardingAttr::get(builder.getContext(),
+                                        sharding.getMesh(), dims,
+                                        sharding.getPartialKind(),
+                                        sharding.getPartialAxes(),
+                                        sharding.getPriority()));
+    }
+    deadEinsums.push_back(einsum);
+    return folded;
+  }
+
+  /// Erases the einsums permutedValue() replaced.
+  void eraseDeadEinsums() {
+    for (Operation *einsum : deadEinsums)
+      if (einsum->use_empty())
+        einsum->erase();
+    deadEinsums.clear();
+  }
+
   /// Replaces the bucket's members by one collective before `before`; a
   /// bucket of one stays where it is. Each member's operand becomes a
   /// [rows, columns] matrix — one row for all_reduce; one row per group
@@ -409,9 +459,7 @@ private:
         if (scatter.getDim() != 0) {
           SmallVector<int64_t> perm = toFront(
               static_cast<int64_t>(scatter.getDim()), type.getRank());
-          operand = TransposeOp::create(builder, member->getLoc(),
-                                        permuted(type, perm), operand,
-                                        builder.getDenseI64ArrayAttr(perm));
+          operand = permutedValue(builder, member->getLoc(), operand, perm);
         }
       columns.push_back(ReshapeOp::create(
           builder, member->getLoc(),
@@ -473,9 +521,11 @@ private:
       member->erase();
       offset += width;
     }
+    eraseDeadEinsums();
   }
 
   Block &block;
+  SmallVector<Operation *> deadEinsums;
   int64_t bucketBytes;
   int64_t fillBytes;
   std::map<BucketKey, Bucket> buckets;

@@ -137,3 +137,33 @@ func.func @scatters(%a: tensor<8x4xf32>, %b: tensor<3x2x4xf32>) -> (tensor<4x4xf
   %rb = partita.reduce_scatter sum %b on @mesh axes = ["data"] dim = 2 : tensor<3x2x4xf32> -> tensor<3x2x2xf32>
   return %ra, %rb : tensor<4x4xf32>, tensor<3x2x2xf32>
 }
+
+// -----
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// A member scattered along a later dimension that an einsum makes for it
+// alone (a weight gradient) comes out of the einsum in the packed layout,
+// its output term reordered (and its sharding with it), instead of through
+// a transpose; an einsum whose result has another use keeps it.
+// CHECK-LABEL: func.func @einsum_scatters
+// CHECK-SAME: (%[[X:.*]]: tensor<4x6xf32>, %[[Y:.*]]: tensor<4x8xf32>, %[[A:.*]]: tensor<8x4xf32>)
+// CHECK: %[[G:.*]] = partita.einsum "bd,bf->fd" %[[X]], %[[Y]] {partita.sharding = #partita.sharding<@mesh, [{"model"}, {}], partial = sum{"data"}>} : (tensor<4x6xf32>, tensor<4x8xf32>) -> tensor<8x6xf32>
+// CHECK-NOT: partita.einsum "bd,bf->df"
+// CHECK: %[[H:.*]] = partita.einsum "bd,bf->df" %[[X]], %[[Y]] : (tensor<4x6xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+// CHECK: %[[FA:.*]] = partita.reshape %[[A]] : tensor<8x4xf32> -> tensor<2x16xf32>
+// CHECK: %[[FG:.*]] = partita.reshape %[[G]] : tensor<8x6xf32> -> tensor<2x24xf32>
+// CHECK: %[[TH:.*]] = partita.transpose %[[H]] perm = [1, 0] : tensor<6x8xf32> -> tensor<8x6xf32>
+// CHECK: %[[FH:.*]] = partita.reshape %[[TH]] : tensor<8x6xf32> -> tensor<2x24xf32>
+// CHECK: partita.concatenate %[[FA]], %[[FG]], %[[FH]] dim = 1
+// CHECK: partita.reduce_scatter sum
+// CHECK-NOT: partita.einsum
+// CHECK: return
+func.func @einsum_scatters(%x: tensor<4x6xf32>, %y: tensor<4x8xf32>, %a: tensor<8x4xf32>) -> (tensor<4x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x8xf32>) {
+  %g = partita.einsum "bd,bf->df" %x, %y {partita.sharding = #partita.sharding<@mesh, [{}, {"model"}], partial = sum{"data"}>} : (tensor<4x6xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+  %h = partita.einsum "bd,bf->df" %x, %y : (tensor<4x6xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+  %ra = partita.reduce_scatter sum %a on @mesh axes = ["data"] dim = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %rg = partita.reduce_scatter sum %g on @mesh axes = ["data"] dim = 1 : tensor<6x8xf32> -> tensor<6x4xf32>
+  %rh = partita.reduce_scatter sum %h on @mesh axes = ["data"] dim = 1 : tensor<6x8xf32> -> tensor<6x4xf32>
+  return %ra, %rg, %rh, %h : tensor<4x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x8xf32>
+}
