@@ -68,8 +68,11 @@ int runDistributedAndReport(MpiProcess &process, const Executable &program,
                   steps[steps.size() / 2] * 1e3, options.repeats,
                   steps.front() * 1e3, steps.back() * 1e3);
     }
-    // Rank 0's first device (device 0 unless the layout says otherwise).
-    std::printf("%s", describeStepTimes(result->statistics.stepTimes).c_str());
+    // Where rank 0's first device spent its steps.
+    if (!layout->localDevices.empty())
+      std::printf("%s", describeStepTimes(result->statistics.stepTimes,
+                                          layout->localDevices.front())
+                            .c_str());
     std::printf("memory: peak %lld bytes per device measured (buffer plan "
                 "arena %lld)\n",
                 static_cast<long long>(result->statistics.peakBytesPerDevice),

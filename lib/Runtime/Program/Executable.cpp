@@ -991,7 +991,8 @@ partita::runOnCpuDevices(const Executable &program,
   return assembleOutputs(program, deviceOutputs);
 }
 
-std::string partita::describeStepTimes(const std::vector<StepTimes> &steps) {
+std::string partita::describeStepTimes(const std::vector<StepTimes> &steps,
+                                       int64_t device) {
   if (steps.empty())
     return "";
   // Medians of the runs: kernels; collectives in flight; of those, the time
@@ -1006,10 +1007,10 @@ std::string partita::describeStepTimes(const std::vector<StepTimes> &steps) {
   };
   char text[256];
   std::snprintf(text, sizeof(text),
-                "time per step on device 0: computing %.3f ms, "
+                "time per step on device %lld: computing %.3f ms, "
                 "communicating %.3f ms, exposed %.3f ms (waiting for other "
                 "devices %.3f ms)\n",
-                median(&StepTimes::computing),
+                static_cast<long long>(device), median(&StepTimes::computing),
                 median(&StepTimes::communicating), median(&StepTimes::exposed),
                 median(&StepTimes::waiting));
   return text;

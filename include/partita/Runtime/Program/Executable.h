@@ -144,10 +144,12 @@ struct StepTimes {
   double computing = 0, communicating = 0, waiting = 0, exposed = 0;
 };
 
-/// "time per step on device 0: computing ... ms, communicating ... ms,
+/// "time per step on device D: computing ... ms, communicating ... ms,
 /// exposed ... ms (waiting for other devices ... ms)": medians of `steps`
-/// (a device's runs), ending in a newline; empty when there are none.
-std::string describeStepTimes(const std::vector<StepTimes> &steps);
+/// (device `device`'s runs), ending in a newline; empty when there are
+/// none.
+std::string describeStepTimes(const std::vector<StepTimes> &steps,
+                              int64_t device = 0);
 
 /// runOnDevice() running the instructions `repeats` times on inputs
 /// uploaded once, appending each run's wall time (backend synchronized) to
