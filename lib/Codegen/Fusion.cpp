@@ -3,8 +3,9 @@
 // A run of consecutive candidates inside one straight-line stretch of the
 // stream (loop bodies are stretches of their own) becomes one fused
 // instruction when it holds at least two elementwise ops (one is enough
-// with a head or a reduction). Candidates, all f32 with the run's element
-// count N:
+// with a head, a reduction, or a broadcast it reads that nothing after the
+// run reads, which then is never written). Candidates, all f32 with the run's
+// element count N:
 //   * an elementwise op whose operands are produced in the run, or are
 //     slots of N elements or of one;
 //   * a splat constant, which becomes a constant in the steps;
@@ -244,10 +245,18 @@ bool Fuser::overlaps(int32_t a, int32_t b) const {
 bool Fuser::emitRun(const Run &run, const std::vector<size_t> &reductions,
                     int64_t head, std::vector<Instruction> &out) {
   const std::vector<Instruction> &stream = program.instructions;
-  int64_t elementwise = 0;
-  for (size_t i : run.members)
+  int64_t elementwise = 0, broadcasts = 0;
+  for (size_t i : run.members) {
     elementwise += isFusibleOp(stream[i].op);
-  if (elementwise < (head >= 0 || !reductions.empty() ? 1 : 2))
+    broadcasts += stream[i].op == OpCode::Broadcast;
+  }
+  // One elementwise op alone is worth a fused instruction only when it
+  // also reads a broadcast that then need not be written (checked below,
+  // once the reads in the run are counted).
+  bool loneWithBroadcast =
+      elementwise == 1 && head < 0 && reductions.empty() && broadcasts > 0;
+  if (elementwise < (head >= 0 || !reductions.empty() ? 1 : 2) &&
+      !loneWithBroadcast)
     return false;
 
   int64_t count = program.slots[stream[run.members[0]].results[0]].numElements();
@@ -341,6 +350,17 @@ bool Fuser::emitRun(const Run &run, const std::vector<size_t> &reductions,
     reduction.step = it->second.value;
     ++readsInRun[operand];
     fused.reductions.push_back(reduction);
+  }
+  if (loneWithBroadcast) {
+    bool absorbed = false;
+    for (size_t i : run.members) {
+      int32_t slot = stream[i].results[0];
+      absorbed |= stream[i].op == OpCode::Broadcast &&
+                  refOf[slot].kind == FusedRefKind::Operand &&
+                  reads[slot] <= readsInRun[slot];
+    }
+    if (!absorbed)
+      return false;
   }
   // The product must be read only as the head, by the chain.
   bool retryWithoutHead = fused.head && !productRead;
