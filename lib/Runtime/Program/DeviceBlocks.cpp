@@ -1,0 +1,227 @@
+//===- DeviceBlocks.cpp - Global values to device blocks and back ---------===//
+//
+// What a run on a mesh reads and returns: each global input cut into the
+// blocks its sharding gives each device (a partial sum split into random
+// addends), and each output assembled from the devices' blocks (a partial
+// sum's addends added up).
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/IO/ShardedArray.h"
+#include "partita/Sharding/Layout.h"
+
+#include <cstring>
+#include <map>
+#include <random>
+
+using namespace partita;
+
+namespace {
+
+/// Stores `value` into element `index` of a float or integer array.
+void storeElement(HostArray &array, int64_t index, double value) {
+  uint8_t *at = array.bytes.data() + index * dtypeSize(array.dtype);
+  switch (array.dtype) {
+  case DType::F64:
+    std::memcpy(at, &value, 8);
+    return;
+  case DType::F32: {
+    float narrow = static_cast<float>(value);
+    std::memcpy(at, &narrow, 4);
+    return;
+  }
+  case DType::BF16: {
+    uint16_t bits = cpu::floatToBFloat16(static_cast<float>(value));
+    std::memcpy(at, &bits, 2);
+    return;
+  }
+  case DType::F16: {
+    uint16_t bits = cpu::floatToHalf(static_cast<float>(value));
+    std::memcpy(at, &bits, 2);
+    return;
+  }
+  default: {
+    int64_t whole = static_cast<int64_t>(value);
+    std::memcpy(at, &whole, dtypeSize(array.dtype)); // little-endian
+    return;
+  }
+  }
+}
+
+/// Splits the blocks of a partial-sum input into addends over each partial
+/// group: every member but the first gets a random block (uniform in
+/// [-1, 1] for floats, [0, 4) for integers), the first the rest, so the
+/// group sums to the value. Booleans go whole to the first member.
+void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
+                     uint64_t seed, std::vector<HostArray *> &blocks,
+                     PartialInputs policy) {
+  std::vector<int> partialAxes;
+  for (const std::string &axis : sharding.partialAxes)
+    partialAxes.push_back(mesh.axisIndex(axis));
+  std::vector<bool> usedAxes(mesh.axes().size(), false);
+  for (int axis : partialAxes)
+    usedAxes[axis] = true;
+  for (const DimSharding &dim : sharding.dims)
+    for (const std::string &axis : dim.axes)
+      usedAxes[mesh.axisIndex(axis)] = true;
+  std::map<std::vector<int64_t>, int64_t> first;
+  std::vector<int64_t> leaderOf(blocks.size());
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    std::vector<int64_t> key = mesh.coordinates(static_cast<int64_t>(d));
+    bool leads = true;
+    for (int axis : partialAxes) {
+      leads &= key[axis] == 0;
+      key[axis] = 0;
+    }
+    if (leads)
+      first[key] = static_cast<int64_t>(d);
+    leaderOf[d] = -1;
+  }
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    std::vector<int64_t> key = mesh.coordinates(static_cast<int64_t>(d));
+    for (int axis : partialAxes)
+      key[axis] = 0;
+    leaderOf[d] = first[key];
+  }
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    if (leaderOf[d] == static_cast<int64_t>(d))
+      continue;
+    HostArray &block = *blocks[d];
+    if (block.dtype == DType::Bool || policy == PartialInputs::FirstMember) {
+      std::fill(block.bytes.begin(), block.bytes.end(), 0);
+      continue;
+    }
+    bool isFloat = block.dtype == DType::F32 || block.dtype == DType::F64 ||
+                   block.dtype == DType::BF16 || block.dtype == DType::F16;
+    // Replicas (devices differing only on axes the value does not use) get
+    // the same addends, so they compute the same bits.
+    std::vector<int64_t> coords = mesh.coordinates(static_cast<int64_t>(d));
+    uint64_t state = seed * 7919ULL + 1;
+    for (size_t axis = 0; axis < coords.size(); ++axis)
+      if (usedAxes[axis])
+        state = state * 1000003ULL + static_cast<uint64_t>(coords[axis]);
+    std::mt19937_64 random(state);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    HostArray &leader = *blocks[leaderOf[d]];
+    for (int64_t e = 0; e < block.numElements(); ++e) {
+      double addend = isFloat ? uniform(random)
+                              : static_cast<double>(random() % 4);
+      // Rounded to the dtype first, so the leader subtracts what is stored.
+      storeElement(block, e, addend);
+      addend = elementAsDouble(block, e);
+      storeElement(leader, e, elementAsDouble(leader, e) - addend);
+    }
+  }
+}
+
+} // namespace
+
+Expected<std::vector<HostArray>>
+partita::inputBlocksByDevice(const Executable &program, size_t index,
+                             const HostArray &global, PartialInputs policy) {
+  const ExecutableValue &input = program.inputs[index];
+  if (global.shape != input.globalShape)
+    return Status::error("input " + std::to_string(index) + " (" +
+                         input.name + ") has the wrong shape");
+  Sharding whole = input.sharding;
+  whole.partialKind = PartialKind::None;
+  whole.partialAxes.clear();
+  Expected<std::vector<HostArray>> blocks =
+      sliceAllDeviceBlocks(global, program.mesh, whole);
+  if (!blocks)
+    return Status::error("input " + input.name + ": " +
+                         blocks.status().message());
+  if (input.sharding.partialKind == PartialKind::Sum) {
+    std::vector<HostArray *> all;
+    for (HostArray &block : *blocks)
+      all.push_back(&block);
+    splitPartialSum(program.mesh, input.sharding, index, all, policy);
+  }
+  return blocks;
+}
+
+Expected<std::vector<std::vector<HostArray>>>
+partita::deviceInputBlocks(const Executable &program,
+                           const std::vector<HostArray> &globalInputs,
+                           PartialInputs policy) {
+  int64_t devices = program.mesh.numDevices();
+  if (globalInputs.size() != program.inputs.size())
+    return Status::error("the program takes " +
+                         std::to_string(program.inputs.size()) +
+                         " inputs, got " + std::to_string(globalInputs.size()));
+  std::vector<std::vector<HostArray>> deviceInputs(devices);
+  for (size_t i = 0; i < globalInputs.size(); ++i) {
+    Expected<std::vector<HostArray>> blocks =
+        inputBlocksByDevice(program, i, globalInputs[i], policy);
+    if (!blocks)
+      return blocks.status();
+    for (int64_t d = 0; d < devices; ++d)
+      deviceInputs[d].push_back(std::move((*blocks)[d]));
+  }
+  return deviceInputs;
+}
+
+Expected<std::vector<HostArray>> partita::assembleOutputs(
+    const Executable &program,
+    const std::vector<std::vector<HostArray>> &outputsByDevice) {
+  const Mesh &mesh = program.mesh;
+  int64_t devices = mesh.numDevices();
+  std::vector<HostArray> results;
+  for (size_t o = 0; o < program.outputs.size(); ++o) {
+    const ExecutableValue &output = program.outputs[o];
+    if (output.sharding.partialKind != PartialKind::None &&
+        output.sharding.partialKind != PartialKind::Sum)
+      return Status::error("output " + output.name +
+                           " is a partial max or min; only sums are assembled");
+    // A partial sum is assembled per position in its partial group (each
+    // such slice of devices holds a whole, split addend) and the addends
+    // summed: the global value.
+    Sharding whole = output.sharding;
+    whole.partialKind = PartialKind::None;
+    whole.partialAxes.clear();
+    std::map<std::vector<int64_t>, std::vector<HostArray>> addends;
+    for (int64_t d = 0; d < devices; ++d) {
+      std::vector<int64_t> coords = mesh.coordinates(d), key;
+      for (const std::string &axis : output.sharding.partialAxes)
+        key.push_back(coords[mesh.axisIndex(axis)]);
+      addends[key].resize(devices);
+    }
+    Expected<HostArray> global = Status::error("no devices");
+    for (auto &[key, blocks] : addends) {
+      // Devices outside this position hold other addends; their blocks are
+      // replaced by this position's copy of the same block.
+      for (int64_t d = 0; d < devices; ++d) {
+        std::vector<int64_t> coords = mesh.coordinates(d);
+        for (size_t a = 0; a < key.size(); ++a)
+          coords[mesh.axisIndex(output.sharding.partialAxes[a])] = key[a];
+        const std::vector<HostArray> &held =
+            outputsByDevice[mesh.deviceAt(coords)];
+        if (o >= held.size())
+          return Status::error("output " + output.name + ": device " +
+                               std::to_string(mesh.deviceAt(coords)) +
+                               " returned no block");
+        blocks[d] = held[o];
+      }
+      Expected<HostArray> part =
+          assembleDeviceBlocks(mesh, whole, output.globalShape, blocks);
+      if (!part)
+        return Status::error("output " + output.name + ": " +
+                             part.status().message());
+      if (!global) {
+        global = std::move(*part);
+        continue;
+      }
+      for (int64_t e = 0; e < global->numElements(); ++e)
+        storeElement(*global, e,
+                     elementAsDouble(*global, e) + elementAsDouble(*part, e));
+    }
+    if (!global)
+      return Status::error("output " + output.name + ": " +
+                           global.status().message());
+    results.push_back(std::move(*global));
+  }
+  return results;
+}
