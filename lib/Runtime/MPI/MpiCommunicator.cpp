@@ -247,11 +247,8 @@ int MpiCommunicator::dataTag(const Channel &channel, uint64_t signature,
   // probability below 1e-7.
   if (channel.collectiveComm == MPI_COMM_NULL || tagUpperBound < (1 << 24))
     return 0;
-  uint64_t hash = signature;
-  for (uint64_t word : {sequence, static_cast<uint64_t>(round)}) {
-    hash = (hash ^ word) * 0x9E3779B97F4A7C15ULL;
-    hash ^= hash >> 32;
-  }
+  uint64_t hash =
+      mixWord(mixWord(signature, sequence), static_cast<uint64_t>(round));
   auto span = static_cast<uint64_t>(tagUpperBound - kFirstDataTag) + 1;
   return kFirstDataTag + static_cast<int>(hash % span);
 }

@@ -35,19 +35,22 @@ struct MessageHeader {
   uint64_t payloadBytes;
 };
 
+/// `hash` with `word` mixed in: xor, multiply by an odd constant, fold the
+/// high half down so every bit of a word reaches the next ones.
+inline uint64_t mixWord(uint64_t hash, uint64_t word) {
+  hash = (hash ^ word) * 0x9E3779B97F4A7C15ULL;
+  return hash ^ (hash >> 32);
+}
+
 /// A hash of what two processes must agree on for a call: everything
 /// describeCollective() says and the group's members, hashed as numbers
 /// (no text is built on the way).
 inline uint64_t callSignature(const CollectiveCall &call,
                               const std::vector<int64_t> &members) {
   // A word at a time (a byte at a time was a chain of ~120 dependent
-  // multiplications per call): xor, multiply by an odd constant, fold the
-  // high half down so every bit of a word reaches the next ones.
+  // multiplications per call).
   uint64_t hash = 1469598103934665603ULL;
-  auto mix = [&](uint64_t word) {
-    hash = (hash ^ word) * 0x9E3779B97F4A7C15ULL;
-    hash ^= hash >> 32;
-  };
+  auto mix = [&](uint64_t word) { hash = mixWord(hash, word); };
   mix(static_cast<uint64_t>(call.kind));
   mix(static_cast<uint64_t>(call.reduction));
   for (const std::string &axis : call.axes) {
