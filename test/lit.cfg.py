@@ -13,6 +13,7 @@ config.test_exec_root = os.path.join(config.partita_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "tools", "Inputs", "install", "lib", "python"]
 
 config.substitutions.append(("%partita_src", config.partita_src_root))
+config.substitutions.append(("%partita_bin", config.partita_tools_dir))
 config.substitutions.append(("%examples", os.path.join(config.partita_src_root, "docs", "examples")))
 
 llvm_config.use_default_substitutions()

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <cstdint>
 #include <map>
 
 using namespace mlir;
@@ -12,9 +13,27 @@ using namespace partita;
 
 namespace {
 
+/// Counts saturate at INT64_MAX instead of wrapping: a model too large to
+/// count (--d-model 1000000000) is reported as such, not as a small or
+/// negative number.
+int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+}
+
+int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t product;
+  return __builtin_mul_overflow(a, b, &product) ? INT64_MAX : product;
+}
+
 int64_t elementsOf(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  int64_t elements = 1;
+  for (int64_t size : tensor.getShape())
+    elements = saturatingMul(elements, size);
+  return elements;
 }
 
 /// 2 * the product of every index size (one multiply and one add per point
@@ -37,8 +56,8 @@ int64_t einsumFlops(EinsumOp op) {
   }
   int64_t points = 1;
   for (const auto &entry : sizes)
-    points *= entry.second;
-  return op.getNumOperands() > 1 ? 2 * points : points;
+    points = saturatingMul(points, entry.second);
+  return op.getNumOperands() > 1 ? saturatingMul(2, points) : points;
 }
 
 bool isArithmetic(Operation *op) {
@@ -54,15 +73,21 @@ void count(Block &block, int64_t times, ModelSummary &summary);
 void countOp(Operation &op, int64_t times, ModelSummary &summary) {
   if (auto loop = dyn_cast<LoopOp>(op)) {
     count(loop.getBody().front(),
-          times * static_cast<int64_t>(loop.getTripCount()), summary);
+          saturatingMul(times, static_cast<int64_t>(loop.getTripCount())),
+          summary);
     return;
   }
   if (auto einsum = dyn_cast<EinsumOp>(op))
-    summary.matmulFlops += times * einsumFlops(einsum);
+    summary.matmulFlops = saturatingAdd(
+        summary.matmulFlops, saturatingMul(times, einsumFlops(einsum)));
   else if (isArithmetic(&op))
-    summary.vectorFlops += times * elementsOf(op.getResult(0).getType());
+    summary.vectorFlops = saturatingAdd(
+        summary.vectorFlops,
+        saturatingMul(times, elementsOf(op.getResult(0).getType())));
   else if (isa<ReduceOp, CumsumOp>(op))
-    summary.vectorFlops += times * elementsOf(op.getOperand(0).getType());
+    summary.vectorFlops = saturatingAdd(
+        summary.vectorFlops,
+        saturatingMul(times, elementsOf(op.getOperand(0).getType())));
   for (Region &region : op.getRegions())
     for (Block &inner : region)
       count(inner, times, summary);
@@ -78,7 +103,13 @@ void count(Block &block, int64_t times, ModelSummary &summary) {
 int64_t partita::opFlops(Operation *op) {
   ModelSummary summary;
   countOp(*op, 1, summary);
-  return summary.matmulFlops + summary.vectorFlops;
+  return saturatingAdd(summary.matmulFlops, summary.vectorFlops);
+}
+
+bool ModelSummary::saturated() const {
+  return parameters == INT64_MAX || parameterBytes == INT64_MAX ||
+         matmulFlops == INT64_MAX || vectorFlops == INT64_MAX ||
+         saturatingAdd(matmulFlops, vectorFlops) == INT64_MAX;
 }
 
 ModelSummary partita::summarizeModel(ModuleOp module) {
@@ -95,10 +126,12 @@ ModelSummary partita::summarizeModel(ModuleOp module) {
     if (!role || role.getValue() != Role::Param)
       continue;
     auto type = cast<RankedTensorType>(arg.getType());
-    summary.parameters += type.getNumElements();
-    summary.parameterBytes +=
-        type.getNumElements() *
-        std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    int64_t elements = elementsOf(type);
+    summary.parameters = saturatingAdd(summary.parameters, elements);
+    summary.parameterBytes = saturatingAdd(
+        summary.parameterBytes,
+        saturatingMul(elements, std::max<int64_t>(
+                                    1, type.getElementTypeBitWidth() / 8)));
   }
   count(entry.getBody().front(), 1, summary);
   return summary;

@@ -1,6 +1,7 @@
 //===- Interconnect.cpp - Reading interconnect specs ----------------------===//
 
 #include "partita/Transforms/Interconnect.h"
+#include "partita/Sharding/TextLimits.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -38,6 +39,9 @@ Status readLink(const llvm::json::Value &value, const std::string &where,
 } // namespace
 
 Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
+  if (Status deep = checkJsonNesting(std::string_view(json.data(), json.size()));
+      !deep.ok())
+    return Status::error("invalid JSON: " + deep.message());
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(json);
   if (!parsed)
     return Status::error("invalid JSON: " + llvm::toString(parsed.takeError()));

@@ -1,6 +1,7 @@
 //===- LogicalRules.cpp - Logical axis names to mesh axes -----------------===//
 
 #include "partita/Transforms/LogicalRules.h"
+#include "partita/Sharding/TextLimits.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -136,6 +137,8 @@ Expected<LogicalRules> partita::presetLogicalRules(std::string_view name,
 Expected<LogicalRules> partita::parseLogicalRules(std::string_view json,
                                                   const std::string &source,
                                                   const Mesh &mesh) {
+  if (Status deep = checkJsonNesting(json); !deep.ok())
+    return Status::error(source + ": invalid JSON: " + deep.message());
   llvm::Expected<llvm::json::Value> value =
       llvm::json::parse(llvm::StringRef(json.data(), json.size()));
   if (!value)

@@ -42,6 +42,18 @@ int64_t elementBytes(Type type) {
   return std::max<int64_t>(1, (bits + 7) / 8);
 }
 
+/// Propagation (and every pass after it) works on statically shaped tensors
+/// of integers and floats; anything else is refused where it appears.
+bool isRankedTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() &&
+         tensor.getElementType().isIntOrFloat();
+}
+
+constexpr const char *kRankedTensorsOnly =
+    ": sharded programs take, compute and return statically shaped tensors "
+    "of integers or floats (a scalar is tensor<T>)";
+
 std::vector<int64_t> shapeOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   return {tensor.getShape().begin(), tensor.getShape().end()};
@@ -143,6 +155,9 @@ LogicalResult GraphBuilder::build() {
     for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
       std::string name = "result " + std::to_string(index) + " of @" +
                          function.getSymName().str();
+      if (!isRankedTensor(type))
+        return function.emitError()
+               << name << " has type " << type << kRankedTensorsOnly;
       int id = newTensor(type, name, function.getLoc());
       results.push_back(id);
       auto sharding = function.getResultAttrOfType<ShardingAttr>(
@@ -181,6 +196,16 @@ LogicalResult GraphBuilder::buildFunction(func::FuncOp function) {
 }
 
 LogicalResult GraphBuilder::buildOp(Operation *op, func::FuncOp function) {
+  for (Value value : op->getOperands())
+    if (!isRankedTensor(value.getType()))
+      return op->emitError() << "operand " << describeValue(value)
+                             << " has type " << value.getType()
+                             << kRankedTensorsOnly;
+  for (Value value : op->getResults())
+    if (!isRankedTensor(value.getType()))
+      return op->emitError() << "result " << describeValue(value)
+                             << " has type " << value.getType()
+                             << kRankedTensorsOnly;
   auto operandIds = [&]() {
     std::vector<int> ids;
     for (Value operand : op->getOperands())

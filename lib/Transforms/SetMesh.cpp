@@ -3,7 +3,9 @@
 // The CLI's `--mesh data=2,model=4`: one program, compiled for another
 // machine shape. The pass only swaps the mesh attribute; whether every
 // sharding still fits the new mesh is the verifier's call, so the errors
-// point at the values whose shardings no longer make sense.
+// point at the values whose shardings no longer make sense. The pass runs
+// that verifier itself: the CLI verifies only the pipeline's end, and the
+// passes after this one assume every sharding names axes of its mesh.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 #include "partita/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
 
 namespace partita {
 #define GEN_PASS_DEF_SETMESHPASS
@@ -79,6 +82,8 @@ struct SetMeshPass : public partita::impl::SetMeshPassBase<SetMeshPass> {
       axes.push_back(MeshAxisAttr::get(
           context, StringAttr::get(context, axis.name), axis.size));
     target.setMeshAttr(MeshAttr::get(context, axes, {}));
+    if (failed(mlir::verify(module)))
+      return signalPassFailure();
   }
 };
 

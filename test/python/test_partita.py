@@ -149,6 +149,15 @@ def test_errors_carry_the_location(tmp_path):
         partita.compile(42)
 
 
+def test_mesh_without_an_annotated_axis_is_an_error():
+    # --mesh dropping the axis an annotation names killed the interpreter
+    # (a division by zero in propagation).
+    with pytest.raises(partita.PartitaError) as error:
+        partita.compile(LAYER, mesh="data=8")
+    assert "unknown mesh axis 'model'" in error.value.message
+    assert error.value.exit_code == 1
+
+
 def test_from_jax():
     jax = pytest.importorskip("jax")
     if len(jax.devices()) < 8:

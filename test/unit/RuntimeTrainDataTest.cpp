@@ -114,7 +114,7 @@ TEST_CASE("bad token files are errors that name the file", "[train]") {
         "the token file holds 1 windows of 4 tokens, fewer than one batch "
         "of 2");
   CHECK(data.traceTo("/nonexistent/trace.csv").message() ==
-        "cannot write '/nonexistent/trace.csv'");
+        "cannot write '/nonexistent/trace.csv': No such file or directory");
   std::remove(path.c_str());
 }
 

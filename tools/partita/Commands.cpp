@@ -103,7 +103,19 @@ int partita::cli::runTool(const std::vector<std::string> &args) {
         "'; available: gen, import, compile, explain, show, run, train, "
         "plan, calibrate, checkpoint (see 'partita --help')");
   }
-  return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
+  int exitCode =
+      it->second(std::vector<std::string>(args.begin() + 1, args.end()));
+  // A full disk or a closed pipe on stdout: said once, exit code 1 (LLVM's
+  // stream would otherwise end the process with "IO failure on output
+  // stream" when it is destroyed).
+  llvm::outs().flush();
+  if (llvm::outs().has_error()) {
+    llvm::outs().clear_error();
+    llvm::errs() << "error: cannot write to standard output: "
+                 << "the disk is full or the reader has gone\n";
+    return 1;
+  }
+  return exitCode;
 }
 
 void partita::cli::flushToolStreams() {

@@ -138,8 +138,9 @@ namespace {
 constexpr int kMaxNesting = 1000;
 
 /// False, after reporting, for input that is not program text: a NUL byte
-/// (a binary file), or brackets and regions nested deeper than kMaxNesting
-/// (counted outside string literals and comments).
+/// (a binary file), or brackets, angle brackets (types and attributes:
+/// `tuple<tuple<...>>`) and regions nested deeper than kMaxNesting (counted
+/// outside string literals and comments).
 /// Every tensor's size in bytes must be a number: a tensor of more than
 /// 2^63 - 1 bytes (tensor<4611686018427387904xf32>) is an error at the op or
 /// argument that has it, not a report of 0 bytes.
@@ -204,15 +205,17 @@ bool checkInputText(llvm::StringRef text, llvm::StringRef path,
       inString = true;
     } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
       inComment = true;
-    } else if (c == '(' || c == '[' || c == '{') {
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
       if (++depth > kMaxNesting) {
         errors << path << ":" << line << ":" << column
                      << ": error: nested more than " << kMaxNesting
-                     << " levels deep (brackets and regions); refused "
-                        "rather than overflow the stack\n";
+                     << " levels deep (brackets, angle brackets and "
+                        "regions); refused rather than overflow the stack\n";
         return false;
       }
-    } else if (c == ')' || c == ']' || c == '}') {
+    } else if (c == ')' || c == ']' || c == '}' ||
+               (c == '>' && (i == 0 || text[i - 1] != '-'))) {
+      // The '>' of an arrow (`->`) closes nothing.
       depth = std::max(0, depth - 1);
     }
   }

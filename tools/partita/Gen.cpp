@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
+#include "../common/CommandLine.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Pipelining/Pipelining.h"
@@ -21,6 +22,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <cstdlib>
 
 using namespace partita;
@@ -75,18 +77,19 @@ Options (defaults in brackets):
   -h, --help              show this help
 )";
 
+/// A model dimension: sizes past 2^31 are typos (a layer of width 2^31
+/// already holds 2^62 parameters); the builders check what each must be.
 bool parseInt(const CommandLine &cl, const std::string &flag, int64_t &value,
               int &exitCode) {
   if (!cl.has(flag))
     return true;
-  std::string text = cl.get(flag);
-  char *end = nullptr;
-  long long parsed = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || !end || *end) {
-    exitCode = usageError(flag + " must be an integer, got '" + text + "'");
+  Expected<int64_t> parsed =
+      tools::parseIntegerFlag(flag, cl.get(flag), 0, INT32_MAX);
+  if (!parsed) {
+    exitCode = usageError(parsed.status().message());
     return false;
   }
-  value = parsed;
+  value = *parsed;
   return true;
 }
 
@@ -124,14 +127,14 @@ bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
     if (!parseInt(cl, modelIntFlags()[i], *targets[i], exitCode))
       return false;
   if (cl.has("--capacity-factor")) {
-    std::string text = cl.get("--capacity-factor");
-    char *end = nullptr;
-    config.capacityFactor = std::strtod(text.c_str(), &end);
-    if (text.empty() || !end || *end) {
-      exitCode = usageError("--capacity-factor must be a number, got '" + text +
-                            "'");
+    // Above the number of experts every token fits in every expert.
+    Expected<double> factor = tools::parseNumberFlag(
+        "--capacity-factor", cl.get("--capacity-factor"), 0, 1e6, true);
+    if (!factor) {
+      exitCode = usageError(factor.status().message());
       return false;
     }
+    config.capacityFactor = *factor;
   }
   config.scan = cl.on("--scan");
   config.noLoss = cl.on("--no-loss");
@@ -204,6 +207,9 @@ int partita::cli::genCommand(const std::vector<std::string> &args) {
   }
   if (cl.on("--summary")) {
     ModelSummary summary = summarizeModel(*module);
+    if (summary.saturated())
+      return usageError("the model's parameters, bytes or FLOPs per step "
+                        "pass 2^63 - 1: too large to count (or to hold)");
     llvm::outs() << "model " << config.model << "\n"
                  << "parameters: " << summary.parameters << " ("
                  << summary.parameterBytes << " bytes)\n"

@@ -18,6 +18,7 @@
 #include "TrainSupport.h"
 
 #include "partita/Models/Models.h"
+#include "partita/Sharding/TextLimits.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -93,8 +94,11 @@ Expected<Cluster> readCluster(const std::string &path) {
       llvm::MemoryBuffer::getFile(path);
   if (!file)
     return Status::error("cannot read '" + path + "'");
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*file)->getBuffer());
+  llvm::StringRef text = (*file)->getBuffer();
+  if (Status deep = checkJsonNesting(std::string_view(text.data(), text.size()));
+      !deep.ok())
+    return Status::error(path + ": not JSON: " + deep.message());
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json)
     return Status::error(path + ": not JSON: " +
                          llvm::toString(json.takeError()));

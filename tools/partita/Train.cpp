@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainSupport.h"
+#include "../common/CommandLine.h"
 
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
@@ -27,6 +28,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -161,7 +163,7 @@ std::optional<int> parsePipelineRequest(const CommandLine &cl, long long pipe,
     rules = rules.substr(3);
   }
   for (const char *flag : {"--schedule", "--virtual-stages", "--check"})
-    if (!pipelined && cl.has(flag))
+    if (!pipelined && (cl.has(flag) || cl.on(flag)))
       return usageError(std::string(flag) +
                         " needs pipeline parallelism (--pp P)");
   if (!pipelined && request.cuda)
@@ -243,12 +245,11 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
     if (config.batch % 2 != 0)
       return usageError("--objective dpo takes pairs of rows: --batch (" +
                         std::to_string(config.batch) + ") must be even");
-    std::string beta = cl.get("--beta", "0.1");
-    char *stop = nullptr;
-    config.dpoBeta = std::strtod(beta.c_str(), &stop);
-    if (beta.empty() || !stop || *stop || !(config.dpoBeta > 0))
-      return usageError("--beta must be a positive number, got '" + beta +
-                        "'");
+    Expected<double> beta =
+        tools::parseNumberFlag("--beta", cl.get("--beta", "0.1"), 0, 1e6, true);
+    if (!beta)
+      return usageError(beta.status().message());
+    config.dpoBeta = *beta;
   } else if (cl.has("--reference") || cl.has("--beta")) {
     return usageError("--reference and --beta need --objective dpo");
   }
@@ -260,25 +261,30 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
   request.cuda = deviceSpec->isCuda();
   request.count = static_cast<long>(deviceSpec->count);
   request.lowering.fuse = !cl.on("--no-fusion");
-  auto integer = [&](const char *flag, long long fallback,
-                     long long &value) -> bool {
-    std::string text = cl.get(flag, std::to_string(fallback));
-    char *stop = nullptr;
-    value = std::strtoll(text.c_str(), &stop, 10);
-    if (text.empty() || !stop || *stop || value < 0) {
-      exitCode = usageError(std::string(flag) +
-                            " must be a non-negative integer, got '" + text +
-                            "'");
+  auto integer = [&](const char *flag, long long fallback, long long &value,
+                     int64_t min = 0,
+                     int64_t max = std::numeric_limits<int64_t>::max()) {
+    if (!cl.has(flag)) {
+      value = fallback;
+      return true;
+    }
+    Expected<int64_t> parsed =
+        tools::parseIntegerFlag(flag, cl.get(flag), min, max);
+    if (!parsed) {
+      exitCode = usageError(parsed.status().message());
       return false;
     }
+    value = *parsed;
     return true;
   };
+  // --steps: a trillion steps is past any run; a larger number is a typo,
+  // not a request to run forever.
   long long pipe = 0, virtualStages = 0;
-  if (!integer("--steps", 10, request.steps) ||
+  if (!integer("--steps", 10, request.steps, 0, 1000000000000) ||
       !integer("--seed", 0, request.seed) ||
-      !integer("--micro-batches", 1, request.micro) ||
-      !integer("--pp", 0, pipe) || !integer("--virtual-stages", 0,
-                                             virtualStages))
+      !integer("--micro-batches", 1, request.micro, 1, 1 << 20) ||
+      !integer("--pp", 0, pipe, 0, 1 << 20) ||
+      !integer("--virtual-stages", 0, virtualStages, 1, 1024))
     return exitCode;
   if (request.micro < 1 || config.batch % request.micro != 0)
     return usageError("--micro-batches (" + std::to_string(request.micro) +
@@ -294,11 +300,11 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
   options.trainLearningRate =
       options.trainOptimizer == TrainOptimizer::AdamW ? 1e-3 : 0.05;
   if (cl.has("--lr")) {
-    std::string text = cl.get("--lr");
-    char *stop = nullptr;
-    options.trainLearningRate = std::strtod(text.c_str(), &stop);
-    if (text.empty() || !stop || *stop || options.trainLearningRate <= 0)
-      return usageError("--lr must be a positive number, got '" + text + "'");
+    Expected<double> rate =
+        tools::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
+    if (!rate)
+      return usageError(rate.status().message());
+    options.trainLearningRate = *rate;
   }
   // A schedule: the step takes its learning rate as an input.
   std::string scheduleName = cl.get("--lr-schedule", "constant");
@@ -318,13 +324,11 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
     schedule.warmup = warmup;
     schedule.total = request.steps;
     if (cl.has("--min-lr")) {
-      std::string text = cl.get("--min-lr");
-      char *stop = nullptr;
-      schedule.minimum = std::strtod(text.c_str(), &stop);
-      if (text.empty() || !stop || *stop || schedule.minimum < 0 ||
-          schedule.minimum > schedule.peak)
-        return usageError("--min-lr must be a number in [0, --lr], got '" +
-                          text + "'");
+      Expected<double> minimum = tools::parseNumberFlag(
+          "--min-lr", cl.get("--min-lr"), 0, schedule.peak);
+      if (!minimum)
+        return usageError(minimum.status().message() + " (at most --lr)");
+      schedule.minimum = *minimum;
     }
     request.lrSchedule = schedule;
     options.trainLearningRate = 0;

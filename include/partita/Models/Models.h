@@ -100,6 +100,9 @@ struct ModelSummary {
   /// One per element of each arithmetic elementwise op, reduction input
   /// element and cumsum element.
   int64_t vectorFlops = 0;
+  /// True when a count reached 2^63 - 1, where every count stops: the model
+  /// is too large to count in 64 bits.
+  bool saturated() const;
 };
 
 /// The summary of the public function of `module` (or its only function).

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #ifdef PARTITA_HAVE_OPENBLAS
@@ -73,9 +75,21 @@ bool fitsBlas(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
 }
 #endif
 
+/// PARTITA_GEMM=builtin, read once: the built-in kernel by default.
+bool builtinFromEnvironment() {
+  static const bool builtin = [] {
+    const char *choice = std::getenv("PARTITA_GEMM");
+    return choice && std::strcmp(choice, "builtin") == 0;
+  }();
+  return builtin;
+}
+
 bool useBuiltin() {
-  return !haveOpenBlas() || selectedGemm.load(std::memory_order_relaxed) ==
-                                GemmImplementation::Builtin;
+  if (!haveOpenBlas())
+    return true;
+  GemmImplementation selected = selectedGemm.load(std::memory_order_relaxed);
+  return selected == GemmImplementation::Builtin ||
+         (selected == GemmImplementation::Default && builtinFromEnvironment());
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include "partita/Runtime/IO/Files.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -74,9 +75,22 @@ Status TokenFileData::load(const std::string &path, int64_t sequence,
 
 Status TokenFileData::traceTo(const std::string &path) {
   trace = std::make_unique<std::ofstream>(path);
+  tracePath = path;
   if (!*trace)
-    return Status::error("cannot write '" + path + "'");
+    return Status::error("cannot write '" + path + "': " +
+                         std::strerror(errno));
   *trace << "step,epoch,rank,row,window\n";
+  return checkTrace();
+}
+
+Status TokenFileData::checkTrace() {
+  // Flushed every step: a full disk is reported at the step that met it,
+  // not lost in a destructor at exit.
+  errno = 0;
+  if (trace && !trace->flush())
+    return Status::error("cannot write the data trace '" + tracePath +
+                         "': " +
+                         std::strerror(errno ? errno : EIO));
   return Status::success();
 }
 
@@ -119,7 +133,7 @@ Status TokenFileData::fill(int64_t step,
   orderForEpoch(epoch, windows, seed, order, epochOf);
   for (int64_t rank = 0; rank < ranks; ++rank)
     readRank(step, epoch, within, rank, batch, in, out);
-  return Status::success();
+  return checkTrace();
 }
 
 void TokenFileData::readRank(int64_t step, int64_t epoch, int64_t within,

@@ -60,7 +60,9 @@ Status runKernel(const Instruction &inst,
 
 /// Which GEMM einsum uses.
 enum class GemmImplementation {
-  /// OpenBLAS when the runtime was built with it, else the built-in kernel.
+  /// OpenBLAS when the runtime was built with it, else the built-in kernel;
+  /// the environment variable PARTITA_GEMM=builtin picks the built-in one
+  /// (to check that a result does not hang on OpenBLAS's kernels).
   Default,
   /// Always the built-in cache-blocked kernel (tests, benchmarks).
   Builtin,

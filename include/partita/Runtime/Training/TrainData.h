@@ -63,6 +63,8 @@ private:
   /// Rank `rank`'s rows of the batch of `step`.
   void readRank(int64_t step, int64_t epoch, int64_t within, int64_t rank,
                 int64_t batch, HostArray &in, HostArray &out);
+  /// Flushes the trace; an error naming it when the write failed.
+  Status checkTrace();
 
   std::vector<int32_t> tokens;
   std::vector<int64_t> order;
@@ -70,6 +72,7 @@ private:
   uint64_t seed = 0;
   int64_t epochOf = -1;
   std::unique_ptr<std::ofstream> trace;
+  std::string tracePath;
 };
 
 /// Supervised fine-tuning examples: a text file, one example per line,
