@@ -88,8 +88,13 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(ValueRange results) {
   builder.create<func::ReturnOp>(loc("return"), results);
   function.setFunctionType(builder.getFunctionType(
       body->getArgumentTypes(), TypeRange(ValueRange(results))));
-  for (size_t i = 0; i < argAttrs.size(); ++i)
-    function.setArgAttrs(i, argAttrs[i].getDictionary(context()));
+  // All at once: setting them one by one builds (and keeps, uniqued in the
+  // context) an array of every argument's attributes per argument, memory
+  // quadratic in the layers.
+  SmallVector<DictionaryAttr> dictionaries;
+  for (NamedAttrList &attrs : argAttrs)
+    dictionaries.push_back(attrs.getDictionary(context()));
+  function.setAllArgAttrs(dictionaries);
   return std::move(module);
 }
 

@@ -33,6 +33,12 @@ TEST_CASE("--devices is cpu:N or cuda:N with N >= 1", "[run]") {
           std::string("--devices must be cpu:N or cuda:N (e.g. cpu:8), got '") +
               bad + "'");
   }
+  // A device is a thread: 100,000 of them died of bad_alloc.
+  CHECK(parseDeviceSpec("cpu:4096").ok());
+  Expected<DeviceSpec> many = parseDeviceSpec("cpu:100000");
+  REQUIRE(!many.ok());
+  CHECK(many.status().message().find("at most 4096 devices in one process") !=
+        std::string::npos);
 }
 
 TEST_CASE("the device count check names the mesh and both counts", "[run]") {
@@ -58,12 +64,13 @@ TEST_CASE("--seed and --timeout", "[run]") {
   }
   CHECK(*parseTimeoutMilliseconds("2") == 2000);
   CHECK(*parseTimeoutMilliseconds("0.0015") == 2);
-  for (const char *bad : {"", "0", "-1", "x", "nan"}) {
+  for (const char *bad : {"", "0", "-1", "x", "nan", "inf", "1e300"}) {
     INFO(bad);
     Expected<int64_t> timeout = parseTimeoutMilliseconds(bad);
     REQUIRE(!timeout.ok());
     CHECK(timeout.status().message() ==
-          std::string("--timeout must be a positive number of seconds, got '") +
+          std::string("--timeout must be a positive number of seconds (a "
+                      "year at most), got '") +
               bad + "'");
   }
 }

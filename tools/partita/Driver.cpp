@@ -18,6 +18,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -25,7 +26,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 using namespace partita;
 using namespace partita::cli;
@@ -265,11 +268,71 @@ void recordSourcePositions(Session &session, const mlir::AsmParserState &state,
 }
 } // namespace
 
+namespace {
+
+/// Program text larger than this is refused before it is read: the parser
+/// holds several times its size in memory, and a stream without end
+/// (/dev/zero, `yes |`) would otherwise be read until memory runs out.
+constexpr uint64_t kMaxInputBytes = uint64_t(4) << 30;
+
+/// The input at `path` ("-": standard input). A regular file is mapped as
+/// MLIR maps it; anything else (a pipe, a device) is read in chunks, up to
+/// the first NUL byte (which checkInputText then reports) or
+/// kMaxInputBytes.
+std::unique_ptr<llvm::MemoryBuffer> readInput(const std::string &path,
+                                              std::string &errorMessage) {
+  auto tooLarge = [&] {
+    errorMessage = "larger than " + std::to_string(kMaxInputBytes >> 30) +
+                   " GiB; refused rather than run out of memory";
+  };
+  llvm::sys::fs::file_status status;
+  if (path != "-" && !llvm::sys::fs::status(path, status) &&
+      llvm::sys::fs::is_regular_file(status)) {
+    if (status.getSize() > kMaxInputBytes) {
+      tooLarge();
+      return nullptr;
+    }
+    return mlir::openInputFile(path, &errorMessage);
+  }
+  if (path != "-" && !llvm::sys::fs::exists(path))
+    return mlir::openInputFile(path, &errorMessage);
+  std::FILE *stream = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!stream) {
+    errorMessage = std::strerror(errno);
+    return nullptr;
+  }
+  std::string text;
+  std::vector<char> chunk(1 << 20);
+  while (size_t got = std::fread(chunk.data(), 1, chunk.size(), stream)) {
+    const char *nul =
+        static_cast<const char *>(std::memchr(chunk.data(), 0, got));
+    text.append(chunk.data(), nul ? nul - chunk.data() + 1 : got);
+    if (nul)
+      break;
+    if (text.size() > kMaxInputBytes) {
+      tooLarge();
+      break;
+    }
+  }
+  bool failed = std::ferror(stream);
+  if (stream != stdin)
+    std::fclose(stream);
+  if (!errorMessage.empty())
+    return nullptr;
+  if (failed) {
+    errorMessage = "read error";
+    return nullptr;
+  }
+  return llvm::MemoryBuffer::getMemBufferCopy(
+      text, path == "-" ? "<stdin>" : path);
+}
+
+} // namespace
+
 mlir::OwningOpRef<mlir::ModuleOp>
 partita::cli::loadModule(Session &session, const std::string &path) {
   std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> file =
-      mlir::openInputFile(path, &errorMessage);
+  std::unique_ptr<llvm::MemoryBuffer> file = readInput(path, errorMessage);
   if (!file) {
     session.errors << "error: cannot read '" << path << "': " << errorMessage
                    << "\n";

@@ -533,7 +533,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     for (size_t k = first; k < last; ++k)
       results.push_back(*order[k]);
     if (finalists == 0 || fitting < finalists)
-      forEachInParallel(results.size(), [&](size_t i) {
+      forEachInParallel(results.size(), "layouts compiled", [&](size_t i) {
         evaluate(results[i], config, *cluster, globalBatch, scratchFile(i));
       });
     for (size_t k = first; k < last; ++k) {

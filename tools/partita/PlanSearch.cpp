@@ -23,6 +23,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -234,12 +236,52 @@ size_t partita::cli::parallelism() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+namespace {
+
+/// Progress of a search that takes more than a second, on stderr: a deep
+/// model's layouts take minutes to compile, and silence looks like a hang.
+/// Every compile of the process goes through forEachInParallel, so the
+/// clock starts at its first call.
+class SearchProgress {
+public:
+  void finished(const char *what, size_t done, size_t count) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto now = std::chrono::steady_clock::now();
+    double elapsed = std::chrono::duration<double>(now - start).count();
+    if (elapsed < 1.0 ||
+        std::chrono::duration<double>(now - lastReport).count() < 1.0)
+      return;
+    lastReport = now;
+    llvm::errs() << llvm::formatv("plan: {0} of {1} {2} ({3:F0} s)\n", done,
+                                  count, what, elapsed);
+  }
+
+private:
+  std::mutex mutex;
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point lastReport = start;
+};
+
+SearchProgress &searchProgress() {
+  static SearchProgress progress;
+  return progress;
+}
+
+} // namespace
+
 void partita::cli::forEachInParallel(
-    size_t count, const std::function<void(size_t)> &body) {
+    size_t count, const char *what, const std::function<void(size_t)> &body) {
+  SearchProgress &progress = searchProgress();
+  std::atomic<size_t> done{0};
+  auto run = [&](size_t i) {
+    body(i);
+    progress.finished(what, ++done, count);
+  };
   size_t threads = std::min(parallelism(), count);
   if (threads <= 1) {
     for (size_t i = 0; i < count; ++i)
-      body(i);
+      run(i);
     return;
   }
   std::atomic<size_t> next{0};
@@ -247,7 +289,7 @@ void partita::cli::forEachInParallel(
   for (size_t t = 0; t < threads; ++t)
     workers.emplace_back([&] {
       for (size_t i = next++; i < count; i = next++)
-        body(i);
+        run(i);
     });
   for (std::thread &worker : workers)
     worker.join();
@@ -282,7 +324,7 @@ void screenSet(const std::vector<Candidate *> &set, const ModelConfig &config,
   ModelConfig small = config, next = config;
   small.layers = kScreenLayers;
   next.layers = kScreenLayers + 1;
-  forEachInParallel(2 * set.size(), [&](size_t i) {
+  forEachInParallel(2 * set.size(), "screening compiles", [&](size_t i) {
     size_t k = i / 2;
     if (set[k]->pipe > 1)
       (i % 2 ? deeperStages[k] : shallowStages[k]) =

@@ -121,7 +121,10 @@ size_t parallelism();
 
 /// Runs body(0) ... body(count - 1) on up to parallelism() threads. Each
 /// layout compiles in its own MLIR context, so compiles run side by side.
-void forEachInParallel(size_t count, const std::function<void(size_t)> &body);
+/// Once the search has run a second, prints "plan: K of N WHAT (T s)" on
+/// stderr at most once a second.
+void forEachInParallel(size_t count, const char *what,
+                       const std::function<void(size_t)> &body);
 
 /// What screening did.
 struct ScreenCounts {

@@ -46,6 +46,13 @@ Expected<DeviceSpec> partita::parseDeviceSpec(const std::string &text) {
       !parseWholeInteger(text.substr(colon + 1), count) || count < 1)
     return Status::error("--devices must be cpu:N or cuda:N (e.g. cpu:8), "
                          "got '" + text + "'");
+  // Every device of a process is a thread with its own buffers; more than
+  // this in one process is a typo, or a job for several processes.
+  if (count > kMaxDevicesPerProcess)
+    return Status::error("--devices " + text + ": at most " +
+                         std::to_string(kMaxDevicesPerProcess) +
+                         " devices in one process (run more as several "
+                         "processes: mpirun -np P ... --distributed)");
   spec.kind = kind == "cuda" ? DeviceSpec::Kind::Cuda : DeviceSpec::Kind::Cpu;
   spec.count = count;
   return spec;
@@ -64,9 +71,11 @@ Status partita::checkDeviceCount(const std::string &meshDescription,
 Expected<int64_t> partita::parseTimeoutMilliseconds(const std::string &text) {
   char *end = nullptr;
   double seconds = std::strtod(text.c_str(), &end);
-  if (text.empty() || !end || *end || !(seconds > 0))
-    return Status::error("--timeout must be a positive number of seconds, "
-                         "got '" + text + "'");
+  // A year at most: larger values would overflow the milliseconds.
+  if (text.empty() || !end || *end || !(seconds > 0) ||
+      !(seconds <= 366 * 86400.0))
+    return Status::error("--timeout must be a positive number of seconds "
+                         "(a year at most), got '" + text + "'");
   return static_cast<int64_t>(seconds * 1000 + 0.5);
 }
 

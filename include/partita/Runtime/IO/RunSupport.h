@@ -32,6 +32,10 @@ struct DeviceSpec {
 /// flag and the text.
 Expected<DeviceSpec> parseDeviceSpec(const std::string &text);
 
+/// The most devices parseDeviceSpec accepts: one process runs each device
+/// on a thread of its own.
+constexpr int64_t kMaxDevicesPerProcess = 4096;
+
 /// The one check every runner makes before running: `meshDescription`
 /// ("the program's mesh", "the mesh data=2") with `meshDevices` devices
 /// against the `requested` count of `--devices`.
