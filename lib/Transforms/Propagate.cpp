@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -75,6 +76,10 @@ public:
   std::vector<Location> annotationLoc;
   /// Mesh named by the annotations.
   FlatSymbolRefAttr meshName;
+  /// Tensors of arguments that hold model state (role param, grad or
+  /// opt_state): sharded to be gathered where they are used (FSDP, ZeRO),
+  /// so a gather of one is what was asked for, not a warning.
+  llvm::DenseSet<int> modelState;
   SmallVector<Operation *> opsWithoutRule;
 
   LogicalResult build();
@@ -146,6 +151,12 @@ LogicalResult GraphBuilder::build() {
       if (!isa<RankedTensorType>(arg.getType()))
         continue;
       int id = tensorFor(arg, valueName(arg));
+      if (auto role = function.getArgAttrOfType<RoleAttr>(
+              arg.getArgNumber(), PartitaDialect::kRoleAttrName);
+          role && (role.getValue() == Role::Param ||
+                   role.getValue() == Role::Grad ||
+                   role.getValue() == Role::OptState))
+        modelState.insert(id);
       if (auto sharding = function.getArgAttrOfType<ShardingAttr>(
               arg.getArgNumber(), PartitaDialect::kShardingAttrName))
         if (failed(annotate(id, sharding, arg.getLoc(), function)))
@@ -375,9 +386,11 @@ struct PropagatePass : public partita::impl::PropagatePassBase<PropagatePass> {
 
   void runOnOperation() override;
 
-  /// Warnings (errors with strict) for what the user probably did not want:
-  /// a tensor annotated as sharded that an op needs fully replicated, and
-  /// shardings that do not divide a dimension (the partitioner pads).
+  /// Warnings (errors with strict) for what the user probably did not want,
+  /// each once: a tensor annotated as sharded that an op needs fully
+  /// replicated (unless it is model state, which FSDP and ZeRO shard to
+  /// gather at each use; the report lists those gathers), and shardings
+  /// that do not divide a dimension (the partitioner pads).
   LogicalResult reportUnwantedMoves(const GraphBuilder &graph,
                                     const PropagationResult &result) {
     bool failedStrict = false;
@@ -387,18 +400,21 @@ struct PropagatePass : public partita::impl::PropagatePassBase<PropagatePass> {
       return diag;
     };
     const Mesh &mesh = graph.problem.mesh;
+    llvm::DenseSet<int> warned;
     for (auto [index, op] : llvm::enumerate(graph.opOf)) {
       if (!op)
         continue;
       const PropagationOp &node = graph.problem.ops[index];
       for (auto [slot, tensor] : llvm::enumerate(node.operands)) {
         const PropagationTensor &input = graph.problem.tensors[tensor];
-        if (!input.annotated || result.shardings[tensor].dimAxes().empty())
+        if (!input.annotated || result.shardings[tensor].dimAxes().empty() ||
+            graph.modelState.contains(tensor) || warned.contains(tensor))
           continue;
         Sharding required = shardingUnderAssignment(
             node.rule.operands[slot], result.decisions[index].factorAxes);
         if (!required.dimAxes().empty())
           continue;
+        warned.insert(tensor);
         report(op) << "'" << input.name << "' is annotated as sharded ("
                    << result.shardings[tensor].toString() << "), but '"
                    << op->getName()

@@ -75,6 +75,25 @@ func.func @gathered(%x: tensor<8xf32> {partita.sharding = #partita.sharding<@mes
 
 // -----
 
+// Each tensor is warned about once, at its first use that gathers it; model
+// state (role param, grad, opt_state) is sharded to be gathered at its uses
+// (FSDP, ZeRO): no warning, even with strict=true.
+partita.mesh @mesh = <["data"=2]>
+func.func @gathered_twice(
+    %x: tensor<8xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>},
+    %w: tensor<8xf32> {partita.role = #partita.role<param>,
+                       partita.sharding = #partita.sharding<@mesh, [{"data"}]>})
+    -> (tensor<8xf32>, tensor<8xf32>) {
+  // expected-warning @+1 {{'argument 0 of @gathered_twice' is annotated as sharded ([{"data"}]), but 'partita.cumsum' needs it whole: it will be all-gathered}}
+  %c = partita.cumsum %x dim = 0 : tensor<8xf32>
+  %d = partita.cumsum %x dim = 0 : tensor<8xf32>
+  %e = partita.cumsum %w dim = 0 : tensor<8xf32>
+  %f = partita.add %c, %d : tensor<8xf32>
+  return %f, %e : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Padding: a sharding that does not divide a dimension is padded; where the
 // padding is more than max-padding (default 0.25) of the padded dimension it
 // is a warning (an error with strict=true). 5 over 4 pads to 8 (37.5%).

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainSupport.h"
+#include "../common/CommandLine.h"
 
 #include "partita/Runtime/Training/Checkpoint.h"
 
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <sstream>
 
 using namespace partita;
@@ -59,16 +61,47 @@ std::string partita::cli::modelFingerprint(const TrainRequest &request) {
   return text.str();
 }
 
+std::vector<std::string>
+partita::cli::modelFlagsOf(const std::string &fingerprint) {
+  // "gpt layers=2 d_model=64 ... scan ... optimizer=adamw": the model, then
+  // `key=value` as `--key value` and bare words as switches; kv_heads=0
+  // (as many as heads) is the flag left out.
+  std::istringstream words(fingerprint);
+  std::vector<std::string> flags;
+  std::string word;
+  if (!(words >> word))
+    return flags;
+  flags = {"--model", word};
+  while (words >> word) {
+    size_t equals = word.find('=');
+    std::string key = word.substr(0, equals);
+    std::replace(key.begin(), key.end(), '_', '-');
+    if (equals == std::string::npos) {
+      flags.push_back("--" + key);
+      continue;
+    }
+    std::string value = word.substr(equals + 1);
+    if (key == "kv-heads" && value == "0")
+      continue;
+    flags.push_back("--" + key);
+    flags.push_back(value);
+  }
+  return flags;
+}
+
 std::optional<int> partita::cli::nonNegativeFlag(const CommandLine &cl,
                                                  const char *flag,
                                                  long long fallback,
                                                  long long &value) {
-  std::string text = cl.get(flag, std::to_string(fallback));
-  char *stop = nullptr;
-  value = std::strtoll(text.c_str(), &stop, 10);
-  if (text.empty() || !stop || *stop || value < 0)
-    return usageError(std::string(flag) +
-                      " must be a non-negative integer, got '" + text + "'");
+  if (!cl.has(flag)) {
+    value = fallback;
+    return std::nullopt;
+  }
+  Expected<int64_t> parsed = tools::parseIntegerFlag(
+      flag, cl.get(flag), 0, std::numeric_limits<int64_t>::max());
+  if (!parsed)
+    return usageError(parsed.status().message());
+  value = *parsed;
   return std::nullopt;
 }
 
@@ -262,15 +295,18 @@ partita::cli::initializeFromCheckpoint(const TrainRequest &request,
 int partita::cli::checkpointCommand(const std::vector<std::string> &args) {
   constexpr const char *usage =
       "Usage: partita checkpoint info DIR\n"
-      "       partita checkpoint convert DIR -o OUT --model M [model flags] "
-      "--mesh SPEC --rules R [--devices cpu:N]\n\n"
+      "       partita checkpoint convert DIR -o OUT --mesh SPEC --rules R "
+      "[--devices cpu:N]\n\n"
       "DIR is a checkpoint directory of partita train (--checkpoint-dir), "
       "or one\ncheckpoint (step-N) for info. info prints the run it belongs "
       "to, the layout\nit was saved under and its tensors by role, after "
       "checking every file's size\nand checksum. convert loads the newest "
       "checkpoint into the train step of the\nflags' layout and writes it "
-      "under OUT in that layout (the model flags must\nbe those of the run "
-      "that saved it).\n";
+      "under OUT in that layout (the model and its\nflags are the ones the "
+      "checkpoint records).\n\nExamples:\n"
+      "  partita checkpoint info ckpt\n"
+      "  partita checkpoint convert ckpt -o ckpt8 --mesh data=8 --rules "
+      "fsdp\n";
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     llvm::outs() << usage;
     return 0;
@@ -286,6 +322,13 @@ int partita::cli::checkpointCommand(const std::vector<std::string> &args) {
     }
     if (output.empty())
       return usageError("checkpoint convert needs -o OUT");
+    // Converting into the source would resume from it and save nothing new
+    // (it exited 0 having converted nothing).
+    bool same = false;
+    if (llvm::sys::fs::exists(output) &&
+        !llvm::sys::fs::equivalent(source, output, same) && same)
+      return usageError("checkpoint convert writes a new directory: -o " +
+                        output + " is " + source + " itself");
     Expected<std::string> latest = latestCheckpoint(source);
     if (!latest) {
       llvm::errs() << "error: " << latest.status().message() << "\n";
@@ -301,6 +344,11 @@ int partita::cli::checkpointCommand(const std::vector<std::string> &args) {
           std::string("--steps")})
       if (std::find(train.begin(), train.end(), flag) != train.end())
         return usageError("checkpoint convert sets " + flag + " itself");
+    // The model and its flags are the checkpoint's own unless given.
+    if (std::find(train.begin(), train.end(), "--model") == train.end()) {
+      std::vector<std::string> model = modelFlagsOf(info->meta.model);
+      train.insert(train.end(), model.begin(), model.end());
+    }
     train.insert(train.end(),
                  {"--resume", source, "--checkpoint-dir", output, "--steps",
                   std::to_string(info->meta.step), "--keep", "0", "--output",

@@ -176,6 +176,10 @@ private:
 /// (checkpoint.json's "model"; a checkpoint loads only into the same).
 std::string modelFingerprint(const TrainRequest &request);
 
+/// The `partita train` flags that build the model of a fingerprint
+/// ("--model gpt --layers 2 --d-model 64 ... --optimizer adamw").
+std::vector<std::string> modelFlagsOf(const std::string &fingerprint);
+
 /// Reads `flag` (default `fallback`) as an integer >= 0 into `value`; the
 /// exit code after a bad one.
 std::optional<int> nonNegativeFlag(const CommandLine &cl, const char *flag,

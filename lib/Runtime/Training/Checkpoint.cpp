@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -365,6 +366,7 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
                  "'");
     info.tensors.push_back(std::move(tensor));
   }
+  std::set<std::string> listed;
   for (const Json &entry : json["files"]) {
     if (!entry.is_object() || !entry.contains("path") ||
         !entry["path"].is_string() || !entry.contains("bytes") ||
@@ -377,6 +379,7 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
     if (relative.empty() || relative.find("..") != std::string::npos ||
         relative[0] == '/')
       return bad("malformed file path '" + relative + "'");
+    listed.insert(relative);
     if (!verify)
       continue;
     std::string path = directory + "/" + relative;
@@ -390,6 +393,24 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
     if (hex(checksumOf(*contents)) != entry["crc32c"].get<std::string>())
       return Status::error(path + ": checksum mismatch (the file is "
                                   "corrupt)");
+  }
+  if (verify) {
+    // Every file the tensors are read from has a checksum: a list that
+    // leaves files out (or is empty) checks nothing.
+    std::error_code error;
+    for (const fs::path &file : listDirectory(directory, true)) {
+      std::string relative = fs::relative(file, directory, error).string();
+      if (relative != kMetaFile && !listed.count(relative))
+        return Status::error(directory + "/" + relative +
+                             ": not in checkpoint.json's list of files, so "
+                             "it has no checksum to check");
+    }
+    for (const CheckpointTensor &tensor : info.tensors)
+      if (!listed.count(tensor.directory + "/index.json"))
+        return Status::error(directory + ": " + tensor.key + ": " +
+                             tensor.directory +
+                             "/index.json is not in checkpoint.json's list "
+                             "of files");
   }
   return info;
 }
