@@ -11,7 +11,9 @@
 
 #include "HtmlReport.h"
 #include "TrainSupport.h"
+#include "../common/CommandLine.h"
 
+#include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
 #include "partita/Pipelining/Pipelining.h"
 #include "partita/Runtime/CUDA/CudaPlugin.h"
@@ -30,6 +32,32 @@ using namespace partita;
 using namespace partita::cli;
 
 namespace {
+
+/// True when any argument, result or op of `module` carries a sharding.
+bool hasShardings(mlir::ModuleOp module) {
+  // A sharding, or a list of them (a manual computation's in_shardings).
+  auto isSharding = [](mlir::NamedAttribute attr) {
+    if (auto list = llvm::dyn_cast<mlir::ArrayAttr>(attr.getValue()))
+      return llvm::any_of(list, [](mlir::Attribute entry) {
+        return llvm::isa<ShardingAttr>(entry);
+      });
+    return llvm::isa<ShardingAttr>(attr.getValue());
+  };
+  bool found = false;
+  module.walk([&](mlir::Operation *op) {
+    if (auto function = llvm::dyn_cast<mlir::func::FuncOp>(op)) {
+      for (unsigned i = 0; i < function.getNumArguments() && !found; ++i)
+        found = function.getArgAttr(i, PartitaDialect::kShardingAttrName) !=
+                nullptr;
+      for (unsigned i = 0; i < function.getNumResults() && !found; ++i)
+        found = function.getResultAttr(
+                    i, PartitaDialect::kShardingAttrName) != nullptr;
+    }
+    found = found || llvm::any_of(op->getAttrs(), isSharding);
+    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return found;
+}
 
 void printPipelineHeader(const TrainRequest &request, const PipelinedStep &step,
                          const PipelineFigures &figures) {
@@ -324,11 +352,10 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
   if (!mesh)
     return usageError(mesh.status().message());
   std::string ppText = cl.get("--pp");
-  char *stop = nullptr;
-  long pipe = std::strtol(ppText.c_str(), &stop, 10);
-  if (ppText.empty() || !stop || *stop || pipe < 1)
-    return usageError("--pp must be a positive integer, got '" + ppText + "'");
-  if (mesh->axisSize("pipe") != pipe)
+  Expected<int64_t> pipe = tools::parseIntegerFlag("--pp", ppText, 1, 1 << 20);
+  if (!pipe)
+    return usageError(pipe.status().message());
+  if (mesh->axisSize("pipe") != *pipe)
     return usageError("--pp " + ppText + " needs a 'pipe' axis of size " +
                       ppText + " in the mesh (got '" + mesh->toString() +
                       "')");
@@ -338,8 +365,13 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
     return usageError("unknown --schedule '" + name + "' (expected " +
                       availableSchedules() + ")");
   int virtualStages = *kind == ScheduleKind::Interleaved ? 2 : 1;
-  if (cl.has("--virtual-stages"))
-    virtualStages = std::atoi(cl.get("--virtual-stages").c_str());
+  if (cl.has("--virtual-stages")) {
+    Expected<int64_t> stages = tools::parseIntegerFlag(
+        "--virtual-stages", cl.get("--virtual-stages"), 1, 1024);
+    if (!stages)
+      return usageError(stages.status().message());
+    virtualStages = static_cast<int>(*stages);
+  }
   std::vector<MeshAxis> rest;
   for (const MeshAxis &axis : mesh->axes())
     if (axis.name != "pipe")
@@ -369,7 +401,7 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
     return usageError("the module has no function to train");
   PipelineCompileOptions compile;
   compile.schedule = *kind;
-  compile.ranks = static_cast<int>(pipe);
+  compile.ranks = static_cast<int>(*pipe);
   compile.virtualStages = virtualStages;
   compile.microBatches = options.trainMicroBatches;
   compile.optimizer.optimizer = options.trainOptimizer;
@@ -389,12 +421,23 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
       return usageError("cannot create '" + compile.programsDirectory +
                         "': " + error.message());
   }
+  bool sharded = !options.rules.empty() || hasShardings(module);
   Expected<PipelinedStep> step = compilePipelined(loss, compile);
   if (!step) {
     if (!step.status().message().empty())
       llvm::errs() << "error: " << step.status().message() << "\n";
     return 1;
   }
+  // Several devices per rank and nothing to split over them: each would
+  // run the rank's whole work (it compiled to 0 collectives, silently).
+  if (rankMesh->numDevices() > 1 && !sharded)
+    return usageError(
+        "--pp " + ppText + " leaves each rank the mesh " +
+        rankMesh->toString() + " of " +
+        std::to_string(rankMesh->numDevices()) +
+        " devices, but nothing in the program is sharded, so each would "
+        "do all of its rank's work: give --rules (dp, fsdp, dp+tp, ...) or "
+        "shardings in the program");
   Expected<PipelineFigures> figures = scheduleFigures(*step);
   if (!figures) {
     llvm::errs() << "error: " << figures.status().message() << "\n";
@@ -405,7 +448,7 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
       return usageError(written.message());
   std::string summary;
   llvm::raw_string_ostream os(summary);
-  os << "pipeline of " << step->schedule.stages() << " stages on " << pipe
+  os << "pipeline of " << step->schedule.stages() << " stages on " << *pipe
      << " ranks of mesh " << rankMesh->toString() << ", "
      << scheduleKindName(*kind) << ", " << compile.microBatches
      << " micro-batches\n";
