@@ -149,6 +149,28 @@ def test_errors_carry_the_location(tmp_path):
         partita.compile(42)
 
 
+def test_arguments_of_the_wrong_kind_are_refused(tmp_path):
+    # A fractional axis size was truncated, devices=True ran on cpu:1, a
+    # path given as a string was parsed as program text, and an input's
+    # error named a temporary file.
+    with pytest.raises(TypeError, match="'data': the size must be an integer"):
+        partita.compile(LAYER, mesh={"data": 2.5, "model": 4})
+    with pytest.raises(ValueError, match="must be positive"):
+        partita.compile(LAYER, mesh={"data": 0, "model": 4})
+    m = partita.compile(LAYER)
+    with pytest.raises(TypeError, match="devices must be"):
+        m.run(devices=True)
+    path = tmp_path / "layer.mlir"
+    path.write_text(LAYER)
+    assert partita.compile(str(path)).report == m.report
+    with pytest.raises((OSError, partita.PartitaError)):
+        partita.compile(str(tmp_path / "missing.mlir"))
+    with pytest.raises(partita.PartitaError) as error:
+        m.run([np.zeros((3, 3), np.float32), np.zeros((16, 32), np.float32)])
+    assert "inputs[0]" in error.value.message
+    assert ".npy" not in error.value.message
+
+
 def test_mesh_without_an_annotated_axis_is_an_error():
     # --mesh dropping the axis an annotation names killed the interpreter
     # (a division by zero in propagation).

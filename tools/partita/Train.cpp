@@ -132,6 +132,21 @@ to predict the next token; mlp regresses sin(3x).
 
 } // namespace
 
+Status partita::cli::checkWritableDirectory(const std::string &directory) {
+  if (std::error_code error = llvm::sys::fs::create_directories(directory))
+    return Status::error("cannot create '" + directory +
+                         "': " + error.message());
+  int fd = -1;
+  llvm::SmallString<256> probe;
+  if (std::error_code error = llvm::sys::fs::createUniqueFile(
+          directory + "/.partita-write-check-%%%%%%", fd, probe))
+    return Status::error("cannot write in '" + directory +
+                         "': " + error.message());
+  ::close(fd);
+  llvm::sys::fs::remove(probe);
+  return Status::success();
+}
+
 std::string partita::cli::formatRate(double rate) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.3g", rate);
@@ -528,6 +543,14 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
     return *code;
   if (request.options.trainMixedPrecision && request.config.dtype != "bf16")
     return usageError("--mixed-precision trains a bf16 model: add --dtype bf16");
+  // Where the run writes is checked before it compiles and trains: an
+  // unwritable --output was reported only after the last step.
+  for (const auto &[flag, directory] :
+       {std::pair<const char *, std::string>{"--output", request.outputDir},
+        {"--checkpoint-dir", request.checkpoints.directory}})
+    if (!directory.empty())
+      if (Status status = checkWritableDirectory(directory); !status.ok())
+        return usageError(std::string(flag) + ": " + status.message());
   if (request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0) {
     if (request.lrSchedule)
       return usageError("--pp does not combine with a learning-rate "

@@ -172,6 +172,10 @@ private:
   std::chrono::steady_clock::time_point started;
 };
 
+/// Success when `directory` exists or can be made, and a file can be
+/// created in it (tried, then removed).
+Status checkWritableDirectory(const std::string &directory);
+
 /// The model and training choices a checkpoint's state depends on, as text
 /// (checkpoint.json's "model"; a checkpoint loads only into the same).
 std::string modelFingerprint(const TrainRequest &request);

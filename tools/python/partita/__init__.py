@@ -17,7 +17,9 @@ PartitaError. Only numpy is needed; JAX only for from_jax().
 """
 
 import json
+import numbers
 import os
+import pathlib
 import shutil
 import tempfile
 
@@ -52,12 +54,27 @@ def run_tool(*args):
     return out
 
 
+def _mesh_text(mesh):
+    """{"data": 2, "model": 4} -> "data=2,model=4"; sizes must be positive
+    integers (2.5 was truncated to 2, True read as 1)."""
+    parts = []
+    for name, size in dict(mesh).items():
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+            raise TypeError("mesh axis %r: the size must be an integer, got "
+                            "%r" % (name, size))
+        if size < 1:
+            raise ValueError("mesh axis %r: the size must be positive, got "
+                             "%d" % (name, size))
+        parts.append("%s=%d" % (name, size))
+    return ",".join(parts)
+
+
 def _pipeline_flags(mesh, rules, interconnect, combine_bytes, strict,
                     overlap=True):
     flags = [] if overlap else ["--no-overlap"]
     if mesh is not None:
         flags += ["--mesh", mesh if isinstance(mesh, str) else
-                  ",".join("%s=%d" % (k, v) for k, v in dict(mesh).items())]
+                  _mesh_text(mesh)]
     if rules is not None:
         flags += ["--rules", rules]
     if interconnect is not None:
@@ -169,7 +186,12 @@ class Module:
         import numpy as np
         if devices is None:
             devices = "cpu:%d" % self.devices
-        elif isinstance(devices, int):
+        elif isinstance(devices, bool) or not isinstance(
+                devices, (str, numbers.Integral)):
+            # True is an int to Python: it ran on cpu:1.
+            raise TypeError('devices must be "cpu:N" or a number of CPU '
+                            'devices, got %r' % (devices,))
+        elif isinstance(devices, numbers.Integral):
             devices = "cpu:%d" % devices
         run_dir = tempfile.mkdtemp(prefix="run-", dir=self._dir)
         try:
@@ -189,7 +211,17 @@ class Module:
                     np.save(path, np.ascontiguousarray(np.asarray(value)))
                     paths.append(path)
                 args += ["--inputs", ",".join(paths)]
-            self.last_run = self._tool(*args)
+            try:
+                self.last_run = self._tool(*args)
+            except PartitaError as error:
+                # The inputs travel as temporary .npy files: name them as
+                # the caller knows them.
+                message = error.message
+                for i in range(len(inputs or [])):
+                    message = message.replace(
+                        os.path.join(run_dir, "input_%d.npy" % i),
+                        "inputs[%d]" % i)
+                raise PartitaError(message, error.exit_code) from None
             outputs = []
             index = 0
             while True:
@@ -203,11 +235,21 @@ class Module:
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def _looks_like_a_path(text):
+    """A one-line string naming a file (or a .mlir file that is missing, so
+    the error says so) is a path, not program text: "docs/x.mlir" was
+    parsed as IR ("custom op 'docs' is unknown")."""
+    if "\n" in text or "{" in text:
+        return False
+    return os.path.isfile(text) or text.endswith(".mlir")
+
+
 def compile(program, *, mesh=None, rules=None, interconnect=None,
             stage="partitioned", combine_bytes=None, strict=False,
             fusion=True, overlap=True):
     """Compiles `program` — partita IR text, StableHLO text as JAX exports
-    it, a path (pathlib.Path, os.PathLike) to a file of either, or a JAX
+    it, a path (pathlib.Path, os.PathLike, or a one-line string naming a
+    file) to a file of either, or a JAX
     `Lowered` object (jax.jit(f).lower(*args)) — up to `stage`
     ("verified", "propagated" or "partitioned") and returns a Module.
     `mesh` ("data=2,model=4" or {"data": 2, "model": 4}) replaces the
@@ -219,6 +261,8 @@ def compile(program, *, mesh=None, rules=None, interconnect=None,
         raise ValueError("stage must be one of %s, got %r" %
                          (", ".join(_STAGES), stage))
     path = None
+    if isinstance(program, str) and _looks_like_a_path(program):
+        program = pathlib.Path(program)
     if isinstance(program, os.PathLike):
         path = os.fspath(program)
         with open(path) as f:
