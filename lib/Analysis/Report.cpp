@@ -116,8 +116,10 @@ Report partita::analyzeModule(ModuleOp module,
     if (auto reason =
             op->getAttrOfType<StringAttr>(PartitaDialect::kReasonAttrName))
       record.reason = reason.str();
-    record.timeUs = collectiveTimeUs(kindOf(kind), groupSize, inputBytes,
-                                     interconnect.linkFor(record.meshAxes));
+    record.timeUs = collectiveTimeUs(
+        kindOf(kind), groupSize, inputBytes,
+        mesh ? interconnect.linkOn(mesh.getMesh().toMesh(), record.meshAxes)
+             : interconnect.linkFor(record.meshAxes));
     report.totalCollectives += record.count;
     report.totalBytesPerDevice += record.bytesPerDevice * record.count;
     report.estTimeUs += record.timeUs * record.count;

@@ -31,6 +31,30 @@ Interconnect::linkFor(const std::vector<std::string> &axisNames) const {
   return worst;
 }
 
+AxisLink Interconnect::linkOn(const Mesh &mesh,
+                               const std::vector<std::string> &axisNames) const {
+  if (axisNames.empty() || !interNode || devicesPerNode <= 0)
+    return linkFor(axisNames);
+  AxisLink worst{1e300, 0.0};
+  for (const std::string &name : axisNames) {
+    AxisLink link = defaultLink;
+    if (auto it = axes.find(name); it != axes.end()) {
+      link = it->second;
+    } else if (int index = mesh.axisIndex(name); index >= 0) {
+      // The devices one group of this axis spans: its size times the
+      // stride of its coordinate in a row-major device id.
+      int64_t span = 1;
+      for (size_t a = static_cast<size_t>(index); a < mesh.axes().size(); ++a)
+        span *= mesh.axes()[a].size;
+      if (span > devicesPerNode)
+        link = *interNode;
+    }
+    worst.bandwidthGBps = std::min(worst.bandwidthGBps, link.bandwidthGBps);
+    worst.latencyUs = std::max(worst.latencyUs, link.latencyUs);
+  }
+  return worst;
+}
+
 const char *partita::collectiveName(CollectiveKind kind) {
   switch (kind) {
   case CollectiveKind::AllGather:
@@ -128,6 +152,10 @@ bool sameLink(const AxisLink &a, const AxisLink &b) {
 
 bool sameLinks(const Interconnect &a, const Interconnect &b) {
   if (!sameLink(a.defaultLink, b.defaultLink) || a.axes.size() != b.axes.size())
+    return false;
+  if (a.devicesPerNode != b.devicesPerNode ||
+      a.interNode.has_value() != b.interNode.has_value() ||
+      (a.interNode && !sameLink(*a.interNode, *b.interNode)))
     return false;
   for (auto x = a.axes.begin(), y = b.axes.begin(); x != a.axes.end();
        ++x, ++y)

@@ -35,7 +35,7 @@ ReshardSearch::ReshardSearch(const Mesh &mesh, const Sharding &from,
       rank(static_cast<int>(shape.size())) {
   for (const MeshAxis &axis : mesh.axes()) {
     axisSizes.push_back(axis.size);
-    axisLinks.push_back(interconnect.linkFor({axis.name}));
+    axisLinks.push_back(interconnect.linkOn(mesh, {axis.name}));
   }
   source = toArrangement(reshardNormalForm(mesh, from));
   target = toArrangement(reshardNormalForm(mesh, to));

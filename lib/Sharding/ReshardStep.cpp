@@ -317,7 +317,7 @@ void appendStep(ReshardPlan &plan, const Mesh &mesh, const Sharding &current,
   step.bytesPerDevice =
       collectiveBytesPerDevice(kind, groupSize, step.localInputBytes);
   step.timeUs = collectiveTimeUs(kind, groupSize, step.localInputBytes,
-                                 interconnect.linkFor(axes));
+                                 interconnect.linkOn(mesh, axes));
   step.axes = std::move(axes);
   plan.steps.push_back(std::move(step));
 }

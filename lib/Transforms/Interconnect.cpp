@@ -23,13 +23,18 @@ Status readLink(const llvm::json::Value &value, const std::string &where,
                            "'; expected bandwidth_GBps or latency_us");
     if (!number)
       return Status::error(where + "." + key.str() + " must be a number");
+    // Physical ranges: a link faster than 100 TB/s or slower than 1 kB/s,
+    // or a latency over a minute, is a typo (1e309 parsed as infinity and
+    // every collective then cost nothing).
     if (key == "bandwidth_GBps") {
-      if (*number <= 0)
-        return Status::error(where + ".bandwidth_GBps must be positive");
+      if (!(*number >= 1e-6 && *number <= 1e5))
+        return Status::error(where + ".bandwidth_GBps must be a number of "
+                                     "GB/s in [1e-6, 1e5]");
       link.bandwidthGBps = *number;
     } else {
-      if (*number < 0)
-        return Status::error(where + ".latency_us must not be negative");
+      if (!(*number >= 0 && *number <= 6e7))
+        return Status::error(where + ".latency_us must be a number of "
+                                     "microseconds in [0, 6e7]");
       link.latencyUs = *number;
     }
   }
@@ -69,6 +74,27 @@ Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
           return status;
         interconnect.axes[axis.str()] = parsedLink;
       }
+    } else if (key == "intra_node" || key == "inter_node") {
+      // The cluster file's spelling (partita calibrate and plan): the link
+      // inside a node is every axis's default, the one between nodes that
+      // of the axes whose groups span several nodes.
+      AxisLink link = interconnect.defaultLink;
+      if (Status status = readLink(value, key.str(), link); !status.ok())
+        return status;
+      if (key == "intra_node")
+        interconnect.defaultLink = link;
+      else
+        interconnect.interNode = link;
+    } else if (key == "devices_per_node") {
+      std::optional<int64_t> count = value.getAsInteger();
+      if (!count || *count < 1)
+        return Status::error("devices_per_node must be a positive integer");
+      interconnect.devicesPerNode = *count;
+    } else if (key == "flops_per_second" || key == "memory_bytes" ||
+               key == "calibration") {
+      // The cluster's compute and memory: partita plan's, not the cost of
+      // collectives.
+      continue;
     } else if (key == "combine_bytes") {
       std::optional<int64_t> bytes = value.getAsInteger();
       if (!bytes || *bytes < 0)
@@ -76,9 +102,12 @@ Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
                              "(bytes per device; 0: no combining)");
       interconnect.combineBytes = *bytes;
     } else {
-      return Status::error("unknown field '" + key.str() +
-                           "'; expected \"axes\", \"default\" or "
-                           "\"combine_bytes\"");
+      return Status::error(
+          "unknown field '" + key.str() +
+          "'; expected \"axes\", \"default\", \"combine_bytes\" or a "
+          "cluster file's \"devices_per_node\", \"intra_node\", "
+          "\"inter_node\", \"flops_per_second\", \"memory_bytes\", "
+          "\"calibration\"");
     }
   }
   return interconnect;

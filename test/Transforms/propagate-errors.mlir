@@ -6,7 +6,7 @@
 
 // MISSING: error: cannot read interconnect spec '{{.*}}missing.json': No such file or directory
 // FIELD: error: {{.*}}bad-field.json: axes.data: unknown field 'bandwith_GBps'; expected bandwidth_GBps or latency_us
-// BANDWIDTH: error: {{.*}}bad-bandwidth.json: axes.data.bandwidth_GBps must be positive
+// BANDWIDTH: error: {{.*}}bad-bandwidth.json: axes.data.bandwidth_GBps must be a number of GB/s in [1e-6, 1e5]
 
 // Two closed constraints on one value that disagree: an error naming both.
 partita.mesh @mesh = <["data"=2, "model"=2]>

@@ -445,6 +445,8 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
   // alone; a local slice for reduce_scatter). An all_gather's all_slice is
   // a local slice, costed as an instruction.
   double instruction = calibration.instructionUs * 1e-6;
+  log << llvm::format("%-18s %-9s %12s %12s   %s\n", "collective", "group",
+                      "256 B/dev", "256 KiB/dev", "fit");
   for (const char *kind : {"all_reduce", "all_gather", "reduce_scatter",
                            "all_to_all", "collective_permute"})
     for (int64_t group = 2; group <= devices; ++group) {
@@ -480,6 +482,19 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
         slope = std::max(seconds[1], 1e-9) / bytes[1];
       fit.bandwidthGBps = 1e-9 / slope;
       fit.latencyUs = std::max(seconds[0] - bytes[0] * slope, 0.0) * 1e6;
+      // A busy machine times the small call as long as the large one: a
+      // fit outside what any link does is said, and kept within the range
+      // the cost model reads (lib/Transforms/Interconnect.cpp).
+      if (fit.bandwidthGBps > 1e4 || fit.latencyUs < 0.01) {
+        llvm::errs() << llvm::format(
+            "warning: %s over %lld devices fitted %.3g GB/s and %.2f us, "
+            "outside what a link does (the machine was busy, or the calls "
+            "too short to time): rerun on an idle machine, or with more "
+            "--steps\n",
+            kind, static_cast<long long>(group), fit.bandwidthGBps,
+            fit.latencyUs);
+        fit.bandwidthGBps = std::min(fit.bandwidthGBps, 1e4);
+      }
       calibration.collectives[{kind, group}] = fit;
       log << llvm::format("%-18s group %-3lld %9.1f us %9.1f us   latency "
                           "%8.1f us, %8.3f GB/s\n",

@@ -113,8 +113,18 @@ std::optional<int> partita::cli::parseCheckpointRequest(
   if (!checkpoints.resume.empty() && !checkpoints.initFrom.empty())
     return usageError("--resume and --init-from exclude each other");
   // DPO starts the policy from the reference unless told otherwise.
-  if (checkpoints.initFrom.empty() && checkpoints.resume.empty())
+  if (checkpoints.initFrom.empty() && checkpoints.resume.empty() &&
+      !request.dpoReference.empty()) {
     checkpoints.initFrom = request.dpoReference;
+    checkpoints.initFromFlag = "--reference";
+  }
+  // A directory without a checkpoint is reported now, not after compiling.
+  for (const auto &[flag, root] :
+       {std::pair<std::string, std::string>{"--resume", checkpoints.resume},
+        {checkpoints.initFromFlag, checkpoints.initFrom}})
+    if (!root.empty())
+      if (Expected<std::string> latest = latestCheckpoint(root); !latest)
+        return usageError(flag + ": " + latest.status().message());
   checkpoints.directory = cl.get("--checkpoint-dir", checkpoints.resume);
   auto integer = [&](const char *flag, long long fallback, long long &value) {
     return nonNegativeFlag(cl, flag, fallback, value);
@@ -216,7 +226,8 @@ Status CheckpointWriter::finish() {
 
 Expected<CheckpointInfo>
 partita::cli::openStartCheckpoint(const TrainRequest &request, bool resuming) {
-  std::string flag = resuming ? "--resume" : "--init-from";
+  std::string flag =
+      resuming ? "--resume" : request.checkpoints.initFromFlag;
   const std::string &root =
       resuming ? request.checkpoints.resume : request.checkpoints.initFrom;
   Expected<std::string> latest = latestCheckpoint(root);
@@ -284,7 +295,8 @@ partita::cli::initializeFromCheckpoint(const TrainRequest &request,
   if (Status status = loadCheckpoint(*info, program, params, inputs,
                                      /*onlyRole=*/"param");
       !status.ok())
-    return usageError("--init-from: " + status.message());
+    return usageError(request.checkpoints.initFromFlag + ": " +
+                      status.message());
   llvm::outs() << "initialised " << params << " parameters from "
                << info->directory << " (" << info->meta.step << " steps of '"
                << info->meta.model << "')\n";

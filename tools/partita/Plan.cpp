@@ -107,9 +107,16 @@ Expected<Cluster> readCluster(const std::string &path) {
     return Status::error(path + ": expected a JSON object");
   for (const auto &entry : *root) {
     llvm::StringRef key = entry.first;
+    // "default" and "combine_bytes" are the per-axis spelling compile
+    // also reads: the default link is the one inside a node.
+    if (key == "axes")
+      return Status::error(
+          path + ": per-axis links ('axes') name the axes of one mesh; plan "
+                 "tries many meshes: give intra_node and inter_node links");
     if (key != "devices_per_node" && key != "flops_per_second" &&
         key != "memory_bytes" && key != "intra_node" &&
-        key != "inter_node" && key != "calibration")
+        key != "inter_node" && key != "calibration" && key != "default" &&
+        key != "combine_bytes")
       return Status::error(path + ": unknown field '" + key.str() +
                            "' (devices_per_node, flops_per_second, "
                            "memory_bytes, intra_node, inter_node, "
@@ -147,7 +154,8 @@ Expected<Cluster> readCluster(const std::string &path) {
     return Status::error(path + ": 'devices_per_node' must be an integer");
   cluster.devicesPerNode = static_cast<int64_t>(perNode);
   for (auto [field, link] :
-       {std::pair<const char *, AxisLink *>{"intra_node", &cluster.intra},
+       {std::pair<const char *, AxisLink *>{"default", &cluster.intra},
+        {"intra_node", &cluster.intra},
         {"inter_node", &cluster.inter}}) {
     const llvm::json::Value *value = root->get(field);
     if (!value)
@@ -157,10 +165,12 @@ Expected<Cluster> readCluster(const std::string &path) {
         object ? object->getNumber("bandwidth_GBps") : std::nullopt;
     std::optional<double> latency =
         object ? object->getNumber("latency_us") : std::nullopt;
-    if (!bandwidth || !(*bandwidth > 0) || !latency || !(*latency >= 0))
+    // The ranges compile's reader checks (lib/Transforms/Interconnect.cpp).
+    if (!bandwidth || !(*bandwidth >= 1e-6 && *bandwidth <= 1e5) ||
+        !latency || !(*latency >= 0 && *latency <= 6e7))
       return Status::error(path + ": '" + field +
-                           "' needs a positive bandwidth_GBps and a "
-                           "non-negative latency_us");
+                           "' needs bandwidth_GBps in [1e-6, 1e5] and "
+                           "latency_us in [0, 6e7]");
     *link = {*bandwidth, *latency};
   }
   return cluster;

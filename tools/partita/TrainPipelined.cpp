@@ -172,8 +172,9 @@ std::optional<int> loadPipelinedCheckpoint(const TrainRequest &request,
     return usageError(info.status().message());
   if (Status status = runner.loadCheckpoint(*info, resuming ? "" : "param");
       !status.ok())
-    return usageError((resuming ? "--resume: " : "--init-from: ") +
-                      status.message());
+    return usageError(
+        (resuming ? std::string("--resume") : request.checkpoints.initFromFlag) +
+        ": " + status.message());
   if (resuming) {
     continueFrom(*info, progress, firstStep);
     return std::nullopt;

@@ -55,6 +55,9 @@ struct CheckpointRequest {
   /// --init-from: a directory whose newest checkpoint's parameters start
   /// this run (its optimizer state and step do not).
   std::string initFrom;
+  /// The flag that named initFrom: --init-from, or --reference (DPO starts
+  /// from its reference unless told otherwise), for messages.
+  std::string initFromFlag = "--init-from";
 };
 
 /// Held-out evaluation during a run (TrainEval.cpp).

@@ -32,16 +32,28 @@ struct AxisLink {
 };
 
 /// Link figures per mesh axis; axes not listed use `defaultLink` (one NVLink
-/// node: 450 GB/s, 5 µs).
+/// node: 450 GB/s, 5 µs) — or, when the spec describes nodes (a cluster
+/// file: devices_per_node and inter_node), `interNode` for an axis whose
+/// groups span more devices than one node holds.
 struct Interconnect {
   std::map<std::string, AxisLink> axes;
   AxisLink defaultLink;
   /// Bucket size of the collective combiner, in bytes per device, when the
   /// spec gives one ("combine_bytes"; 0 turns combining off).
   std::optional<int64_t> combineBytes;
+  /// Devices per node (0: one node holds the whole mesh).
+  int64_t devicesPerNode = 0;
+  /// The link between nodes.
+  std::optional<AxisLink> interNode;
 
-  /// The slowest bandwidth and largest latency among `axisNames`.
+  /// The slowest bandwidth and largest latency among `axisNames`, with
+  /// axes the spec does not name on `defaultLink`.
   AxisLink linkFor(const std::vector<std::string> &axisNames) const;
+  /// The same on `mesh`: an axis the spec does not name whose groups span
+  /// more than devicesPerNode devices (its size times the sizes of the axes
+  /// minor to it, device ids row-major) is on `interNode`.
+  AxisLink linkOn(const Mesh &mesh,
+                  const std::vector<std::string> &axisNames) const;
 };
 
 /// The collectives of the cost model.

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <fstream>
@@ -452,6 +453,17 @@ Status partita::loadCheckpoint(const CheckpointInfo &checkpoint,
     if (value->dtype != dtype || value->shape != tensor.shape)
       return Status::error(checkpoint.directory + ": " + keys[k] +
                            ": its files do not hold what checkpoint.json says");
+    // A diverged run's state would make every later loss NaN, and the
+    // message then blamed the learning rate of the run that loaded it.
+    if (dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16 ||
+        dtype == DType::F16)
+      for (int64_t i = 0; i < value->numElements(); ++i)
+        if (!std::isfinite(elementAsDouble(*value, i)))
+          return Status::error(checkpoint.directory + ": " + keys[k] +
+                               " holds " +
+                               std::to_string(elementAsDouble(*value, i)) +
+                               " (element " + std::to_string(i) +
+                               "): the run that saved it had diverged");
     inputs[k] = std::move(*value);
   }
   return Status::success();
