@@ -53,6 +53,10 @@ Options:
   -o FILE            where the cluster file goes [stdout]
   --steps S          timed steps per probe (median) [5]
   -h, --help         show this help
+
+Examples:
+  partita calibrate --devices cpu:2 -o cluster.json
+  partita plan --model gpt --devices 8 --interconnect cluster.json
 )";
 
 /// A probe: a loop of `trips` iterations of `body` on a carried

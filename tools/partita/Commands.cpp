@@ -55,7 +55,10 @@ Commands:
                                  measure this machine (instruction, einsum,
                                  elementwise and collective costs) for
                                  plan --interconnect
-  checkpoint info DIR            what a checkpoint of train holds
+  checkpoint info DIR            what a checkpoint of train holds (every
+                                 file's checksum checked)
+  checkpoint convert DIR -o OUT --mesh SPEC --rules R
+                                 rewrite a checkpoint in another layout
 
 Options:
   -h, --help       show this help (also: partita <command> --help)
@@ -64,6 +67,10 @@ Options:
 With no input file, or '-', the input is read from stdin; with no -o the
 output goes to stdout. Errors are printed as file:line:col: error: message and
 the exit code is 1.
+
+Examples:
+  partita compile docs/examples/transformer-layer.mlir --report report.json
+  partita run docs/examples/transformer-layer.mlir --devices cpu:8 --check
 )";
 
 } // namespace

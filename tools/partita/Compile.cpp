@@ -73,7 +73,11 @@ Options:
                          module its compilation starts from
   --timing               print the wall time of each stage (reading, each
                          pass, the report, lowering, writing) to stderr
-  -h, --help             show this help
+)" PARTITA_TRAIN_STEP_FLAGS_USAGE R"(  -h, --help             show this help
+
+Examples:
+  partita compile docs/examples/transformer-layer.mlir --report report.json
+  partita gen gpt --layers 4 | partita compile --train --pp 2 --mesh pipe=2,data=4 --rules dp
 )";
 } // namespace
 
@@ -190,6 +194,10 @@ partita meshes, shardings and constraints; the supported StableHLO ops are
 listed in docs/JAX.md. Every unsupported op or attribute is reported with
 its location, then the count, and the exit code is 1. compile, run, explain
 and show read such files directly as well.
+
+Examples:
+  partita import test/Conversion/StableHLOToPartita/gpt_loss_dp_tp/module.mlir
+  partita import test/Conversion/StableHLOToPartita/gpt_grad_dp_tp/module.mlir -o grad.mlir
 )";
 
 } // namespace

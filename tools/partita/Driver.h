@@ -36,6 +36,20 @@ struct ModelConfig;
 
 /// The help lines of the pipeline flags `run` and `show` take, ending with
 /// --help's (the end of their usage texts).
+/// The train-step flags of compile and run (PipelineOptions.def).
+#define PARTITA_TRAIN_STEP_FLAGS_USAGE                                         \
+  "  --train                turn the loss function into one train step\n"     \
+  "                         first: forward, backward, optimizer update\n"     \
+  "  --optimizer <o>        with --train: adamw (default) or sgd\n"           \
+  "  --lr <x>               with --train: a constant learning rate (default:\n"\
+  "                         an `lr` input of the step)\n"                     \
+  "  --micro-batches <m>    with --train: gradient accumulation over m\n"     \
+  "                         micro-batches (default 1)\n"                      \
+  "  --remat <r>            with --train: none (default), per-layer or full\n"\
+  "  --clip-norm <c>        with --train: clip gradients to global L2 norm c\n"\
+  "  --mixed-precision      with --train: f32 master weights and moments\n"   \
+  "                         for a bf16 loss\n"
+
 #define PARTITA_PIPELINE_FLAGS_USAGE                                           \
   "  --mesh <spec>          replace the module's mesh first\n"                 \
   "  --rules <preset|file>  map logical axis names (partita gen's models) "    \

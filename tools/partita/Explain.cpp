@@ -47,6 +47,10 @@ Options:
   --interconnect <file>  link figures for the cost model (JSON)
   --strict               warnings become errors
   -h, --help             show this help
+
+Examples:
+  partita explain docs/examples/megatron-mlp.mlir --value mlp.gelu
+  partita explain docs/examples/transformer-layer.mlir
 )";
 
 std::string shapeText(ArrayRef<int64_t> shape) {

@@ -75,6 +75,10 @@ Options (defaults in brackets):
                           'partita compile --train --pp' follows
   -o FILE                 write the module to FILE [stdout]
   -h, --help              show this help
+
+Examples:
+  partita gen gpt --layers 4 --mesh data=2,model=4 --rules dp+tp -o gpt.mlir
+  partita gen moe --experts 8 --mesh data=8 --rules ep --summary
 )";
 
 /// A model dimension: sizes past 2^31 are typos (a layer of width 2^31

@@ -84,6 +84,10 @@ Options:
   --explain               every layout searched, and why each lost
   --emit-flags            print only the best plan as `partita train` flags
   -h, --help              show this help
+
+Examples:
+  partita plan --model gpt --devices 8 --memory-per-device 1.2MiB
+  partita plan --model gpt --layers 4 --devices 8 --finalists 3 --emit-flags
 )";
 
 Expected<Cluster> readCluster(const std::string &path) {

@@ -75,7 +75,11 @@ Options:
                          pass over their elements)
   --timeout <seconds>    with --distributed: fail a collective that makes
                          no progress for this long (default 60)
-)" PARTITA_PIPELINE_FLAGS_USAGE;
+)" PARTITA_TRAIN_STEP_FLAGS_USAGE PARTITA_PIPELINE_FLAGS_USAGE R"(
+Examples:
+  partita run docs/examples/transformer-layer.mlir --devices cpu:8 --check
+  partita gen gpt --rules fsdp | partita run - --train --devices cpu:8 --check
+)";
 
 /// Loads the module at `input` and compiles it for `partita run`
 /// (compileForRun, Check.h). A failure whose diagnostics are printed has an

@@ -47,7 +47,11 @@ draws a pipeline schedule instead: one row per rank, F forward, B backward
 (input gradient when split), W weight gradient, . idle, with equal stages
 (a forward takes 1, a backward 2; zero-bubble splits it 1 + 1), and the
 bubble and micro-batches held per rank (docs/Pipeline.md).
-)" PARTITA_PIPELINE_FLAGS_USAGE;
+)" PARTITA_PIPELINE_FLAGS_USAGE R"(
+Examples:
+  partita show docs/examples/megatron-mlp.mlir --value mlp.gelu
+  partita show --schedule 1f1b --pp 4 --micro-batches 8
+)";
 
 /// "0-3,8" style list of device ids.
 std::string deviceList(const std::vector<int64_t> &devices) {

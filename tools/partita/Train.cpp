@@ -128,6 +128,10 @@ Options (defaults in brackets):
 Synthetic data: gpt and moe see sequences that follow a fixed rule (each
 token is 3 times the previous one plus 1, modulo the vocabulary) and learn
 to predict the next token; mlp regresses sin(3x).
+
+Examples:
+  partita train --model gpt --mesh data=2,model=4 --rules dp+tp --steps 60 --lr 1e-2
+  partita train --model gpt --steps 20 --checkpoint-dir ckpt --checkpoint-every 10
 )";
 
 } // namespace
