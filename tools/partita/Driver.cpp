@@ -116,6 +116,32 @@ Session::Session(llvm::raw_ostream &errors) : errors(errors) {
           auto it = namedPositions.find(loc);
           return it == namedPositions.end() ? loc : it->second;
         };
+        // A whole-file location (the module's own, line 0) is printed as
+        // "file: error: ...", not "file:0:0: error: ...".
+        if (auto file = llvm::dyn_cast<mlir::FileLineColLoc>(
+                resolve(diag.getLocation()));
+            file && file.getLine() == 0) {
+          auto severity = [](mlir::DiagnosticSeverity kind) {
+            switch (kind) {
+            case mlir::DiagnosticSeverity::Error:
+              return "error";
+            case mlir::DiagnosticSeverity::Warning:
+              return "warning";
+            case mlir::DiagnosticSeverity::Note:
+              return "note";
+            case mlir::DiagnosticSeverity::Remark:
+              return "remark";
+            }
+            return "error";
+          };
+          this->errors << file.getFilename().getValue() << ": "
+                       << severity(diag.getSeverity()) << ": " << diag.str()
+                       << "\n";
+          for (mlir::Diagnostic &note : diag.getNotes())
+            this->errors << file.getFilename().getValue() << ": note: "
+                         << note.str() << "\n";
+          return mlir::success();
+        }
         bool moved = resolve(diag.getLocation()) != diag.getLocation();
         for (mlir::Diagnostic &note : diag.getNotes())
           moved |= resolve(note.getLocation()) != note.getLocation();
