@@ -12,8 +12,9 @@ shardings:
     Executable, process start included — median of 3, and the collectives
     and bytes of its report (all_reduces combined into 25 MiB buckets, the
     default); and the collectives with combining off (`--combine-bytes 0`).
-Writes the table to docs/benchmarks.md (between the markers of its "Partita
-vs XLA" section) and prints it.
+Prints the table; with --write-doc also writes it into docs/benchmarks.md
+(between the markers of its "Partita vs XLA" section; --doc FILE to write
+another file).
 
 With --xla-outputs, every program is first compiled by XLA without
 out_shardings, and then exported with out_shardings pinned to the output
@@ -93,6 +94,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--partita",
                         default=os.path.join(ROOT, "build", "bin", "partita"))
+    parser.add_argument("--write-doc", action="store_true",
+                        help="write the table into --doc (a run on another "
+                             "machine no longer rewrites the docs)")
     parser.add_argument("--doc",
                         default=os.path.join(ROOT, "docs", "benchmarks.md"))
     parser.add_argument("--xla-outputs", action="store_true",
@@ -156,6 +160,8 @@ def main():
             f"{r['our_seconds'] * 1e3:.0f} |")
     table = "\n".join(lines)
     print(table)
+    if not options.write_doc:
+        return
 
     begin, end = ((OUTPUTS_BEGIN, OUTPUTS_END) if options.xla_outputs
                   else (BEGIN, END))
