@@ -255,6 +255,11 @@ TEST_CASE("malformed headers and unsupported files are rejected",
              Catch::Contains("structured dtypes"));
   CHECK_THAT(failureOf(npyWithHeader("['<f4', False, (1,)]", data4)),
              Catch::Contains("the header is not a dict"));
+  // A repeated key: the later value decided the size ("unexpected bytes").
+  CHECK_THAT(failureOf(npyWithHeader("{'descr': '<f4', 'fortran_order': "
+                                     "False, 'shape': (1,), 'shape': (), }",
+                                     data4)),
+             Catch::Contains("the header gives 'shape' twice"));
   CHECK_THAT(
       failureOf(npyWithHeader("{'descr': '<f4', 'shape': (1,), }", data4)),
       Catch::Contains("the header has no 'fortran_order' entry"));

@@ -72,6 +72,13 @@ public:
       if (!consume(':'))
         return fail("expected ':' after key '" + *key + "'");
       skipSpace();
+      // Python's dict literal keeps the last of a repeated key; a header
+      // that repeats one was not written by numpy, and the later value
+      // decided the data's size ("188 unexpected bytes").
+      if ((*key == "descr" && seenDescr) ||
+          (*key == "fortran_order" && seenOrder) ||
+          (*key == "shape" && seenShape))
+        return fail("the header gives '" + *key + "' twice");
       if (*key == "descr") {
         if (peek() == '[')
           return fail("structured dtypes (a descr list) are not supported");
