@@ -249,11 +249,15 @@ Expected<std::vector<int64_t>> parseIntegerList(const std::string &text,
         begin == std::string::npos ? "" : token.substr(begin, end - begin + 1);
     bool digits = !token.empty() && token.size() <= 18 &&
                   token.find_first_not_of("0123456789") == std::string::npos;
+    // 18 digits at most: a larger value is out of range, not malformed.
     if (!digits)
-      return Status::error(std::string("bad ") + option + " '" + text + "': '" +
-                           token +
-                           "' is not a non-negative integer (expected a "
-                           "comma-separated list such as 8,6)");
+      return Status::error(
+          std::string("bad ") + option + " '" + text + "': '" + token + "' " +
+          (token.size() > 18 &&
+                   token.find_first_not_of("0123456789") == std::string::npos
+               ? "is too large (at most 18 digits)"
+               : "is not a non-negative integer") +
+          " (expected a comma-separated list such as 8,6)");
     values.push_back(std::stoll(token));
     pos = comma + 1;
   }
