@@ -18,6 +18,7 @@
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/IO/RunSupport.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -98,6 +99,10 @@ Expected<Executable> loadAndCompile(Session &session, const CommandLine &cl,
 
 /// Whether `path` holds an Executable file (its magic), not a module.
 bool isExecutableFile(const std::string &path) {
+  // Only a regular file can be one: reading a FIFO here would consume (or
+  // wait for) what the program reader needs.
+  if (!llvm::sys::fs::is_regular_file(path))
+    return false;
   std::ifstream file(path, std::ios::binary);
   char magic[8] = {};
   return file && file.read(magic, 8) &&

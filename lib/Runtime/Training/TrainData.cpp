@@ -49,6 +49,9 @@ Status SyntheticData::fill(int64_t step,
 
 Status TokenFileData::load(const std::string &path, int64_t sequence,
                            int64_t vocabulary) {
+  // Checked before opening: opening a FIFO waits for a writer forever.
+  if (Status regular = requireRegularFile(path); !regular.ok())
+    return Status::error("token file '" + path + "' " + regular.message());
   std::error_code error;
   std::ifstream file(path, std::ios::binary);
   if (!file || !std::filesystem::is_regular_file(path, error))
