@@ -3,6 +3,7 @@
 #include "partita/Transforms/Interconnect.h"
 #include "partita/Sharding/TextLimits.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -113,13 +114,30 @@ Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
   return interconnect;
 }
 
-Expected<Interconnect> partita::readInterconnect(llvm::StringRef path) {
+Expected<std::string> partita::readJsonFile(llvm::StringRef path) {
+  constexpr uint64_t kMaxBytes = uint64_t(64) << 20;
+  llvm::sys::fs::file_status status;
+  if (std::error_code error = llvm::sys::fs::status(path, status))
+    return Status::error(error.message());
+  if (llvm::sys::fs::is_directory(status))
+    return Status::error("is a directory");
+  if (!llvm::sys::fs::is_regular_file(status))
+    return Status::error("is not a regular file (a device or a FIFO)");
+  if (status.getSize() > kMaxBytes)
+    return Status::error("is larger than 64 MiB");
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(path);
   if (!file)
+    return Status::error(file.getError().message());
+  return (*file)->getBuffer().str();
+}
+
+Expected<Interconnect> partita::readInterconnect(llvm::StringRef path) {
+  Expected<std::string> text = readJsonFile(path);
+  if (!text)
     return Status::error("cannot read interconnect spec '" + path.str() +
-                         "': " + file.getError().message());
-  Expected<Interconnect> interconnect = parseInterconnect((*file)->getBuffer());
+                         "': " + text.status().message());
+  Expected<Interconnect> interconnect = parseInterconnect(*text);
   if (!interconnect)
     return Status::error(path.str() + ": " + interconnect.status().message());
   return interconnect;

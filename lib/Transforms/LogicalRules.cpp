@@ -2,7 +2,9 @@
 
 #include "partita/Transforms/LogicalRules.h"
 #include "partita/Sharding/TextLimits.h"
+#include "partita/Transforms/Interconnect.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -150,6 +152,10 @@ Expected<LogicalRules> partita::parseLogicalRules(std::string_view json,
   if (!entries)
     return Status::error(source + ": expected an array of rules (or an "
                                   "object with one under \"rules\")");
+  // No rules shards nothing: almost surely not what a rules file is for.
+  if (entries->empty())
+    return Status::error(source + ": the rules file holds no rules (to "
+                                  "replicate everything, leave --rules out)");
   LogicalRules result;
   result.source = source;
   for (size_t i = 0; i < entries->size(); ++i) {
@@ -206,13 +212,15 @@ Expected<LogicalRules> partita::loadLogicalRules(const std::string &spec,
   for (const auto &preset : presets())
     if (preset.first == spec)
       return presetLogicalRules(spec, mesh);
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFile(spec);
-  if (!file)
+  if (!llvm::sys::fs::exists(spec))
     return Status::error("'" + spec + "' is neither a rules preset (" +
                          logicalRulePresetNames() +
                          ") nor a readable rules file");
-  return parseLogicalRules((*file)->getBuffer().str(), spec, mesh);
+  Expected<std::string> text = readJsonFile(spec);
+  if (!text)
+    return Status::error("rules file '" + spec + "' " +
+                         text.status().message());
+  return parseLogicalRules(*text, spec, mesh);
 }
 
 Sharding partita::applyLogicalRules(const LogicalRules &rules,

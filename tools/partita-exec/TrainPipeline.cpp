@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "TrainPipeline.h"
 
+#include "../common/CommandLine.h"
 #include "../common/RuntimeBackends.h"
 
 #include "partita/Runtime/CPU/Kernels.h"
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -251,18 +253,21 @@ Status partita::tools::trainPipelineCommand(const Arguments &args) {
         !status.ok())
       return processes.report(status);
   }
-  auto positive = [&](const char *flag, long fallback) -> Expected<long> {
-    std::string text = args.get(flag, std::to_string(fallback));
-    char *end = nullptr;
-    long value = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || !end || *end || value < 0)
-      return Status::error(std::string(flag) +
-                           " must be a non-negative integer, got '" + text +
-                           "'");
-    return value;
+  // Range-checked as partita train checks them: 99999999999999999999
+  // steps was clamped and trained "forever".
+  auto integer = [&](const char *flag, long fallback,
+                     int64_t max) -> Expected<long> {
+    if (!args.has(flag))
+      return fallback;
+    Expected<int64_t> value =
+        tools::parseIntegerFlag(flag, args.get(flag), 0, max);
+    if (!value)
+      return value.status();
+    return static_cast<long>(*value);
   };
-  Expected<long> steps = positive("--steps", 3);
-  Expected<long> seed = positive("--seed", 0);
+  Expected<long> steps = integer("--steps", 3, 1000000000000);
+  Expected<long> seed =
+      integer("--seed", 0, std::numeric_limits<int64_t>::max());
   if (!steps || !seed)
     return processes.report(steps ? seed.status() : steps.status());
 

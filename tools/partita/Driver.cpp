@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 using namespace partita;
 using namespace partita::cli;
@@ -451,16 +452,15 @@ bool partita::cli::parseTrainChoices(const CommandLine &cl,
   }
   options.trainRemat = *parsedRemat;
   if (cl.has("--clip-norm")) {
-    std::string text = cl.get("--clip-norm");
-    char *end = nullptr;
-    options.trainClipNorm = std::strtod(text.c_str(), &end);
-    if (text.empty() || !end || *end || !(options.trainClipNorm > 0)) {
-      exitCode =
-          usageError("--clip-norm must be a positive number, got '" + text +
-                     "'");
+    Expected<double> norm = tools::parseNumberFlag(
+        "--clip-norm", cl.get("--clip-norm"), 0, 1e30, true);
+    if (!norm) {
+      exitCode = usageError(norm.status().message());
       return false;
     }
+    options.trainClipNorm = *norm;
   }
+
   return true;
 }
 
@@ -471,52 +471,53 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
   options.overlap = !cl.on("--no-overlap");
   options.interconnectFile = cl.get("--interconnect");
   options.rules = cl.get("--rules");
+  // An empty value is a mistake (a shell variable that was not set), not
+  // "no rules": it compiled with nothing sharded.
+  if (cl.has("--rules") && options.rules.empty()) {
+    exitCode = usageError("--rules needs a preset or a file, got ''");
+    return false;
+  }
   if (cl.has("--combine-bytes")) {
-    std::string text = cl.get("--combine-bytes");
-    char *end = nullptr;
-    errno = 0;
-    long long bytes = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || errno != 0 || !end || *end || bytes < 0) {
-      exitCode = usageError("--combine-bytes must be a non-negative number of "
-                            "bytes, got '" + text + "'");
+    Expected<int64_t> bytes =
+        tools::parseIntegerFlag("--combine-bytes", cl.get("--combine-bytes"),
+                                0, std::numeric_limits<int64_t>::max());
+    if (!bytes) {
+      exitCode = usageError(bytes.status().message() +
+                            " (bytes per device; 0: no combining)");
       return false;
     }
-    options.combineBytes = bytes;
+    options.combineBytes = *bytes;
   }
   if (cl.has("--max-padding")) {
-    std::string text = cl.get("--max-padding");
-    char *end = nullptr;
-    double fraction = std::strtod(text.c_str(), &end);
-    if (text.empty() || !end || *end || !(fraction >= 0 && fraction <= 1)) {
-      exitCode = usageError("--max-padding must be a fraction between 0 and "
-                            "1, got '" + text + "'");
+    Expected<double> fraction = tools::parseNumberFlag(
+        "--max-padding", cl.get("--max-padding"), 0, 1);
+    if (!fraction) {
+      exitCode = usageError(fraction.status().message());
       return false;
     }
-    options.maxPadding = fraction;
+    options.maxPadding = *fraction;
   }
   if (cl.on("--train")) {
     if (!parseTrainChoices(cl, options, exitCode))
       return false;
     options.trainMixedPrecision = cl.on("--mixed-precision");
     if (cl.has("--micro-batches")) {
-      std::string text = cl.get("--micro-batches");
-      char *end = nullptr;
-      options.trainMicroBatches = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || !end || *end || options.trainMicroBatches < 1) {
-        exitCode = usageError("--micro-batches must be a positive integer, "
-                              "got '" + text + "'");
+      Expected<int64_t> micro = tools::parseIntegerFlag(
+          "--micro-batches", cl.get("--micro-batches"), 1, 1 << 20);
+      if (!micro) {
+        exitCode = usageError(micro.status().message());
         return false;
       }
+      options.trainMicroBatches = *micro;
     }
     if (cl.has("--lr")) {
-      std::string text = cl.get("--lr");
-      char *end = nullptr;
-      options.trainLearningRate = std::strtod(text.c_str(), &end);
-      if (text.empty() || !end || *end || options.trainLearningRate <= 0) {
-        exitCode =
-            usageError("--lr must be a positive number, got '" + text + "'");
+      Expected<double> rate =
+          tools::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
+      if (!rate) {
+        exitCode = usageError(rate.status().message());
         return false;
       }
+      options.trainLearningRate = *rate;
     }
   } else if (cl.has("--optimizer") || cl.has("--lr") ||
              cl.on("--mixed-precision") || cl.has("--micro-batches") ||

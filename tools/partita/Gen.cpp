@@ -185,6 +185,8 @@ int partita::cli::genCommand(const std::vector<std::string> &args) {
       buildModelOrReport(session, config, *mesh);
   if (!module)
     return 1;
+  if (cl.has("--rules") && cl.get("--rules").empty())
+    return usageError("--rules needs a preset or a file, got ''");
   if (cl.has("--rules")) {
     mlir::PassManager passes(&session.context);
     ApplyRulesPassOptions options;

@@ -19,6 +19,7 @@
 
 #include "partita/Models/Models.h"
 #include "partita/Sharding/TextLimits.h"
+#include "partita/Transforms/Interconnect.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -94,11 +95,11 @@ Expected<Cluster> readCluster(const std::string &path) {
   Cluster cluster;
   if (path.empty())
     return cluster;
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFile(path);
-  if (!file)
-    return Status::error("cannot read '" + path + "'");
-  llvm::StringRef text = (*file)->getBuffer();
+  Expected<std::string> contents = readJsonFile(path);
+  if (!contents)
+    return Status::error("cannot read '" + path +
+                         "': " + contents.status().message());
+  llvm::StringRef text = *contents;
   if (Status deep = checkJsonNesting(std::string_view(text.data(), text.size()));
       !deep.ok())
     return Status::error(path + ": not JSON: " + deep.message());
@@ -192,11 +193,11 @@ Expected<double> parseBytes(const std::string &text) {
       {"TB", 1e12}};
   for (const auto &[name, scale] : units)
     if (unit == name && end != text.c_str() && value > 0 &&
-        std::isfinite(value))
+        std::isfinite(value) && value * scale < 9.2e18)
       return value * scale;
   return Status::error("--memory-per-device must be a positive number of "
-                       "bytes (optionally with KiB, MiB, GiB, KB, MB, GB), "
-                       "got '" + text + "'");
+                       "bytes below 2^63 (optionally with KiB, MiB, GiB, KB, "
+                       "MB, GB), got '" + text + "'");
 }
 
 /// Pipeline ranks searched at most.

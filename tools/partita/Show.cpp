@@ -9,6 +9,7 @@
 
 #include "BlockGrid.h"
 #include "Driver.h"
+#include "../common/CommandLine.h"
 #include "ValueCatalog.h"
 
 #include "partita/Runtime/Pipeline/Schedule.h"
@@ -258,15 +259,20 @@ int showSchedule(const std::vector<std::string> &args) {
   if (!kind)
     return usageError("unknown --schedule '" + cl.get("--schedule") +
                       "' (expected " + availableSchedules() + ")");
+  // Ranks, micro-batches and stages past 4096, or a chart wider than 10,000
+  // columns, are typos (a width of 2^64 was clamped to one cell).
   auto number = [&](const char *flag, long fallback, long &value) {
-    std::string text = cl.get(flag, std::to_string(fallback));
-    char *stop = nullptr;
-    value = std::strtol(text.c_str(), &stop, 10);
-    if (text.empty() || !stop || *stop || value < 1) {
-      exitCode = usageError(std::string(flag) +
-                            " must be a positive integer, got '" + text + "'");
+    if (!cl.has(flag)) {
+      value = fallback;
+      return true;
+    }
+    Expected<int64_t> parsed = tools::parseIntegerFlag(
+        flag, cl.get(flag), 1, std::string(flag) == "--width" ? 10000 : 4096);
+    if (!parsed) {
+      exitCode = usageError(parsed.status().message());
       return false;
     }
+    value = static_cast<long>(*parsed);
     return true;
   };
   long ranks = 0, micro = 0, virtualStages = 0, width = 0;

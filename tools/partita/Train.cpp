@@ -368,6 +368,8 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
       return usageError(status.message());
   request.mesh = *mesh;
   options.rules = cl.get("--rules", "dp");
+  if (options.rules.empty())
+    return usageError("--rules needs a preset or a file, got ''");
   options.overlap = !cl.on("--no-overlap");
   if (std::optional<int> code = parsePipelineRequest(cl, pipe, virtualStages,
                                                      meshText, request))

@@ -27,6 +27,11 @@ Expected<Interconnect> parseInterconnect(llvm::StringRef json);
 /// Reads and parses an interconnect spec file.
 Expected<Interconnect> readInterconnect(llvm::StringRef path);
 
+/// The text of a JSON input file (an interconnect spec, a rules file, a
+/// cluster file): a regular file of at most 64 MiB. A device or FIFO
+/// (/dev/zero) would be read without end; the error says what it is.
+Expected<std::string> readJsonFile(llvm::StringRef path);
+
 } // namespace partita
 
 #endif // PARTITA_TRANSFORMS_INTERCONNECT_H

@@ -247,6 +247,15 @@ partita::readPipelinedStep(const std::string &directory) {
       return Status::error(
           path + ": " +
           (parsedType ? shape.status() : parsedType.status()).message());
+    for (int64_t size : *shape)
+      if (size < 0)
+        return Status::error(path + ": a data input's shape " +
+                             formatShape(*shape) +
+                             " has a negative dimension");
+    if (Expected<int64_t> bytes = checkedNumBytes(*parsedType, *shape);
+        !bytes)
+      return Status::error(path + ": a data input's shape: " +
+                           bytes.status().message());
     step.dataTypes.push_back(*parsedType);
     step.dataShapes.push_back(*shape);
   }
@@ -363,6 +372,34 @@ partita::readPipelinedStep(const std::string &directory) {
       return executable.status();
     stage.update = std::move(*executable);
     step.stages.push_back(std::move(stage));
+  }
+  // The parameters' indices number them all, each once: the runner writes
+  // parameter paramIndex[j] of the whole model.
+  size_t parameterCount = 0;
+  for (const PipelineStage &stage : step.stages)
+    parameterCount += stage.paramIndex.size();
+  std::vector<bool> seen(parameterCount, false);
+  for (size_t s = 0; s < step.stages.size(); ++s)
+    for (int64_t index : step.stages[s].paramIndex) {
+      if (index < 0 || static_cast<size_t>(index) >= parameterCount ||
+          seen[static_cast<size_t>(index)])
+        return Status::error(path + ": stage " + std::to_string(s) +
+                             ": parameter index " + std::to_string(index) +
+                             " is not one of 0.." +
+                             std::to_string(parameterCount - 1) +
+                             " named once");
+      seen[static_cast<size_t>(index)] = true;
+    }
+  // The loss is an output of the last stage's forward program.
+  if (!step.stages.empty()) {
+    const StageProgram &last =
+        programOf(step.stages.back(), StageProgramKind::Forward);
+    if (!last.present || step.lossOutput >= static_cast<int32_t>(
+                                                last.executable.outputs.size()))
+      return Status::error(path + ": loss_output " +
+                           std::to_string(step.lossOutput) +
+                           " is not an output of the last stage's forward "
+                           "program");
   }
   // Every source must name something that exists.
   for (size_t s = 0; s < step.stages.size(); ++s)

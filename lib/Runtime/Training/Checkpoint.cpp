@@ -326,6 +326,8 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
   meta.step = json["step"].get<int64_t>();
   meta.seed = json["seed"].get<uint64_t>();
   meta.model = json["model"].get<std::string>();
+  if (meta.model.empty())
+    return bad("empty 'model': the checkpoint does not say what it holds");
   meta.mesh = json["mesh"].get<std::string>();
   meta.rules = json["rules"].get<std::string>();
   for (const Json &loss : json["losses"]) {
@@ -365,6 +367,10 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
         tensor.directory[0] == '.')
       return bad(tensor.key + ": malformed directory '" + tensor.directory +
                  "'");
+    for (const CheckpointTensor &other : info.tensors)
+      if (other.key == tensor.key || other.directory == tensor.directory)
+        return bad("'" + tensor.key + "' (in " + tensor.directory +
+                   ") repeats the key or directory of '" + other.key + "'");
     info.tensors.push_back(std::move(tensor));
   }
   std::set<std::string> listed;
@@ -406,12 +412,25 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
                              ": not in checkpoint.json's list of files, so "
                              "it has no checksum to check");
     }
-    for (const CheckpointTensor &tensor : info.tensors)
+    for (const CheckpointTensor &tensor : info.tensors) {
       if (!listed.count(tensor.directory + "/index.json"))
         return Status::error(directory + ": " + tensor.key + ": " +
                              tensor.directory +
                              "/index.json is not in checkpoint.json's list "
                              "of files");
+      // The files hold what checkpoint.json says of them: dtype and shape.
+      Expected<ShardedArrayIndex> index =
+          readShardedArrayIndex(directory + "/" + tensor.directory);
+      if (!index)
+        return Status::error(directory + ": " + tensor.key + ": " +
+                             index.status().message());
+      if (index->dtype != tensor.dtype || index->globalShape != tensor.shape)
+        return Status::error(
+            directory + ": " + tensor.key + ": checkpoint.json says " +
+            dtypeName(tensor.dtype) + formatShape(tensor.shape) +
+            ", its files hold " + dtypeName(index->dtype) +
+            formatShape(index->globalShape));
+    }
   }
   return info;
 }

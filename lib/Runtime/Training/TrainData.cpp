@@ -223,6 +223,9 @@ Status forEachLine(
     return Status::error("cannot read '" + path + "'");
   std::string line;
   for (int64_t number = 1; std::getline(file, line); ++number) {
+    if (line.find('\0') != std::string::npos)
+      return Status::error(path + ":" + std::to_string(number) +
+                           ": a NUL byte: this is not a text file");
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue;
     if (Status status = each(line, path + ":" + std::to_string(number) + ": ");
