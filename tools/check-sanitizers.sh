@@ -59,7 +59,7 @@ if [ -x build/bin/partita ]; then
   "$X" run "$work/layer.exe" --outputs "$work/out" > /dev/null
   "$X" run "$work/layer.exe" --expect "$work/out" > /dev/null
   $P gen gpt --layers 4 > "$work/gpt4.mlir"
-  $P compile "$work/gpt4.mlir" --train --pp 2 --mesh pipe=2,data=2 --micro-batches 4 -o "$work/pp" > /dev/null
+  $P compile "$work/gpt4.mlir" --train --pp 2 --mesh pipe=2,data=2 --rules dp --micro-batches 4 -o "$work/pp" > /dev/null
   "$X" train "$work/pp" --steps 2 > "$work/pp.log"
   echo "sanitized run: pipelined step: $(grep -c '^step' "$work/pp.log") steps"
 fi

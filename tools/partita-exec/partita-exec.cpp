@@ -282,6 +282,11 @@ Expected<LayoutOptions> parseLayoutOptions(const Arguments &args,
         parseIntegerList(args.get("--device-ids"), "--device-ids");
     if (!ids)
       return ids.status();
+    // An empty list is not "row-major": it is a value left out.
+    if (ids->empty())
+      return Status::error("bad --device-ids '': give one id per device of "
+                           "the mesh, or leave the flag out for row-major "
+                           "order");
     mesh = Mesh::create(mesh->axes(), *ids);
     if (!mesh)
       return Status::error("bad --device-ids '" + args.get("--device-ids") +
@@ -420,6 +425,10 @@ Status infoCommand(const Arguments &args) {
   Expected<ShardedArrayIndex> index = readShardedArrayIndex(path);
   if (!index)
     return index.status();
+  // The shards are read as assemble reads them, as info does a .npy file:
+  // a truncated or replaced shard is an error here too.
+  if (Expected<HostArray> whole = readShardedArray(path); !whole)
+    return whole.status();
   std::printf("%s: sharded array, %s %s\n", path.c_str(),
               dtypeName(index->dtype), formatShape(index->globalShape).c_str());
   std::printf("mesh:        %s (%lld devices)\n",

@@ -281,6 +281,13 @@ partita::cli::parseCalibration(const llvm::json::Object &object,
                                    "kind, a group of at least 2, a "
                                    "non-negative latency_us and a positive "
                                    "bandwidth_GBps");
+    if (*kind != "all_reduce" && *kind != "all_gather" &&
+        *kind != "reduce_scatter" && *kind != "all_to_all" &&
+        *kind != "collective_permute")
+      return Status::error(where + ": unknown collective kind '" +
+                           kind->str() +
+                           "' (all_reduce, all_gather, reduce_scatter, "
+                           "all_to_all, collective_permute)");
     calibration.collectives[{kind->str(), *group}] = {*latency, *bandwidth};
   }
   return calibration;
