@@ -425,10 +425,6 @@ Status infoCommand(const Arguments &args) {
   Expected<ShardedArrayIndex> index = readShardedArrayIndex(path);
   if (!index)
     return index.status();
-  // The shards are read as assemble reads them, as info does a .npy file:
-  // a truncated or replaced shard is an error here too.
-  if (Expected<HostArray> whole = readShardedArray(path); !whole)
-    return whole.status();
   std::printf("%s: sharded array, %s %s\n", path.c_str(),
               dtypeName(index->dtype), formatShape(index->globalShape).c_str());
   std::printf("mesh:        %s (%lld devices)\n",
@@ -453,7 +449,7 @@ Status infoCommand(const Arguments &args) {
       missing.push_back(file.file);
   }
   // The index alone does not make an array: every shard it names must be
-  // there (their contents are checked when the array is read).
+  // there, and hold its block.
   if (!missing.empty()) {
     std::string list;
     for (const std::string &file : missing)
@@ -462,6 +458,10 @@ Status infoCommand(const Arguments &args) {
                          " of " + std::to_string(index->files.size()) +
                          " shard files are missing: " + list);
   }
+  // The shards are read as assemble reads them, as info does a .npy file:
+  // a truncated or replaced shard is an error here too.
+  if (Expected<HostArray> whole = readShardedArray(path); !whole)
+    return whole.status();
   return Status::success();
 }
 
