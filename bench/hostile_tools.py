@@ -60,6 +60,7 @@ def opt_cases(s):
 PY_HARNESS = '''\
 import os, sys, pathlib
 import numpy as np
+import partita
 FX = pathlib.Path(os.environ["HOSTILE_FX"])
 def src(name):
     return (FX / name).read_text()
