@@ -382,6 +382,8 @@ def portable_asm(lowered):
     # Other scripts of the repository that call export() (bench/vs_xla.py).
     for root in {REPO_ROOT, os.path.realpath(REPO_ROOT)}:
         asm = asm.replace(f'"{root}/', '"')
+    # Library sources (Flax, Optax, JAX) by their path inside site-packages.
+    asm = re.sub(r'"[^"]*/site-packages/', '"site-packages/', asm)
     for prefix in (REPO_ROOT, "/tmp/", "/work/"):
         if prefix in asm:
             raise RuntimeError(f"module still mentions {prefix}")

@@ -258,7 +258,8 @@ namespace {
 /// Positions for the ops and block arguments `state` saw whose location
 /// says nowhere in the input: an unknown location (JAX writes many)
 /// becomes the position it was parsed at; a name around an unknown
-/// location keeps its name in the IR and gets Session::namedPositions.
+/// location keeps its name around that position (values made later with
+/// the bare name find it in Session::namedPositions).
 void recordSourcePositions(Session &session, const mlir::AsmParserState &state,
                            llvm::StringRef bufferName) {
   auto position = [&](llvm::SMLoc at) {
@@ -274,11 +275,15 @@ void recordSourcePositions(Session &session, const mlir::AsmParserState &state,
       set(position(at));
       return;
     }
+    // JAX gives many ops the same name-only location (loc("gather")):
+    // each op keeps the name around its own position, so that an error
+    // points at the op that failed, not at the first op of that name.
     auto name = llvm::dyn_cast<mlir::NameLoc>(loc);
-    if (name && llvm::isa<mlir::UnknownLoc>(name.getChildLoc()) &&
-        !session.namedPositions.count(loc))
-      session.namedPositions.try_emplace(
-          loc, mlir::NameLoc::get(name.getName(), position(at)));
+    if (!name || !llvm::isa<mlir::UnknownLoc>(name.getChildLoc()))
+      return;
+    mlir::Location placed = mlir::NameLoc::get(name.getName(), position(at));
+    session.namedPositions.try_emplace(loc, placed);
+    set(placed);
   };
   for (const mlir::AsmParserState::OperationDefinition &def :
        state.getOpDefs())

@@ -114,13 +114,21 @@ private:
   FailureOr<SmallVector<Value>> reduceWindow(Operation *op);
   FailureOr<SmallVector<Value>> gather(Operation *op);
   FailureOr<SmallVector<Value>> scatter(Operation *op);
-  /// A gather that is jnp.take_along_axis on the last axis; `text` is the
-  /// printed dimension numbers.
-  FailureOr<SmallVector<Value>>
-  takeAlongLastAxis(Operation *op, const std::string &text,
-                    const std::optional<SmallVector<int64_t>> &sizes);
-  /// one_hot[b..., k, e] = (indices[b..., k, 0] == e) in `element`.
-  Value oneHot(Location loc, Value indices, int64_t width, Type element);
+  /// A gather with any dimension numbers (printed in `text`) as one-hot
+  /// einsums (Indexing.cpp).
+  FailureOr<SmallVector<Value>> generalGather(Operation *op, StringRef text);
+  /// A scatter adding (or, with `replace`, storing) its updates, as one-hot
+  /// einsums.
+  FailureOr<SmallVector<Value>> generalScatter(Operation *op, StringRef text,
+                                               bool replace);
+  /// Column `column` of `indices` along `vectorDim` (all of it when
+  /// vectorDim is the rank), reshaped to `batchShape`.
+  Value indexColumn(Location loc, Value indices, int64_t vectorDim,
+                    int64_t column, ArrayRef<int64_t> batchShape);
+  /// sel[G..., w, p] = (p == start[G...] + w) in `element`, w < window,
+  /// p < extent; the start clamped to [0, clampHigh] when given.
+  Value selection(Location loc, Value start, int64_t window, int64_t extent,
+                  std::optional<int64_t> clampHigh, Type element);
   FailureOr<SmallVector<Value>> whileLoop(Operation *op);
   FailureOr<SmallVector<Value>> manualComputation(Operation *op);
   /// all_reduce, all_gather, reduce_scatter, all_to_all and

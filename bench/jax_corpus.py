@@ -1,0 +1,505 @@
+#!/usr/bin/env python3
+"""A corpus of JAX programs written the way JAX users write them, exported
+for Partita's importer.
+
+Where tools/export_jax.py writes small hand-made programs, these use the
+libraries users train with: Flax NNX (and Linen), Optax optimizers and
+losses, Equinox, jax.shard_map, plain jax.numpy; forward passes, gradients
+and whole optimizer steps, on 1-, 2- and 3-axis meshes of 8 emulated CPU
+devices. Each program is written into test/Conversion/StableHLOToPartita/
+corpus/<name>/ in the fixture format that test/Conversion/
+StableHLOToPartita/README.md describes (module.mlir, input_<i>.npy,
+result_<i>.npy, xla.json), with the pytree of arguments flattened into
+positional arguments named after their paths.
+
+Needs JAX >= 0.12 with Flax, Optax and Equinox (tools/setup-jax.sh --latest
+makes such a virtual environment):
+    build/pyenv-latest/bin/python bench/jax_corpus.py [--only NAME] [--list]
+"""
+
+import argparse
+import functools
+import inspect
+import math
+import os
+import re
+import sys
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tools"))
+
+import export_jax  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from flax import nnx  # noqa: E402
+from jax.sharding import AxisType, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_OUT = os.path.join(REPO_ROOT, "test", "Conversion",
+                           "StableHLOToPartita", "corpus")
+
+AUTO2 = (AxisType.Auto, AxisType.Auto)
+MESH2 = jax.make_mesh((2, 4), ("data", "model"), axis_types=AUTO2)
+MESH1 = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
+MESH3 = jax.make_mesh((2, 2, 2), ("data", "fsdp", "model"),
+                      axis_types=(AxisType.Auto,) * 3)
+
+D = 32       # model width
+HEADS = 4
+HEAD_DIM = D // HEADS
+FF = 64
+VOCAB = 64
+SEQ = 8
+
+
+def is_spec(x):
+    return isinstance(x, P) or x is None
+
+
+def named(mesh, specs):
+    """NamedShardings over `mesh` for a pytree of PartitionSpecs."""
+    return jax.tree_util.tree_map(
+        lambda s: NamedSharding(mesh, s if s is not None else P()), specs,
+        is_leaf=is_spec)
+
+
+def arg_name(path):
+    text = jax.tree_util.keystr(path)
+    text = re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_")
+    return text if text and not text[0].isdigit() else "a_" + text
+
+
+class Program:
+    """One corpus entry: `fn` over the pytree `args`, with PartitionSpecs for
+    the arguments (a pytree prefix of args) and the results."""
+
+    def __init__(self, fn, args, in_specs, out_specs, mesh=MESH2):
+        self.fn, self.args, self.mesh = fn, args, mesh
+        self.in_specs, self.out_specs = in_specs, out_specs
+
+    def flat(self):
+        """The program over positional leaves: (fn, leaves, in, out)."""
+        paths_leaves, treedef = jax.tree_util.tree_flatten_with_path(
+            self.args)
+        leaves = [np.asarray(leaf) for _, leaf in paths_leaves]
+        names = []
+        for path, _ in paths_leaves:
+            name = arg_name(path)
+            while name in names:
+                name += "_"
+            names.append(name)
+        spec_tree = jax.tree_util.tree_map(
+            lambda s: s, self.in_specs, is_leaf=is_spec)
+        in_leaves = broadcast_prefix(spec_tree, self.args)
+        fn = self.fn
+
+        def flat_fn(*xs):
+            return fn(*jax.tree_util.tree_unflatten(treedef, list(xs)))
+
+        export_jax.with_arg_names(flat_fn, names)
+        return (flat_fn, leaves, tuple(named(self.mesh, s) for s in in_leaves),
+                named(self.mesh, self.out_specs))
+
+
+def broadcast_prefix(prefix, tree):
+    """The leaves of `tree`, each paired with the spec of `prefix` above it."""
+    out = []
+
+    def visit(spec, sub):
+        n = len(jax.tree_util.tree_leaves(sub))
+        out.extend([spec] * n)
+
+    jax.tree_util.tree_map(visit, prefix, tree, is_leaf=is_spec)
+    return out
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def normal(r, shape, std=1.0, dtype=np.float32):
+    return (r.standard_normal(shape) * std).astype(dtype)
+
+
+def ids(r, shape, high=VOCAB):
+    return r.integers(0, high, shape, dtype=np.int32)
+
+
+def like(tree, spec_of):
+    """A spec tree shaped like `tree`: spec_of(path, leaf) for each leaf."""
+    return jax.tree_util.tree_map_with_path(spec_of, tree)
+
+
+def fsdp_specs(axis):
+    """FSDP: each array's largest dimension divisible by the axis size split
+    over `axis`; vectors and the indivisible replicated."""
+    def spec(path, leaf):
+        shape = np.shape(leaf)
+        if len(shape) < 2:
+            return P()
+        size = MESH2.shape.get(axis, 0) if isinstance(axis, str) else 8
+        best = max(range(len(shape)), key=lambda d: shape[d])
+        if shape[best] % size:
+            return P()
+        parts = [None] * len(shape)
+        parts[best] = axis
+        return P(*parts)
+    return spec
+
+
+def megatron_specs(path, leaf):
+    """Megatron by parameter name: column-parallel in-projections (q, k, v,
+    up, gate, wi), row-parallel out-projections (o, down, wo), the embedding
+    split over the vocabulary, the rest replicated."""
+    name = jax.tree_util.keystr(path).lower()
+    shape = np.shape(leaf)
+    if len(shape) < 2:
+        return P()
+    if re.search(r"embed|wte|token", name) and shape[0] % 4 == 0:
+        return P("model", *([None] * (len(shape) - 1)))
+    if re.search(r"(query|key|value|\bq\b|\bk\b|\bv\b|'q'|'k'|'v'|wq|wk|wv|"
+                 r"up|gate|wi|fc1|w1|lm_head|head)", name):
+        if shape[-1] % 4 == 0 and len(shape) == 2:
+            return P(None, "model")
+        if len(shape) == 3 and shape[1] % 4 == 0:
+            return P(None, "model", None)
+    if re.search(r"(out|'o'|wo|down|fc2|w2|proj)", name):
+        if shape[0] % 4 == 0 and len(shape) == 2:
+            return P("model", None)
+        if len(shape) == 3 and shape[0] % 4 == 0:
+            return P("model", None, None)
+    return P()
+
+
+# ---------------------------------------------------------------------------
+# Models: plain jax.numpy.
+
+def mlp_init(seed, sizes=(D, FF, FF, 16)):
+    r = rng(seed)
+    return {f"layer{i}": {"w": normal(r, (a, b), 1 / math.sqrt(a)),
+                          "b": np.zeros((b,), np.float32)}
+            for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))}
+
+
+def mlp_apply(params, x):
+    n = len(params)
+    for i in range(n):
+        x = x @ params[f"layer{i}"]["w"] + params[f"layer{i}"]["b"]
+        if i + 1 < n:
+            x = jax.nn.relu(x)
+    return x
+
+
+def int_label_loss(logits, labels):
+    return optax.softmax_cross_entropy_with_integer_labels(
+        logits, labels).mean()
+
+
+def mlp_loss(params, x, y):
+    return int_label_loss(mlp_apply(params, x), y)
+
+
+def optax_step(loss_fn, tx):
+    def step(params, opt_state, *batch):
+        loss, grads = jax.value_and_grad(loss_fn)(params, *batch)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+    return step
+
+
+def mlp_step_program(seed, tx, param_spec, batch_spec=P("data", None),
+                     mesh=MESH2, batch=16):
+    params = mlp_init(seed)
+    r = rng(seed + 100)
+    x, y = normal(r, (batch, D)), ids(r, (batch,), 16)
+    opt_state = tx.init(params)
+    p_specs = like(params, param_spec)
+    o_specs = optimizer_state_specs(opt_state, params, p_specs)
+    return Program(optax_step(mlp_loss, tx), (params, opt_state, x, y),
+                   (p_specs, o_specs, batch_spec, P(batch_spec[0])),
+                   (p_specs, o_specs, P()), mesh)
+
+
+def optimizer_state_specs(opt_state, params, p_specs):
+    """Optimizer state sharded like the parameters it shadows (moments),
+    everything else (counts, scalars) replicated."""
+    shapes = {}
+    for (path, leaf), spec in zip(
+            jax.tree_util.tree_flatten_with_path(params)[0],
+            jax.tree_util.tree_leaves(p_specs, is_leaf=is_spec)):
+        shapes.setdefault(np.shape(leaf), spec)
+
+    def spec(path, leaf):
+        shape = np.shape(leaf)
+        if len(shape) >= 1 and shape in shapes:
+            return shapes[shape]
+        return P()
+    return like(opt_state, spec)
+
+
+def replicated(path, leaf):
+    return P()
+
+
+# ---------------------------------------------------------------------------
+# Models: Flax NNX.
+
+class Block(nnx.Module):
+    """Pre-norm decoder block: nnx.MultiHeadAttention (causal) and a GELU
+    MLP, LayerNorm or RMSNorm."""
+
+    def __init__(self, rngs, norm="layer", heads=HEADS):
+        make_norm = nnx.LayerNorm if norm == "layer" else nnx.RMSNorm
+        self.norm1 = make_norm(D, rngs=rngs)
+        self.attn = nnx.MultiHeadAttention(
+            num_heads=heads, in_features=D, qkv_features=D, decode=False,
+            rngs=rngs)
+        self.norm2 = make_norm(D, rngs=rngs)
+        self.up = nnx.Linear(D, FF, rngs=rngs)
+        self.down = nnx.Linear(FF, D, rngs=rngs)
+
+    def __call__(self, x):
+        mask = nnx.make_causal_mask(jnp.ones(x.shape[:2]))
+        h = self.norm1(x)
+        x = x + self.attn(h, mask=mask)
+        return x + self.down(jax.nn.gelu(self.up(self.norm2(x))))
+
+
+class GPT(nnx.Module):
+    def __init__(self, rngs, layers=2, norm="layer", vocab=VOCAB):
+        self.embed = nnx.Embed(vocab, D, rngs=rngs)
+        self.pos = nnx.Embed(SEQ, D, rngs=rngs)
+        self.blocks = nnx.List([Block(rngs, norm) for _ in range(layers)])
+        self.norm = nnx.LayerNorm(D, rngs=rngs)
+        self.lm_head = nnx.Linear(D, vocab, use_bias=False, rngs=rngs)
+
+    def __call__(self, tokens):
+        x = self.embed(tokens) + self.pos(jnp.arange(tokens.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.norm(x))
+
+
+def rotary(x, base=10000.0):
+    """Rotary position embedding of x [batch, seq, heads, head_dim]."""
+    seq, dim = x.shape[1], x.shape[-1]
+    freq = 1.0 / base ** (jnp.arange(0, dim, 2, dtype=jnp.float32) / dim)
+    angle = jnp.arange(seq, dtype=jnp.float32)[:, None] * freq[None, :]
+    cos = jnp.cos(angle)[None, :, None, :]
+    sin = jnp.sin(angle)[None, :, None, :]
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    out = jnp.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+    return out.reshape(x.shape).astype(x.dtype)
+
+
+class LlamaBlock(nnx.Module):
+    """RMSNorm, rotary grouped-query attention, SwiGLU: the Llama block."""
+
+    def __init__(self, rngs, kv_heads=2, dtype=jnp.float32):
+        self.kv_heads = kv_heads
+        self.norm1 = nnx.RMSNorm(D, rngs=rngs, dtype=dtype)
+        self.q = nnx.Linear(D, HEADS * HEAD_DIM, use_bias=False, rngs=rngs,
+                            dtype=dtype)
+        self.k = nnx.Linear(D, kv_heads * HEAD_DIM, use_bias=False,
+                            rngs=rngs, dtype=dtype)
+        self.v = nnx.Linear(D, kv_heads * HEAD_DIM, use_bias=False,
+                            rngs=rngs, dtype=dtype)
+        self.o = nnx.Linear(HEADS * HEAD_DIM, D, use_bias=False, rngs=rngs,
+                            dtype=dtype)
+        self.norm2 = nnx.RMSNorm(D, rngs=rngs, dtype=dtype)
+        self.gate = nnx.Linear(D, FF, use_bias=False, rngs=rngs, dtype=dtype)
+        self.up = nnx.Linear(D, FF, use_bias=False, rngs=rngs, dtype=dtype)
+        self.down = nnx.Linear(FF, D, use_bias=False, rngs=rngs, dtype=dtype)
+
+    def __call__(self, x):
+        b, s, _ = x.shape
+        h = self.norm1(x)
+        q = rotary(self.q(h).reshape(b, s, HEADS, HEAD_DIM))
+        k = rotary(self.k(h).reshape(b, s, self.kv_heads, HEAD_DIM))
+        v = self.v(h).reshape(b, s, self.kv_heads, HEAD_DIM)
+        out = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(out.reshape(b, s, HEADS * HEAD_DIM))
+        h = self.norm2(x)
+        return x + self.down(jax.nn.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(nnx.Module):
+    def __init__(self, rngs, layers=2, kv_heads=2, dtype=jnp.float32):
+        self.embed = nnx.Embed(VOCAB, D, rngs=rngs, dtype=dtype)
+        self.blocks = nnx.List([LlamaBlock(rngs, kv_heads, dtype)
+                                for _ in range(layers)])
+        self.norm = nnx.RMSNorm(D, rngs=rngs, dtype=dtype)
+        self.lm_head = nnx.Linear(D, VOCAB, use_bias=False, rngs=rngs,
+                                  dtype=dtype)
+
+    def __call__(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.norm(x)).astype(jnp.float32)
+
+
+def nnx_program(make_model, seed, mode, batch=4, param_spec=megatron_specs,
+                batch_spec=P("data", None), mesh=MESH2, tx=None,
+                nnx_optimizer=False, inputs=None, loss=None):
+    """A program over an NNX model's state: "forward" (logits), "loss"
+    (integer-label cross-entropy), "grad" (its gradients), "step" (a whole
+    Optax step; with nnx_optimizer, nnx.Optimizer's)."""
+    model = make_model(nnx.Rngs(seed))
+    graphdef, state = nnx.split(model)
+    state = jax.tree_util.tree_map(np.asarray, state)
+    r = rng(seed + 1000)
+    if inputs is None:
+        tokens, labels = ids(r, (batch, SEQ)), ids(r, (batch, SEQ))
+    else:
+        tokens, labels = inputs(r)
+    loss = loss or int_label_loss
+    s_specs = like(state, param_spec)
+
+    def loss_fn(state, tokens, labels):
+        return loss(nnx.merge(graphdef, state)(tokens), labels)
+
+    if mode == "forward":
+        return Program(lambda st, t: nnx.merge(graphdef, st)(t),
+                       (state, tokens), (s_specs, batch_spec), P(), mesh)
+    if mode == "loss":
+        return Program(loss_fn, (state, tokens, labels),
+                       (s_specs, batch_spec, batch_spec), P(), mesh)
+    if mode == "grad":
+        return Program(jax.grad(loss_fn), (state, tokens, labels),
+                       (s_specs, batch_spec, batch_spec), s_specs, mesh)
+    tx = tx or optax.adamw(1e-3)
+    if not nnx_optimizer:
+        opt_state = tx.init(state)
+        o_specs = optimizer_state_specs(opt_state, state, s_specs)
+        return Program(optax_step(loss_fn, tx), (state, opt_state, tokens,
+                                                 labels),
+                       (s_specs, o_specs, batch_spec, batch_spec),
+                       (s_specs, o_specs, P()), mesh)
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+    og, ostate = nnx.split((model, optimizer))
+    ostate = jax.tree_util.tree_map(np.asarray, ostate)
+    o_specs = like(ostate, lambda p, l: megatron_specs(p, l)
+                   if np.ndim(l) >= 2 else P())
+
+    def step(ostate, tokens, labels):
+        model, optimizer = nnx.merge(og, ostate)
+        value, grads = nnx.value_and_grad(
+            lambda m: loss(m(tokens), labels))(model)
+        optimizer.update(model, grads)
+        return nnx.state((model, optimizer)), value
+    return Program(step, (ostate, tokens, labels),
+                   (o_specs, batch_spec, batch_spec), (o_specs, P()), mesh)
+
+
+# ---------------------------------------------------------------------------
+# The corpus: name -> a function making its Program.
+
+def corpus():
+    c = {}
+    # Optax optimizers on a plain MLP, data parallel.
+    for name, tx in (("adamw", optax.adamw(1e-3, weight_decay=0.01)),
+                     ("adam", optax.adam(1e-3)),
+                     ("sgd_momentum", optax.sgd(1e-2, momentum=0.9)),
+                     ("lion", optax.lion(1e-4)),
+                     ("adafactor", optax.adafactor(1e-3)),
+                     ("clip_adamw_cosine", optax.chain(
+                         optax.clip_by_global_norm(1.0),
+                         optax.adamw(optax.warmup_cosine_decay_schedule(
+                             0.0, 1e-3, 10, 100))))):
+        c[f"mlp_{name}_step_dp"] = functools.partial(
+            mlp_step_program, 1, tx, replicated)
+    c["mlp_adamw_step_fsdp"] = functools.partial(
+        mlp_step_program, 2, optax.adamw(1e-3), fsdp_specs(("data", "model")),
+        P(("data", "model"), None))
+    c["mlp_sgd_step_1axis"] = functools.partial(
+        mlp_step_program, 3, optax.sgd(1e-2), replicated, P("data", None),
+        MESH1)
+    c["mlp_adam_step_tp"] = functools.partial(
+        mlp_step_program, 4, optax.adam(1e-3),
+        lambda p, l: P(None, "model") if np.ndim(l) == 2 and "layer0" in
+        jax.tree_util.keystr(p) else (P("model", None) if np.ndim(l) == 2
+                                      and "layer1" in jax.tree_util.keystr(p)
+                                      else P()))
+
+    # Flax NNX GPT: learned positions, LayerNorm, nnx.MultiHeadAttention.
+    gpt = functools.partial(GPT, layers=2)
+    c["nnx_gpt_forward_dp_tp"] = functools.partial(nnx_program, gpt, 10,
+                                                   "forward")
+    c["nnx_gpt_loss_dp_tp"] = functools.partial(nnx_program, gpt, 11, "loss")
+    c["nnx_gpt_grad_dp_tp"] = functools.partial(nnx_program, gpt, 12, "grad")
+    c["nnx_gpt_step_dp_tp"] = functools.partial(nnx_program, gpt, 13, "step")
+    c["nnx_gpt_grad_dp"] = functools.partial(
+        nnx_program, gpt, 14, "grad", batch=8, param_spec=replicated,
+        batch_spec=P(("data", "model"), None))
+    c["nnx_gpt_step_fsdp"] = functools.partial(
+        nnx_program, gpt, 15, "step", batch=8,
+        param_spec=fsdp_specs(("data", "model")),
+        batch_spec=P(("data", "model"), None))
+    c["nnx_gpt_rms_loss_dp_tp"] = functools.partial(
+        nnx_program, functools.partial(GPT, norm="rms"), 16, "loss")
+    c["nnx_gpt_optimizer_step"] = functools.partial(
+        nnx_program, gpt, 17, "step", nnx_optimizer=True)
+    c["nnx_gpt_uneven_vocab_loss"] = functools.partial(
+        nnx_program, functools.partial(GPT, vocab=50), 18, "loss",
+        inputs=lambda r: (ids(r, (4, SEQ), 50), ids(r, (4, SEQ), 50)))
+    # Llama: RMSNorm, rotary, GQA / MQA / MHA, SwiGLU.
+    c["llama_gqa_forward_dp_tp"] = functools.partial(
+        nnx_program, Llama, 20, "forward")
+    c["llama_gqa_loss_dp_tp"] = functools.partial(nnx_program, Llama, 21,
+                                                  "loss")
+    c["llama_mqa_grad_dp_tp"] = functools.partial(
+        nnx_program, functools.partial(Llama, kv_heads=1), 22, "grad",
+        param_spec=lambda p, l: P() if re.search(
+            r"'[kv]'", jax.tree_util.keystr(p)) else megatron_specs(p, l))
+    c["llama_mha_step_fsdp"] = functools.partial(
+        nnx_program, functools.partial(Llama, kv_heads=HEADS), 23, "step",
+        batch=8, param_spec=fsdp_specs(("data", "model")),
+        batch_spec=P(("data", "model"), None))
+    c["llama_bf16_loss_dp_tp"] = functools.partial(
+        nnx_program, functools.partial(Llama, dtype=jnp.bfloat16), 24,
+        "loss")
+    c["llama_gqa_step_lion_dp_tp"] = functools.partial(
+        nnx_program, Llama, 25, "step", tx=optax.lion(1e-4))
+    return c
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", metavar="NAME", action="append",
+                        help="export these programs alone")
+    parser.add_argument("--list", action="store_true",
+                        help="print the programs' names and stop")
+    parser.add_argument("--out", default=DEFAULT_OUT)
+    options = parser.parse_args()
+    table = corpus()
+    if options.list:
+        print("\n".join(table))
+        return
+    for name in options.only or []:
+        if name not in table:
+            sys.exit(f"unknown program {name}")
+    failed = []
+    for name, make in table.items():
+        if options.only and name not in options.only:
+            continue
+        try:
+            fn, args, in_shardings, out_shardings = make().flat()
+            export_jax.export(options.out, name, fn, args, in_shardings,
+                              out_shardings)
+        except Exception as error:  # noqa: BLE001 - report and go on
+            failed.append(name)
+            print(f"{name}: export failed: {type(error).__name__}: "
+                  f"{str(error)[:2000]}", file=sys.stderr)
+    if failed:
+        sys.exit(f"{len(failed)} programs failed to export: "
+                 + ", ".join(failed))
+
+
+if __name__ == "__main__":
+    main()
