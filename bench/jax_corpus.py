@@ -398,6 +398,208 @@ def nnx_program(make_model, seed, mode, batch=4, param_spec=megatron_specs,
 
 
 # ---------------------------------------------------------------------------
+# Models: shard_map, Linen, Equinox, MoE, scans, control flow.
+
+def ring_matmul(x, w):
+    """A collective matmul over a ring (jax.shard_map): each device holds a
+    block of rows of x and of w; w's blocks travel round the "model" ring
+    with ppermute while each device multiplies the block it holds, picked
+    by axis_index and a remainder."""
+    n = MESH2.shape["model"]
+
+    def local(x, w):
+        me = jax.lax.axis_index("model")
+        cols = x.shape[1] // n
+        acc = jnp.zeros((x.shape[0], w.shape[1]), x.dtype)
+        block = w
+        for step in range(n):
+            owner = (me + step) % n
+            xs = jax.lax.dynamic_slice_in_dim(x, owner * cols, cols, axis=1)
+            acc = acc + xs @ block
+            block = jax.lax.ppermute(
+                block, "model", [((i + 1) % n, i) for i in range(n)])
+        return acc
+    return jax.shard_map(local, mesh=MESH2,
+                         in_specs=(P("data", None), P("model", None)),
+                         out_specs=P("data", None))(x, w)
+
+
+def shard_map_dp_step(params, x, y):
+    """Data parallelism written by hand: per-device gradients, pmean over
+    the batch axes, an SGD update."""
+    def local(params, x, y):
+        loss, grads = jax.value_and_grad(mlp_loss)(params, x, y)
+        grads = jax.lax.pmean(grads, ("data", "model"))
+        loss = jax.lax.pmean(loss, ("data", "model"))
+        return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params,
+                                      grads), loss
+    return jax.shard_map(local, mesh=MESH2,
+                         in_specs=(P(), P(("data", "model")),
+                                   P(("data", "model"))),
+                         out_specs=(P(), P()))(params, x, y)
+
+
+def shard_map_collectives(x):
+    """all_gather, psum_scatter, all_to_all and axis_index on a 3-axis
+    mesh."""
+    def local(x):
+        g = jax.lax.all_gather(x, "fsdp", axis=0, tiled=True)
+        s = jax.lax.psum_scatter(g, "model", scatter_dimension=1, tiled=True)
+        t = jax.lax.all_to_all(s, "data", 0, 0, tiled=True)
+        rank = (jax.lax.axis_index("data") * 4 + jax.lax.axis_index("fsdp")
+                * 2 + jax.lax.axis_index("model"))
+        return t * (1.0 + rank.astype(t.dtype))
+    return jax.shard_map(local, mesh=MESH3,
+                         in_specs=P(("data", "fsdp"), "model"),
+                         out_specs=P(("data", "fsdp", "model"), None),
+                         check_vma=False)(x)
+
+
+def moe(x, router, w1, w2, k):
+    """Top-k routed experts with capacity-free dense dispatch: gates from a
+    softmax router, the chosen experts' outputs weighted by their gates."""
+    probs = jax.nn.softmax(x @ router, axis=-1)
+    gate, chosen = jax.lax.top_k(probs, k)
+    gate = gate / jnp.sum(gate, axis=-1, keepdims=True)
+    combine = jnp.sum(jax.nn.one_hot(chosen, router.shape[1]) *
+                      gate[..., None], axis=1)
+    h = jax.nn.silu(jnp.einsum("td,edf->tef", x, w1))
+    y = jnp.einsum("tef,efd->ted", h, w2)
+    return jnp.einsum("ted,te->td", y, combine)
+
+
+def moe_inputs(seed, experts=4, tokens=16):
+    r = rng(seed)
+    return (normal(r, (tokens, D)), normal(r, (D, experts), 0.2),
+            normal(r, (experts, D, FF), 1 / math.sqrt(D)),
+            normal(r, (experts, FF, D), 1 / math.sqrt(FF)))
+
+
+EXPERT_SPECS = (P("data", None), P(), P("model", None, None),
+                P("model", None, None))
+
+
+def moe_grad(k):
+    def loss(x, router, w1, w2):
+        return jnp.mean(moe(x, router, w1, w2, k) ** 2)
+    return jax.grad(loss, argnums=(1, 2, 3))
+
+
+def scan_stack(params, x):
+    """nnx-style stacked layers as lax.scan with a remat'd body."""
+    @jax.checkpoint
+    def body(h, layer):
+        h = h + jax.nn.gelu(layer["norm"] * h @ layer["w1"]) @ layer["w2"]
+        return h, None
+    return jax.lax.scan(body, x, params)[0]
+
+
+def stack_init(seed, layers=3):
+    r = rng(seed)
+    return {"norm": 1 + normal(r, (layers, D), 0.1),
+            "w1": normal(r, (layers, D, FF), 1 / math.sqrt(D)),
+            "w2": normal(r, (layers, FF, D), 1 / math.sqrt(FF))}
+
+
+STACK_SPECS = {"norm": P(), "w1": P(None, None, "model"),
+               "w2": P(None, "model", None)}
+
+
+class NNXScanned(nnx.Module):
+    """Layers created with nnx.vmap and applied with nnx.scan (and
+    nnx.remat), as Flax's guide on scanned layers writes them."""
+
+    def __init__(self, rngs, layers=3):
+        @nnx.split_rngs(splits=layers)
+        @nnx.vmap(in_axes=(0,), out_axes=0)
+        def make(rngs):
+            return MLPBlock(rngs)
+        self.blocks = make(rngs)
+
+    def __call__(self, x):
+        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+        @nnx.remat
+        def step(x, block):
+            return block(x)
+        return step(x, self.blocks)
+
+
+class MLPBlock(nnx.Module):
+    def __init__(self, rngs):
+        self.norm = nnx.LayerNorm(D, rngs=rngs)
+        self.up = nnx.Linear(D, FF, rngs=rngs)
+        self.down = nnx.Linear(FF, D, rngs=rngs)
+
+    def __call__(self, x):
+        return x + self.down(jax.nn.gelu(self.up(self.norm(x))))
+
+
+class ViT(nnx.Module):
+    """A small vision transformer: 4x4 patches of 16x16x3 images embedded
+    by a Linear over flattened patches, a class token, learned positions,
+    two nnx.MultiHeadAttention blocks, a classifier head."""
+
+    def __init__(self, rngs, classes=10):
+        self.patch = nnx.Linear(4 * 4 * 3, D, rngs=rngs)
+        self.cls = nnx.Param(jnp.zeros((1, 1, D)))
+        self.pos = nnx.Param(
+            jax.random.normal(rngs.params(), (1, 17, D)) * 0.02)
+        self.blocks = nnx.List([ViTBlock(rngs) for _ in range(2)])
+        self.norm = nnx.LayerNorm(D, rngs=rngs)
+        self.head = nnx.Linear(D, classes, rngs=rngs)
+
+    def __call__(self, images):
+        b = images.shape[0]
+        patches = images.reshape(b, 4, 4, 4, 4, 3).transpose(
+            0, 1, 3, 2, 4, 5).reshape(b, 16, 48)
+        x = self.patch(patches)
+        x = jnp.concatenate([jnp.broadcast_to(self.cls[...], (b, 1, D)), x],
+                            axis=1) + self.pos[...]
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x[:, 0]))
+
+
+class ViTBlock(nnx.Module):
+    def __init__(self, rngs):
+        self.norm1 = nnx.LayerNorm(D, rngs=rngs)
+        self.attn = nnx.MultiHeadAttention(num_heads=HEADS, in_features=D,
+                                           decode=False, rngs=rngs)
+        self.norm2 = nnx.LayerNorm(D, rngs=rngs)
+        self.mlp = MLPBlock(rngs)
+
+    def __call__(self, x):
+        x = x + self.attn(self.norm1(x))
+        return self.mlp(self.norm2(x))
+
+
+def fori_power(x, w):
+    """lax.fori_loop with a tuple carry: a few power-iteration steps."""
+    def body(i, carry):
+        v, norm = carry
+        v = jnp.tanh(v @ w)
+        return v, norm + jnp.sum(v * v)
+    return jax.lax.fori_loop(0, 4, body, (x, jnp.zeros((), x.dtype)))
+
+
+def cond_branch(x, w, flag):
+    """lax.cond on a traced predicate."""
+    return jax.lax.cond(flag > 0, lambda a: jnp.tanh(a @ w),
+                        lambda a: jax.nn.relu(a @ w), x)
+
+
+def sampling(logits, temperature):
+    """Greedy and top-k next-token choice: argmax, lax.top_k, sort,
+    cumulative sums (nucleus sampling's mask) on data-parallel rows."""
+    scaled = logits / temperature
+    top_values, top_ids = jax.lax.top_k(scaled, 5)
+    probs = jax.nn.softmax(jnp.sort(scaled, axis=-1)[:, ::-1], axis=-1)
+    nucleus = jnp.cumsum(probs, axis=-1) < 0.9
+    return (jnp.argmax(scaled, axis=-1), top_ids, top_values,
+            jnp.sum(nucleus, axis=-1))
+
+
+# ---------------------------------------------------------------------------
 # The corpus: name -> a function making its Program.
 
 def corpus():
@@ -466,7 +668,197 @@ def corpus():
         "loss")
     c["llama_gqa_step_lion_dp_tp"] = functools.partial(
         nnx_program, Llama, 25, "step", tx=optax.lion(1e-4))
+    c["llama_gqa_step_3axis"] = functools.partial(
+        nnx_program, Llama, 26, "step", mesh=MESH3,
+        batch_spec=P(("data", "fsdp"), None),
+        param_spec=lambda p, l: three_axis_spec(megatron_specs(p, l), l))
+    c["nnx_gpt_loss_3axis"] = functools.partial(
+        nnx_program, gpt, 27, "loss", mesh=MESH3,
+        batch_spec=P(("data", "fsdp"), None),
+        param_spec=lambda p, l: three_axis_spec(megatron_specs(p, l), l))
+
+    # jax.shard_map.
+    def ring():
+        r = rng(30)
+        return Program(ring_matmul, (normal(r, (8, 32)),
+                                     normal(r, (32, 16), 0.2)),
+                       (P("data", None), P("model", None)), P("data", None))
+    c["shard_map_ring_matmul"] = ring
+
+    def manual_dp():
+        r = rng(31)
+        return Program(shard_map_dp_step, (mlp_init(31), normal(r, (16, D)),
+                                           ids(r, (16,), 16)),
+                       (P(), P(("data", "model")), P(("data", "model"))),
+                       (P(), P()))
+    c["shard_map_dp_sgd_step"] = manual_dp
+
+    def collectives3():
+        return Program(shard_map_collectives, (normal(rng(32), (8, 16)),),
+                       (P(("data", "fsdp"), "model"),),
+                       P(("data", "fsdp", "model"), None), MESH3)
+    c["shard_map_collectives_3axis"] = collectives3
+
+    # Mixture of experts: experts over "model", tokens over "data".
+    for k in (1, 2):
+        c[f"moe_top{k}_forward_ep"] = functools.partial(
+            lambda k, seed: Program(
+                lambda *a: moe(*a, k), moe_inputs(seed), EXPERT_SPECS,
+                P("data", None)), k, 33 + k)
+        c[f"moe_top{k}_grad_ep"] = functools.partial(
+            lambda k, seed: Program(
+                moe_grad(k), moe_inputs(seed), EXPERT_SPECS,
+                EXPERT_SPECS[1:]), k, 35 + k)
+
+    # Scanned, rematerialized layers.
+    def scanned():
+        r = rng(38)
+        return Program(scan_stack, (stack_init(38), normal(r, (16, D))),
+                       (STACK_SPECS, P("data", None)), P("data", None))
+    c["scan_remat_forward_dp_tp"] = scanned
+
+    def scanned_grad():
+        r = rng(39)
+
+        def loss(params, x):
+            return jnp.mean(scan_stack(params, x) ** 2)
+        return Program(jax.grad(loss), (stack_init(39), normal(r, (16, D))),
+                       (STACK_SPECS, P("data", None)), STACK_SPECS)
+    c["scan_remat_grad_dp_tp"] = scanned_grad
+
+    def nnx_scanned(mode):
+        def make():
+            model = NNXScanned(nnx.Rngs(40))
+            graphdef, state = nnx.split(model)
+            state = jax.tree_util.tree_map(np.asarray, state)
+            x = normal(rng(41), (16, D))
+            specs = like(state, lambda p, l: P(None, None, "model")
+                         if np.ndim(l) == 3 and np.shape(l)[-1] == FF else
+                         (P(None, "model", None) if np.ndim(l) == 3 else P()))
+
+            def forward(state, x):
+                return nnx.merge(graphdef, state)(x)
+            if mode == "forward":
+                return Program(forward, (state, x), (specs, P("data", None)),
+                               P("data", None))
+
+            def loss(state, x):
+                return jnp.mean(forward(state, x) ** 2)
+            return Program(jax.grad(loss), (state, x),
+                           (specs, P("data", None)), specs)
+        return make
+    c["nnx_scan_remat_forward"] = nnx_scanned("forward")
+    c["nnx_scan_remat_grad"] = nnx_scanned("grad")
+
+    # Per-example gradients with jax.vmap.
+    def per_example():
+        r = rng(42)
+        params = mlp_init(42)
+
+        def one(params, x, y):
+            return mlp_loss(params, x[None], y[None])
+        fn = jax.vmap(jax.grad(one), in_axes=(None, 0, 0))
+        return Program(fn, (params, normal(r, (16, D)), ids(r, (16,), 16)),
+                       (P(), P("data", None), P("data")),
+                       like(params, lambda p, l: P("data")))
+    c["vmap_per_example_grads_dp"] = per_example
+
+    # A ViT, forward and a whole SGD-with-momentum step.
+    def vit_inputs(r):
+        return normal(r, (8, 16, 16, 3)), ids(r, (8,), 10)
+    vit_loss = int_label_loss
+    c["vit_forward_dp"] = functools.partial(
+        nnx_program, ViT, 43, "forward", inputs=vit_inputs,
+        batch_spec=P("data", None, None, None), param_spec=replicated)
+    c["vit_step_dp_tp"] = functools.partial(
+        nnx_program, ViT, 44, "step", inputs=vit_inputs, loss=vit_loss,
+        batch_spec=P("data", None, None, None),
+        tx=optax.sgd(1e-2, momentum=0.9))
+
+    # Flax Linen and Equinox.
+    c["linen_mlp_grad_dp_tp"] = linen_program
+    c["equinox_mlp_step_dp"] = equinox_program
+
+    # Control flow and sampling.
+    def loop():
+        r = rng(45)
+        return Program(fori_power, (normal(r, (16, D)),
+                                    normal(r, (D, D), 1 / math.sqrt(D))),
+                       (P("data", None), P()), (P("data", None), P()))
+    c["fori_loop_tuple_carry"] = loop
+
+    def branch():
+        r = rng(46)
+        return Program(cond_branch, (normal(r, (16, D)),
+                                     normal(r, (D, D), 1 / math.sqrt(D)),
+                                     np.int32(1)),
+                       (P("data", None), P(), P()), P("data", None))
+    c["cond_branch_dp"] = branch
+
+    def sample():
+        r = rng(47)
+        return Program(sampling, (normal(r, (16, VOCAB)), np.float32(0.7)),
+                       (P("data", None), P()),
+                       (P("data"), P("data", None), P("data", None),
+                        P("data")))
+    c["sampling_topk_sort_dp"] = sample
     return c
+
+
+def three_axis_spec(spec, leaf):
+    """A Megatron spec on the 3-axis mesh, with FSDP over "fsdp" on the
+    first free dimension that divides."""
+    parts = list(spec) + [None] * (np.ndim(leaf) - len(spec))
+    for d, part in enumerate(parts):
+        if part is None and np.ndim(leaf) >= 2 and np.shape(leaf)[d] % 2 == 0:
+            parts[d] = "fsdp"
+            break
+    return P(*parts)
+
+
+def linen_program():
+    import flax.linen as nn
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Dense(FF)(x))
+            x = nn.relu(nn.Dense(FF)(x))
+            return nn.Dense(16)(x)
+    model = MLP()
+    r = rng(48)
+    x, y = normal(r, (16, D)), ids(r, (16,), 16)
+    params = jax.tree_util.tree_map(
+        np.asarray, model.init(jax.random.key(48), x))
+    specs = like(params, lambda p, l: (
+        P(None, "model") if "Dense_0" in jax.tree_util.keystr(p) and
+        np.ndim(l) == 2 else P("model", None)
+        if "Dense_1" in jax.tree_util.keystr(p) and np.ndim(l) == 2 else P()))
+
+    def loss(params, x, y):
+        return int_label_loss(model.apply(params, x), y)
+    return Program(jax.grad(loss), (params, x, y),
+                   (specs, P("data", None), P("data")), specs)
+
+
+def equinox_program():
+    import equinox as eqx
+    model = eqx.nn.MLP(D, 16, FF, 2, key=jax.random.key(49))
+    params, static = eqx.partition(model, eqx.is_array)
+    params = jax.tree_util.tree_map(np.asarray, params)
+    tx = optax.adam(1e-3)
+    opt_state = tx.init(params)
+    r = rng(49)
+    x, y = normal(r, (16, D)), ids(r, (16,), 16)
+
+    def loss(params, x, y):
+        m = eqx.combine(params, static)
+        return int_label_loss(jax.vmap(m)(x), y)
+    specs = like(params, replicated)
+    o_specs = optimizer_state_specs(opt_state, params, specs)
+    return Program(optax_step(loss, tx), (params, opt_state, x, y),
+                   (specs, o_specs, P("data", None), P("data")),
+                   (specs, o_specs, P()))
 
 
 def main():

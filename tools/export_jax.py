@@ -11,6 +11,9 @@ test/Conversion/StableHLOToPartita/<name>/ holding
   input_<i>.npy    the i-th positional argument (deterministic numpy RNG);
   result_<i>.npy   the i-th output of the jitted function on those inputs,
                    computed by JAX (outputs flattened in pytree order);
+  tolerance.json   {"spread": [...]}: per result, the largest difference
+                   between JAX's sharded result and the same program on one
+                   device (partita run --expect allows four times more);
   xla.json         what XLA did with it: the collectives of the compiled SPMD
                    module with their per-device bus traffic, the compiled
                    input and output shardings, lowering and compile times.
@@ -414,7 +417,8 @@ def _export(out_dir, name, fn, args, in_shardings, out_shardings):
         jax.clear_caches()
         start = time.perf_counter()
         lowered = jax.jit(fn, in_shardings=in_shardings,
-                          out_shardings=out_shardings).lower(*abstract)
+                          out_shardings=out_shardings,
+                          keep_unused=True).lower(*abstract)
         lowered_at = time.perf_counter()
         compiled = lowered.compile()
         lower_times.append(lowered_at - start)
@@ -422,6 +426,24 @@ def _export(out_dir, name, fn, args, in_shardings, out_shardings):
 
     jitted = jax.jit(fn, in_shardings=in_shardings, out_shardings=out_shardings)
     results = [np.asarray(r) for r in jax.tree_util.tree_leaves(jitted(*args))]
+    # The same program on one device: how far JAX itself moves each result
+    # when only the order of its sums changes (tolerance.json).
+    alone = [np.asarray(r) for r in jax.tree_util.tree_leaves(
+        jax.jit(fn, keep_unused=True)(*args))]
+    spread = [float(np.max(np.abs(a.astype(np.float64)
+                                  - b.astype(np.float64)), initial=0.0))
+              for a, b in zip(results, alone)]
+    # A program that computes in 16-bit floats is as exact as their
+    # rounding, which XLA's fusions skip between ops (Partita rounds after
+    # each): at least one 16-bit ulp of each result's largest magnitude.
+    asm_types = lowered.as_text()
+    narrow = 2.0 ** -8 if "bf16" in asm_types else (
+        2.0 ** -11 if re.search(r"[x<]f16>", asm_types) else 0.0)
+    spread = [max(s, narrow * float(np.max(np.abs(r.astype(np.float64)),
+                                            initial=0.0)))
+              if not (np.issubdtype(r.dtype, np.integer) or r.dtype == bool)
+              else s
+              for s, r in zip(spread, results)]
 
     hlo_text = compiled.as_text()
     found = collectives(hlo_text)
@@ -446,6 +468,9 @@ def _export(out_dir, name, fn, args, in_shardings, out_shardings):
         np.save(os.path.join(directory, f"input_{i}.npy"), a)
     for i, r in enumerate(results):
         np.save(os.path.join(directory, f"result_{i}.npy"), r)
+    with open(os.path.join(directory, "tolerance.json"), "w") as f:
+        json.dump({"spread": spread}, f)
+        f.write("\n")
     with open(os.path.join(directory, "xla.json"), "w") as f:
         json.dump(report, f, indent=2)
         f.write("\n")

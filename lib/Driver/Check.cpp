@@ -108,10 +108,12 @@ Expected<ReferenceOutputs> runReference(ModuleOp reference,
 bool compareWithReference(const Executable &program,
                           const std::vector<HostArray> &outputs,
                           const std::vector<HostArray> &expected,
-                          std::string &report) {
+                          std::string &report,
+                          const std::vector<double> &slack) {
   bool ok = true;
   for (size_t o = 0; o < outputs.size(); ++o) {
-    Comparison comparison = compareArrays(outputs[o], expected[o]);
+    Comparison comparison = compareArrays(
+        outputs[o], expected[o], o < slack.size() ? slack[o] : 0.0);
     report += "  check " +
               describeComparison(program.outputs[o].name, comparison) + "\n";
     ok &= comparison.within;

@@ -76,11 +76,13 @@ Expected<ReferenceOutputs> runReference(mlir::ModuleOp reference,
 
 /// Compares every output with the reference's within per-dtype tolerances,
 /// appending one "  check NAME: ..." line per output to `report`; true when
-/// every output is within.
+/// every output is within. `slack` (one per output, or empty) widens each
+/// output's tolerance by that much.
 bool compareWithReference(const Executable &program,
                           const std::vector<HostArray> &outputs,
                           const std::vector<HostArray> &expected,
-                          std::string &report);
+                          std::string &report,
+                          const std::vector<double> &slack = {});
 
 } // namespace partita
 

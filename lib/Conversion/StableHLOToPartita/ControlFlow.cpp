@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "Importer.h"
 
+#include "partita/Sharding/Mesh.h"
+
 #include "mlir/AsmParser/AsmParser.h"
 
 namespace partita {
@@ -165,10 +167,62 @@ FailureOr<SmallVector<Value>> Importer::manualComputation(Operation *op) {
   }
   terminator->erase();
   FlatSymbolRefAttr outer = manualMesh;
+  ManualComputationOp outerOp = currentManual;
+  Value outerId = manualDeviceId;
   manualMesh = mesh;
+  currentManual = manual;
+  manualDeviceId = Value();
   importBlock(*body);
   manualMesh = outer;
+  currentManual = outerOp;
+  manualDeviceId = outerId;
   return SmallVector<Value>(manual.getResults());
+}
+
+FailureOr<SmallVector<Value>> Importer::partitionId(Operation *op) {
+  // Inside shard_map, the device's index in the mesh (row-major over its
+  // axes: jax.lax.axis_index lowers to arithmetic on it). It enters the
+  // manual computation as a global iota split over every mesh axis, so
+  // each device's piece is its own index.
+  auto resultType = tensorOf(op->getResult(0));
+  if (!currentManual)
+    return reject(op, "stablehlo.partition_id outside a manual computation "
+                      "(jax.lax.axis_index outside shard_map) is not "
+                      "supported");
+  auto meshOp = module.lookupSymbol<MeshOp>(manualMesh.getAttr());
+  if (!meshOp)
+    return reject(op, "stablehlo.partition_id in a manual computation "
+                      "without a mesh");
+  Mesh mesh = meshOp.getMesh().toMesh();
+  SmallVector<StringAttr> axes;
+  for (const MeshAxis &axis : mesh.axes())
+    axes.push_back(builder.getStringAttr(axis.name));
+  auto manualAxes = currentManual.getManualAxes();
+  if (static_cast<int64_t>(manualAxes.size()) != mesh.rank())
+    return reject(op, "stablehlo.partition_id in a shard_map that is manual "
+                      "over some mesh axes only is not supported");
+  if (!manualDeviceId) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(currentManual);
+    auto globalType = RankedTensorType::get({mesh.numDevices()},
+                                            resultType.getElementType());
+    Value ids = IotaOp::create(builder, op->getLoc(), globalType, 0);
+    currentManual->insertOperands(currentManual->getNumOperands(), ids);
+    SmallVector<Attribute> ins(currentManual.getInShardings().begin(),
+                               currentManual.getInShardings().end());
+    ins.push_back(ShardingAttr::get(
+        context, manualMesh,
+        {DimShardingAttr::get(context, axes, /*isOpen=*/false)}));
+    currentManual.setInShardingsAttr(builder.getArrayAttr(ins));
+    Block &body = currentManual.getBody().front();
+    Value piece = body.addArgument(
+        RankedTensorType::get({1}, resultType.getElementType()),
+        op->getLoc());
+    builder.setInsertionPointToStart(&body);
+    manualDeviceId =
+        ReshapeOp::create(builder, op->getLoc(), resultType, piece);
+  }
+  return SmallVector<Value>{manualDeviceId};
 }
 
 } // namespace stablehlo_import

@@ -244,6 +244,13 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
     t["stablehlo.gather"] = &Importer::gather;
     t["stablehlo.scatter"] = &Importer::scatter;
     t["stablehlo.while"] = &Importer::whileLoop;
+    t["stablehlo.partition_id"] = &Importer::partitionId;
+    t["stablehlo.replica_id"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      // JAX's SPMD programs run one replica: its id is 0.
+      return SmallVector<Value>{
+          self.splat(op->getLoc(), tensorOf(op->getResult(0)), 0)};
+    };
     t["sdy.manual_computation"] = &Importer::manualComputation;
     for (const char *name :
          {"stablehlo.all_reduce", "stablehlo.all_gather",
@@ -400,7 +407,47 @@ void Importer::importBlock(Block &block) {
   }
 }
 
+namespace {
+/// `type` with unsigned integers replaced by the signless integer of their
+/// width (partita's integers are signless; JAX writes uint32 for step
+/// counters and random bits).
+Type signless(Type type) {
+  if (auto integer = dyn_cast<IntegerType>(type))
+    return integer.isSignless()
+               ? type
+               : IntegerType::get(type.getContext(), integer.getWidth());
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return tensor.clone(signless(tensor.getElementType()));
+  if (auto function = dyn_cast<FunctionType>(type)) {
+    SmallVector<Type> inputs, results;
+    for (Type input : function.getInputs())
+      inputs.push_back(signless(input));
+    for (Type result : function.getResults())
+      results.push_back(signless(result));
+    return FunctionType::get(type.getContext(), inputs, results);
+  }
+  return type;
+}
+
+/// Retypes every value of `module` with signless integers (bit for bit:
+/// docs/JAX.md says where unsigned and signed arithmetic differ).
+void signlessIntegers(ModuleOp module) {
+  module.walk([](Operation *op) {
+    for (Value result : op->getResults())
+      result.setType(signless(result.getType()));
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument argument : block.getArguments())
+          argument.setType(signless(argument.getType()));
+    if (auto function = dyn_cast<func::FuncOp>(op))
+      function.setFunctionType(
+          cast<FunctionType>(signless(function.getFunctionType())));
+  });
+}
+} // namespace
+
 LogicalResult Importer::run() {
+  signlessIntegers(module);
   importMeshes();
   for (auto function : module.getOps<func::FuncOp>()) {
     importFunctionAttributes(function);

@@ -131,6 +131,9 @@ private:
                   std::optional<int64_t> clampHigh, Type element);
   FailureOr<SmallVector<Value>> whileLoop(Operation *op);
   FailureOr<SmallVector<Value>> manualComputation(Operation *op);
+  /// stablehlo.partition_id inside a manual computation: the device's
+  /// index, from an iota split over the mesh (ControlFlow.cpp).
+  FailureOr<SmallVector<Value>> partitionId(Operation *op);
   /// all_reduce, all_gather, reduce_scatter, all_to_all and
   /// collective_permute inside a manual computation.
   FailureOr<SmallVector<Value>> collective(Operation *op);
@@ -170,6 +173,10 @@ private:
   /// The mesh of the manual computation being imported (collectives inside
   /// it are over its axes).
   FlatSymbolRefAttr manualMesh;
+  /// The manual computation being imported, and the device index made for
+  /// its partition_id ops (null until one asks).
+  ManualComputationOp currentManual;
+  Value manualDeviceId;
   /// GSPMD shardings (`mhlo.sharding` strings) name no mesh: they are
   /// expressed on one made for them, @gspmd_mesh, whose axes are the prime
   /// factors of the device count.

@@ -28,6 +28,14 @@ FailureOr<SmallVector<Value>> Importer::constant(Operation *op) {
   auto value = dyn_cast_or_null<ElementsAttr>(property(op, "value"));
   if (!value)
     return reject(op, "stablehlo.constant without a dense value");
+  // Unsigned constants are held in the signless type of their width.
+  auto resultType = tensorOf(op->getResult(0));
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (dense && dense.getElementType() != resultType.getElementType() &&
+      dense.getElementType().isInteger() &&
+      dense.getElementType().getIntOrFloatBitWidth() ==
+          resultType.getElementType().getIntOrFloatBitWidth())
+    value = dense.bitcast(resultType.getElementType());
   return SmallVector<Value>{ConstantOp::create(
       builder, op->getLoc(), op->getResult(0).getType(), value)};
 }
@@ -199,17 +207,86 @@ FailureOr<SmallVector<Value>> Importer::pad(Operation *op) {
       integers(property(op, "edge_padding_high"));
   std::optional<SmallVector<int64_t>> interior =
       integers(property(op, "interior_padding"));
-  if (!low || !high)
-    return reject(op, "stablehlo.pad without edge padding");
-  if (interior && llvm::any_of(*interior, [](int64_t v) { return v != 0; }))
-    return reject(op, "stablehlo.pad with interior padding is not supported");
-  if (llvm::any_of(*low, [](int64_t v) { return v < 0; }) ||
-      llvm::any_of(*high, [](int64_t v) { return v < 0; }))
-    return reject(op, "stablehlo.pad with negative padding is not supported");
-  return SmallVector<Value>{PadOp::create(
-      builder, op->getLoc(), op->getResult(0).getType(), op->getOperand(0),
-      op->getOperand(1), builder.getDenseI64ArrayAttr(*low),
-      builder.getDenseI64ArrayAttr(*high))};
+  Value operand = op->getOperand(0), padding = op->getOperand(1);
+  auto operandType = tensorOf(operand);
+  int64_t rank = operandType.getRank();
+  auto sized = [&](const std::optional<SmallVector<int64_t>> &list) {
+    return list && static_cast<int64_t>(list->size()) == rank;
+  };
+  if (!sized(low) || !sized(high) || (interior && !sized(interior)))
+    return reject(op, "stablehlo.pad without edge padding for every "
+                      "dimension");
+  if (interior && llvm::any_of(*interior, [](int64_t v) { return v < 0; }))
+    return reject(op, "stablehlo.pad with negative interior padding");
+  Location loc = op->getLoc();
+  Type element = operandType.getElementType();
+  Value x = operand;
+  SmallVector<int64_t> shape(operandType.getShape());
+  auto sliceTo = [&](ArrayRef<int64_t> start, ArrayRef<int64_t> limit) {
+    SmallVector<int64_t> sizes, strides(rank, 1);
+    for (int64_t d = 0; d < rank; ++d)
+      sizes.push_back(limit[d] - start[d]);
+    x = SliceOp::create(builder, loc, RankedTensorType::get(sizes, element), x,
+                        builder.getDenseI64ArrayAttr(start),
+                        builder.getDenseI64ArrayAttr(limit),
+                        builder.getDenseI64ArrayAttr(strides));
+    shape = sizes;
+  };
+  // Interior padding (the gradient of a strided slice, x[::2]): each
+  // element gets a new dimension of `i` padding values after it, which is
+  // then merged and its last `i` positions cut.
+  for (int64_t d = 0; interior && d < rank; ++d) {
+    int64_t gap = (*interior)[d], n = shape[d];
+    if (gap == 0 || n == 0)
+      continue;
+    SmallVector<int64_t> split(shape);
+    split.insert(split.begin() + d + 1, 1);
+    x = ReshapeOp::create(builder, loc, RankedTensorType::get(split, element),
+                          x);
+    SmallVector<int64_t> none(rank + 1, 0), after(rank + 1, 0);
+    after[d + 1] = gap;
+    split[d + 1] = 1 + gap;
+    x = PadOp::create(builder, loc, RankedTensorType::get(split, element), x,
+                      padding, builder.getDenseI64ArrayAttr(none),
+                      builder.getDenseI64ArrayAttr(after));
+    shape[d] = n * (1 + gap);
+    x = ReshapeOp::create(builder, loc, RankedTensorType::get(shape, element),
+                          x);
+    SmallVector<int64_t> start(rank, 0), limit(shape);
+    limit[d] = n + (n - 1) * gap;
+    sliceTo(start, limit);
+  }
+  // Edge padding; a negative one cuts.
+  SmallVector<int64_t> grow(rank), growHigh(rank), padded(shape);
+  for (int64_t d = 0; d < rank; ++d) {
+    grow[d] = std::max<int64_t>((*low)[d], 0);
+    growHigh[d] = std::max<int64_t>((*high)[d], 0);
+    padded[d] += grow[d] + growHigh[d];
+  }
+  if (llvm::any_of(grow, [](int64_t v) { return v > 0; }) ||
+      llvm::any_of(growHigh, [](int64_t v) { return v > 0; })) {
+    x = PadOp::create(builder, loc, RankedTensorType::get(padded, element), x,
+                      padding, builder.getDenseI64ArrayAttr(grow),
+                      builder.getDenseI64ArrayAttr(growHigh));
+    shape = padded;
+  }
+  SmallVector<int64_t> start(rank, 0), limit(shape);
+  bool cut = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    start[d] = std::max<int64_t>(-(*low)[d], 0);
+    limit[d] = shape[d] - std::max<int64_t>(-(*high)[d], 0);
+    cut |= start[d] > 0 || limit[d] < shape[d];
+    if (limit[d] < start[d])
+      return reject(op, "stablehlo.pad that cuts more than the whole "
+                        "dimension " +
+                            std::to_string(d));
+  }
+  if (cut)
+    sliceTo(start, limit);
+  if (RankedTensorType::get(shape, element) != op->getResult(0).getType())
+    return reject(op, "stablehlo.pad whose result type does not match its "
+                      "padding");
+  return SmallVector<Value>{x};
 }
 
 } // namespace stablehlo_import

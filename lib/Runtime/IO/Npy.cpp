@@ -40,6 +40,10 @@ const DescrInfo descrTable[] = {
     {"<V2", DType::BF16}, {"<i8", DType::I64}, {"<i4", DType::I32},
     {"<i2", DType::I16},  {"|i1", DType::I8},  {"|u1", DType::U8},
     {"|b1", DType::Bool},
+    // Read only: unsigned arrays (JAX's uint32 step counters, random keys)
+    // are held in the signed type of their width, bit for bit, as the
+    // importer types them (docs/JAX.md).
+    {"<u8", DType::I64},  {"<u4", DType::I32}, {"<u2", DType::I16},
 };
 
 /// The fields of a parsed header.

@@ -1,6 +1,7 @@
 //===- RunSupport.cpp - Inputs, outputs and checks of a run ---------------===//
 
 #include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/IO/Json.h"
 #include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
 
@@ -144,7 +145,8 @@ Status partita::writeOutputs(const std::string &directory,
   return Status::success();
 }
 
-Comparison partita::compareArrays(const HostArray &got, const HostArray &want) {
+Comparison partita::compareArrays(const HostArray &got, const HostArray &want,
+                                  double slack) {
   Comparison result;
   if (got.dtype != want.dtype || got.shape != want.shape) {
     result.sameType = false;
@@ -179,7 +181,7 @@ Comparison partita::compareArrays(const HostArray &got, const HostArray &want) {
     result.maxAbsError = std::max(result.maxAbsError, diff);
     if (std::fabs(b) >= 1e-3 * result.scale)
       result.maxRelError = std::max(result.maxRelError, diff / std::fabs(b));
-    if (diff > absolute * result.scale + relative * std::fabs(b))
+    if (diff > absolute * result.scale + relative * std::fabs(b) + slack)
       result.within = false;
   }
   return result;
@@ -197,17 +199,58 @@ std::string partita::describeComparison(const std::string &name,
   return name + text;
 }
 
+Expected<std::vector<double>>
+partita::readToleranceSpread(const std::string &directory, size_t count) {
+  // {"spread": [d0, d1, ...]}: the largest difference the producer itself
+  // shows between two ways of computing each result (JAX sharded and on
+  // one device).
+  std::vector<double> spread(count, 0.0);
+  std::string tolerancePath = directory + "/tolerance.json";
+  if (!std::filesystem::exists(tolerancePath))
+    return spread;
+  std::FILE *file = std::fopen(tolerancePath.c_str(), "rb");
+  std::string text;
+  if (file) {
+    char buffer[4096];
+    size_t n;
+    while (text.size() < (1u << 20) &&
+           (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+      text.append(buffer, n);
+    std::fclose(file);
+  }
+  Expected<Json> parsed = parseJson(text);
+  const Json *list = nullptr;
+  if (parsed && parsed->is_object() && parsed->contains("spread"))
+    list = &(*parsed)["spread"];
+  if (!list || !list->is_array() || list->size() != count)
+    return Status::error(tolerancePath +
+                         ": expected {\"spread\": [...]} with one number "
+                         "per result");
+  for (size_t i = 0; i < count; ++i) {
+    const Json &value = (*list)[i];
+    if (!value.is_number() || !(value.get<double>() >= 0))
+      return Status::error(tolerancePath + ": spread " + std::to_string(i) +
+                           " is not a number >= 0");
+    spread[i] = value.get<double>();
+  }
+  return spread;
+}
+
 Status partita::expectOutputs(const std::string &directory,
                               const Executable &program,
                               const std::vector<HostArray> &outputs,
                               std::string &report) {
+  Expected<std::vector<double>> spread =
+      readToleranceSpread(directory, outputs.size());
+  if (!spread)
+    return spread.status();
   bool ok = true;
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::string path = directory + "/result_" + std::to_string(i) + ".npy";
     Expected<HostArray> want = readNpy(path);
     if (!want)
       return want.status();
-    Comparison comparison = compareArrays(outputs[i], *want);
+    Comparison comparison = compareArrays(outputs[i], *want, 4 * (*spread)[i]);
     report += "  expect " +
               describeComparison(program.outputs[i].name, comparison) + "\n";
     ok &= comparison.within;

@@ -75,14 +75,24 @@ struct Comparison {
 };
 
 /// Compares two arrays by the rule above.
-Comparison compareArrays(const HostArray &got, const HostArray &want);
+/// `slack` is added to the allowed difference of every element.
+Comparison compareArrays(const HostArray &got, const HostArray &want,
+                         double slack = 0);
 
 /// One line per output: "<name>: max abs error …, max rel error …: ok".
 std::string describeComparison(const std::string &name,
                                const Comparison &comparison);
 
+/// The spreads of `<directory>/tolerance.json` ({"spread": [...]}, one per
+/// result: how far the producer's own result moves when only the order of
+/// its sums changes), or zeros when there is no such file.
+Expected<std::vector<double>> readToleranceSpread(const std::string &directory,
+                                                  size_t count);
+
 /// Compares `outputs` with `<directory>/result_<i>.npy`; appends one line
 /// per output to `report` and fails when one is missing or out of tolerance.
+/// An optional `<directory>/tolerance.json`, {"spread": [...]}, widens each
+/// output's tolerance by four times its spread (docs/JAX.md).
 Status expectOutputs(const std::string &directory, const Executable &program,
                      const std::vector<HostArray> &outputs,
                      std::string &report);
