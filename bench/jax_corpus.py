@@ -346,7 +346,8 @@ class Llama(nnx.Module):
 
 def nnx_program(make_model, seed, mode, batch=4, param_spec=megatron_specs,
                 batch_spec=P("data", None), mesh=MESH2, tx=None,
-                nnx_optimizer=False, inputs=None, loss=None):
+                nnx_optimizer=False, inputs=None, loss=None,
+                label_spec=None):
     """A program over an NNX model's state: "forward" (logits), "loss"
     (integer-label cross-entropy), "grad" (its gradients), "step" (a whole
     Optax step; with nnx_optimizer, nnx.Optimizer's)."""
@@ -359,6 +360,7 @@ def nnx_program(make_model, seed, mode, batch=4, param_spec=megatron_specs,
     else:
         tokens, labels = inputs(r)
     loss = loss or int_label_loss
+    label_spec = label_spec or batch_spec
     s_specs = like(state, param_spec)
 
     def loss_fn(state, tokens, labels):
@@ -369,17 +371,17 @@ def nnx_program(make_model, seed, mode, batch=4, param_spec=megatron_specs,
                        (state, tokens), (s_specs, batch_spec), P(), mesh)
     if mode == "loss":
         return Program(loss_fn, (state, tokens, labels),
-                       (s_specs, batch_spec, batch_spec), P(), mesh)
+                       (s_specs, batch_spec, label_spec), P(), mesh)
     if mode == "grad":
         return Program(jax.grad(loss_fn), (state, tokens, labels),
-                       (s_specs, batch_spec, batch_spec), s_specs, mesh)
+                       (s_specs, batch_spec, label_spec), s_specs, mesh)
     tx = tx or optax.adamw(1e-3)
     if not nnx_optimizer:
         opt_state = tx.init(state)
         o_specs = optimizer_state_specs(opt_state, state, s_specs)
         return Program(optax_step(loss_fn, tx), (state, opt_state, tokens,
                                                  labels),
-                       (s_specs, o_specs, batch_spec, batch_spec),
+                       (s_specs, o_specs, batch_spec, label_spec),
                        (s_specs, o_specs, P()), mesh)
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     og, ostate = nnx.split((model, optimizer))
@@ -394,7 +396,7 @@ def nnx_program(make_model, seed, mode, batch=4, param_spec=megatron_specs,
         optimizer.update(model, grads)
         return nnx.state((model, optimizer)), value
     return Program(step, (ostate, tokens, labels),
-                   (o_specs, batch_spec, batch_spec), (o_specs, P()), mesh)
+                   (o_specs, batch_spec, label_spec), (o_specs, P()), mesh)
 
 
 # ---------------------------------------------------------------------------
@@ -421,7 +423,7 @@ def ring_matmul(x, w):
         return acc
     return jax.shard_map(local, mesh=MESH2,
                          in_specs=(P("data", None), P("model", None)),
-                         out_specs=P("data", None))(x, w)
+                         out_specs=P("data", None), check_vma=False)(x, w)
 
 
 def shard_map_dp_step(params, x, y):
@@ -772,7 +774,7 @@ def corpus():
         batch_spec=P("data", None, None, None), param_spec=replicated)
     c["vit_step_dp_tp"] = functools.partial(
         nnx_program, ViT, 44, "step", inputs=vit_inputs, loss=vit_loss,
-        batch_spec=P("data", None, None, None),
+        batch_spec=P("data", None, None, None), label_spec=P("data"),
         tx=optax.sgd(1e-2, momentum=0.9))
 
     # Flax Linen and Equinox.

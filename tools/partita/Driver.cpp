@@ -2,6 +2,8 @@
 
 #include "Driver.h"
 
+#include "partita/Dialect/Partita/Utils/InlineCalls.h"
+
 #include "partita/Runtime/IO/Files.h"
 #include "../common/CommandLine.h"
 
@@ -401,6 +403,11 @@ partita::cli::loadModuleFromBuffer(Session &session,
         mlir::detail::constructContainerOpForParserIfNecessary<mlir::ModuleOp>(
             &parsed, &session.context,
             mlir::FileLineColLoc::get(&session.context, bufferName, 0, 0));
+    // JAX's calls to its private helpers (jnp's remainder, relu) may sit
+    // inside shard_map bodies, unregistered ops the verifier's symbol
+    // lookup stops at: they are inlined first.
+    if (module && looksLikeStableHLO(*module))
+      partita::inlineCalls(module->getOperation());
     // Verified before anything walks it (the importer reads function
     // types); unregistered ops pass here and are imported or refused below.
     ok = module && mlir::succeeded(mlir::verify(*module));

@@ -95,6 +95,43 @@ Importer::axesOfGroups(Operation *op,
   return std::nullopt;
 }
 
+std::optional<SmallVector<std::string>>
+Importer::axesOfMeshAxesGroups(Operation *op, StringRef text) {
+  auto meshOp =
+      manualMesh ? module.lookupSymbol<MeshOp>(manualMesh.getAttr()) : MeshOp();
+  if (!meshOp) {
+    fail(op) << "a collective outside a manual computation (shard_map)";
+    return std::nullopt;
+  }
+  Mesh mesh = meshOp.getMesh().toMesh();
+  if (text.contains("sub_axis")) {
+    fail(op) << "replica groups over parts of mesh axes (" << text
+             << ") are not supported";
+    return std::nullopt;
+  }
+  SmallVector<std::string> axes;
+  StringRef rest = text;
+  while (true) {
+    size_t at = rest.find("name = \"");
+    if (at == StringRef::npos)
+      break;
+    rest = rest.drop_front(at + 8);
+    StringRef name = rest.take_until([](char c) { return c == '"'; });
+    rest = rest.drop_front(name.size());
+    if (mesh.axisIndex(name.str()) < 0) {
+      fail(op) << "replica groups name axis '" << name
+               << "', which mesh " << mesh.toString() << " does not have";
+      return std::nullopt;
+    }
+    axes.push_back(name.str());
+  }
+  if (axes.empty()) {
+    fail(op) << "replica groups over no mesh axes: " << text;
+    return std::nullopt;
+  }
+  return axes;
+}
+
 FailureOr<SmallVector<Value>> Importer::collective(Operation *op) {
   StringRef name = op->getName().getStringRef();
   if (op->getNumOperands() != 1 || op->getNumResults() != 1)
@@ -177,9 +214,17 @@ FailureOr<SmallVector<Value>> Importer::collective(Operation *op) {
         builder.getDenseI64ArrayAttr(positions))};
   }
 
-  std::vector<std::vector<int64_t>> groups =
-      integerRows(property(op, "replica_groups"));
-  std::optional<SmallVector<std::string>> axes = axesOfGroups(op, groups);
+  Attribute groupsAttr = property(op, "replica_groups");
+  std::optional<SmallVector<std::string>> axes;
+  std::string groupsText = groupsAttr ? printed(groupsAttr) : "";
+  if (StringRef(groupsText).starts_with(
+          "#stablehlo.replica_group_mesh_axes")) {
+    // JAX 0.12 names the mesh axes: <mesh = @m, axes = [#stablehlo.axis_ref
+    // <name = "data">, ...]>.
+    axes = axesOfMeshAxesGroups(op, groupsText);
+  } else {
+    axes = axesOfGroups(op, integerRows(groupsAttr));
+  }
   if (!axes)
     return failure();
   SmallVector<StringRef> refs(axes->begin(), axes->end());

@@ -139,6 +139,10 @@ private:
   FailureOr<SmallVector<Value>> collective(Operation *op);
   /// The mesh axes (in order) whose groups are `groups` (device ids), or
   /// none after an error.
+  /// The mesh axes JAX 0.12's #stablehlo.replica_group_mesh_axes (printed
+  /// in `text`) names, or none after an error.
+  std::optional<SmallVector<std::string>>
+  axesOfMeshAxesGroups(Operation *op, StringRef text);
   std::optional<SmallVector<std::string>>
   axesOfGroups(Operation *op, const std::vector<std::vector<int64_t>> &groups);
 

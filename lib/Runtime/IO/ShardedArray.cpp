@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/IO/ShardedArray.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -88,10 +90,26 @@ std::vector<int64_t> rangeSizes(const std::vector<IndexRange> &ranges) {
 /// The first global index (C order) inside `ranges` where `candidate`
 /// differs from `reference`, both blocks of the same shape; empty when they
 /// agree.
+/// Whether two float elements differ by at most `tolerance` of the larger
+/// magnitude (never for integers: tolerance 0).
+bool withinRounding(const HostArray &a, int64_t i, const HostArray &b,
+                    int64_t j, double tolerance) {
+  if (tolerance == 0)
+    return false;
+  double x = elementAsDouble(a, i), y = elementAsDouble(b, j);
+  return std::fabs(x - y) <= tolerance * std::max(std::fabs(x), std::fabs(y));
+}
+
 std::optional<std::vector<int64_t>>
 firstDifference(const HostArray &reference, const HostArray &candidate,
                 const std::vector<IndexRange> &ranges) {
   int64_t elementSize = dtypeSize(reference.dtype);
+  double tolerance = reference.dtype == DType::F64   ? 1e-12
+                     : reference.dtype == DType::F32 ? 1e-5
+                     : (reference.dtype == DType::BF16 ||
+                        reference.dtype == DType::F16)
+                         ? 1e-2
+                         : 0.0;
   std::vector<int64_t> origin(ranges.size(), 0);
   std::optional<std::vector<int64_t>> found;
   forEachRow(rangeSizes(ranges), reference.shape, origin, candidate.shape,
@@ -102,10 +120,19 @@ firstDifference(const HostArray &reference, const HostArray &candidate,
                const uint8_t *b = candidate.bytes.data() + offset * elementSize;
                if (std::memcmp(a, b, rowLength * elementSize) == 0)
                  return true;
+               // Floats may differ by rounding: a shard_map output that
+               // JAX takes as replicated may be summed in another order on
+               // each device (JAX keeps one copy).
                int64_t column = 0;
-               while (std::memcmp(a + column * elementSize,
-                                  b + column * elementSize, elementSize) == 0)
+               while (column < rowLength &&
+                      (std::memcmp(a + column * elementSize,
+                                   b + column * elementSize,
+                                   elementSize) == 0 ||
+                       withinRounding(reference, offset + column, candidate,
+                                      offset + column, tolerance)))
                  ++column;
+               if (column == rowLength)
+                 return true;
                std::vector<int64_t> index = rowStart;
                if (!index.empty())
                  index.back() += column;

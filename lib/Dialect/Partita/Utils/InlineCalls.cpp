@@ -18,8 +18,16 @@ bool partita::inlineCalls(Operation *root, unsigned maxDepth) {
     for (func::CallOp call : calls) {
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
           call, call.getCalleeAttr());
+      // A call inside an unregistered op with a region (a shard_map body
+      // JAX wrote) stops the nearest-table search there: its callee is a
+      // function of the module.
+      if (!callee)
+        if (auto module = call->getParentOfType<ModuleOp>())
+          callee = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
       if (!callee || callee.isExternal() ||
-          callee->isAncestor(call.getOperation()))
+          callee->isAncestor(call.getOperation()) ||
+          callee.getNumArguments() != call.getNumOperands() ||
+          callee.getNumResults() != call.getNumResults())
         continue;
       Block &body = callee.getBody().front();
       IRMapping mapping;
