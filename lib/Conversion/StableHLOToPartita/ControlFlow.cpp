@@ -179,6 +179,68 @@ FailureOr<SmallVector<Value>> Importer::manualComputation(Operation *op) {
   return SmallVector<Value>(manual.getResults());
 }
 
+FailureOr<SmallVector<Value>> Importer::caseOp(Operation *op) {
+  // stablehlo.case (lax.cond, lax.switch): JAX's branches are pure, so each
+  // is computed and the result picked by the index (an index out of range
+  // picks the last branch, as stablehlo.case does).
+  unsigned branches = op->getNumRegions();
+  if (op->getNumOperands() != 1 || branches == 0 ||
+      tensorOf(op->getOperand(0)).getRank() != 0)
+    return reject(op, "stablehlo.case without one scalar index");
+  Location loc = op->getLoc();
+  SmallVector<SmallVector<Value>> results;
+  for (Region &region : op->getRegions()) {
+    if (!region.hasOneBlock() || region.front().getNumArguments() != 0)
+      return reject(op, "stablehlo.case with a branch of several blocks or "
+                        "with arguments");
+    Block &branch = region.front();
+    Operation *terminator = branch.empty() ? nullptr : &branch.back();
+    if (!terminator || terminator->getNumOperands() != op->getNumResults())
+      return reject(op, "stablehlo.case whose branch does not return its "
+                        "results");
+    auto yield = [&] {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPoint(terminator);
+      return YieldOp::create(builder, terminator->getLoc(),
+                             terminator->getOperands());
+    }();
+    terminator->erase();
+    int before = failures;
+    importBlock(branch);
+    if (failures != before)
+      return failure();
+    results.push_back(SmallVector<Value>(yield.getOperands()));
+    // The branch's ops run before the case, in its block.
+    op->getBlock()->getOperations().splice(op->getIterator(),
+                                           branch.getOperations(),
+                                           branch.begin(),
+                                           yield->getIterator());
+    yield.erase();
+  }
+  builder.setInsertionPoint(op);
+  Value index = op->getOperand(0);
+  auto indexType = tensorOf(index);
+  SmallVector<Value> picked = results.back();
+  for (int k = static_cast<int>(branches) - 2; k >= 0; --k) {
+    Value isK = CompareOp::create(
+        builder, loc, RankedTensorType::get({}, builder.getI1Type()),
+        CompareDirection::EQ, index,
+        splat(loc, indexType, static_cast<double>(k)));
+    for (unsigned r = 0; r < picked.size(); ++r) {
+      auto type = tensorOf(picked[r]);
+      Value pred = isK;
+      if (type.getRank() > 0)
+        pred = BroadcastOp::create(
+            builder, loc, RankedTensorType::get(type.getShape(),
+                                                builder.getI1Type()),
+            isK, builder.getDenseI64ArrayAttr({}));
+      picked[r] =
+          SelectOp::create(builder, loc, type, pred, results[k][r], picked[r]);
+    }
+  }
+  return picked;
+}
+
 FailureOr<SmallVector<Value>> Importer::partitionId(Operation *op) {
   // Inside shard_map, the device's index in the mesh (row-major over its
   // axes: jax.lax.axis_index lowers to arithmetic on it). It enters the

@@ -245,6 +245,9 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
     t["stablehlo.scatter"] = &Importer::scatter;
     t["stablehlo.while"] = &Importer::whileLoop;
     t["stablehlo.partition_id"] = &Importer::partitionId;
+    t["stablehlo.case"] = &Importer::caseOp;
+    t["stablehlo.sort"] = &Importer::sort;
+    t["stablehlo.reverse"] = &Importer::reverse;
     t["stablehlo.replica_id"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
       // JAX's SPMD programs run one replica: its id is 0.

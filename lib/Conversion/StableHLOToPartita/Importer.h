@@ -130,6 +130,11 @@ private:
   Value selection(Location loc, Value start, int64_t window, int64_t extent,
                   std::optional<int64_t> clampHigh, Type element);
   FailureOr<SmallVector<Value>> whileLoop(Operation *op);
+  /// lax.cond / lax.switch: every branch computed, the result selected.
+  FailureOr<SmallVector<Value>> caseOp(Operation *op);
+  // Sorting.cpp.
+  FailureOr<SmallVector<Value>> sort(Operation *op);
+  FailureOr<SmallVector<Value>> reverse(Operation *op);
   FailureOr<SmallVector<Value>> manualComputation(Operation *op);
   /// stablehlo.partition_id inside a manual computation: the device's
   /// index, from an iota split over the mesh (ControlFlow.cpp).
