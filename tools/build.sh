@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${PARTITA_BUILD_DIR:-build}
+# Paths under the checkout hashed relative to it, so that pip install .
+# (build-pip/, tools/check-pip.sh) reuses these objects.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 # The Python package is built for Debian's interpreter (its numpy, pytest
 # and pybind11 come from Debian), whatever python3 is first on PATH.
 python_flag=()

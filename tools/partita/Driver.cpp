@@ -260,44 +260,48 @@ namespace {
 /// Positions for the ops and block arguments `state` saw whose location
 /// says nowhere in the input: an unknown location (JAX writes many)
 /// becomes the position it was parsed at; a name around an unknown
-/// location keeps its name around that position (values made later with
-/// the bare name find it in Session::namedPositions).
+/// location gets Session::namedPositions, and in a program JAX wrote
+/// (`placeNames`) also becomes the name around that position.
 void recordSourcePositions(Session &session, const mlir::AsmParserState &state,
-                           llvm::StringRef bufferName) {
+                           llvm::StringRef bufferName, bool placeNames) {
   auto position = [&](llvm::SMLoc at) {
     auto [line, column] = session.sourceMgr.getLineAndColumn(at);
     return mlir::FileLineColLoc::get(&session.context, bufferName, line,
                                      column);
   };
   auto resolve = [&](mlir::Location loc, llvm::SMLoc at,
-                     const std::function<void(mlir::Location)> &set) {
+                     const std::function<void(mlir::Location)> &set,
+                     bool isOp) {
     if (!at.isValid())
       return;
     if (llvm::isa<mlir::UnknownLoc>(loc)) {
       set(position(at));
       return;
     }
-    // JAX gives many ops the same name-only location (loc("gather")):
-    // each op keeps the name around its own position, so that an error
-    // points at the op that failed, not at the first op of that name.
     auto name = llvm::dyn_cast<mlir::NameLoc>(loc);
     if (!name || !llvm::isa<mlir::UnknownLoc>(name.getChildLoc()))
       return;
     mlir::Location placed = mlir::NameLoc::get(name.getName(), position(at));
     session.namedPositions.try_emplace(loc, placed);
-    set(placed);
+    // JAX gives many ops the same name-only location (loc("gather")):
+    // there each op keeps the name around its own position, so that an
+    // error points at the op that failed, not at the first op of that name.
+    // A name in partita IR names one value, and so does an argument's in
+    // either: those stay as written.
+    if (placeNames && isOp)
+      set(placed);
   };
   for (const mlir::AsmParserState::OperationDefinition &def :
        state.getOpDefs())
     resolve(def.op->getLoc(), def.loc.Start,
-            [&](mlir::Location loc) { def.op->setLoc(loc); });
+            [&](mlir::Location loc) { def.op->setLoc(loc); }, true);
   for (const mlir::AsmParserState::BlockDefinition &def :
        state.getBlockDefs())
     for (size_t i = 0;
          i < def.arguments.size() && i < def.block->getNumArguments(); ++i) {
       mlir::BlockArgument arg = def.block->getArgument(i);
       resolve(arg.getLoc(), def.arguments[i].loc.Start,
-              [&](mlir::Location loc) { arg.setLoc(loc); });
+              [&](mlir::Location loc) { arg.setLoc(loc); }, false);
     }
 }
 } // namespace
@@ -398,11 +402,12 @@ partita::cli::loadModuleFromBuffer(Session &session,
   bool ok = mlir::succeeded(
       mlir::parseAsmSourceFile(session.sourceMgr, &parsed, config, &state));
   if (ok) {
-    recordSourcePositions(session, state, bufferName);
     module =
         mlir::detail::constructContainerOpForParserIfNecessary<mlir::ModuleOp>(
             &parsed, &session.context,
             mlir::FileLineColLoc::get(&session.context, bufferName, 0, 0));
+    recordSourcePositions(session, state, bufferName,
+                          module && looksLikeStableHLO(*module));
     // JAX's calls to its private helpers (jnp's remainder, relu) may sit
     // inside shard_map bodies, unregistered ops the verifier's symbol
     // lookup stops at: they are inlined first.

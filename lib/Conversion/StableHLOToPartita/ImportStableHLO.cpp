@@ -17,6 +17,8 @@
 //===----------------------------------------------------------------------===//
 #include "Importer.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 #include "partita/Conversion/StableHLOToPartita.h"
 #include "partita/Dialect/Partita/Utils/InlineCalls.h"
 
@@ -340,6 +342,37 @@ std::optional<std::pair<unsigned, unsigned>> fixedArity(StringRef name) {
 }
 } // namespace
 
+namespace {
+/// The JAX constructs that usually write an op the importer does not take,
+/// for its error message.
+StringRef usualWriter(StringRef name) {
+  static const llvm::StringMap<StringRef> table = {
+      {"stablehlo.convolution",
+       "nnx.Conv, flax.linen.Conv and lax.conv_general_dilated"},
+      {"stablehlo.select_and_scatter", "the gradient of max pooling"},
+      {"stablehlo.rng_bit_generator", "jax.random with the 'rbg' generator"},
+      {"stablehlo.bitcast_convert",
+       "jax.random's bits-to-floats and lax.bitcast_convert_type"},
+      {"stablehlo.shift_right_logical", "jax.random's threefry (dropout)"},
+      {"stablehlo.shift_left", "jax.random's threefry (dropout)"},
+      {"stablehlo.fft", "jnp.fft"},
+      {"stablehlo.cbrt", "jnp.cbrt"},
+      {"stablehlo.round_nearest_even", "jnp.round"},
+      {"stablehlo.ceil", "jnp.ceil"},
+      {"stablehlo.atan2", "jnp.arctan2 and jnp.angle"},
+      {"stablehlo.cholesky", "jnp.linalg.cholesky"},
+      {"stablehlo.triangular_solve", "jax.scipy.linalg.solve_triangular"},
+      {"stablehlo.composite", "jax.lax.composite"},
+      {"stablehlo.infeed", "host callbacks"},
+      {"stablehlo.outfeed", "host callbacks"},
+      {"stablehlo.send", "host callbacks"},
+      {"stablehlo.recv", "host callbacks"},
+  };
+  auto it = table.find(name);
+  return it == table.end() ? StringRef() : it->second;
+}
+} // namespace
+
 void Importer::importBlock(Block &block) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
     StringRef name = op.getName().getStringRef();
@@ -347,7 +380,10 @@ void Importer::importBlock(Block &block) {
       continue; // func.return, func.call, partita ops.
     auto conversion = conversions().find(name);
     if (conversion == conversions().end()) {
-      fail(&op) << "unsupported op '" << name << "'";
+      InFlightDiagnostic error = fail(&op);
+      error << "unsupported op '" << name << "'";
+      if (StringRef writer = usualWriter(name); !writer.empty())
+        error << " (JAX writes it for " << writer << ")";
       continue;
     }
     // What every conversion takes for granted: ranked tensors in and out,
@@ -449,6 +485,31 @@ void signlessIntegers(ModuleOp module) {
 }
 } // namespace
 
+namespace {
+/// Erases the ops whose results nothing uses and that have no effects, as
+/// XLA does before partitioning: JAX leaves some (a shard_map loop's last
+/// ppermute whose result is dropped), and each would be a collective.
+void eraseDeadOps(ModuleOp module) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<Operation *> dead;
+    module.walk<WalkOrder::PostOrder>([&](Operation *op) {
+      // Ops with regions stay (erasing one would free the ops listed
+      // inside it).
+      if (op->getNumResults() > 0 && op->getNumRegions() == 0 &&
+          isOpTriviallyDead(op))
+        dead.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(dead))
+      if (isOpTriviallyDead(op)) {
+        op->erase();
+        changed = true;
+      }
+  }
+}
+} // namespace
+
 LogicalResult Importer::run() {
   signlessIntegers(module);
   importMeshes();
@@ -480,6 +541,7 @@ LogicalResult Importer::run() {
         unused.push_back(function);
     for (func::FuncOp function : unused)
       function.erase();
+    eraseDeadOps(module);
   }
   if (failures > 0) {
     module.emitError() << failures

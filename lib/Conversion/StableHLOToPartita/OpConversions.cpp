@@ -216,6 +216,8 @@ FailureOr<SmallVector<Value>> Importer::pad(Operation *op) {
   if (!sized(low) || !sized(high) || (interior && !sized(interior)))
     return reject(op, "stablehlo.pad without edge padding for every "
                       "dimension");
+  if (tensorOf(op->getOperand(1)).getRank() != 0)
+    return reject(op, "stablehlo.pad whose padding value is not a scalar");
   if (interior && llvm::any_of(*interior, [](int64_t v) { return v < 0; }))
     return reject(op, "stablehlo.pad with negative interior padding");
   Location loc = op->getLoc();

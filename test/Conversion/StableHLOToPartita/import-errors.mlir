@@ -17,8 +17,8 @@
 }) : () -> ()
 
 // CHECK: import-errors.mlir:9:3: error: sharding of argument 0: unknown mesh axis 'nope'; the mesh has axes 'data'
-// CHECK: import-errors.mlir:11:10: error: unsupported op 'stablehlo.fft'
+// CHECK: import-errors.mlir:11:10: error: unsupported op 'stablehlo.fft' (JAX writes it for jnp.fft)
 // CHECK: import-errors.mlir:12:10: error: unsupported op 'stablehlo.cbrt'
-// CHECK: import-errors.mlir:13:10: error: stablehlo.pad with interior padding is not supported
+// CHECK: import-errors.mlir:13:10: error: stablehlo.pad whose padding value is not a scalar
 // CHECK: import-errors.mlir:7:1: error: 4 ops or attributes of the StableHLO module could not be imported
 

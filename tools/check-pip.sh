@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `pip install .` as a Python user runs it, into BUILD_DIR/pyenv-latest (a
+# Python >= 3.12 virtual environment with JAX 0.12, Flax and Optax that
+# tools/setup-jax.sh --latest makes), then the Python package's tests with
+# that interpreter against the installed package (from_jax included).
+# Says so and exits 0 when no Python >= 3.12 exists; fails when pip or a
+# test fails.
+#   tools/check-pip.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-${PARTITA_BUILD_DIR:-build}}"
+set +e
+bash tools/setup-jax.sh --latest "$build"
+status=$?
+set -e
+if [ "$status" = 2 ]; then
+  echo "check-pip: skipped: no Python >= 3.12 here (see above)"
+  exit 0
+fi
+[ "$status" = 0 ] || exit "$status"
+python="$build/pyenv-latest/bin/python"
+# ccache reuses tools/build.sh's objects: build-pip/ sits beside build/ and
+# paths under the checkout are hashed relative to it.
+export CCACHE_BASEDIR="$PWD"
+start=$(date +%s)
+"$python" -m pip install -q --disable-pip-version-check pytest
+"$python" -m pip install --disable-pip-version-check . 2>&1 | tail -3
+echo "check-pip: pip install . took $(( $(date +%s) - start )) s"
+# The installed package, not the build tree's: run from outside the checkout.
+(cd /tmp && "$python" -c "import partita, sys; print('check-pip: partita', partita.__version__, 'from', partita.__file__, 'on Python', sys.version.split()[0])")
+cd test/python
+"$python" -m pytest -q -rs -p no:cacheprovider .
