@@ -601,6 +601,37 @@ def sampling(logits, temperature):
             jnp.sum(nucleus, axis=-1))
 
 
+class CNN(nnx.Module):
+    """A small convolutional classifier: nnx.Conv (3x3, SAME; a strided
+    one), nnx.BatchNorm, max and average pooling, a Linear head."""
+
+    def __init__(self, rngs, classes=10):
+        self.conv1 = nnx.Conv(3, 16, (3, 3), padding="SAME", rngs=rngs)
+        self.norm1 = nnx.BatchNorm(16, rngs=rngs)
+        self.conv2 = nnx.Conv(16, 32, (3, 3), strides=(2, 2), rngs=rngs)
+        self.norm2 = nnx.BatchNorm(32, rngs=rngs)
+        self.head = nnx.Linear(32, classes, rngs=rngs)
+
+    def __call__(self, x):
+        x = nnx.max_pool(jax.nn.relu(self.norm1(self.conv1(x))), (2, 2),
+                         strides=(2, 2))
+        x = jax.nn.relu(self.norm2(self.conv2(x)))
+        x = nnx.avg_pool(x, (2, 2), strides=(2, 2))
+        return self.head(jnp.mean(x, axis=(1, 2)))
+
+
+def conv_tp(x, w1, w2):
+    """Two convolutions with their feature dimensions split over "model"
+    (the first's outputs, the second's inputs), batch over "data", then a
+    dilated depthwise one (feature_group_count = channels)."""
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = jax.nn.gelu(jax.lax.conv_general_dilated(
+        x, w1, (1, 1), "SAME", dimension_numbers=dn))
+    h = jax.lax.conv_general_dilated(h, w2, (1, 1), ((1, 1), (1, 1)),
+                                     dimension_numbers=dn)
+    return jnp.sum(h ** 2)
+
+
 # ---------------------------------------------------------------------------
 # The corpus: name -> a function making its Program.
 
@@ -804,6 +835,63 @@ def corpus():
                        (P("data"), P("data", None), P("data", None),
                         P("data")))
     c["sampling_topk_sort_dp"] = sample
+
+    # Convolutions: a CNN forward (inference batch norm) and train step
+    # (batch statistics updated), data parallel; convolutions with
+    # feature dimensions over "model" and their gradients.
+    def images(r):
+        return normal(r, (8, 16, 16, 3)), ids(r, (8,), 10)
+
+    def cnn(mode):
+        def make():
+            model = CNN(nnx.Rngs(50))
+            r = rng(51)
+            x, y = images(r)
+            if mode == "forward":
+                model.eval()
+                graphdef, state = nnx.split(model)
+                state = jax.tree_util.tree_map(np.asarray, state)
+                return Program(lambda st, x: nnx.merge(graphdef, st)(x),
+                               (state, x), (like(state, replicated),
+                                            P("data", None, None, None)),
+                               P("data", None))
+            tx = optax.sgd(1e-2, momentum=0.9)
+            graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+            params = jax.tree_util.tree_map(np.asarray, params)
+            rest = jax.tree_util.tree_map(np.asarray, rest)
+            opt_state = tx.init(params)
+
+            def step(params, rest, opt_state, x, y):
+                model = nnx.merge(graphdef, params, rest)
+                value, grads = nnx.value_and_grad(
+                    lambda m: int_label_loss(m(x), y))(model)
+                _, params, rest = nnx.split(model, nnx.Param, ...)
+                updates, opt_state = tx.update(grads, opt_state, params)
+                return (optax.apply_updates(params, updates), rest,
+                        opt_state, value)
+            batch = P("data", None, None, None)
+            return Program(step, (params, rest, opt_state, x, y),
+                           (P(), P(), P(), batch, P("data")),
+                           (P(), P(), P(), P()))
+        return make
+    c["cnn_forward_dp"] = cnn("forward")
+    c["cnn_step_dp"] = cnn("step")
+
+    def convs(mode):
+        def make():
+            r = rng(52)
+            x = normal(r, (8, 8, 8, 8))
+            w1 = normal(r, (3, 3, 8, 16), 1 / math.sqrt(72))
+            w2 = normal(r, (3, 3, 16, 8), 1 / math.sqrt(144))
+            specs = (P("data", None, None, None), P(None, None, None, "model"),
+                     P(None, None, "model", None))
+            if mode == "loss":
+                return Program(conv_tp, (x, w1, w2), specs, P())
+            return Program(jax.grad(conv_tp, argnums=(0, 1, 2)), (x, w1, w2),
+                           specs, specs)
+        return make
+    c["conv_tp_loss"] = convs("loss")
+    c["conv_tp_grad"] = convs("grad")
     return c
 
 

@@ -250,6 +250,8 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
     t["stablehlo.case"] = &Importer::caseOp;
     t["stablehlo.sort"] = &Importer::sort;
     t["stablehlo.reverse"] = &Importer::reverse;
+    t["stablehlo.convolution"] = &Importer::convolution;
+    t["stablehlo.select_and_scatter"] = &Importer::selectAndScatter;
     t["stablehlo.replica_id"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
       // JAX's SPMD programs run one replica: its id is 0.

@@ -51,6 +51,10 @@ std::optional<SmallVector<int64_t>> integers(Attribute attr);
 /// The ranked tensor type of `value`.
 RankedTensorType tensorOf(Value value);
 
+/// Whether `value` is a constant every element of which is the identity of
+/// `kind` (so an init value changes nothing).
+bool isIdentityOf(Value value, ReductionKind kind);
+
 /// The reduction a reduce body computes: its one combining op applied to
 /// the two block arguments.
 std::optional<ReductionKind> reductionOfBody(Region &body);
@@ -112,6 +116,8 @@ private:
   FailureOr<SmallVector<Value>> argReduce(Operation *op,
                                           ArrayRef<int64_t> dims);
   FailureOr<SmallVector<Value>> reduceWindow(Operation *op);
+  /// A reduce_window other than a cumulative sum: pooling.
+  FailureOr<SmallVector<Value>> poolWindows(Operation *op);
   FailureOr<SmallVector<Value>> gather(Operation *op);
   FailureOr<SmallVector<Value>> scatter(Operation *op);
   /// A gather with any dimension numbers (printed in `text`) as one-hot
@@ -169,6 +175,20 @@ private:
           op->getOperand(0), op->getOperand(1))};
     };
   }
+
+  /// `x` padded with the scalar `padding`: `low`/`high` edge padding per
+  /// dimension (negative cuts), `interior` values between elements; null
+  /// after an error at `op`.
+  FailureOr<Value> padded(Operation *op, Value x, Value padding,
+                          ArrayRef<int64_t> low, ArrayRef<int64_t> high,
+                          ArrayRef<int64_t> interior);
+  /// Windows.cpp: convolutions and max pooling's gradient.
+  FailureOr<SmallVector<Value>> convolution(Operation *op);
+  FailureOr<SmallVector<Value>> selectAndScatter(Operation *op);
+  /// The strided slice of `x` for window offset `start` (per dimension):
+  /// start + i * stride for i < out.
+  Value windowSlice(Location loc, Value x, ArrayRef<int64_t> start,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> out);
 
   /// A splat constant of `type` holding `value`.
   Value splat(Location loc, RankedTensorType type, double value);

@@ -207,9 +207,7 @@ FailureOr<SmallVector<Value>> Importer::pad(Operation *op) {
       integers(property(op, "edge_padding_high"));
   std::optional<SmallVector<int64_t>> interior =
       integers(property(op, "interior_padding"));
-  Value operand = op->getOperand(0), padding = op->getOperand(1);
-  auto operandType = tensorOf(operand);
-  int64_t rank = operandType.getRank();
+  int64_t rank = tensorOf(op->getOperand(0)).getRank();
   auto sized = [&](const std::optional<SmallVector<int64_t>> &list) {
     return list && static_cast<int64_t>(list->size()) == rank;
   };
@@ -218,8 +216,28 @@ FailureOr<SmallVector<Value>> Importer::pad(Operation *op) {
                       "dimension");
   if (tensorOf(op->getOperand(1)).getRank() != 0)
     return reject(op, "stablehlo.pad whose padding value is not a scalar");
-  if (interior && llvm::any_of(*interior, [](int64_t v) { return v < 0; }))
-    return reject(op, "stablehlo.pad with negative interior padding");
+  SmallVector<int64_t> none(rank, 0);
+  FailureOr<Value> x = padded(op, op->getOperand(0), op->getOperand(1), *low,
+                              *high, interior ? ArrayRef<int64_t>(*interior)
+                                              : ArrayRef<int64_t>(none));
+  if (failed(x))
+    return failure();
+  if (x->getType() != op->getResult(0).getType())
+    return reject(op, "stablehlo.pad whose result type does not match its "
+                      "padding");
+  return SmallVector<Value>{*x};
+}
+
+FailureOr<Value> Importer::padded(Operation *op, Value operand, Value padding,
+                                  ArrayRef<int64_t> low,
+                                  ArrayRef<int64_t> high,
+                                  ArrayRef<int64_t> interior) {
+  auto operandType = tensorOf(operand);
+  int64_t rank = operandType.getRank();
+  if (llvm::any_of(interior, [](int64_t v) { return v < 0; })) {
+    fail(op) << "negative interior padding";
+    return failure();
+  }
   Location loc = op->getLoc();
   Type element = operandType.getElementType();
   Value x = operand;
@@ -234,11 +252,12 @@ FailureOr<SmallVector<Value>> Importer::pad(Operation *op) {
                         builder.getDenseI64ArrayAttr(strides));
     shape = sizes;
   };
-  // Interior padding (the gradient of a strided slice, x[::2]): each
-  // element gets a new dimension of `i` padding values after it, which is
-  // then merged and its last `i` positions cut.
-  for (int64_t d = 0; interior && d < rank; ++d) {
-    int64_t gap = (*interior)[d], n = shape[d];
+  // Interior padding (the gradient of a strided slice, x[::2]; a
+  // convolution's input dilation): each element gets a new dimension of
+  // `gap` padding values after it, which is then merged and its last `gap`
+  // positions cut.
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t gap = interior[d], n = shape[d];
     if (gap == 0 || n == 0)
       continue;
     SmallVector<int64_t> split(shape);
@@ -259,36 +278,33 @@ FailureOr<SmallVector<Value>> Importer::pad(Operation *op) {
     sliceTo(start, limit);
   }
   // Edge padding; a negative one cuts.
-  SmallVector<int64_t> grow(rank), growHigh(rank), padded(shape);
+  SmallVector<int64_t> grow(rank), growHigh(rank), wider(shape);
   for (int64_t d = 0; d < rank; ++d) {
-    grow[d] = std::max<int64_t>((*low)[d], 0);
-    growHigh[d] = std::max<int64_t>((*high)[d], 0);
-    padded[d] += grow[d] + growHigh[d];
+    grow[d] = std::max<int64_t>(low[d], 0);
+    growHigh[d] = std::max<int64_t>(high[d], 0);
+    wider[d] += grow[d] + growHigh[d];
   }
   if (llvm::any_of(grow, [](int64_t v) { return v > 0; }) ||
       llvm::any_of(growHigh, [](int64_t v) { return v > 0; })) {
-    x = PadOp::create(builder, loc, RankedTensorType::get(padded, element), x,
+    x = PadOp::create(builder, loc, RankedTensorType::get(wider, element), x,
                       padding, builder.getDenseI64ArrayAttr(grow),
                       builder.getDenseI64ArrayAttr(growHigh));
-    shape = padded;
+    shape = wider;
   }
   SmallVector<int64_t> start(rank, 0), limit(shape);
   bool cut = false;
   for (int64_t d = 0; d < rank; ++d) {
-    start[d] = std::max<int64_t>(-(*low)[d], 0);
-    limit[d] = shape[d] - std::max<int64_t>(-(*high)[d], 0);
+    start[d] = std::max<int64_t>(-low[d], 0);
+    limit[d] = shape[d] - std::max<int64_t>(-high[d], 0);
     cut |= start[d] > 0 || limit[d] < shape[d];
-    if (limit[d] < start[d])
-      return reject(op, "stablehlo.pad that cuts more than the whole "
-                        "dimension " +
-                            std::to_string(d));
+    if (limit[d] < start[d]) {
+      fail(op) << "padding that cuts more than the whole dimension " << d;
+      return failure();
+    }
   }
   if (cut)
     sliceTo(start, limit);
-  if (RankedTensorType::get(shape, element) != op->getResult(0).getType())
-    return reject(op, "stablehlo.pad whose result type does not match its "
-                      "padding");
-  return SmallVector<Value>{x};
+  return x;
 }
 
 } // namespace stablehlo_import

@@ -10,10 +10,6 @@
 namespace partita {
 namespace stablehlo_import {
 
-namespace {
-
-/// Whether `value` is a constant every element of which is the identity of
-/// `kind` (so the init value changes nothing).
 bool isIdentityOf(Value value, ReductionKind kind) {
   Operation *def = value.getDefiningOp();
   if (!def)
@@ -51,6 +47,8 @@ bool isIdentityOf(Value value, ReductionKind kind) {
   }
   return false;
 }
+
+namespace {
 
 /// The iota dimension of `value` if an iota defines it.
 std::optional<int64_t> iotaDimension(Value value) {
@@ -216,12 +214,134 @@ FailureOr<SmallVector<Value>> Importer::reduceWindow(Operation *op) {
   }
   if (strides && llvm::any_of(*strides, [](int64_t v) { return v != 1; }))
     matches = false;
-  if (!matches || !dim)
-    return reject(op, "stablehlo.reduce_window other than the cumulative "
-                      "sum jnp.cumsum writes is not supported");
-  return SmallVector<Value>{CumsumOp::create(builder, op->getLoc(), type,
-                                             op->getOperand(0), *dim,
-                                             reverse)};
+  if (matches && dim)
+    return SmallVector<Value>{CumsumOp::create(builder, op->getLoc(), type,
+                                               op->getOperand(0), *dim,
+                                               reverse)};
+  return poolWindows(op);
+}
+
+FailureOr<SmallVector<Value>> Importer::poolWindows(Operation *op) {
+  // Pooling (nnx.max_pool, nnx.avg_pool's sum, lax.reduce_window): the
+  // operand padded with the init value (and dilated), then one strided
+  // slice per window offset, combined elementwise.
+  auto type = tensorOf(op->getResult(0));
+  int64_t rank = type.getRank();
+  std::optional<ReductionKind> kind =
+      op->getNumRegions() == 1 ? reductionOfBody(op->getRegion(0))
+                               : std::nullopt;
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1 || !kind ||
+      (*kind != ReductionKind::Sum && *kind != ReductionKind::Max &&
+       *kind != ReductionKind::Min) ||
+      tensorOf(op->getOperand(1)).getRank() != 0)
+    return reject(op, "stablehlo.reduce_window other than a sum, max or min "
+                      "of one array is not supported");
+  auto orOnes = [&](StringRef name) -> std::optional<SmallVector<int64_t>> {
+    Attribute attr = property(op, name);
+    if (!attr)
+      return SmallVector<int64_t>(rank, 1);
+    std::optional<SmallVector<int64_t>> list = integers(attr);
+    if (!list || static_cast<int64_t>(list->size()) != rank)
+      return std::nullopt;
+    return list;
+  };
+  std::optional<SmallVector<int64_t>> window =
+      integers(property(op, "window_dimensions"));
+  std::optional<SmallVector<int64_t>> strides = orOnes("window_strides"),
+                                      baseDilation = orOnes("base_dilations"),
+                                      windowDilation =
+                                          orOnes("window_dilations");
+  SmallVector<int64_t> low(rank, 0), high(rank, 0);
+  if (auto padding =
+          dyn_cast_or_null<DenseIntElementsAttr>(property(op, "padding"))) {
+    SmallVector<int64_t> pads;
+    for (const APInt &value : padding)
+      pads.push_back(value.getSExtValue());
+    if (static_cast<int64_t>(pads.size()) != 2 * rank)
+      return reject(op, "stablehlo.reduce_window with padding for another "
+                        "rank");
+    for (int64_t d = 0; d < rank; ++d) {
+      low[d] = pads[2 * d];
+      high[d] = pads[2 * d + 1];
+    }
+  }
+  if (!window || static_cast<int64_t>(window->size()) != rank || !strides ||
+      !baseDilation || !windowDilation ||
+      llvm::any_of(*strides, [](int64_t v) { return v < 1; }) ||
+      llvm::any_of(*baseDilation, [](int64_t v) { return v < 1; }) ||
+      llvm::any_of(*windowDilation, [](int64_t v) { return v < 1; }) ||
+      llvm::any_of(*window, [](int64_t v) { return v < 1; }))
+    return reject(op, "stablehlo.reduce_window with unreadable window "
+                      "dimensions, strides or dilations");
+  int64_t offsets = 1;
+  for (int64_t w : *window)
+    offsets *= w;
+  if (offsets > 1024)
+    return reject(op, "stablehlo.reduce_window over windows of more than "
+                      "1024 elements is not supported");
+  SmallVector<int64_t> interior;
+  for (int64_t d : *baseDilation)
+    interior.push_back(d - 1);
+  Value init = op->getOperand(1);
+  FailureOr<Value> x =
+      padded(op, op->getOperand(0), init, low, high, interior);
+  if (failed(x))
+    return failure();
+  Location loc = op->getLoc();
+  auto xType = tensorOf(*x);
+  for (int64_t d = 0; d < rank; ++d)
+    if (type.getDimSize(d) > 0 &&
+        ((*window)[d] - 1) * (*windowDilation)[d] +
+                (type.getDimSize(d) - 1) * (*strides)[d] + 1 >
+            xType.getDimSize(d))
+      return reject(op, "stablehlo.reduce_window whose result shape does "
+                        "not fit its windows");
+  Value result;
+  SmallVector<int64_t> offset(rank, 0);
+  for (int64_t n = 0; n < offsets; ++n) {
+    SmallVector<int64_t> start;
+    for (int64_t d = 0; d < rank; ++d)
+      start.push_back(offset[d] * (*windowDilation)[d]);
+    Value piece = windowSlice(loc, *x, start, *strides, type.getShape());
+    if (!result)
+      result = piece;
+    else if (*kind == ReductionKind::Sum)
+      result = AddOp::create(builder, loc, type, result, piece);
+    else if (*kind == ReductionKind::Max)
+      result = MaxOp::create(builder, loc, type, result, piece);
+    else
+      result = MinOp::create(builder, loc, type, result, piece);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++offset[d] < (*window)[d])
+        break;
+      offset[d] = 0;
+    }
+  }
+  // An init value other than the identity is combined once.
+  if (!isIdentityOf(init, *kind)) {
+    Value spread = BroadcastOp::create(builder, loc, type, init,
+                                       builder.getDenseI64ArrayAttr({}));
+    if (*kind == ReductionKind::Sum)
+      result = AddOp::create(builder, loc, type, result, spread);
+    else if (*kind == ReductionKind::Max)
+      result = MaxOp::create(builder, loc, type, result, spread);
+    else
+      result = MinOp::create(builder, loc, type, result, spread);
+  }
+  return SmallVector<Value>{result};
+}
+
+Value Importer::windowSlice(Location loc, Value x, ArrayRef<int64_t> start,
+                            ArrayRef<int64_t> strides, ArrayRef<int64_t> out) {
+  auto type = tensorOf(x);
+  SmallVector<int64_t> limit;
+  for (size_t d = 0; d < start.size(); ++d)
+    limit.push_back(out[d] == 0 ? start[d]
+                                : start[d] + (out[d] - 1) * strides[d] + 1);
+  return SliceOp::create(
+      builder, loc, RankedTensorType::get(out, type.getElementType()), x,
+      builder.getDenseI64ArrayAttr(start), builder.getDenseI64ArrayAttr(limit),
+      builder.getDenseI64ArrayAttr(strides));
 }
 
 } // namespace stablehlo_import

@@ -1,0 +1,433 @@
+//===- Windows.cpp - StableHLO convolutions and pooling gradients ---------===//
+//
+// stablehlo.convolution (nnx.Conv, lax.conv_general_dilated and their
+// gradients) as one strided slice of the padded, dilated input per kernel
+// offset, each contracted with that offset's kernel slice by an einsum and
+// summed: the partitioner splits them along the batch and feature
+// dimensions like any einsum. select_and_scatter (max pooling's gradient)
+// as the first maximum of each window taking the source, placed back by
+// interior padding. docs/JAX.md gives the limits.
+//
+//===----------------------------------------------------------------------===//
+#include "Importer.h"
+
+#include <limits>
+
+namespace partita {
+namespace stablehlo_import {
+
+namespace {
+
+/// One side of a convolution's dimension numbers: the batch (or input
+/// feature) dimension, the feature (or output feature) dimension, and the
+/// position of each spatial dimension.
+struct ConvLayout {
+  int64_t batch = -1, feature = -1;
+  SmallVector<int64_t> spatial;
+};
+
+/// Parses "[b, 0, 1, f]" (letters `first` and `second`, spatial indices).
+std::optional<ConvLayout> parseLayout(StringRef list, char first,
+                                      char second) {
+  list = list.trim();
+  if (!list.consume_front("[") || !list.consume_back("]"))
+    return std::nullopt;
+  SmallVector<StringRef> items;
+  list.split(items, ',');
+  ConvLayout layout;
+  SmallVector<int64_t> spatialAt(items.size(), -1);
+  int64_t spatialCount = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    StringRef item = items[i].trim();
+    int64_t index;
+    if (item.size() == 1 && item[0] == first)
+      layout.batch = i;
+    else if (item.size() == 1 && item[0] == second)
+      layout.feature = i;
+    else if (!item.getAsInteger(10, index) && index >= 0 &&
+             index < static_cast<int64_t>(items.size())) {
+      spatialAt[index] = i;
+      ++spatialCount;
+    } else
+      return std::nullopt;
+  }
+  if (layout.batch < 0 || layout.feature < 0)
+    return std::nullopt;
+  for (int64_t s = 0; s < spatialCount; ++s) {
+    if (spatialAt[s] < 0)
+      return std::nullopt;
+    layout.spatial.push_back(spatialAt[s]);
+  }
+  return layout;
+}
+
+} // namespace
+
+FailureOr<SmallVector<Value>> Importer::convolution(Operation *op) {
+  auto refuse = [&](const Twine &why) {
+    return reject(op, "stablehlo.convolution " + why + " is not supported");
+  };
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1)
+    return refuse("with other than an input and a kernel");
+  std::string text = printed(property(op, "dimension_numbers"));
+  // #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>
+  size_t open = text.find('<'), cross = text.find("]x["),
+         arrow = text.find("]->[");
+  if (open == std::string::npos || cross == std::string::npos ||
+      arrow == std::string::npos)
+    return refuse("with unreadable dimension numbers '" + text + "'");
+  StringRef all(text);
+  std::optional<ConvLayout> lhs =
+      parseLayout(all.slice(open + 1, cross + 1), 'b', 'f');
+  std::optional<ConvLayout> rhs =
+      parseLayout(all.slice(cross + 2, arrow + 1), 'i', 'o');
+  std::optional<ConvLayout> out = parseLayout(
+      all.slice(arrow + 3, all.rfind('>')), 'b', 'f');
+  if (!lhs || !rhs || !out || lhs->spatial.size() != rhs->spatial.size() ||
+      lhs->spatial.size() != out->spatial.size() || lhs->spatial.size() > 3)
+    return refuse("with dimension numbers '" + text + "'");
+  size_t spatial = lhs->spatial.size();
+  auto lhsType = tensorOf(op->getOperand(0)),
+       rhsType = tensorOf(op->getOperand(1)),
+       resultType = tensorOf(op->getResult(0));
+  Type element = resultType.getElementType();
+  if (lhsType.getElementType() != element ||
+      rhsType.getElementType() != element || !isa<FloatType>(element))
+    return refuse("of mixed or non-float element types");
+  if (lhsType.getRank() != static_cast<int64_t>(spatial) + 2 ||
+      rhsType.getRank() != lhsType.getRank() ||
+      resultType.getRank() != lhsType.getRank())
+    return refuse("whose operand ranks do not match its dimension numbers");
+  auto count = [&](StringRef name) -> int64_t {
+    auto attr = dyn_cast_or_null<IntegerAttr>(property(op, name));
+    return attr ? attr.getInt() : 1;
+  };
+  int64_t groups = count("feature_group_count");
+  if (count("batch_group_count") != 1)
+    return refuse("with batch_group_count > 1 (the kernel gradient of a "
+                  "grouped convolution)");
+  auto orOnes = [&](StringRef name) -> std::optional<SmallVector<int64_t>> {
+    Attribute attr = property(op, name);
+    if (!attr)
+      return SmallVector<int64_t>(spatial, 1);
+    std::optional<SmallVector<int64_t>> list = integers(attr);
+    if (!list || list->size() != spatial ||
+        llvm::any_of(*list, [](int64_t v) { return v < 1; }))
+      return std::nullopt;
+    return list;
+  };
+  std::optional<SmallVector<int64_t>> strides = orOnes("window_strides"),
+                                      lhsDilation = orOnes("lhs_dilation"),
+                                      rhsDilation = orOnes("rhs_dilation");
+  if (!strides || !lhsDilation || !rhsDilation)
+    return refuse("with unreadable strides or dilations");
+  SmallVector<int64_t> low(spatial, 0), high(spatial, 0);
+  if (auto padding =
+          dyn_cast_or_null<DenseIntElementsAttr>(property(op, "padding"))) {
+    SmallVector<int64_t> pads;
+    for (const APInt &value : padding)
+      pads.push_back(value.getSExtValue());
+    if (pads.size() != 2 * spatial)
+      return refuse("with padding for another number of spatial dimensions");
+    for (size_t s = 0; s < spatial; ++s) {
+      low[s] = pads[2 * s];
+      high[s] = pads[2 * s + 1];
+    }
+  }
+  SmallVector<bool> reversed(spatial, false);
+  if (Attribute attr = property(op, "window_reversal")) {
+    std::string flags = printed(attr);
+    SmallVector<StringRef> parts;
+    StringRef(flags).split(parts, ',');
+    for (size_t s = 0; s < spatial && s < parts.size(); ++s)
+      reversed[s] = parts[s].contains("true");
+  }
+  Location loc = op->getLoc();
+  // Canonical layouts: input [b, s..., c], kernel [s..., c, o].
+  SmallVector<int64_t> lhsPerm{lhs->batch}, rhsPerm;
+  for (int64_t d : lhs->spatial)
+    lhsPerm.push_back(d);
+  lhsPerm.push_back(lhs->feature);
+  for (int64_t d : rhs->spatial)
+    rhsPerm.push_back(d);
+  rhsPerm.push_back(rhs->batch); // `i`
+  rhsPerm.push_back(rhs->feature); // `o`
+  auto permuted = [&](Value v, ArrayRef<int64_t> perm) -> Value {
+    auto type = tensorOf(v);
+    bool identity = true;
+    SmallVector<int64_t> shape;
+    for (size_t d = 0; d < perm.size(); ++d) {
+      identity &= perm[d] == static_cast<int64_t>(d);
+      shape.push_back(type.getDimSize(perm[d]));
+    }
+    if (identity)
+      return v;
+    return TransposeOp::create(builder, loc,
+                               RankedTensorType::get(shape, element), v,
+                               builder.getDenseI64ArrayAttr(perm));
+  };
+  Value input = permuted(op->getOperand(0), lhsPerm);
+  Value kernel = permuted(op->getOperand(1), rhsPerm);
+  auto inputType = tensorOf(input), kernelType = tensorOf(kernel);
+  int64_t batch = inputType.getDimSize(0);
+  int64_t channels = inputType.getDimSize(spatial + 1);
+  int64_t kernelIn = kernelType.getDimSize(spatial);
+  int64_t outFeatures = kernelType.getDimSize(spatial + 1);
+  if (groups < 1 || channels != kernelIn * groups || outFeatures % groups)
+    return refuse("whose feature_group_count does not divide its features");
+  // The input padded and dilated (zeros between elements).
+  SmallVector<int64_t> padLow{0}, padHigh{0}, interior{0};
+  for (size_t s = 0; s < spatial; ++s) {
+    padLow.push_back(low[s]);
+    padHigh.push_back(high[s]);
+    interior.push_back((*lhsDilation)[s] - 1);
+  }
+  padLow.push_back(0);
+  padHigh.push_back(0);
+  interior.push_back(0);
+  Value zero = splat(loc, RankedTensorType::get({}, element), 0);
+  FailureOr<Value> x = padded(op, input, zero, padLow, padHigh, interior);
+  if (failed(x))
+    return failure();
+  auto xType = tensorOf(*x);
+  // The result in canonical order [b, s..., o].
+  SmallVector<int64_t> outShape{batch};
+  for (int64_t d : out->spatial)
+    outShape.push_back(resultType.getDimSize(d));
+  outShape.push_back(outFeatures);
+  if (resultType.getDimSize(out->batch) != batch ||
+      resultType.getDimSize(out->feature) != outFeatures)
+    return refuse("whose result shape does not match its operands");
+  int64_t offsets = 1;
+  SmallVector<int64_t> kernelSize;
+  for (size_t s = 0; s < spatial; ++s) {
+    kernelSize.push_back(kernelType.getDimSize(s));
+    offsets *= kernelSize.back();
+    int64_t needed = (kernelSize.back() - 1) * (*rhsDilation)[s] +
+                     (outShape[s + 1] - 1) * (*strides)[s] + 1;
+    if (outShape[s + 1] > 0 && needed > xType.getDimSize(s + 1))
+      return refuse("whose result shape does not fit its windows");
+  }
+  if (offsets > 1024)
+    return refuse("with kernels of more than 1024 positions");
+  auto canonicalType = RankedTensorType::get(outShape, element);
+  std::string sp = std::string("pqr").substr(0, spatial);
+  Value result;
+  SmallVector<int64_t> offset(spatial, 0);
+  for (int64_t n = 0; n < offsets; ++n) {
+    SmallVector<int64_t> start{0}, step{1}, pieceShape{batch};
+    for (size_t s = 0; s < spatial; ++s) {
+      start.push_back(offset[s] * (*rhsDilation)[s]);
+      step.push_back((*strides)[s]);
+      pieceShape.push_back(outShape[s + 1]);
+    }
+    start.push_back(0);
+    step.push_back(1);
+    pieceShape.push_back(channels);
+    Value piece = windowSlice(loc, *x, start, step, pieceShape);
+    // The kernel at this offset (flipped where window_reversal says).
+    SmallVector<int64_t> kStart, kLimit, kStrides(spatial + 2, 1);
+    for (size_t s = 0; s < spatial; ++s) {
+      int64_t at = reversed[s] ? kernelSize[s] - 1 - offset[s] : offset[s];
+      kStart.push_back(at);
+      kLimit.push_back(at + 1);
+    }
+    kStart.append({0, 0});
+    kLimit.append({kernelIn, outFeatures});
+    SmallVector<int64_t> kShape(spatial, 1);
+    kShape.append({kernelIn, outFeatures});
+    Value tap = SliceOp::create(builder, loc,
+                                RankedTensorType::get(kShape, element),
+                                kernel, builder.getDenseI64ArrayAttr(kStart),
+                                builder.getDenseI64ArrayAttr(kLimit),
+                                builder.getDenseI64ArrayAttr(kStrides));
+    Value term;
+    if (groups == 1) {
+      tap = ReshapeOp::create(
+          builder, loc,
+          RankedTensorType::get({kernelIn, outFeatures}, element), tap);
+      term = EinsumOp::create(
+          builder, loc, canonicalType,
+          builder.getStringAttr("b" + sp + "c,co->b" + sp + "o"),
+          ValueRange{piece, tap});
+    } else {
+      // Grouped (depthwise): channels and outputs split into groups.
+      SmallVector<int64_t> grouped(pieceShape);
+      grouped.back() = groups;
+      grouped.push_back(kernelIn);
+      piece = ReshapeOp::create(builder, loc,
+                                RankedTensorType::get(grouped, element), piece);
+      tap = ReshapeOp::create(
+          builder, loc,
+          RankedTensorType::get({kernelIn, groups, outFeatures / groups},
+                                element),
+          tap);
+      SmallVector<int64_t> groupedOut(pieceShape);
+      groupedOut.back() = groups;
+      groupedOut.push_back(outFeatures / groups);
+      term = EinsumOp::create(
+          builder, loc, RankedTensorType::get(groupedOut, element),
+          builder.getStringAttr("b" + sp + "gc,cgo->b" + sp + "go"),
+          ValueRange{piece, tap});
+      term = ReshapeOp::create(builder, loc, canonicalType, term);
+    }
+    result = result ? AddOp::create(builder, loc, canonicalType, result, term)
+                          .getResult()
+                    : term;
+    for (int64_t s = static_cast<int64_t>(spatial) - 1; s >= 0; --s) {
+      if (++offset[s] < kernelSize[s])
+        break;
+      offset[s] = 0;
+    }
+  }
+  // Back to the result's layout: result dim j is canonical dim perm[j].
+  SmallVector<int64_t> perm(resultType.getRank());
+  perm[out->batch] = 0;
+  for (size_t s = 0; s < spatial; ++s)
+    perm[out->spatial[s]] = s + 1;
+  perm[out->feature] = spatial + 1;
+  return SmallVector<Value>{permuted(result, perm)};
+}
+
+FailureOr<SmallVector<Value>> Importer::selectAndScatter(Operation *op) {
+  // Max pooling's gradient: each window's source value goes to the first
+  // position (in window order) holding the window's maximum, summed where
+  // windows overlap.
+  auto refuse = [&](const Twine &why) {
+    return reject(op, "stablehlo.select_and_scatter " + why +
+                          " is not supported (max pooling's gradient is)");
+  };
+  if (op->getNumOperands() != 3 || op->getNumResults() != 1 ||
+      op->getNumRegions() != 2)
+    return refuse("of other than an operand, a source and an init value");
+  Region &select = op->getRegion(0);
+  Operation *compare =
+      select.hasOneBlock() && select.front().getNumArguments() == 2 &&
+              select.front().getOperations().size() == 2
+          ? &select.front().front()
+          : nullptr;
+  if (!compare || compare->getName().getStringRef() != "stablehlo.compare" ||
+      compare->getOperand(0) != select.front().getArgument(0) ||
+      compare->getOperand(1) != select.front().getArgument(1) ||
+      printed(property(compare, "comparison_direction")).find(" GE") ==
+          std::string::npos)
+    return refuse("selecting other than the first maximum (GE)");
+  std::optional<ReductionKind> scatterKind = reductionOfBody(op->getRegion(1));
+  if (!scatterKind || *scatterKind != ReductionKind::Sum)
+    return refuse("combining other than by a sum");
+  Value operand = op->getOperand(0), source = op->getOperand(1),
+        init = op->getOperand(2);
+  auto type = tensorOf(operand), sourceType = tensorOf(source);
+  int64_t rank = type.getRank();
+  Type element = type.getElementType();
+  if (!isa<FloatType>(element) || sourceType.getRank() != rank ||
+      tensorOf(init).getRank() != 0)
+    return refuse("of non-float or mismatched arrays");
+  std::optional<SmallVector<int64_t>> window =
+      integers(property(op, "window_dimensions"));
+  std::optional<SmallVector<int64_t>> strides =
+      property(op, "window_strides") ? integers(property(op, "window_strides"))
+                                     : SmallVector<int64_t>(rank, 1);
+  if (!window || !strides || static_cast<int64_t>(window->size()) != rank ||
+      static_cast<int64_t>(strides->size()) != rank)
+    return refuse("with unreadable windows");
+  SmallVector<int64_t> low(rank, 0), high(rank, 0), none(rank, 0);
+  if (auto padding =
+          dyn_cast_or_null<DenseIntElementsAttr>(property(op, "padding"))) {
+    SmallVector<int64_t> pads;
+    for (const APInt &value : padding)
+      pads.push_back(value.getSExtValue());
+    if (static_cast<int64_t>(pads.size()) != 2 * rank)
+      return refuse("with padding for another rank");
+    for (int64_t d = 0; d < rank; ++d) {
+      low[d] = pads[2 * d];
+      high[d] = pads[2 * d + 1];
+    }
+  }
+  int64_t offsets = 1;
+  for (int64_t w : *window)
+    offsets *= w;
+  if (offsets > 1024 || llvm::any_of(low, [](int64_t v) { return v < 0; }) ||
+      llvm::any_of(high, [](int64_t v) { return v < 0; }))
+    return refuse("with windows over 1024 elements or negative padding");
+  Location loc = op->getLoc();
+  auto scalarType = RankedTensorType::get({}, element);
+  Value lowest = splat(loc, scalarType,
+                       -std::numeric_limits<double>::infinity());
+  Value zero = splat(loc, scalarType, 0);
+  FailureOr<Value> x = padded(op, operand, lowest, low, high, none);
+  if (failed(x))
+    return failure();
+  auto xType = tensorOf(*x);
+  ArrayRef<int64_t> outShape = sourceType.getShape();
+  for (int64_t d = 0; d < rank; ++d)
+    if (outShape[d] > 0 &&
+        (*window)[d] + (outShape[d] - 1) * (*strides)[d] > xType.getDimSize(d))
+      return refuse("whose source shape does not fit its windows");
+  auto forEachOffset = [&](const std::function<void(ArrayRef<int64_t>)> &f) {
+    SmallVector<int64_t> offset(rank, 0);
+    for (int64_t n = 0; n < offsets; ++n) {
+      f(offset);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++offset[d] < (*window)[d])
+          break;
+        offset[d] = 0;
+      }
+    }
+  };
+  Value pooled;
+  forEachOffset([&](ArrayRef<int64_t> start) {
+    Value piece = windowSlice(loc, *x, start, *strides, outShape);
+    pooled = pooled ? MaxOp::create(builder, loc, sourceType, pooled, piece)
+                          .getResult()
+                    : piece;
+  });
+  auto boolType = RankedTensorType::get(outShape, builder.getI1Type());
+  Value taken = ConstantOp::create(
+      builder, loc, boolType,
+      DenseElementsAttr::get(boolType, builder.getBoolAttr(false)));
+  Value zeros = splat(loc, sourceType, 0);
+  Value sum;
+  forEachOffset([&](ArrayRef<int64_t> start) {
+    Value piece = windowSlice(loc, *x, start, *strides, outShape);
+    Value isMax = CompareOp::create(builder, loc, boolType,
+                                    CompareDirection::EQ, piece, pooled);
+    Value free = NotOp::create(builder, loc, boolType, taken);
+    Value hit = AndOp::create(builder, loc, boolType, isMax, free);
+    taken = OrOp::create(builder, loc, boolType, taken, hit);
+    Value part = SelectOp::create(builder, loc, sourceType, hit, source, zeros);
+    // Back to the padded operand's positions: start + i * stride.
+    SmallVector<int64_t> before, after, gaps;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t span = outShape[d] == 0 ? 0 : (outShape[d] - 1) * (*strides)[d] + 1;
+      before.push_back(start[d]);
+      after.push_back(xType.getDimSize(d) - start[d] - span);
+      gaps.push_back((*strides)[d] - 1);
+    }
+    FailureOr<Value> placed = padded(op, part, zero, before, after, gaps);
+    if (failed(placed))
+      return;
+    sum = sum ? AddOp::create(builder, loc, xType, sum, *placed).getResult()
+              : *placed;
+  });
+  if (!sum)
+    return failure();
+  // The operand's own positions (padding cut), plus the init value.
+  SmallVector<int64_t> cutLow, cutHigh;
+  for (int64_t d = 0; d < rank; ++d) {
+    cutLow.push_back(-low[d]);
+    cutHigh.push_back(-high[d]);
+  }
+  FailureOr<Value> result = padded(op, sum, zero, cutLow, cutHigh, none);
+  if (failed(result))
+    return failure();
+  Value out = *result;
+  if (!isIdentityOf(init, ReductionKind::Sum))
+    out = AddOp::create(builder, loc, type, out,
+                        BroadcastOp::create(builder, loc, type, init,
+                                            builder.getDenseI64ArrayAttr({})));
+  return SmallVector<Value>{out};
+}
+
+} // namespace stablehlo_import
+} // namespace partita
