@@ -46,6 +46,8 @@ DEFAULT_OUT = os.path.join(REPO_ROOT, "test", "Conversion",
 AUTO2 = (AxisType.Auto, AxisType.Auto)
 MESH2 = jax.make_mesh((2, 4), ("data", "model"), axis_types=AUTO2)
 MESH1 = jax.make_mesh((8,), ("data",), axis_types=(AxisType.Auto,))
+# pmap's own mesh: one axis over every device, named by axis_name.
+MESH_PMAP = jax.make_mesh((8,), ("batch",), axis_types=(AxisType.Auto,))
 MESH3 = jax.make_mesh((2, 2, 2), ("data", "fsdp", "model"),
                       axis_types=(AxisType.Auto,) * 3)
 
@@ -890,6 +892,24 @@ def corpus():
             return Program(jax.grad(conv_tp, argnums=(0, 1, 2)), (x, w1, w2),
                            specs, specs)
         return make
+    # jax.pmap, as the data-parallel tutorials write it: per-device
+    # gradients averaged with lax.pmean, the update replicated.
+    def pmapped():
+        r = rng(53)
+        params = mlp_init(53)
+
+        def step(params, x, y):
+            loss, grads = jax.value_and_grad(mlp_loss)(params, x, y)
+            grads = jax.lax.pmean(grads, "batch")
+            return (jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params,
+                                           grads),
+                    jax.lax.pmean(loss, "batch"))
+        fn = jax.pmap(step, axis_name="batch", in_axes=(None, 0, 0))
+        return Program(fn, (params, normal(r, (8, 2, D)),
+                            ids(r, (8, 2), 16)),
+                       (P(), P("batch", None, None), P("batch", None)),
+                       (P("batch"), P("batch")), MESH_PMAP)
+    c["pmap_dp_sgd_step"] = pmapped
     c["conv_tp_loss"] = convs("loss")
     c["conv_tp_grad"] = convs("grad")
     return c

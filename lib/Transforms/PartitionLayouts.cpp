@@ -231,7 +231,11 @@ Partitioner::rebroadcast(Value value, const Sharding &to, Operation *consumer,
   };
   // Worth it when the operand is at most half the result; and only where
   // every split dimension divides evenly (no padding to carry).
+  // Both layouts must be known (a value from a region the partitioner has
+  // not laid out has none).
+  ArrayRef<int64_t> dims = broadcast.getDims();
   if (from.shape.size() != static_cast<size_t>(target.rank()) ||
+      source.shape.size() != dims.size() ||
       2 * count(source.shape) > count(from.shape))
     return Value();
   for (int d = 0; d < target.rank(); ++d) {
@@ -241,7 +245,6 @@ Partitioner::rebroadcast(Value value, const Sharding &to, Operation *consumer,
     if (from.shape[d] % group != 0)
       return Value();
   }
-  ArrayRef<int64_t> dims = broadcast.getDims();
   Sharding wanted = Sharding::replicated(static_cast<int>(source.shape.size()));
   for (auto [i, d] : llvm::enumerate(dims)) {
     if (source.shape[i] == from.shape[d])

@@ -142,6 +142,8 @@ FailureOr<SmallVector<Value>> Importer::manualComputation(Operation *op) {
       !op->getRegion(0).hasOneBlock())
     return reject(op, "sdy.manual_computation whose shardings cannot be "
                       "read");
+  for (Attribute &sharding : llvm::concat<Attribute>(*ins, *outs))
+    sharding = canonicalMesh(cast<ShardingAttr>(sharding));
   FlatSymbolRefAttr mesh;
   for (Attribute sharding : llvm::concat<Attribute>(*ins, *outs))
     mesh = cast<ShardingAttr>(sharding).getMesh();

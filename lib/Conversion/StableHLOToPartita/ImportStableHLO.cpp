@@ -251,6 +251,26 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
     t["stablehlo.sort"] = &Importer::sort;
     t["stablehlo.reverse"] = &Importer::reverse;
     t["stablehlo.convolution"] = &Importer::convolution;
+    t["stablehlo.composite"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      // jax.lax.composite: a call of its decomposition, inlined with the
+      // other calls.
+      auto callee =
+          dyn_cast_or_null<FlatSymbolRefAttr>(property(op, "decomposition"));
+      auto function =
+          callee ? self.module.lookupSymbol<func::FuncOp>(callee.getAttr())
+                 : func::FuncOp();
+      if (!function ||
+          TypeRange(function.getFunctionType().getInputs()) !=
+              TypeRange(op->getOperandTypes()) ||
+          TypeRange(function.getFunctionType().getResults()) !=
+              TypeRange(op->getResultTypes()))
+        return self.reject(op, "stablehlo.composite without a decomposition "
+                               "function of its operand and result types");
+      auto call = func::CallOp::create(self.builder, op->getLoc(), function,
+                                       op->getOperands());
+      return SmallVector<Value>(call.getResults());
+    };
     t["stablehlo.select_and_scatter"] = &Importer::selectAndScatter;
     t["stablehlo.replica_id"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {

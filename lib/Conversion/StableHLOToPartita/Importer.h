@@ -26,6 +26,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -199,6 +200,12 @@ private:
   int failures = 0;
   /// sdy mesh names already converted.
   llvm::StringMap<bool> meshes;
+  /// The first mesh of each distinct (printed) mesh, and the names of its
+  /// duplicates mapped to it.
+  std::map<std::string, std::string> meshByText;
+  llvm::StringMap<std::string> meshAliases;
+  /// `sharding` on the first of its mesh's duplicates.
+  ShardingAttr canonicalMesh(ShardingAttr sharding);
   /// The mesh of the manual computation being imported (collectives inside
   /// it are over its axes).
   FlatSymbolRefAttr manualMesh;

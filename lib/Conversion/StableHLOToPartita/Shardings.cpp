@@ -50,7 +50,7 @@ ShardingAttr Importer::importSharding(Operation *where, Attribute sdy,
     }
   }
   Attribute parsed = parseAttribute("#partita.sharding<" + body, context);
-  auto sharding = dyn_cast_or_null<ShardingAttr>(parsed);
+  auto sharding = canonicalMesh(dyn_cast_or_null<ShardingAttr>(parsed));
   if (!sharding) {
     fail(where) << "cannot read the sharding " << text;
     return nullptr;
@@ -196,11 +196,32 @@ void Importer::importMeshes() {
       fail(&op) << "cannot read the mesh " << text;
       continue;
     }
+    // JAX writes one mesh per use: jit's and a pmap's or shard_map's may
+    // be the same mesh under two names. Such duplicates become the first.
+    std::string key = printed(parsed);
+    auto [first, inserted] = meshByText.try_emplace(key, name.getValue().str());
+    if (!inserted) {
+      meshAliases[name.getValue()] = first->second;
+      op.erase();
+      continue;
+    }
     builder.setInsertionPoint(&op);
     MeshOp::create(builder, op.getLoc(), name.getValue(), parsed);
     meshes[name.getValue()] = true;
     op.erase();
   }
+}
+
+ShardingAttr Importer::canonicalMesh(ShardingAttr sharding) {
+  if (!sharding || !sharding.getMesh())
+    return sharding;
+  auto alias = meshAliases.find(sharding.getMesh().getValue());
+  if (alias == meshAliases.end())
+    return sharding;
+  return ShardingAttr::get(context,
+                           FlatSymbolRefAttr::get(context, alias->second),
+                           sharding.getDims(), sharding.getPartialKind(),
+                           sharding.getPartialAxes(), sharding.getPriority());
 }
 
 } // namespace stablehlo_import
