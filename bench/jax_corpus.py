@@ -154,27 +154,45 @@ def fsdp_specs(axis):
     return spec
 
 
+COLUMN = {"query", "key", "value", "q", "k", "v", "up", "gate", "wi", "fc1",
+          "w1", "lm_head", "head"}
+ROW = {"out", "o", "down", "fc2", "w2", "proj"}
+
+
+def path_names(path):
+    """The names along a pytree path (dict keys and attributes), without
+    NNX's trailing `.value`."""
+    names = []
+    for key in path:
+        name = getattr(key, "key", getattr(key, "name", None))
+        if isinstance(name, str):
+            names.append(name)
+    if names and names[-1] == "value":
+        names.pop()
+    return names
+
+
 def megatron_specs(path, leaf):
-    """Megatron by parameter name: column-parallel in-projections (q, k, v,
-    up, gate, wi), row-parallel out-projections (o, down, wo), the embedding
-    split over the vocabulary, the rest replicated."""
-    name = jax.tree_util.keystr(path).lower()
+    """Megatron by module name: column-parallel in-projections (query, key,
+    value, up, gate, ...: the output features, and their biases, over
+    "model"), row-parallel out-projections (out, o, down, ...: the input
+    features), the embedding split over the vocabulary, the rest (norms,
+    row-parallel biases) replicated."""
+    names = path_names(path)
     shape = np.shape(leaf)
-    if len(shape) < 2:
-        return P()
-    if re.search(r"embed|wte|token", name) and shape[0] % 4 == 0:
-        return P("model", *([None] * (len(shape) - 1)))
-    if re.search(r"(query|key|value|\bq\b|\bk\b|\bv\b|'q'|'k'|'v'|wq|wk|wv|"
-                 r"up|gate|wi|fc1|w1|lm_head|head)", name):
-        if shape[-1] % 4 == 0 and len(shape) == 2:
+    param = names[-1] if names else ""
+    module = names[-2] if len(names) >= 2 else ""
+    if param == "embedding" and len(shape) == 2 and shape[0] % 4 == 0:
+        return P("model", None)
+    if module in COLUMN:
+        if param == "kernel" and len(shape) == 2 and shape[1] % 4 == 0:
             return P(None, "model")
-        if len(shape) == 3 and shape[1] % 4 == 0:
-            return P(None, "model", None)
-    if re.search(r"(out|'o'|wo|down|fc2|w2|proj)", name):
-        if shape[0] % 4 == 0 and len(shape) == 2:
-            return P("model", None)
-        if len(shape) == 3 and shape[0] % 4 == 0:
-            return P("model", None, None)
+        if param == "kernel" and len(shape) == 3 and shape[1] % 4 == 0:
+            return P(None, "model", None)   # [d_model, heads, head_dim]
+        if param == "bias" and shape and shape[0] % 4 == 0:
+            return P("model", *([None] * (len(shape) - 1)))
+    if module in ROW and param == "kernel" and shape and shape[0] % 4 == 0:
+        return P("model", *([None] * (len(shape) - 1)))
     return P()
 
 
@@ -692,8 +710,8 @@ def corpus():
                                                   "loss")
     c["llama_mqa_grad_dp_tp"] = functools.partial(
         nnx_program, functools.partial(Llama, kv_heads=1), 22, "grad",
-        param_spec=lambda p, l: P() if re.search(
-            r"'[kv]'", jax.tree_util.keystr(p)) else megatron_specs(p, l))
+        param_spec=lambda p, l: P() if len(path_names(p)) >= 2 and
+        path_names(p)[-2] in ("k", "v") else megatron_specs(p, l))
     c["llama_mha_step_fsdp"] = functools.partial(
         nnx_program, functools.partial(Llama, kv_heads=HEADS), 23, "step",
         batch=8, param_spec=fsdp_specs(("data", "model")),

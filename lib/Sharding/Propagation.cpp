@@ -188,8 +188,9 @@ struct Context {
 
   double reshardUs(int tensor, const Sharding &from, const Sharding &to) const {
     const PropagationTensor &t = problem.tensors[tensor];
-    return reshardTimeUs(problem.mesh, from, to, t.shape, t.elementBytes,
-                         problem.interconnect);
+    return t.reshardScale * reshardTimeUs(problem.mesh, from, to, t.shape,
+                                          t.elementBytes,
+                                          problem.interconnect);
   }
 
   /// True when a partial value in `tensor` must be made whole somewhere

@@ -229,6 +229,22 @@ LogicalResult GraphBuilder::buildOp(Operation *op, func::FuncOp function) {
       ids.push_back(tensorFor(result, valueName(result)));
     return ids;
   };
+  // A broadcast of a value at most half its size is resharded at its
+  // source (Partitioner::rebroadcast): its reshards cost that much less.
+  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    auto count = [](Type type) {
+      double n = 1;
+      for (int64_t extent : cast<RankedTensorType>(type).getShape())
+        n *= static_cast<double>(extent);
+      return n;
+    };
+    double source = count(broadcast.getOperand().getType());
+    double result = count(broadcast.getType());
+    if (result > 0 && 2 * source <= result)
+      problem.tensors[tensorFor(broadcast.getResult(),
+                                valueName(broadcast.getResult()))]
+          .reshardScale = std::max(source / result, 1e-3);
+  }
 
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
     SmallVector<int> &slots = functionResults[function];

@@ -247,8 +247,21 @@ TEST_CASE("malformed headers and unsupported files are rejected",
       Catch::Contains("unsupported dtype descr '<c8'; supported: <f8, <f4"));
   CHECK_THAT(
       failureOf(npyWithHeader(
-          "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }", data4)),
-      Catch::Contains("unsupported dtype descr '<u4'"));
+          "{'descr': '<m8', 'fortran_order': False, 'shape': (1,), }",
+          std::string(8, '\0'))),
+      Catch::Contains("unsupported dtype descr '<m8'"));
+  // Unsigned arrays (JAX's uint32 step counters) are read bit for bit into
+  // the signed type of their width.
+  {
+    Expected<HostArray> parsed = parseNpy(
+        npyWithHeader(
+            "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }",
+            std::string("\xff\xff\xff\xff", 4)),
+        "u.npy");
+    REQUIRE(parsed.ok());
+    CHECK(parsed->dtype == DType::I32);
+    CHECK(parsed->elementAsDouble(0) == -1.0);
+  }
   CHECK_THAT(failureOf(npyWithHeader("{'descr': [('a', '<f4')], "
                                      "'fortran_order': False, 'shape': (1,), }",
                                      data4)),

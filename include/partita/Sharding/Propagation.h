@@ -53,6 +53,11 @@ struct PropagationTensor {
   /// that adds them (joint partial flow) it may become partial itself, so
   /// that an accumulation is reduced once after the loop, not per iteration.
   bool accumulator = false;
+  /// The share of the tensor's bytes a reshard of it moves: below 1 for a
+  /// broadcast of a smaller value, which the partitioner reshards at its
+  /// source (a bias spread over the activations it is added to is cheap to
+  /// move; the activations are not).
+  double reshardScale = 1.0;
   /// For messages and origins ("argument 0 (x) of @f").
   std::string name;
 };
