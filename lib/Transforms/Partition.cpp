@@ -212,6 +212,12 @@ LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
   std::vector<Sharding> results = layout.results;
   if (failed(retypeResults(operation, results)))
     return failure();
+  if (auto gather = dyn_cast<GatherOp>(operation)) {
+    const std::vector<std::string> &rowAxes =
+        decision.factorAxes[rule.operands[0][0].front()];
+    if (!rowAxes.empty() && failed(localizeRowLookup(gather, rowAxes)))
+      return failure();
+  }
   if (auto slice = dyn_cast<SliceOp>(operation)) {
     SmallVector<int64_t> limit(slice.getLimit());
     auto local = cast<RankedTensorType>(slice.getOperand().getType());
@@ -440,6 +446,87 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     results.push_back(Sharding::replicated(
         static_cast<int>(cast<RankedTensorType>(result.getType()).getRank())));
   return retypeResults(op, results);
+}
+
+LogicalResult
+Partitioner::localizeRowLookup(GatherOp gather,
+                               const std::vector<std::string> &rowAxes) {
+  // The table's rows are split over `rowAxes`: each device holds the rows
+  // [offset, offset + local) of the global table. An index is rebased to
+  // its local row, clamped, and its row zeroed where the device does not
+  // hold it; the sum over `rowAxes` (the result is partial there) is the
+  // lookup.
+  Location loc = gather.getLoc();
+  Value table = gather.getTable(), indices = gather.getIndices();
+  Layout tableLayout = layouts.lookup(table);
+  auto localTable = cast<RankedTensorType>(table.getType());
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  Type indexElement = indexType.getElementType();
+  int64_t globalRows = tableLayout.shape.empty() ? localTable.getDimSize(0)
+                                                 : tableLayout.shape[0];
+  int64_t localRows = localTable.getDimSize(0);
+  // The global row id of each local row: an iota over the rows, split like
+  // them (padding included).
+  OpBuilder builder(gather);
+  auto lineType = RankedTensorType::get({globalRows}, indexElement);
+  Value line = IotaOp::create(builder, loc, lineType, 0);
+  layouts[line] = {Sharding::replicated(1), {globalRows},
+                   elementBytesOf(lineType)};
+  Sharding lineSharding = Sharding::replicated(1);
+  lineSharding.dims[0].axes = rowAxes;
+  FailureOr<Value> rowIds = reshard(line, lineSharding, gather, [&] {
+    return "row offsets of " + describeOp(gather);
+  });
+  if (failed(rowIds))
+    return failure();
+  builder.setInsertionPoint(gather);
+  auto oneType = RankedTensorType::get({1}, indexElement);
+  Value first = SliceOp::create(builder, loc, oneType, *rowIds,
+                                builder.getDenseI64ArrayAttr({0}),
+                                builder.getDenseI64ArrayAttr({1}),
+                                builder.getDenseI64ArrayAttr({1}));
+  Value offset = ReshapeOp::create(
+      builder, loc, RankedTensorType::get({}, indexElement), first);
+  SmallVector<int64_t> none;
+  Value offsets = BroadcastOp::create(builder, loc, indexType, offset,
+                                      builder.getDenseI64ArrayAttr(none));
+  Value local = SubOp::create(builder, loc, indexType, indices, offsets);
+  auto splatOf = [&](int64_t value) -> Value {
+    return ConstantOp::create(
+        builder, loc, indexType,
+        DenseElementsAttr::get(indexType,
+                               builder.getIntegerAttr(indexElement, value)));
+  };
+  auto boolType = RankedTensorType::get(indexType.getShape(),
+                                        builder.getI1Type());
+  Value atLeast = CompareOp::create(builder, loc, boolType,
+                                    CompareDirection::GE, local, splatOf(0));
+  Value below = CompareOp::create(builder, loc, boolType, CompareDirection::LT,
+                                  local, splatOf(localRows));
+  Value held = AndOp::create(builder, loc, boolType, atLeast, below);
+  Value clamped = MaxOp::create(builder, loc, indexType, local, splatOf(0));
+  clamped = MinOp::create(builder, loc, indexType, clamped,
+                          splatOf(std::max<int64_t>(localRows - 1, 0)));
+  gather->setOperand(1, clamped);
+  // Rows the device does not hold become zeros.
+  Value result = gather.getResult();
+  auto resultType = cast<RankedTensorType>(result.getType());
+  builder.setInsertionPointAfter(gather);
+  SmallVector<int64_t> keep;
+  for (int64_t d = 0; d < indexType.getRank(); ++d)
+    keep.push_back(d);
+  auto maskType =
+      RankedTensorType::get(resultType.getShape(), builder.getI1Type());
+  Value mask = BroadcastOp::create(builder, loc, maskType, held,
+                                   builder.getDenseI64ArrayAttr(keep));
+  Type element = resultType.getElementType();
+  Value zeros = ConstantOp::create(
+      builder, loc, resultType,
+      DenseElementsAttr::get(resultType, builder.getZeroAttr(element)));
+  auto select = SelectOp::create(builder, loc, resultType, mask, result, zeros);
+  result.replaceAllUsesExcept(select.getResult(), select);
+  layouts[select.getResult()] = layouts.lookup(result);
+  return success();
 }
 
 LogicalResult Partitioner::partitionIotaAlongSplitDim(IotaOp iota,

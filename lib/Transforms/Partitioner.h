@@ -130,6 +130,11 @@ private:
   /// whole (a vector), sliced along it like the result, and broadcast to
   /// the local shape, so a batch x sequence x vocabulary iota (one-hot
   /// embeddings and targets) never exists whole on a device.
+  /// A row lookup whose table rows are split over `rowAxes`: the indices
+  /// rebased to the device's rows, the rows it does not hold zeroed (the
+  /// result is partial over `rowAxes`).
+  LogicalResult localizeRowLookup(GatherOp gather,
+                                  const std::vector<std::string> &rowAxes);
   LogicalResult partitionIotaAlongSplitDim(IotaOp iota, const Sharding &target);
 
   /// Emits the collectives that turn `value` into `to`; returns the new value.

@@ -128,7 +128,7 @@ func.func @all(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %p: tensor<4x8xi1>, %i:
   // expected-remark @+1 {{([i, j], []) -> ([i, k]) {i=4, j=8 need-replication, k=9 need-replication}}}
   %pd = partita.pad %a, %z low = [0, 1] high = [0, 0] : tensor<4x8xf32>, tensor<f32> -> tensor<4x9xf32>
   // Any row may be read: the table rows stay whole.
-  // expected-remark @+1 {{([i, l], [j, k]) -> ([j, k, l]) {i=100 need-replication, j=2, k=5, l=16} partial=single(0) sum}}
+  // expected-remark @+1 {{([i, l], [j, k]) -> ([j, k, l]) {i=100 reduction, j=2, k=5, l=16} reduction=sum partial=single(0) sum}}
   %ga = partita.gather %t[%ids] : tensor<100x16xf32>, tensor<2x5xi32> -> tensor<2x5x16xf32>
   // Index positions are summed into the whole table: they stay whole.
   // expected-remark @+1 {{([i, l], [j, k], [j, k, l]) -> ([i, l]) {i=100 need-replication, j=2 need-replication, k=5 need-replication, l=16} partial=joint(0, 2) sum}}

@@ -359,8 +359,11 @@ OpShardingRule GatherOp::getShardingRule() {
                        indices = shapeOf(getIndices());
   OpShardingRule rule;
   TensorFactors tableMap, indexMap, resultMap;
-  // Any row may be looked up: the row dimension stays whole.
-  tableMap.push_back({rule.addFactor(table[0], FactorType::NeedReplication)});
+  // Rows split over some axes: each device looks up the rows it holds
+  // (zeros for the others) and the results are summed over those axes, as
+  // Megatron's vocabulary-parallel embedding does (the partitioner rebases
+  // the indices: Partitioner::localizeRowLookup).
+  tableMap.push_back({rule.addFactor(table[0], FactorType::Reduction)});
   for (int64_t size : indices) {
     int factor = rule.addFactor(size);
     indexMap.push_back({factor});
