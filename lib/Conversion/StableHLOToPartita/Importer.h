@@ -49,6 +49,17 @@ SmallVector<int64_t> intList(StringRef text, StringRef key);
 /// Integers of a dense array or an array of integer attributes.
 std::optional<SmallVector<int64_t>> integers(Attribute attr);
 
+/// Attribute `name` of `op` as `count` integers of at least 1 (all 1 when
+/// absent: strides, dilations), or none when it is something else.
+std::optional<SmallVector<int64_t>> positiveListOr1(Operation *op,
+                                                    StringRef name,
+                                                    size_t count);
+
+/// The `padding` attribute of `op` ([count x 2] low/high pairs, zeros when
+/// absent) into `low` and `high`; false when it has another shape.
+bool paddingPairs(Operation *op, size_t count, SmallVector<int64_t> &low,
+                  SmallVector<int64_t> &high);
+
 /// The ranked tensor type of `value`.
 RankedTensorType tensorOf(Value value);
 

@@ -32,17 +32,46 @@ int64_t intValue(StringRef text, StringRef key, int64_t absent) {
   return value;
 }
 
-/// Einsum labels handed out in order.
+/// Einsum labels handed out in order, with the size each stands for.
 struct Labels {
   std::string pool =
       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
   size_t next = 0;
-  std::optional<char> take() {
+  llvm::DenseMap<char, int64_t> sizes;
+  /// A new label for a dimension of `size`, or none when all are taken.
+  std::optional<char> fresh(int64_t size) {
     if (next >= pool.size())
       return std::nullopt;
-    return pool[next++];
+    char label = pool[next++];
+    sizes[label] = size;
+    return label;
   }
 };
+
+/// The index batch G of a gather or scatter: the index dimensions other
+/// than the index vector's, their sizes and labels.
+struct IndexBatch {
+  SmallVector<int64_t> dims, shape;
+  std::string labels;
+};
+
+/// The index batch of `indexType` with its vector along `vectorDim`
+/// (labels from `pool`), or none when the labels run out.
+std::optional<IndexBatch> indexBatchOf(RankedTensorType indexType,
+                                       int64_t vectorDim, Labels &pool) {
+  IndexBatch batch;
+  for (int64_t d = 0; d < indexType.getRank(); ++d) {
+    if (d == vectorDim)
+      continue;
+    std::optional<char> label = pool.fresh(indexType.getDimSize(d));
+    if (!label)
+      return std::nullopt;
+    batch.dims.push_back(d);
+    batch.shape.push_back(indexType.getDimSize(d));
+    batch.labels.push_back(*label);
+  }
+  return batch;
+}
 
 /// One one-hot factor of an indexing: sel[G..., w, p] = (p == start + w),
 /// where start is an index column (clamped or not) or 0.
@@ -213,27 +242,14 @@ FailureOr<SmallVector<Value>> Importer::generalGather(Operation *op,
                       "(gather its conversion to an integer type)");
 
   // The index batch G: the index dimensions other than the vector's.
-  SmallVector<int64_t> batchDims, batchShape;
-  for (int64_t d = 0; d < indexRank; ++d)
-    if (d != vectorDim) {
-      batchDims.push_back(d);
-      batchShape.push_back(indexType.getDimSize(d));
-    }
   Labels pool;
-  llvm::DenseMap<char, int64_t> labelSize;
-  auto fresh = [&](int64_t size) -> std::optional<char> {
-    std::optional<char> label = pool.take();
-    if (label)
-      labelSize[*label] = size;
-    return label;
-  };
-  std::string batchLabels;
-  for (int64_t size : batchShape) {
-    std::optional<char> label = fresh(size);
-    if (!label)
-      return reject(op, "stablehlo.gather of too high a rank");
-    batchLabels.push_back(*label);
-  }
+  std::optional<IndexBatch> batch = indexBatchOf(indexType, vectorDim, pool);
+  if (!batch)
+    return reject(op, "stablehlo.gather of too high a rank");
+  const SmallVector<int64_t> &batchDims = batch->dims, &batchShape = batch->shape;
+  const std::string &batchLabels = batch->labels;
+  llvm::DenseMap<char, int64_t> &labelSize = pool.sizes;
+  auto fresh = [&](int64_t size) { return pool.fresh(size); };
   // Each operand dimension: its label, and its window label (the result's
   // offset dimension, or a size-1 label summed away when collapsed).
   std::string operandLabels, windowLabels;
@@ -357,27 +373,14 @@ FailureOr<SmallVector<Value>> Importer::generalScatter(Operation *op,
   if (!einsumElement(element))
     return reject(op, "stablehlo.scatter into a boolean array is not "
                       "supported");
-  SmallVector<int64_t> batchDims, batchShape;
-  for (int64_t d = 0; d < indexRank; ++d)
-    if (d != vectorDim) {
-      batchDims.push_back(d);
-      batchShape.push_back(indexType.getDimSize(d));
-    }
   Labels pool;
-  llvm::DenseMap<char, int64_t> labelSize;
-  auto fresh = [&](int64_t size) -> std::optional<char> {
-    std::optional<char> label = pool.take();
-    if (label)
-      labelSize[*label] = size;
-    return label;
-  };
-  std::string batchLabels;
-  for (int64_t size : batchShape) {
-    std::optional<char> label = fresh(size);
-    if (!label)
-      return reject(op, "stablehlo.scatter of too high a rank");
-    batchLabels.push_back(*label);
-  }
+  std::optional<IndexBatch> batch = indexBatchOf(indexType, vectorDim, pool);
+  if (!batch)
+    return reject(op, "stablehlo.scatter of too high a rank");
+  const SmallVector<int64_t> &batchDims = batch->dims, &batchShape = batch->shape;
+  const std::string &batchLabels = batch->labels;
+  llvm::DenseMap<char, int64_t> &labelSize = pool.sizes;
+  auto fresh = [&](int64_t size) { return pool.fresh(size); };
   // The updates' dimensions: the scatter dimensions are the index batch in
   // order, the window dimensions the operand's uninserted, unbatched
   // dimensions in order.

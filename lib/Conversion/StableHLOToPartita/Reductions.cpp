@@ -236,40 +236,18 @@ FailureOr<SmallVector<Value>> Importer::poolWindows(Operation *op) {
       tensorOf(op->getOperand(1)).getRank() != 0)
     return reject(op, "stablehlo.reduce_window other than a sum, max or min "
                       "of one array is not supported");
-  auto orOnes = [&](StringRef name) -> std::optional<SmallVector<int64_t>> {
-    Attribute attr = property(op, name);
-    if (!attr)
-      return SmallVector<int64_t>(rank, 1);
-    std::optional<SmallVector<int64_t>> list = integers(attr);
-    if (!list || static_cast<int64_t>(list->size()) != rank)
-      return std::nullopt;
-    return list;
-  };
   std::optional<SmallVector<int64_t>> window =
       integers(property(op, "window_dimensions"));
-  std::optional<SmallVector<int64_t>> strides = orOnes("window_strides"),
-                                      baseDilation = orOnes("base_dilations"),
-                                      windowDilation =
-                                          orOnes("window_dilations");
-  SmallVector<int64_t> low(rank, 0), high(rank, 0);
-  if (auto padding =
-          dyn_cast_or_null<DenseIntElementsAttr>(property(op, "padding"))) {
-    SmallVector<int64_t> pads;
-    for (const APInt &value : padding)
-      pads.push_back(value.getSExtValue());
-    if (static_cast<int64_t>(pads.size()) != 2 * rank)
-      return reject(op, "stablehlo.reduce_window with padding for another "
-                        "rank");
-    for (int64_t d = 0; d < rank; ++d) {
-      low[d] = pads[2 * d];
-      high[d] = pads[2 * d + 1];
-    }
-  }
+  std::optional<SmallVector<int64_t>>
+      strides = positiveListOr1(op, "window_strides", rank),
+      baseDilation = positiveListOr1(op, "base_dilations", rank),
+      windowDilation = positiveListOr1(op, "window_dilations", rank);
+  SmallVector<int64_t> low, high;
+  if (!paddingPairs(op, rank, low, high))
+    return reject(op, "stablehlo.reduce_window with padding for another "
+                      "rank");
   if (!window || static_cast<int64_t>(window->size()) != rank || !strides ||
       !baseDilation || !windowDilation ||
-      llvm::any_of(*strides, [](int64_t v) { return v < 1; }) ||
-      llvm::any_of(*baseDilation, [](int64_t v) { return v < 1; }) ||
-      llvm::any_of(*windowDilation, [](int64_t v) { return v < 1; }) ||
       llvm::any_of(*window, [](int64_t v) { return v < 1; }))
     return reject(op, "stablehlo.reduce_window with unreadable window "
                       "dimensions, strides or dilations");

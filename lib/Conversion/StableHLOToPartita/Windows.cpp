@@ -16,6 +16,37 @@
 namespace partita {
 namespace stablehlo_import {
 
+std::optional<SmallVector<int64_t>> positiveListOr1(Operation *op,
+                                                    StringRef name,
+                                                    size_t count) {
+  Attribute attr = property(op, name);
+  if (!attr)
+    return SmallVector<int64_t>(count, 1);
+  std::optional<SmallVector<int64_t>> list = integers(attr);
+  if (!list || list->size() != count ||
+      llvm::any_of(*list, [](int64_t v) { return v < 1; }))
+    return std::nullopt;
+  return list;
+}
+
+bool paddingPairs(Operation *op, size_t count, SmallVector<int64_t> &low,
+                  SmallVector<int64_t> &high) {
+  low.assign(count, 0);
+  high.assign(count, 0);
+  Attribute attr = property(op, "padding");
+  if (!attr)
+    return true;
+  auto padding = dyn_cast<DenseIntElementsAttr>(attr);
+  if (!padding || static_cast<size_t>(padding.getNumElements()) != 2 * count)
+    return false;
+  size_t i = 0;
+  for (const APInt &value : padding) {
+    (i % 2 ? high : low)[i / 2] = value.getSExtValue();
+    ++i;
+  }
+  return true;
+}
+
 namespace {
 
 /// One side of a convolution's dimension numbers: the batch (or input
@@ -106,34 +137,15 @@ FailureOr<SmallVector<Value>> Importer::convolution(Operation *op) {
   if (count("batch_group_count") != 1)
     return refuse("with batch_group_count > 1 (the kernel gradient of a "
                   "grouped convolution)");
-  auto orOnes = [&](StringRef name) -> std::optional<SmallVector<int64_t>> {
-    Attribute attr = property(op, name);
-    if (!attr)
-      return SmallVector<int64_t>(spatial, 1);
-    std::optional<SmallVector<int64_t>> list = integers(attr);
-    if (!list || list->size() != spatial ||
-        llvm::any_of(*list, [](int64_t v) { return v < 1; }))
-      return std::nullopt;
-    return list;
-  };
-  std::optional<SmallVector<int64_t>> strides = orOnes("window_strides"),
-                                      lhsDilation = orOnes("lhs_dilation"),
-                                      rhsDilation = orOnes("rhs_dilation");
+  std::optional<SmallVector<int64_t>>
+      strides = positiveListOr1(op, "window_strides", spatial),
+      lhsDilation = positiveListOr1(op, "lhs_dilation", spatial),
+      rhsDilation = positiveListOr1(op, "rhs_dilation", spatial);
   if (!strides || !lhsDilation || !rhsDilation)
     return refuse("with unreadable strides or dilations");
-  SmallVector<int64_t> low(spatial, 0), high(spatial, 0);
-  if (auto padding =
-          dyn_cast_or_null<DenseIntElementsAttr>(property(op, "padding"))) {
-    SmallVector<int64_t> pads;
-    for (const APInt &value : padding)
-      pads.push_back(value.getSExtValue());
-    if (pads.size() != 2 * spatial)
-      return refuse("with padding for another number of spatial dimensions");
-    for (size_t s = 0; s < spatial; ++s) {
-      low[s] = pads[2 * s];
-      high[s] = pads[2 * s + 1];
-    }
-  }
+  SmallVector<int64_t> low, high;
+  if (!paddingPairs(op, spatial, low, high))
+    return refuse("with padding for another number of spatial dimensions");
   SmallVector<bool> reversed(spatial, false);
   if (Attribute attr = property(op, "window_reversal")) {
     std::string flags = printed(attr);
@@ -326,24 +338,12 @@ FailureOr<SmallVector<Value>> Importer::selectAndScatter(Operation *op) {
   std::optional<SmallVector<int64_t>> window =
       integers(property(op, "window_dimensions"));
   std::optional<SmallVector<int64_t>> strides =
-      property(op, "window_strides") ? integers(property(op, "window_strides"))
-                                     : SmallVector<int64_t>(rank, 1);
-  if (!window || !strides || static_cast<int64_t>(window->size()) != rank ||
-      static_cast<int64_t>(strides->size()) != rank)
+      positiveListOr1(op, "window_strides", rank);
+  if (!window || !strides || static_cast<int64_t>(window->size()) != rank)
     return refuse("with unreadable windows");
-  SmallVector<int64_t> low(rank, 0), high(rank, 0), none(rank, 0);
-  if (auto padding =
-          dyn_cast_or_null<DenseIntElementsAttr>(property(op, "padding"))) {
-    SmallVector<int64_t> pads;
-    for (const APInt &value : padding)
-      pads.push_back(value.getSExtValue());
-    if (static_cast<int64_t>(pads.size()) != 2 * rank)
-      return refuse("with padding for another rank");
-    for (int64_t d = 0; d < rank; ++d) {
-      low[d] = pads[2 * d];
-      high[d] = pads[2 * d + 1];
-    }
-  }
+  SmallVector<int64_t> low, high, none(rank, 0);
+  if (!paddingPairs(op, rank, low, high))
+    return refuse("with padding for another rank");
   int64_t offsets = 1;
   for (int64_t w : *window)
     offsets *= w;
