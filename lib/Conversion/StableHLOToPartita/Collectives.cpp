@@ -37,9 +37,7 @@ std::vector<std::vector<int64_t>> integerRows(Attribute attr) {
 
 } // namespace
 
-std::optional<SmallVector<std::string>>
-Importer::axesOfGroups(Operation *op,
-                       const std::vector<std::vector<int64_t>> &groups) {
+std::optional<Mesh> Importer::manualMeshOf(Operation *op) {
   // Looked up in the module: symbol lookups stop at unregistered ops with
   // a region (an all_reduce with its body), which might be symbol tables.
   auto meshOp =
@@ -48,7 +46,16 @@ Importer::axesOfGroups(Operation *op,
     fail(op) << "a collective outside a manual computation (shard_map)";
     return std::nullopt;
   }
-  Mesh mesh = meshOp.getMesh().toMesh();
+  return meshOp.getMesh().toMesh();
+}
+
+std::optional<SmallVector<std::string>>
+Importer::axesOfGroups(Operation *op,
+                       const std::vector<std::vector<int64_t>> &groups) {
+  std::optional<Mesh> manual = manualMeshOf(op);
+  if (!manual)
+    return std::nullopt;
+  const Mesh &mesh = *manual;
   // Every ordered set of axes, fewest first.
   std::vector<std::vector<std::string>> candidates;
   int rank = mesh.rank();
@@ -97,13 +104,10 @@ Importer::axesOfGroups(Operation *op,
 
 std::optional<SmallVector<std::string>>
 Importer::axesOfMeshAxesGroups(Operation *op, StringRef text) {
-  auto meshOp =
-      manualMesh ? module.lookupSymbol<MeshOp>(manualMesh.getAttr()) : MeshOp();
-  if (!meshOp) {
-    fail(op) << "a collective outside a manual computation (shard_map)";
+  std::optional<Mesh> manual = manualMeshOf(op);
+  if (!manual)
     return std::nullopt;
-  }
-  Mesh mesh = meshOp.getMesh().toMesh();
+  const Mesh &mesh = *manual;
   if (text.contains("sub_axis")) {
     fail(op) << "replica groups over parts of mesh axes (" << text
              << ") are not supported";

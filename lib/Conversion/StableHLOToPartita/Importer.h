@@ -17,6 +17,7 @@
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
+#include "partita/Sharding/Mesh.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -139,6 +140,16 @@ private:
   /// einsums.
   FailureOr<SmallVector<Value>> generalScatter(Operation *op, StringRef text,
                                                bool replace);
+  /// The one-hot selection of one operand dimension of a gather or scatter
+  /// and its einsum labels: by index column `column` (clamped to
+  /// [0, extent - window] with `clamp`), or a fixed slice from 0 when
+  /// `column` < 0; a failure after an error when it would be too large.
+  FailureOr<std::pair<Value, std::string>>
+  dimensionSelection(Operation *op, Value indices, int64_t vectorDim,
+                     int64_t column, ArrayRef<int64_t> batchShape,
+                     StringRef batchLabels, int64_t window, int64_t extent,
+                     char windowLabel, char position, bool clamp,
+                     Type element);
   /// Column `column` of `indices` along `vectorDim` (all of it when
   /// vectorDim is the rank), reshaped to `batchShape`.
   Value indexColumn(Location loc, Value indices, int64_t vectorDim,
@@ -162,6 +173,9 @@ private:
   FailureOr<SmallVector<Value>> collective(Operation *op);
   /// The mesh axes (in order) whose groups are `groups` (device ids), or
   /// none after an error.
+  /// The mesh of the manual computation being imported, or none after an
+  /// error at `op` (a collective outside shard_map).
+  std::optional<Mesh> manualMeshOf(Operation *op);
   /// The mesh axes JAX 0.12's #stablehlo.replica_group_mesh_axes (printed
   /// in `text`) names, or none after an error.
   std::optional<SmallVector<std::string>>

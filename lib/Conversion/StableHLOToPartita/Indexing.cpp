@@ -202,6 +202,33 @@ constexpr int64_t kMaxSelectionElements = int64_t{1} << 28;
 
 } // namespace
 
+FailureOr<std::pair<Value, std::string>> Importer::dimensionSelection(
+    Operation *op, Value indices, int64_t vectorDim, int64_t column,
+    ArrayRef<int64_t> batchShape, StringRef batchLabels, int64_t window,
+    int64_t extent, char windowLabel, char position, bool clamp,
+    Type element) {
+  Location loc = op->getLoc();
+  if (column < 0) {
+    // A fixed slice from 0: sel[w, p] = (p == w).
+    auto zero = RankedTensorType::get({}, builder.getI32Type());
+    Value sel = selection(loc, splat(loc, zero, 0), window, extent,
+                          std::nullopt, element);
+    return std::make_pair(sel, std::string{windowLabel, position});
+  }
+  if (elementsOf(batchShape) * window >
+      kMaxSelectionElements / std::max<int64_t>(extent, 1)) {
+    fail(op) << op->getName() << " whose one-hot selection would hold more "
+             << "than 2^28 elements is not supported";
+    return failure();
+  }
+  Value start = indexColumn(loc, indices, vectorDim, column, batchShape);
+  Value sel = selection(loc, start, window, extent,
+                        clamp ? std::optional<int64_t>(extent - window)
+                              : std::nullopt,
+                        element);
+  return std::make_pair(sel, batchLabels.str() + windowLabel + position);
+}
+
 FailureOr<SmallVector<Value>> Importer::generalGather(Operation *op,
                                                       StringRef text) {
   Location loc = op->getLoc();
@@ -279,25 +306,14 @@ FailureOr<SmallVector<Value>> Importer::generalGather(Operation *op,
       continue;
     }
     operandLabels.push_back(*position);
-    Value sel;
-    std::string selLabels;
-    if (indexed == startMap.end()) {
-      // A fixed slice from 0: sel[w, p] = (p == w).
-      auto zero = RankedTensorType::get({}, builder.getI32Type());
-      sel = selection(loc, splat(loc, zero, 0), window, extent, std::nullopt,
-                      element);
-      selLabels = {*windowLabel, *position};
-    } else {
-      if (elementsOf(batchShape) * window >
-          kMaxSelectionElements / std::max<int64_t>(extent, 1))
-        return reject(op, "stablehlo.gather whose one-hot selection would "
-                          "hold more than 2^28 elements is not supported");
-      Value start = indexColumn(loc, indices, vectorDim,
-                                indexed - startMap.begin(), batchShape);
-      sel = selection(loc, start, window, extent, extent - window, element);
-      selLabels = batchLabels + *windowLabel + *position;
-    }
-    selections.push_back({sel, selLabels, *windowLabel, *position});
+    int64_t column =
+        indexed == startMap.end() ? -1 : indexed - startMap.begin();
+    FailureOr<std::pair<Value, std::string>> sel = dimensionSelection(
+        op, indices, vectorDim, column, batchShape, batchLabels, window,
+        extent, *windowLabel, *position, /*clamp=*/true, element);
+    if (failed(sel))
+      return failure();
+    selections.push_back({sel->first, sel->second, *windowLabel, *position});
   }
   // The result's labels: offset dimensions take the window labels of the
   // uncollapsed, unbatched operand dimensions in order; the others the
@@ -436,25 +452,15 @@ FailureOr<SmallVector<Value>> Importer::generalScatter(Operation *op,
     if (updateDim >= 0)
       updateLabels[updateDim] = *windowLabel;
     operandLabels[d] = *position;
-    Value sel;
-    std::string selLabels;
-    if (indexed == startMap.end()) {
-      auto zero = RankedTensorType::get({}, builder.getI32Type());
-      sel = selection(loc, splat(loc, zero, 0), window, extent, std::nullopt,
-                      element);
-      selLabels = {*windowLabel, *position};
-    } else {
-      if (elementsOf(batchShape) * window >
-          kMaxSelectionElements / std::max<int64_t>(extent, 1))
-        return reject(op, "stablehlo.scatter whose one-hot selection would "
-                          "hold more than 2^28 elements is not supported");
-      // Out-of-bounds updates are dropped: no position matches them.
-      Value start = indexColumn(loc, indices, vectorDim,
-                                indexed - startMap.begin(), batchShape);
-      sel = selection(loc, start, window, extent, std::nullopt, element);
-      selLabels = batchLabels + *windowLabel + *position;
-    }
-    selections.push_back({sel, selLabels, *windowLabel, *position});
+    // Out-of-bounds updates are dropped: no position matches them.
+    int64_t column =
+        indexed == startMap.end() ? -1 : indexed - startMap.begin();
+    FailureOr<std::pair<Value, std::string>> sel = dimensionSelection(
+        op, indices, vectorDim, column, batchShape, batchLabels, window,
+        extent, *windowLabel, *position, /*clamp=*/false, element);
+    if (failed(sel))
+      return failure();
+    selections.push_back({sel->first, sel->second, *windowLabel, *position});
   }
   if (selections.empty())
     return reject(op, "stablehlo.scatter without indexed dimensions is not "
