@@ -3,7 +3,8 @@
 # Python >= 3.12 virtual environment with JAX 0.12, Flax and Optax that
 # tools/setup-jax.sh --latest makes), then the Python package's tests with
 # that interpreter against the installed package (from_jax included).
-# Says so and exits 0 when no Python >= 3.12 exists; fails when pip or a
+# Then exports a part of the JAX corpus with that JAX and runs it. Says so
+# and exits 0 when no Python >= 3.12 exists; fails when pip or a
 # test fails.
 #   tools/check-pip.sh [BUILD_DIR]
 set -euo pipefail
@@ -30,3 +31,20 @@ echo "check-pip: pip install . took $(( $(date +%s) - start )) s"
 (cd /tmp && "$python" -c "import partita, sys; print('check-pip: partita', partita.__version__, 'from', partita.__file__, 'on Python', sys.version.split()[0])")
 cd test/python
 "$python" -m pytest -q -rs -p no:cacheprovider .
+cd ../..
+# A part of the JAX corpus exported afresh with this JAX (the whole corpus,
+# committed, runs in corpus.test; exporting all 50 takes ~9 minutes), run
+# against JAX's outputs with the build's partita.
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+programs=(mlp_adamw_step_dp nnx_gpt_loss_dp_tp shard_map_ring_matmul cnn_forward_dp)
+only=()
+for p in "${programs[@]}"; do only+=(--only "$p"); done
+"$python" bench/jax_corpus.py --out "$out" "${only[@]}" 2>&1 | grep -v '^W[0-9]' | tail -4
+for p in "${programs[@]}"; do
+  log=$(PARTITA="$(cd "$build" && pwd)/bin/partita" bash tools/run-jax-fixture.sh "$out/$p" 2>&1) || {
+    echo "$log"; echo "check-pip: $p (exported now) failed"; exit 1; }
+  grep -q "check passed" <<<"$log" || { echo "$log"; echo "check-pip: $p: no check"; exit 1; }
+  if grep -q MISMATCH <<<"$log"; then echo "$log"; echo "check-pip: $p mismatches"; exit 1; fi
+  echo "check-pip: $p exported with this JAX: matches JAX and the unpartitioned program"
+done
