@@ -19,7 +19,7 @@ if [ "$status" = 2 ]; then
   exit 0
 fi
 [ "$status" = 0 ] || exit "$status"
-python="$build/pyenv-latest/bin/python"
+python="$(cd "$build/pyenv-latest/bin" && pwd)/python"
 # ccache reuses tools/build.sh's objects: build-pip/ sits beside build/ and
 # paths under the checkout are hashed relative to it.
 export CCACHE_BASEDIR="$PWD"
