@@ -5,9 +5,22 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 
 using namespace mlir;
+
+namespace {
+/// Whether `op` itself (not what it holds) passes its verifier, silently:
+/// calls are inlined before the module is verified (programs JAX wrote), so
+/// a call or function may still be malformed here.
+bool wellFormed(Operation *op) {
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  return succeeded(verify(op, /*verifyRecursively=*/false));
+}
+} // namespace
 
 bool partita::inlineCalls(Operation *root, unsigned maxDepth) {
   bool any = false;
@@ -16,6 +29,8 @@ bool partita::inlineCalls(Operation *root, unsigned maxDepth) {
     root->walk([&](func::CallOp call) { calls.push_back(call); });
     bool changed = false;
     for (func::CallOp call : calls) {
+      if (!call.getCalleeAttr() || !wellFormed(call))
+        continue;
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
           call, call.getCalleeAttr());
       // A call inside an unregistered op with a region (a shard_map body
@@ -24,10 +39,17 @@ bool partita::inlineCalls(Operation *root, unsigned maxDepth) {
       if (!callee)
         if (auto module = call->getParentOfType<ModuleOp>())
           callee = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
-      if (!callee || callee.isExternal() ||
+      if (!callee || !wellFormed(callee) || callee.isExternal() ||
           callee->isAncestor(call.getOperation()) ||
           callee.getNumArguments() != call.getNumOperands() ||
-          callee.getNumResults() != call.getNumResults())
+          callee.getNumResults() != call.getNumResults() ||
+          !callee.getBody().hasOneBlock() ||
+          callee.getBody().front().getNumArguments() !=
+              call.getNumOperands() ||
+          callee.getBody().front().empty() ||
+          !isa<func::ReturnOp>(callee.getBody().front().back()) ||
+          callee.getBody().front().back().getNumOperands() !=
+              call.getNumResults())
         continue;
       Block &body = callee.getBody().front();
       IRMapping mapping;
@@ -38,7 +60,7 @@ bool partita::inlineCalls(Operation *root, unsigned maxDepth) {
       for (Operation &op : body.without_terminator())
         builder.clone(op, mapping);
       for (auto [result, returned] :
-           llvm::zip(call.getResults(), body.getTerminator()->getOperands()))
+           llvm::zip(call.getResults(), body.back().getOperands()))
         result.replaceAllUsesWith(mapping.lookupOrDefault(returned));
       call.erase();
       changed = true;
