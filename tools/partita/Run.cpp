@@ -186,12 +186,11 @@ int runAcrossProcesses(const CommandLine &cl, PipelineOptions &options,
         // (tolerance.json) holds for the reference run too.
         std::vector<double> slack;
         if (!expectDirectory.empty()) {
-          Expected<std::vector<double>> spread =
-              readToleranceSpread(expectDirectory, outputs.size());
-          if (!spread)
-            return spread.status();
-          for (double s : *spread)
-            slack.push_back(4 * s);
+          Expected<std::vector<double>> read =
+              readToleranceSlack(expectDirectory, outputs.size());
+          if (!read)
+            return read.status();
+          slack = std::move(*read);
         }
         if (!compareWithReference(program, outputs, expected->outputs, report,
                                   slack))
@@ -388,14 +387,13 @@ int LocalRun::check(ModuleOp reference, const Executable &program,
   // (tolerance.json beside them) holds for the reference run too.
   std::vector<double> slack;
   if (cl.has("--expect")) {
-    Expected<std::vector<double>> spread =
-        readToleranceSpread(cl.get("--expect"), outputs.size());
-    if (!spread) {
-      llvm::errs() << "error: " << spread.status().message() << "\n";
+    Expected<std::vector<double>> read =
+        readToleranceSlack(cl.get("--expect"), outputs.size());
+    if (!read) {
+      llvm::errs() << "error: " << read.status().message() << "\n";
       return 1;
     }
-    for (double s : *spread)
-      slack.push_back(4 * s);
+    slack = std::move(*read);
   }
   std::string comparisonReport;
   bool ok = compareWithReference(program, outputs, expected->outputs,

@@ -83,11 +83,12 @@ Comparison compareArrays(const HostArray &got, const HostArray &want,
 std::string describeComparison(const std::string &name,
                                const Comparison &comparison);
 
-/// The spreads of `<directory>/tolerance.json` ({"spread": [...]}, one per
-/// result: how far the producer's own result moves when only the order of
-/// its sums changes), or zeros when there is no such file.
-Expected<std::vector<double>> readToleranceSpread(const std::string &directory,
-                                                  size_t count);
+/// What `<directory>/tolerance.json` ({"spread": [...]}, one per result:
+/// how far the producer's own result moves when only the order of its sums
+/// changes) adds to each result's tolerance: four times its spread; zeros
+/// when there is no such file.
+Expected<std::vector<double>> readToleranceSlack(const std::string &directory,
+                                                 size_t count);
 
 /// Compares `outputs` with `<directory>/result_<i>.npy`; appends one line
 /// per output to `report` and fails when one is missing or out of tolerance.
