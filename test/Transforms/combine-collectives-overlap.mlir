@@ -1,4 +1,11 @@
-// RUN: partita-opt %s --split-input-file --partita-combine-collectives="bucket-bytes=1048576 min-buckets=2" | FileCheck %s --enable-var-scope
+// RUN: partita-opt %s --split-input-file --partita-combine-collectives="bucket-bytes=1048576 min-buckets=2 interconnect=%S/Inputs/low-latency.json" | FileCheck %s --enable-var-scope
+// On the default link (5 us) a bucket sent early must hold 1.125 MB; these
+// do not, so each block keeps one bucket.
+// RUN: partita-opt %s --split-input-file --partita-combine-collectives="bucket-bytes=4194304 min-buckets=2" | FileCheck %s --check-prefix=DEFAULT
+// DEFAULT-LABEL: func.func @readiness
+// DEFAULT: partita.all_reduce sum {{.*}} {partita.reason = "combines 3 all_reduce of 49152 elements
+// DEFAULT-NOT: partita.all_reduce
+// DEFAULT-LABEL: func.func
 
 partita.mesh @mesh = <["data"=2, "model"=2]>
 

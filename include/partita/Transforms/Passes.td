@@ -290,7 +290,8 @@ def CombineCollectivesPass
            "Interconnect spec (JSON) whose combine_bytes sets the bucket size">,
     Option<"minBuckets", "min-buckets", "int64_t", /*default=*/"1",
            "Emit a bucket as soon as it holds 1/N of its block's packable "
-           "bytes (64 KiB at least), so that early buckets overlap the "
+           "bytes (at least 64 KiB, and at least what an all_reduce moves in "
+           "one latency of the link), so that early buckets overlap the "
            "computation of later members (the pipeline asks for 4 when "
            "collectives overlap)">
   ];

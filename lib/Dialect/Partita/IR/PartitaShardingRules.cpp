@@ -380,17 +380,49 @@ OpShardingRule GatherOp::getShardingRule() {
   return rule;
 }
 
+namespace {
+/// True when `value` is all zeros by construction: a zero splat constant,
+/// or a broadcast of one (how JAX writes the table of `.at[].add` and of
+/// an embedding's gradient).
+bool isZeros(Value value) {
+  for (int hops = 0; hops < 4 && value; ++hops) {
+    if (auto broadcast = value.getDefiningOp<BroadcastOp>()) {
+      value = broadcast.getOperand();
+      continue;
+    }
+    auto constant = value.getDefiningOp<ConstantOp>();
+    auto dense =
+        constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+    if (!dense || !dense.isSplat())
+      return false;
+    Attribute element = dense.getSplatValue<Attribute>();
+    if (auto f = dyn_cast<FloatAttr>(element))
+      return f.getValue().isZero();
+    if (auto i = dyn_cast<IntegerAttr>(element))
+      return i.getValue().isZero();
+    return false;
+  }
+  return false;
+}
+} // namespace
+
 OpShardingRule ScatterAddOp::getShardingRule() {
   std::vector<int64_t> table = shapeOf(getTable()),
                        indices = shapeOf(getIndices());
   OpShardingRule rule;
   TensorFactors tableMap, indexMap, updateMap;
   tableMap.push_back({rule.addFactor(table[0], FactorType::NeedReplication)});
-  // Index positions are summed into the table. Splitting them would make
-  // every device add the whole table to its part of the updates, so they
-  // stay whole until the table is made partial alongside (not done yet).
+  // Index positions are summed into the table. Into a table of zeros (an
+  // embedding's gradient), each device adds its own positions' rows and
+  // the tables are summed over the split axes, with the other gradients
+  // (docs/Partitioning.md, "Row lookups"). Into any other table, every
+  // device would add the whole table to its part of the updates, so the
+  // positions stay whole.
+  bool zeros = isZeros(getTable());
+  FactorType positions =
+      zeros ? FactorType::Reduction : FactorType::NeedReplication;
   for (int64_t size : indices) {
-    int factor = rule.addFactor(size, FactorType::NeedReplication);
+    int factor = rule.addFactor(size, positions);
     indexMap.push_back({factor});
     updateMap.push_back({factor});
   }
@@ -401,8 +433,10 @@ OpShardingRule ScatterAddOp::getShardingRule() {
   }
   rule.operands = {tableMap, indexMap, updateMap};
   rule.results = {tableMap};
-  rule.partialFlow = PartialFlow::Joint;
-  rule.partialOperands = {0, 2};
+  // Linear in the table and the updates jointly; into zeros, linear in the
+  // updates alone (a partial gradient scatters into a partial table).
+  rule.partialFlow = zeros ? PartialFlow::Single : PartialFlow::Joint;
+  rule.partialOperands = zeros ? std::vector<int>{2} : std::vector<int>{0, 2};
   rule.partialKinds = {PartialKind::Sum};
   return rule;
 }
