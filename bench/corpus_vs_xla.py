@@ -17,6 +17,7 @@ Needs no JAX: XLA's figures are those stored at export.
 """
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -104,12 +105,34 @@ def main():
     print()
     print(table)
     if options.write_doc:
-        write_doc(options.doc, table)
+        write_doc(options.doc, summary(rows, problems, options.run) + "\n" +
+                  table)
     if problems:
         print("\n".join(["", f"{len(problems)} problems:"] + problems))
         sys.exit(1)
     print(f"\nall {len(rows)} programs at or below XLA's bytes and "
           f"collectives" + (", matching JAX" if options.run else ""))
+
+
+def summary(rows, problems, ran):
+    """The line above the table: when, what ran, how many meet XLA."""
+    versions = sorted({xla.get("jax_version", "?") for _, _, xla, _ in rows})
+    above = {p.split(":")[0] for p in problems if "than XLA" in p}
+    bytes_above = {p.split(":")[0] for p in problems if "more bytes" in p}
+    failed = {p.split(":")[0] for p in problems if "than XLA" not in p}
+    n = len(rows)
+    line = (f"Measured {datetime.date.today().isoformat()} on this machine "
+            f"({os.cpu_count()} cores), 8 emulated CPU devices, XLA's "
+            f"figures from the export (JAX {', '.join(versions)}); "
+            f"`python3 bench/corpus_vs_xla.py{' --run' if ran else ''} "
+            f"--write-doc`. ")
+    if ran:
+        line += (f"{n - len(failed)} of {n} programs import, run on cpu:8 "
+                 f"and match JAX; ")
+    line += (f"{n - len(above | failed)} of {n} are at or below XLA in both "
+             f"bytes and collectives, {n - len(bytes_above | failed)} in "
+             f"bytes.")
+    return line
 
 
 def render(rows):

@@ -1,8 +1,10 @@
 //===- CleanupCollectives.cpp - Cancel and merge inserted collectives -----===//
 //
 // The partitioner plans each reshard on its own; across ops that leaves
-// moves that undo each other, duplicates, and all_reduce + all_slice pairs
-// that one reduce_scatter does with half the traffic. Only collectives the
+// moves that undo each other, duplicates, all_reduce + all_slice pairs
+// that one reduce_scatter does with half the traffic, and reduce_scatter +
+// all_gather pairs that an all_reduce (which packs with the others) and a
+// smaller all_gather do with the same traffic. Only collectives the
 // partitioner inserted (those with a partita.reason) are touched: code that
 // came from manual_computation bodies stays as written.
 //
@@ -129,6 +131,45 @@ struct CleanupCollectivesPass
             slice.getResult().replaceAllUsesWith(scatter.getResult());
             erase(slice, erased);
             erase(reduce, erased);
+            changed = true;
+            continue;
+          }
+        }
+        // reduce_scatter over A, then all_gather over (P..., A) of the same
+        // dimension: all_reduce over A, then all_gather over P. The same
+        // bytes ((n_A-1)/n_A + (n_P·n_A-1)/n_A = 2(n_A-1)/n_A + n_P-1 blocks
+        // of the operand), and an all_reduce packs into the gradients'
+        // bucket where a reduce_scatter travels alone.
+        if (auto gather = dyn_cast<AllGatherOp>(op)) {
+          auto scatter = gather.getOperand().getDefiningOp<ReduceScatterOp>();
+          ArrayRef<Attribute> gathered = gather.getAxes().getValue();
+          ArrayRef<Attribute> scattered =
+              scatter ? scatter.getAxes().getValue() : ArrayRef<Attribute>();
+          if (scatter && inserted(scatter) && scatter->hasOneUse() &&
+              scatter.getDim() == gather.getDim() &&
+              scatter.getMesh() == gather.getMesh() &&
+              gathered.size() >= scattered.size() &&
+              gathered.take_back(scattered.size()) == scattered) {
+            OpBuilder builder(gather);
+            auto reduce = AllReduceOp::create(
+                builder, scatter.getLoc(), scatter.getOperand().getType(),
+                scatter.getKind(), scatter.getOperand(), scatter.getMesh(),
+                scatter.getAxes());
+            reduce->setAttr(PartitaDialect::kReasonAttrName,
+                            scatter->getAttr(PartitaDialect::kReasonAttrName));
+            Value result = reduce.getResult();
+            ArrayRef<Attribute> rest = gathered.drop_back(scattered.size());
+            if (!rest.empty()) {
+              auto regather = AllGatherOp::create(
+                  builder, gather.getLoc(), gather.getType(), result,
+                  gather.getMesh(), builder.getArrayAttr(rest),
+                  gather.getDim());
+              regather->setAttrs(gather->getAttrs());
+              regather.setAxesAttr(builder.getArrayAttr(rest));
+              result = regather.getResult();
+            }
+            gather.getResult().replaceAllUsesWith(result);
+            erase(gather, erased);
             changed = true;
             continue;
           }

@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -42,8 +43,9 @@ int64_t bytesOf(RankedTensorType type) {
 /// reduce_scatter's operand is transposed so that its scattered dimension
 /// comes first: the blocks are then contiguous rows, and members pack side
 /// by side as the columns of one [group, ...] matrix). all_gathers are not
-/// packed: under FSDP a bucket would hold every gathered weight at once,
-/// which is the memory FSDP exists to save.
+/// packed here: under FSDP a bucket would hold every gathered weight at
+/// once, which is the memory FSDP exists to save (those of the function's
+/// results are: packResultGathers).
 enum class Packed { AllReduce, ReduceScatter };
 
 /// What must agree for collectives to share a bucket: kind, reduction,
@@ -114,6 +116,8 @@ public:
         lastPackable = &op;
     }
     for (Operation *op : ops) {
+      if (pulled.contains(op))
+        continue;
       if (op->hasTrait<OpTrait::IsTerminator>()) {
         flushBefore(op);
         continue;
@@ -261,11 +265,79 @@ private:
       });
     }
     for (const BucketKey &key : needed) {
+      pullAhead(op, key);
       emit(buckets[key], op);
       buckets.erase(key);
     }
     placeReady(op);
   }
+
+  /// Fills the bucket `key`, which `op` forces out, from just ahead of
+  /// `op`: a later collective of the same key whose operand is available
+  /// before `op` (defined above it and not waiting), or is made by one op
+  /// whose own operands are, moves up before `op` (with that op) and
+  /// joins. In the overlap order a weight gradient's all_reduce comes right
+  /// after the weight gradient, which reads an activation gradient's
+  /// all_reduce: without this, each activation gradient of the backward
+  /// pass would go out alone though the next one is a few ops away
+  /// (XLA packs them in pairs).
+  void pullAhead(Operation *op, const BucketKey &key) {
+    Bucket &bucket = buckets[key];
+    auto available = [&](Value value) {
+      if (pending.contains(value))
+        return false;
+      Operation *def = value.getDefiningOp();
+      Operation *inBlock = def ? block.findAncestorOpInBlock(*def) : nullptr;
+      return !inBlock || inBlock->isBeforeInBlock(op);
+    };
+    Operation *next = op->getNextNode();
+    for (int scanned = 0; next && scanned < kLookahead; ++scanned) {
+      Operation *candidate = next;
+      next = next->getNextNode();
+      std::optional<Packed> kind = packedKind(candidate);
+      if (!kind || keyOf(candidate, *kind) != key)
+        continue;
+      int64_t bytes =
+          bytesOf(cast<RankedTensorType>(candidate->getOperand(0).getType()));
+      if (bucket.bytes + bytes > bucketBytes)
+        break;
+      // The ops making the operand, up to kMakers of them, each reading
+      // only values available before `op` or made by the others.
+      SmallVector<Operation *> makers;
+      llvm::DenseSet<Operation *> chosen;
+      bool movable = true;
+      std::function<void(Value)> collect = [&](Value value) {
+        if (!movable || available(value))
+          return;
+        Operation *def = value.getDefiningOp();
+        if (!def || def->getBlock() != &block || def->getNumRegions() != 0 ||
+            packedKind(def) || chosen.size() >= kMakers) {
+          movable = false;
+          return;
+        }
+        if (!chosen.insert(def).second)
+          return;
+        for (Value operand : def->getOperands())
+          collect(operand);
+        makers.push_back(def); // after its own makers
+      };
+      collect(candidate->getOperand(0));
+      if (!movable)
+        continue;
+      for (Operation *maker : makers)
+        maker->moveBefore(op);
+      candidate->moveBefore(op);
+      pulled.insert(candidate);
+      bucket.members.push_back(candidate);
+      bucket.bytes += bytes;
+      pending.insert(candidate->getResult(0));
+    }
+  }
+
+  /// How far ahead pullAhead() looks, in ops, and how many ops making a
+  /// member's operand it moves with it.
+  static constexpr int kLookahead = 64;
+  static constexpr size_t kMakers = 8;
 
   /// Bytes of the available tensors `op` reads that no deferred op holds
   /// yet: what deferring it may keep alive longer.
@@ -537,7 +609,119 @@ private:
   /// bound of what deferral keeps alive longer).
   llvm::DenseSet<Value> held;
   int64_t heldBytes = 0;
+  /// Collectives pullAhead() moved into a bucket before their turn.
+  llvm::DenseSet<Operation *> pulled;
 };
+
+/// Packs the all_gathers whose only use is the block's terminator (the
+/// function's results, gathered to the layouts the caller asked for) into
+/// one all_gather per mesh, axes and element type, in buckets of at most
+/// `bucketBytes` result bytes. Every result is alive at the terminator
+/// anyway, so packing them holds no weight longer (the reason FSDP's
+/// gathers of weights are not packed). Each operand is flattened into the
+/// columns of one row; the packed row is gathered into [group, columns];
+/// each member's columns are sliced out, the group's blocks put back along
+/// its gathered dimension.
+void packResultGathers(Block &block, int64_t bucketBytes) {
+  Operation *terminator = &block.back();
+  using Key = std::tuple<std::string, std::string, const void *>;
+  std::map<Key, SmallVector<SmallVector<AllGatherOp>>> groups;
+  for (Operation &op : block) {
+    auto gather = dyn_cast<AllGatherOp>(&op);
+    if (!gather || !op.hasAttr(PartitaDialect::kReasonAttrName) ||
+        !op.hasOneUse() || *op.getUsers().begin() != terminator)
+      continue;
+    RankedTensorType type = gather.getType();
+    if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+      continue;
+    std::string axes;
+    for (Attribute axis : gather.getAxes())
+      axes += cast<StringAttr>(axis).getValue().str() + ",";
+    auto &buckets = groups[Key{gather.getMesh().str(), axes,
+                               type.getElementType().getAsOpaquePointer()}];
+    int64_t used = 0;
+    if (!buckets.empty())
+      for (AllGatherOp member : buckets.back())
+        used += bytesOf(member.getType());
+    if (buckets.empty() || used + bytesOf(type) > bucketBytes)
+      buckets.emplace_back();
+    buckets.back().push_back(gather);
+  }
+  for (auto &[key, buckets] : groups) {
+    for (SmallVector<AllGatherOp> &members : buckets) {
+      if (members.size() < 2)
+        continue;
+      OpBuilder builder(terminator);
+      AllGatherOp first = members.front();
+      Type element = first.getType().getElementType();
+      int64_t group = first.getType().getDimSize(first.getDim()) /
+                      first.getOperand().getType().getDimSize(first.getDim());
+      SmallVector<Value> columns;
+      SmallVector<Location> locations;
+      int64_t total = 0;
+      for (AllGatherOp member : members) {
+        int64_t width = member.getOperand().getType().getNumElements();
+        columns.push_back(ReshapeOp::create(
+            builder, member.getLoc(), RankedTensorType::get({1, width}, element),
+            member.getOperand()));
+        locations.push_back(member.getLoc());
+        total += width;
+      }
+      Location loc = builder.getFusedLoc(locations);
+      Value packed = ConcatenateOp::create(
+          builder, loc, RankedTensorType::get({1, total}, element), columns, 1);
+      auto combined = AllGatherOp::create(
+          builder, loc, RankedTensorType::get({group, total}, element), packed,
+          first.getMeshAttr(), first.getAxesAttr(), builder.getI64IntegerAttr(0));
+      std::string reason = "combines " + std::to_string(members.size()) +
+                           " all_gather of function results:";
+      for (AllGatherOp member : members)
+        if (auto own = member->getAttrOfType<StringAttr>(
+                PartitaDialect::kReasonAttrName))
+          reason += " " + own.getValue().split(": ").first.str() + ";";
+      reason.pop_back();
+      combined->setAttr(PartitaDialect::kReasonAttrName,
+                        builder.getStringAttr(reason));
+      int64_t offset = 0;
+      for (AllGatherOp member : members) {
+        RankedTensorType local = member.getOperand().getType();
+        int64_t width = local.getNumElements();
+        Value part = SliceOp::create(
+            builder, member.getLoc(),
+            RankedTensorType::get({group, width}, element), combined,
+            builder.getDenseI64ArrayAttr({0, offset}),
+            builder.getDenseI64ArrayAttr({group, offset + width}),
+            builder.getDenseI64ArrayAttr({1, 1}));
+        // [group, local...]: the group's blocks first; moved to just before
+        // the gathered dimension, then merged with it.
+        int64_t dim = static_cast<int64_t>(member.getDim());
+        SmallVector<int64_t> blocks{group};
+        blocks.append(local.getShape().begin(), local.getShape().end());
+        Value shaped = ReshapeOp::create(
+            builder, member.getLoc(), RankedTensorType::get(blocks, element),
+            part);
+        if (dim != 0) {
+          SmallVector<int64_t> perm, moved;
+          for (int64_t d = 1; d <= dim; ++d)
+            perm.push_back(d);
+          perm.push_back(0);
+          for (int64_t d = dim + 1; d <= local.getRank(); ++d)
+            perm.push_back(d);
+          for (int64_t d : perm)
+            moved.push_back(blocks[d]);
+          shaped = TransposeOp::create(
+              builder, member.getLoc(), RankedTensorType::get(moved, element),
+              shaped, builder.getDenseI64ArrayAttr(perm));
+        }
+        shaped = ReshapeOp::create(builder, member.getLoc(), member.getType(),
+                                   shaped);
+        member.getResult().replaceAllUsesWith(shaped);
+        member->erase();
+        offset += width;
+      }
+    }
+  }
+}
 
 struct CombineCollectivesPass
     : public partita::impl::CombineCollectivesPassBase<CombineCollectivesPass> {
@@ -578,6 +762,8 @@ struct CombineCollectivesPass
                                  (packable + minBuckets - 1) / minBuckets));
       }
       BlockCombiner(*block, bytes, fill).run();
+      if (isa<func::ReturnOp>(block->back()))
+        packResultGathers(*block, bytes);
     }
   }
 

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Partitioner.h"
+#include "ReshardScale.h"
 
 namespace partita {
 #define GEN_PASS_DEF_PARTITIONPASS
@@ -164,6 +165,7 @@ LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
     tensor.elementBytes = layout.elementBytes;
     tensor.sharding = layout.sharding;
     tensor.annotated = true;
+    tensor.reshardScale = reshardScaleOf(operand);
     node.operands.push_back(static_cast<int>(problem.tensors.size()));
     problem.tensors.push_back(tensor);
     shardings.push_back(layout.sharding);

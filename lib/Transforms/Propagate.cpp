@@ -16,6 +16,7 @@
 #include "partita/Sharding/Propagation.h"
 #include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/Passes.h"
+#include "ReshardScale.h"
 #include "partita/Dialect/Partita/Utils/ValueNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -231,20 +232,9 @@ LogicalResult GraphBuilder::buildOp(Operation *op, func::FuncOp function) {
   };
   // A broadcast of a value at most half its size is resharded at its
   // source (Partitioner::rebroadcast): its reshards cost that much less.
-  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-    auto count = [](Type type) {
-      double n = 1;
-      for (int64_t extent : cast<RankedTensorType>(type).getShape())
-        n *= static_cast<double>(extent);
-      return n;
-    };
-    double source = count(broadcast.getOperand().getType());
-    double result = count(broadcast.getType());
-    if (result > 0 && 2 * source <= result)
-      problem.tensors[tensorFor(broadcast.getResult(),
-                                valueName(broadcast.getResult()))]
-          .reshardScale = std::max(source / result, 1e-3);
-  }
+  if (isa<BroadcastOp>(op))
+    problem.tensors[tensorFor(op->getResult(0), valueName(op->getResult(0)))]
+        .reshardScale = reshardScaleOf(op->getResult(0));
 
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
     SmallVector<int> &slots = functionResults[function];

@@ -39,6 +39,22 @@ func.func @fuse(%x: tensor<8x8xf32>) -> tensor<8x2xf32> {
   %s = partita.all_slice %r on @mesh axes = ["x"] dim = 1 {partita.reason = "needed split"} : tensor<8x8xf32> -> tensor<8x2xf32>
   return %s : tensor<8x2xf32>
 }
+// A reduce_scatter over "x" gathered back over ("y", "x") along the same
+// dimension: an all_reduce over "x" (which packs with the gradients'
+// bucket) and a gather over "y" alone, the same bytes.
+// CHECK-LABEL: func.func @scatter_then_gather
+// CHECK: %[[R:.*]] = partita.all_reduce sum %{{.*}} on @mesh2 axes = ["x"] {partita.reason = "partial"} : tensor<8x2xf32>
+// CHECK-NEXT: %[[G:.*]] = partita.all_gather %[[R]] on @mesh2 axes = ["y"] dim = 0 {partita.reason = "whole"} : tensor<8x2xf32> -> tensor<16x2xf32>
+// CHECK-NEXT: %[[W:.*]] = partita.all_reduce sum %{{.*}} on @mesh2 axes = ["x"] {partita.reason = "partial"} : tensor<8x2xf32>
+// CHECK-NEXT: return %[[G]], %[[W]]
+partita.mesh @mesh2 = <["y"=2, "x"=2]>
+func.func @scatter_then_gather(%p: tensor<8x2xf32>, %q: tensor<8x2xf32>) -> (tensor<16x2xf32>, tensor<8x2xf32>) {
+  %s = partita.reduce_scatter sum %p on @mesh2 axes = ["x"] dim = 0 {partita.reason = "partial"} : tensor<8x2xf32> -> tensor<4x2xf32>
+  %g = partita.all_gather %s on @mesh2 axes = ["y", "x"] dim = 0 {partita.reason = "whole"} : tensor<4x2xf32> -> tensor<16x2xf32>
+  %t = partita.reduce_scatter sum %q on @mesh2 axes = ["x"] dim = 0 {partita.reason = "partial"} : tensor<8x2xf32> -> tensor<4x2xf32>
+  %w = partita.all_gather %t on @mesh2 axes = ["x"] dim = 0 {partita.reason = "whole"} : tensor<4x2xf32> -> tensor<8x2xf32>
+  return %g, %w : tensor<16x2xf32>, tensor<8x2xf32>
+}
 // Making a zero partial moves nothing.
 // CHECK-LABEL: func.func @zero
 // CHECK-NOT: partita.collective_permute

@@ -167,3 +167,39 @@ func.func @einsum_scatters(%x: tensor<4x6xf32>, %y: tensor<4x8xf32>, %a: tensor<
   %rh = partita.reduce_scatter sum %h on @mesh axes = ["data"] dim = 1 : tensor<6x8xf32> -> tensor<6x4xf32>
   return %ra, %rg, %rh, %h : tensor<4x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x8xf32>
 }
+
+// -----
+
+partita.mesh @mesh = <["data"=2, "model"=2]>
+
+// The all_gathers of a function's results (every one alive at the return
+// anyway) share one: each operand flattened into the columns of a row, the
+// row gathered into [group, columns], each member's columns sliced out and
+// its group's blocks put back along its gathered dimension. A gather that
+// feeds anything else, or over other axes, stays alone.
+// CHECK-LABEL: func.func @result_gathers
+// CHECK-SAME: (%[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<3x2xf32>, %[[C:.*]]: tensor<4xf32>, %[[D:.*]]: tensor<4xf32>)
+// CHECK: %[[U:.*]] = partita.all_gather %[[C]] on @mesh axes = ["data", "model"] dim = 0
+// CHECK: %[[V:.*]] = partita.all_gather %[[D]] on @mesh axes = ["model"] dim = 0
+// CHECK: %[[FA:.*]] = partita.reshape %[[A]] : tensor<4xf32> -> tensor<1x4xf32>
+// CHECK: %[[FB:.*]] = partita.reshape %[[B]] : tensor<3x2xf32> -> tensor<1x6xf32>
+// CHECK: %[[P:.*]] = partita.concatenate %[[FA]], %[[FB]] dim = 1
+// CHECK: %[[G:.*]] = partita.all_gather %[[P]] on @mesh axes = ["data", "model"] dim = 0 {partita.reason = "combines 2 all_gather of function results: result 0; result 1"} : tensor<1x10xf32> -> tensor<4x10xf32>
+// CHECK: %[[SA:.*]] = partita.slice %[[G]] start = [0, 0] limit = [4, 4]
+// CHECK: %[[RA:.*]] = partita.reshape %[[SA]] : tensor<4x4xf32> -> tensor<4x4xf32>
+// CHECK: %[[WA:.*]] = partita.reshape %[[RA]] : tensor<4x4xf32> -> tensor<16xf32>
+// CHECK: %[[SB:.*]] = partita.slice %[[G]] start = [0, 4] limit = [4, 10]
+// CHECK: %[[RB:.*]] = partita.reshape %[[SB]] : tensor<4x6xf32> -> tensor<4x3x2xf32>
+// CHECK: %[[TB:.*]] = partita.transpose %[[RB]] perm = [1, 0, 2] : tensor<4x3x2xf32> -> tensor<3x4x2xf32>
+// CHECK: %[[WB:.*]] = partita.reshape %[[TB]] : tensor<3x4x2xf32> -> tensor<3x8xf32>
+// CHECK: return %[[WA]], %[[WB]], %{{.*}}, %[[V]]
+// OFF-LABEL: func.func @result_gathers
+// OFF-COUNT-4: partita.all_gather
+func.func @result_gathers(%a: tensor<4xf32>, %b: tensor<3x2xf32>, %c: tensor<4xf32>, %d: tensor<4xf32>) -> (tensor<16xf32>, tensor<3x8xf32>, tensor<16xf32>, tensor<8xf32>) {
+  %ga = partita.all_gather %a on @mesh axes = ["data", "model"] dim = 0 {partita.reason = "result 0: [{}]"} : tensor<4xf32> -> tensor<16xf32>
+  %gb = partita.all_gather %b on @mesh axes = ["data", "model"] dim = 1 {partita.reason = "result 1: [{}]"} : tensor<3x2xf32> -> tensor<3x8xf32>
+  %gc = partita.all_gather %c on @mesh axes = ["data", "model"] dim = 0 {partita.reason = "operand"} : tensor<4xf32> -> tensor<16xf32>
+  %n = partita.neg %gc : tensor<16xf32>
+  %gd = partita.all_gather %d on @mesh axes = ["model"] dim = 0 {partita.reason = "result 3: [{}]"} : tensor<4xf32> -> tensor<8xf32>
+  return %ga, %gb, %n, %gd : tensor<16xf32>, tensor<3x8xf32>, tensor<16xf32>, tensor<8xf32>
+}

@@ -133,6 +133,15 @@ func.func @all(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %p: tensor<4x8xi1>, %i:
   // Index positions are summed into the whole table: they stay whole.
   // expected-remark @+1 {{([i, l], [j, k], [j, k, l]) -> ([i, l]) {i=100 need-replication, j=2 need-replication, k=5 need-replication, l=16} partial=joint(0, 2) sum}}
   %sa = partita.scatter_add %t, %ids, %g : tensor<100x16xf32>, tensor<2x5xi32>, tensor<2x5x16xf32>
+  // Into a table of zeros (an embedding's gradient) each device adds its
+  // own positions' rows: positions are reduction factors, and a partial
+  // gradient passes alone.
+  // expected-remark @+1 {{() -> ([]) {}}}
+  %z0 = partita.constant dense<0.0> : tensor<f32>
+  // expected-remark @+1 {{([]) -> ([i, j]) {i=100, j=16} partial=single(0) sum,max,min}}
+  %zt = partita.broadcast %z0 dims = [] : tensor<f32> -> tensor<100x16xf32>
+  // expected-remark @+1 {{([i, l], [j, k], [j, k, l]) -> ([i, l]) {i=100 need-replication, j=2 reduction, k=5 reduction, l=16} reduction=sum partial=single(2) sum}}
+  %sz = partita.scatter_add %zt, %ids, %g : tensor<100x16xf32>, tensor<2x5xi32>, tensor<2x5x16xf32>
   // Carried values keep their sharding; partial values pass.
   // expected-remark @+1 {{([i, j]) -> ([i, j]) {i=4, j=8} partial=per-value(0) sum,max,min}}
   %lp = partita.loop 2 times (%it) iter_args(%acc = %a) : tensor<4x8xf32> {
