@@ -212,6 +212,9 @@ def corpus():
 
     # Flax Linen and Equinox.
     c["linen_mlp_grad_dp_tp"] = linen_program
+    # Dropout: jax.random's threefry inside the step, its key an input.
+    c["linen_mlp_dropout_step_dp"] = linen_dropout_program
+    c["nnx_dropout_block_loss_dp_tp"] = nnx_dropout_program
     c["equinox_mlp_step_dp"] = equinox_program
 
     # Control flow and sampling.
@@ -349,6 +352,78 @@ def linen_program():
         return int_label_loss(model.apply(params, x), y)
     return Program(jax.grad(loss), (params, x, y),
                    (specs, P("data", None), P("data")), specs)
+
+
+def linen_dropout_program():
+    """A Linen MLP with dropout, trained by an AdamW step as Flax's
+    examples write it: the dropout key passed in (as its uint32 data) and
+    given to apply(); the batch over both mesh axes."""
+    import flax.linen as nn
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x, train):
+            x = nn.relu(nn.Dense(FF)(x))
+            x = nn.Dropout(0.2, deterministic=not train)(x)
+            x = nn.relu(nn.Dense(FF)(x))
+            x = nn.Dropout(0.1, deterministic=not train)(x)
+            return nn.Dense(16)(x)
+    model = MLP()
+    r = rng(60)
+    x, y = normal(r, (16, D)), ids(r, (16,), 16)
+    params = jax.tree_util.tree_map(
+        np.asarray, model.init(jax.random.key(60), x, False))
+    tx = optax.adamw(1e-3)
+    opt_state = tx.init(params)
+    key = np.asarray(jax.random.key_data(jax.random.key(61)))
+
+    def loss(params, key, x, y):
+        logits = model.apply(params, x, True,
+                             rngs={"dropout": jax.random.wrap_key_data(key)})
+        return int_label_loss(logits, y)
+    specs = like(params, replicated)
+    o_specs = optimizer_state_specs(opt_state, params, specs)
+    batch = P(("data", "model"), None)
+    return Program(optax_step(loss, tx), (params, opt_state, key, x, y),
+                   (specs, o_specs, P(), batch, P(("data", "model"))),
+                   (specs, o_specs, P()))
+
+
+def nnx_dropout_program():
+    """An NNX block with dropout after attention and the MLP (and on the
+    attention weights), its loss under Megatron's tensor parallelism: the
+    dropout key an input, given as nnx.Rngs at the call."""
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.norm = nnx.LayerNorm(D, rngs=rngs)
+            self.attn = nnx.MultiHeadAttention(
+                HEADS, D, dropout_rate=0.1, decode=False, rngs=rngs)
+            self.up = nnx.Linear(D, FF, rngs=rngs)
+            self.down = nnx.Linear(FF, D, rngs=rngs)
+            self.drop = nnx.Dropout(0.1)
+            self.head = nnx.Linear(D, VOCAB, rngs=rngs)
+
+        def __call__(self, x, rngs):
+            h = self.norm(x)
+            x = x + self.drop(self.attn(h, deterministic=False, rngs=rngs),
+                              rngs=rngs)
+            x = x + self.drop(self.down(jax.nn.gelu(self.up(x))), rngs=rngs)
+            return self.head(x)
+    model = Block(nnx.Rngs(62))
+    # The parameters are the arguments; the rest (the attention's own
+    # stream of dropout keys, unused when keys come at the call) stays.
+    graphdef, state, rest = nnx.split(model, nnx.Param, ...)
+    state = jax.tree_util.tree_map(np.asarray, state)
+    r = rng(63)
+    x, y = normal(r, (4, SEQ, D)), ids(r, (4, SEQ))
+    key = np.asarray(jax.random.key_data(jax.random.key(64)))
+
+    def loss(state, key, x, y):
+        rngs = nnx.Rngs(dropout=jax.random.wrap_key_data(key))
+        return int_label_loss(nnx.merge(graphdef, state, rest)(x, rngs), y)
+    return Program(loss, (state, key, x, y),
+                   (like(state, megatron_specs), P(), P("data", None, None),
+                    P("data", None)), P())
 
 
 def equinox_program():

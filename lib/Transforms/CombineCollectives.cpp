@@ -662,8 +662,8 @@ void packResultGathers(Block &block, int64_t bucketBytes) {
       for (AllGatherOp member : members) {
         int64_t width = member.getOperand().getType().getNumElements();
         columns.push_back(ReshapeOp::create(
-            builder, member.getLoc(), RankedTensorType::get({1, width}, element),
-            member.getOperand()));
+            builder, member.getLoc(),
+            RankedTensorType::get({1, width}, element), member.getOperand()));
         locations.push_back(member.getLoc());
         total += width;
       }
@@ -672,7 +672,8 @@ void packResultGathers(Block &block, int64_t bucketBytes) {
           builder, loc, RankedTensorType::get({1, total}, element), columns, 1);
       auto combined = AllGatherOp::create(
           builder, loc, RankedTensorType::get({group, total}, element), packed,
-          first.getMeshAttr(), first.getAxesAttr(), builder.getI64IntegerAttr(0));
+          first.getMeshAttr(), first.getAxesAttr(),
+          builder.getI64IntegerAttr(0));
       std::string reason = "combines " + std::to_string(members.size()) +
                            " all_gather of function results:";
       for (AllGatherOp member : members)
@@ -697,9 +698,9 @@ void packResultGathers(Block &block, int64_t bucketBytes) {
         int64_t dim = static_cast<int64_t>(member.getDim());
         SmallVector<int64_t> blocks{group};
         blocks.append(local.getShape().begin(), local.getShape().end());
-        Value shaped = ReshapeOp::create(
-            builder, member.getLoc(), RankedTensorType::get(blocks, element),
-            part);
+        Value shaped =
+            ReshapeOp::create(builder, member.getLoc(),
+                              RankedTensorType::get(blocks, element), part);
         if (dim != 0) {
           SmallVector<int64_t> perm, moved;
           for (int64_t d = 1; d <= dim; ++d)
@@ -757,9 +758,9 @@ struct CombineCollectivesPass
           if (packedKind(&op))
             packable +=
                 bytesOf(cast<RankedTensorType>(op.getOperand(0).getType()));
-        fill = std::min(bytes,
-                        std::max(smallestSplitBucket(links.defaultLink),
-                                 (packable + minBuckets - 1) / minBuckets));
+        fill =
+            std::min(bytes, std::max(smallestSplitBucket(links.defaultLink),
+                                     (packable + minBuckets - 1) / minBuckets));
       }
       BlockCombiner(*block, bytes, fill).run();
       if (isa<func::ReturnOp>(block->back()))

@@ -194,7 +194,9 @@ GradientRuleTable::GradientRuleTable() {
   add<EinsumOp>(einsumRule);
   // Piecewise constant or integer: no gradient flows.
   add<CompareOp, ArgmaxOp, IotaOp, ConstantOp, FloorOp, SignOp, NotOp, AndOp,
-      OrOp, XorOp, RemOp>([](Operation *, GradientContext &) {});
+      OrOp, XorOp, RemOp, ShiftLeftOp, ShiftRightLogicalOp,
+      ShiftRightArithmeticOp, BitcastConvertOp>(
+      [](Operation *, GradientContext &) {});
 }
 
 void GradientRuleTable::addElementwise() {

@@ -11,13 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReshardScale.h"
 #include "partita/Dialect/Partita/Utils/FunctionAttrs.h"
+#include "partita/Dialect/Partita/Utils/ValueNames.h"
 #include "partita/Sharding/Layout.h"
 #include "partita/Sharding/Propagation.h"
 #include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/Passes.h"
-#include "ReshardScale.h"
-#include "partita/Dialect/Partita/Utils/ValueNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -694,3 +694,19 @@ func.func @loop_yield(%x: tensor<8xf32>, %s: tensor<f32>) {
   }
   return
 }
+
+// -----
+
+func.func @bitcast_width(%x: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'partita.bitcast_convert' op reinterprets elements of one bit width wider than 1 as another type of that width, got 'i64' -> 'f32'}}
+  %0 = partita.bitcast_convert %x : tensor<4xi64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @shift_float(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'partita.shift_left' op operand #0 must be statically shaped tensor of}}
+  %0 = partita.shift_left %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -84,6 +84,20 @@ func.func @logical(%a: tensor<4xi1>, %b: tensor<4xi1>, %n: tensor<4xi32>) -> (te
   return %3, %4 : tensor<4xi1>, tensor<4xi32>
 }
 
+// Shifts and bit reinterpretation: what jax.random's threefry writes.
+// CHECK-LABEL: func.func @bits
+func.func @bits(%n: tensor<4xi32>, %k: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xf32>) {
+  // CHECK: partita.shift_left %{{.*}}, %{{.*}} : tensor<4xi32>
+  %0 = partita.shift_left %n, %k : tensor<4xi32>
+  // CHECK: partita.shift_right_logical %{{.*}}, %{{.*}} : tensor<4xi32>
+  %1 = partita.shift_right_logical %0, %k : tensor<4xi32>
+  // CHECK: partita.shift_right_arithmetic %{{.*}}, %{{.*}} : tensor<4xi32>
+  %2 = partita.shift_right_arithmetic %1, %k : tensor<4xi32>
+  // CHECK: partita.bitcast_convert %{{.*}} : tensor<4xi32> -> tensor<4xf32>
+  %3 = partita.bitcast_convert %2 : tensor<4xi32> -> tensor<4xf32>
+  return %2, %3 : tensor<4xi32>, tensor<4xf32>
+}
+
 // compare infers an i1 result; select and convert.
 // CHECK-LABEL: func.func @compare_select_convert
 func.func @compare_select_convert(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xbf16> {

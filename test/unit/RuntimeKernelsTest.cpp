@@ -303,6 +303,52 @@ TEST_CASE("binary integer ops, including division by zero", "[kernels]") {
             .getInt(0) == 0);
 }
 
+TEST_CASE("shifts read the amount as unsigned and saturate at the width",
+          "[kernels]") {
+  // i8: 0b1001'0110 (-106) by 0, 1, 7, 8 (the width), 200 (past it as
+  // unsigned) and -1 (255 unsigned).
+  Buffer x = bufferOf(DType::I8, {6}, {-106, -106, -106, -106, -106, -106});
+  Buffer by = bufferOf(DType::I8, {6}, {0, 1, 7, 8, -56, -1});
+  checkEqual(runOne(OpCode::ShiftLeft, {}, {&x, &by}, DType::I8, {6}),
+             {-106, 44, 0, 0, 0, 0});
+  checkEqual(runOne(OpCode::ShiftRightLogical, {}, {&x, &by}, DType::I8, {6}),
+             {-106, 75, 1, 0, 0, 0});
+  checkEqual(
+      runOne(OpCode::ShiftRightArithmetic, {}, {&x, &by}, DType::I8, {6}),
+      {-106, -53, -1, -1, -1, -1});
+  // i32 and i64, the widths threefry uses: a logical shift fills with
+  // zeros whatever the sign.
+  Buffer w = bufferOf(DType::I32, {3}, {-1, 0x12345678, -2147483647 - 1});
+  Buffer s = bufferOf(DType::I32, {3}, {9, 13, 31});
+  checkEqual(runOne(OpCode::ShiftRightLogical, {}, {&w, &s}, DType::I32, {3}),
+             {8388607, 0x91A2, 1});
+  checkEqual(runOne(OpCode::ShiftLeft, {}, {&w, &s}, DType::I32, {3}),
+             {-512, double(int32_t(uint32_t(0x12345678u) << 13)), 0});
+  Buffer l = bufferOf(DType::I64, {2}, {-1, 1});
+  Buffer t = bufferOf(DType::I64, {2}, {32, 63});
+  checkEqual(runOne(OpCode::ShiftRightLogical, {}, {&l, &t}, DType::I64, {2}),
+             {4294967295.0, 0});
+  checkEqual(
+      runOne(OpCode::ShiftRightArithmetic, {}, {&l, &t}, DType::I64, {2}),
+      {-1, 0});
+}
+
+TEST_CASE("bitcast_convert keeps the bits", "[kernels]") {
+  // 0x3F800000 is 1.0f; 0x3F800000 | (bits >> 9) - 1 is how jax.random
+  // makes a uniform float.
+  Buffer bits =
+      bufferOf(DType::I32, {3}, {0x3F800000, 0x3FC00000, -1082130432});
+  checkEqual(runOne(OpCode::BitcastConvert, {}, {&bits}, DType::F32, {3}),
+             {1.0, 1.5, -1.0});
+  Buffer half = bufferOf(DType::I16, {1}, {0x3C00});
+  checkEqual(runOne(OpCode::BitcastConvert, {}, {&half}, DType::F16, {1}),
+             {1.0});
+  // Element sizes must agree.
+  Buffer wide = bufferOf(DType::I64, {1}, {0});
+  std::vector<Buffer> narrow{Buffer(DType::F32, {1})};
+  CHECK_FALSE(runOp(OpCode::BitcastConvert, {}, {&wide}, narrow, "").ok());
+}
+
 TEST_CASE("logical ops on bool", "[kernels]") {
   Buffer x = bufferOf(DType::Bool, {4}, {0, 0, 1, 1});
   Buffer y = bufferOf(DType::Bool, {4}, {0, 1, 0, 1});

@@ -117,6 +117,28 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
     t["stablehlo.and"] = binary<AndOp>();
     t["stablehlo.or"] = binary<OrOp>();
     t["stablehlo.xor"] = binary<XorOp>();
+    // jax.random's threefry (dropout, initializers) and its bits-to-floats.
+    t["stablehlo.shift_left"] = binary<ShiftLeftOp>();
+    t["stablehlo.shift_right_logical"] = binary<ShiftRightLogicalOp>();
+    t["stablehlo.shift_right_arithmetic"] = binary<ShiftRightArithmeticOp>();
+    t["stablehlo.bitcast_convert"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      auto from = tensorOf(op->getOperand(0));
+      auto to = tensorOf(op->getResult(0));
+      if (from.getShape() != to.getShape() ||
+          !from.getElementType().isIntOrFloat() ||
+          !to.getElementType().isIntOrFloat() ||
+          from.getElementType().getIntOrFloatBitWidth() !=
+              to.getElementType().getIntOrFloatBitWidth() ||
+          to.getElementType().isInteger(1)) {
+        self.fail(op) << "stablehlo.bitcast_convert between element types "
+                         "of different widths (or of i1) is not supported: "
+                      << from << " -> " << to;
+        return failure();
+      }
+      return SmallVector<Value>{BitcastConvertOp::create(
+          self.builder, op->getLoc(), to, op->getOperand(0))};
+    };
     t["stablehlo.exponential_minus_one"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
       auto type = tensorOf(op->getResult(0));
@@ -373,10 +395,6 @@ StringRef usualWriter(StringRef name) {
        "nnx.Conv, flax.linen.Conv and lax.conv_general_dilated"},
       {"stablehlo.select_and_scatter", "the gradient of max pooling"},
       {"stablehlo.rng_bit_generator", "jax.random with the 'rbg' generator"},
-      {"stablehlo.bitcast_convert",
-       "jax.random's bits-to-floats and lax.bitcast_convert_type"},
-      {"stablehlo.shift_right_logical", "jax.random's threefry (dropout)"},
-      {"stablehlo.shift_left", "jax.random's threefry (dropout)"},
       {"stablehlo.fft", "jnp.fft"},
       {"stablehlo.cbrt", "jnp.cbrt"},
       {"stablehlo.round_nearest_even", "jnp.round"},

@@ -92,6 +92,32 @@ Status unaryKernel(const KernelContext &ctx, int64_t count) {
   return ctx.unsupported(ctx.operandType(0).dtype);
 }
 
+/// StableHLO's shifts: the amount read as unsigned; at or past the bit
+/// width, 0 (left and logical) or every bit the sign (arithmetic).
+template <typename C> C shiftLeft(C value, C amount) {
+  using U = std::make_unsigned_t<C>;
+  U shift = static_cast<U>(amount);
+  if (shift >= sizeof(C) * 8)
+    return C(0);
+  return static_cast<C>(static_cast<U>(static_cast<U>(value) << shift));
+}
+template <typename C> C shiftRightLogical(C value, C amount) {
+  using U = std::make_unsigned_t<C>;
+  U shift = static_cast<U>(amount);
+  if (shift >= sizeof(C) * 8)
+    return C(0);
+  return static_cast<C>(static_cast<U>(static_cast<U>(value) >> shift));
+}
+template <typename C> C shiftRightArithmetic(C value, C amount) {
+  using U = std::make_unsigned_t<C>;
+  using S = std::make_signed_t<C>;
+  U shift = static_cast<U>(amount);
+  S signedValue = static_cast<S>(value);
+  if (shift >= sizeof(C) * 8)
+    return static_cast<C>(signedValue < 0 ? S(-1) : S(0));
+  return static_cast<C>(signedValue >> shift);
+}
+
 template <typename Storage>
 Status binaryKernel(const KernelContext &ctx, int64_t count) {
   using Traits = ElementTraits<Storage>;
@@ -130,6 +156,12 @@ Status binaryKernel(const KernelContext &ctx, int64_t count) {
       return map([](C a, C b) { return C(a | b); });
     case OpCode::Xor:
       return map([](C a, C b) { return C(a ^ b); });
+    case OpCode::ShiftLeft:
+      return map([](C a, C b) { return shiftLeft(a, b); });
+    case OpCode::ShiftRightLogical:
+      return map([](C a, C b) { return shiftRightLogical(a, b); });
+    case OpCode::ShiftRightArithmetic:
+      return map([](C a, C b) { return shiftRightArithmetic(a, b); });
     default:
       break;
     }

@@ -247,6 +247,19 @@ Status runCopyThrough(const KernelContext &ctx) {
   return Status::success();
 }
 
+/// The operand's bytes as the result's element type (same shape and
+/// element size).
+Status runBitcastConvert(const KernelContext &ctx) {
+  const TensorType &in = ctx.operandType(0), &out = ctx.resultType(0);
+  if (in.shape != out.shape || dtypeSize(in.dtype) != dtypeSize(out.dtype) ||
+      in.dtype == DType::Bool || out.dtype == DType::Bool)
+    return ctx.error("operand " + describe(in) + " and result " +
+                     describe(out) + " differ in shape or element size");
+  if (ctx.result(0) != ctx.operand(0) && in.bytes() > 0)
+    std::memmove(ctx.result(0), ctx.operand(0), in.bytes());
+  return Status::success();
+}
+
 /// True for the op codes a kernel runs (not collectives or loops).
 bool hasKernel(OpCode op) {
   if (!isValidOpCode(static_cast<uint16_t>(op)))
@@ -270,6 +283,8 @@ Status runDedicated(const KernelContext &ctx) {
     return runFused(ctx);
   case OpCode::Convert:
     return runConvert(ctx);
+  case OpCode::BitcastConvert:
+    return runBitcastConvert(ctx);
   case OpCode::Einsum:
     return runEinsum(ctx);
   case OpCode::Reduce:

@@ -85,6 +85,32 @@ __global__ void unaryKernel(const typename T::Storage *in,
   }
 }
 
+/// StableHLO's shifts at the storage width S (the CPU's are in
+/// Elementwise.cpp): the amount read as unsigned; at or past the width, 0
+/// (left and logical) or every bit the sign (arithmetic).
+template <typename S, typename C>
+__device__ C integerShift(OpCode op, C x, C y) {
+  using U = typename std::make_unsigned<S>::type;
+  using Signed = typename std::make_signed<S>::type;
+  U bits = static_cast<U>(static_cast<S>(x));
+  U shift = static_cast<U>(static_cast<S>(y));
+  bool past = shift >= sizeof(S) * 8;
+  switch (op) {
+  case OpCode::ShiftLeft:
+    return past ? C(0)
+                : static_cast<C>(static_cast<S>(static_cast<U>(bits << shift)));
+  case OpCode::ShiftRightLogical:
+    return past ? C(0)
+                : static_cast<C>(static_cast<S>(static_cast<U>(bits >> shift)));
+  default: {
+    Signed value = static_cast<Signed>(bits);
+    if (past)
+      return value < 0 ? C(-1) : C(0);
+    return static_cast<C>(static_cast<S>(value >> shift));
+  }
+  }
+}
+
 template <typename T>
 __global__ void binaryKernel(const typename T::Storage *a,
                              const typename T::Storage *b,
@@ -106,6 +132,11 @@ __global__ void binaryKernel(const typename T::Storage *a,
       case OpCode::And: z = x & y; break;
       case OpCode::Or: z = x | y; break;
       case OpCode::Xor: z = x ^ y; break;
+      case OpCode::ShiftLeft:
+      case OpCode::ShiftRightLogical:
+      case OpCode::ShiftRightArithmetic:
+        z = integerShift<typename T::Storage>(static_cast<OpCode>(op), x, y);
+        break;
       default: break;
       }
     }

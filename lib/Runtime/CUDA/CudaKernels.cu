@@ -728,6 +728,11 @@ Status runDedicated(const CudaOp &op) {
     return runSelect(op);
   case OpCode::Convert:
     return runConvert(op);
+  case OpCode::BitcastConvert:
+    if (op.operandTypes.size() != 1 ||
+        op.operandTypes[0].bytes() != op.out.bytes())
+      return op.fail("operand and result differ in size");
+    return runCopy(op);
   case OpCode::Broadcast:
   case OpCode::Transpose:
   case OpCode::Slice:

@@ -137,6 +137,16 @@ OpShardingRule PowOp::getShardingRule() { return elementwise(*this); }
 OpShardingRule AndOp::getShardingRule() { return elementwise(*this); }
 OpShardingRule OrOp::getShardingRule() { return elementwise(*this); }
 OpShardingRule XorOp::getShardingRule() { return elementwise(*this); }
+OpShardingRule ShiftLeftOp::getShardingRule() { return elementwise(*this); }
+OpShardingRule ShiftRightLogicalOp::getShardingRule() {
+  return elementwise(*this);
+}
+OpShardingRule ShiftRightArithmeticOp::getShardingRule() {
+  return elementwise(*this);
+}
+OpShardingRule BitcastConvertOp::getShardingRule() {
+  return elementwise(*this);
+}
 OpShardingRule CompareOp::getShardingRule() { return elementwise(*this); }
 // Selecting between two partial sums gives a partial sum.
 OpShardingRule SelectOp::getShardingRule() {

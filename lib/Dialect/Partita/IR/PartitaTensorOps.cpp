@@ -120,6 +120,18 @@ LogicalResult SelectOp::verify() {
   return success();
 }
 
+LogicalResult BitcastConvertOp::verify() {
+  Type from = getOperand().getType().getElementType();
+  Type to = getType().getElementType();
+  unsigned fromBits = from.getIntOrFloatBitWidth();
+  unsigned toBits = to.getIntOrFloatBitWidth();
+  if (fromBits != toBits || fromBits == 1)
+    return emitOpError() << "reinterprets elements of one bit width wider "
+                            "than 1 as another type of that width, got "
+                         << from << " -> " << to;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions and reductions
 //===----------------------------------------------------------------------===//

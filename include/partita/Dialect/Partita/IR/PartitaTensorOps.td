@@ -109,6 +109,15 @@ def Partita_PowOp : Partita_BinaryOp<"pow", Partita_FloatTensor, "`x^y`.">;
 def Partita_AndOp : Partita_BinaryOp<"and", Partita_IntTensor, "Bitwise and (logical on `i1`).">;
 def Partita_OrOp : Partita_BinaryOp<"or", Partita_IntTensor, "Bitwise or (logical on `i1`).">;
 def Partita_XorOp : Partita_BinaryOp<"xor", Partita_IntTensor, "Bitwise xor (logical on `i1`).">;
+def Partita_ShiftLeftOp : Partita_BinaryOp<"shift_left", Partita_IntTensor,
+    "`x << y`, the shift taken as unsigned: 0 once it reaches the bit width.">;
+def Partita_ShiftRightLogicalOp : Partita_BinaryOp<"shift_right_logical",
+    Partita_IntTensor, [{`x >> y` filling with zeros (the bits of `x` read
+    as unsigned), the shift taken as unsigned: 0 once it reaches the bit
+    width.}]>;
+def Partita_ShiftRightArithmeticOp : Partita_BinaryOp<"shift_right_arithmetic",
+    Partita_IntTensor, [{`x >> y` filling with the sign bit, the shift taken
+    as unsigned: all sign bits once it reaches the bit width.}]>;
 
 def Partita_CompareOp : Partita_Op<"compare",
     [Pure, SameTypeOperands, InferTypeOpAdaptor, HasShardingRule]> {
@@ -156,6 +165,22 @@ def Partita_ConvertOp : Partita_Op<"convert", [Pure, SameOperandsAndResultShape,
   let arguments = (ins Partita_Tensor:$operand);
   let results = (outs Partita_Tensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
+}
+
+def Partita_BitcastConvertOp : Partita_Op<"bitcast_convert",
+    [Pure, SameOperandsAndResultShape, HasShardingRule]> {
+  let summary = "Elementwise reinterpretation of the bits";
+  let description = [{
+    Each element's bits read as the result's element type, which has the
+    operand's bit width (`i32` <-> `f32`: how `jax.random` turns random
+    bits into floats). `i1` is not reinterpreted.
+
+    Example: `%f = partita.bitcast_convert %bits : tensor<4xi32> -> tensor<4xf32>`
+  }];
+  let arguments = (ins Partita_Tensor:$operand);
+  let results = (outs Partita_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
