@@ -46,6 +46,16 @@ HostArray randomArray(DType dtype, const std::vector<int64_t> &shape,
       std::memcpy(at, &v, 4);
       break;
     }
+    case DType::I8: { // Signed: negative values and amounts too.
+      auto v = static_cast<int8_t>(static_cast<int64_t>(random() % 256) - 128);
+      std::memcpy(at, &v, 1);
+      break;
+    }
+    case DType::I64: {
+      auto v = static_cast<int64_t>(random() % (2 * intLimit)) - intLimit;
+      std::memcpy(at, &v, 8);
+      break;
+    }
     case DType::Bool:
       *at = random() % 2;
       break;
@@ -223,6 +233,17 @@ std::vector<Case> cases() {
       {randomArray(DType::Bool, {40}, random),
        randomArray(DType::Bool, {40}, random)},
       {{DType::Bool, {40}}});
+  // jax.random's threefry: shifts at 8, 32 and 64 bits (amounts past the
+  // width included) and its bits-to-floats bitcast.
+  for (DType dtype : {DType::I8, DType::I32, DType::I64})
+    for (OpCode op : {OpCode::ShiftLeft, OpCode::ShiftRightLogical,
+                      OpCode::ShiftRightArithmetic})
+      add(std::string(opCodeName(op)) + " " + dtypeName(dtype), op,
+          {randomArray(dtype, {40}, random, 1000),
+           randomArray(dtype, {40}, random, 70)},
+          {{dtype, {40}}});
+  add("bitcast_convert i32 -> f32", OpCode::BitcastConvert,
+      {randomArray(DType::I32, {40}, random, 1 << 30)}, {{DType::F32, {40}}});
   // Fused chains (Fused.h): steps over a full-size, a broadcast and a
   // scalar operand and a constant; then with an einsum head, a row sum and
   // a column max.
