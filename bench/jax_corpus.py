@@ -212,6 +212,10 @@ def corpus():
 
     # Flax Linen and Equinox.
     c["linen_mlp_grad_dp_tp"] = linen_program
+    # Rounding: quantization-aware training (fake int8 weights with a
+    # straight-through estimator) and every rounding op on ties.
+    c["qat_mlp_grad_dp"] = qat_program
+    c["rounding_ops_dp"] = rounding_program
     # Dropout: jax.random's threefry inside the step, its key an input.
     c["linen_mlp_dropout_step_dp"] = linen_dropout_program
     c["nnx_dropout_block_loss_dp_tp"] = nnx_dropout_program
@@ -352,6 +356,44 @@ def linen_program():
         return int_label_loss(model.apply(params, x), y)
     return Program(jax.grad(loss), (params, x, y),
                    (specs, P("data", None), P("data")), specs)
+
+
+def qat_program():
+    """Quantization-aware training as users write it: each weight fake-
+    quantized to int8 per output column (jnp.round, clip), the straight-
+    through estimator (x + stop_gradient(q - x)); gradients, data parallel."""
+    params = mlp_init(65)
+    r = rng(66)
+    x, y = normal(r, (16, D)), ids(r, (16,), 16)
+
+    def fake_quant(w):
+        scale = jnp.max(jnp.abs(w), axis=0, keepdims=True) / 127.0
+        q = jnp.clip(jnp.round(w / scale), -127, 127) * scale
+        return w + jax.lax.stop_gradient(q - w)
+
+    def loss(params, x, y):
+        quantized = jax.tree_util.tree_map(
+            lambda p: fake_quant(p) if p.ndim == 2 else p, params)
+        return mlp_loss(quantized, x, y)
+    specs = like(params, replicated)
+    return Program(jax.grad(loss), (params, x, y),
+                   (specs, P(("data", "model"), None), P(("data", "model"))),
+                   specs)
+
+
+def rounding_program():
+    """jnp.round (ties to even), lax.round (ties away from zero),
+    jnp.ceil and jnp.cbrt on values with exact ties, negatives, zeros and
+    large magnitudes, split over the batch."""
+    r = rng(67)
+    halves = (np.arange(-64, 64, dtype=np.float32) / 2.0).reshape(8, 16)
+    noise = normal(r, (8, 16)) * 1000.0
+
+    def fn(a, b):
+        return (jnp.round(a), jax.lax.round(a), jnp.ceil(a), jnp.cbrt(a),
+                jnp.round(b), jax.lax.round(b), jnp.ceil(b), jnp.cbrt(b))
+    spec = P(("data", "model"), None)
+    return Program(fn, (halves, noise), (spec, spec), spec)
 
 
 def linen_dropout_program():

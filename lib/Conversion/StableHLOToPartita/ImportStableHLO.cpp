@@ -201,6 +201,41 @@ const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
           self.builder, loc, op->getResult(0).getType(), CompareDirection::LT,
           magnitude, infinity)};
     };
+    // Rounding, from floor: ceil(x) = -floor(-x). To nearest: with t the
+    // integer part toward the rounding's base and d = |x - t| (exact), 1
+    // more (away from t) where d > 1/2, or d = 1/2 and the tie goes that
+    // way: always for ties away from zero (lax.round's default), where t
+    // is odd for ties to even (jnp.round).
+    t["stablehlo.ceil"] = [](Importer &self,
+                             Operation *op) -> FailureOr<SmallVector<Value>> {
+      Location loc = op->getLoc();
+      Value x = op->getOperand(0);
+      auto type = tensorOf(x);
+      Value down = FloorOp::create(self.builder, loc, type,
+                                   NegOp::create(self.builder, loc, type, x));
+      return SmallVector<Value>{NegOp::create(self.builder, loc, type, down)};
+    };
+    t["stablehlo.round_nearest_afz"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      return self.roundToNearest(op, /*tiesToEven=*/false);
+    };
+    t["stablehlo.round_nearest_even"] =
+        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+      return self.roundToNearest(op, /*tiesToEven=*/true);
+    };
+    t["stablehlo.cbrt"] = [](Importer &self,
+                             Operation *op) -> FailureOr<SmallVector<Value>> {
+      // sign(x) |x|^(1/3).
+      Location loc = op->getLoc();
+      Value x = op->getOperand(0);
+      auto type = tensorOf(x);
+      Value root = PowOp::create(self.builder, loc, type,
+                                 AbsOp::create(self.builder, loc, type, x),
+                                 self.splat(loc, type, 1.0 / 3.0));
+      return SmallVector<Value>{
+          MulOp::create(self.builder, loc, type,
+                        SignOp::create(self.builder, loc, type, x), root)};
+    };
     t["stablehlo.clamp"] =
         [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
       // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
@@ -349,28 +384,88 @@ void Importer::importFunctionAttributes(func::FuncOp function) {
                                        "result " + std::to_string(i)));
 }
 
+FailureOr<SmallVector<Value>> Importer::roundToNearest(Operation *op,
+                                                       bool tiesToEven) {
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  auto type = tensorOf(x);
+  auto mask = RankedTensorType::get(type.getShape(), builder.getI1Type());
+  // Ties to even: t = floor(x), the step +1. Away from zero: t = trunc(x)
+  // = sign(x) floor(|x|), the step sign(x).
+  Value base, step;
+  if (tiesToEven) {
+    base = FloorOp::create(builder, loc, type, x);
+    step = splat(loc, type, 1.0);
+  } else {
+    step = SignOp::create(builder, loc, type, x);
+    base = MulOp::create(builder, loc, type, step,
+                         FloorOp::create(builder, loc, type,
+                                         AbsOp::create(builder, loc, type, x)));
+  }
+  Value distance = AbsOp::create(builder, loc, type,
+                                 SubOp::create(builder, loc, type, x, base));
+  Value half = splat(loc, type, 0.5);
+  Value beyond = CompareOp::create(builder, loc, mask, CompareDirection::GT,
+                                   distance, half);
+  Value tie = CompareOp::create(builder, loc, mask, CompareDirection::EQ,
+                                distance, half);
+  if (tiesToEven) {
+    Value odd = CompareOp::create(
+        builder, loc, mask, CompareDirection::NE,
+        RemOp::create(builder, loc, type, base, splat(loc, type, 2.0)),
+        splat(loc, type, 0.0));
+    tie = AndOp::create(builder, loc, mask, tie, odd);
+  }
+  Value away = OrOp::create(builder, loc, mask, beyond, tie);
+  Value moved = AddOp::create(builder, loc, type, base, step);
+  return SmallVector<Value>{
+      SelectOp::create(builder, loc, type, away, moved, base)};
+}
+
 namespace {
 /// Operand and result counts of the converted ops whose counts are fixed
 /// (the conversions read them without counting); the others check theirs.
 std::optional<std::pair<unsigned, unsigned>> fixedArity(StringRef name) {
   static const llvm::StringMap<std::pair<unsigned, unsigned>> table = [] {
     llvm::StringMap<std::pair<unsigned, unsigned>> t;
-    for (const char *unary :
-         {"stablehlo.abs", "stablehlo.negate", "stablehlo.sign",
-          "stablehlo.exponential", "stablehlo.log", "stablehlo.log_plus_one",
-          "stablehlo.tanh", "stablehlo.logistic", "stablehlo.sqrt",
-          "stablehlo.rsqrt", "stablehlo.sine", "stablehlo.cosine",
-          "stablehlo.floor", "stablehlo.not", "chlo.erf", "stablehlo.convert",
-          "stablehlo.reshape", "stablehlo.exponential_minus_one",
-          "chlo.square", "stablehlo.is_finite", "stablehlo.broadcast_in_dim",
-          "stablehlo.transpose", "stablehlo.slice", "sdy.sharding_constraint"})
+    for (const char *unary : {"stablehlo.abs",
+                              "stablehlo.negate",
+                              "stablehlo.sign",
+                              "stablehlo.exponential",
+                              "stablehlo.log",
+                              "stablehlo.log_plus_one",
+                              "stablehlo.tanh",
+                              "stablehlo.logistic",
+                              "stablehlo.sqrt",
+                              "stablehlo.rsqrt",
+                              "stablehlo.sine",
+                              "stablehlo.cosine",
+                              "stablehlo.floor",
+                              "stablehlo.not",
+                              "chlo.erf",
+                              "stablehlo.convert",
+                              "stablehlo.reshape",
+                              "stablehlo.exponential_minus_one",
+                              "chlo.square",
+                              "stablehlo.is_finite",
+                              "stablehlo.broadcast_in_dim",
+                              "stablehlo.transpose",
+                              "stablehlo.slice",
+                              "sdy.sharding_constraint",
+                              "stablehlo.bitcast_convert",
+                              "stablehlo.ceil",
+                              "stablehlo.round_nearest_even",
+                              "stablehlo.round_nearest_afz",
+                              "stablehlo.cbrt"})
       t[unary] = {1, 1};
     for (const char *binary :
          {"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply",
           "stablehlo.divide", "stablehlo.remainder", "stablehlo.maximum",
           "stablehlo.minimum", "stablehlo.power", "stablehlo.and",
-          "stablehlo.or", "stablehlo.xor", "stablehlo.compare",
-          "stablehlo.dot_general", "stablehlo.pad", "stablehlo.gather"})
+          "stablehlo.or", "stablehlo.xor", "stablehlo.shift_left",
+          "stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic",
+          "stablehlo.compare", "stablehlo.dot_general", "stablehlo.pad",
+          "stablehlo.gather"})
       t[binary] = {2, 1};
     t["stablehlo.select"] = {3, 1};
     t["stablehlo.clamp"] = {3, 1};
@@ -396,9 +491,6 @@ StringRef usualWriter(StringRef name) {
       {"stablehlo.select_and_scatter", "the gradient of max pooling"},
       {"stablehlo.rng_bit_generator", "jax.random with the 'rbg' generator"},
       {"stablehlo.fft", "jnp.fft"},
-      {"stablehlo.cbrt", "jnp.cbrt"},
-      {"stablehlo.round_nearest_even", "jnp.round"},
-      {"stablehlo.ceil", "jnp.ceil"},
       {"stablehlo.atan2", "jnp.arctan2 and jnp.angle"},
       {"stablehlo.cholesky", "jnp.linalg.cholesky"},
       {"stablehlo.triangular_solve", "jax.scipy.linalg.solve_triangular"},

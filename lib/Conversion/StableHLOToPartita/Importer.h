@@ -218,6 +218,9 @@ private:
 
   /// A splat constant of `type` holding `value`.
   Value splat(Location loc, RankedTensorType type, double value);
+  /// `op`'s operand rounded to the nearest integer, ties to even or away
+  /// from zero (stablehlo.round_nearest_even / _afz).
+  FailureOr<SmallVector<Value>> roundToNearest(Operation *op, bool tiesToEven);
 
   ModuleOp module;
   MLIRContext *context;
