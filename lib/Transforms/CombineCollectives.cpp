@@ -294,6 +294,10 @@ private:
     for (int scanned = 0; next && scanned < kLookahead; ++scanned) {
       Operation *candidate = next;
       next = next->getNextNode();
+      // Not past a rematerialization barrier: what comes after it would be
+      // computed before the layer it recomputes, at the step's peak.
+      if (isa<OptimizationBarrierOp>(candidate))
+        break;
       std::optional<Packed> kind = packedKind(candidate);
       if (!kind || keyOf(candidate, *kind) != key)
         continue;
@@ -309,8 +313,11 @@ private:
       std::function<void(Value)> collect = [&](Value value) {
         if (!movable || available(value))
           return;
+        // A waiting value depends on an open bucket (maybe this one): the
+        // candidate cannot go in it.
         Operation *def = value.getDefiningOp();
-        if (!def || def->getBlock() != &block || def->getNumRegions() != 0 ||
+        if (pending.contains(value) || !def || def->getBlock() != &block ||
+            !op->isBeforeInBlock(def) || def->getNumRegions() != 0 ||
             packedKind(def) || chosen.size() >= kMakers) {
           movable = false;
           return;
@@ -336,8 +343,8 @@ private:
 
   /// How far ahead pullAhead() looks, in ops, and how many ops making a
   /// member's operand it moves with it.
-  static constexpr int kLookahead = 64;
-  static constexpr size_t kMakers = 8;
+  static constexpr int kLookahead = 256;
+  static constexpr size_t kMakers = 64;
 
   /// Bytes of the available tensors `op` reads that no deferred op holds
   /// yet: what deferring it may keep alive longer.

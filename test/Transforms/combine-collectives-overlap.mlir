@@ -98,21 +98,25 @@ partita.mesh @mesh = <["data"=2, "model"=2]>
 // which reads an activation gradient's all_reduce: that bucket must go out
 // first, but the next activation gradient's all_reduce, a few ops ahead
 // and independent of it, moves up (with the op making its operand) and
-// goes in the same bucket.
+// goes in the same bucket; one that reads the bucket's member does not.
 // CHECK-LABEL: func.func @pull_ahead
 // CHECK: %[[T:.*]] = partita.tanh %{{.*}} : tensor<4x8xf32>
 // CHECK: partita.concatenate
 // CHECK-NEXT: partita.all_reduce sum %{{.*}} on @mesh axes = ["model"] {partita.reason = "combines 2 all_reduce of 64 elements
 // CHECK: partita.einsum
 // CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["data"]
+// CHECK: partita.exp
+// CHECK-NEXT: partita.all_reduce sum %{{.*}} on @mesh axes = ["model"] : tensor<4x8xf32>
 // CHECK-NOT: partita.all_reduce
 // CHECK: return
 // DEFAULT-LABEL: func.func @pull_ahead
-func.func @pull_ahead(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<8x8xf32>, tensor<4x8xf32>) {
+func.func @pull_ahead(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<8x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %a = partita.all_reduce sum %x on @mesh axes = ["model"] : tensor<4x8xf32>
   %g = partita.einsum "bd,bf->df" %a, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
   %r = partita.all_reduce sum %g on @mesh axes = ["data"] : tensor<8x8xf32>
   %t = partita.tanh %y : tensor<4x8xf32>
   %b = partita.all_reduce sum %t on @mesh axes = ["model"] : tensor<4x8xf32>
-  return %r, %b : tensor<8x8xf32>, tensor<4x8xf32>
+  %e = partita.exp %a : tensor<4x8xf32>
+  %c = partita.all_reduce sum %e on @mesh axes = ["model"] : tensor<4x8xf32>
+  return %r, %b, %c : tensor<8x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
