@@ -33,11 +33,12 @@ cd test/python
 "$python" -m pytest -q -rs -p no:cacheprovider .
 cd ../..
 # A part of the JAX corpus exported afresh with this JAX (the whole corpus,
-# committed, runs in corpus.test; exporting all 50 takes ~9 minutes), run
+# committed, runs in corpus.test; exporting all 54 takes ~10 minutes), run
 # against JAX's outputs with the build's partita.
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-programs=(mlp_adamw_step_dp nnx_gpt_loss_dp_tp shard_map_ring_matmul cnn_forward_dp)
+programs=(mlp_adamw_step_dp nnx_gpt_loss_dp_tp shard_map_ring_matmul cnn_forward_dp
+          linen_mlp_dropout_step_dp)
 only=()
 for p in "${programs[@]}"; do only+=(--only "$p"); done
 "$python" bench/jax_corpus.py --out "$out" "${only[@]}" 2>&1 | grep -v '^W[0-9]' | tail -4
