@@ -92,30 +92,25 @@ Status unaryKernel(const KernelContext &ctx, int64_t count) {
   return ctx.unsupported(ctx.operandType(0).dtype);
 }
 
-/// StableHLO's shifts: the amount read as unsigned; at or past the bit
-/// width, 0 (left and logical) or every bit the sign (arithmetic).
-template <typename C> C shiftLeft(C value, C amount) {
-  using U = std::make_unsigned_t<C>;
-  U shift = static_cast<U>(amount);
-  if (shift >= sizeof(C) * 8)
-    return C(0);
-  return static_cast<C>(static_cast<U>(static_cast<U>(value) << shift));
-}
-template <typename C> C shiftRightLogical(C value, C amount) {
-  using U = std::make_unsigned_t<C>;
-  U shift = static_cast<U>(amount);
-  if (shift >= sizeof(C) * 8)
-    return C(0);
-  return static_cast<C>(static_cast<U>(static_cast<U>(value) >> shift));
-}
-template <typename C> C shiftRightArithmetic(C value, C amount) {
+/// StableHLO's shifts (`op` one of the three): the amount read as unsigned;
+/// at or past the bit width, 0 (left and logical) or every bit the sign
+/// (arithmetic).
+template <typename C> C integerShift(OpCode op, C value, C amount) {
   using U = std::make_unsigned_t<C>;
   using S = std::make_signed_t<C>;
   U shift = static_cast<U>(amount);
-  S signedValue = static_cast<S>(value);
-  if (shift >= sizeof(C) * 8)
-    return static_cast<C>(signedValue < 0 ? S(-1) : S(0));
-  return static_cast<C>(signedValue >> shift);
+  bool past = shift >= sizeof(C) * 8;
+  if (op == OpCode::ShiftRightArithmetic) {
+    S signedValue = static_cast<S>(value);
+    if (past)
+      return static_cast<C>(signedValue < 0 ? S(-1) : S(0));
+    return static_cast<C>(signedValue >> shift);
+  }
+  if (past)
+    return C(0);
+  U bits = static_cast<U>(value);
+  return static_cast<C>(
+      static_cast<U>(op == OpCode::ShiftLeft ? bits << shift : bits >> shift));
 }
 
 template <typename Storage>
@@ -157,11 +152,9 @@ Status binaryKernel(const KernelContext &ctx, int64_t count) {
     case OpCode::Xor:
       return map([](C a, C b) { return C(a ^ b); });
     case OpCode::ShiftLeft:
-      return map([](C a, C b) { return shiftLeft(a, b); });
     case OpCode::ShiftRightLogical:
-      return map([](C a, C b) { return shiftRightLogical(a, b); });
     case OpCode::ShiftRightArithmetic:
-      return map([](C a, C b) { return shiftRightArithmetic(a, b); });
+      return map([op](C a, C b) { return integerShift(op, a, b); });
     default:
       break;
     }
