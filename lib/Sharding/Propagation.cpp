@@ -538,8 +538,16 @@ std::pair<OpDecision, OptionEffect> decide(const Context &context,
   size_t combinations = 1;
   for (size_t f = 0; f < numFactors; ++f) {
     choices[f].push_back({});
+    // Each candidate and its major parts: where only the minor axes of a
+    // split conflict, the op can keep the rest ({"data", "fsdp"} against
+    // a split over "fsdp" elsewhere keeps "data").
     for (const AxisList &candidate : candidates[f])
-      choices[f].push_back(candidate);
+      for (size_t n = 1; n <= candidate.size(); ++n) {
+        AxisList part(candidate.begin(), candidate.begin() + n);
+        if (std::find(choices[f].begin(), choices[f].end(), part) ==
+            choices[f].end())
+          choices[f].push_back(std::move(part));
+      }
     combinations *= choices[f].size();
   }
   if (combinations > 4096) {
