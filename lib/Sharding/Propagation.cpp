@@ -793,22 +793,35 @@ OpLayout partita::layoutUnderDecision(const PropagationProblem &problem,
   return {effect.requiredOperands, effect.producedResults};
 }
 
-Expected<PropagationResult>
-partita::propagateShardings(const PropagationProblem &problem) {
-  // Check the rules against the tensors first.
-  for (const PropagationOp &op : problem.ops) {
-    std::vector<std::vector<int64_t>> operandShapes, resultShapes;
-    for (int t : op.operands)
-      operandShapes.push_back(problem.tensors[t].shape);
-    for (int t : op.results)
-      resultShapes.push_back(problem.tensors[t].shape);
-    if (Status status = op.rule.validate(operandShapes, resultShapes);
-        !status.ok())
-      return Status::error(op.name + ": " + status.message());
-  }
+namespace {
 
+/// Ops that expand their operand at least twofold (a broadcast of a bias or
+/// a norm's scale over the activations): under
+/// PropagationOrder::ExpansionsLate they pass splits forward only after the
+/// first phase.
+std::vector<bool> expandingOps(const PropagationProblem &problem,
+                               const std::vector<bool> &hasReduction) {
+  std::vector<bool> expanding(problem.ops.size(), false);
+  auto elements = [&](int tensor) {
+    int64_t n = 1;
+    for (int64_t d : problem.tensors[tensor].shape)
+      n *= d;
+    return n;
+  };
+  for (size_t op = 0; op < problem.ops.size(); ++op) {
+    const PropagationOp &node = problem.ops[op];
+    expanding[op] = !hasReduction[op] && node.operands.size() == 1 &&
+                    node.results.size() == 1 &&
+                    2 * elements(node.operands[0]) <= elements(node.results[0]);
+  }
+  return expanding;
+}
+
+PropagationResult propagateInOrder(const PropagationProblem &problem,
+                                   PropagationOrder order) {
   size_t numTensors = problem.tensors.size();
   PropagationResult result;
+  result.order = order;
   result.shardings.reserve(numTensors);
   for (const PropagationTensor &t : problem.tensors)
     result.shardings.push_back(t.sharding);
@@ -829,6 +842,10 @@ partita::propagateShardings(const PropagationProblem &problem) {
     for (const Factor &factor : problem.ops[op].rule.factors)
       if (factor.type == FactorType::Reduction)
         hasReduction[op] = true;
+
+  std::vector<bool> holdsBack(problem.ops.size(), false);
+  if (order == PropagationOrder::ExpansionsLate)
+    holdsBack = expandingOps(problem, hasReduction);
 
   std::set<int64_t> levels{0};
   for (const PropagationTensor &t : problem.tensors)
@@ -866,11 +883,12 @@ partita::propagateShardings(const PropagationProblem &problem) {
             decidedFinally[op] = true;
           }
           const PropagationOp &node = problem.ops[op];
+          bool holdResults = context.passThroughOnly && holdsBack[op];
           for (size_t i = 0; i < node.operands.size(); ++i)
             proposals[node.operands[i]].push_back(
                 {std::move(effect.operandShardings[i]), op,
                  static_cast<int>(i)});
-          for (size_t r = 0; r < node.results.size(); ++r)
+          for (size_t r = 0; r < node.results.size() && !holdResults; ++r)
             proposals[node.results[r]].push_back(
                 {std::move(effect.resultShardings[r]), op,
                  static_cast<int>(node.operands.size() + r)});
@@ -910,5 +928,80 @@ partita::propagateShardings(const PropagationProblem &problem) {
         decidedFinally[op]
             ? std::move(finalDecisions[op])
             : decide(finalContext, static_cast<int>(op)).first);
+  result.estimate = estimatePlan(problem, result);
   return result;
+}
+
+} // namespace
+
+PlanEstimate partita::estimatePlan(const PropagationProblem &problem,
+                                   const PropagationResult &result) {
+  std::vector<bool> active(problem.tensors.size(), true);
+  auto consumers = buildConsumers(problem);
+  Context context{problem, result.shardings, active, consumers};
+  PlanEstimate estimate;
+  auto add = [&](int tensor, const Sharding &from, const Sharding &to) {
+    const PropagationTensor &t = problem.tensors[tensor];
+    ReshardPlan plan = planReshard(problem.mesh, from, to, t.shape,
+                                   t.elementBytes, problem.interconnect);
+    estimate.collectives += static_cast<int64_t>(plan.steps.size());
+    estimate.bytesPerDevice += t.reshardScale * plan.bytesPerDevice();
+    estimate.timeUs += t.reshardScale * plan.timeUs();
+  };
+  for (size_t op = 0; op < problem.ops.size(); ++op) {
+    const PropagationOp &node = problem.ops[op];
+    OptionEffect effect = evaluateOption(context, static_cast<int>(op),
+                                         result.decisions[op].factorAxes);
+    for (size_t i = 0; i < node.operands.size(); ++i)
+      add(node.operands[i], result.shardings[node.operands[i]],
+          effect.requiredOperands[i]);
+    for (size_t r = 0; r < node.results.size(); ++r)
+      add(node.results[r], effect.producedResults[r],
+          result.shardings[node.results[r]]);
+  }
+  return estimate;
+}
+
+Expected<PropagationResult>
+partita::propagateShardings(const PropagationProblem &problem) {
+  // Check the rules against the tensors first.
+  for (const PropagationOp &op : problem.ops) {
+    std::vector<std::vector<int64_t>> operandShapes, resultShapes;
+    for (int t : op.operands)
+      operandShapes.push_back(problem.tensors[t].shape);
+    for (int t : op.results)
+      resultShapes.push_back(problem.tensors[t].shape);
+    if (Status status = op.rule.validate(operandShapes, resultShapes);
+        !status.ok())
+      return Status::error(op.name + ": " + status.message());
+  }
+
+  // Greedy propagation settles each conflict by what is known when an op
+  // decides, so the order in which splits spread shapes the plan. Where
+  // the program expands small values over large ones, a second order holds
+  // those expansions back; the plan kept is the one that moves fewer bytes
+  // per device (collective counts are not comparable before the combiner
+  // packs them into buckets; docs/Propagation.md, "The algorithm", 6).
+  PropagationResult first =
+      propagateInOrder(problem, PropagationOrder::PassThroughFirst);
+  std::vector<bool> hasReduction(problem.ops.size(), false);
+  for (size_t op = 0; op < problem.ops.size(); ++op)
+    for (const Factor &factor : problem.ops[op].rule.factors)
+      if (factor.type == FactorType::Reduction)
+        hasReduction[op] = true;
+  std::vector<bool> expanding = expandingOps(problem, hasReduction);
+  if (std::find(expanding.begin(), expanding.end(), true) == expanding.end() ||
+      first.estimate.collectives == 0)
+    return first;
+  PropagationResult second =
+      propagateInOrder(problem, PropagationOrder::ExpansionsLate);
+  second.rounds += first.rounds;
+  if (second.estimate.bytesPerDevice <
+      first.estimate.bytesPerDevice * (1 - 1e-9)) {
+    second.alternative = first.estimate;
+    return second;
+  }
+  first.rounds = second.rounds;
+  first.alternative = second.estimate;
+  return first;
 }

@@ -239,3 +239,76 @@ TEST_CASE("reshape factors", "[rules]") {
         "([]) -> ([1, 1]) {} partial=single(0) sum,max,min");
   CHECK(reshapeRule({6, 4}, {4, 6}).validate({{6, 4}}, {{4, 6}}).ok());
 }
+
+namespace {
+
+/// broadcast [D] -> [B, D] (the operand's only dimension is the result's
+/// last).
+PropagationOp broadcastRow(int from, int to,
+                           const PropagationProblem &problem) {
+  const std::vector<int64_t> &shape = problem.tensors[to].shape;
+  OpShardingRule rule;
+  int b = rule.addFactor(shape[0]);
+  int d = rule.addFactor(shape[1]);
+  rule.operands.push_back({{d}});
+  rule.results.push_back({{b}, {d}});
+  return {rule, {from}, {to}, "broadcast"};
+}
+
+} // namespace
+
+TEST_CASE("a conflicting split keeps its major axes", "[propagation]") {
+  // x's rows are split over ("data", "fsdp"); w splits the contracted
+  // dimension over "fsdp". The einsum can keep "data" on the rows and use
+  // "fsdp" for the contraction: only the part of the split that conflicts
+  // moves.
+  PropagationProblem problem;
+  problem.mesh = mesh("data=2,fsdp=2");
+  problem.tensors.push_back(
+      tensor({8, 16}, "x", "P((\"data\", \"fsdp\"), None)"));
+  problem.tensors.push_back(tensor({16, 64}, "w", "P(\"fsdp\", None)"));
+  problem.tensors.push_back(tensor({8, 64}, "y", "P(\"data\", None)"));
+  problem.ops.push_back(einsum("bd,df->bf", {0, 1}, 2, problem));
+  Expected<PropagationResult> result = propagateShardings(problem);
+  REQUIRE(result.ok());
+  const OpDecision &decision = result->decisions[0];
+  CHECK(factorAssignmentToString(decision.factorAxes) ==
+        "{i: \"data\"; j: \"fsdp\"}");
+  bool priced = false;
+  for (const auto &[text, cost] : decision.options)
+    priced |= text == "{i: \"data\"; j: \"fsdp\"}";
+  CHECK(priced);
+}
+
+TEST_CASE("of two propagation orders the plan that moves less is kept",
+          "[propagation]") {
+  // h = onehot @ E comes out split by rows ("data"); a bias split over
+  // "data" is broadcast and added to it. Spreading the bias's split first
+  // (the first order) puts "data" on h's columns before the rows arrive, so
+  // the activations move; holding the broadcast back lets the rows win and
+  // only the bias moves.
+  PropagationProblem problem;
+  problem.mesh = mesh("data=4");
+  problem.tensors.push_back(tensor({64, 32}, "onehot", "P(\"data\", None)"));
+  problem.tensors.push_back(tensor({32, 256}, "E", "P(None, None)"));
+  problem.tensors.push_back(tensor({64, 256}, "h"));
+  problem.tensors.push_back(tensor({256}, "bias", "P(\"data\")"));
+  problem.tensors.push_back(tensor({64, 256}, "bb"));
+  problem.tensors.push_back(tensor({64, 256}, "y"));
+  problem.tensors.push_back(tensor({256, 128}, "W", "P(None, None)"));
+  problem.tensors.push_back(tensor({64, 128}, "z", "P(\"data\", None)"));
+  problem.ops.push_back(einsum("bv,vd->bd", {0, 1}, 2, problem));
+  problem.ops.push_back(broadcastRow(3, 4, problem));
+  problem.ops.push_back({elementwiseRule({64, 256}, 2, 1), {2, 4}, {5}, "add"});
+  problem.ops.push_back(einsum("bd,df->bf", {5, 6}, 7, problem));
+  Expected<PropagationResult> result = propagateShardings(problem);
+  REQUIRE(result.ok());
+  REQUIRE(result->alternative.has_value());
+  CHECK(result->order == PropagationOrder::ExpansionsLate);
+  CHECK(closedSpec(result->shardings[5]) == "P(\"data\", None)");
+  CHECK(closedSpec(result->shardings[2]) == "P(\"data\", None)");
+  // The estimate counts what the plan moves: the bias's broadcast reshaped
+  // to the rows' split, nothing else.
+  CHECK(result->estimate.collectives >= 1);
+  CHECK(result->estimate.bytesPerDevice < result->alternative->bytesPerDevice);
+}

@@ -30,6 +30,7 @@
 #include "partita/Sharding/Cost.h"
 #include "partita/Sharding/ShardingRule.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,14 +101,40 @@ struct PropagationProblem {
   std::vector<PropagationOp> ops;
 };
 
+/// The order in which splits spread (docs/Propagation.md, "Phases").
+enum class PropagationOrder {
+  /// Ops without reduction factors first, in both directions.
+  PassThroughFirst,
+  /// As PassThroughFirst, but an op that expands its operand at least
+  /// twofold (a broadcast) passes splits forward only after the first phase.
+  ExpansionsLate,
+};
+
+/// What the partitioned program would move, counted from the shardings and
+/// the ops' decisions (before collectives are combined).
+struct PlanEstimate {
+  int64_t collectives = 0;
+  double bytesPerDevice = 0;
+  double timeUs = 0;
+};
+
 /// The outcome.
 struct PropagationResult {
   std::vector<Sharding> shardings;
   std::vector<std::vector<DimOrigin>> origins;
   std::vector<OpDecision> decisions;
-  /// Rounds run, over all levels.
+  /// Rounds run, over all levels (and both orders when two were tried).
   int rounds = 0;
+  /// The order that produced these shardings, and their plan's estimate.
+  PropagationOrder order = PropagationOrder::PassThroughFirst;
+  PlanEstimate estimate;
+  /// The estimate of the other order's plan, when it was tried too.
+  std::optional<PlanEstimate> alternative;
 };
+
+/// The collectives, bytes and time the plan of `result` implies.
+PlanEstimate estimatePlan(const PropagationProblem &problem,
+                          const PropagationResult &result);
 
 /// Runs propagation. Fails only on a malformed problem (a rule that does not
 /// fit its tensors); conflicts are settled by cost, never reported as errors.
