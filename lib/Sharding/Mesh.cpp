@@ -302,3 +302,26 @@ Expected<CollectiveGroup> resolveGroup(const Mesh &mesh, int64_t deviceId,
 }
 
 } // namespace partita
+
+std::string partita::subAxisName(std::string_view parent, int64_t before,
+                                 int64_t size) {
+  return std::string(parent) + ":(" + std::to_string(before) + ")" +
+         std::to_string(size);
+}
+
+std::string_view partita::parentAxis(std::string_view name) {
+  size_t open = name.rfind(":(");
+  if (open == std::string_view::npos || open == 0)
+    return name;
+  // The rest must read "(digits)digits".
+  size_t close = name.find(')', open);
+  auto digits = [](std::string_view text) {
+    return !text.empty() &&
+           text.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (close == std::string_view::npos ||
+      !digits(name.substr(open + 2, close - open - 2)) ||
+      !digits(name.substr(close + 1)))
+    return name;
+  return name.substr(0, open);
+}

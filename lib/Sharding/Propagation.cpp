@@ -67,13 +67,25 @@ std::vector<AxisList> projectDim(const Mesh &mesh, const AxisList &axes,
   }
   size_t k = 0;
   int64_t product = 1;
+  const std::string *previous = nullptr;
   for (const std::string &axis : axes) {
     int64_t size = mesh.axisSize(axis);
+    size_t before = k;
     while (k < factorIds.size() && product == rule.factors[factorIds[k]].size &&
            product > 1) {
       ++k;
       product = 1;
     }
+    // A sub-axis exists so that a factor smaller than its axis (two KV
+    // heads over four devices) can take the axis's major part. The rest of
+    // the axis may go on to the next factor only when it fills it (the two
+    // query heads of each KV head); left over inside a larger factor (half
+    // a head's dimensions per device) it is gathered instead.
+    if (k != before && previous && parentAxis(*previous) != *previous &&
+        parentAxis(*previous) == parentAxis(axis) && k < factorIds.size() &&
+        rule.factors[factorIds[k]].size != size)
+      break;
+    previous = &axis;
     if (k >= factorIds.size() ||
         rule.factors[factorIds[k]].size % (product * size))
       break;

@@ -105,9 +105,12 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
   propagate.strict = options.strict;
   propagate.maxPadding = options.maxPadding;
   propagate.reportConflicts = options.reportConflicts;
+  passes.addPass(createSplitAxesPass());
   passes.addPass(createPropagatePass(propagate));
-  if (options.stage == Stage::Propagated)
+  if (options.stage == Stage::Propagated) {
+    passes.addPass(createJoinAxesPass());
     return;
+  }
   PartitionPassOptions partition;
   partition.interconnectFile = options.interconnectFile;
   passes.addPass(createPartitionPass(partition));
@@ -122,6 +125,7 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
   }
   if (options.overlap)
     passes.addPass(createOverlapCollectivesPass());
+  passes.addPass(createJoinAxesPass());
 }
 
 namespace {

@@ -239,3 +239,32 @@ TEST_CASE("parseMeshSpec never crashes on garbage", "[mesh][parse][fuzz]") {
   }
   CHECK(parsed > 0);
 }
+
+TEST_CASE("Mesh: sub-axis names", "[mesh]") {
+  CHECK(subAxisName("model", 1, 2) == "model:(1)2");
+  CHECK(subAxisName("model", 2, 4) == "model:(2)4");
+  CHECK(parentAxis("model:(2)4") == "model");
+  CHECK(parentAxis("model") == "model");
+  // Only the exact form names a part.
+  CHECK(parentAxis("model:(x)2") == "model:(x)2");
+  CHECK(parentAxis("model:(2)") == "model:(2)");
+  CHECK(parentAxis(":(1)2") == ":(1)2");
+  CHECK(parentAxis("a:(1)2:(2)2") == "a:(1)2");
+}
+
+TEST_CASE("Mesh: sub-axes list the devices of their axis in order", "[mesh]") {
+  // model=4 as model:(1)2 x model:(2)2: every device keeps its place, and
+  // a group over both parts is the group over the axis.
+  Mesh whole = *Mesh::create({{"data", 2}, {"model", 4}});
+  Mesh split =
+      *Mesh::create({{"data", 2}, {"model:(1)2", 2}, {"model:(2)2", 2}});
+  for (int64_t device = 0; device < 8; ++device) {
+    Expected<CollectiveGroup> a = resolveGroup(whole, device, {"model"});
+    Expected<CollectiveGroup> b =
+        resolveGroup(split, device, {"model:(1)2", "model:(2)2"});
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a->members == b->members);
+    CHECK(a->position == b->position);
+  }
+}

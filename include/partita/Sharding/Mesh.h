@@ -96,6 +96,16 @@ Expected<CollectiveGroup> resolveGroup(const Mesh &mesh, int64_t deviceId,
 /// "[data, model]" for messages.
 std::string formatAxes(const std::vector<std::string> &axes);
 
+/// Sub-axes (docs/Propagation.md, "Sub-axes"): a mesh axis of size n = a*b
+/// can be declared as two axes, its major part of a devices and its minor
+/// part of b, without moving any device. They are named as Shardy writes
+/// them, `model:(1)2` and `model:(2)2`: the parent axis, the product of the
+/// sizes of the parts before this one, and this part's size.
+std::string subAxisName(std::string_view parent, int64_t before, int64_t size);
+/// The parent of a sub-axis name (`model` for `model:(2)2`); the name
+/// itself for a whole axis.
+std::string_view parentAxis(std::string_view name);
+
 } // namespace partita
 
 #endif // PARTITA_SHARDING_MESH_H

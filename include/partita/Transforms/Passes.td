@@ -227,6 +227,39 @@ def PartitionPass : Pass<"partita-partition", "mlir::ModuleOp"> {
   let dependentDialects = ["::partita::PartitaDialect"];
 }
 
+def SplitAxesPass : Pass<"partita-split-axes", "mlir::ModuleOp"> {
+  let summary = "Declares the sub-axes a reshape needs before propagation";
+  let description = [{
+    A reshape that splits a dimension into factors smaller than a mesh axis
+    (16 columns into 2 KV heads of 8, over a "model" axis of 4 devices) can
+    keep only a part of that axis on its major factor. When a reshape of the
+    module has such a factor — the axis divides the dimension, not the
+    factor, and shares a divisor g with it — the axis is declared as two
+    sub-axes, `model:(1)g` and `model:(g)n/g` (several divisors: a chain of
+    parts, or its prime factors), and every sharding naming the axis names
+    both parts instead. No device moves: the parts list the axis's devices
+    in the same order. Axes that a manual computation or an existing
+    collective names stay whole. `partita-join-axes` undoes the split
+    wherever the parts stay together (docs/Propagation.md, "Sub-axes").
+
+    Example: with `partita.mesh @mesh = <["data"=2, "model"=4]>` and
+    `partita.reshape %v : tensor<4x8x16xf32> -> tensor<4x8x2x8xf32>`, the mesh
+    becomes `<["data"=2, "model:(1)2"=2, "model:(2)2"=2]>` and `{"model"}`
+    becomes `{"model:(1)2", "model:(2)2"}`.
+  }];
+}
+
+def JoinAxesPass : Pass<"partita-join-axes", "mlir::ModuleOp"> {
+  let summary = "Names a mesh axis whole again where its sub-axes stay together";
+  let description = [{
+    The inverse of `partita-split-axes`: when every sharding and collective
+    of the module lists the parts of a split axis together and in order, the
+    parts become the axis again and the mesh gets its original axis back.
+    Where a part is used alone (a value gathered over the minor part only),
+    the module keeps the sub-axes everywhere.
+  }];
+}
+
 def CleanupCollectivesPass : Pass<"partita-cleanup-collectives", "mlir::ModuleOp"> {
   let summary = "Removes collectives that cancel and merges duplicates";
   let description = [{
