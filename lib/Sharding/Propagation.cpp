@@ -11,6 +11,7 @@
 #include "partita/Sharding/Layout.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -808,11 +809,14 @@ OpLayout partita::layoutUnderDecision(const PropagationProblem &problem,
 namespace {
 
 /// Ops that expand their operand at least twofold (a broadcast of a bias or
-/// a norm's scale over the activations): under
-/// PropagationOrder::ExpansionsLate they pass splits forward only after the
-/// first phase.
+/// a norm's scale over the activations, of a norm's statistics back over
+/// its input); with `parametersOnly`, those whose operand is a parameter
+/// (annotated, or converted, reshaped or transposed from an annotated
+/// value). The orders other than PassThroughFirst hold their forward
+/// proposals back until the first phase ends.
 std::vector<bool> expandingOps(const PropagationProblem &problem,
-                               const std::vector<bool> &hasReduction) {
+                               const std::vector<bool> &hasReduction,
+                               bool parametersOnly) {
   std::vector<bool> expanding(problem.ops.size(), false);
   auto elements = [&](int tensor) {
     int64_t n = 1;
@@ -820,11 +824,33 @@ std::vector<bool> expandingOps(const PropagationProblem &problem,
       n *= d;
     return n;
   };
+  // Values that come from annotated ones through single-operand ops that
+  // do not expand them (a parameter converted, reshaped or transposed).
+  std::vector<int> producer(problem.tensors.size(), -1);
+  for (size_t op = 0; op < problem.ops.size(); ++op)
+    for (int r : problem.ops[op].results)
+      producer[r] = static_cast<int>(op);
+  std::vector<int> fromAnnotation(problem.tensors.size(), -1);
+  std::function<bool(int, int)> parameterLike = [&](int t, int depth) {
+    if (fromAnnotation[t] >= 0)
+      return fromAnnotation[t] == 1;
+    bool yes = problem.tensors[t].annotated;
+    if (!yes && depth < 16 && producer[t] >= 0) {
+      const PropagationOp &node = problem.ops[producer[t]];
+      yes = !hasReduction[producer[t]] && node.operands.size() == 1 &&
+            elements(node.operands[0]) == elements(t) &&
+            parameterLike(node.operands[0], depth + 1);
+    }
+    fromAnnotation[t] = yes ? 1 : 0;
+    return yes;
+  };
   for (size_t op = 0; op < problem.ops.size(); ++op) {
     const PropagationOp &node = problem.ops[op];
-    expanding[op] = !hasReduction[op] && node.operands.size() == 1 &&
-                    node.results.size() == 1 &&
-                    2 * elements(node.operands[0]) <= elements(node.results[0]);
+    expanding[op] =
+        !hasReduction[op] && node.operands.size() == 1 &&
+        node.results.size() == 1 &&
+        2 * elements(node.operands[0]) <= elements(node.results[0]) &&
+        (!parametersOnly || parameterLike(node.operands[0], 0));
   }
   return expanding;
 }
@@ -856,8 +882,9 @@ PropagationResult propagateInOrder(const PropagationProblem &problem,
         hasReduction[op] = true;
 
   std::vector<bool> holdsBack(problem.ops.size(), false);
-  if (order == PropagationOrder::ExpansionsLate)
-    holdsBack = expandingOps(problem, hasReduction);
+  if (order != PropagationOrder::PassThroughFirst)
+    holdsBack = expandingOps(problem, hasReduction,
+                             order == PropagationOrder::ParametersLate);
 
   std::set<int64_t> levels{0};
   for (const PropagationTensor &t : problem.tensors)
@@ -990,30 +1017,41 @@ partita::propagateShardings(const PropagationProblem &problem) {
 
   // Greedy propagation settles each conflict by what is known when an op
   // decides, so the order in which splits spread shapes the plan. Where
-  // the program expands small values over large ones, a second order holds
-  // those expansions back; the plan kept is the one that moves fewer bytes
-  // per device (collective counts are not comparable before the combiner
-  // packs them into buckets; docs/Propagation.md, "The algorithm", 6).
-  PropagationResult first =
+  // the program expands small values over large ones, other orders hold
+  // those expansions back (only a parameter's, or every one); the plan
+  // kept is the one whose reshards move the fewest bytes per device
+  // (collective counts are not comparable before the combiner packs them
+  // into buckets; docs/Propagation.md, "The algorithm", 6).
+  PropagationResult best =
       propagateInOrder(problem, PropagationOrder::PassThroughFirst);
+  if (best.estimate.collectives == 0)
+    return best;
   std::vector<bool> hasReduction(problem.ops.size(), false);
   for (size_t op = 0; op < problem.ops.size(); ++op)
     for (const Factor &factor : problem.ops[op].rule.factors)
       if (factor.type == FactorType::Reduction)
         hasReduction[op] = true;
-  std::vector<bool> expanding = expandingOps(problem, hasReduction);
-  if (std::find(expanding.begin(), expanding.end(), true) == expanding.end() ||
-      first.estimate.collectives == 0)
-    return first;
-  PropagationResult second =
-      propagateInOrder(problem, PropagationOrder::ExpansionsLate);
-  second.rounds += first.rounds;
-  if (second.estimate.bytesPerDevice <
-      first.estimate.bytesPerDevice * (1 - 1e-9)) {
-    second.alternative = first.estimate;
-    return second;
+  std::vector<bool> none(problem.ops.size(), false);
+  std::vector<bool> previous = none;
+  int rounds = best.rounds;
+  for (PropagationOrder order :
+       {PropagationOrder::ParametersLate, PropagationOrder::ExpansionsLate}) {
+    std::vector<bool> held = expandingOps(
+        problem, hasReduction, order == PropagationOrder::ParametersLate);
+    if (held == none || held == previous)
+      continue; // Nothing held back, or the same as the order before.
+    previous = held;
+    PropagationResult other = propagateInOrder(problem, order);
+    rounds += other.rounds;
+    if (other.estimate.bytesPerDevice <
+        best.estimate.bytesPerDevice * (1 - 1e-9)) {
+      other.alternatives = std::move(best.alternatives);
+      other.alternatives.push_back({best.order, best.estimate});
+      best = std::move(other);
+    } else {
+      best.alternatives.push_back({other.order, other.estimate});
+    }
   }
-  first.rounds = second.rounds;
-  first.alternative = second.estimate;
-  return first;
+  best.rounds = rounds;
+  return best;
 }

@@ -246,12 +246,11 @@ Partitioner::rebroadcast(Value value, const Sharding &to, Operation *consumer,
       return Value();
   }
   Sharding wanted = Sharding::replicated(static_cast<int>(source.shape.size()));
-  for (auto [i, d] : llvm::enumerate(dims)) {
+  // A size-1 dimension stretched over a split one stays whole at the
+  // source: every device broadcasts it into its own block.
+  for (auto [i, d] : llvm::enumerate(dims))
     if (source.shape[i] == from.shape[d])
       wanted.dims[i].axes = target.dims[d].axes;
-    else if (!target.dims[d].axes.empty())
-      return Value(); // A size-1 dimension stretched, split in the result.
-  }
   FailureOr<Value> moved = reshard(operand, wanted, consumer, why);
   if (failed(moved))
     return failure();

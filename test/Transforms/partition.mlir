@@ -123,3 +123,23 @@ func.func @accumulate(%arg0: tensor<8x16xf32> {partita.sharding = #partita.shard
   } {partita.sharding = #partita.sharding<@mesh, [{}, {}], partial = sum{"x"}>}
   return %1 : tensor<8x8xf32>
 }
+
+// -----
+
+// A bias [1, 8] split along its columns, stretched over the rows of
+// activations split along their rows: the add needs the broadcast split by
+// rows. The bias is gathered at its source (8 elements) and each device
+// broadcasts it into its own block, instead of moving the broadcast
+// between the two splits with an all_to_all.
+// CHECK-LABEL: func.func @stretched_bias
+// CHECK-NOT: partita.all_to_all
+// CHECK: %[[G:.*]] = partita.all_gather %{{.*}} on @mesh axes = ["data"] dim = 1 {{.*}}: tensor<1x2xf32> -> tensor<1x8xf32>
+// CHECK: %[[B:.*]] = partita.broadcast %[[G]] dims = [0, 1] {{.*}}: tensor<1x8xf32> -> tensor<4x8xf32>
+// CHECK: partita.add %{{.*}}, %[[B]]
+// CHECK-NOT: partita.all_to_all
+partita.mesh @mesh = <["data"=4]>
+func.func @stretched_bias(%x: tensor<16x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}, {}]>}, %b: tensor<1x8xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"data"}]>}) -> (tensor<16x8xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}, {}]>}) {
+  %bb = partita.broadcast %b dims = [0, 1] {partita.sharding = #partita.sharding<@mesh, [{}, {"data"}]>} : tensor<1x8xf32> -> tensor<16x8xf32>
+  %y = partita.add %x, %bb {partita.sharding = #partita.sharding<@mesh, [{"data"}, {}]>} : tensor<16x8xf32>
+  return %y : tensor<16x8xf32>
+}

@@ -30,8 +30,8 @@
 #include "partita/Sharding/Cost.h"
 #include "partita/Sharding/ShardingRule.h"
 
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace partita {
@@ -105,8 +105,13 @@ struct PropagationProblem {
 enum class PropagationOrder {
   /// Ops without reduction factors first, in both directions.
   PassThroughFirst,
-  /// As PassThroughFirst, but an op that expands its operand at least
-  /// twofold (a broadcast) passes splits forward only after the first phase.
+  /// As PassThroughFirst, but an op that expands a parameter at least
+  /// twofold (a bias or a norm's scale broadcast over activations: its
+  /// operand an annotated value, or one converted, reshaped or transposed
+  /// from it) passes splits forward only after the first phase.
+  ParametersLate,
+  /// As ParametersLate, for every op that expands its operand at least
+  /// twofold (a norm's statistics broadcast back, too).
   ExpansionsLate,
 };
 
@@ -128,8 +133,8 @@ struct PropagationResult {
   /// The order that produced these shardings, and their plan's estimate.
   PropagationOrder order = PropagationOrder::PassThroughFirst;
   PlanEstimate estimate;
-  /// The estimate of the other order's plan, when it was tried too.
-  std::optional<PlanEstimate> alternative;
+  /// The other orders tried, and their plans' estimates.
+  std::vector<std::pair<PropagationOrder, PlanEstimate>> alternatives;
 };
 
 /// The collectives, bytes and time the plan of `result` implies.
