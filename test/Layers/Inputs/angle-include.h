@@ -1,0 +1,1 @@
+#include <partita/Transforms/Passes.h>
