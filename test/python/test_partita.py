@@ -206,3 +206,72 @@ def test_from_jax():
     # A Lowered object works as well.
     m2 = partita.compile(jitted.lower(x, w))
     assert m2.report == m.report
+
+
+def _files_under(directory):
+    return sorted(os.path.join(d, name) for d, _, names in os.walk(directory)
+                  for name in names)
+
+
+def test_run_makes_no_files(tmp_path, monkeypatch):
+    # Module.run used to write each input to a temporary .npy file, re-enter
+    # the CLI and read each output back from another: inputs and outputs now
+    # stay in memory, so nothing appears on disk while it runs.
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    m = partita.compile(LAYER)
+    masked = partita.compile("""
+partita.mesh @mesh = <["data"=2]>
+func.func @f(%a: tensor<4xi32> {partita.sharding = #partita.sharding<@mesh, [{"data"}]>}, %b: tensor<4xi32>) -> (tensor<4xi1>, tensor<4xi32>) {
+  %c = partita.compare lt, %a, %b : tensor<4xi32>
+  %s = partita.add %a, %b : tensor<4xi32>
+  return %c, %s : tensor<4xi1>, tensor<4xi32>
+}
+""")
+    before = _files_under(tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Module.run made a file")
+
+    for name in ("mkdtemp", "mkstemp", "NamedTemporaryFile"):
+        monkeypatch.setattr(tempfile, name, refuse)
+    monkeypatch.setattr(np, "save", refuse)
+    calls = []
+    native = partita._partita.run_tool_arrays
+
+    def recording(args, inputs):
+        calls.append(list(args))
+        return native(args, inputs)
+
+    monkeypatch.setattr(partita._partita, "run_tool_arrays", recording)
+    rng = np.random.RandomState(3)
+    x = rng.randn(8, 16).astype(np.float32)
+    w = rng.randn(16, 32).astype(np.float32)
+    (y,) = m.run([x, w], check=True)
+    (r,) = m.run(seed=2)
+    assert _files_under(tmp_path) == before
+    assert len(calls) == 2  # the two runs above
+    assert not any(flag in call for call in calls
+                   for flag in ("--inputs", "--outputs"))
+    np.testing.assert_allclose(y, x @ w, rtol=1e-5, atol=1e-5)
+    assert y.flags.writeable and y.dtype == np.float32 and y.shape == (8, 32)
+    assert r.shape == (8, 32)
+    # Fortran-ordered and strided inputs are taken (copied to C order); a
+    # wrong dtype is refused, the input named as the caller knows it.
+    wide = np.zeros((16, 64), np.float32)
+    wide[:, ::2] = w
+    (t,) = m.run([np.asfortranarray(x), wide[:, ::2]])
+    np.testing.assert_allclose(t, y, rtol=1e-6, atol=1e-6)
+    with pytest.raises(partita.PartitaError) as error:
+        m.run([x.astype(np.float64), w])
+    assert "inputs[0]" in error.value.message
+    assert "must be f32[8, 16], got f64[8, 16]" in error.value.message
+    with pytest.raises(partita.PartitaError) as error:
+        m.run([x])
+    assert "given 1 inputs but the program takes 2" in error.value.message
+    # Integer and boolean outputs keep their dtypes.
+    a = np.array([1, 5, 3, 7], np.int32)
+    b = np.array([2, 4, 3, 9], np.int32)
+    c, s = masked.run([a, b], check=True)
+    assert c.dtype == np.bool_ and c.tolist() == [True, False, False, True]
+    assert s.dtype == np.int32 and s.tolist() == [3, 9, 6, 16]

@@ -75,7 +75,22 @@ Examples:
 
 } // namespace
 
-int partita::cli::runTool(const std::vector<std::string> &args) {
+namespace {
+/// Set for the duration of one runTool call (the Python extension holds a
+/// lock around each call, so one is in progress at a time).
+partita::cli::ToolArrays *toolArrays = nullptr;
+} // namespace
+
+partita::cli::ToolArrays *partita::cli::currentToolArrays() {
+  return toolArrays;
+}
+
+int partita::cli::runTool(const std::vector<std::string> &args,
+                          ToolArrays *arrays) {
+  struct Scope {
+    explicit Scope(ToolArrays *arrays) { toolArrays = arrays; }
+    ~Scope() { toolArrays = nullptr; }
+  } scope(arrays);
   if (args.empty()) {
     llvm::errs() << kUsage;
     return 1;

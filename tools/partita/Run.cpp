@@ -7,15 +7,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Driver.h"
 #include "../common/RuntimeBackends.h"
+#include "Commands.h"
+#include "Driver.h"
 
-#include "partita/Analysis/Report.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
-#include "partita/Driver/Check.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
+#include "partita/Driver/Check.h"
 #include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/RunSupport.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -242,15 +244,50 @@ private:
   uint64_t seed;
 };
 
+/// The inputs a caller in this process handed over in memory (the Python
+/// package's Module.run), checked as --inputs files are and named
+/// inputs[i]; their bytes are moved, not copied.
+Expected<std::vector<HostArray>> inputsInMemory(const Executable &program,
+                                                ToolArrays &arrays) {
+  if (arrays.inputs.size() != program.inputs.size())
+    return Status::error("run() was given " +
+                         std::to_string(arrays.inputs.size()) +
+                         " inputs but the program takes " +
+                         std::to_string(program.inputs.size()));
+  std::vector<HostArray> inputs;
+  for (size_t i = 0; i < arrays.inputs.size(); ++i) {
+    ToolArray &given = arrays.inputs[i];
+    std::string what = "inputs[" + std::to_string(i) + "]";
+    Expected<DType> dtype = dtypeFromDescr(given.descr);
+    if (!dtype)
+      return Status::error(what + ": " + dtype.status().message());
+    for (int64_t extent : given.shape)
+      if (extent < 0)
+        return Status::error(what + ": a negative dimension");
+    HostArray array;
+    array.dtype = *dtype;
+    array.shape = given.shape;
+    if (Status status = checkInput(program, i, array, what); !status.ok())
+      return status;
+    array.bytes = std::move(given.bytes);
+    if (Status status = array.checkConsistent(); !status.ok())
+      return Status::error(what + ": " + status.message());
+    inputs.push_back(std::move(array));
+  }
+  return inputs;
+}
+
 std::optional<int> LocalRun::prepare(const Executable &program,
                                      std::vector<HostArray> &inputs) const {
   if (Status status = checkDeviceCount(
           "the program's mesh", program.mesh.numDevices(), devices.count);
       !status)
     return usageError(status.message());
+  ToolArrays *arrays = currentToolArrays();
   Expected<std::vector<HostArray>> given =
-      cl.has("--inputs") ? readInputs(program, cl.get("--inputs"))
-                         : randomInputs(program, seed);
+      arrays && arrays->hasInputs ? inputsInMemory(program, *arrays)
+      : cl.has("--inputs")        ? readInputs(program, cl.get("--inputs"))
+                                  : randomInputs(program, seed);
   if (!given)
     return usageError(given.status().message());
   inputs = std::move(*given);
@@ -291,6 +328,10 @@ int LocalRun::finish(const Executable &program,
     if (Status status = writeOutputs(cl.get("--outputs"), outputs);
         !status.ok())
       return usageError(status.message());
+  if (ToolArrays *arrays = currentToolArrays())
+    for (const HostArray &output : outputs)
+      arrays->outputs.push_back(
+          {npyDescr(output.dtype), output.shape, output.bytes});
   if (cl.has("--expect")) {
     std::string report;
     Status status = expectOutputs(cl.get("--expect"), program, outputs, report);

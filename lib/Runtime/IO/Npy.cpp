@@ -220,8 +220,8 @@ std::string supportedDescrs() {
   return list + " ('<V2' is bfloat16 as ml_dtypes saves it)";
 }
 
-/// Maps a descr to a DType; '|' and '=' mean the same as '<' here, and a
-/// one-byte type may carry any byte order.
+} // namespace
+
 Expected<DType> dtypeFromDescr(const std::string &descr) {
   if (descr.size() < 2)
     return Status::error("unsupported dtype descr '" + descr + "'");
@@ -243,6 +243,8 @@ Expected<DType> dtypeFromDescr(const std::string &descr) {
   return Status::error("unsupported dtype descr '" + descr +
                        "'; supported: " + supportedDescrs());
 }
+
+namespace {
 
 uint32_t readLittleEndian(std::string_view bytes, size_t offset, size_t width) {
   uint32_t value = 0;

@@ -103,6 +103,18 @@ std::vector<std::string> partita::splitCommaList(const std::string &text) {
   return list;
 }
 
+Status partita::checkInput(const Executable &program, size_t index,
+                           const HostArray &array, const std::string &what) {
+  const ExecutableValue &input = program.inputs[index];
+  DType dtype = program.slots[input.slot].dtype;
+  if (array.dtype != dtype || array.shape != input.globalShape)
+    return Status::error(what + ": input " + std::to_string(index) + " (" +
+                         input.name + ") must be " + dtypeName(dtype) +
+                         shapeText(input.globalShape) + ", got " +
+                         dtypeName(array.dtype) + shapeText(array.shape));
+  return Status::success();
+}
+
 Expected<std::vector<HostArray>> partita::readInputs(const Executable &program,
                                                      const std::string &paths) {
   std::vector<std::string> list = splitCommaList(paths);
@@ -118,13 +130,8 @@ Expected<std::vector<HostArray>> partita::readInputs(const Executable &program,
                                     : readNpy(list[i]);
     if (!array)
       return array.status();
-    const ExecutableValue &input = program.inputs[i];
-    DType dtype = program.slots[input.slot].dtype;
-    if (array->dtype != dtype || array->shape != input.globalShape)
-      return Status::error(list[i] + ": input " + std::to_string(i) + " (" +
-                           input.name + ") must be " + dtypeName(dtype) +
-                           shapeText(input.globalShape) + ", got " +
-                           dtypeName(array->dtype) + shapeText(array->shape));
+    if (Status status = checkInput(program, i, *array, list[i]); !status.ok())
+      return status;
     inputs.push_back(std::move(*array));
   }
   return inputs;

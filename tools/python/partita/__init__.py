@@ -46,12 +46,33 @@ def run_tool(*args):
     """Runs `partita ARGS...` in this process; returns its stdout as text.
     Raises PartitaError with its stderr when the exit code is not 0."""
     code, out, err = _partita.run_tool([str(a) for a in args])
+    return _raise_for(code, out, err, args[0] if args else "partita")
+
+
+def _raise_for(code, out, err, command):
     out = out.decode("utf-8", "replace")
     err = err.decode("utf-8", "replace")
     if code != 0:
         raise PartitaError(err.strip() or out.strip() or
-                           "partita %s failed" % args[0], code)
+                           "partita %s failed" % command, code)
     return out
+
+
+def run_tool_arrays(args, inputs=None):
+    """Runs `partita run ARGS...` in this process with `inputs` (numpy
+    arrays, or None for the command's own) and its outputs in memory;
+    returns (stdout as text, outputs as numpy arrays). No file is written
+    for either."""
+    import numpy as np
+    given = None
+    if inputs is not None:
+        given = []
+        for value in inputs:
+            array = np.ascontiguousarray(np.asarray(value))
+            given.append((np.lib.format.dtype_to_descr(array.dtype), array))
+    code, out, err, outputs = _partita.run_tool_arrays(
+        [str(a) for a in args], given)
+    return _raise_for(code, out, err, args[0] if args else "run"), outputs
 
 
 def _mesh_text(mesh):
@@ -115,10 +136,14 @@ class Module:
         try:
             return run_tool(*args)
         except PartitaError as error:
-            if self._path.startswith(self._dir):
-                error.message = error.message.replace(self._path, "<program>")
-                error.args = (error.message,)
-            raise
+            raise self._renamed(error)
+
+    def _renamed(self, error):
+        """`error` with this module's temporary file named "<program>"."""
+        if self._path.startswith(self._dir):
+            error.message = error.message.replace(self._path, "<program>")
+            error.args = (error.message,)
+        return error
 
     def __del__(self):
         directory = getattr(self, "_dir", None)
@@ -183,7 +208,6 @@ class Module:
         also runs the unpartitioned program on one device and raises
         PartitaError when an output differs. `trace`: write the run's
         timeline (Chrome/Perfetto trace event format) there."""
-        import numpy as np
         if devices is None:
             devices = "cpu:%d" % self.devices
         elif isinstance(devices, bool) or not isinstance(
@@ -193,46 +217,23 @@ class Module:
                             'devices, got %r' % (devices,))
         elif isinstance(devices, numbers.Integral):
             devices = "cpu:%d" % devices
-        run_dir = tempfile.mkdtemp(prefix="run-", dir=self._dir)
+        # Inputs and outputs cross into the runtime in memory: no file is
+        # written, and an input's error names it as the caller knows it
+        # (inputs[0]).
+        args = ["run", self._path, "--devices", devices, "--seed",
+                str(int(seed))]
+        args += self._flags
+        if not self._fusion:
+            args.append("--no-fusion")
+        if check:
+            args.append("--check")
+        if trace is not None:
+            args += ["--trace", os.fspath(trace)]
         try:
-            args = ["run", self._path, "--devices", devices, "--seed",
-                    str(int(seed)), "--outputs", os.path.join(run_dir, "out")]
-            args += self._flags
-            if not self._fusion:
-                args.append("--no-fusion")
-            if check:
-                args.append("--check")
-            if trace is not None:
-                args += ["--trace", os.fspath(trace)]
-            if inputs is not None:
-                paths = []
-                for i, value in enumerate(inputs):
-                    path = os.path.join(run_dir, "input_%d.npy" % i)
-                    np.save(path, np.ascontiguousarray(np.asarray(value)))
-                    paths.append(path)
-                args += ["--inputs", ",".join(paths)]
-            try:
-                self.last_run = self._tool(*args)
-            except PartitaError as error:
-                # The inputs travel as temporary .npy files: name them as
-                # the caller knows them.
-                message = error.message
-                for i in range(len(inputs or [])):
-                    message = message.replace(
-                        os.path.join(run_dir, "input_%d.npy" % i),
-                        "inputs[%d]" % i)
-                raise PartitaError(message, error.exit_code) from None
-            outputs = []
-            index = 0
-            while True:
-                path = os.path.join(run_dir, "out", "result_%d.npy" % index)
-                if not os.path.exists(path):
-                    break
-                outputs.append(np.load(path))
-                index += 1
-            return outputs
-        finally:
-            shutil.rmtree(run_dir, ignore_errors=True)
+            self.last_run, outputs = run_tool_arrays(args, inputs)
+        except PartitaError as error:
+            raise self._renamed(error)
+        return outputs
 
 
 def _looks_like_a_path(text):

@@ -26,6 +26,11 @@ namespace partita {
 /// The numpy descr we write for `dtype`: "<f4", "|b1", "<V2" (bf16), ...
 const char *npyDescr(DType dtype);
 
+/// The dtype of a numpy descr; '|' and '=' mean the same as '<' here, and a
+/// one-byte type may carry any byte order. Fails on big-endian data and on
+/// types Partita does not have, listing the ones it has.
+Expected<DType> dtypeFromDescr(const std::string &descr);
+
 /// Parses the contents of a .npy file. `name` prefixes failure messages
 /// ("name: what is wrong"); it is usually the file's path.
 Expected<HostArray> parseNpy(std::string_view contents, std::string_view name);

@@ -51,6 +51,11 @@ Expected<uint64_t> parseSeed(const std::string &text);
 /// "a,b,,c" -> {"a", "b", "", "c"} ("" -> {""}).
 std::vector<std::string> splitCommaList(const std::string &text);
 
+/// Checks that `array` can be input `index` of `program` (its dtype and
+/// global shape); the failure starts with `what` (a path, "inputs[0]").
+Status checkInput(const Executable &program, size_t index,
+                  const HostArray &array, const std::string &what);
+
 /// Reads the program's global inputs from a comma-separated list of paths,
 /// one per input in order: a `.npy` file or a sharded-array directory. The
 /// dtype and global shape must be the program's.
