@@ -808,6 +808,16 @@ OpLayout partita::layoutUnderDecision(const PropagationProblem &problem,
 
 namespace {
 
+/// Which ops have a reduction factor (a matmul's contraction, a reduce).
+std::vector<bool> reductionOps(const PropagationProblem &problem) {
+  std::vector<bool> hasReduction(problem.ops.size(), false);
+  for (size_t op = 0; op < problem.ops.size(); ++op)
+    for (const Factor &factor : problem.ops[op].rule.factors)
+      if (factor.type == FactorType::Reduction)
+        hasReduction[op] = true;
+  return hasReduction;
+}
+
 /// Ops that expand their operand at least twofold (a broadcast of a bias or
 /// a norm's scale over the activations, of a norm's statistics back over
 /// its input); with `parametersOnly`, those whose operand is a parameter
@@ -875,11 +885,7 @@ PropagationResult propagateInOrder(const PropagationProblem &problem,
       touching[t].push_back(static_cast<int>(op));
   }
 
-  std::vector<bool> hasReduction(problem.ops.size(), false);
-  for (size_t op = 0; op < problem.ops.size(); ++op)
-    for (const Factor &factor : problem.ops[op].rule.factors)
-      if (factor.type == FactorType::Reduction)
-        hasReduction[op] = true;
+  std::vector<bool> hasReduction = reductionOps(problem);
 
   std::vector<bool> holdsBack(problem.ops.size(), false);
   if (order != PropagationOrder::PassThroughFirst)
@@ -1026,11 +1032,7 @@ partita::propagateShardings(const PropagationProblem &problem) {
       propagateInOrder(problem, PropagationOrder::PassThroughFirst);
   if (best.estimate.collectives == 0)
     return best;
-  std::vector<bool> hasReduction(problem.ops.size(), false);
-  for (size_t op = 0; op < problem.ops.size(); ++op)
-    for (const Factor &factor : problem.ops[op].rule.factors)
-      if (factor.type == FactorType::Reduction)
-        hasReduction[op] = true;
+  std::vector<bool> hasReduction = reductionOps(problem);
   std::vector<bool> none(problem.ops.size(), false);
   std::vector<bool> previous = none;
   int rounds = best.rounds;
