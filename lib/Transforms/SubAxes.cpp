@@ -36,6 +36,10 @@ using namespace partita;
 
 namespace {
 
+/// On a mesh partita-split-axes refined: the axes it split (the dialect's
+/// verifier, lib/Dialect/Partita/IR/PartitaDialect.cpp, checks its form).
+constexpr llvm::StringLiteral kSplitAxesAttr = "partita.split_axes";
+
 using AxisList = std::vector<std::string>;
 /// For each split axis, its parts, major to minor.
 using Parts = std::map<std::string, AxisList>;
@@ -269,6 +273,12 @@ struct SplitAxesPass : public partita::impl::SplitAxesPassBase<SplitAxesPass> {
       });
       meshOp.setMeshAttr(
           meshAttrOf(context, axes, meshOp.getMesh().getDeviceIds()));
+      // Which axes this pass split: the only ones partita-join-axes joins
+      // (an axis a user named "x:(1)2" is not a part of anything).
+      SmallVector<Attribute> split;
+      for (const auto &[parent, names] : parts)
+        split.push_back(StringAttr::get(context, parent));
+      meshOp->setAttr(kSplitAxesAttr, ArrayAttr::get(context, split));
     }
   }
 };
@@ -278,13 +288,21 @@ struct JoinAxesPass : public partita::impl::JoinAxesPassBase<JoinAxesPass> {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
     for (MeshOp meshOp : llvm::to_vector(module.getOps<MeshOp>())) {
+      auto split = meshOp->getAttrOfType<ArrayAttr>(kSplitAxesAttr);
+      if (!split)
+        continue;
+      std::set<std::string> splitParents;
+      for (Attribute parent : split)
+        if (auto name = dyn_cast<StringAttr>(parent))
+          splitParents.insert(name.str());
       Mesh mesh = meshOp.getMesh().toMesh();
       Parts parts;
       std::vector<MeshAxis> axes;
       bool contiguous = true;
       for (const MeshAxis &axis : mesh.axes()) {
         std::string parent(parentAxis(axis.name));
-        if (parent == axis.name || mesh.axisIndex(parent) >= 0) {
+        if (parent == axis.name || mesh.axisIndex(parent) >= 0 ||
+            !splitParents.count(parent)) {
           axes.push_back(axis);
           continue;
         }
@@ -308,6 +326,7 @@ struct JoinAxesPass : public partita::impl::JoinAxesPassBase<JoinAxesPass> {
         continue; // A part is used alone: the sub-axes stay.
       meshOp.setMeshAttr(
           meshAttrOf(context, axes, meshOp.getMesh().getDeviceIds()));
+      meshOp->removeAttr(kSplitAxesAttr);
     }
   }
 };

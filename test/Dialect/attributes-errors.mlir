@@ -334,7 +334,7 @@ func.func @donated_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.donat
 
 // Unknown partita.* attributes are rejected on ops...
 func.func @unknown_on_op(%a: tensor<8xf32>) {
-  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient}}
+  // expected-error @+1 {{unknown partita attribute 'partita.shard'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient, partita.split_axes}}
   %e = partita.exp %a {partita.shard = 1} : tensor<8xf32>
   return
 }
@@ -342,7 +342,7 @@ func.func @unknown_on_op(%a: tensor<8xf32>) {
 // -----
 
 // ...on function arguments...
-// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient}}
+// expected-error @+1 {{unknown partita attribute 'partita.donate'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient, partita.split_axes}}
 func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
   return
 }
@@ -350,7 +350,7 @@ func.func @unknown_on_argument(%a: tensor<8xf32> {partita.donate}) {
 // -----
 
 // ...and on function results.
-// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient}}
+// expected-error @+1 {{unknown partita attribute 'partita.roles'; known: partita.sharding, partita.role, partita.donated, partita.logical_axes, partita.aliases, partita.global_shape, partita.origin, partita.reason, partita.partitioned, partita.stage, partita.async_collectives, partita.stop_gradient, partita.split_axes}}
 func.func @unknown_on_result(%a: tensor<8xf32>) -> (tensor<8xf32> {partita.roles = 1}) {
   return %a : tensor<8xf32>
 }
@@ -416,5 +416,20 @@ func.func @stop_gradient_value(%a: tensor<8xf32>) {
 // ...not of a function.
 // expected-error @+1 {{'partita.stop_gradient' is a unit attribute of an op}}
 func.func @stop_gradient_function(%a: tensor<8xf32>) attributes {partita.stop_gradient} {
+  return
+}
+
+// -----
+
+// partita.split_axes (partita-split-axes' mark) is a list of axis names on a
+// mesh.
+// expected-error @+1 {{'partita.split_axes' is an array of axis names on a partita.mesh}}
+partita.mesh @split = <["model:(1)2"=2, "model:(2)2"=2]> {partita.split_axes = [1]}
+
+// -----
+
+func.func @split_on_op(%a: tensor<8xf32>) {
+  // expected-error @+1 {{'partita.split_axes' is an array of axis names on a partita.mesh}}
+  %e = partita.exp %a {partita.split_axes = ["model"]} : tensor<8xf32>
   return
 }

@@ -8,7 +8,7 @@
 // 16 columns reshaped into 2 heads of 8 over a "model" axis of 4: the axis
 // becomes two sub-axes of 2, every sharding naming it names both, and the
 // device ids stay as they were.
-// CHECK: partita.mesh @mesh = <["data"=2, "model:(1)2"=2, "model:(2)2"=2], device_ids = [7, 6, 5, 4, 3, 2, 1, 0]>
+// CHECK: partita.mesh @mesh = <["data"=2, "model:(1)2"=2, "model:(2)2"=2], device_ids = [7, 6, 5, 4, 3, 2, 1, 0]> {partita.split_axes = ["model"]}
 // CHECK-LABEL: func.func @kv
 // CHECK-SAME: #partita.sharding<@mesh, [{"data"}, {}, {"model:(1)2", "model:(2)2"}]>
 // CHECK: partita.sharding_constraint %{{.*}} <@mesh, [{}, {}, {}, {}], partial = sum{"model:(1)2", "model:(2)2"}>
@@ -58,10 +58,11 @@ func.func @manual(%x: tensor<16xf32> {partita.sharding = #partita.sharding<@mesh
 //--- join.mlir
 // Parts that always appear together, in order, become the axis again.
 // CHECK: partita.mesh @mesh = <["data"=2, "model"=4]>
+// CHECK-NOT: split_axes
 // CHECK-LABEL: func.func @together
 // CHECK-SAME: #partita.sharding<@mesh, [{"data"}, {"model"}]>
 // CHECK: partita.all_reduce sum %{{.*}} on @mesh axes = ["data", "model"]
-partita.mesh @mesh = <["data"=2, "model:(1)2"=2, "model:(2)2"=2]>
+partita.mesh @mesh = <["data"=2, "model:(1)2"=2, "model:(2)2"=2]> {partita.split_axes = ["model"]}
 func.func @together(%x: tensor<2x4xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}, {"model:(1)2", "model:(2)2"}]>}) -> tensor<2x4xf32> {
   %r = partita.all_reduce sum %x on @mesh axes = ["data", "model:(1)2", "model:(2)2"] : tensor<2x4xf32>
   return %r : tensor<2x4xf32>
@@ -71,13 +72,25 @@ func.func @together(%x: tensor<2x4xf32> {partita.sharding = #partita.sharding<@m
 
 // A part used alone (a gather over the minor part only) keeps the sub-axes
 // everywhere.
-// CHECK: partita.mesh @mesh = <["data"=2, "model:(1)2"=2, "model:(2)2"=2]>
+// CHECK: partita.mesh @mesh = <["data"=2, "model:(1)2"=2, "model:(2)2"=2]> {partita.split_axes = ["model"]}
 // CHECK: #partita.sharding<@mesh, [{"data"}, {"model:(1)2", "model:(2)2"}]>
 // CHECK: partita.all_gather %{{.*}} on @mesh axes = ["model:(2)2"] dim = 1
-partita.mesh @mesh = <["data"=2, "model:(1)2"=2, "model:(2)2"=2]>
+partita.mesh @mesh = <["data"=2, "model:(1)2"=2, "model:(2)2"=2]> {partita.split_axes = ["model"]}
 func.func @alone(%x: tensor<2x4xf32> {partita.sharding = #partita.sharding<@mesh, [{"data"}, {"model:(1)2", "model:(2)2"}]>}) -> tensor<2x8xf32> {
   %g = partita.all_gather %x on @mesh axes = ["model:(2)2"] dim = 1 : tensor<2x4xf32> -> tensor<2x8xf32>
   return %g : tensor<2x8xf32>
+}
+
+// -----
+
+// Axes a user named in Shardy's spelling are the user's: without the mark
+// of partita-split-axes nothing is joined.
+// CHECK: partita.mesh @mesh = <["x:(1)2"=2, "x:(2)2"=2]>
+// CHECK-LABEL: func.func @users
+// CHECK-SAME: {"x:(1)2", "x:(2)2"}
+partita.mesh @mesh = <["x:(1)2"=2, "x:(2)2"=2]>
+func.func @users(%x: tensor<2x4xf32> {partita.sharding = #partita.sharding<@mesh, [{}, {"x:(1)2", "x:(2)2"}]>}) -> tensor<2x4xf32> {
+  return %x : tensor<2x4xf32>
 }
 
 //--- gqa.mlir
@@ -85,7 +98,7 @@ func.func @alone(%x: tensor<2x4xf32> {partita.sharding = #partita.sharding<@mesh
 // over 4 devices. The KV heads keep the major part of "model" and only the
 // minor part is gathered (a quarter of the bytes of gathering the whole
 // projection); the query heads take both parts.
-// CHECK: partita.mesh @mesh = <["model:(1)2"=2, "model:(2)2"=2]>
+// CHECK: partita.mesh @mesh = <["model:(1)2"=2, "model:(2)2"=2]> {partita.split_axes = ["model"]}
 // CHECK-LABEL: func.func @scores
 // EXEC: check passed: cpu:4 matches cpu:1
 // CHECK: partita.all_gather %{{.*}} on @mesh axes = ["model:(2)2"] dim = 1 {{.*}} : tensor<8x4xf32> -> tensor<8x8xf32>

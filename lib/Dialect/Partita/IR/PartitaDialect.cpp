@@ -80,7 +80,7 @@ LogicalResult unknownAttribute(Operation *op, NamedAttribute attribute) {
                             "partita.origin, partita.reason, "
                             "partita.partitioned, partita.stage, "
                             "partita.async_collectives, "
-                            "partita.stop_gradient";
+                            "partita.stop_gradient, partita.split_axes";
 }
 
 /// `partita.global_shape`: one size per dimension of the (local) tensor, each
@@ -133,6 +133,17 @@ PartitaDialect::verifyOperationAttribute(Operation *op,
         isa<func::FuncOp, ModuleOp>(op))
       return op->emitError() << "'" << kStopGradientAttrName
                              << "' is a unit attribute of an op";
+    return success();
+  }
+  // The axes partita-split-axes declared as sub-axes, on the mesh it split
+  // (lib/Transforms/SubAxes.cpp spells the name too).
+  if (name == "partita.split_axes") {
+    auto axes = dyn_cast<ArrayAttr>(attribute.getValue());
+    if (!axes || !isa<MeshOp>(op) ||
+        !llvm::all_of(axes, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError()
+             << "'partita.split_axes' is an array of axis names on a "
+                "partita.mesh";
     return success();
   }
   if (name == kPartitionedAttrName || name == kAsyncCollectivesAttrName) {
