@@ -5,8 +5,8 @@
 // stdout and stderr captured, so that the package (partita/__init__.py,
 // docs/Python.md) drives exactly the commands the CLI has; and
 // run_tool_arrays(args, inputs), the same with a run's inputs and outputs
-// as numpy arrays in memory (no files: each input's bytes are copied once
-// out of its buffer, each output's once into a new array).
+// in memory (no files: each input's bytes are copied once out of its
+// buffer, each output's once into a bytearray that numpy then wraps).
 // Output is captured at the file-descriptor level (the commands print
 // through LLVM's streams and stdio alike); one call at a time holds the
 // descriptors, the GIL released while it runs.
@@ -18,7 +18,6 @@
 
 #include "Commands.h"
 
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -102,41 +101,36 @@ runTool(const std::vector<std::string> &args) {
 
 /// `partita ARGS...` with the run's inputs and outputs in memory. `inputs`:
 /// None (the command's own inputs: random ones from --seed) or a list of
-/// (descr, C-contiguous numpy array) pairs, descr the array's .npy type
-/// string (numpy.lib.format.dtype_to_descr). Returns (exit code, stdout,
-/// stderr, outputs), each output a new numpy array.
+/// (descr, shape, buffer) triples: descr the array's .npy type string
+/// (numpy.lib.format.dtype_to_descr), buffer a C-contiguous object with
+/// the buffer protocol (a numpy array). Returns (exit code, stdout, stderr,
+/// outputs), each output a (descr, shape, bytearray) triple. Only the
+/// buffer protocol is used, not numpy's C structures, so one build works
+/// with numpy 1 and 2 (pybind11's numpy API before 2.12 reads numpy 2's
+/// arrays wrong).
 std::tuple<int, py::bytes, py::bytes, py::list>
 runToolArrays(const std::vector<std::string> &args, py::object inputs) {
   partita::cli::ToolArrays arrays;
   if (!inputs.is_none()) {
     arrays.hasInputs = true;
     for (py::handle item : inputs.cast<py::list>()) {
-      auto pair = item.cast<py::tuple>();
-      auto array = pair[1].cast<py::array>();
-      if (!(array.flags() & py::array::c_style))
-        throw std::invalid_argument("partita: inputs must be C-contiguous");
+      auto triple = item.cast<py::tuple>();
       partita::cli::ToolArray given;
-      given.descr = pair[0].cast<std::string>();
-      for (py::ssize_t d = 0; d < array.ndim(); ++d)
-        given.shape.push_back(static_cast<int64_t>(array.shape(d)));
-      const auto *data = static_cast<const uint8_t *>(array.data());
-      given.bytes.assign(data, data + array.nbytes());
+      given.descr = triple[0].cast<std::string>();
+      given.shape = triple[1].cast<std::vector<int64_t>>();
+      py::buffer_info buffer = triple[2].cast<py::buffer>().request();
+      const auto *data = static_cast<const uint8_t *>(buffer.ptr);
+      given.bytes.assign(data, data + buffer.size * buffer.itemsize);
       arrays.inputs.push_back(std::move(given));
     }
   }
   auto [code, out, err] = runCaptured(args, &arrays);
   py::list outputs;
-  for (partita::cli::ToolArray &output : arrays.outputs) {
-    std::vector<py::ssize_t> shape(output.shape.begin(), output.shape.end());
-    py::array array(py::dtype(output.descr), shape);
-    if (static_cast<size_t>(array.nbytes()) != output.bytes.size())
-      throw std::runtime_error("partita: an output's bytes do not match its "
-                               "shape");
-    if (!output.bytes.empty())
-      std::memcpy(array.mutable_data(), output.bytes.data(),
-                  output.bytes.size());
-    outputs.append(std::move(array));
-  }
+  for (partita::cli::ToolArray &output : arrays.outputs)
+    outputs.append(py::make_tuple(
+        output.descr, output.shape,
+        py::bytearray(reinterpret_cast<const char *>(output.bytes.data()),
+                      output.bytes.size())));
   return {code, out, err, outputs};
 }
 
@@ -149,7 +143,8 @@ PYBIND11_MODULE(_partita, m) {
         "stdout bytes, stderr bytes).");
   m.def("run_tool_arrays", &runToolArrays, py::arg("args"), py::arg("inputs"),
         "Runs `partita run ARGS...` in this process with the inputs given "
-        "as [(descr, array)] (or None) and returns (exit code, stdout "
-        "bytes, stderr bytes, outputs as numpy arrays).");
+        "as [(descr, shape, buffer)] (or None) and returns (exit code, "
+        "stdout bytes, stderr bytes, outputs as [(descr, shape, "
+        "bytearray)]).");
   m.attr("__version__") = PARTITA_VERSION;
 }

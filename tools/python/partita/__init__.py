@@ -69,10 +69,16 @@ def run_tool_arrays(args, inputs=None):
         given = []
         for value in inputs:
             array = np.ascontiguousarray(np.asarray(value))
-            given.append((np.lib.format.dtype_to_descr(array.dtype), array))
-    code, out, err, outputs = _partita.run_tool_arrays(
+            given.append((np.lib.format.dtype_to_descr(array.dtype),
+                          list(array.shape), array))
+    code, out, err, results = _partita.run_tool_arrays(
         [str(a) for a in args], given)
-    return _raise_for(code, out, err, args[0] if args else "run"), outputs
+    text = _raise_for(code, out, err, args[0] if args else "run")
+    # Each output's bytes come in a bytearray: numpy wraps it (writable)
+    # without copying it again.
+    outputs = [np.frombuffer(data, dtype=np.dtype(descr)).reshape(shape)
+               for descr, shape, data in results]
+    return text, outputs
 
 
 def _mesh_text(mesh):
