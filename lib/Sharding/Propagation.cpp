@@ -3,15 +3,18 @@
 // See Propagation.h for the semantics. The code is organised as:
 //   * projection of tensor shardings onto an op's factors and back;
 //   * decideOp: candidates per factor, conflicts, costed options;
-//   * the round loop: proposals per op, deterministic merge per tensor.
+//   * the round loop: proposals per op, deterministic merge per tensor
+//     (propagateInOrder), and the estimate of a plan (estimatePlan).
+// Which orders run, and which plan is kept: PropagationOrders.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "partita/Sharding/Propagation.h"
 #include "partita/Sharding/Layout.h"
 
+#include "PropagationOrders.h"
+
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -806,67 +809,8 @@ OpLayout partita::layoutUnderDecision(const PropagationProblem &problem,
   return {effect.requiredOperands, effect.producedResults};
 }
 
-namespace {
-
-/// Which ops have a reduction factor (a matmul's contraction, a reduce).
-std::vector<bool> reductionOps(const PropagationProblem &problem) {
-  std::vector<bool> hasReduction(problem.ops.size(), false);
-  for (size_t op = 0; op < problem.ops.size(); ++op)
-    for (const Factor &factor : problem.ops[op].rule.factors)
-      if (factor.type == FactorType::Reduction)
-        hasReduction[op] = true;
-  return hasReduction;
-}
-
-/// Ops that expand their operand at least twofold (a broadcast of a bias or
-/// a norm's scale over the activations, of a norm's statistics back over
-/// its input); with `parametersOnly`, those whose operand is a parameter
-/// (annotated, or converted, reshaped or transposed from an annotated
-/// value). The orders other than PassThroughFirst hold their forward
-/// proposals back until the first phase ends.
-std::vector<bool> expandingOps(const PropagationProblem &problem,
-                               const std::vector<bool> &hasReduction,
-                               bool parametersOnly) {
-  std::vector<bool> expanding(problem.ops.size(), false);
-  auto elements = [&](int tensor) {
-    int64_t n = 1;
-    for (int64_t d : problem.tensors[tensor].shape)
-      n *= d;
-    return n;
-  };
-  // Values that come from annotated ones through single-operand ops that
-  // do not expand them (a parameter converted, reshaped or transposed).
-  std::vector<int> producer(problem.tensors.size(), -1);
-  for (size_t op = 0; op < problem.ops.size(); ++op)
-    for (int r : problem.ops[op].results)
-      producer[r] = static_cast<int>(op);
-  std::vector<int> fromAnnotation(problem.tensors.size(), -1);
-  std::function<bool(int, int)> parameterLike = [&](int t, int depth) {
-    if (fromAnnotation[t] >= 0)
-      return fromAnnotation[t] == 1;
-    bool yes = problem.tensors[t].annotated;
-    if (!yes && depth < 16 && producer[t] >= 0) {
-      const PropagationOp &node = problem.ops[producer[t]];
-      yes = !hasReduction[producer[t]] && node.operands.size() == 1 &&
-            elements(node.operands[0]) == elements(t) &&
-            parameterLike(node.operands[0], depth + 1);
-    }
-    fromAnnotation[t] = yes ? 1 : 0;
-    return yes;
-  };
-  for (size_t op = 0; op < problem.ops.size(); ++op) {
-    const PropagationOp &node = problem.ops[op];
-    expanding[op] =
-        !hasReduction[op] && node.operands.size() == 1 &&
-        node.results.size() == 1 &&
-        2 * elements(node.operands[0]) <= elements(node.results[0]) &&
-        (!parametersOnly || parameterLike(node.operands[0], 0));
-  }
-  return expanding;
-}
-
-PropagationResult propagateInOrder(const PropagationProblem &problem,
-                                   PropagationOrder order) {
+PropagationResult partita::propagateInOrder(const PropagationProblem &problem,
+                                            PropagationOrder order) {
   size_t numTensors = problem.tensors.size();
   PropagationResult result;
   result.order = order;
@@ -977,8 +921,6 @@ PropagationResult propagateInOrder(const PropagationProblem &problem,
   return result;
 }
 
-} // namespace
-
 PlanEstimate partita::estimatePlan(const PropagationProblem &problem,
                                    const PropagationResult &result) {
   std::vector<bool> active(problem.tensors.size(), true);
@@ -1005,55 +947,4 @@ PlanEstimate partita::estimatePlan(const PropagationProblem &problem,
           result.shardings[node.results[r]]);
   }
   return estimate;
-}
-
-Expected<PropagationResult>
-partita::propagateShardings(const PropagationProblem &problem) {
-  // Check the rules against the tensors first.
-  for (const PropagationOp &op : problem.ops) {
-    std::vector<std::vector<int64_t>> operandShapes, resultShapes;
-    for (int t : op.operands)
-      operandShapes.push_back(problem.tensors[t].shape);
-    for (int t : op.results)
-      resultShapes.push_back(problem.tensors[t].shape);
-    if (Status status = op.rule.validate(operandShapes, resultShapes);
-        !status.ok())
-      return Status::error(op.name + ": " + status.message());
-  }
-
-  // Greedy propagation settles each conflict by what is known when an op
-  // decides, so the order in which splits spread shapes the plan. Where
-  // the program expands small values over large ones, other orders hold
-  // those expansions back (only a parameter's, or every one); the plan
-  // kept is the one whose reshards move the fewest bytes per device
-  // (collective counts are not comparable before the combiner packs them
-  // into buckets; docs/Propagation.md, "The algorithm", 6).
-  PropagationResult best =
-      propagateInOrder(problem, PropagationOrder::PassThroughFirst);
-  if (best.estimate.collectives == 0)
-    return best;
-  std::vector<bool> hasReduction = reductionOps(problem);
-  std::vector<bool> none(problem.ops.size(), false);
-  std::vector<bool> previous = none;
-  int rounds = best.rounds;
-  for (PropagationOrder order :
-       {PropagationOrder::ParametersLate, PropagationOrder::ExpansionsLate}) {
-    std::vector<bool> held = expandingOps(
-        problem, hasReduction, order == PropagationOrder::ParametersLate);
-    if (held == none || held == previous)
-      continue; // Nothing held back, or the same as the order before.
-    previous = held;
-    PropagationResult other = propagateInOrder(problem, order);
-    rounds += other.rounds;
-    if (other.estimate.bytesPerDevice <
-        best.estimate.bytesPerDevice * (1 - 1e-9)) {
-      other.alternatives = std::move(best.alternatives);
-      other.alternatives.push_back({best.order, best.estimate});
-      best = std::move(other);
-    } else {
-      best.alternatives.push_back({other.order, other.estimate});
-    }
-  }
-  best.rounds = rounds;
-  return best;
 }
