@@ -6,7 +6,7 @@ a CMakeLists.txt names a Partita library of such a layer. Checked:
 
 * every include of a Partita header, in either spelling ("partita/..." and
   <partita/...>), and every include by a relative path that lands on a file
-  of the tree ("../common/CommandLine.h", "../../tools/partita/Driver.h"):
+  of the tree ("../common/CommandLine.h", "../../tools/partita/Flags.h"):
   the file it names belongs to the layer whose folder holds it;
 * every Partita* name in a CMakeLists.txt that is not a file name: it must
   be a library (or generated target) of the table below, and of an allowed

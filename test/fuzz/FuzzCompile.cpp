@@ -19,7 +19,7 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Runtime/Program/ExecutableFile.h"
 
-#include "../../tools/partita/Driver.h"
+#include "partita/Driver/Session.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -67,9 +67,9 @@ bool returnsScalarLoss(mlir::ModuleOp module) {
 
 /// Compiles `module` (changed in place) with `options` and checks that the
 /// loader accepts what comes out; aborts when it does not.
-void compileAndLoad(cli::Session &session, mlir::ModuleOp module,
+void compileAndLoad(Session &session, mlir::ModuleOp module,
                     const PipelineOptions &options) {
-  if (!cli::runPipeline(session, module, options))
+  if (!runPipeline(session, module, options))
     return;
   Expected<Executable> program = lowerToExecutable(module);
   if (!program)
@@ -89,9 +89,9 @@ void compileAndLoad(cli::Session &session, mlir::ModuleOp module,
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string discarded;
   llvm::raw_string_ostream errors(discarded);
-  cli::Session session(errors);
+  Session session(errors);
   session.from = PARTITA_FUZZ_FROM;
-  mlir::OwningOpRef<mlir::ModuleOp> module = cli::loadModuleFromBuffer(
+  mlir::OwningOpRef<mlir::ModuleOp> module = loadModuleFromBuffer(
       session, llvm::MemoryBuffer::getMemBufferCopy(
                    llvm::StringRef(reinterpret_cast<const char *>(data), size),
                    "fuzz.mlir"));

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Driver.h"
+#include "Flags.h"
 #include "StepCost.h"
 #include "TrainSupport.h"
 

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
-#include "Driver.h"
+#include "Flags.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Driver.h"
+#include "Flags.h"
 #include "ValueCatalog.h"
 
 #include "partita/Analysis/Report.h"

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Driver.h"
 #include "../common/CommandLine.h"
+#include "Flags.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Pipelining/Pipelining.h"

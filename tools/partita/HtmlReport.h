@@ -10,7 +10,7 @@
 #ifndef PARTITA_TOOLS_PARTITA_HTMLREPORT_H
 #define PARTITA_TOOLS_PARTITA_HTMLREPORT_H
 
-#include "Driver.h"
+#include "Flags.h"
 
 #include "partita/Sharding/Cost.h"
 

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Driver.h"
+#include "Flags.h"
 #include "PlanSearch.h"
 #include "StepCost.h"
 #include "TrainSupport.h"

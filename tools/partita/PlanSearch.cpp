@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanSearch.h"
-#include "Driver.h"
+#include "Flags.h"
 #include "PlanPipelined.h"
 #include "TrainSupport.h"
 

@@ -9,7 +9,7 @@
 
 #include "../common/RuntimeBackends.h"
 #include "Commands.h"
-#include "Driver.h"
+#include "Flags.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "partita/Analysis/Report.h"

@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BlockGrid.h"
-#include "Driver.h"
 #include "../common/CommandLine.h"
+#include "BlockGrid.h"
+#include "Flags.h"
 #include "ValueCatalog.h"
 
 #include "partita/Runtime/Pipeline/Schedule.h"

@@ -8,7 +8,7 @@
 #ifndef PARTITA_TOOLS_PARTITA_TRAINSUPPORT_H
 #define PARTITA_TOOLS_PARTITA_TRAINSUPPORT_H
 
-#include "Driver.h"
+#include "Flags.h"
 
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Models/Models.h"

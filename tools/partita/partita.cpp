@@ -1,7 +1,7 @@
 //===- partita.cpp - The Partita command-line tool ------------------------===//
 //
 // The user-facing driver: `partita <command> [options]`. Each command lives
-// in its own file and parses its own flags with the parser in Driver.cpp, so
+// in its own file and parses its own flags with the parser in Flags.cpp, so
 // that misuse gets `error: ...` and exit code 1 instead of a library's
 // message or an abort. Compiler diagnostics are `file:line:col: error: ...`.
 //

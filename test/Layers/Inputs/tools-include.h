@@ -1,1 +1,1 @@
-#include "../../tools/partita/Driver.h"
+#include "../../tools/partita/Flags.h"

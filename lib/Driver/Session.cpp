@@ -1,15 +1,19 @@
-//===- Driver.cpp - Shared pieces of the partita commands -----------------===//
+//===- Session.cpp - A context, its diagnostics and the input -------------===//
+//
+// What every front end does before and after the passes: a context with
+// Partita's dialects, diagnostics at file:line:col, program text read and
+// checked, StableHLO imported, the pipeline run, a file written in one step
+// (docs/Overview.md, "Layers").
+//
+//===----------------------------------------------------------------------===//
 
-#include "Driver.h"
-
-#include "partita/Dialect/Partita/Utils/InlineCalls.h"
-
-#include "partita/Runtime/IO/Files.h"
-#include "../common/CommandLine.h"
+#include "partita/Driver/Session.h"
 
 #include "partita/Conversion/StableHLOToPartita.h"
+#include "partita/Dialect/Partita/Utils/InlineCalls.h"
 #include "partita/Models/Models.h"
 #include "partita/Registration.h"
+#include "partita/Runtime/IO/Files.h"
 #include "partita/Sharding/Mesh.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -20,10 +24,10 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -34,9 +38,8 @@
 #include <limits>
 
 using namespace partita;
-using namespace partita::cli;
 
-std::string partita::cli::formatBytes(double bytes) {
+std::string partita::formatBytes(double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;
   while (bytes >= 1024 && unit < 4) {
@@ -49,58 +52,6 @@ std::string partita::cli::formatBytes(double bytes) {
   return text;
 }
 
-int partita::cli::usageError(const llvm::Twine &message) {
-  llvm::errs() << "error: " << message << "\n";
-  return 1;
-}
-
-bool CommandLine::on(const std::string &flag) const {
-  return std::find(switches.begin(), switches.end(), flag) != switches.end();
-}
-
-std::string CommandLine::get(const std::string &flag,
-                             const std::string &fallback) const {
-  auto it = values.find(flag);
-  return it == values.end() ? fallback : it->second;
-}
-
-bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
-                                    const std::vector<std::string> &valueFlags,
-                                    const std::vector<std::string> &switchFlags,
-                                    CommandLine &parsed, int &exitCode) {
-  tools::CommandSyntax syntax;
-  syntax.helpHint = "partita --help";
-  syntax.options.push_back({"-o", "FILE", "", false});
-  for (const std::string &flag : valueFlags)
-    syntax.options.push_back({flag.c_str(), "VALUE", "", false});
-  for (const std::string &flag : switchFlags)
-    syntax.options.push_back({flag.c_str(), nullptr, "", false});
-  Expected<tools::Arguments> arguments = tools::parseArguments(args, syntax);
-  if (!arguments) {
-    exitCode = usageError(arguments.status().message());
-    return false;
-  }
-  parsed.help = arguments->help;
-  if (arguments->positional.size() > 1) {
-    exitCode = usageError("more than one input file ('" +
-                          arguments->positional[0] + "' and '" +
-                          arguments->positional[1] + "')");
-    return false;
-  }
-  if (!arguments->positional.empty())
-    parsed.input = arguments->positional[0];
-  for (const auto &[flag, value] : arguments->options) {
-    if (flag == "-o")
-      parsed.output = value;
-    else if (std::find(switchFlags.begin(), switchFlags.end(), flag) !=
-             switchFlags.end())
-      parsed.switches.push_back(flag);
-    else
-      parsed.values[flag] = value;
-  }
-  return true;
-}
-
 Session::Session(llvm::raw_ostream &errors) : errors(errors) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
@@ -108,9 +59,8 @@ Session::Session(llvm::raw_ostream &errors) : errors(errors) {
   context.loadAllAvailableDialects();
   // Users get the message and the source line, not a generic dump of the op.
   context.printOpOnDiagnostic(false);
-  diagnostics =
-      std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr, &context,
-                                                         errors);
+  diagnostics = std::make_unique<mlir::SourceMgrDiagnosticHandler>(
+      sourceMgr, &context, errors);
   // Registered last, so asked first: a diagnostic at a named location the
   // input gave no position is printed at the op's position in the input.
   positionHandler = context.getDiagEngine().registerHandler(
@@ -141,8 +91,8 @@ Session::Session(llvm::raw_ostream &errors) : errors(errors) {
                        << severity(diag.getSeverity()) << ": " << diag.str()
                        << "\n";
           for (mlir::Diagnostic &note : diag.getNotes())
-            this->errors << file.getFilename().getValue() << ": note: "
-                         << note.str() << "\n";
+            this->errors << file.getFilename().getValue()
+                         << ": note: " << note.str() << "\n";
           return mlir::success();
         }
         bool moved = resolve(diag.getLocation()) != diag.getLocation();
@@ -159,9 +109,7 @@ Session::Session(llvm::raw_ostream &errors) : errors(errors) {
       });
 }
 
-Session::~Session() {
-  context.getDiagEngine().eraseHandler(positionHandler);
-}
+Session::~Session() { context.getDiagEngine().eraseHandler(positionHandler); }
 
 namespace {
 
@@ -200,9 +148,7 @@ bool checkTensorSizes(mlir::ModuleOp module) {
     for (mlir::Region &region : op->getRegions())
       for (mlir::Block &block : region)
         for (mlir::BlockArgument arg : block.getArguments())
-          check(arg.getType(), [&] {
-            return mlir::emitError(arg.getLoc());
-          });
+          check(arg.getType(), [&] { return mlir::emitError(arg.getLoc()); });
   });
   return ok;
 }
@@ -215,7 +161,7 @@ bool checkInputText(llvm::StringRef text, llvm::StringRef path,
     char c = text[i];
     if (c == '\0') {
       errors << path << ":" << line << ":" << column
-                   << ": error: a NUL byte: this is not program text\n";
+             << ": error: a NUL byte: this is not program text\n";
       return false;
     }
     if (c == '\n') {
@@ -240,9 +186,9 @@ bool checkInputText(llvm::StringRef text, llvm::StringRef path,
     } else if (c == '(' || c == '[' || c == '{' || c == '<') {
       if (++depth > kMaxNesting) {
         errors << path << ":" << line << ":" << column
-                     << ": error: nested more than " << kMaxNesting
-                     << " levels deep (brackets, angle brackets and "
-                        "regions); refused rather than overflow the stack\n";
+               << ": error: nested more than " << kMaxNesting
+               << " levels deep (brackets, angle brackets and "
+                  "regions); refused rather than overflow the stack\n";
         return false;
       }
     } else if (c == ')' || c == ']' || c == '}' ||
@@ -291,17 +237,17 @@ void recordSourcePositions(Session &session, const mlir::AsmParserState &state,
     if (placeNames && isOp)
       set(placed);
   };
-  for (const mlir::AsmParserState::OperationDefinition &def :
-       state.getOpDefs())
-    resolve(def.op->getLoc(), def.loc.Start,
-            [&](mlir::Location loc) { def.op->setLoc(loc); }, true);
-  for (const mlir::AsmParserState::BlockDefinition &def :
-       state.getBlockDefs())
+  for (const mlir::AsmParserState::OperationDefinition &def : state.getOpDefs())
+    resolve(
+        def.op->getLoc(), def.loc.Start,
+        [&](mlir::Location loc) { def.op->setLoc(loc); }, true);
+  for (const mlir::AsmParserState::BlockDefinition &def : state.getBlockDefs())
     for (size_t i = 0;
          i < def.arguments.size() && i < def.block->getNumArguments(); ++i) {
       mlir::BlockArgument arg = def.block->getArgument(i);
-      resolve(arg.getLoc(), def.arguments[i].loc.Start,
-              [&](mlir::Location loc) { arg.setLoc(loc); }, false);
+      resolve(
+          arg.getLoc(), def.arguments[i].loc.Start,
+          [&](mlir::Location loc) { arg.setLoc(loc); }, false);
     }
 }
 } // namespace
@@ -361,14 +307,14 @@ std::unique_ptr<llvm::MemoryBuffer> readInput(const std::string &path,
     errorMessage = "read error";
     return nullptr;
   }
-  return llvm::MemoryBuffer::getMemBufferCopy(
-      text, path == "-" ? "<stdin>" : path);
+  return llvm::MemoryBuffer::getMemBufferCopy(text,
+                                              path == "-" ? "<stdin>" : path);
 }
 
 } // namespace
 
-mlir::OwningOpRef<mlir::ModuleOp>
-partita::cli::loadModule(Session &session, const std::string &path) {
+mlir::OwningOpRef<mlir::ModuleOp> partita::loadModule(Session &session,
+                                                      const std::string &path) {
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> file = readInput(path, errorMessage);
   if (!file) {
@@ -380,8 +326,8 @@ partita::cli::loadModule(Session &session, const std::string &path) {
 }
 
 mlir::OwningOpRef<mlir::ModuleOp>
-partita::cli::loadModuleFromBuffer(Session &session,
-                                   std::unique_ptr<llvm::MemoryBuffer> file) {
+partita::loadModuleFromBuffer(Session &session,
+                              std::unique_ptr<llvm::MemoryBuffer> file) {
   std::string path = file->getBufferIdentifier().str();
   if (!checkInputText(file->getBuffer(), path, session.errors))
     return nullptr;
@@ -449,135 +395,24 @@ partita::cli::loadModuleFromBuffer(Session &session,
   return module;
 }
 
-bool partita::cli::parseTrainChoices(const CommandLine &cl,
-                                     PipelineOptions &options, int &exitCode) {
-  std::string optimizer = cl.get("--optimizer", "adamw");
-  std::optional<TrainOptimizer> parsedOptimizer =
-      parseTrainOptimizer(optimizer);
-  if (!parsedOptimizer || *parsedOptimizer == TrainOptimizer::None) {
-    exitCode =
-        usageError("--optimizer must be adamw or sgd, got '" + optimizer + "'");
-    return false;
-  }
-  options.trainOptimizer = *parsedOptimizer;
-  std::string remat = cl.get("--remat", "none");
-  std::optional<Remat> parsedRemat = parseRemat(remat);
-  if (!parsedRemat) {
-    exitCode = usageError("--remat must be none, per-layer or full, got '" +
-                          remat + "'");
-    return false;
-  }
-  options.trainRemat = *parsedRemat;
-  if (cl.has("--clip-norm")) {
-    Expected<double> norm = tools::parseNumberFlag(
-        "--clip-norm", cl.get("--clip-norm"), 0, 1e30, true);
-    if (!norm) {
-      exitCode = usageError(norm.status().message());
-      return false;
-    }
-    options.trainClipNorm = *norm;
-  }
-
-  return true;
-}
-
-bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
-                                   PipelineOptions &options, int &exitCode) {
-  options.stage = stage;
-  options.strict = cl.on("--strict");
-  options.overlap = !cl.on("--no-overlap");
-  options.interconnectFile = cl.get("--interconnect");
-  options.rules = cl.get("--rules");
-  // An empty value is a mistake (a shell variable that was not set), not
-  // "no rules": it compiled with nothing sharded.
-  if (cl.has("--rules") && options.rules.empty()) {
-    exitCode = usageError("--rules needs a preset or a file, got ''");
-    return false;
-  }
-  if (cl.has("--combine-bytes")) {
-    Expected<int64_t> bytes =
-        tools::parseIntegerFlag("--combine-bytes", cl.get("--combine-bytes"),
-                                0, std::numeric_limits<int64_t>::max());
-    if (!bytes) {
-      exitCode = usageError(bytes.status().message() +
-                            " (bytes per device; 0: no combining)");
-      return false;
-    }
-    options.combineBytes = *bytes;
-  }
-  if (cl.has("--max-padding")) {
-    Expected<double> fraction = tools::parseNumberFlag(
-        "--max-padding", cl.get("--max-padding"), 0, 1);
-    if (!fraction) {
-      exitCode = usageError(fraction.status().message());
-      return false;
-    }
-    options.maxPadding = *fraction;
-  }
-  if (cl.on("--train")) {
-    if (!parseTrainChoices(cl, options, exitCode))
-      return false;
-    options.trainMixedPrecision = cl.on("--mixed-precision");
-    if (cl.has("--micro-batches")) {
-      Expected<int64_t> micro = tools::parseIntegerFlag(
-          "--micro-batches", cl.get("--micro-batches"), 1, 1 << 20);
-      if (!micro) {
-        exitCode = usageError(micro.status().message());
-        return false;
-      }
-      options.trainMicroBatches = *micro;
-    }
-    if (cl.has("--lr")) {
-      Expected<double> rate =
-          tools::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
-      if (!rate) {
-        exitCode = usageError(rate.status().message());
-        return false;
-      }
-      options.trainLearningRate = *rate;
-    }
-  } else if (cl.has("--optimizer") || cl.has("--lr") ||
-             cl.on("--mixed-precision") || cl.has("--micro-batches") ||
-             cl.has("--remat") || cl.has("--clip-norm")) {
-    exitCode = usageError("--optimizer, --lr, --mixed-precision, "
-                          "--micro-batches, --remat and --clip-norm need "
-                          "--train");
-    return false;
-  }
-  if (cl.has("--mesh")) {
-    std::string text = cl.get("--mesh");
-    llvm::StringRef spec = text;
-    if (size_t colon = spec.find(':'); colon != llvm::StringRef::npos)
-      spec = spec.drop_front(colon + 1);
-    Expected<Mesh> mesh = parseMeshSpec(spec.str());
-    if (!mesh) {
-      exitCode = usageError("invalid --mesh '" + text +
-                            "': " + mesh.status().message());
-      return false;
-    }
-    options.mesh = text;
-  }
-  return true;
-}
-
 mlir::OwningOpRef<mlir::ModuleOp>
-partita::cli::buildModelOrReport(Session &session, const ModelConfig &config,
-                                 const Mesh &mesh) {
+partita::buildModelOrReport(Session &session, const ModelConfig &config,
+                            const Mesh &mesh) {
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> built =
       buildModel(&session.context, config, mesh);
   if (!built) {
-    usageError(built.status().message());
+    session.errors << "error: " << built.status().message() << "\n";
     return nullptr;
   }
   if (mlir::failed(mlir::verify(**built))) {
-    llvm::errs() << "error: the " << config.model
-                 << " builder produced an invalid module\n";
+    session.errors << "error: the " << config.model
+                   << " builder produced an invalid module\n";
     return nullptr;
   }
   return std::move(*built);
 }
 
-bool partita::cli::writeOutputFile(
+bool partita::writeOutputFile(
     const std::string &path,
     const std::function<void(llvm::raw_ostream &)> &write) {
   std::string text;
@@ -602,9 +437,9 @@ bool partita::cli::writeOutputFile(
   return true;
 }
 
-bool partita::cli::runPipeline(Session &session, mlir::ModuleOp module,
-                               const PipelineOptions &options,
-                               mlir::TimingScope *timing) {
+bool partita::runPipeline(Session &session, mlir::ModuleOp module,
+                          const PipelineOptions &options,
+                          mlir::TimingScope *timing) {
   mlir::PassManager passes(&session.context);
   buildPipeline(passes, options);
   // The input was verified when it was read; the passes' output is verified
@@ -619,27 +454,4 @@ bool partita::cli::runPipeline(Session &session, mlir::ModuleOp module,
   if (timing)
     verifying.emplace(timing->nest("verify the result"));
   return mlir::succeeded(mlir::verify(module));
-}
-
-std::optional<int>
-partita::cli::startCommand(const std::vector<std::string> &args,
-                           const std::vector<std::string> &extraFlags,
-                           const char *usage, Stage stage, CommandLine &cl,
-                           PipelineOptions &options,
-                           const std::vector<std::string> &extraSwitches) {
-  int exitCode = 0;
-  std::vector<std::string> valueFlags = pipelineValueFlags();
-  valueFlags.insert(valueFlags.end(), extraFlags.begin(), extraFlags.end());
-  std::vector<std::string> switches = {"--strict", "--check", "--train",
-                                       "--mixed-precision", "--no-overlap"};
-  switches.insert(switches.end(), extraSwitches.begin(), extraSwitches.end());
-  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
-    return exitCode;
-  if (cl.help) {
-    llvm::outs() << usage;
-    return 0;
-  }
-  if (!pipelineOptions(cl, stage, options, exitCode))
-    return exitCode;
-  return std::nullopt;
 }
