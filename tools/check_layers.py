@@ -52,6 +52,10 @@ LIB_LAYERS = [
     ("driver", ["include/partita/Driver", "lib/Driver"],
      ["registration", "codegen", "analysis", "transforms", "models",
       "conversion", "runtime", "dialect-utils", "dialect", "sharding"]),
+    ("planning", ["include/partita/Planning", "lib/Planning"],
+     ["driver", "pipelining", "registration", "codegen", "analysis",
+      "transforms", "models", "conversion", "runtime", "dialect-utils",
+      "dialect", "sharding"]),
 ]
 ALL_LIB = [name for name, _, _ in LIB_LAYERS]
 
@@ -89,6 +93,7 @@ HEADER_LAYERS = [
     ("partita/Partita.h", "registration"),
     ("partita/Registration.h", "registration"),
     ("partita/Driver/", "driver"),
+    ("partita/Planning/", "planning"),
 ]
 
 # Every Partita* name a CMakeLists.txt may write, and its layer. Generated
@@ -114,6 +119,7 @@ LIBRARIES = {
     "PartitaPipelining": "pipelining",
     "PartitaRegistration": "registration",
     "PartitaDriver": "driver",
+    "PartitaPlanning": "planning",
     "PartitaToolSupport": "tools-common",
     "PartitaTestPasses": "test-passes",
     "PartitaCommands": "tools",

@@ -12,8 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Flags.h"
-#include "StepCost.h"
 #include "TrainSupport.h"
+#include "partita/Planning/StepCost.h"
 
 #include "partita/Codegen/LowerToExecutable.h"
 

@@ -13,9 +13,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Flags.h"
-#include "PlanSearch.h"
-#include "StepCost.h"
 #include "TrainSupport.h"
+#include "partita/Planning/PlanSearch.h"
+#include "partita/Planning/StepCost.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Sharding/TextLimits.h"

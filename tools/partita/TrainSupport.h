@@ -10,6 +10,8 @@
 
 #include "Flags.h"
 
+#include "partita/Planning/PipelineFigures.h"
+
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Models/Models.h"
 #include "partita/Runtime/Pipeline/PipelineRun.h"
@@ -320,38 +322,6 @@ int trainPipelined(const CommandLine &cl, TrainRequest &request);
 int compilePipelinedCommand(const CommandLine &cl,
                             const PipelineOptions &options, Session &session,
                             mlir::ModuleOp module);
-
-/// A pipelined step's schedule in figures (PipelineReport.cpp): the
-/// published formula's bubble (-1 where there is none), and the schedule
-/// simulated with uniform stages and with the stages' FLOPs.
-struct PipelineFigures {
-  double formula = -1;
-  ScheduleTimeline uniform, byFlops;
-};
-
-Expected<PipelineFigures> scheduleFigures(const PipelinedStep &step);
-
-/// Bytes a stage keeps per micro-batch between its forward and backward
-/// passes (what its forward program outputs), global.
-int64_t activationBytes(const PipelineStage &stage);
-
-/// Bytes stage `s` sends to other stages per micro-batch, global:
-/// activations from its forward program, gradients from its backward.
-struct StageTraffic {
-  int64_t forward = 0, backward = 0;
-};
-StageTraffic stageTraffic(const PipelinedStep &step, int s);
-
-/// One line per stage (what it holds, FLOPs, activations, what it sends)
-/// and the bubble.
-void printPipelineStages(llvm::raw_ostream &os, const PipelinedStep &step,
-                         const PipelineFigures &figures);
-
-/// Writes the figures (and a run's measurements, when given) as JSON to
-/// `path`; false after reporting a file that cannot be written.
-bool writePipelineReport(const std::string &path, const PipelinedStep &step,
-                         const PipelineFigures &figures,
-                         const PipelineStepResult *measured);
 
 } // namespace partita::cli
 

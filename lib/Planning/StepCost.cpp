@@ -1,6 +1,6 @@
 //===- StepCost.cpp - What a compiled step costs on a measured machine ----===//
 
-#include "StepCost.h"
+#include "partita/Planning/StepCost.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
@@ -10,7 +10,6 @@
 #include <cstdlib>
 
 using namespace partita;
-using namespace partita::cli;
 
 namespace {
 
@@ -63,10 +62,10 @@ void walk(const Executable &program, size_t begin, size_t end, double times,
       llvm::StringRef(inst.text).split(axes, ',', -1, false);
       for (llvm::StringRef axis : axes)
         group *= std::max<int64_t>(program.mesh.axisSize(axis), 1);
-      double bytes = inst.operands.empty()
-                         ? 0
-                         : static_cast<double>(
-                               program.slots[inst.operands[0]].bytes());
+      double bytes =
+          inst.operands.empty()
+              ? 0
+              : static_cast<double>(program.slots[inst.operands[0]].bytes());
       StepProfile::Calls &calls =
           profile.collectives[{opCodeName(inst.op), group}];
       calls.count += times;
@@ -116,14 +115,14 @@ double ringFactor(const std::string &kind, int64_t group) {
 
 } // namespace
 
-StepProfile partita::cli::profileExecutable(const Executable &program) {
+StepProfile partita::profileExecutable(const Executable &program) {
   StepProfile profile;
   walk(program, 0, program.instructions.size(), 1, profile);
   return profile;
 }
 
-const CollectiveFit *Calibration::fitFor(const std::string &kind,
-                                         int64_t group, double &scale) const {
+const CollectiveFit *Calibration::fitFor(const std::string &kind, int64_t group,
+                                         double &scale) const {
   scale = 1;
   const CollectiveFit *nearest = nullptr;
   int64_t nearestGroup = 0;
@@ -132,8 +131,8 @@ const CollectiveFit *Calibration::fitFor(const std::string &kind,
       continue;
     if (key.second == group)
       return &fit;
-    if (!nearest || std::llabs(key.second - group) <
-                        std::llabs(nearestGroup - group)) {
+    if (!nearest ||
+        std::llabs(key.second - group) < std::llabs(nearestGroup - group)) {
       nearest = &fit;
       nearestGroup = key.second;
     }
@@ -144,9 +143,9 @@ const CollectiveFit *Calibration::fitFor(const std::string &kind,
 }
 
 std::pair<double, double>
-partita::cli::predictSeconds(const StepProfile &profile,
-                             const Calibration &calibration,
-                             const AxisLink &unmeasured) {
+partita::predictSeconds(const StepProfile &profile,
+                        const Calibration &calibration,
+                        const AxisLink &unmeasured) {
   double compute = profile.instructions * calibration.instructionUs * 1e-6 +
                    profile.einsumFlops / calibration.einsumFlopsPerSecond +
                    profile.elements / calibration.elementsPerSecond;
@@ -170,8 +169,8 @@ partita::cli::predictSeconds(const StepProfile &profile,
   return {compute, comm};
 }
 
-double partita::cli::launchSeconds(const Executable &program,
-                                   const Calibration &calibration) {
+double partita::launchSeconds(const Executable &program,
+                              const Calibration &calibration) {
   double bytes = 0;
   for (const std::vector<ExecutableValue> *values :
        {&program.inputs, &program.outputs})
@@ -179,8 +178,8 @@ double partita::cli::launchSeconds(const Executable &program,
       double elements = 1;
       for (int64_t d : value.globalShape)
         elements *= static_cast<double>(d);
-      bytes += elements * static_cast<double>(
-                              dtypeSize(program.slots[value.slot].dtype));
+      bytes += elements *
+               static_cast<double>(dtypeSize(program.slots[value.slot].dtype));
     }
   return calibration.launchUs * 1e-6 +
          (calibration.hostBytesPerSecond > 0
@@ -189,9 +188,8 @@ double partita::cli::launchSeconds(const Executable &program,
 }
 
 std::pair<double, double>
-partita::cli::predictSecondsOnLink(const StepProfile &profile,
-                                   double flopsPerSecond,
-                                   const AxisLink &link) {
+partita::predictSecondsOnLink(const StepProfile &profile, double flopsPerSecond,
+                              const AxisLink &link) {
   double compute =
       (profile.einsumFlops + profile.elements / 3) / flopsPerSecond;
   double comm = 0;
@@ -203,16 +201,16 @@ partita::cli::predictSecondsOnLink(const StepProfile &profile,
           CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
           CollectiveKind::AllToAll, CollectiveKind::CollectivePermute})
       if (key.first == collectiveName(kind))
-        comm += calls.count * 1e-6 *
-                collectiveTimeUs(kind, key.second, calls.bytes / calls.count,
-                                 link);
+        comm +=
+            calls.count * 1e-6 *
+            collectiveTimeUs(kind, key.second, calls.bytes / calls.count, link);
   }
   return {compute, comm};
 }
 
 Expected<Calibration>
-partita::cli::parseCalibration(const llvm::json::Object &object,
-                               const std::string &where) {
+partita::parseCalibration(const llvm::json::Object &object,
+                          const std::string &where) {
   Calibration calibration;
   auto number = [&](llvm::StringRef field, double &into,
                     bool zeroAllowed) -> Status {
@@ -248,8 +246,8 @@ partita::cli::parseCalibration(const llvm::json::Object &object,
                         calibration.einsumFlopsPerSecond, false);
       !s.ok())
     return s;
-  if (Status s = number("elements_per_second", calibration.elementsPerSecond,
-                        false);
+  if (Status s =
+          number("elements_per_second", calibration.elementsPerSecond, false);
       !s.ok())
     return s;
   // Optional (calibrations before pipelined layouts were costed).
@@ -284,8 +282,7 @@ partita::cli::parseCalibration(const llvm::json::Object &object,
     if (*kind != "all_reduce" && *kind != "all_gather" &&
         *kind != "reduce_scatter" && *kind != "all_to_all" &&
         *kind != "collective_permute")
-      return Status::error(where + ": unknown collective kind '" +
-                           kind->str() +
+      return Status::error(where + ": unknown collective kind '" + kind->str() +
                            "' (all_reduce, all_gather, reduce_scatter, "
                            "all_to_all, collective_permute)");
     calibration.collectives[{kind->str(), *group}] = {*latency, *bandwidth};
@@ -293,8 +290,7 @@ partita::cli::parseCalibration(const llvm::json::Object &object,
   return calibration;
 }
 
-llvm::json::Object
-partita::cli::calibrationObject(const Calibration &calibration) {
+llvm::json::Object partita::calibrationObject(const Calibration &calibration) {
   llvm::json::Array list;
   for (const auto &[key, fit] : calibration.collectives)
     list.push_back(llvm::json::Object{{"kind", key.first},

@@ -5,10 +5,10 @@
 // layers and extrapolated (docs/Planning.md).
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_TOOLS_PARTITA_PLANSEARCH_H
-#define PARTITA_TOOLS_PARTITA_PLANSEARCH_H
+#ifndef PARTITA_PLANNING_PLANSEARCH_H
+#define PARTITA_PLANNING_PLANSEARCH_H
 
-#include "StepCost.h"
+#include "partita/Planning/StepCost.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Runtime/Pipeline/Schedule.h"
@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-namespace partita::cli {
+namespace partita {
 
 /// The cluster the plan is for.
 struct Cluster {
@@ -150,6 +150,6 @@ screenLayouts(const std::vector<Candidate *> &order, const ModelConfig &config,
               const std::function<std::string(size_t)> &scratchFile,
               ScreenCounts &counts);
 
-} // namespace partita::cli
+} // namespace partita
 
-#endif // PARTITA_TOOLS_PARTITA_PLANSEARCH_H
+#endif // PARTITA_PLANNING_PLANSEARCH_H

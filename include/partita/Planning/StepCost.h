@@ -1,4 +1,5 @@
-//===- StepCost.h - What a compiled step costs on a measured machine -*- C++ -*-===//
+//===- StepCost.h - What a compiled step costs on a measured machine -*- C++
+//-*-===//
 //
 // The work one device does in a step, read from the Executable (loop bodies
 // counted once per trip), and the figures `partita calibrate` measures to
@@ -8,8 +9,8 @@
 // (docs/Planning.md, "Calibration").
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_TOOLS_PARTITA_STEPCOST_H
-#define PARTITA_TOOLS_PARTITA_STEPCOST_H
+#ifndef PARTITA_PLANNING_STEPCOST_H
+#define PARTITA_PLANNING_STEPCOST_H
 
 #include "partita/Runtime/Program/Executable.h"
 #include "partita/Sharding/Cost.h"
@@ -22,7 +23,7 @@
 #include <string>
 #include <utility>
 
-namespace partita::cli {
+namespace partita {
 
 /// One device's work in one step of an Executable.
 struct StepProfile {
@@ -81,8 +82,7 @@ std::pair<double, double> predictSeconds(const StepProfile &profile,
 /// What running `program` apart costs beyond its instructions: the
 /// calibration's launch cost and its global inputs and outputs copied at
 /// the host's rate.
-double launchSeconds(const Executable &program,
-                     const Calibration &calibration);
+double launchSeconds(const Executable &program, const Calibration &calibration);
 
 /// Predicted compute and communication seconds of `profile` without a
 /// calibration: einsum FLOPs and one FLOP per element written (a third of
@@ -100,6 +100,6 @@ Expected<Calibration> parseCalibration(const llvm::json::Object &object,
 /// A calibration as the cluster file holds it.
 llvm::json::Object calibrationObject(const Calibration &calibration);
 
-} // namespace partita::cli
+} // namespace partita
 
-#endif // PARTITA_TOOLS_PARTITA_STEPCOST_H
+#endif // PARTITA_PLANNING_STEPCOST_H

@@ -15,8 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanPipelined.h"
-#include "TrainSupport.h"
+#include "partita/Planning/PlanPipelined.h"
+#include "partita/Planning/PipelineFigures.h"
+
+#include "partita/Driver/Session.h"
 
 #include "partita/Pipelining/Pipelining.h"
 
@@ -26,7 +28,6 @@
 #include <algorithm>
 
 using namespace partita;
-using namespace partita::cli;
 
 namespace {
 
@@ -55,8 +56,8 @@ std::string FirstError::message() const {
 }
 
 Expected<std::vector<StageFigures>>
-partita::cli::compileStageFigures(const PipelinedRequest &request,
-                                  const ProgramSeconds &seconds) {
+partita::compileStageFigures(const PipelinedRequest &request,
+                             const ProgramSeconds &seconds) {
   Session session;
   // Layouts compile side by side, one per core: no pool per context.
   session.context.disableMultithreading();
@@ -141,18 +142,17 @@ partita::cli::compileStageFigures(const PipelinedRequest &request,
 }
 
 Expected<PipelinedEstimate>
-partita::cli::estimateFromStages(const std::vector<StageFigures> &stages,
-                                 ScheduleKind kind, int64_t virtualStages,
-                                 int64_t microBatches) {
+partita::estimateFromStages(const std::vector<StageFigures> &stages,
+                            ScheduleKind kind, int64_t virtualStages,
+                            int64_t microBatches) {
   int64_t chunks = std::max<int64_t>(virtualStages, 1);
   if (stages.empty() || stages.size() % static_cast<size_t>(chunks))
     return Status::error("internal error: " + std::to_string(stages.size()) +
                          " stages for " + std::to_string(chunks) +
                          " chunks per rank");
   int ranks = static_cast<int>(stages.size() / static_cast<size_t>(chunks));
-  Expected<PipelineSchedule> schedule =
-      buildSchedule(kind, ranks, static_cast<int>(microBatches),
-                    static_cast<int>(chunks));
+  Expected<PipelineSchedule> schedule = buildSchedule(
+      kind, ranks, static_cast<int>(microBatches), static_cast<int>(chunks));
   if (!schedule)
     return schedule.status();
   std::vector<PipeCosts> total, computeOnly;
@@ -175,10 +175,9 @@ partita::cli::estimateFromStages(const std::vector<StageFigures> &stages,
   Expected<ScheduleTimeline> computeTimeline =
       simulateSchedule(*schedule, computeOnly);
   if (!timeline || !computeTimeline)
-    return Status::error("the schedule does not simulate: " +
-                         (timeline ? computeTimeline.status()
-                                   : timeline.status())
-                             .message());
+    return Status::error(
+        "the schedule does not simulate: " +
+        (timeline ? computeTimeline.status() : timeline.status()).message());
   double stepSeconds =
       timeline->makespan + *std::max_element(update.begin(), update.end());
   estimate.computeSeconds =
@@ -211,8 +210,8 @@ partita::cli::estimateFromStages(const std::vector<StageFigures> &stages,
 }
 
 Expected<PipelinedEstimate>
-partita::cli::estimatePipelined(const PipelinedRequest &request,
-                                const ProgramSeconds &seconds) {
+partita::estimatePipelined(const PipelinedRequest &request,
+                           const ProgramSeconds &seconds) {
   Expected<std::vector<StageFigures>> stages =
       compileStageFigures(request, seconds);
   if (!stages)
@@ -246,10 +245,11 @@ void forEachFigure(StageFigures &out, const StageFigures &a,
 
 } // namespace
 
-std::vector<StageFigures> partita::cli::extrapolateStages(
-    const std::vector<StageFigures> &shallow,
-    const std::vector<StageFigures> &deeper, double screenLayers,
-    double layersPerStage, int64_t count) {
+std::vector<StageFigures>
+partita::extrapolateStages(const std::vector<StageFigures> &shallow,
+                           const std::vector<StageFigures> &deeper,
+                           double screenLayers, double layersPerStage,
+                           int64_t count) {
   double more = layersPerStage - screenLayers - 1;
   auto extend = [&](size_t s) {
     StageFigures whole;
@@ -270,14 +270,12 @@ std::vector<StageFigures> partita::cli::extrapolateStages(
     forEachFigure(middle, first, last, [](double &out, double a, double b) {
       out = std::min(a, b);
     });
-    middle.total.forward =
-        std::min(first.total.forward - first.sendForward,
-                 last.total.forward - last.sendForward) +
-        first.sendForward;
-    middle.total.backward =
-        std::min(first.total.backward - first.sendBackward,
-                 last.total.backward - last.sendBackward) +
-        last.sendBackward;
+    middle.total.forward = std::min(first.total.forward - first.sendForward,
+                                    last.total.forward - last.sendForward) +
+                           first.sendForward;
+    middle.total.backward = std::min(first.total.backward - first.sendBackward,
+                                     last.total.backward - last.sendBackward) +
+                            last.sendBackward;
     middle.sendForward = first.sendForward;
     middle.sendBackward = last.sendBackward;
   }

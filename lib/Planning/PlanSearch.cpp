@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanSearch.h"
-#include "Flags.h"
-#include "PlanPipelined.h"
-#include "TrainSupport.h"
+#include "partita/Planning/PlanSearch.h"
+#include "partita/Driver/Session.h"
+#include "partita/Planning/PipelineFigures.h"
+#include "partita/Planning/PlanPipelined.h"
 
 #include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
@@ -29,12 +29,11 @@
 #include <tuple>
 
 using namespace partita;
-using namespace partita::cli;
 
-std::pair<AxisLink, AxisLink>
-partita::cli::axisLinks(const Candidate &c, const Cluster &cluster) {
-  int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
-                                               : c.data * c.model;
+std::pair<AxisLink, AxisLink> partita::axisLinks(const Candidate &c,
+                                                 const Cluster &cluster) {
+  int64_t perNode =
+      cluster.devicesPerNode > 0 ? cluster.devicesPerNode : c.data * c.model;
   return {c.data * c.model > perNode ? cluster.inter : cluster.intra,
           cluster.intra};
 }
@@ -78,8 +77,7 @@ bool writeSpec(Candidate &c, const Cluster &cluster,
 /// spec written to `specPath`); false, with c.failure, when it cannot be.
 bool pipelinedRequest(Candidate &c, const ModelConfig &model,
                       const Cluster &cluster, int64_t globalBatch,
-                      const std::string &specPath,
-                      PipelinedRequest &request) {
+                      const std::string &specPath, PipelinedRequest &request) {
   Expected<Mesh> rankMesh = parseMeshSpec(c.rankMeshText());
   if (!rankMesh) {
     c.failure = rankMesh.status().message();
@@ -146,8 +144,8 @@ void evaluatePipelined(Candidate &c, const ModelConfig &model,
   PipelinedRequest request;
   if (!pipelinedRequest(c, model, cluster, globalBatch, specPath, request))
     return;
-  takeEstimate(c, estimatePipelined(
-                      request, pipelinedProgramSeconds(c, cluster)));
+  takeEstimate(c,
+               estimatePipelined(request, pipelinedProgramSeconds(c, cluster)));
 }
 
 /// A pipelined `c` screened at `stageLayers` layers per stage: the stages
@@ -172,9 +170,9 @@ screenPipelined(Candidate c, const ModelConfig &model, int64_t stageLayers,
 
 } // namespace
 
-void partita::cli::evaluate(Candidate &c, const ModelConfig &model,
-                            const Cluster &cluster, int64_t globalBatch,
-                            const std::string &specPath) {
+void partita::evaluate(Candidate &c, const ModelConfig &model,
+                       const Cluster &cluster, int64_t globalBatch,
+                       const std::string &specPath) {
   if (c.pipe > 1)
     return evaluatePipelined(c, model, cluster, globalBatch, specPath);
   Session session;
@@ -201,8 +199,7 @@ void partita::cli::evaluate(Candidate &c, const ModelConfig &model,
   options.interconnectFile = specPath;
   options.stage = Stage::Partitioned;
   if (!module || !runPipeline(session, *module, options)) {
-    c.failure = "does not compile: " +
-                firstError.message();
+    c.failure = "does not compile: " + firstError.message();
     return;
   }
   Expected<Interconnect> interconnect = readInterconnect(specPath);
@@ -232,7 +229,7 @@ void partita::cli::evaluate(Candidate &c, const ModelConfig &model,
   c.collectives = report.totalCollectives;
 }
 
-size_t partita::cli::parallelism() {
+size_t partita::parallelism() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -270,8 +267,8 @@ SearchProgress &searchProgress() {
 
 } // namespace
 
-void partita::cli::forEachInParallel(
-    size_t count, const char *what, const std::function<void(size_t)> &body) {
+void partita::forEachInParallel(size_t count, const char *what,
+                                const std::function<void(size_t)> &body) {
   SearchProgress &progress = searchProgress();
   std::atomic<size_t> done{0};
   auto run = [&](size_t i) {
@@ -294,7 +291,6 @@ void partita::cli::forEachInParallel(
   for (std::thread &worker : workers)
     worker.join();
 }
-
 
 namespace {
 
@@ -331,8 +327,8 @@ void screenSet(const std::vector<Candidate *> &set, const ModelConfig &config,
           screenPipelined(*set[k], config, kScreenStageLayers + int64_t(i % 2),
                           cluster, globalBatch, scratchFile(i));
     else
-      evaluate(i % 2 ? deepers[k] : shallows[k], i % 2 ? next : small,
-               cluster, globalBatch, scratchFile(i));
+      evaluate(i % 2 ? deepers[k] : shallows[k], i % 2 ? next : small, cluster,
+               globalBatch, scratchFile(i));
   });
   for (size_t k = 0; k < set.size(); ++k) {
     Candidate *c = set[k];
@@ -347,8 +343,8 @@ void screenSet(const std::vector<Candidate *> &set, const ModelConfig &config,
           static_cast<double>(config.layers) / static_cast<double>(count),
           count);
       Candidate whole = *c;
-      takeEstimate(whole, estimateFromStages(stages, c->schedule,
-                                             c->chunks(), c->micro));
+      takeEstimate(whole, estimateFromStages(stages, c->schedule, c->chunks(),
+                                             c->micro));
       if (!whole.compiled)
         continue;
       c->screenedMemory = whole.memory;
@@ -360,8 +356,7 @@ void screenSet(const std::vector<Candidate *> &set, const ModelConfig &config,
       double more = static_cast<double>(config.layers - kScreenLayers - 1);
       auto extend = [&](double a, double b) { return b + more * (b - a); };
       c->screenedMemory = extend(shallow.memory, deeper.memory);
-      c->estimatedSeconds =
-          extend(shallow.stepSeconds(), deeper.stepSeconds());
+      c->estimatedSeconds = extend(shallow.stepSeconds(), deeper.stepSeconds());
     }
     c->screened = true;
     ++counts.screened;
@@ -380,11 +375,12 @@ void screenSet(const std::vector<Candidate *> &set, const ModelConfig &config,
 
 } // namespace
 
-std::vector<Candidate *> partita::cli::screenLayouts(
-    const std::vector<Candidate *> &order, const ModelConfig &config,
-    const Cluster &cluster, int64_t globalBatch, double budget, int64_t groups,
-    const std::function<std::string(size_t)> &scratchFile,
-    ScreenCounts &counts) {
+std::vector<Candidate *>
+partita::screenLayouts(const std::vector<Candidate *> &order,
+                       const ModelConfig &config, const Cluster &cluster,
+                       int64_t globalBatch, double budget, int64_t groups,
+                       const std::function<std::string(size_t)> &scratchFile,
+                       ScreenCounts &counts) {
   // Pipelined layouts by group, leanest first: the most micro-batches
   // (the fewest activations in flight), per-layer recomputation before
   // none, then 1F1B, zero-bubble (1F1B's memory) and interleaved (more
@@ -408,7 +404,7 @@ std::vector<Candidate *> partita::cli::screenLayouts(
                        if (a->remat != b->remat)
                          return a->remat != Remat::None;
                        auto order = [](ScheduleKind kind) {
-                         return kind == ScheduleKind::OneFOneB ? 0
+                         return kind == ScheduleKind::OneFOneB     ? 0
                                 : kind == ScheduleKind::ZeroBubble ? 1
                                                                    : 2;
                        };
@@ -428,12 +424,11 @@ std::vector<Candidate *> partita::cli::screenLayouts(
     if (lean->screened && !lean->screenedOut)
       fitting.push_back(members);
   }
-  std::stable_sort(fitting.begin(), fitting.end(),
-                   [](const std::vector<Candidate *> *a,
-                      const std::vector<Candidate *> *b) {
-                     return a->front()->estimatedSeconds <
-                            b->front()->estimatedSeconds;
-                   });
+  std::stable_sort(
+      fitting.begin(), fitting.end(),
+      [](const std::vector<Candidate *> *a, const std::vector<Candidate *> *b) {
+        return a->front()->estimatedSeconds < b->front()->estimatedSeconds;
+      });
   // The fastest layout screened so far that fits.
   double best = 0;
   for (Candidate *c : first)
@@ -443,17 +438,15 @@ std::vector<Candidate *> partita::cli::screenLayouts(
   std::vector<Candidate *> rest;
   size_t explored = 0;
   for (; explored < fitting.size() && explored < size_t(groups) &&
-         fitting[explored]->front()->estimatedSeconds <=
-             kExploreWithin * best;
+         fitting[explored]->front()->estimatedSeconds <= kExploreWithin * best;
        ++explored)
     rest.insert(rest.end(), fitting[explored]->begin() + 1,
                 fitting[explored]->end());
   screenSet(rest, config, cluster, globalBatch, budget, scratchFile, counts);
   for (std::vector<Candidate *> *members : pipelined) {
     const Candidate *lean = members->front();
-    bool wasExplored =
-        std::find(fitting.begin(), fitting.begin() + explored, members) !=
-        fitting.begin() + explored;
+    bool wasExplored = std::find(fitting.begin(), fitting.begin() + explored,
+                                 members) != fitting.begin() + explored;
     for (size_t m = 1; m < members->size(); ++m) {
       Candidate *c = (*members)[m];
       // Screened; or explored and its own screen failed: compiled at full

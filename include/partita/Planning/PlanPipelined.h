@@ -4,10 +4,10 @@
 // (docs/Planning.md, "Pipeline parallelism").
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_TOOLS_PARTITA_PLANPIPELINED_H
-#define PARTITA_TOOLS_PARTITA_PLANPIPELINED_H
+#ifndef PARTITA_PLANNING_PLANPIPELINED_H
+#define PARTITA_PLANNING_PLANPIPELINED_H
 
-#include "StepCost.h"
+#include "partita/Planning/StepCost.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Runtime/Pipeline/Schedule.h"
@@ -20,7 +20,7 @@
 #include <map>
 #include <string>
 
-namespace partita::cli {
+namespace partita {
 
 /// While alive, keeps the first error a compile in `context` reports and
 /// prints none (plan compiles many layouts; their failures are listed).
@@ -114,9 +114,9 @@ Expected<PipelinedEstimate> estimatePipelined(const PipelinedRequest &request,
 /// two ends (docs/Planning.md, "Screening").
 std::vector<StageFigures>
 extrapolateStages(const std::vector<StageFigures> &shallow,
-                  const std::vector<StageFigures> &deeper,
-                  double screenLayers, double layersPerStage, int64_t stages);
+                  const std::vector<StageFigures> &deeper, double screenLayers,
+                  double layersPerStage, int64_t stages);
 
-} // namespace partita::cli
+} // namespace partita
 
-#endif // PARTITA_TOOLS_PARTITA_PLANPIPELINED_H
+#endif // PARTITA_PLANNING_PLANPIPELINED_H

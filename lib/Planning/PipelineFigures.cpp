@@ -1,4 +1,4 @@
-//===- PipelineReport.cpp - What a pipelined step does, in figures --------===//
+//===- PipelineFigures.cpp - What a pipelined step does, in figures -------===//
 //
 // The figures `partita train --pp` and `partita compile --pp` show: each
 // stage's FLOPs, the activations it keeps per micro-batch, what it sends
@@ -8,7 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainSupport.h"
+#include "partita/Planning/PipelineFigures.h"
+
+#include "partita/Driver/Session.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -16,7 +18,6 @@
 #include <set>
 
 using namespace partita;
-using namespace partita::cli;
 
 namespace {
 
@@ -59,14 +60,14 @@ std::vector<PipeCosts> stageCosts(const PipelinedStep &step, bool byFlops) {
 
 /// Bytes a stage keeps per micro-batch between its forward and backward
 /// passes: what its forward program outputs (saved and sent values).
-int64_t partita::cli::activationBytes(const PipelineStage &stage) {
+int64_t partita::activationBytes(const PipelineStage &stage) {
   int64_t bytes = 0;
   for (const ExecutableValue &output : stage.forward.executable.outputs) {
     int64_t elements = 1;
     for (int64_t d : output.globalShape)
       elements *= d;
-    bytes += elements *
-             dtypeSize(stage.forward.executable.slots[output.slot].dtype);
+    bytes +=
+        elements * dtypeSize(stage.forward.executable.slots[output.slot].dtype);
   }
   return bytes;
 }
@@ -78,7 +79,7 @@ static int64_t outputBytes(const Executable &program, size_t k) {
   return elements * dtypeSize(program.slots[program.outputs[k].slot].dtype);
 }
 
-StageTraffic partita::cli::stageTraffic(const PipelinedStep &step, int s) {
+StageTraffic partita::stageTraffic(const PipelinedStep &step, int s) {
   // Each output another stage reads counts once, however many read it.
   std::set<std::pair<int, int32_t>> sent;
   for (size_t c = 0; c < step.stages.size(); ++c) {
@@ -102,7 +103,7 @@ StageTraffic partita::cli::stageTraffic(const PipelinedStep &step, int s) {
   return traffic;
 }
 
-Expected<PipelineFigures> partita::cli::scheduleFigures(const PipelinedStep &step) {
+Expected<PipelineFigures> partita::scheduleFigures(const PipelinedStep &step) {
   PipelineFigures figures;
   figures.formula = bubbleFormula(step.schedule);
   Expected<ScheduleTimeline> uniform =
@@ -118,20 +119,18 @@ Expected<PipelineFigures> partita::cli::scheduleFigures(const PipelinedStep &ste
   return figures;
 }
 
-void partita::cli::printPipelineStages(llvm::raw_ostream &os,
-                                       const PipelinedStep &step,
-                                       const PipelineFigures &figures) {
+void partita::printPipelineStages(llvm::raw_ostream &os,
+                                  const PipelinedStep &step,
+                                  const PipelineFigures &figures) {
   const PipelineSchedule &schedule = step.schedule;
   for (size_t s = 0; s < step.stages.size(); ++s) {
     const PipelineStage &stage = step.stages[s];
     os << "  stage " << s << " (rank "
-                 << schedule.rankOfStage(static_cast<int>(s))
-                 << "): " << stage.summary << ", " << stage.paramIndex.size()
-                 << " parameters, " << stage.forwardFlops
-                 << " forward FLOPs, " << activationBytes(stage)
-                 << " activation bytes per micro-batch"
-                 << (stage.weightGrad.present ? ", weight gradients apart"
-                                              : "");
+       << schedule.rankOfStage(static_cast<int>(s)) << "): " << stage.summary
+       << ", " << stage.paramIndex.size() << " parameters, "
+       << stage.forwardFlops << " forward FLOPs, " << activationBytes(stage)
+       << " activation bytes per micro-batch"
+       << (stage.weightGrad.present ? ", weight gradients apart" : "");
     int64_t collectives = 0;
     for (const StageProgram *program :
          {&stage.forward, &stage.backward, &stage.weightGrad})
@@ -146,20 +145,19 @@ void partita::cli::printPipelineStages(llvm::raw_ostream &os,
     os << "\n";
   }
   os << "bubble: " << llvm::format("%.4f", figures.uniform.bubbleFraction)
-               << " by the schedule";
+     << " by the schedule";
   if (figures.formula >= 0)
-    os << " (formula " << llvm::format("%.4f", figures.formula)
-                 << ")";
+    os << " (formula " << llvm::format("%.4f", figures.formula) << ")";
   os << ", " << llvm::format("%.4f", figures.byFlops.bubbleFraction)
-               << " with the stages' FLOPs\n";
+     << " with the stages' FLOPs\n";
 }
 
 /// pipeline.json: the stages, the schedule's figures and the last step's
 /// measurements.
-bool partita::cli::writePipelineReport(const std::string &path,
-                                      const PipelinedStep &step,
-                                      const PipelineFigures &figures,
-                                      const PipelineStepResult *measured) {
+bool partita::writePipelineReport(const std::string &path,
+                                  const PipelinedStep &step,
+                                  const PipelineFigures &figures,
+                                  const PipelineStepResult *measured) {
   return writeOutputFile(path, [&](llvm::raw_ostream &os) {
     llvm::json::OStream json(os, 2);
     const PipelineSchedule &schedule = step.schedule;
@@ -204,8 +202,8 @@ bool partita::cli::writePipelineReport(const std::string &path,
           int64_t perMicroBatch = 0;
           for (size_t s = 0; s < step.stages.size(); ++s)
             if (schedule.rankOfStage(static_cast<int>(s)) == r)
-              perMicroBatch = std::max(perMicroBatch,
-                                       activationBytes(step.stages[s]));
+              perMicroBatch =
+                  std::max(perMicroBatch, activationBytes(step.stages[s]));
           json.object([&] {
             json.attribute("rank", r);
             json.attribute("bubble", figures.uniform.bubble[r]);
@@ -227,4 +225,3 @@ bool partita::cli::writePipelineReport(const std::string &path,
     os << "\n";
   });
 }
-
