@@ -56,6 +56,10 @@ LIB_LAYERS = [
      ["driver", "pipelining", "registration", "codegen", "analysis",
       "transforms", "models", "conversion", "runtime", "dialect-utils",
       "dialect", "sharding"]),
+    ("reporting", ["include/partita/Reporting", "lib/Reporting"],
+     ["driver", "registration", "codegen", "analysis", "transforms",
+      "models", "conversion", "runtime", "dialect-utils", "dialect",
+      "sharding"]),
 ]
 ALL_LIB = [name for name, _, _ in LIB_LAYERS]
 
@@ -94,6 +98,7 @@ HEADER_LAYERS = [
     ("partita/Registration.h", "registration"),
     ("partita/Driver/", "driver"),
     ("partita/Planning/", "planning"),
+    ("partita/Reporting/", "reporting"),
 ]
 
 # Every Partita* name a CMakeLists.txt may write, and its layer. Generated
@@ -120,6 +125,7 @@ LIBRARIES = {
     "PartitaRegistration": "registration",
     "PartitaDriver": "driver",
     "PartitaPlanning": "planning",
+    "PartitaReporting": "reporting",
     "PartitaToolSupport": "tools-common",
     "PartitaTestPasses": "test-passes",
     "PartitaCommands": "tools",

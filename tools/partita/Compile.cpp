@@ -1,7 +1,7 @@
 //===- Compile.cpp - partita compile --------------------------------------===//
 
-#include "HtmlReport.h"
 #include "TrainSupport.h"
+#include "partita/Reporting/HtmlReport.h"
 
 #include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
@@ -128,7 +128,8 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
     return 1;
   if (global) {
     mlir::TimingScope drawing = timing.nest("HTML report");
-    if (!writeHtmlFile(session, cl, options, *module, *global, ""))
+    if (!writeHtmlFile(session, inputTitle(cl), cl.get("--html"), options,
+                       *module, *global, ""))
       return 1;
   }
 

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Flags.h"
-#include "ValueCatalog.h"
+#include "partita/Reporting/ValueCatalog.h"
 
 #include "partita/Analysis/Report.h"
 #include "partita/Sharding/Layout.h"

@@ -85,6 +85,11 @@ struct CommandLine {
                   const std::string &fallback = "") const;
 };
 
+/// The input's name in titles: "<stdin>" for "-".
+inline std::string inputTitle(const CommandLine &cl) {
+  return cl.input == "-" ? "<stdin>" : cl.input;
+}
+
 /// Parses `args` with the tools' shared parser (tools/common/CommandLine.h):
 /// `valueFlags` take a value (`--flag v` or `--flag=v`),
 /// `switchFlags` take none; one positional input at most. Returns false after

@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HtmlReport.h"
-#include "TrainSupport.h"
 #include "../common/CommandLine.h"
+#include "TrainSupport.h"
+#include "partita/Reporting/HtmlReport.h"
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
@@ -464,7 +464,8 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
     rankOptions.trainOptimizer = TrainOptimizer::None;
     rankOptions.stage = Stage::Verified;
     mlir::OwningOpRef<mlir::ModuleOp> global = whole->clone();
-    if (!writeHtmlFile(session, cl, rankOptions, *whole, *global, summary))
+    if (!writeHtmlFile(session, inputTitle(cl), cl.get("--html"), rankOptions,
+                       *whole, *global, summary))
       return 1;
   }
   if (cl.has("--report") &&

@@ -7,10 +7,10 @@
 // file, no network: the data is embedded as JSON, the page draws it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_TOOLS_PARTITA_HTMLREPORT_H
-#define PARTITA_TOOLS_PARTITA_HTMLREPORT_H
+#ifndef PARTITA_REPORTING_HTMLREPORT_H
+#define PARTITA_REPORTING_HTMLREPORT_H
 
-#include "Flags.h"
+#include "partita/Driver/Session.h"
 
 #include "partita/Sharding/Cost.h"
 
@@ -18,7 +18,7 @@
 
 #include <string>
 
-namespace partita::cli {
+namespace partita {
 
 /// What the page shows: `global` is the program with every sharding
 /// (propagated, before partitioning), `partitioned` the per-device program
@@ -38,12 +38,14 @@ std::string renderHtmlReport(const HtmlReportInput &input);
 /// `compile --html FILE`: `global` (a copy of the input) taken through
 /// propagation, `compiled` (the input compiled with `options`, or through
 /// partitioning when `options` stopped earlier) for the collectives and
-/// memory, the page written to FILE. `schedule`: a pipeline's stages and
-/// schedule as text, or empty. False after printing an error.
-bool writeHtmlFile(Session &session, const CommandLine &cl,
-                   const PipelineOptions &options, mlir::ModuleOp compiled,
-                   mlir::ModuleOp global, const std::string &schedule);
+/// memory, the page titled `title` written to `path`. `schedule`: a
+/// pipeline's stages and schedule as text, or empty. False after printing
+/// an error.
+bool writeHtmlFile(Session &session, const std::string &title,
+                   const std::string &path, const PipelineOptions &options,
+                   mlir::ModuleOp compiled, mlir::ModuleOp global,
+                   const std::string &schedule);
 
-} // namespace partita::cli
+} // namespace partita
 
-#endif // PARTITA_TOOLS_PARTITA_HTMLREPORT_H
+#endif // PARTITA_REPORTING_HTMLREPORT_H

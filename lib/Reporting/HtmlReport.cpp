@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HtmlReport.h"
-#include "BlockGrid.h"
-#include "ValueCatalog.h"
+#include "partita/Reporting/HtmlReport.h"
+#include "partita/Reporting/BlockGrid.h"
+#include "partita/Reporting/ValueCatalog.h"
 
 #include "partita/Transforms/Interconnect.h"
 
@@ -27,7 +27,6 @@
 
 using namespace mlir;
 using namespace partita;
-using namespace partita::cli;
 
 namespace {
 
@@ -174,8 +173,8 @@ void writeOps(llvm::json::OStream &json, ModuleOp module,
 /// kMaxMemoryPoints points (each the largest total of its bucket).
 void writeMemory(llvm::json::OStream &json, const Report &report) {
   const auto &series = report.liveBytesByRole;
-  size_t step = std::max<size_t>(
-      1, (series.size() + kMaxMemoryPoints - 1) / kMaxMemoryPoints);
+  size_t step = std::max<size_t>(1, (series.size() + kMaxMemoryPoints - 1) /
+                                        kMaxMemoryPoints);
   json.attributeObject("memory", [&] {
     json.attributeArray("roles", [&] {
       for (const char *role : {"param", "grad", "opt_state", "activation"})
@@ -207,13 +206,18 @@ void writeMemory(llvm::json::OStream &json, const Report &report) {
 
 } // namespace
 
-namespace partita::cli {
-/// The page's head (style) and script (HtmlReportPage.cpp).
-extern const char *const kPageHead;
-extern const char *const kPageScript;
-} // namespace partita::cli
+namespace partita {
+/// The page's style and script, from lib/Reporting/page/ (generated
+/// ReportPage.cpp, lib/Reporting/EmbedPage.cmake). The script reads the
+/// JSON in #partita-data, draws every section, then sets body[data-ready]
+/// (or body[data-error] with the message when drawing failed), which the
+/// headless-browser test reads; text from the program is always set as
+/// text, never parsed as HTML.
+extern const char *const kReportPageStyle;
+extern const char *const kReportPageScript;
+} // namespace partita
 
-std::string partita::cli::renderHtmlReport(const HtmlReportInput &input) {
+std::string partita::renderHtmlReport(const HtmlReportInput &input) {
   Report report = analyzeModule(input.partitioned, input.interconnect,
                                 /*memoryOverProgram=*/true);
   std::vector<ValueEntry> entries = collectValues(input.global);
@@ -254,25 +258,31 @@ std::string partita::cli::renderHtmlReport(const HtmlReportInput &input) {
   std::string title;
   for (char c : input.title)
     title += c == '<' ? "&lt;" : c == '&' ? "&amp;" : std::string(1, c);
-  std::string page = kPageHead;
+  std::string page =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, "
+      "initial-scale=1\">\n<style>\n";
+  page += kReportPageStyle;
+  page += "</style>\n";
   page += "<title>Partita report: " + title + "</title>\n</head>\n<body>\n";
   page += "<script type=\"application/json\" id=\"partita-data\">";
   page += escaped;
-  page += "</script>\n<script>\n";
-  page += kPageScript;
+  page += "</script>\n<script>\n\n";
+  page += kReportPageScript;
   page += "</script>\n</body>\n</html>\n";
   return page;
 }
 
-bool partita::cli::writeHtmlFile(Session &session, const CommandLine &cl,
-                                 const PipelineOptions &options,
-                                 mlir::ModuleOp compiled, mlir::ModuleOp global,
-                                 const std::string &schedule) {
+bool partita::writeHtmlFile(Session &session, const std::string &title,
+                            const std::string &path,
+                            const PipelineOptions &options,
+                            mlir::ModuleOp compiled, mlir::ModuleOp global,
+                            const std::string &schedule) {
   HtmlReportInput input;
   if (!options.interconnectFile.empty()) {
     Expected<Interconnect> parsed = readInterconnect(options.interconnectFile);
     if (!parsed) {
-      usageError(parsed.status().message());
+      session.errors << "error: " << parsed.status().message() << "\n";
       return false;
     }
     input.interconnect = *parsed;
@@ -296,13 +306,11 @@ bool partita::cli::writeHtmlFile(Session &session, const CommandLine &cl,
     full.stage = Stage::Partitioned;
     mlir::ScopedDiagnosticHandler quiet(
         &session.context, [](mlir::Diagnostic &) { return mlir::success(); });
-    input.partitioned = runPipeline(session, *partitioned, full)
-                            ? *partitioned
-                            : compiled;
+    input.partitioned =
+        runPipeline(session, *partitioned, full) ? *partitioned : compiled;
   }
-  input.title = cl.input == "-" ? "<stdin>" : cl.input;
+  input.title = title;
   input.schedule = schedule;
-  return writeOutputFile(cl.get("--html"), [&](llvm::raw_ostream &os) {
-    os << renderHtmlReport(input);
-  });
+  return writeOutputFile(
+      path, [&](llvm::raw_ostream &os) { os << renderHtmlReport(input); });
 }

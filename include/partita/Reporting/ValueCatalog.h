@@ -5,8 +5,8 @@
 // results, function results — with its names, and lookup by `--value NAME`.
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_TOOLS_PARTITA_VALUECATALOG_H
-#define PARTITA_TOOLS_PARTITA_VALUECATALOG_H
+#ifndef PARTITA_REPORTING_VALUECATALOG_H
+#define PARTITA_REPORTING_VALUECATALOG_H
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace partita::cli {
+namespace partita {
 
 /// One tensor of the module.
 struct ValueEntry {
@@ -51,6 +51,6 @@ inline const std::string &displayName(const ValueEntry &entry) {
   return entry.names.front();
 }
 
-} // namespace partita::cli
+} // namespace partita
 
-#endif // PARTITA_TOOLS_PARTITA_VALUECATALOG_H
+#endif // PARTITA_REPORTING_VALUECATALOG_H

@@ -1,6 +1,6 @@
 //===- ValueCatalog.cpp - The values `explain` and `show` talk about ------===//
 
-#include "ValueCatalog.h"
+#include "partita/Reporting/ValueCatalog.h"
 
 #include "partita/Dialect/Partita/Utils/ValueNames.h"
 
@@ -9,7 +9,6 @@
 
 using namespace mlir;
 using namespace partita;
-using namespace partita::cli;
 
 namespace {
 constexpr llvm::StringLiteral kOrigin = "partita.origin";
@@ -37,7 +36,7 @@ ArrayAttr resultOrigin(Operation *op, unsigned index) {
 }
 } // namespace
 
-std::vector<ValueEntry> partita::cli::collectValues(ModuleOp module) {
+std::vector<ValueEntry> partita::collectValues(ModuleOp module) {
   std::vector<ValueEntry> entries;
   for (auto function : module.getOps<func::FuncOp>()) {
     std::string prefix = "@" + function.getSymName().str() + ":";
@@ -108,9 +107,8 @@ std::vector<ValueEntry> partita::cli::collectValues(ModuleOp module) {
   return entries;
 }
 
-const ValueEntry *
-partita::cli::findValue(const std::vector<ValueEntry> &entries,
-                        const std::string &name) {
+const ValueEntry *partita::findValue(const std::vector<ValueEntry> &entries,
+                                     const std::string &name) {
   std::vector<const ValueEntry *> matches;
   for (const ValueEntry &entry : entries)
     if (std::find(entry.names.begin(), entry.names.end(), name) !=
@@ -141,7 +139,7 @@ partita::cli::findValue(const std::vector<ValueEntry> &entries,
   return nullptr;
 }
 
-std::string partita::cli::dimsSpec(const Sharding &sharding) {
+std::string partita::dimsSpec(const Sharding &sharding) {
   Sharding dims = sharding;
   dims.partialKind = PartialKind::None;
   dims.partialAxes.clear();

@@ -4,8 +4,8 @@
 // (--html) draws as a table.
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_TOOLS_PARTITA_BLOCKGRID_H
-#define PARTITA_TOOLS_PARTITA_BLOCKGRID_H
+#ifndef PARTITA_REPORTING_BLOCKGRID_H
+#define PARTITA_REPORTING_BLOCKGRID_H
 
 #include "partita/Sharding/Mesh.h"
 #include "partita/Sharding/Sharding.h"
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace partita::cli {
+namespace partita {
 
 /// The blocks of a tensor's last two dimensions (one row and one column per
 /// shard; a scalar or vector has one row): labels "rows 0:4" / "cols 8:16"
@@ -25,12 +25,18 @@ struct BlockGrid {
   std::vector<std::vector<std::string>> cells;
 };
 
+/// "0-3,8": a list of device ids, runs of three or more as ranges.
+std::string deviceList(const std::vector<int64_t> &devices);
+
+/// "0:4": the half-open range [begin, end) of indices.
+std::string rangeText(int64_t begin, int64_t end);
+
 /// The grid of `shape` under `sharding` on `mesh`, for the block of the
 /// leading dimensions at `leadingBlock` (block indices, zeros if short).
 BlockGrid blockGrid(const Mesh &mesh, const Sharding &sharding,
                     const std::vector<int64_t> &shape,
                     const std::vector<int64_t> &leadingBlock);
 
-} // namespace partita::cli
+} // namespace partita
 
-#endif // PARTITA_TOOLS_PARTITA_BLOCKGRID_H
+#endif // PARTITA_REPORTING_BLOCKGRID_H
