@@ -60,6 +60,10 @@ LIB_LAYERS = [
      ["driver", "registration", "codegen", "analysis", "transforms",
       "models", "conversion", "runtime", "dialect-utils", "dialect",
       "sharding"]),
+    ("trainer", ["include/partita/Trainer", "lib/Trainer"],
+     ["planning", "driver", "pipelining", "registration", "codegen",
+      "analysis", "transforms", "models", "conversion", "runtime",
+      "dialect-utils", "dialect", "sharding"]),
 ]
 ALL_LIB = [name for name, _, _ in LIB_LAYERS]
 
@@ -99,6 +103,7 @@ HEADER_LAYERS = [
     ("partita/Driver/", "driver"),
     ("partita/Planning/", "planning"),
     ("partita/Reporting/", "reporting"),
+    ("partita/Trainer/", "trainer"),
 ]
 
 # Every Partita* name a CMakeLists.txt may write, and its layer. Generated
@@ -126,6 +131,7 @@ LIBRARIES = {
     "PartitaDriver": "driver",
     "PartitaPlanning": "planning",
     "PartitaReporting": "reporting",
+    "PartitaTrainer": "trainer",
     "PartitaToolSupport": "tools-common",
     "PartitaTestPasses": "test-passes",
     "PartitaCommands": "tools",

@@ -136,33 +136,6 @@ Examples:
 
 } // namespace
 
-Status partita::cli::checkWritableDirectory(const std::string &directory) {
-  if (std::error_code error = llvm::sys::fs::create_directories(directory))
-    return Status::error("cannot create '" + directory +
-                         "': " + error.message());
-  int fd = -1;
-  llvm::SmallString<256> probe;
-  if (std::error_code error = llvm::sys::fs::createUniqueFile(
-          directory + "/.partita-write-check-%%%%%%", fd, probe))
-    return Status::error("cannot write in '" + directory +
-                         "': " + error.message());
-  ::close(fd);
-  llvm::sys::fs::remove(probe);
-  return Status::success();
-}
-
-std::string partita::cli::formatRate(double rate) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g", rate);
-  return text;
-}
-
-std::string partita::cli::formatSeconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1fs", seconds);
-  return text;
-}
-
 namespace {
 
 /// The pipeline flags: `--pp` and the mesh's `pipe` axis agree, the rank's
@@ -383,22 +356,6 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
   return std::nullopt;
 }
 
-/// The model's train step, compiled for the request's mesh and rules; an
-/// empty message after the diagnostics were printed.
-Expected<Executable>
-partita::cli::compileTrainStep(Session &session, const TrainRequest &request) {
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      buildModelOrReport(session, request.config, request.mesh);
-  if (!module)
-    return Status::error("");
-  if (!runPipeline(session, *module, request.options))
-    return Status::error("");
-  Expected<Executable> program = lowerToExecutable(*module, request.lowering);
-  if (program && request.count == 1)
-    program->mesh = Mesh();
-  return program;
-}
-
 /// The data source the flags ask for: a token file (with its trace) or
 /// synthetic data.
 Expected<std::unique_ptr<TrainData>>
@@ -474,41 +431,6 @@ void printTrainHeader(const TrainRequest &request, const Executable &program) {
 }
 
 } // namespace
-
-bool partita::cli::writeLosses(const TrainRequest &request,
-                               const ProgressPrinter &progress,
-                               const Evaluator *evaluator) {
-  const std::vector<double> &losses = progress.losses;
-  std::string csvPath = request.outputDir + "/loss.csv",
-              svgPath = request.outputDir + "/loss.svg";
-  bool written = writeOutputFile(csvPath, [&](llvm::raw_ostream &os) {
-    os << lossCsv(losses, progress.seconds);
-  });
-  if (!losses.empty())
-    written = written && writeOutputFile(svgPath, [&](llvm::raw_ostream &os) {
-                os << lossPlotSvg(losses,
-                                  request.config.model + " " +
-                                      request.options.rules + " on " +
-                                      request.devices,
-                                  evaluator ? evaluator->points
-                                            : std::vector<std::pair<
-                                                  int64_t, double>>());
-              });
-  std::string evalPath = request.outputDir + "/eval.csv";
-  if (evaluator)
-    written = written && writeOutputFile(evalPath, [&](llvm::raw_ostream &os) {
-                os << evaluator->csv();
-              });
-  if (!written)
-    return false;
-  if (!losses.empty())
-    llvm::outs() << "loss " << llvm::format("%.6g", losses.front()) << " -> "
-                 << llvm::format("%.6g", losses.back()) << " in "
-                 << request.steps << " steps; wrote " << csvPath
-                 << (evaluator ? ", " + evalPath : std::string()) << " and "
-                 << svgPath << "\n";
-  return true;
-}
 
 int partita::cli::trainCommand(const std::vector<std::string> &args) {
   std::vector<std::string> valueFlags = modelValueFlags();
@@ -600,14 +522,14 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
       return schedule.at(step);
     };
   if (!request.checkpoints.resume.empty())
-    if (std::optional<int> code =
-            resumeFromCheckpoint(request, *program, layout->updated, *inputs,
-                                 progress, loop.firstStep))
-      return *code;
+    if (Status status = resumeFromCheckpoint(request, *program, layout->updated,
+                                             *inputs, progress, loop.firstStep);
+        !status.ok())
+      return usageError(status.message());
   if (!request.checkpoints.initFrom.empty())
-    if (std::optional<int> code =
-            initializeFromCheckpoint(request, *program, *inputs))
-      return *code;
+    if (Status status = initializeFromCheckpoint(request, *program, *inputs);
+        !status.ok())
+      return usageError(status.message());
   std::unique_ptr<PreferenceTraining> preference;
   if (request.config.objective == "dpo") {
     Expected<std::unique_ptr<PreferenceTraining>> started =
@@ -700,4 +622,27 @@ int partita::cli::trainCommand(const std::vector<std::string> &args) {
                  << " (ui.perfetto.dev or chrome://tracing)\n";
   }
   return writeLosses(request, progress, evaluator.get()) ? 0 : 1;
+}
+
+std::optional<int> partita::cli::parseEvalRequest(const CommandLine &cl,
+                                                  TrainRequest &request) {
+  EvalRequest &eval = request.eval;
+  auto integer = [&](const char *flag, long long fallback, long long &value) {
+    return nonNegativeFlag(cl, flag, fallback, value);
+  };
+  if (std::optional<int> code = integer("--eval-every", 0, eval.every))
+    return code;
+  if (std::optional<int> code = integer("--eval-batches", 4, eval.batches))
+    return code;
+  eval.data = cl.get("--eval-data");
+  if (eval.every == 0)
+    for (const char *flag : {"--eval-data", "--eval-batches"})
+      if (cl.has(flag))
+        return usageError(std::string(flag) + " needs --eval-every K");
+  if (eval.every > 0 && eval.batches == 0)
+    return usageError("--eval-batches must be at least 1");
+  if (eval.every > 0 && request.pipelineRanks > 1)
+    return usageError("evaluation of pipelined steps (--pp) is not "
+                      "supported yet");
+  return std::nullopt;
 }

@@ -1,4 +1,4 @@
-//===- TrainEval.cpp - Held-out loss during partita train -----------------===//
+//===- Evaluation.cpp - Held-out loss during training ---------------------===//
 //
 // `--eval-every K` evaluates the model every K steps and after the last:
 // the model's loss function compiled for the same mesh and rules (no
@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainSupport.h"
+#include "partita/Trainer/Trainer.h"
 
 #include "partita/Runtime/IO/ShardedArray.h"
 
@@ -20,30 +20,6 @@
 #include <cmath>
 
 using namespace partita;
-using namespace partita::cli;
-
-std::optional<int> partita::cli::parseEvalRequest(const CommandLine &cl,
-                                                  TrainRequest &request) {
-  EvalRequest &eval = request.eval;
-  auto integer = [&](const char *flag, long long fallback, long long &value) {
-    return nonNegativeFlag(cl, flag, fallback, value);
-  };
-  if (std::optional<int> code = integer("--eval-every", 0, eval.every))
-    return code;
-  if (std::optional<int> code = integer("--eval-batches", 4, eval.batches))
-    return code;
-  eval.data = cl.get("--eval-data");
-  if (eval.every == 0)
-    for (const char *flag : {"--eval-data", "--eval-batches"})
-      if (cl.has(flag))
-        return usageError(std::string(flag) + " needs --eval-every K");
-  if (eval.every > 0 && eval.batches == 0)
-    return usageError("--eval-batches must be at least 1");
-  if (eval.every > 0 && request.pipelineRanks > 1)
-    return usageError("evaluation of pipelined steps (--pp) is not "
-                      "supported yet");
-  return std::nullopt;
-}
 
 Expected<std::unique_ptr<Evaluator>>
 Evaluator::create(Session &session, const TrainRequest &request) {
@@ -78,8 +54,7 @@ Evaluator::create(Session &session, const TrainRequest &request) {
                            "or moe");
     auto file = std::make_unique<TokenFileData>();
     file->setSeed(seed);
-    if (Status status = file->load(request.eval.data, config.seq,
-                                   config.vocab);
+    if (Status status = file->load(request.eval.data, config.seq, config.vocab);
         !status.ok())
       return status;
     evaluator->data = std::move(file);
@@ -89,8 +64,8 @@ Evaluator::create(Session &session, const TrainRequest &request) {
 }
 
 Expected<std::vector<HostArray>>
-partita::cli::snapshotParameters(const Executable &step,
-                                 const TrainSnapshot &snapshot) {
+partita::snapshotParameters(const Executable &step,
+                            const TrainSnapshot &snapshot) {
   std::vector<HostArray> params;
   for (size_t k = 0;
        k < snapshot.blocks.size() && step.inputs[k].role == "param"; ++k) {
@@ -136,8 +111,7 @@ Expected<double> Evaluator::evaluate(const Executable &step,
   for (int64_t b = 0; b < batches; ++b) {
     if (Status status = data->fill(b, dataInputs); !status.ok())
       return Status::error("evaluation: " + status.message());
-    Expected<std::vector<HostArray>> outputs =
-        runOnCpuDevices(program, inputs);
+    Expected<std::vector<HostArray>> outputs = runOnCpuDevices(program, inputs);
     if (!outputs)
       return Status::error("evaluation: " + outputs.status().message());
     sum += elementAsDouble((*outputs)[0], 0);

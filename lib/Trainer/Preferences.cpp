@@ -1,4 +1,4 @@
-//===- TrainDpo.cpp - Direct preference optimisation in partita train -----===//
+//===- Preferences.cpp - Direct preference optimisation ------------------===//
 //
 // `--objective dpo --reference D` (docs/Training.md, "Preference
 // optimisation"): the reference policy is frozen, so its sequence
@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainSupport.h"
+#include "partita/Trainer/Trainer.h"
 
 #include "partita/Runtime/Training/Checkpoint.h"
 
@@ -19,7 +19,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace partita;
-using namespace partita::cli;
 
 Expected<std::unique_ptr<PreferenceTraining>>
 PreferenceTraining::start(Session &session, const TrainRequest &request,
@@ -36,7 +35,7 @@ PreferenceTraining::start(Session &session, const TrainRequest &request,
   // parameters.
   for (size_t i = 0; i < training->program.inputs.size(); ++i)
     (training->program.inputs[i].role == "param" ? training->paramIndex
-                                                  : training->dataIndex)
+                                                 : training->dataIndex)
         .push_back(i);
 
   // The reference's parameters.
@@ -48,8 +47,8 @@ PreferenceTraining::start(Session &session, const TrainRequest &request,
     return Status::error("--reference: " + info.status().message());
   std::vector<HostArray> inputs;
   for (const ExecutableValue &input : training->program.inputs)
-    inputs.push_back(HostArray::zeros(
-        training->program.slots[input.slot].dtype, input.globalShape));
+    inputs.push_back(HostArray::zeros(training->program.slots[input.slot].dtype,
+                                      input.globalShape));
   if (Status status =
           loadCheckpoint(*info, training->program,
                          training->program.inputs.size(), inputs, "param");
@@ -85,9 +84,9 @@ Expected<std::vector<double>>
 PreferenceTraining::score(const std::vector<HostArray> &params,
                           DpoData &pairs) {
   if (params.size() != paramIndex.size())
-    return Status::error("scoring preference pairs: " +
-                         std::to_string(params.size()) + " parameters for " +
-                         std::to_string(paramIndex.size()));
+    return Status::error(
+        "scoring preference pairs: " + std::to_string(params.size()) +
+        " parameters for " + std::to_string(paramIndex.size()));
   std::vector<HostArray> inputs(program.inputs.size());
   for (size_t k = 0; k < paramIndex.size(); ++k)
     inputs[paramIndex[k]] = params[k];

@@ -1,0 +1,293 @@
+//===- Trainer.h - partita train's run, as a library ------------*- C++ -*-===//
+//
+// What a training run is made of, once its flags are parsed: the request,
+// the compiled step, the progress line, checkpoints written in the
+// background and read back, held-out evaluation, DPO's reference scores,
+// and the losses written out (docs/Training.md). The CLI parses argv into a
+// TrainRequest and drives these; so can any other front end.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_TRAINER_TRAINER_H
+#define PARTITA_TRAINER_TRAINER_H
+
+#include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Driver/Session.h"
+#include "partita/Models/Models.h"
+#include "partita/Runtime/Pipeline/PipelineRun.h"
+#include "partita/Runtime/Pipeline/Schedule.h"
+#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Training/Checkpoint.h"
+#include "partita/Runtime/Training/TrainData.h"
+#include "partita/Runtime/Training/TrainLoop.h"
+#include "partita/Sharding/Mesh.h"
+#include "partita/Transforms/Pipeline.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace partita {
+
+std::string formatSeconds(double seconds);
+/// A learning rate for the progress line ("0.00025").
+std::string formatRate(double rate);
+
+/// Checkpoints of a run (Checkpoints.cpp).
+struct CheckpointRequest {
+  /// Where checkpoints go (--checkpoint-dir; with --resume alone, its
+  /// directory); empty: none.
+  std::string directory;
+  /// Every this many steps, and after the last (0: after the last only).
+  long long every = 0;
+  /// The newest complete checkpoints kept (0: all).
+  long long keep = 3;
+  /// --resume: the directory to continue from.
+  std::string resume;
+  /// Whether a checkpoint is written after `done` of `last` steps.
+  bool due(int64_t done, int64_t last) const {
+    return !directory.empty() &&
+           (done == last || (every > 0 && done % every == 0));
+  }
+  /// --init-from: a directory whose newest checkpoint's parameters start
+  /// this run (its optimizer state and step do not).
+  std::string initFrom;
+  /// The flag that named initFrom: --init-from, or --reference (DPO starts
+  /// from its reference unless told otherwise), for messages.
+  std::string initFromFlag = "--init-from";
+};
+
+/// Held-out evaluation during a run (Evaluation.cpp).
+struct EvalRequest {
+  /// Every this many steps and after the last (0: never).
+  long long every = 0;
+  /// Batches averaged per evaluation.
+  long long batches = 4;
+  /// A token file of held-out data (empty: synthetic, another seed).
+  std::string data;
+};
+
+/// What `partita train` was asked for, every flag parsed and checked.
+struct TrainRequest {
+  ModelConfig config;
+  std::string devices;
+  long count = 1;
+  long long steps = 10, seed = 0, micro = 1;
+  /// The step's batch (the model sees config.batch = globalBatch / micro).
+  int64_t globalBatch = 0;
+  Mesh mesh;
+  PipelineOptions options;
+  LoweringOptions lowering;
+  std::string outputDir;
+  /// Where the last step's timeline goes (--trace) [outputDir/trace.json].
+  std::string tracePath;
+  /// Pipeline parallelism (--pp, or a `pipe` axis in --mesh): ranks,
+  /// schedule, virtual stages per rank, and the mesh of one rank.
+  int pipelineRanks = 1;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  int virtualStages = 1;
+  Mesh rankMesh;
+  /// --check: compare with the non-pipelined step on one device.
+  bool check = false;
+  /// --devices cuda:N (pipelined steps only).
+  bool cuda = false;
+  CheckpointRequest checkpoints;
+  EvalRequest eval;
+  /// --objective dpo: the reference policy's checkpoint directory.
+  std::string dpoReference;
+  /// --lr-schedule/--warmup/--min-lr; when set, the step takes its
+  /// learning rate as an input and the loop feeds it per step.
+  std::optional<LearningRateSchedule> lrSchedule;
+};
+
+/// The model's train step, compiled for the request's mesh and rules; an
+/// empty message after the diagnostics were printed.
+Expected<Executable> compileTrainStep(Session &session,
+                                      const TrainRequest &request);
+
+/// Prints each step's progress line (a bar on a terminal) and keeps the
+/// losses; a non-finite loss stops training.
+class ProgressPrinter {
+public:
+  ProgressPrinter(const TrainRequest &request, bool tty)
+      : request(request), tty(tty),
+        tokensPerStep(request.config.model == "mlp"
+                          ? request.globalBatch
+                          : request.globalBatch * request.config.seq),
+        started(std::chrono::steady_clock::now()) {}
+
+  Status operator()(const TrainStepResult &result) {
+    int64_t s = result.step, steps = request.steps;
+    double loss = result.loss, took = result.seconds;
+    losses.push_back(loss);
+    seconds.push_back(took);
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+    double eta = elapsed / (s + 1 - firstStep) * (steps - s - 1);
+    std::string line =
+        "step " + std::to_string(s + 1) + "/" + std::to_string(steps) +
+        "  loss " + std::to_string(loss) + "  " +
+        (request.lrSchedule
+             ? "lr " + formatRate(request.lrSchedule->at(s)) + "  "
+             : std::string()) +
+        std::to_string(static_cast<long long>(tokensPerStep / took)) +
+        (request.config.model == "mlp" ? " examples/s" : " tokens/s") +
+        "  eta " + formatSeconds(eta);
+    if (tty) {
+      int filled = static_cast<int>(20.0 * (s + 1) / steps);
+      llvm::outs() << "\r[" << std::string(filled, '#')
+                   << std::string(20 - filled, ' ') << "] " << line;
+      if (s + 1 == steps)
+        llvm::outs() << "\n";
+      llvm::outs().flush();
+    } else {
+      // Flushed per step: a log followed while training, or cut short by a
+      // crash, has every step that ran.
+      llvm::outs() << line << "\n";
+      llvm::outs().flush();
+    }
+    if (!std::isfinite(loss))
+      return Status::error("the loss is " + std::to_string(loss) + " at step " +
+                           std::to_string(s + 1) + "; try a smaller --lr");
+    return Status::success();
+  }
+
+  std::vector<double> losses, seconds;
+  /// The first step this run makes (a resumed run's: the steps done).
+  int64_t firstStep = 0;
+
+private:
+  const TrainRequest &request;
+  bool tty;
+  int64_t tokensPerStep;
+  std::chrono::steady_clock::time_point started;
+};
+
+/// Success when `directory` exists or can be made, and a file can be
+/// created in it (tried, then removed).
+Status checkWritableDirectory(const std::string &directory);
+
+/// The model and training choices a checkpoint's state depends on, as text
+/// (checkpoint.json's "model"; a checkpoint loads only into the same).
+std::string modelFingerprint(const TrainRequest &request);
+
+/// The `partita train` flags that build the model of a fingerprint
+/// ("--model gpt --layers 2 --d-model 64 ... --optimizer adamw").
+std::vector<std::string> modelFlagsOf(const std::string &fingerprint);
+
+/// The checkpoint --resume (`resuming`) or --init-from names: its newest
+/// complete checkpoint, every file verified; for --resume also of the same
+/// model, with no more steps done than --steps. Errors name the flag.
+Expected<CheckpointInfo> openStartCheckpoint(const TrainRequest &request,
+                                             bool resuming);
+/// A resumed run's start: the checkpoint's loss history into `progress`,
+/// its steps into `firstStep`, and the line saying so.
+void continueFrom(const CheckpointInfo &checkpoint, ProgressPrinter &progress,
+                  int64_t &firstStep);
+
+/// --init-from: the parameters of the newest complete checkpoint into
+/// `inputs`, and the line saying so; an error naming the flag.
+Status initializeFromCheckpoint(const TrainRequest &request,
+                                const Executable &program,
+                                std::vector<HostArray> &inputs);
+
+/// Writes checkpoints in the background, one at a time: submit() hands the
+/// snapshot to a writer thread (waiting for the previous write first) and
+/// returns; finish() waits for the write and reports it.
+class CheckpointWriter {
+public:
+  explicit CheckpointWriter(const TrainRequest &request) : request(request) {}
+  ~CheckpointWriter();
+  Status submit(const Executable &program, TrainSnapshot &snapshot,
+                const ProgressPrinter &progress);
+  /// The same for a state already gathered (a pipelined step's).
+  Status submitState(CheckpointState state);
+  /// checkpoint.json's fields for a checkpoint after `steps` steps.
+  CheckpointMeta meta(int64_t steps, const ProgressPrinter &progress) const;
+  Status finish();
+  /// One line per checkpoint written, for the end of the run.
+  std::string written;
+  /// Per checkpoint: how long training waited to hand it over (ms).
+  std::vector<double> stallMs;
+
+private:
+  const TrainRequest &request;
+  std::thread writer;
+  std::mutex mutex;
+  Status failure = Status::success();
+  int64_t lastBytes = 0, lastStep = 0;
+  double lastWriteMs = 0;
+};
+
+/// The model's loss function compiled for the run's layout, run on the
+/// trained parameters over held-out batches.
+class Evaluator {
+public:
+  static Expected<std::unique_ptr<Evaluator>>
+  create(Session &session, const TrainRequest &request);
+  /// The mean held-out loss with the parameters of `snapshot` (taken from
+  /// `step`, the train step); printed and kept in `points`.
+  Expected<double> evaluate(const Executable &step,
+                            const TrainSnapshot &snapshot);
+  /// eval.csv: step, eval_loss, perplexity.
+  std::string csv() const;
+  /// (steps done, held-out loss) of every evaluation so far.
+  std::vector<std::pair<int64_t, double>> points;
+
+private:
+  Evaluator() = default;
+  Executable program;
+  std::unique_ptr<TrainData> data;
+  int64_t batches = 1;
+};
+
+/// The parameters a snapshot holds, as global arrays (the train step's
+/// first inputs).
+Expected<std::vector<HostArray>>
+snapshotParameters(const Executable &step, const TrainSnapshot &snapshot);
+
+/// DPO (Preferences.cpp): the reference policy's sequence log-probabilities of
+/// every pair, computed once with the model's log-probability function and
+/// handed to the data; and the held-out preference margin.
+class PreferenceTraining {
+public:
+  /// Scores the training pairs (and --eval-data's) with the reference.
+  static Expected<std::unique_ptr<PreferenceTraining>>
+  start(Session &session, const TrainRequest &request, DpoData &pairs);
+  /// The held-out margin and accuracy with the parameters of `snapshot`.
+  Status evaluate(const Executable &step, const TrainSnapshot &snapshot);
+
+private:
+  PreferenceTraining() = default;
+  Expected<std::vector<double>> score(const std::vector<HostArray> &params,
+                                      DpoData &pairs);
+  Executable program;
+  /// Which inputs of the log-probability function are parameters (in the
+  /// train step's order) and which its data.
+  std::vector<size_t> paramIndex, dataIndex;
+  std::unique_ptr<DpoData> heldOut;
+  std::vector<double> heldOutReference;
+};
+
+/// --resume: loads the newest complete checkpoint into `inputs` (the first
+/// `updated` of the train step), the loss history into `progress`, and the
+/// steps done into `firstStep`; an error naming the flag.
+Status resumeFromCheckpoint(const TrainRequest &request,
+                            const Executable &program, size_t updated,
+                            std::vector<HostArray> &inputs,
+                            ProgressPrinter &progress, int64_t &firstStep);
+
+/// Writes loss.csv and loss.svg into the output directory and says so;
+/// false after reporting a file that cannot be written.
+bool writeLosses(const TrainRequest &request, const ProgressPrinter &progress,
+                 const Evaluator *evaluator = nullptr);
+
+} // namespace partita
+
+#endif // PARTITA_TRAINER_TRAINER_H
