@@ -1,21 +1,13 @@
 //===- Plan.cpp - partita plan: choose a parallel layout ------------------===//
 //
-// Searches mesh shapes x rules presets x micro-batches x activation
-// checkpointing (and pipeline ranks) for a model on N devices, and ranks
-// the layouts that fit in memory by predicted step time (docs/Planning.md).
-// A lower bound of each layout's model state (parameters, gradients, AdamW
-// moments) prunes what cannot fit; every other layout is compiled
-// (PlanSearch.h): its memory per device is the buffer plan's arena (what
-// the runtime allocates), its compute the FLOPs of the partitioned step
-// over the device's throughput, its communication the cost model's time of
-// its collectives on the cluster's links.
+// The flags in, the ranked layouts out: the search itself is the planning
+// layer's (partita/Planning/Plan.h, docs/Planning.md).
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Planning/Plan.h"
 #include "Flags.h"
 #include "TrainSupport.h"
-#include "partita/Planning/PlanSearch.h"
-#include "partita/Planning/StepCost.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Sharding/TextLimits.h"
@@ -91,96 +83,6 @@ Examples:
   partita plan --model gpt --layers 4 --devices 8 --finalists 3 --emit-flags
 )";
 
-Expected<Cluster> readCluster(const std::string &path) {
-  Cluster cluster;
-  if (path.empty())
-    return cluster;
-  Expected<std::string> contents = readJsonFile(path);
-  if (!contents)
-    return Status::error("cannot read '" + path +
-                         "': " + contents.status().message());
-  llvm::StringRef text = *contents;
-  if (Status deep = checkJsonNesting(std::string_view(text.data(), text.size()));
-      !deep.ok())
-    return Status::error(path + ": not JSON: " + deep.message());
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
-  if (!json)
-    return Status::error(path + ": not JSON: " +
-                         llvm::toString(json.takeError()));
-  const llvm::json::Object *root = json->getAsObject();
-  if (!root)
-    return Status::error(path + ": expected a JSON object");
-  for (const auto &entry : *root) {
-    llvm::StringRef key = entry.first;
-    // "default" and "combine_bytes" are the per-axis spelling compile
-    // also reads: the default link is the one inside a node.
-    if (key == "axes")
-      return Status::error(
-          path + ": per-axis links ('axes') name the axes of one mesh; plan "
-                 "tries many meshes: give intra_node and inter_node links");
-    if (key != "devices_per_node" && key != "flops_per_second" &&
-        key != "memory_bytes" && key != "intra_node" &&
-        key != "inter_node" && key != "calibration" && key != "default" &&
-        key != "combine_bytes")
-      return Status::error(path + ": unknown field '" + key.str() +
-                           "' (devices_per_node, flops_per_second, "
-                           "memory_bytes, intra_node, inter_node, "
-                           "calibration)");
-  }
-  if (const llvm::json::Value *value = root->get("calibration")) {
-    const llvm::json::Object *object = value->getAsObject();
-    if (!object)
-      return Status::error(path + ": 'calibration' must be an object (as "
-                                  "partita calibrate writes it)");
-    Expected<Calibration> calibration =
-        parseCalibration(*object, path + ": calibration");
-    if (!calibration)
-      return calibration.status();
-    cluster.calibration = std::move(*calibration);
-  }
-  auto positive = [&](const char *field, double &into) -> Status {
-    if (const llvm::json::Value *value = root->get(field)) {
-      std::optional<double> number = value->getAsNumber();
-      if (!number || !(*number > 0) || !std::isfinite(*number))
-        return Status::error(path + ": '" + field +
-                             "' must be a positive number");
-      into = *number;
-    }
-    return Status::success();
-  };
-  double perNode = 0;
-  for (auto [field, into] :
-       {std::pair<const char *, double *>{"devices_per_node", &perNode},
-        {"flops_per_second", &cluster.flopsPerSecond},
-        {"memory_bytes", &cluster.memoryBytes}})
-    if (Status status = positive(field, *into); !status)
-      return status;
-  if (perNode != std::floor(perNode))
-    return Status::error(path + ": 'devices_per_node' must be an integer");
-  cluster.devicesPerNode = static_cast<int64_t>(perNode);
-  for (auto [field, link] :
-       {std::pair<const char *, AxisLink *>{"default", &cluster.intra},
-        {"intra_node", &cluster.intra},
-        {"inter_node", &cluster.inter}}) {
-    const llvm::json::Value *value = root->get(field);
-    if (!value)
-      continue;
-    const llvm::json::Object *object = value->getAsObject();
-    std::optional<double> bandwidth =
-        object ? object->getNumber("bandwidth_GBps") : std::nullopt;
-    std::optional<double> latency =
-        object ? object->getNumber("latency_us") : std::nullopt;
-    // The ranges compile's reader checks (lib/Transforms/Interconnect.cpp).
-    if (!bandwidth || !(*bandwidth >= 1e-6 && *bandwidth <= 1e5) ||
-        !latency || !(*latency >= 0 && *latency <= 6e7))
-      return Status::error(path + ": '" + field +
-                           "' needs bandwidth_GBps in [1e-6, 1e5] and "
-                           "latency_us in [0, 6e7]");
-    *link = {*bandwidth, *latency};
-  }
-  return cluster;
-}
-
 /// "2.5 GiB" style bytes.
 Expected<double> parseBytes(const std::string &text) {
   char *end = nullptr;
@@ -198,161 +100,6 @@ Expected<double> parseBytes(const std::string &text) {
   return Status::error("--memory-per-device must be a positive number of "
                        "bytes below 2^63 (optionally with KiB, MiB, GiB, KB, "
                        "MB, GB), got '" + text + "'");
-}
-
-/// Pipeline ranks searched at most.
-constexpr int64_t kMaxPipe = 8;
-
-/// The layouts to search on `devices` devices.
-std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
-                               const Cluster &cluster, int64_t globalBatch,
-                               bool pipelined) {
-  std::vector<Candidate> result;
-  int64_t perNode =
-      cluster.devicesPerNode > 0 ? cluster.devicesPerNode : devices;
-  for (int64_t model = 1; model <= devices; ++model) {
-    if (devices % model != 0 || model > perNode)
-      continue;
-    int64_t data = devices / model;
-    std::vector<std::string> presets;
-    if (model == 1) {
-      presets = {"dp", "zero1", "zero2", "fsdp"};
-      if (config.model == "moe")
-        presets.push_back("ep");
-    } else if (data == 1) {
-      presets = {"tp", "tp+sp"};
-    } else {
-      presets = {"dp+tp", "fsdp+tp", "tp+sp"};
-    }
-    if (config.model == "mlp" && model > 1 && data == 1)
-      presets = {"tp"};
-    for (const std::string &rules : presets)
-      for (int64_t micro : {1, 2, 4, 8}) {
-        if (globalBatch % micro != 0 || (globalBatch / micro) % data != 0)
-          continue;
-        for (Remat remat : {Remat::None, Remat::PerLayer})
-          result.push_back({data, model, rules, micro, remat});
-      }
-  }
-  // Pipeline parallelism: P ranks (2 to 8, at most one per layer) of
-  // devices / P each, 1F1B over P to 8P micro-batches, with the presets
-  // that shard inside a rank.
-  if (config.model == "mlp" || !pipelined)
-    return result;
-  for (int64_t pipe = 2; pipe <= std::min<int64_t>(kMaxPipe, config.layers);
-       ++pipe) {
-    if (devices % pipe)
-      continue;
-    int64_t rank = devices / pipe;
-    for (int64_t model = 1; model <= rank; ++model) {
-      if (rank % model != 0 || model > perNode)
-        continue;
-      int64_t data = rank / model;
-      std::vector<std::string> presets =
-          rank == 1     ? std::vector<std::string>{"dp"}
-          : model == 1  ? std::vector<std::string>{"dp", "fsdp"}
-          : data == 1   ? std::vector<std::string>{"tp"}
-                        : std::vector<std::string>{"dp+tp", "fsdp+tp"};
-      // P to 8P micro-batches: 1F1B keeps P in flight on the first rank,
-      // so more of them (smaller) hold fewer activations and idle less.
-      // Zero-bubble defers weight gradients into the bubble; interleaved
-      // runs two chunks per rank (two layers per rank at least).
-      std::vector<ScheduleKind> schedules = {ScheduleKind::OneFOneB,
-                                             ScheduleKind::ZeroBubble};
-      if (config.layers >= 2 * pipe)
-        schedules.push_back(ScheduleKind::Interleaved);
-      for (const std::string &rules : presets)
-        for (int64_t micro : {pipe, 2 * pipe, 4 * pipe, 8 * pipe}) {
-          if (globalBatch % micro != 0 || (globalBatch / micro) % data != 0)
-            continue;
-          for (Remat remat : {Remat::None, Remat::PerLayer})
-            for (ScheduleKind schedule : schedules) {
-              Candidate c{data, model, rules, micro, remat, pipe};
-              c.schedule = schedule;
-              result.push_back(c);
-            }
-        }
-    }
-  }
-  return result;
-}
-
-/// Bytes of parameters, gradients and AdamW moments a device holds at
-/// least under `c`, each `elementBytes` per parameter (the model's dtype:
-/// 4 for f32, 2 for bf16; what is replicated counts once per device).
-double stateLowerBound(const Candidate &c, double parameters,
-                       double elementBytes) {
-  // A pipeline rank holds its stages' share of the layers.
-  double p = elementBytes * parameters / static_cast<double>(c.pipe),
-         d = c.data, m = c.model;
-  if (c.rules == "dp")
-    return 4 * p;
-  if (c.rules == "zero1")
-    return 2 * p + 2 * p / d;
-  if (c.rules == "zero2")
-    return p + 3 * p / d;
-  if (c.rules == "fsdp" || c.rules == "fsdp+tp")
-    return 4 * p / (d * m);
-  if (c.rules == "ep")
-    return 4 * p / d;
-  return 4 * p / m; // tp, tp+sp, dp+tp
-}
-
-/// A quick estimate of `c`'s step time, to decide what to compile first
-/// (docs/Planning.md, "Finalists"): the forward FLOPs three times (four
-/// with recomputation) over the devices, and ring collectives of the bytes
-/// each preset moves — gradients over `data` (reduced, or reduce-scattered
-/// and the parameters gathered back; FSDP gathers them twice; ZeRO-2 and
-/// FSDP reduce-scatter every micro-batch), activations
-/// over `model` (four all-reduces per layer, forward and backward).
-double estimateSeconds(const Candidate &c, const ModelConfig &config,
-                       double parameters, double forwardFlops,
-                       int64_t globalBatch, const Cluster &cluster) {
-  // A pipeline rank runs its share of the layers, idle for the bubble:
-  // (P - 1) / (k M + P - 1), k = 1 for 1F1B, 2 interleaved (two chunks),
-  // about 3 zero-bubble (its bubble about a third of 1F1B's).
-  double d = c.data, m = c.model, pipe = static_cast<double>(c.pipe),
-         devices = d * m * pipe;
-  double k = c.schedule == ScheduleKind::ZeroBubble    ? 3.0
-             : c.schedule == ScheduleKind::Interleaved ? 2.0
-                                                       : 1.0;
-  double compute = (c.remat == Remat::None ? 3.0 : 4.0) * forwardFlops /
-                   devices / cluster.flopsPerSecond *
-                   (k * c.micro + pipe - 1) / (k * c.micro);
-  double layers = config.layers / pipe;
-  double state = 4 * parameters / pipe, tensors = 13.0 * layers + 4;
-  double activation =
-      static_cast<double>(globalBatch) / d * config.seq * config.dModel * 4;
-  double dataBytes = 0, dataCount = 0, modelBytes = 0, modelCount = 0;
-  double ring = (d - 1) / d;
-  const std::string &r = c.rules;
-  if (r == "dp" || r == "ep" || r == "dp+tp") {
-    dataBytes = 2 * ring * state / m;
-    dataCount = 4;
-  } else if (r == "zero1") {
-    dataBytes = 2 * ring * state;
-    dataCount = 4 + tensors;
-  } else if (r == "zero2") {
-    // A reduce-scatter per micro-batch (the accumulator is split), the
-    // parameters gathered once.
-    dataBytes = (c.micro + 1) * ring * state;
-    dataCount = 4 + c.micro * tensors;
-  } else if (r == "fsdp" || r == "fsdp+tp") {
-    // Per micro-batch: gathered for the forward and the backward,
-    // gradients reduce-scattered.
-    dataBytes = 3 * c.micro * ring * state / m;
-    dataCount = 3 * c.micro * tensors;
-  }
-  if (m > 1) {
-    modelBytes = 4 * layers * 2 * (m - 1) / m * activation;
-    modelCount = 4.0 * layers * c.micro * (r == "tp+sp" ? 2 : 1);
-  }
-  auto [dataLink, modelLink] = axisLinks(c, cluster);
-  auto time = [](double bytes, double count, const AxisLink &link) {
-    return bytes / (link.bandwidthGBps * 1e9) + count * link.latencyUs * 1e-6;
-  };
-  return compute + time(dataBytes, dataCount, dataLink) +
-         time(modelBytes, modelCount, modelLink);
 }
 
 /// The model flags as given, for `partita train`.
@@ -441,7 +188,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
       devices > (1 << 20))
     return usageError("--devices must be a number of devices from 1 to "
                       "1048576 (or cpu:N), got '" + cl.get("--devices") + "'");
-  Expected<Cluster> cluster = readCluster(cl.get("--interconnect"));
+  Expected<Cluster> cluster = readClusterFile(cl.get("--interconnect"));
   if (!cluster)
     return usageError(cluster.status().message());
   double budget = cluster->memoryBytes;
@@ -473,166 +220,29 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
                         "'");
   }
 
-  // Deep models with finalists are screened at a few layers first
-  // (screenLayouts).
-  bool screening = finalists > 0 && config.layers > kScreenLayers + 1;
-  std::vector<Candidate> candidates =
-      layouts(config, devices, *cluster, globalBatch, true);
-  if (candidates.empty())
-    return usageError("no layout of " + std::to_string(devices) +
-                      " devices divides the global batch of " +
-                      std::to_string(globalBatch) +
-                      " (give --global-batch a multiple of the data axis)");
-  // Parameters and forward FLOPs, from the model at one device.
-  double parameters = 0, forwardFlops = 0;
-  {
-    Session session;
-    ModelConfig whole = config;
-    whole.batch = globalBatch;
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        buildModelOrReport(session, whole, *parseMeshSpec("data=1"));
-    if (!module)
-      return 1;
-    ModelSummary summary = summarizeModel(*module);
-    parameters = static_cast<double>(summary.parameters);
-    forwardFlops =
-        static_cast<double>(summary.matmulFlops + summary.vectorFlops);
-  }
-  llvm::SmallString<128> scratch;
-  if (std::error_code error =
-          llvm::sys::fs::createUniqueDirectory("partita-plan", scratch))
-    return usageError("cannot make a scratch directory: " + error.message());
-  auto scratchFile = [&](size_t i) {
-    return (scratch + "/interconnect-" + std::to_string(i) + ".json").str();
-  };
-  // Prune by model state, then compile in the order of the quick
-  // estimate until `finalists` layouts that fit are compiled (0: all).
-  int64_t pruned = 0, failed = 0, compiledCount = 0, fitting = 0;
-  std::vector<Candidate *> order;
-  for (Candidate &c : candidates) {
-    c.stateLowerBound =
-        stateLowerBound(c, parameters, config.dtype == "f32" ? 4.0 : 2.0);
-    c.estimatedSeconds = estimateSeconds(c, config, parameters, forwardFlops,
-                                         globalBatch, *cluster);
-    if (budget > 0 && c.stateLowerBound > budget) {
-      c.failure = "over budget: its model state alone needs at least " +
-                  formatBytes(c.stateLowerBound);
-      ++pruned;
-      continue;
-    }
-    order.push_back(&c);
-  }
-  // Screening (finalists only, deep models): each layout compiled at a few
-  // layers, its figures extrapolated; layouts over the budget then are not
-  // compiled at full depth, and the others are compiled in the order of
-  // their extrapolated step time.
-  ScreenCounts screenCounts;
-  if (screening)
-    order = screenLayouts(order, config, *cluster, globalBatch, budget,
-                          finalists, scratchFile, screenCounts);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const Candidate *a, const Candidate *b) {
-                     return a->estimatedSeconds < b->estimatedSeconds;
-                   });
-  // Compiled in waves, in estimate order: each of as many layouts as there
-  // are cores, and no more than are still needed to make `finalists` fit;
-  // a layout after the one that makes them fit is dropped as if never
-  // compiled, so the result does not depend on the core count.
-  for (size_t first = 0; first < order.size();) {
-    size_t needed =
-        static_cast<size_t>(std::max<long long>(finalists - fitting, 1));
-    size_t wave =
-        finalists > 0 ? std::min(parallelism(), needed) : order.size();
-    size_t last = std::min(order.size(), first + wave);
-    std::vector<Candidate> results;
-    for (size_t k = first; k < last; ++k)
-      results.push_back(*order[k]);
-    if (finalists == 0 || fitting < finalists)
-      forEachInParallel(results.size(), "layouts compiled", [&](size_t i) {
-        evaluate(results[i], config, *cluster, globalBatch, scratchFile(i));
-      });
-    for (size_t k = first; k < last; ++k) {
-      Candidate *c = order[k];
-      if (finalists > 0 && fitting >= finalists) {
-        c->failure = llvm::formatv("not compiled: estimated {0:F3} ms, "
-                                   "after {1} layouts that fit",
-                                   c->estimatedSeconds * 1e3, finalists)
-                         .str();
-        continue;
-      }
-      *c = std::move(results[k - first]);
-      failed += !c->compiled;
-      compiledCount += c->compiled;
-      fitting += c->compiled && (budget <= 0 || c->memory <= budget);
-    }
-    first = last;
-  }
-  llvm::sys::fs::remove_directories(scratch);
-
-  std::vector<Candidate *> fits, over;
-  for (Candidate &c : candidates)
-    if (c.compiled)
-      (budget <= 0 || c.memory <= budget ? fits : over).push_back(&c);
-  auto faster = [](const Candidate *a, const Candidate *b) {
-    if (a->stepSeconds() != b->stepSeconds())
-      return a->stepSeconds() < b->stepSeconds();
-    return a->memory < b->memory;
-  };
-  std::stable_sort(fits.begin(), fits.end(), faster);
-  if (fits.empty()) {
-    // The least memory a compiled layout needs; failing that, the least
-    // model state of a layout pruned before compiling.
-    const Candidate *least = nullptr;
-    for (const Candidate *c : over)
-      if (!least || c->memory < least->memory)
-        least = c;
-    // A layout screened out may need less than any compiled one.
-    const Candidate *leastScreened = nullptr;
-    for (const Candidate &c : candidates)
-      if (c.screenedOut &&
-          (!leastScreened || c.screenedMemory < leastScreened->screenedMemory))
-        leastScreened = &c;
-    if (leastScreened && (!least || leastScreened->screenedMemory < least->memory)) {
-      llvm::errs() << "error: no layout of " << config.model << " on "
-                   << devices << " devices fits in " << formatBytes(budget)
-                   << " per device; the smallest layout needs about "
-                   << formatBytes(leastScreened->screenedMemory) << " ("
-                   << leastScreened->meshText() << ", "
-                   << leastScreened->rulesText() << ", " << leastScreened->micro
-                   << " micro-batches, remat "
-                   << partita::rematName(leastScreened->remat)
-                   << "; extrapolated from "
-                   << (leastScreened->pipe > 1 ? kScreenStageLayers
-                                               : kScreenLayers)
-                   << " and "
-                   << (leastScreened->pipe > 1 ? kScreenStageLayers
-                                               : kScreenLayers) +
-                          1
-                   << (leastScreened->pipe > 1 ? " layers per stage)\n"
-                                               : " layers)\n");
-      return 1;
-    }
-    bool bound = !least;
-    if (bound)
-      for (const Candidate &c : candidates)
-        if (!c.compiled && c.stateLowerBound > 0 &&
-            (!least || c.stateLowerBound < least->stateLowerBound))
-          least = &c;
-    llvm::errs() << "error: no layout of " << config.model << " on "
-                 << devices << " devices fits in " << formatBytes(budget)
-                 << " per device";
-    if (least)
-      llvm::errs() << "; the smallest "
-                   << (bound ? "model state of any layout is at least "
-                             : "layout needs ")
-                   << formatBytes(bound ? least->stateLowerBound
-                                        : least->memory)
-                   << " (" << least->meshText() << ", " << least->rulesText()
-                   << ", " << least->micro << " micro-batches, remat "
-                   << partita::rematName(least->remat) << ")";
-    llvm::errs() << "\n";
+  PlanRequest request;
+  request.config = config;
+  request.devices = devices;
+  request.cluster = *cluster;
+  request.budget = budget;
+  request.globalBatch = globalBatch;
+  request.finalists = finalists;
+  Expected<PlanResult> plan = searchPlan(request);
+  if (!plan) {
+    if (!plan.status().message().empty())
+      usageError(plan.status().message());
     return 1;
   }
+  const std::vector<Candidate> &candidates = plan->candidates;
+  std::vector<const Candidate *> fits, over;
+  for (size_t i : plan->fits)
+    fits.push_back(&candidates[i]);
+  for (size_t i : plan->over)
+    over.push_back(&candidates[i]);
+  double parameters = plan->parameters;
+  const ScreenCounts &screenCounts = plan->screen;
+  int64_t compiledCount = plan->compiled, pruned = plan->pruned,
+          failed = plan->failed;
   const Candidate &best = *fits.front();
   if (cl.on("--emit-flags")) {
     llvm::outs() << trainFlags(cl, config, best, devices, globalBatch) << "\n";
@@ -667,8 +277,7 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
      << " across; memory "
      << (budget > 0 ? formatBytes(budget) + " per device" : "unlimited")
      << "\n";
-  size_t left = candidates.size() - pruned - screenCounts.screenedOut -
-                screenCounts.leftOut - failed - compiledCount;
+  size_t left = plan->notCompiled();
   os << "searched " << candidates.size() << " layouts: ";
   if (screenCounts.screened)
     os << screenCounts.screened << " screened at " << kScreenLayers

@@ -1,0 +1,68 @@
+//===- Plan.h - The search partita plan runs --------------------*- C++ -*-===//
+//
+// A model on N devices, a cluster and a memory budget in; every layout the
+// search tried out, ranked (docs/Planning.md). Mesh shapes x rules presets
+// x micro-batches x activation checkpointing (and pipeline ranks) are
+// enumerated; a lower bound of each layout's model state prunes what
+// cannot fit; the others are compiled (PlanSearch.h), in the order of a
+// quick estimate when only `finalists` are wanted.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_PLANNING_PLAN_H
+#define PARTITA_PLANNING_PLAN_H
+
+#include "partita/Planning/PlanSearch.h"
+
+#include "partita/Models/Models.h"
+#include "partita/Sharding/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace partita {
+
+/// The cluster of a `partita plan --interconnect` file (docs/Planning.md,
+/// "The cluster"); the default cluster for an empty path.
+Expected<Cluster> readClusterFile(const std::string &path);
+
+/// What to plan.
+struct PlanRequest {
+  /// The model (its batch is ignored: globalBatch is the step's).
+  ModelConfig config;
+  int64_t devices = 1;
+  Cluster cluster;
+  /// Bytes per device a layout may use (0: unlimited).
+  double budget = 0;
+  int64_t globalBatch = 1;
+  /// Compile in the order of the quick estimate until this many layouts
+  /// fit (deep models are screened first); 0: compile every layout.
+  int64_t finalists = 0;
+};
+
+/// Every layout the search tried and what became of it.
+struct PlanResult {
+  /// The model's parameters and forward FLOPs (at one device).
+  double parameters = 0, forwardFlops = 0;
+  std::vector<Candidate> candidates;
+  /// Indices into `candidates`: the compiled layouts that fit, fastest
+  /// first (then the least memory), and those over the budget.
+  std::vector<size_t> fits, over;
+  int64_t pruned = 0, failed = 0, compiled = 0;
+  ScreenCounts screen;
+  /// Layouts not compiled because `finalists` fitted before them.
+  size_t notCompiled() const {
+    return candidates.size() - pruned - screen.screenedOut - screen.leftOut -
+           failed - compiled;
+  }
+};
+
+/// Runs the search. Errors: no layout divides the global batch, a scratch
+/// directory cannot be made, no layout fits the budget (the message names
+/// the smallest), or the model does not build (an empty message after its
+/// diagnostics were printed).
+Expected<PlanResult> searchPlan(const PlanRequest &request);
+
+} // namespace partita
+
+#endif // PARTITA_PLANNING_PLAN_H
