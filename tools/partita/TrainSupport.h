@@ -20,11 +20,6 @@ namespace partita::cli {
 std::optional<int> parseTrainRequest(const CommandLine &cl,
                                      TrainRequest &request);
 
-/// The data source the flags ask for: a token file (with its trace) or
-/// synthetic data.
-Expected<std::unique_ptr<TrainData>> makeTrainData(const CommandLine &cl,
-                                                   const TrainRequest &request);
-
 /// Reads `flag` (default `fallback`) as an integer >= 0 into `value`; the
 /// exit code after a bad one.
 std::optional<int> nonNegativeFlag(const CommandLine &cl, const char *flag,
@@ -39,9 +34,6 @@ std::optional<int> parseCheckpointRequest(const CommandLine &cl,
 /// one.
 std::optional<int> parseEvalRequest(const CommandLine &cl,
                                     TrainRequest &request);
-
-/// `partita train --pp`: the pipelined step (TrainPipelined.cpp).
-int trainPipelined(const CommandLine &cl, TrainRequest &request);
 
 /// `partita compile --train --pp P`: the pipelined step of `module`'s loss
 /// function, its stages and schedule printed (-o), the figures written

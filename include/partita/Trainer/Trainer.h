@@ -84,6 +84,11 @@ struct TrainRequest {
   PipelineOptions options;
   LoweringOptions lowering;
   std::string outputDir;
+  /// --data: a token file (SFT: prompt | response lines; DPO: prompt |
+  /// chosen | rejected); none: synthetic data. --data-trace: where the
+  /// token file's reads are logged.
+  std::optional<std::string> data;
+  std::string dataTrace;
   /// Where the last step's timeline goes (--trace) [outputDir/trace.json].
   std::string tracePath;
   /// Pipeline parallelism (--pp, or a `pipe` axis in --mesh): ranks,
@@ -109,6 +114,23 @@ struct TrainRequest {
 /// empty message after the diagnostics were printed.
 Expected<Executable> compileTrainStep(Session &session,
                                       const TrainRequest &request);
+
+/// The data source the request asks for: a token file (with its trace) or
+/// synthetic data.
+Expected<std::unique_ptr<TrainData>> makeTrainData(const TrainRequest &request);
+
+/// Trains the request's model on emulated CPU devices, without pipeline
+/// parallelism: the step compiled, the run's header, each step's progress
+/// line, checkpoints, evaluation, the last step's trace, the losses
+/// written (TrainRun.cpp). An empty message after diagnostics were
+/// printed.
+Status trainOnCpu(const TrainRequest &request);
+
+/// The same with pipeline parallelism (`--pp`, a `pipe` axis): the stages
+/// compiled, their figures and the schedule printed, the measured
+/// timeline and pipeline.json, and with `check` the non-pipelined step on
+/// one device beside it (TrainPipelined.cpp).
+Status trainPipelined(TrainRequest &request);
 
 /// Prints each step's progress line (a bar on a terminal) and keeps the
 /// losses; a non-finite loss stops training.

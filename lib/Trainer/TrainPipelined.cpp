@@ -1,0 +1,286 @@
+//===- TrainPipelined.cpp - Pipeline-parallel training --------------------===//
+//
+// Pipeline-parallel training: the model is cut into stages, each stage's
+// programs are compiled for one pipeline rank's sub-mesh, and the schedule
+// runs micro-batches through them step after step. Prints what each stage
+// holds and the schedule's bubble, draws the measured timeline of the last
+// step, writes the figures to pipeline.json, and with --check trains the
+// non-pipelined step on one device beside it (docs/Pipeline.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Trainer/Trainer.h"
+
+#include "partita/Pipelining/Pipelining.h"
+#include "partita/Planning/PipelineFigures.h"
+#include "partita/Runtime/CUDA/CudaPlugin.h"
+#include "partita/Runtime/Pipeline/PipelineRun.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+#include <unistd.h>
+
+using namespace partita;
+
+namespace {
+
+void printPipelineHeader(const TrainRequest &request, const PipelinedStep &step,
+                         const PipelineFigures &figures) {
+  const PipelineSchedule &schedule = step.schedule;
+  llvm::outs() << "training " << request.config.model << " on "
+               << request.devices << " (mesh " << request.mesh.toString()
+               << ", rules " << request.options.rules << ", "
+               << trainOptimizerName(request.options.trainOptimizer) << " lr "
+               << llvm::format("%g", request.options.trainLearningRate)
+               << "): pipeline of " << schedule.stages() << " stages on "
+               << schedule.ranks << " ranks of " << step.devicesPerRank
+               << " devices, " << scheduleKindName(schedule.kind) << ", "
+               << schedule.microBatches << " micro-batches\n";
+  printPipelineStages(llvm::outs(), step, figures);
+}
+
+/// The largest difference between `a` and `b` relative to `b`'s largest
+/// magnitude.
+double relativeDifference(const HostArray &a, const HostArray &b) {
+  double difference = 0, scale = 1e-12;
+  for (int64_t i = 0; i < b.numElements(); ++i) {
+    double x = elementAsDouble(a, i), y = elementAsDouble(b, i);
+    difference = std::max(difference, std::fabs(x - y));
+    scale = std::max(scale, std::fabs(y));
+  }
+  return difference / scale;
+}
+
+/// --check: the non-pipelined step on one device, same data and seed; an
+/// error when they differ.
+Status checkAgainstOneDevice(const TrainRequest &request,
+                             const std::vector<double> &losses,
+                             const std::vector<HostArray> &parameters) {
+  TrainRequest single = request;
+  single.count = 1;
+  // The rank's axes, each of size 1: the rules find their axes.
+  std::vector<MeshAxis> ones;
+  for (const MeshAxis &axis : request.rankMesh.axes())
+    ones.push_back(MeshAxis{axis.name, 1});
+  Expected<Mesh> oneDevice = Mesh::create(ones);
+  if (!oneDevice)
+    return oneDevice.status();
+  single.mesh = *oneDevice;
+  single.options.stage = Stage::Verified;
+  Session session;
+  Expected<Executable> program = compileTrainStep(session, single);
+  if (!program)
+    return program.status();
+  Expected<TrainStepLayout> layout = trainStepLayout(*program);
+  Expected<std::vector<HostArray>> inputs =
+      initialTrainInputs(*program, static_cast<uint64_t>(request.seed));
+  Expected<std::unique_ptr<TrainData>> source = makeTrainData(request);
+  if (!layout || !inputs || !source)
+    return Status::error("the non-pipelined step cannot run");
+  std::vector<double> reference;
+  Status status =
+      trainOnCpuDevices(*program, *layout, *inputs, **source, request.steps,
+                        [&](const TrainStepResult &result) {
+                          reference.push_back(result.loss);
+                          return Status::success();
+                        });
+  if (!status.ok())
+    return Status::error("the non-pipelined step: " + status.message());
+  double worst = 0;
+  for (size_t s = 0; s < losses.size() && s < reference.size(); ++s)
+    worst = std::max(worst, std::fabs(losses[s] - reference[s]) /
+                                std::max(1e-12, std::fabs(reference[s])));
+  double worstParam = 0;
+  for (size_t p = 0; p < parameters.size(); ++p)
+    worstParam =
+        std::max(worstParam, relativeDifference(parameters[p], (*inputs)[p]));
+  bool same =
+      worst <= 1e-4 && worstParam <= 1e-4 && losses.size() == reference.size();
+  llvm::outs() << "check against the non-pipelined step on one device: "
+               << "largest relative difference " << llvm::format("%.2e", worst)
+               << " in the losses, " << llvm::format("%.2e", worstParam)
+               << " in the parameters: " << (same ? "same" : "DIFFERENT")
+               << "\n";
+  if (!same)
+    return Status::error("the pipelined step differs from the "
+                         "non-pipelined one (tolerance 1e-4)");
+  return Status::success();
+}
+
+} // namespace
+
+namespace {
+
+/// --resume and --init-from for a pipelined step: any checkpoint of the
+/// same model, pipelined or not (PipelineRunner::loadCheckpoint).
+Status loadPipelinedCheckpoint(const TrainRequest &request,
+                               PipelineRunner &runner,
+                               ProgressPrinter &progress, int64_t &firstStep) {
+  const CheckpointRequest &c = request.checkpoints;
+  bool resuming = !c.resume.empty();
+  const std::string &root = resuming ? c.resume : c.initFrom;
+  if (root.empty())
+    return Status::success();
+  Expected<CheckpointInfo> info = openStartCheckpoint(request, resuming);
+  if (!info)
+    return info.status();
+  if (Status status = runner.loadCheckpoint(*info, resuming ? "" : "param");
+      !status.ok())
+    return Status::error((resuming ? std::string("--resume")
+                                   : request.checkpoints.initFromFlag) +
+                         ": " + status.message());
+  if (resuming) {
+    continueFrom(*info, progress, firstStep);
+    return Status::success();
+  }
+  llvm::outs() << "initialised from " << info->directory << " ("
+               << info->meta.step << " steps of '" << info->meta.model
+               << "')\n";
+  llvm::outs().flush();
+  return Status::success();
+}
+
+} // namespace
+
+Status partita::trainPipelined(TrainRequest &request) {
+  // MoE groups as on the rank's mesh, also for --check's one device.
+  request.config.groups = moeGroups(request.config, request.rankMesh);
+  Session session;
+  // Each stage program sees one micro-batch on one rank's sub-mesh.
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      buildModelOrReport(session, request.config, request.rankMesh);
+  if (!module)
+    return Status::error("");
+  mlir::func::FuncOp loss;
+  for (auto function : module->getOps<mlir::func::FuncOp>())
+    if (function.isPublic())
+      loss = function;
+  PipelineCompileOptions options;
+  options.schedule = request.schedule;
+  options.ranks = request.pipelineRanks;
+  options.virtualStages = request.virtualStages;
+  options.microBatches = request.micro;
+  options.optimizer.optimizer = request.options.trainOptimizer;
+  options.optimizer.learningRate = request.options.trainLearningRate;
+  options.optimizer.remat = request.options.trainRemat;
+  options.passes = request.options;
+  options.passes.trainOptimizer = TrainOptimizer::None;
+  options.passes.mesh.clear();
+  options.devicesPerRank = request.rankMesh.numDevices();
+  options.passes.stage =
+      options.devicesPerRank > 1 ? Stage::Partitioned : Stage::Verified;
+  options.lowering = request.lowering;
+  Expected<PipelinedStep> step = compilePipelined(loss, options);
+  if (!step)
+    return step.status();
+  Expected<PipelineFigures> figures = scheduleFigures(*step);
+  Expected<std::unique_ptr<PipelineRunner>> runner =
+      PipelineRunner::create(*step, static_cast<uint64_t>(request.seed));
+  if (!figures || !runner)
+    return figures ? runner.status() : figures.status();
+  Expected<std::unique_ptr<TrainData>> source = makeTrainData(request);
+  if (!source)
+    return source.status();
+  if (std::error_code error =
+          llvm::sys::fs::create_directories(request.outputDir))
+    return Status::error("cannot create '" + request.outputDir +
+                         "': " + error.message());
+  printPipelineHeader(request, *step, *figures);
+
+  // On GPUs: each rank's programs on its own GPUs, through the plugin.
+  PipelineProgramRunner runProgram;
+  if (request.cuda) {
+    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+    if (!plugin)
+      return plugin.status();
+    int64_t perRank = step->devicesPerRank;
+    runProgram = [cuda = *plugin, perRank](const Executable &program,
+                                           const std::vector<HostArray> &inputs,
+                                           int rank) {
+      CudaBackendOptions options;
+      options.firstDevice = static_cast<int>(rank * perRank);
+      options.partialInputs = PartialInputs::FirstMember;
+      return cuda->runOnDevices(program, inputs, options, nullptr);
+    };
+  }
+  std::vector<HostArray> data;
+  for (size_t k = 0; k < step->dataShapes.size(); ++k)
+    data.push_back(HostArray::zeros(step->dataTypes[k], step->dataShapes[k]));
+  std::vector<HostArray *> dataPointers;
+  for (HostArray &array : data)
+    dataPointers.push_back(&array);
+  bool tty = isatty(STDOUT_FILENO);
+  ProgressPrinter progress(request, tty);
+  int64_t firstStep = 0;
+  if (Status status =
+          loadPipelinedCheckpoint(request, **runner, progress, firstStep);
+      !status.ok())
+    return status;
+  CheckpointWriter checkpoints(request);
+  const CheckpointRequest &saving = request.checkpoints;
+  PipelineStepResult last;
+  for (int64_t s = firstStep; s < request.steps; ++s) {
+    Status status = (*source)->fill(s, dataPointers);
+    Expected<PipelineStepResult> result =
+        status.ok() ? (*runner)->runStep(s, data, runProgram)
+                    : Expected<PipelineStepResult>(status);
+    if (result) {
+      last = *result;
+      TrainStepResult stepResult;
+      stepResult.step = s;
+      stepResult.loss = result->loss;
+      stepResult.seconds = result->seconds;
+      status = progress(stepResult);
+      int64_t done = s + 1;
+      if (status.ok() && saving.due(done, request.steps)) {
+        CheckpointState state;
+        state.meta = checkpoints.meta(done, progress);
+        state.values = (*runner)->checkpointValues();
+        status = checkpoints.submitState(std::move(state));
+      }
+    } else {
+      status = result.status();
+    }
+    if (!status.ok()) {
+      // The progress bar's line ends before the error.
+      llvm::outs().flush();
+      if (tty)
+        llvm::errs() << "\n";
+      return Status::error("step " + std::to_string(s) + ": " +
+                           status.message());
+    }
+  }
+  if (Status written = checkpoints.finish(); !written.ok())
+    return written;
+  llvm::outs() << checkpoints.written;
+  if (request.steps > firstStep) {
+    llvm::outs() << "measured timeline of the last step ("
+                 << llvm::format("%.1f", last.seconds * 1e3) << " ms):\n"
+                 << renderTimeline(last.timeline, 72);
+    llvm::outs() << "measured bubble "
+                 << llvm::format("%.4f", last.timeline.bubbleFraction)
+                 << "; peak bytes held per rank:";
+    for (int64_t bytes : last.peakHeldBytes)
+      llvm::outs() << " " << bytes;
+    llvm::outs() << "\n";
+    if (!writePipelineReport(request.outputDir + "/pipeline.json", *step,
+                             *figures, &last))
+      return Status::error("");
+    // The last step's timeline for ui.perfetto.dev / chrome://tracing.
+    if (!writeOutputFile(request.tracePath, [&](llvm::raw_ostream &os) {
+          os << timelineTraceJson(last.timeline);
+        }))
+      return Status::error("");
+  }
+  if (request.check)
+    if (Status status = checkAgainstOneDevice(request, progress.losses,
+                                              (*runner)->parameters());
+        !status.ok())
+      return status;
+  if (!writeLosses(request, progress))
+    return Status::error("");
+  return Status::success();
+}

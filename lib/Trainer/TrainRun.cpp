@@ -1,0 +1,221 @@
+//===- TrainRun.cpp - A training run on CPU devices -----------------------===//
+//
+// `partita train` without pipeline parallelism once its flags are parsed:
+// the step compiled for the request's mesh, its inputs initialised (or
+// loaded from a checkpoint), the data, and the loop with its progress
+// line, evaluation, checkpoints and trace (docs/Training.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Trainer/Trainer.h"
+
+#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Training/TrainLoop.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <unistd.h>
+
+using namespace partita;
+
+Expected<std::unique_ptr<TrainData>>
+partita::makeTrainData(const TrainRequest &request) {
+  auto seed = static_cast<uint64_t>(request.seed);
+  const ModelConfig &config = request.config;
+  if (config.objective == "dpo") {
+    auto pairs = std::make_unique<DpoData>();
+    pairs->setSeed(seed);
+    if (Status status = pairs->load(*request.data, config.seq, config.vocab);
+        !status.ok())
+      return status;
+    return std::unique_ptr<TrainData>(std::move(pairs));
+  }
+  if (config.lossMask) {
+    auto examples = std::make_unique<SftData>();
+    examples->setSeed(seed);
+    if (Status status = examples->load(*request.data, config.seq, config.vocab);
+        !status.ok())
+      return status;
+    return std::unique_ptr<TrainData>(std::move(examples));
+  }
+  if (!request.data)
+    return std::unique_ptr<TrainData>(
+        std::make_unique<SyntheticData>(config.model, config.vocab, seed));
+  if (config.model == "mlp")
+    return Status::error("--data holds tokens: it needs --model gpt or moe");
+  auto file = std::make_unique<TokenFileData>();
+  file->setSeed(seed);
+  const Mesh &mesh = request.mesh;
+  if (mesh.axisIndex("data") >= 0 && request.count > 1 &&
+      config.batch * request.micro % mesh.axisSize("data") == 0)
+    file->setRanks(mesh.axisSize("data"));
+  if (!request.dataTrace.empty())
+    if (Status status = file->traceTo(request.dataTrace); !status.ok())
+      return status;
+  if (Status status = file->load(*request.data, config.seq, config.vocab);
+      !status.ok())
+    return status;
+  return std::unique_ptr<TrainData>(std::move(file));
+}
+
+namespace {
+
+/// The run's first lines: what trains where, and what each device holds.
+void printTrainHeader(const TrainRequest &request, const Executable &program) {
+  const PipelineOptions &options = request.options;
+  llvm::outs() << "training " << request.config.model << " on "
+               << request.devices << " (mesh " << request.mesh.toString()
+               << ", rules " << options.rules << ", "
+               << trainOptimizerName(options.trainOptimizer) << " lr "
+               << (request.lrSchedule
+                       ? formatRate(request.lrSchedule->peak) + " scheduled"
+                       : formatRate(options.trainLearningRate))
+               << (request.micro > 1
+                       ? ", " + std::to_string(request.micro) + " micro-batches"
+                       : std::string())
+               << "): " << summarizeCommunication(program).collectives
+               << " collectives per step, " << program.allocatedBytes()
+               << " bytes per device planned\n";
+  // What each device holds between steps: its blocks of the arguments.
+  std::map<std::string, int64_t> held;
+  for (const ExecutableValue &input : program.inputs)
+    held[input.role.empty() ? "other" : input.role] +=
+        program.slots[input.slot].bytes();
+  llvm::outs() << "held per device between steps: param " << held["param"]
+               << ", grad " << held["grad"] << ", opt_state "
+               << held["opt_state"] << " bytes\n";
+}
+
+} // namespace
+
+Status partita::trainOnCpu(const TrainRequest &request) {
+  Session session;
+  Expected<Executable> program = compileTrainStep(session, request);
+  if (!program)
+    return program.status();
+  // Inputs: parameters initialised, state zero, data per step.
+  Expected<TrainStepLayout> layout = trainStepLayout(*program);
+  if (!layout)
+    return layout.status();
+  Expected<std::vector<HostArray>> inputs =
+      initialTrainInputs(*program, static_cast<uint64_t>(request.seed));
+  if (!inputs)
+    return inputs.status();
+  Expected<std::unique_ptr<TrainData>> source = makeTrainData(request);
+  if (!source)
+    return source.status();
+  if (std::error_code error =
+          llvm::sys::fs::create_directories(request.outputDir))
+    return Status::error("cannot create '" + request.outputDir +
+                         "': " + error.message());
+
+  printTrainHeader(request, *program);
+  bool tty = isatty(STDOUT_FILENO);
+  ProgressPrinter progress(request, tty);
+  TrainLoopOptions loop;
+  if (request.lrSchedule)
+    loop.learningRate = [schedule = *request.lrSchedule](int64_t step) {
+      return schedule.at(step);
+    };
+  if (!request.checkpoints.resume.empty())
+    if (Status status = resumeFromCheckpoint(request, *program, layout->updated,
+                                             *inputs, progress, loop.firstStep);
+        !status.ok())
+      return status;
+  if (!request.checkpoints.initFrom.empty())
+    if (Status status = initializeFromCheckpoint(request, *program, *inputs);
+        !status.ok())
+      return status;
+  std::unique_ptr<PreferenceTraining> preference;
+  if (request.config.objective == "dpo") {
+    Expected<std::unique_ptr<PreferenceTraining>> started =
+        PreferenceTraining::start(session, request,
+                                  static_cast<DpoData &>(**source));
+    if (!started)
+      return started.status();
+    preference = std::move(*started);
+  }
+  CheckpointWriter checkpoints(request);
+  std::unique_ptr<Evaluator> evaluator;
+  if (request.eval.every > 0 && !preference) {
+    Expected<std::unique_ptr<Evaluator>> created =
+        Evaluator::create(session, request);
+    if (!created)
+      return created.status();
+    evaluator = std::move(*created);
+  }
+  bool saving = !request.checkpoints.directory.empty();
+  long long evalEvery = request.eval.every, last = request.steps;
+  auto due = [last](long long every, int64_t done) {
+    return every > 0 && (done == last || done % every == 0);
+  };
+  auto saveDue = [saved = request.checkpoints, last](int64_t done) {
+    return saved.due(done, last);
+  };
+  if (saving || evaluator || (preference && evalEvery > 0)) {
+    loop.snapshotAfter = [=](int64_t done) {
+      return saveDue(done) || due(evalEvery, done);
+    };
+    loop.onSnapshot = [&, saveDue, due](TrainSnapshot &snapshot) -> Status {
+      if (evaluator && due(evalEvery, snapshot.steps))
+        if (Expected<double> loss = evaluator->evaluate(*program, snapshot);
+            !loss)
+          return loss.status();
+      if (preference && due(evalEvery, snapshot.steps))
+        if (Status status = preference->evaluate(*program, snapshot);
+            !status.ok())
+          return status;
+      if (saveDue(snapshot.steps))
+        return checkpoints.submit(*program, snapshot, progress);
+      return Status::success();
+    };
+  }
+  std::vector<DeviceTimeline> timelines;
+  loop.traceStep = request.steps - 1;
+  loop.timelines = &timelines;
+  Status status = Status::success();
+  if (loop.firstStep == request.steps &&
+      !request.checkpoints.directory.empty() &&
+      request.checkpoints.directory != request.checkpoints.resume) {
+    // Nothing left to train: the loaded state, written in this run's
+    // layout (partita checkpoint convert).
+    TrainSnapshot snapshot;
+    snapshot.steps = loop.firstStep;
+    for (size_t k = 0; k < layout->updated; ++k) {
+      snapshot.blocks.push_back({(*inputs)[k]});
+      snapshot.whole.push_back(true);
+    }
+    status = checkpoints.submit(*program, snapshot, progress);
+  } else {
+    status = trainOnCpuDevices(
+        *program, *layout, *inputs, **source, request.steps,
+        [&](const TrainStepResult &result) { return progress(result); }, loop);
+  }
+  if (Status written = checkpoints.finish(); status.ok())
+    status = written;
+  llvm::outs() << checkpoints.written;
+  if (!status.ok()) {
+    // The progress bar's line ends before the error.
+    llvm::outs().flush();
+    if (tty)
+      llvm::errs() << "\n";
+    return status;
+  }
+  if (!timelines.empty()) {
+    TraceOptions trace;
+    trace.title = "train step " + std::to_string(request.steps - 1);
+    if (!writeOutputFile(request.tracePath, [&](llvm::raw_ostream &os) {
+          os << deviceTimelineTraceJson(*program, timelines, trace);
+        }))
+      return Status::error("");
+    llvm::outs() << "the last step's timeline: " << request.tracePath
+                 << " (ui.perfetto.dev or chrome://tracing)\n";
+  }
+  if (!writeLosses(request, progress, evaluator.get()))
+    return Status::error("");
+  return Status::success();
+}
