@@ -1,9 +1,7 @@
 //===- Show.cpp - partita show --------------------------------------------===//
 //
-// A picture of which device holds which block of a tensor, in the spirit of
-// jax.debug.visualize_array_sharding: the last two dimensions as a grid of
-// blocks, one grid per block of the leading dimensions. Colours only on a
-// terminal.
+// The flags in; the picture of a tensor's blocks is the reporting layer's
+// (partita/Reporting/BlockGrid.h). Colours only on a terminal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,117 +51,6 @@ Examples:
   partita show docs/examples/megatron-mlp.mlir --value mlp.gelu
   partita show --schedule 1f1b --pp 4 --micro-batches 8
 )";
-
-std::string padCenter(const std::string &text, size_t width) {
-  size_t left = (width - std::min(width, text.size())) / 2;
-  return std::string(left, ' ') + text +
-         std::string(width - std::min(width, text.size()) - left, ' ');
-}
-
-} // namespace
-
-namespace {
-
-class Picture {
-public:
-  Picture(const Mesh &mesh, const Sharding &sharding,
-          std::vector<int64_t> shape, bool color)
-      : mesh(mesh), sharding(sharding), shape(std::move(shape)), color(color) {
-    for (int d = 0; d < this->sharding.rank(); ++d) {
-      counts.push_back(numShards(mesh, this->sharding.dims[d]));
-      chunks.push_back(counts.back() > 0
-                           ? (this->shape[d] + counts.back() - 1) /
-                                 counts.back()
-                           : this->shape[d]);
-    }
-  }
-
-  void draw(llvm::raw_ostream &os) {
-    int rank = static_cast<int>(shape.size());
-    if (rank == 0) {
-      grid({}, os);
-      return;
-    }
-    int leading = std::max(0, rank - 2);
-    std::vector<int64_t> block(leading, 0);
-    while (true) {
-      if (leading > 0) {
-        os << "block";
-        for (int d = 0; d < leading; ++d) {
-          int64_t begin = block[d] * chunks[d];
-          os << (d ? ", " : " ") << "dim " << d << " ["
-             << rangeText(std::min(begin, shape[d]),
-                          std::min(begin + chunks[d], shape[d]))
-             << "]";
-        }
-        os << ":\n";
-      }
-      grid(block, os);
-      int d = leading - 1;
-      while (d >= 0 && ++block[d] == counts[d])
-        block[d--] = 0;
-      if (d < 0)
-        break;
-      os << "\n";
-    }
-  }
-
-private:
-  const Mesh &mesh;
-  Sharding sharding;
-  std::vector<int64_t> shape;
-  bool color;
-  std::vector<int64_t> counts, chunks;
-  std::map<std::string, int> colours;
-
-  void grid(const std::vector<int64_t> &leadingBlock, llvm::raw_ostream &os) {
-    BlockGrid blocks = blockGrid(mesh, sharding, shape, leadingBlock);
-    const std::vector<std::string> &rowLabels = blocks.rowLabels;
-    const std::vector<std::string> &colLabels = blocks.colLabels;
-    const std::vector<std::vector<std::string>> &cells = blocks.cells;
-    int64_t rows = static_cast<int64_t>(cells.size());
-    int64_t cols = static_cast<int64_t>(cells.front().size());
-    int colDim = shape.empty() ? -1 : static_cast<int>(shape.size()) - 1;
-    size_t width = 0, labelWidth = 0;
-    for (const std::string &label : rowLabels)
-      labelWidth = std::max(labelWidth, label.size());
-    for (const std::string &label : colLabels)
-      width = std::max(width, label.size());
-    for (const std::vector<std::string> &row : cells)
-      for (const std::string &cell : row)
-        width = std::max(width, cell.size());
-    width += 2;
-    std::string indent(labelWidth + 1, ' ');
-    std::string rule = indent + "+";
-    for (int64_t j = 0; j < cols; ++j)
-      rule += std::string(width, '-') + "+";
-    if (colDim >= 0) {
-      os << indent << " ";
-      for (int64_t j = 0; j < cols; ++j)
-        os << padCenter(colLabels[j], width) << " ";
-      os << "\n";
-    }
-    os << rule << "\n";
-    for (int64_t i = 0; i < rows; ++i) {
-      os << rowLabels[i]
-         << std::string(labelWidth - rowLabels[i].size() + 1, ' ') << "|";
-      for (int64_t j = 0; j < cols; ++j) {
-        std::string text = padCenter(cells[i][j], width);
-        if (color) {
-          auto [it, inserted] =
-              colours.emplace(cells[i][j], static_cast<int>(colours.size()));
-          // Light backgrounds from the 256-colour palette, black text.
-          static const int palette[] = {153, 194, 223, 217, 189, 230, 159, 225};
-          os << "\033[30;48;5;" << palette[it->second % 8] << "m" << text
-             << "\033[0m|";
-        } else {
-          os << text << "|";
-        }
-      }
-      os << "\n" << rule << "\n";
-    }
-  }
-};
 
 } // namespace
 
@@ -272,23 +159,6 @@ int partita::cli::showCommand(const std::vector<std::string> &args) {
   os << displayName(*entry) << ": " << entry->type << "  "
      << dimsSpec(sharding) << "  on mesh " << mesh.toString()
      << "\n";
-  std::vector<std::string> used = sharding.dimAxes();
-  used.insert(used.end(), sharding.partialAxes.begin(),
-              sharding.partialAxes.end());
-  for (const MeshAxis &axis : mesh.axes())
-    if (axis.size > 1 &&
-        std::find(used.begin(), used.end(), axis.name) == used.end())
-      os << "replicated over \"" << axis.name << "\" (" << axis.size
-         << " devices hold each block)\n";
-  if (sharding.partialKind != PartialKind::None) {
-    os << "partial " << partialKindName(sharding.partialKind) << " over";
-    for (const std::string &axis : sharding.partialAxes)
-      os << " \"" << axis << "\"";
-    os << ": the devices of a cell hold different "
-       << (sharding.partialKind == PartialKind::Sum ? "addends" : "candidates")
-       << " of that block\n";
-  }
-  os << "\n";
-  Picture(mesh, sharding, shape, color).draw(os);
+  drawSharding(os, mesh, sharding, shape, color);
   return 0;
 }

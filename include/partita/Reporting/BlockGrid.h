@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
 namespace partita {
 
 /// The blocks of a tensor's last two dimensions (one row and one column per
@@ -36,6 +40,14 @@ std::string rangeText(int64_t begin, int64_t end);
 BlockGrid blockGrid(const Mesh &mesh, const Sharding &sharding,
                     const std::vector<int64_t> &shape,
                     const std::vector<int64_t> &leadingBlock);
+
+/// `partita show`'s picture: the mesh axes the blocks are replicated over,
+/// the partial part in words, then one grid per block of the leading
+/// dimensions (with `color`, cells of the same devices share a background
+/// colour, for a terminal).
+void drawSharding(llvm::raw_ostream &os, const Mesh &mesh,
+                  const Sharding &sharding, const std::vector<int64_t> &shape,
+                  bool color);
 
 } // namespace partita
 
