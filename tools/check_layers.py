@@ -28,6 +28,8 @@ import sys
 
 LIB_LAYERS = [
     ("sharding", ["include/partita/Sharding", "lib/Sharding"], []),
+    # The commands' options, one table: plain C++17, nothing below it.
+    ("api", ["include/partita/API", "lib/API"], []),
     ("runtime", ["include/partita/Runtime", "lib/Runtime"], ["sharding"]),
     ("dialect", ["include/partita/Dialect/Partita/IR",
                  "lib/Dialect/Partita/IR"], ["sharding"]),
@@ -89,6 +91,7 @@ LAYERS = LIB_LAYERS + OUTER_LAYERS
 # Partita headers by their include path.
 HEADER_LAYERS = [
     ("partita/Sharding/", "sharding"),
+    ("partita/API/", "api"),
     ("partita/Runtime/", "runtime"),
     ("partita/Dialect/Partita/IR/", "dialect"),
     ("partita/Dialect/Partita/Utils/", "dialect-utils"),
@@ -110,6 +113,7 @@ HEADER_LAYERS = [
 # targets (tablegen) belong to the layer whose headers they make.
 LIBRARIES = {
     "PartitaSharding": "sharding",
+    "PartitaAPI": "api",
     "PartitaRuntime": "runtime",
     "PartitaRuntimeMPI": "runtime",
     "PartitaRuntimeMPINccl": "runtime",

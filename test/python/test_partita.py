@@ -171,6 +171,29 @@ def test_arguments_of_the_wrong_kind_are_refused(tmp_path):
     assert ".npy" not in error.value.message
 
 
+def test_keywords_follow_the_option_table():
+    # The package turns keywords into flags by the table the CLI's parser
+    # and help pages come from: the flags are the CLI's, and a keyword of
+    # the wrong kind names itself.
+    options = partita.command_options("compile")
+    assert options["--stage"][0] == "value"
+    assert options["--strict"][0] == "switch"
+    assert "--no-overlap" in options
+    assert "--layers" in partita.command_options("train")
+    assert partita.command_options("frob") == {}
+    with pytest.raises(TypeError, match="strict must be True or False"):
+        partita.compile(LAYER, strict="yes")
+    with pytest.raises(TypeError, match="combine_bytes"):
+        partita._flags("compile", combine_bytes=True)
+    with pytest.raises(TypeError, match="no option for frob"):
+        partita._flags("compile", frob=1)
+    assert partita._flags("compile", mesh="data=2", strict=True,
+                          overlap=False, rules=None) == [
+        "--mesh", "data=2", "--strict", "--no-overlap"]
+    m = partita.compile(LAYER, combine_bytes=0, overlap=False)
+    assert m.report["totals"]["collectives"] >= 0
+
+
 def test_mesh_without_an_annotated_axis_is_an_error():
     # --mesh dropping the axis an annotation names killed the interpreter
     # (a division by zero in propagation).

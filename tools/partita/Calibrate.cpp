@@ -9,6 +9,7 @@
 #include "partita/Planning/Calibrate.h"
 #include "Flags.h"
 #include "TrainSupport.h"
+#include "partita/API/CommandOptions.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -21,8 +22,10 @@ using namespace partita::cli;
 
 namespace {
 
-constexpr const char *kCalibrateUsage =
-    R"(partita calibrate - measure this machine for partita plan
+/// The --help page: the options from CommandOptions.def.
+std::string calibrateUsage() {
+  return std::string(
+             R"(partita calibrate - measure this machine for partita plan
 
 Usage: partita calibrate [--devices cpu:N] [-o cluster.json] [--steps S]
 
@@ -35,28 +38,21 @@ and group size (each divisor of N above 1), fitted from calls of 256 bytes
 and 256 KiB. docs/Planning.md.
 
 Options:
-  --devices cpu:N    the devices to measure [cpu:8]
-  -o FILE            where the cluster file goes [stdout]
-  --steps S          timed steps per probe (median) [5]
-  -h, --help         show this help
-
+)") + api::renderOptions("calibrate") +
+         R"(
 Examples:
   partita calibrate --devices cpu:2 -o cluster.json
   partita plan --model gpt --devices 8 --interconnect cluster.json
 )";
+}
 
 } // namespace
 
 int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
   CommandLine cl;
-  int exitCode = 0;
-  if (!parseCommandLine(args, {"--devices", "--steps"}, {}, cl,
-                        exitCode))
-    return exitCode;
-  if (cl.help) {
-    llvm::outs() << kCalibrateUsage;
-    return 0;
-  }
+  if (std::optional<int> done =
+          parseCommand(args, "calibrate", calibrateUsage(), cl))
+    return *done;
   if (cl.input != "-")
     return usageError("calibrate takes no input file (got '" + cl.input +
                       "')");

@@ -1,6 +1,7 @@
 //===- Compile.cpp - partita compile --------------------------------------===//
 
 #include "TrainSupport.h"
+#include "partita/API/CommandOptions.h"
 #include "partita/Reporting/HtmlReport.h"
 
 #include "partita/Analysis/Report.h"
@@ -17,80 +18,28 @@ using namespace partita;
 using namespace partita::cli;
 
 namespace {
-constexpr const char *kCompileUsage =
-    R"(Usage: partita compile [in.mlir|-] [options]
+/// The --help page: the options from CommandOptions.def.
+std::string compileUsage() {
+  return std::string(R"(Usage: partita compile [in.mlir|-] [options]
 
 Runs Partita's pipeline on a module in the partita dialect up to a stage and
 prints the result.
 
 Options:
-  -o <file>              write the result to <file> (default: stdout)
-  --stage <stage>        stop after <stage>: verified, propagated,
-                         partitioned (default), or executable (the runtime's
-                         binary program; needs -o FILE)
-  --report <file>        write the report (collectives, bytes, estimated
-                         time, memory per device) as JSON
-  --html <file>          write one self-contained HTML page: the program as
-                         a graph of ops with every tensor's sharding, the
-                         blocks each device holds, every collective with
-                         its reason, memory per device by role over the
-                         program (docs/Report.md)
-  --mesh <spec>          replace the module's mesh: data=2,model=4, or
-                         NAME:data=2,model=4 when the module has several
-  --rules <preset|file>  map logical axis names (partita gen's models) to
-                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,
-                         fsdp+tp, tp+sp, ep, or a JSON rules file
-  --interconnect <file>  per-axis link bandwidth and latency (JSON) for the
-                         cost model; default 450 GB/s and 5 us per axis
-  --combine-bytes <n>    pack independent all_reduces into buckets of at
-                         most n bytes per device (default: the interconnect
-                         spec's combine_bytes, else 25 MiB; 0: no combining)
-  --max-padding <f>      a split dimension that does not divide is padded;
-                         where padding would be more than this fraction of
-                         it, logical rules skip the split and propagation
-                         warns (default 0.25)
-  --no-overlap           run each collective where it stands (by default
-                         they run asynchronously: started early, each
-                         waited for just before its result's first use)
-  --strict               ops without a sharding rule, unwanted all-gathers
-                         of annotated tensors, and padding above
-                         --max-padding are errors
-  --from <format>        the input's format: partita, stablehlo (a program
-                         JAX lowered, imported first; docs/JAX.md) or auto
-                         (default: StableHLO is recognised by its ops)
-  --no-fusion            with --stage executable: lower every elementwise op to an instruction of its
-                         own (by default chains of them run fused, in one
-                         pass over their elements)
-  --pp <P>               with --train: pipeline parallelism over the mesh's
-                         `pipe` axis of size P; prints the stages and the
-                         schedule, --report writes their figures, -o DIR
-                         writes the step for 'partita-exec train DIR'
-                         (docs/Pipeline.md)
-  --schedule <s>         with --pp: gpipe, 1f1b (default), interleaved, zb
-  --virtual-stages <v>   with --schedule interleaved: stages per rank [2]
-  --programs <dir>       with --pp: also write each stage program (forward,
-                         backward, weight gradient, update) to <dir> as the
-                         module its compilation starts from
-  --timing               print the wall time of each stage (reading, each
-                         pass, the report, lowering, writing) to stderr
-)" PARTITA_TRAIN_STEP_FLAGS_USAGE R"(  -h, --help             show this help
-
+)") + api::renderOptions("compile") +
+         R"(
 Examples:
   partita compile docs/examples/transformer-layer.mlir --report report.json
   partita gen gpt --layers 4 | partita compile --train --pp 2 --mesh pipe=2,data=4 --rules dp
 )";
+}
 } // namespace
 
 int partita::cli::compileCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
-  if (std::optional<int> done =
-          startCommand(args,
-                       {"--stage", "--report", "--from", "--pp", "--schedule",
-                        "--virtual-stages", "--programs", "--html"},
-                       kCompileUsage,
-                       Stage::Partitioned, cl, options,
-                       {"--timing", "--no-fusion"}))
+  if (std::optional<int> done = startCommand(args, "compile", compileUsage(),
+                                             Stage::Partitioned, cl, options))
     return *done;
   std::string from = cl.get("--from", "auto");
   if (from != "auto" && from != "partita" && from != "stablehlo")

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Flags.h"
+#include "partita/API/CommandOptions.h"
 
 #include "partita/Reporting/Explain.h"
 
@@ -17,8 +18,10 @@ using namespace partita::cli;
 
 namespace {
 
-constexpr const char *kExplainUsage =
-    R"(Usage: partita explain [in.mlir|-] [--value NAME] [options]
+/// The --help page: the options from CommandOptions.def.
+std::string explainUsage() {
+  return std::string(
+             R"(Usage: partita explain [in.mlir|-] [--value NAME] [options]
 
 Runs propagation and explains, for each tensor (or the one NAME selects),
 its sharding in JAX spelling, local shape, bytes per device, where the
@@ -30,26 +33,20 @@ NAME is a value's name (its NameLoc, e.g. layer3.mlp.w1), argN or resultN
 (@f:argN when the module has several functions), or its full description.
 
 Options:
-  --value <name>         explain one value
-  --mesh <spec>          replace the module's mesh first
-  --rules <preset|file>  map logical axis names (partita gen's models) to
-                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,
-                         fsdp+tp, tp+sp, ep, or a JSON rules file
-  --interconnect <file>  link figures for the cost model (JSON)
-  --strict               warnings become errors
-  -h, --help             show this help
-
+)") + api::renderOptions("explain") +
+         R"(
 Examples:
   partita explain docs/examples/megatron-mlp.mlir --value mlp.gelu
   partita explain docs/examples/transformer-layer.mlir
 )";
+}
 
 } // namespace
 
 int partita::cli::explainCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
-  if (std::optional<int> done = startCommand(args, {"--value"}, kExplainUsage,
+  if (std::optional<int> done = startCommand(args, "explain", explainUsage(),
                                              Stage::Propagated, cl, options))
     return *done;
   Session session;

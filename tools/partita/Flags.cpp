@@ -2,6 +2,8 @@
 
 #include "Flags.h"
 
+#include "partita/API/CommandOptions.h"
+
 #include "partita/Dialect/Partita/Utils/InlineCalls.h"
 
 #include "../common/CommandLine.h"
@@ -200,23 +202,28 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
 }
 
 std::optional<int>
-partita::cli::startCommand(const std::vector<std::string> &args,
-                           const std::vector<std::string> &extraFlags,
-                           const char *usage, Stage stage, CommandLine &cl,
-                           PipelineOptions &options,
-                           const std::vector<std::string> &extraSwitches) {
+partita::cli::parseCommand(const std::vector<std::string> &args,
+                           const std::string &command, const std::string &usage,
+                           CommandLine &cl) {
   int exitCode = 0;
-  std::vector<std::string> valueFlags = pipelineValueFlags();
-  valueFlags.insert(valueFlags.end(), extraFlags.begin(), extraFlags.end());
-  std::vector<std::string> switches = {"--strict", "--check", "--train",
-                                       "--mixed-precision", "--no-overlap"};
-  switches.insert(switches.end(), extraSwitches.begin(), extraSwitches.end());
-  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
+  if (!parseCommandLine(args, api::valueFlags(command),
+                        api::switchFlags(command), cl, exitCode))
     return exitCode;
   if (cl.help) {
     llvm::outs() << usage;
     return 0;
   }
+  return std::nullopt;
+}
+
+std::optional<int>
+partita::cli::startCommand(const std::vector<std::string> &args,
+                           const std::string &command, const std::string &usage,
+                           Stage stage, CommandLine &cl,
+                           PipelineOptions &options) {
+  if (std::optional<int> done = parseCommand(args, command, usage, cl))
+    return done;
+  int exitCode = 0;
   if (!pipelineOptions(cl, stage, options, exitCode))
     return exitCode;
   return std::nullopt;

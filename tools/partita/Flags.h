@@ -36,36 +36,6 @@ class Mesh;
 struct ModelConfig;
 } // namespace partita
 
-/// The help lines of the pipeline flags `run` and `show` take, ending with
-/// --help's (the end of their usage texts).
-/// The train-step flags of compile and run (PipelineOptions.def).
-#define PARTITA_TRAIN_STEP_FLAGS_USAGE                                         \
-  "  --train                turn the loss function into one train step\n"      \
-  "                         first: forward, backward, optimizer update\n"      \
-  "  --optimizer <o>        with --train: adamw (default) or sgd\n"            \
-  "  --lr <x>               with --train: a constant learning rate "           \
-  "(default:\n"                                                                \
-  "                         an `lr` input of the step)\n"                      \
-  "  --micro-batches <m>    with --train: gradient accumulation over m\n"      \
-  "                         micro-batches (default 1)\n"                       \
-  "  --remat <r>            with --train: none (default), per-layer or full\n" \
-  "  --clip-norm <c>        with --train: clip gradients to global L2 norm "   \
-  "c\n"                                                                        \
-  "  --mixed-precision      with --train: f32 master weights and moments\n"    \
-  "                         for a bf16 loss\n"
-
-#define PARTITA_PIPELINE_FLAGS_USAGE                                           \
-  "  --mesh <spec>          replace the module's mesh first\n"                 \
-  "  --rules <preset|file>  map logical axis names (partita gen's models) "    \
-  "to\n"                                                                       \
-  "                         mesh axes: dp, zero1, zero2, fsdp, tp, dp+tp,\n"   \
-  "                         fsdp+tp, tp+sp, ep, or a JSON rules file\n"        \
-  "  --interconnect <file>  link figures for the cost model (JSON)\n"          \
-  "  --combine-bytes <n>    all_reduce buckets of at most n bytes (25 MiB)\n"  \
-  "  --no-overlap           run each collective where it stands (default:\n"   \
-  "                         asynchronously, waited for before first use)\n"    \
-  "  -h, --help             show this help\n"
-
 namespace partita::cli {
 
 /// Prints `error: message` and returns exit code 1.
@@ -109,22 +79,19 @@ bool parseTrainChoices(const CommandLine &cl, PipelineOptions &options,
 bool pipelineOptions(const CommandLine &cl, Stage stage,
                      PipelineOptions &options, int &exitCode);
 
-/// The common flags that take a value.
-inline std::vector<std::string> pipelineValueFlags() {
-  return {"--mesh",        "--interconnect",  "--rules", "--optimizer",
-          "--lr",          "--micro-batches", "--remat", "--combine-bytes",
-          "--max-padding", "--clip-norm"};
-}
+/// Parses `args` with the options `command` takes (CommandOptions.def) and
+/// prints `usage` for --help. Returns the exit code when the command is
+/// done (help printed or bad usage), or nothing to go on.
+std::optional<int> parseCommand(const std::vector<std::string> &args,
+                                const std::string &command,
+                                const std::string &usage, CommandLine &cl);
 
-/// The common start of a command: parses `args` (the pipeline flags,
-/// `--strict`, and `extraFlags`), prints `usage` for --help, and fills
-/// `options` for `stage`. Returns the exit code when the command is done
-/// (help printed or bad usage), or nothing to go on.
-std::optional<int>
-startCommand(const std::vector<std::string> &args,
-             const std::vector<std::string> &extraFlags, const char *usage,
-             Stage stage, CommandLine &cl, PipelineOptions &options,
-             const std::vector<std::string> &extraSwitches = {});
+/// parseCommand, then `options` for `stage` from the pipeline flags: the
+/// start of every command that runs the pipeline on a module.
+std::optional<int> startCommand(const std::vector<std::string> &args,
+                                const std::string &command,
+                                const std::string &usage, Stage stage,
+                                CommandLine &cl, PipelineOptions &options);
 
 int compileCommand(const std::vector<std::string> &args);
 int importCommand(const std::vector<std::string> &args);

@@ -8,6 +8,7 @@
 
 #include "../common/CommandLine.h"
 #include "Flags.h"
+#include "partita/API/CommandOptions.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Pipelining/Pipelining.h"
@@ -29,8 +30,9 @@ using namespace partita;
 using namespace partita::cli;
 
 namespace {
-constexpr const char *kGenUsage =
-    R"(Usage: partita gen <model> [options]
+/// The --help page: the options from CommandOptions.def.
+std::string genUsage() {
+  return std::string(R"(Usage: partita gen <model> [options]
 
 Writes a model as partita IR: parameters and inputs carry logical axis names
 and roles; with --rules they also get shardings for the mesh. Models:
@@ -42,44 +44,13 @@ and roles; with --rules they also get shardings for the mesh. Models:
   moe   gpt with mixture-of-experts MLPs (GShard top-k dispatch)
 
 Options (defaults in brackets):
-  --layers L              layers or residual blocks [2]
-  --d-model D             model width [64]
-  --heads H               attention heads [4]
-  --kv-heads K            key/value heads, grouped-query attention [= heads]
-  --seq S                 sequence length [16]
-  --batch B               global batch [8]
-  --vocab V               vocabulary [128]
-  --mlp-ratio R           MLP width = R * d-model [4]
-  --experts E             MoE experts [4]
-  --top-k K               experts per token (1 Switch, 2 GShard) [2]
-  --capacity-factor C     MoE capacity factor [1.25]
-  --groups G              MoE dispatch groups along the batch [one per data
-                          shard]
-  --scan                  the layers as a loop over stacked weights (gpt, mlp)
-  --no-loss               stop at the logits (gpt, moe) or output (mlp)
-  --rotary                rotary positions instead of a learned table
-  --embedding onehot|gather
-                          token embedding: a one-hot einsum (keeps a
-                          vocab-split table split) or rows by index (no
-                          embedding FLOPs; a vocab-split table is gathered)
-                          [onehot]
-  --rmsnorm               RMSNorm instead of LayerNorm
-  --swiglu                SwiGLU MLP instead of GELU (gpt, ffn)
-  --dtype f32|bf16        parameter and activation type [f32]
-  --mesh SPEC             the mesh [data=2,model=4]
-  --rules PRESET|FILE     map logical axes to mesh axes: dp, zero1, zero2,
-                          fsdp, tp, dp+tp, fsdp+tp, tp+sp, ep, or a JSON file
-  --summary               print parameters and FLOPs per step instead of IR
-  --pp S                  mark each op with the pipeline stage (of S) the
-                          automatic cut puts it in: partita.stage, which
-                          'partita compile --train --pp' follows
-  -o FILE                 write the module to FILE [stdout]
-  -h, --help              show this help
-
+)") + api::renderOptions("gen") +
+         R"(
 Examples:
   partita gen gpt --layers 4 --mesh data=2,model=4 --rules dp+tp -o gpt.mlir
   partita gen moe --experts 8 --mesh data=8 --rules ep --summary
 )";
+}
 
 /// A model dimension: sizes past 2^31 are typos (a layer of width 2^31
 /// already holds 2^62 parameters); the builders check what each must be.
@@ -109,16 +80,11 @@ const std::vector<std::string> &modelIntFlags() {
 } // namespace
 
 std::vector<std::string> partita::cli::modelValueFlags() {
-  std::vector<std::string> flags = modelIntFlags();
-  flags.push_back("--capacity-factor");
-  flags.push_back("--dtype");
-  flags.push_back("--embedding");
-  return flags;
+  return api::sectionFlags("model", api::OptionKind::Value);
 }
 
 std::vector<std::string> partita::cli::modelSwitchFlags() {
-  return {"--scan", "--no-loss", "--rotary", "--rmsnorm", "--swiglu",
-          "--loss-mask", "--dpo"};
+  return api::sectionFlags("model", api::OptionKind::Switch);
 }
 
 bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
@@ -154,19 +120,10 @@ bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
 }
 
 int partita::cli::genCommand(const std::vector<std::string> &args) {
-  std::vector<std::string> valueFlags = modelValueFlags();
-  for (const char *flag : {"--mesh", "--rules", "--pp"})
-    valueFlags.push_back(flag);
-  std::vector<std::string> switches = modelSwitchFlags();
-  switches.push_back("--summary");
   CommandLine cl;
   int exitCode = 0;
-  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
-    return exitCode;
-  if (cl.help) {
-    llvm::outs() << kGenUsage;
-    return 0;
-  }
+  if (std::optional<int> done = parseCommand(args, "gen", genUsage(), cl))
+    return *done;
   if (cl.input == "-")
     return usageError(std::string("give a model: ") + modelNames() +
                       " (see 'partita gen --help')");

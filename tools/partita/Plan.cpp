@@ -8,6 +8,7 @@
 #include "partita/Planning/Plan.h"
 #include "Flags.h"
 #include "TrainSupport.h"
+#include "partita/API/CommandOptions.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Sharding/TextLimits.h"
@@ -31,8 +32,10 @@ using namespace partita::cli;
 
 namespace {
 
-constexpr const char *kPlanUsage =
-    R"(partita plan - choose the parallel layout of a model on N devices
+/// The --help page: the options from CommandOptions.def.
+std::string planUsage() {
+  return std::string(
+             R"(partita plan - choose the parallel layout of a model on N devices
 
 Usage: partita plan --model gpt|moe|mlp [model flags] --devices N
                     [--interconnect cluster.json] [--memory-per-device BYTES]
@@ -52,36 +55,13 @@ device (the buffer plan's arena, what the runtime allocates; at its peak
 by role). docs/Planning.md.
 
 Options:
-  --model NAME            gpt, moe or mlp, with gen's model flags
-                          (--layers, --d-model, --heads, --seq, --batch, ...)
-  --devices N             the number of devices (also cpu:N)
-  --interconnect FILE     the cluster (JSON): devices_per_node,
-                          flops_per_second and memory_bytes per device,
-                          intra_node and inter_node links
-                          ({"bandwidth_GBps": .., "latency_us": ..})
-                          [N per node, 1e11 FLOP/s, 450 GB/s and 5 us];
-                          with the "calibration" partita calibrate
-                          writes, each layout is costed per instruction,
-                          einsum, elementwise pass and collective its
-                          devices run
-  --memory-per-device B   the memory budget (bytes, or with KiB, MiB, GiB,
-                          KB, MB, GB) [the cluster's memory_bytes, else no
-                          limit]
-  --global-batch B        sequences per step [the model's --batch]
-  --top K                 how many plans to print [5]
-  --finalists F           compile layouts in the order of a quick estimate
-                          until F of them fit, leave the rest (0: compile
-                          every layout) [0]; a model deeper than 3 layers
-                          is screened at a few layers first (pipelined
-                          layouts leanest first, F groups explored)
-  --explain               every layout searched, and why each lost
-  --emit-flags            print only the best plan as `partita train` flags
-  -h, --help              show this help
-
+)") + api::renderOptions("plan") +
+         R"(
 Examples:
   partita plan --model gpt --devices 8 --memory-per-device 1.2MiB
   partita plan --model gpt --layers 4 --devices 8 --finalists 3 --emit-flags
 )";
+}
 
 /// "2.5 GiB" style bytes.
 Expected<double> parseBytes(const std::string &text) {
@@ -153,22 +133,10 @@ void printRow(llvm::raw_ostream &os, size_t rank, const Candidate &c,
 } // namespace
 
 int partita::cli::planCommand(const std::vector<std::string> &args) {
-  std::vector<std::string> valueFlags = modelValueFlags();
-  for (const char *flag :
-       {"--model", "--devices", "--interconnect", "--memory-per-device",
-        "--global-batch", "--top", "--finalists"})
-    valueFlags.push_back(flag);
-  std::vector<std::string> switches = modelSwitchFlags();
-  switches.push_back("--explain");
-  switches.push_back("--emit-flags");
   CommandLine cl;
   int exitCode = 0;
-  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
-    return exitCode;
-  if (cl.help) {
-    llvm::outs() << kPlanUsage;
-    return 0;
-  }
+  if (std::optional<int> done = parseCommand(args, "plan", planUsage(), cl))
+    return *done;
   if (cl.input != "-")
     return usageError("plan takes no input file (got '" + cl.input +
                       "'); give the model with --model");

@@ -10,6 +10,7 @@
 #include "../common/RuntimeBackends.h"
 #include "Commands.h"
 #include "Flags.h"
+#include "partita/API/CommandOptions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "partita/Analysis/Report.h"
@@ -36,53 +37,22 @@ using namespace partita::cli;
 
 namespace {
 
-constexpr const char *kRunUsage =
-    R"(Usage: partita run in.mlir --devices cpu:N [options]
+/// The --help page: the options from CommandOptions.def.
+std::string runUsage() {
+  return std::string(R"(Usage: partita run in.mlir --devices cpu:N [options]
 
 Compiles the module to the per-device program (in memory) and runs it on N
 emulated CPU devices (threads) with deterministic random inputs (f32/bf16
 uniform in [-1, 1], integers in [0, 4), booleans at random).
 
 Options:
-  --devices cpu:N        the devices; N must equal the mesh's device count
-                         (cpu:1 runs the unpartitioned program); cuda:N runs
-                         N logical devices over the visible GPUs
-                         (docs/GPU.md), --check still against cpu:1
-  --check                also run the unpartitioned program on one device (a
-                         program with manual computations: the program with
-                         every annotation outside them replaced by
-                         replication, on the same devices) and compare
-                         every output: |got - want| <= rel * |want| +
-                         abs * max(1, largest |want| of the output), with
-                         f32 rel 1e-4 abs 1e-5, bf16/f16 2e-2 and 1e-2, f64
-                         1e-10 and 1e-12; integers and booleans exact; exit 1
-                         on a mismatch
-  --seed <S>             seed of the random inputs (default 0)
-  --inputs <paths>       global inputs instead: comma-separated .npy files
-                         or sharded-array directories
-  --outputs <dir>        write the outputs (dir/result_<i>.npy; with
-                         --distributed one sharded-array directory per
-                         output, dir/result_<i>/, written shard by shard)
-  --expect <dir>         compare the outputs with dir/result_<i>.npy
-  --distributed          run as one of the P processes `mpirun -np P`
-                         started: each drives N/P devices (mesh order);
-                         rank 0 compiles and broadcasts the program and
-                         does --check (docs/Distributed.md)
-  --trace <file>         write the run's timeline in the Chrome/Perfetto
-                         trace event format (open it in ui.perfetto.dev or
-                         chrome://tracing): a track per device, a span per
-                         instruction, collective waits marked; not with
-                         --distributed
-  --no-fusion            lower every elementwise op to an instruction of its
-                         own (by default chains of them run fused, in one
-                         pass over their elements)
-  --timeout <seconds>    with --distributed: fail a collective that makes
-                         no progress for this long (default 60)
-)" PARTITA_TRAIN_STEP_FLAGS_USAGE PARTITA_PIPELINE_FLAGS_USAGE R"(
+)") + api::renderOptions("run") +
+         R"(
 Examples:
   partita run docs/examples/transformer-layer.mlir --devices cpu:8 --check
   partita gen gpt --rules fsdp | partita run - --train --devices cpu:8 --check
 )";
+}
 
 /// Loads the module at `input` and compiles it for `partita run`
 /// (compileForRun, Check.h). A failure whose diagnostics are printed has an
@@ -459,12 +429,8 @@ int LocalRun::check(ModuleOp reference, const Executable &program,
 int partita::cli::runCommand(const std::vector<std::string> &args) {
   CommandLine cl;
   PipelineOptions options;
-  std::vector<std::string> extra = {"--devices", "--seed",   "--inputs",
-                                    "--outputs", "--expect", "--timeout",
-                                    "--trace"};
-  if (std::optional<int> done =
-          startCommand(args, extra, kRunUsage, Stage::Partitioned, cl, options,
-                       {"--distributed", "--no-fusion"}))
+  if (std::optional<int> done = startCommand(args, "run", runUsage(),
+                                             Stage::Partitioned, cl, options))
     return *done;
   Expected<DeviceSpec> devices = parseDeviceSpec(cl.get("--devices"));
   if (!devices)

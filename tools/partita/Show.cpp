@@ -7,6 +7,7 @@
 
 #include "../common/CommandLine.h"
 #include "Flags.h"
+#include "partita/API/CommandOptions.h"
 #include "partita/Reporting/BlockGrid.h"
 #include "partita/Reporting/ValueCatalog.h"
 
@@ -27,8 +28,9 @@ using namespace partita::cli;
 
 namespace {
 
-constexpr const char *kShowUsage =
-    R"(Usage: partita show [in.mlir|-] --value NAME [options]
+/// The --help page: the options from CommandOptions.def.
+std::string showUsage() {
+  return std::string(R"(Usage: partita show [in.mlir|-] --value NAME [options]
 
 Runs propagation and draws which device holds which block of one tensor:
 the last two dimensions as a grid (one grid per block of the leading
@@ -36,9 +38,8 @@ dimensions), each cell listing the devices that hold that block. Replicated
 and partial axes are named above the picture.
 
 Options:
-  --value <name>         the tensor (NameLoc name, argN, resultN, ...)
-  --color <when>         auto (default: only on a terminal), always, never
-
+)") + api::renderOptions("show") +
+         R"(
   partita show --schedule gpipe|1f1b|interleaved|zb --pp P
                --micro-batches M [--virtual-stages V] [--width W]
 
@@ -46,11 +47,12 @@ draws a pipeline schedule instead: one row per rank, F forward, B backward
 (input gradient when split), W weight gradient, . idle, with equal stages
 (a forward takes 1, a backward 2; zero-bubble splits it 1 + 1), and the
 bubble and micro-batches held per rank (docs/Pipeline.md).
-)" PARTITA_PIPELINE_FLAGS_USAGE R"(
+
 Examples:
   partita show docs/examples/megatron-mlp.mlir --value mlp.gelu
   partita show --schedule 1f1b --pp 4 --micro-batches 8
 )";
+}
 
 } // namespace
 
@@ -60,11 +62,9 @@ namespace {
 int showSchedule(const std::vector<std::string> &args) {
   CommandLine cl;
   int exitCode = 0;
-  if (!parseCommandLine(args,
-                        {"--schedule", "--pp", "--micro-batches",
-                         "--virtual-stages", "--width"},
-                        {}, cl, exitCode))
-    return exitCode;
+  if (std::optional<int> done =
+          parseCommand(args, "show-schedule", showUsage(), cl))
+    return *done;
   std::optional<ScheduleKind> kind = parseScheduleKind(cl.get("--schedule"));
   if (!kind)
     return usageError("unknown --schedule '" + cl.get("--schedule") +
@@ -124,9 +124,8 @@ int partita::cli::showCommand(const std::vector<std::string> &args) {
     return showSchedule(args);
   CommandLine cl;
   PipelineOptions options;
-  if (std::optional<int> done =
-          startCommand(args, {"--value", "--color"}, kShowUsage,
-                       Stage::Propagated, cl, options))
+  if (std::optional<int> done = startCommand(args, "show", showUsage(),
+                                             Stage::Propagated, cl, options))
     return *done;
   if (!cl.has("--value"))
     return usageError("show needs --value NAME (see 'partita show --help')");

@@ -8,8 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainSupport.h"
 #include "../common/CommandLine.h"
+#include "TrainSupport.h"
+#include "partita/API/CommandOptions.h"
 
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
@@ -39,92 +40,18 @@ using namespace partita::cli;
 
 namespace {
 
-constexpr const char *kTrainUsage =
-    R"(Usage: partita train --model mlp|gpt|moe [model flags] [options]
+/// The --help page: the options from CommandOptions.def.
+std::string trainUsage() {
+  return std::string(
+             R"(Usage: partita train --model mlp|gpt|moe [model flags] [options]
 
 Builds the model's train step, compiles it for the mesh and rules, and runs
 it for --steps steps on N emulated CPU devices, feeding the new parameters
 and optimizer state back each step.
 
 Options (defaults in brackets):
-  --model M               mlp, gpt or moe (ffn has no loss)
-  --devices cpu:N         the devices [cpu:8]; cpu:1 trains unpartitioned;
-                          cuda:N with --pp (each rank's programs on its GPUs)
-  --mesh SPEC             the mesh [data=N]
-  --rules PRESET|FILE     dp, zero1, zero2, fsdp, tp, dp+tp, fsdp+tp, tp+sp,
-                          ep, or a JSON rules file [dp]; with --pp also
-                          pp+PRESET (the same: each rank runs PRESET)
-  --steps N               train steps [10]
-  --optimizer adamw|sgd   [adamw]
-  --lr X                  learning rate [1e-3 for adamw, 0.05 for sgd]
-  --seed S                initialization and synthetic data [0]
-  --objective O           lm: predict every next token; sft: supervised
-                          fine-tuning, the loss on response tokens only,
-                          --data being lines of 'prompt | response' token
-                          ids [lm]
-                          dpo: direct preference optimisation on --data
-                          lines of 'prompt | chosen | rejected' against the
-                          frozen --reference policy
-  --reference D           with dpo: the reference policy's checkpoint
-                          directory (also the start, unless --init-from)
-  --beta B                with dpo: the preference temperature [0.1]
-  --init-from D           start from the parameters of D's newest
-                          checkpoint (optimizer state fresh, step 0): fine-
-                          tuning a pre-trained model
-  --data FILE             int32 little-endian tokens (gpt, moe): each step
-                          reads batch windows of seq + 1 tokens, in an order
-                          shuffled by the seed, none twice in an epoch; each
-                          data-parallel rank reads only its rows
-  --data-trace FILE       record every window read (step, epoch, rank, row,
-                          window) as CSV
-  --micro-batches M       gradient accumulation: M forward/backward passes
-                          on slices of the batch, one update [1]
-  --remat P               activation checkpointing: none, per-layer (each
-                          layer recomputed in the backward), full [none]
-  --lr-schedule S         constant, cosine or linear decay from --lr to
-                          --min-lr at the last step [constant]
-  --warmup N              linear warmup over the first N steps [0]
-  --min-lr X              the rate the decay ends at [0]
-  --clip-norm C           scale the gradients to global L2 norm C when it
-                          is larger (computed across every shard)
-  --mixed-precision       bf16 parameters and gradients, f32 master weights
-                          and moments (needs --dtype bf16)
-  --output DIR            where loss.csv and loss.svg go [partita-train]
-  --trace FILE            where the last step's timeline goes, in the
-                          Chrome/Perfetto trace event format: a track per
-                          device (with --pp, per pipeline rank) and a span
-                          per instruction (per stage action)
-                          [OUTPUT/trace.json]
-  --no-fusion             run every elementwise op on its own (by default
-                          chains of them run fused, in one pass)
-  --no-overlap            run each collective where it stands (by default
-                          collectives run asynchronously, each waited for
-                          just before its result's first use)
-  --pp P                  pipeline parallelism over P ranks: the mesh needs
-                          a `pipe` axis of size P [pipe=P,data=N/P]; each
-                          rank runs its stages on its sub-mesh
-  --schedule S            with --pp: gpipe, 1f1b, interleaved or zb [1f1b]
-  --virtual-stages V      with --schedule interleaved: stages per rank [2]
-  --check                 with --pp: also train the non-pipelined step on
-                          one device and compare losses and parameters
-  --eval-every K          evaluate every K steps and after the last: the
-                          mean loss (and perplexity) of held-out batches,
-                          printed, in eval.csv and in loss.svg
-  --eval-batches B        batches per evaluation [4]
-  --eval-data FILE        held-out int32 tokens (default: synthetic data
-                          from another seed)
-  --checkpoint-dir D      save the state (parameters, gradient buffers,
-                          optimizer state, losses) under D as step-N,
-                          after the last step and every --checkpoint-every
-                          steps, in the background
-  --checkpoint-every K    also every K steps [0: after the last only]
-  --keep N                the newest complete checkpoints kept [3; 0: all]
-  --resume D              continue from D's newest complete checkpoint (any
-                          mesh and rules; the same model); checkpoints go on
-                          into D unless --checkpoint-dir says otherwise
-  model flags             as for 'partita gen' (--layers, --d-model, ...)
-  -h, --help              show this help
-
+)") + api::renderOptions("train") +
+         R"(
 Synthetic data: gpt and moe see sequences that follow a fixed rule (each
 token is 3 times the previous one plus 1, modulo the vocabulary) and learn
 to predict the next token; mlp regresses sin(3x).
@@ -133,6 +60,7 @@ Examples:
   partita train --model gpt --mesh data=2,model=4 --rules dp+tp --steps 60 --lr 1e-2
   partita train --model gpt --steps 20 --checkpoint-dir ckpt --checkpoint-every 10
 )";
+}
 
 } // namespace
 
@@ -360,32 +288,9 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
 }
 
 int partita::cli::trainCommand(const std::vector<std::string> &args) {
-  std::vector<std::string> valueFlags = modelValueFlags();
-  for (const char *flag : {"--model", "--devices", "--mesh", "--rules",
-                           "--steps", "--optimizer", "--lr", "--seed", "--data",
-                           "--output", "--interconnect", "--micro-batches",
-                           "--remat", "--data-trace", "--pp", "--schedule",
-                           "--virtual-stages", "--clip-norm", "--lr-schedule",
-                           "--warmup", "--min-lr",
-                           "--checkpoint-dir",
-                           "--checkpoint-every", "--keep", "--resume",
-                           "--eval-every", "--eval-batches", "--eval-data",
-                           "--objective", "--init-from", "--reference",
-                           "--beta", "--trace"})
-    valueFlags.push_back(flag);
   CommandLine cl;
-  int exitCode = 0;
-  std::vector<std::string> switches = modelSwitchFlags();
-  switches.push_back("--mixed-precision");
-  switches.push_back("--no-fusion");
-  switches.push_back("--no-overlap");
-  switches.push_back("--check");
-  if (!parseCommandLine(args, valueFlags, switches, cl, exitCode))
-    return exitCode;
-  if (cl.help) {
-    llvm::outs() << kTrainUsage;
-    return 0;
-  }
+  if (std::optional<int> done = parseCommand(args, "train", trainUsage(), cl))
+    return *done;
   if (cl.input != "-")
     return usageError("unexpected argument '" + cl.input +
                       "'; the model is --model (see 'partita train --help')");

@@ -11,12 +11,18 @@
 // through LLVM's streams and stdio alike); one call at a time holds the
 // descriptors, the GIL released while it runs.
 //
+// command_options(command) reads the commands' option table
+// (partita/API/CommandOptions.def), the one the CLI's parser and help pages
+// come from: the package turns keyword arguments into flags by it.
+//
 // Built with RTTI and exceptions (pybind11 needs both); it includes no MLIR
-// or LLVM header, only Commands.h.
+// or LLVM header, only Commands.h and the option table's header.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+
+#include "partita/API/CommandOptions.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -134,6 +140,20 @@ runToolArrays(const std::vector<std::string> &args, py::object inputs) {
   return {code, out, err, outputs};
 }
 
+/// The options `partita COMMAND` takes: (flag, kind, value name, help,
+/// listed) per option.
+py::list commandOptions(const std::string &command) {
+  static const char *const kinds[] = {"value", "switch", "output", "help",
+                                      "note"};
+  py::list options;
+  for (const partita::api::OptionRow *row :
+       partita::api::commandOptions(command))
+    options.append(py::make_tuple(
+        row->flag(), kinds[static_cast<int>(row->kind)], row->valueName(),
+        std::string(row->help), row->listed()));
+  return options;
+}
+
 } // namespace
 
 PYBIND11_MODULE(_partita, m) {
@@ -146,5 +166,8 @@ PYBIND11_MODULE(_partita, m) {
         "as [(descr, shape, buffer)] (or None) and returns (exit code, "
         "stdout bytes, stderr bytes, outputs as [(descr, shape, "
         "bytearray)]).");
+  m.def("command_options", &commandOptions, py::arg("command"),
+        "The options `partita COMMAND` takes, from the CLI's option table: "
+        "[(flag, kind, value name, help, listed)].");
   m.attr("__version__") = PARTITA_VERSION;
 }

@@ -96,21 +96,60 @@ def _mesh_text(mesh):
     return ",".join(parts)
 
 
+def command_options(command):
+    """The options `partita COMMAND` takes, from the one table the CLI's
+    parser and --help pages come from (partita/API/CommandOptions.def): a
+    dict from each flag to (kind, value name, help); kind is "value",
+    "switch", "output", "help" or "note"."""
+    return {flag: (kind, value, text)
+            for flag, kind, value, text, _ in
+            _partita.command_options(command)}
+
+
+def _flags(command, **given):
+    """Keyword arguments as `partita COMMAND`'s flags, by its option table:
+    name becomes --name (underscores as dashes); None leaves an option out;
+    a switch is given when True; name=False gives --no-name where the
+    command has it. A keyword that names no option of the command raises
+    TypeError naming the keyword."""
+    options = command_options(command)
+    flags = []
+    for name, value in given.items():
+        flag = "--" + name.replace("_", "-")
+        kind = options.get(flag, (None,))[0]
+        negated = options.get("--no-" + flag[2:], (None,))[0] == "switch"
+        if value is None:
+            continue
+        if kind == "switch":
+            if not isinstance(value, bool):
+                raise TypeError("%s must be True or False, got %r" %
+                                (name, value))
+            if value:
+                flags.append(flag)
+        elif kind == "value":
+            if isinstance(value, bool):
+                raise TypeError("%s takes %s, got %r" %
+                                (name, options[flag][1] or "a value", value))
+            flags += [flag, os.fspath(value) if isinstance(value, os.PathLike)
+                      else str(value)]
+        elif negated and isinstance(value, bool):
+            if not value:
+                flags.append("--no-" + flag[2:])
+        else:
+            raise TypeError("partita %s has no option for %s=%r" %
+                            (command, name, value))
+    return flags
+
+
 def _pipeline_flags(mesh, rules, interconnect, combine_bytes, strict,
                     overlap=True):
-    flags = [] if overlap else ["--no-overlap"]
-    if mesh is not None:
-        flags += ["--mesh", mesh if isinstance(mesh, str) else
-                  _mesh_text(mesh)]
-    if rules is not None:
-        flags += ["--rules", rules]
-    if interconnect is not None:
-        flags += ["--interconnect", os.fspath(interconnect)]
+    if mesh is not None and not isinstance(mesh, str):
+        mesh = _mesh_text(mesh)
     if combine_bytes is not None:
-        flags += ["--combine-bytes", str(int(combine_bytes))]
-    if strict:
-        flags += ["--strict"]
-    return flags
+        combine_bytes = int(combine_bytes)
+    return _flags("compile", mesh=mesh, rules=rules,
+                  interconnect=interconnect, combine_bytes=combine_bytes,
+                  strict=strict, overlap=overlap)
 
 
 class Module:

@@ -1,0 +1,63 @@
+//===- CommandOptions.h - The options of the partita commands ---*- C++ -*-===//
+//
+// Every option of every `partita` command, from one list
+// (CommandOptions.def): the flags a command's parser accepts, the "Options"
+// part of its --help page, and what the Python package turns keyword
+// arguments into. Plain C++17: the CLI, the Python extension and any other
+// front end read the same table.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_API_COMMANDOPTIONS_H
+#define PARTITA_API_COMMANDOPTIONS_H
+
+#include <string>
+#include <vector>
+
+namespace partita::api {
+
+enum class OptionKind { Value, Switch, Output, Help, Note };
+
+/// One row of CommandOptions.def.
+struct OptionRow {
+  const char *section;
+  OptionKind kind;
+  /// The page's left column ("--stage <stage>").
+  const char *display;
+  /// The page's right column, lines separated by '\n'; empty: not listed.
+  const char *help;
+
+  /// The flag ("--stage"; "-o"; "--help"); empty for a note.
+  std::string flag() const;
+  /// What the value is ("<stage>"); empty for a switch.
+  std::string valueName() const;
+  bool listed() const { return help[0] != '\0'; }
+};
+
+/// Every row, in the table's order.
+const std::vector<OptionRow> &optionRows();
+
+/// The commands with options in the table: compile, explain, show,
+/// show-schedule, run, gen, train, plan, calibrate.
+std::vector<std::string> optionCommands();
+
+/// A command's options: the rows of the sections it lists, then those it
+/// accepts without listing; each flag once (its first row). Empty for a
+/// command the table does not know.
+std::vector<const OptionRow *> commandOptions(const std::string &command);
+
+/// The flags of `command` that take a value, and its switches.
+std::vector<std::string> valueFlags(const std::string &command);
+std::vector<std::string> switchFlags(const std::string &command);
+
+/// The flags of one section's rows of `kind` (the model flags: "model").
+std::vector<std::string> sectionFlags(const std::string &section,
+                                      OptionKind kind);
+
+/// The "Options" part of `command`'s --help page: each listed row, its help
+/// from the command's column on (on the next line when the left column
+/// leaves less than two spaces).
+std::string renderOptions(const std::string &command);
+
+} // namespace partita::api
+
+#endif // PARTITA_API_COMMANDOPTIONS_H
