@@ -20,6 +20,10 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
 namespace partita {
 
 /// The cluster of a `partita plan --interconnect` file (docs/Planning.md,
@@ -62,6 +66,13 @@ struct PlanResult {
 /// the smallest), or the model does not build (an empty message after its
 /// diagnostics were printed).
 Expected<PlanResult> searchPlan(const PlanRequest &request);
+
+/// Prints `plan` (which found a layout that fits): the model and the
+/// cluster, what the search did, the `top` fastest layouts that fit (with
+/// `explain`, every layout and why it lost), and the best one's memory by
+/// role and collectives (PlanReport.cpp).
+void printPlan(llvm::raw_ostream &os, const PlanRequest &request,
+               const PlanResult &plan, size_t top, bool explain);
 
 } // namespace partita
 
