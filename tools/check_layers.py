@@ -63,7 +63,7 @@ LIB_LAYERS = [
       "models", "conversion", "runtime", "dialect-utils", "dialect",
       "sharding"]),
     ("trainer", ["include/partita/Trainer", "lib/Trainer"],
-     ["planning", "driver", "pipelining", "registration", "codegen",
+     ["reporting", "planning", "driver", "pipelining", "registration", "codegen",
       "analysis", "transforms", "models", "conversion", "runtime",
       "dialect-utils", "dialect", "sharding"]),
 ]

@@ -132,6 +132,28 @@ Status trainOnCpu(const TrainRequest &request);
 /// one device beside it (TrainPipelined.cpp).
 Status trainPipelined(TrainRequest &request);
 
+/// `partita compile --train --pp`: how the pipelined step is cut and where
+/// its parts go (empty paths: not written).
+struct PipelinedCompileRequest {
+  /// Pipeline ranks (the mesh's `pipe` axis), schedule, stages per rank.
+  int64_t ranks = 2;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  int virtualStages = 1;
+  bool fusion = true;
+  /// Each stage program's module; the step for `partita-exec train`; the
+  /// HTML page (titled `title`); the figures as JSON.
+  std::string programsDirectory, outputDirectory, htmlPath, title, reportPath;
+};
+
+/// Compiles `module`'s loss function into a pipelined train step over
+/// `mesh` (its `pipe` axis the ranks, the rest each rank's sub-mesh) with
+/// `options`' optimizer and passes, prints its stages and schedule, and
+/// writes what `request` names (CompilePipelined.cpp). An empty message
+/// after the diagnostics were printed.
+Status compilePipelinedModule(Session &session, mlir::ModuleOp module,
+                              const PipelineOptions &options, const Mesh &mesh,
+                              const PipelinedCompileRequest &request);
+
 /// Prints each step's progress line (a bar on a terminal) and keeps the
 /// losses; a non-finite loss stops training.
 class ProgressPrinter {
