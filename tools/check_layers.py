@@ -28,8 +28,6 @@ import sys
 
 LIB_LAYERS = [
     ("sharding", ["include/partita/Sharding", "lib/Sharding"], []),
-    # The commands' options, one table: plain C++17, nothing below it.
-    ("api", ["include/partita/API", "lib/API"], []),
     ("runtime", ["include/partita/Runtime", "lib/Runtime"], ["sharding"]),
     ("dialect", ["include/partita/Dialect/Partita/IR",
                  "lib/Dialect/Partita/IR"], ["sharding"]),
@@ -67,6 +65,10 @@ LIB_LAYERS = [
       "analysis", "transforms", "models", "conversion", "runtime",
       "dialect-utils", "dialect", "sharding"]),
 ]
+# The top of lib/: the commands as functions over option structs, and every
+# command's options in one table (plain C++17, CommandOptions.cpp).
+LIB_LAYERS.append(("api", ["include/partita/API", "lib/API"],
+                   [name for name, _, _ in LIB_LAYERS]))
 ALL_LIB = [name for name, _, _ in LIB_LAYERS]
 
 # Above lib/: the tools, the test passes partita-opt links, the Python
@@ -114,6 +116,7 @@ HEADER_LAYERS = [
 LIBRARIES = {
     "PartitaSharding": "sharding",
     "PartitaAPI": "api",
+    "PartitaCommandOptions": "api",
     "PartitaRuntime": "runtime",
     "PartitaRuntimeMPI": "runtime",
     "PartitaRuntimeMPINccl": "runtime",

@@ -1,17 +1,10 @@
 //===- Compile.cpp - partita compile --------------------------------------===//
 
+#include "partita/API/Compile.h"
 #include "TrainSupport.h"
 #include "partita/API/CommandOptions.h"
-#include "partita/Reporting/HtmlReport.h"
 
-#include "partita/Analysis/Report.h"
-#include "partita/Codegen/LowerToExecutable.h"
-#include "partita/Runtime/Program/ExecutableFile.h"
-#include "partita/Transforms/Interconnect.h"
-
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace partita;
@@ -68,62 +61,22 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
   reading.stop();
   if (module && cl.has("--pp"))
     return compilePipelinedCommand(cl, options, session, *module);
-  // --html draws the global program with its shardings: a copy taken
-  // through propagation only.
-  mlir::OwningOpRef<mlir::ModuleOp> global;
-  if (module && cl.has("--html"))
-    global = module->clone();
-  if (!module || !runPipeline(session, *module, options, &timing))
+  if (!module)
     return 1;
-  if (global) {
-    mlir::TimingScope drawing = timing.nest("HTML report");
-    if (!writeHtmlFile(session, inputTitle(cl), cl.get("--html"), options,
-                       *module, *global, ""))
-      return 1;
-  }
-
-  if (cl.has("--report")) {
-    mlir::TimingScope reporting = timing.nest("report");
-    Interconnect interconnect;
-    if (!options.interconnectFile.empty()) {
-      Expected<Interconnect> parsed =
-          readInterconnect(options.interconnectFile);
-      if (!parsed)
-        return usageError(parsed.status().message());
-      interconnect = *parsed;
-    }
-    if (!writeOutputFile(cl.get("--report"), [&](llvm::raw_ostream &os) {
-          os << analyzeModule(*module, interconnect).toJson();
-        }))
-      return 1;
-  }
-
-  if (executable) {
-    if (cl.output == "-")
-      return usageError(
-          "--stage executable writes a binary file: give -o FILE");
-    LoweringOptions lowerOptions;
-    lowerOptions.fuse = !cl.on("--no-fusion");
-    mlir::TimingScope lowering = timing.nest("lower to the Executable");
-    Expected<Executable> program = lowerToExecutable(*module, lowerOptions);
-    lowering.stop();
-    if (!program) {
-      llvm::errs() << "error: " << program.status().message() << "\n";
-      return 1;
-    }
-    mlir::TimingScope writing = timing.nest("write the Executable");
-    Status written = writeExecutableFile(*program, cl.output);
-    if (!written.ok())
-      return usageError(written.message());
-    return 0;
-  }
-  mlir::TimingScope writing = timing.nest("print the module");
-  if (!writeOutputFile(cl.output, [&](llvm::raw_ostream &os) {
-        module->print(os);
-        os << "\n";
-      }))
+  CompileRequest request;
+  request.output = cl.output;
+  request.executable = executable;
+  request.fusion = !cl.on("--no-fusion");
+  request.reportPath = cl.get("--report");
+  request.htmlPath = cl.get("--html");
+  request.title = inputTitle(cl);
+  if (Status status =
+          compileAndWrite(session, *module, options, request, timing);
+      !status.ok()) {
+    if (!status.message().empty())
+      llvm::errs() << "error: " << status.message() << "\n";
     return 1;
-
+  }
   return 0;
 }
 
