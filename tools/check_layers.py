@@ -78,7 +78,7 @@ OUTER_LAYERS = [
     ("tools-common", ["tools/common"], ["runtime", "sharding"]),
     # The runtime's own tool: runtime and algebra only.
     ("tools-exec", ["tools/partita-exec"],
-     ["tools-common", "runtime", "sharding"]),
+     ["tools-common", "api", "runtime", "sharding"]),
     ("test-passes", ["test/lib"], ALL_LIB),
     ("tools", ["tools/partita", "tools/partita-opt", "tools/CMakeLists.txt"],
      ALL_LIB + ["tools-common", "tools-exec", "test-passes"]),

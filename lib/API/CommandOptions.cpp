@@ -3,7 +3,13 @@
 #include "partita/API/CommandOptions.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
+using namespace partita;
 using namespace partita::api;
 
 namespace {
@@ -157,4 +163,63 @@ std::string partita::api::renderOptions(const std::string &command) {
     }
   }
   return page;
+}
+
+bool OptionValues::on(const std::string &flag) const {
+  return std::find(switches.begin(), switches.end(), flag) != switches.end();
+}
+
+std::string OptionValues::get(const std::string &flag,
+                              const std::string &fallback) const {
+  auto it = values.find(flag);
+  return it == values.end() ? fallback : it->second;
+}
+
+Expected<int64_t> partita::api::parseIntegerFlag(const std::string &flag,
+                                                 const std::string &text,
+                                                 int64_t min, int64_t max) {
+  auto refuse = [&] {
+    return Status::error(flag + " must be an integer in [" +
+                         std::to_string(min) + ", " + std::to_string(max) +
+                         "], got '" + text + "'");
+  };
+  // strtoll skips spaces and takes '+'; a flag's value is digits only.
+  bool digits = !text.empty();
+  for (size_t i = 0; i < text.size(); ++i)
+    if (!(std::isdigit(static_cast<unsigned char>(text[i])) ||
+          (i == 0 && text[i] == '-' && text.size() > 1)))
+      digits = false;
+  if (!digits)
+    return refuse();
+  errno = 0;
+  char *stop = nullptr;
+  long long value = std::strtoll(text.c_str(), &stop, 10);
+  if (errno == ERANGE || !stop || *stop || value < min || value > max)
+    return refuse();
+  return static_cast<int64_t>(value);
+}
+
+Expected<double> partita::api::parseNumberFlag(const std::string &flag,
+                                               const std::string &text,
+                                               double min, double max,
+                                               bool minExclusive) {
+  auto range = [](double x) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof(buffer), "%g", x);
+    return std::string(buffer);
+  };
+  auto refuse = [&] {
+    return Status::error(flag + " must be a number in " +
+                         (minExclusive ? "(" : "[") + range(min) + ", " +
+                         range(max) + "], got '" + text + "'");
+  };
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])))
+    return refuse();
+  errno = 0;
+  char *stop = nullptr;
+  double value = std::strtod(text.c_str(), &stop);
+  if (errno == ERANGE || !stop || *stop || !std::isfinite(value) ||
+      value < min || value > max || (minExclusive && value == min))
+    return refuse();
+  return value;
 }

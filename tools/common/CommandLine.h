@@ -68,21 +68,6 @@ std::string describeOptions(const std::string &tool,
                             const CommandSyntax &syntax,
                             const std::string &summary);
 
-/// The integer `text` as flag `flag`'s value: decimal digits (a leading '-'
-/// where `min` < 0) within [min, max]. Too large a number is an error, not
-/// a clamp: "--steps must be an integer in [0, 1000000000000], got
-/// '99999999999999999999'".
-Expected<int64_t> parseIntegerFlag(const std::string &flag,
-                                   const std::string &text, int64_t min,
-                                   int64_t max);
-
-/// The number `text` as flag `flag`'s value: a finite decimal number (no
-/// NaN, no infinity, no overflow) in [min, max], or (min, max] when
-/// `minExclusive`.
-Expected<double> parseNumberFlag(const std::string &flag,
-                                 const std::string &text, double min,
-                                 double max, bool minExclusive = false);
-
 } // namespace partita::tools
 
 #endif // PARTITA_TOOLS_COMMON_COMMANDLINE_H

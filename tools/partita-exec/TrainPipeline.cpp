@@ -12,6 +12,7 @@
 
 #include "../common/CommandLine.h"
 #include "../common/RuntimeBackends.h"
+#include "partita/API/CommandOptions.h"
 
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/IO/Files.h"
@@ -260,7 +261,7 @@ Status partita::tools::trainPipelineCommand(const Arguments &args) {
     if (!args.has(flag))
       return fallback;
     Expected<int64_t> value =
-        tools::parseIntegerFlag(flag, args.get(flag), 0, max);
+        api::parseIntegerFlag(flag, args.get(flag), 0, max);
     if (!value)
       return value.status();
     return static_cast<long>(*value);

@@ -9,8 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainSupport.h"
 #include "../common/CommandLine.h"
+#include "TrainSupport.h"
+#include "partita/API/CommandOptions.h"
 
 #include "partita/Runtime/Training/Checkpoint.h"
 
@@ -34,7 +35,7 @@ std::optional<int> partita::cli::nonNegativeFlag(const CommandLine &cl,
     value = fallback;
     return std::nullopt;
   }
-  Expected<int64_t> parsed = tools::parseIntegerFlag(
+  Expected<int64_t> parsed = api::parseIntegerFlag(
       flag, cl.get(flag), 0, std::numeric_limits<int64_t>::max());
   if (!parsed)
     return usageError(parsed.status().message());

@@ -8,6 +8,7 @@
 
 #include "../common/CommandLine.h"
 #include "TrainSupport.h"
+#include "partita/API/CommandOptions.h"
 
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
 
@@ -34,7 +35,7 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
   if (!mesh)
     return usageError(mesh.status().message());
   std::string ppText = cl.get("--pp");
-  Expected<int64_t> pipe = tools::parseIntegerFlag("--pp", ppText, 1, 1 << 20);
+  Expected<int64_t> pipe = api::parseIntegerFlag("--pp", ppText, 1, 1 << 20);
   if (!pipe)
     return usageError(pipe.status().message());
   if (mesh->axisSize("pipe") != *pipe)
@@ -47,7 +48,7 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
                       availableSchedules() + ")");
   int virtualStages = *kind == ScheduleKind::Interleaved ? 2 : 1;
   if (cl.has("--virtual-stages")) {
-    Expected<int64_t> stages = tools::parseIntegerFlag(
+    Expected<int64_t> stages = api::parseIntegerFlag(
         "--virtual-stages", cl.get("--virtual-stages"), 1, 1024);
     if (!stages)
       return usageError(stages.status().message());

@@ -43,16 +43,6 @@ int partita::cli::usageError(const llvm::Twine &message) {
   return 1;
 }
 
-bool CommandLine::on(const std::string &flag) const {
-  return std::find(switches.begin(), switches.end(), flag) != switches.end();
-}
-
-std::string CommandLine::get(const std::string &flag,
-                             const std::string &fallback) const {
-  auto it = values.find(flag);
-  return it == values.end() ? fallback : it->second;
-}
-
 bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
                                     const std::vector<std::string> &valueFlags,
                                     const std::vector<std::string> &switchFlags,
@@ -110,7 +100,7 @@ bool partita::cli::parseTrainChoices(const CommandLine &cl,
   }
   options.trainRemat = *parsedRemat;
   if (cl.has("--clip-norm")) {
-    Expected<double> norm = tools::parseNumberFlag(
+    Expected<double> norm = api::parseNumberFlag(
         "--clip-norm", cl.get("--clip-norm"), 0, 1e30, true);
     if (!norm) {
       exitCode = usageError(norm.status().message());
@@ -137,8 +127,8 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
   }
   if (cl.has("--combine-bytes")) {
     Expected<int64_t> bytes =
-        tools::parseIntegerFlag("--combine-bytes", cl.get("--combine-bytes"), 0,
-                                std::numeric_limits<int64_t>::max());
+        api::parseIntegerFlag("--combine-bytes", cl.get("--combine-bytes"), 0,
+                              std::numeric_limits<int64_t>::max());
     if (!bytes) {
       exitCode = usageError(bytes.status().message() +
                             " (bytes per device; 0: no combining)");
@@ -148,7 +138,7 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
   }
   if (cl.has("--max-padding")) {
     Expected<double> fraction =
-        tools::parseNumberFlag("--max-padding", cl.get("--max-padding"), 0, 1);
+        api::parseNumberFlag("--max-padding", cl.get("--max-padding"), 0, 1);
     if (!fraction) {
       exitCode = usageError(fraction.status().message());
       return false;
@@ -160,7 +150,7 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
       return false;
     options.trainMixedPrecision = cl.on("--mixed-precision");
     if (cl.has("--micro-batches")) {
-      Expected<int64_t> micro = tools::parseIntegerFlag(
+      Expected<int64_t> micro = api::parseIntegerFlag(
           "--micro-batches", cl.get("--micro-batches"), 1, 1 << 20);
       if (!micro) {
         exitCode = usageError(micro.status().message());
@@ -170,7 +160,7 @@ bool partita::cli::pipelineOptions(const CommandLine &cl, Stage stage,
     }
     if (cl.has("--lr")) {
       Expected<double> rate =
-          tools::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
+          api::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
       if (!rate) {
         exitCode = usageError(rate.status().message());
         return false;

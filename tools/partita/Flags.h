@@ -9,6 +9,7 @@
 #ifndef PARTITA_TOOLS_PARTITA_FLAGS_H
 #define PARTITA_TOOLS_PARTITA_FLAGS_H
 
+#include "partita/API/CommandOptions.h"
 #include "partita/Driver/Session.h"
 #include "partita/Transforms/Pipeline.h"
 
@@ -41,19 +42,8 @@ namespace partita::cli {
 /// Prints `error: message` and returns exit code 1.
 int usageError(const llvm::Twine &message);
 
-/// Parsed flags of one command.
-struct CommandLine {
-  std::string input = "-";
-  std::string output = "-";
-  std::map<std::string, std::string> values;
-  std::vector<std::string> switches;
-  bool help = false;
-
-  bool has(const std::string &flag) const { return values.count(flag) != 0; }
-  bool on(const std::string &flag) const;
-  std::string get(const std::string &flag,
-                  const std::string &fallback = "") const;
-};
+/// Parsed flags of one command (the option table's syntax).
+using CommandLine = api::OptionValues;
 
 /// The input's name in titles: "<stdin>" for "-".
 inline std::string inputTitle(const CommandLine &cl) {

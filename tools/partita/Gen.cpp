@@ -59,7 +59,7 @@ bool parseInt(const CommandLine &cl, const std::string &flag, int64_t &value,
   if (!cl.has(flag))
     return true;
   Expected<int64_t> parsed =
-      tools::parseIntegerFlag(flag, cl.get(flag), 0, INT32_MAX);
+      api::parseIntegerFlag(flag, cl.get(flag), 0, INT32_MAX);
   if (!parsed) {
     exitCode = usageError(parsed.status().message());
     return false;
@@ -98,7 +98,7 @@ bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
       return false;
   if (cl.has("--capacity-factor")) {
     // Above the number of experts every token fits in every expert.
-    Expected<double> factor = tools::parseNumberFlag(
+    Expected<double> factor = api::parseNumberFlag(
         "--capacity-factor", cl.get("--capacity-factor"), 0, 1e6, true);
     if (!factor) {
       exitCode = usageError(factor.status().message());

@@ -166,7 +166,7 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
       return usageError("--objective dpo takes pairs of rows: --batch (" +
                         std::to_string(config.batch) + ") must be even");
     Expected<double> beta =
-        tools::parseNumberFlag("--beta", cl.get("--beta", "0.1"), 0, 1e6, true);
+        api::parseNumberFlag("--beta", cl.get("--beta", "0.1"), 0, 1e6, true);
     if (!beta)
       return usageError(beta.status().message());
     config.dpoBeta = *beta;
@@ -189,7 +189,7 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
       return true;
     }
     Expected<int64_t> parsed =
-        tools::parseIntegerFlag(flag, cl.get(flag), min, max);
+        api::parseIntegerFlag(flag, cl.get(flag), min, max);
     if (!parsed) {
       exitCode = usageError(parsed.status().message());
       return false;
@@ -221,7 +221,7 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
       options.trainOptimizer == TrainOptimizer::AdamW ? 1e-3 : 0.05;
   if (cl.has("--lr")) {
     Expected<double> rate =
-        tools::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
+        api::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
     if (!rate)
       return usageError(rate.status().message());
     options.trainLearningRate = *rate;
@@ -244,7 +244,7 @@ partita::cli::parseTrainRequest(const CommandLine &cl,
     schedule.warmup = warmup;
     schedule.total = request.steps;
     if (cl.has("--min-lr")) {
-      Expected<double> minimum = tools::parseNumberFlag(
+      Expected<double> minimum = api::parseNumberFlag(
           "--min-lr", cl.get("--min-lr"), 0, schedule.peak);
       if (!minimum)
         return usageError(minimum.status().message() + " (at most --lr)");

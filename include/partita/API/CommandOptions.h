@@ -10,10 +10,44 @@
 #ifndef PARTITA_API_COMMANDOPTIONS_H
 #define PARTITA_API_COMMANDOPTIONS_H
 
+#include "partita/Sharding/Status.h"
+
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace partita::api {
+
+/// A command's options as given, parsed by the table's syntax (no meaning
+/// yet): the flags with values, the switches, the input and -o.
+struct OptionValues {
+  std::string input = "-";
+  std::string output = "-";
+  std::map<std::string, std::string> values;
+  std::vector<std::string> switches;
+  bool help = false;
+
+  bool has(const std::string &flag) const { return values.count(flag) != 0; }
+  bool on(const std::string &flag) const;
+  std::string get(const std::string &flag,
+                  const std::string &fallback = "") const;
+};
+
+/// The integer `text` as flag `flag`'s value: decimal digits (a leading '-'
+/// where `min` < 0) within [min, max]. Too large a number is an error, not
+/// a clamp: "--steps must be an integer in [0, 1000000000000], got
+/// '99999999999999999999'".
+Expected<int64_t> parseIntegerFlag(const std::string &flag,
+                                   const std::string &text, int64_t min,
+                                   int64_t max);
+
+/// The number `text` as flag `flag`'s value: a finite decimal number (no
+/// NaN, no infinity, no overflow) in [min, max], or (min, max] when
+/// `minExclusive`.
+Expected<double> parseNumberFlag(const std::string &flag,
+                                 const std::string &text, double min,
+                                 double max, bool minExclusive = false);
 
 enum class OptionKind { Value, Switch, Output, Help, Note };
 
