@@ -10,6 +10,7 @@
 #include "Flags.h"
 #include "TrainSupport.h"
 #include "partita/API/CommandOptions.h"
+#include "partita/API/Requests.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -65,8 +66,8 @@ int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
     return usageError("--devices must be cpu:N with N from 1 to 1024, got '" +
                       devicesText + "'");
   long long steps = 5;
-  if (std::optional<int> code = nonNegativeFlag(cl, "--steps", 5, steps))
-    return *code;
+  if (Status status = api::integerOption(cl, "--steps", 5, steps); !status.ok())
+    return usageError(status.message());
   if (steps < 1)
     return usageError("--steps must be at least 1");
 

@@ -1,11 +1,9 @@
-//===- Checkpoints.cpp - partita train's checkpoint flags, partita checkpoint
-//-===//
+//===- Checkpoints.cpp - partita checkpoint -------------------------------===//
 //
-// `partita train --checkpoint-dir D --checkpoint-every K [--keep N]` saves
-// the train step's state every K steps in the background, `--resume D`
-// continues from the newest complete checkpoint (in any layout: each
-// tensor is read whole and laid out by the new step), and `partita
-// checkpoint info D` says what one holds (docs/Training.md, "Checkpoints").
+// `partita checkpoint info D` says what a checkpoint holds (every file's
+// checksum checked); `partita checkpoint convert D -o OUT` rewrites it in
+// another layout through `partita train --resume` (docs/Training.md,
+// "Checkpoints"). Writing and reading them is the trainer layer's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,58 +24,6 @@
 
 using namespace partita;
 using namespace partita::cli;
-
-std::optional<int> partita::cli::nonNegativeFlag(const CommandLine &cl,
-                                                 const char *flag,
-                                                 long long fallback,
-                                                 long long &value) {
-  if (!cl.has(flag)) {
-    value = fallback;
-    return std::nullopt;
-  }
-  Expected<int64_t> parsed = api::parseIntegerFlag(
-      flag, cl.get(flag), 0, std::numeric_limits<int64_t>::max());
-  if (!parsed)
-    return usageError(parsed.status().message());
-  value = *parsed;
-  return std::nullopt;
-}
-
-std::optional<int> partita::cli::parseCheckpointRequest(
-    const CommandLine &cl, TrainRequest &request) {
-  CheckpointRequest &checkpoints = request.checkpoints;
-  checkpoints.resume = cl.get("--resume");
-  checkpoints.initFrom = cl.get("--init-from");
-  if (!checkpoints.resume.empty() && !checkpoints.initFrom.empty())
-    return usageError("--resume and --init-from exclude each other");
-  // DPO starts the policy from the reference unless told otherwise.
-  if (checkpoints.initFrom.empty() && checkpoints.resume.empty() &&
-      !request.dpoReference.empty()) {
-    checkpoints.initFrom = request.dpoReference;
-    checkpoints.initFromFlag = "--reference";
-  }
-  // A directory without a checkpoint is reported now, not after compiling.
-  for (const auto &[flag, root] :
-       {std::pair<std::string, std::string>{"--resume", checkpoints.resume},
-        {checkpoints.initFromFlag, checkpoints.initFrom}})
-    if (!root.empty())
-      if (Expected<std::string> latest = latestCheckpoint(root); !latest)
-        return usageError(flag + ": " + latest.status().message());
-  checkpoints.directory = cl.get("--checkpoint-dir", checkpoints.resume);
-  auto integer = [&](const char *flag, long long fallback, long long &value) {
-    return nonNegativeFlag(cl, flag, fallback, value);
-  };
-  if (std::optional<int> code =
-          integer("--checkpoint-every", 0, checkpoints.every))
-    return code;
-  if (std::optional<int> code = integer("--keep", 3, checkpoints.keep))
-    return code;
-  if (checkpoints.directory.empty())
-    for (const char *flag : {"--checkpoint-every", "--keep"})
-      if (cl.has(flag))
-        return usageError(std::string(flag) + " needs --checkpoint-dir");
-  return std::nullopt;
-}
 
 int partita::cli::checkpointCommand(const std::vector<std::string> &args) {
   constexpr const char *usage =

@@ -59,16 +59,6 @@ bool parseCommandLine(const std::vector<std::string> &args,
                       const std::vector<std::string> &switchFlags,
                       CommandLine &parsed, int &exitCode);
 
-/// --optimizer (default adamw) and --remat (default none), parsed once into
-/// `options`; false after reporting a bad value.
-bool parseTrainChoices(const CommandLine &cl, PipelineOptions &options,
-                       int &exitCode);
-
-/// The pipeline options given by the common flags (--mesh, --interconnect,
-/// --strict) with the stage `stage`; false after reporting a bad value.
-bool pipelineOptions(const CommandLine &cl, Stage stage,
-                     PipelineOptions &options, int &exitCode);
-
 /// Parses `args` with the options `command` takes (CommandOptions.def) and
 /// prints `usage` for --help. Returns the exit code when the command is
 /// done (help printed or bad usage), or nothing to go on.
@@ -97,11 +87,6 @@ int checkpointCommand(const std::vector<std::string> &args);
 /// The model flags `gen` and `train` share (docs/Models.md).
 std::vector<std::string> modelValueFlags();
 std::vector<std::string> modelSwitchFlags();
-/// Fills `config` (all but the model's name) from the model flags; false
-/// after reporting a bad value.
-bool parseModelConfig(const CommandLine &cl, ModelConfig &config,
-                      int &exitCode);
-
 } // namespace partita::cli
 
 #endif // PARTITA_TOOLS_PARTITA_FLAGS_H

@@ -9,6 +9,7 @@
 #include "../common/CommandLine.h"
 #include "Flags.h"
 #include "partita/API/CommandOptions.h"
+#include "partita/API/Requests.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Pipelining/Pipelining.h"
@@ -52,31 +53,6 @@ Examples:
 )";
 }
 
-/// A model dimension: sizes past 2^31 are typos (a layer of width 2^31
-/// already holds 2^62 parameters); the builders check what each must be.
-bool parseInt(const CommandLine &cl, const std::string &flag, int64_t &value,
-              int &exitCode) {
-  if (!cl.has(flag))
-    return true;
-  Expected<int64_t> parsed =
-      api::parseIntegerFlag(flag, cl.get(flag), 0, INT32_MAX);
-  if (!parsed) {
-    exitCode = usageError(parsed.status().message());
-    return false;
-  }
-  value = *parsed;
-  return true;
-}
-
-} // namespace
-
-namespace {
-const std::vector<std::string> &modelIntFlags() {
-  static const std::vector<std::string> flags = {
-      "--layers", "--d-model",   "--heads",   "--kv-heads", "--seq",   "--batch",
-      "--vocab",  "--mlp-ratio", "--experts", "--top-k",    "--groups"};
-  return flags;
-}
 } // namespace
 
 std::vector<std::string> partita::cli::modelValueFlags() {
@@ -87,41 +63,8 @@ std::vector<std::string> partita::cli::modelSwitchFlags() {
   return api::sectionFlags("model", api::OptionKind::Switch);
 }
 
-bool partita::cli::parseModelConfig(const CommandLine &cl, ModelConfig &config,
-                                    int &exitCode) {
-  int64_t *targets[] = {&config.layers, &config.dModel,   &config.heads,
-                        &config.kvHeads, &config.seq,     &config.batch,
-                        &config.vocab,  &config.mlpRatio, &config.experts,
-                        &config.topK,   &config.groups};
-  for (size_t i = 0; i < modelIntFlags().size(); ++i)
-    if (!parseInt(cl, modelIntFlags()[i], *targets[i], exitCode))
-      return false;
-  if (cl.has("--capacity-factor")) {
-    // Above the number of experts every token fits in every expert.
-    Expected<double> factor = api::parseNumberFlag(
-        "--capacity-factor", cl.get("--capacity-factor"), 0, 1e6, true);
-    if (!factor) {
-      exitCode = usageError(factor.status().message());
-      return false;
-    }
-    config.capacityFactor = *factor;
-  }
-  config.scan = cl.on("--scan");
-  config.noLoss = cl.on("--no-loss");
-  config.lossMask = cl.on("--loss-mask") || cl.on("--dpo");
-  if (cl.on("--dpo"))
-    config.objective = "dpo";
-  config.rotary = cl.on("--rotary");
-  config.rmsNorm = cl.on("--rmsnorm");
-  config.swiglu = cl.on("--swiglu");
-  config.dtype = cl.get("--dtype", "f32");
-  config.embedding = cl.get("--embedding", "onehot");
-  return true;
-}
-
 int partita::cli::genCommand(const std::vector<std::string> &args) {
   CommandLine cl;
-  int exitCode = 0;
   if (std::optional<int> done = parseCommand(args, "gen", genUsage(), cl))
     return *done;
   if (cl.input == "-")
@@ -129,8 +72,8 @@ int partita::cli::genCommand(const std::vector<std::string> &args) {
                       " (see 'partita gen --help')");
   ModelConfig config;
   config.model = cl.input;
-  if (!parseModelConfig(cl, config, exitCode))
-    return exitCode;
+  if (Status status = api::modelConfigFromOptions(cl, config); !status.ok())
+    return usageError(status.message());
   std::string meshText = cl.get("--mesh", "data=2,model=4");
   Expected<Mesh> mesh = parseMeshSpec(meshText);
   if (!mesh)

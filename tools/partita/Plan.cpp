@@ -9,6 +9,7 @@
 #include "Flags.h"
 #include "TrainSupport.h"
 #include "partita/API/CommandOptions.h"
+#include "partita/API/Requests.h"
 
 #include "partita/Models/Models.h"
 #include "partita/Sharding/TextLimits.h"
@@ -116,7 +117,6 @@ std::string trainFlags(const CommandLine &cl, const ModelConfig &config,
 
 int partita::cli::planCommand(const std::vector<std::string> &args) {
   CommandLine cl;
-  int exitCode = 0;
   if (std::optional<int> done = parseCommand(args, "plan", planUsage(), cl))
     return *done;
   if (cl.input != "-")
@@ -127,8 +127,8 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
   if (config.model != "gpt" && config.model != "moe" && config.model != "mlp")
     return usageError("--model must be gpt, moe or mlp, got '" +
                       config.model + "'");
-  if (!parseModelConfig(cl, config, exitCode))
-    return exitCode;
+  if (Status status = api::modelConfigFromOptions(cl, config); !status.ok())
+    return usageError(status.message());
   std::string devicesText = cl.get("--devices");
   if (devicesText.rfind("cpu:", 0) == 0)
     devicesText = devicesText.substr(4);
@@ -158,9 +158,9 @@ int partita::cli::planCommand(const std::vector<std::string> &args) {
     globalBatch = value;
   }
   long long finalists = 0;
-  if (std::optional<int> code =
-          nonNegativeFlag(cl, "--finalists", 0, finalists))
-    return *code;
+  if (Status status = api::integerOption(cl, "--finalists", 0, finalists);
+      !status.ok())
+    return usageError(status.message());
   long long top = 5;
   if (cl.has("--top")) {
     std::string text = cl.get("--top");

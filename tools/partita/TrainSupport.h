@@ -17,24 +17,6 @@
 
 namespace partita::cli {
 
-std::optional<int> parseTrainRequest(const CommandLine &cl,
-                                     TrainRequest &request);
-
-/// Reads `flag` (default `fallback`) as an integer >= 0 into `value`; the
-/// exit code after a bad one.
-std::optional<int> nonNegativeFlag(const CommandLine &cl, const char *flag,
-                                   long long fallback, long long &value);
-
-/// --checkpoint-dir, --checkpoint-every, --keep, --resume; the exit code
-/// after a bad one.
-std::optional<int> parseCheckpointRequest(const CommandLine &cl,
-                                          TrainRequest &request);
-
-/// --eval-every, --eval-batches, --eval-data; the exit code after a bad
-/// one.
-std::optional<int> parseEvalRequest(const CommandLine &cl,
-                                    TrainRequest &request);
-
 /// `partita compile --train --pp P`: the pipelined step of `module`'s loss
 /// function, its stages and schedule printed (-o), the figures written
 /// (--report).
