@@ -223,3 +223,18 @@ Expected<double> partita::api::parseNumberFlag(const std::string &flag,
     return refuse();
   return value;
 }
+
+std::string partita::api::helpPage(const std::string &command) {
+  struct Page {
+    const char *command, *intro, *outro;
+  };
+  static const Page pages[] = {
+#define PARTITA_COMMAND_PAGE(COMMAND, INTRO, OUTRO) {COMMAND, INTRO, OUTRO},
+#include "partita/API/CommandPages.def"
+  };
+  for (const Page &page : pages)
+    if (command == page.command)
+      return page.outro ? page.intro + renderOptions(command) + page.outro
+                        : std::string(page.intro);
+  return "";
+}

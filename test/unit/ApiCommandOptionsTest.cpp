@@ -100,3 +100,17 @@ TEST_CASE("a help page lists each listed row, its help in one column") {
   CHECK(gen.find("  --embedding onehot|gather\n" + std::string(26, ' ') +
                  "token embedding") != std::string::npos);
 }
+
+TEST_CASE("each help page is its text around its options") {
+  for (const std::string &command : optionCommands()) {
+    if (command == "show-schedule")
+      continue; // described on show's page
+    INFO(command);
+    std::string page = helpPage(command);
+    CHECK(page.find(renderOptions(command)) != std::string::npos);
+    CHECK(page.find("\nExamples:\n") != std::string::npos);
+  }
+  for (const char *command : {"partita", "import", "checkpoint"})
+    CHECK(helpPage(command).find("\nExamples:\n") != std::string::npos);
+  CHECK(helpPage("frob").empty());
+}

@@ -23,37 +23,10 @@ using namespace partita::cli;
 
 namespace {
 
-/// The --help page: the options from CommandOptions.def.
-std::string calibrateUsage() {
-  return std::string(
-             R"(partita calibrate - measure this machine for partita plan
-
-Usage: partita calibrate [--devices cpu:N] [-o cluster.json] [--steps S]
-
-Runs probe programs on N emulated CPU devices, every device busy at once as
-in training, and writes a cluster file for 'partita plan --interconnect':
-the time to dispatch one instruction, einsum FLOP/s and elementwise
-elements/s per device, and a latency and a bandwidth per collective kind
-(all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute)
-and group size (each divisor of N above 1), fitted from calls of 256 bytes
-and 256 KiB. docs/Planning.md.
-
-Options:
-)") + api::renderOptions("calibrate") +
-         R"(
-Examples:
-  partita calibrate --devices cpu:2 -o cluster.json
-  partita plan --model gpt --devices 8 --interconnect cluster.json
-)";
-}
 
 } // namespace
 
-int partita::cli::calibrateCommand(const std::vector<std::string> &args) {
-  CommandLine cl;
-  if (std::optional<int> done =
-          parseCommand(args, "calibrate", calibrateUsage(), cl))
-    return *done;
+int partita::cli::calibrateCommand(const CommandLine &cl) {
   if (cl.input != "-")
     return usageError("calibrate takes no input file (got '" + cl.input +
                       "')");

@@ -26,22 +26,8 @@ using namespace partita;
 using namespace partita::cli;
 
 int partita::cli::checkpointCommand(const std::vector<std::string> &args) {
-  constexpr const char *usage =
-      "Usage: partita checkpoint info DIR\n"
-      "       partita checkpoint convert DIR -o OUT --mesh SPEC --rules R "
-      "[--devices cpu:N]\n\n"
-      "DIR is a checkpoint directory of partita train (--checkpoint-dir), "
-      "or one\ncheckpoint (step-N) for info. info prints the run it belongs "
-      "to, the layout\nit was saved under and its tensors by role, after "
-      "checking every file's size\nand checksum. convert loads the newest "
-      "checkpoint into the train step of the\nflags' layout and writes it "
-      "under OUT in that layout (the model and its\nflags are the ones the "
-      "checkpoint records).\n\nExamples:\n"
-      "  partita checkpoint info ckpt\n"
-      "  partita checkpoint convert ckpt -o ckpt8 --mesh data=8 --rules "
-      "fsdp\n";
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
-    llvm::outs() << usage;
+    llvm::outs() << api::helpPage("checkpoint");
     return 0;
   }
   if (args.size() >= 2 && args[0] == "convert") {
@@ -86,7 +72,10 @@ int partita::cli::checkpointCommand(const std::vector<std::string> &args) {
                  {"--resume", source, "--checkpoint-dir", output, "--steps",
                   std::to_string(info->meta.step), "--keep", "0", "--output",
                   output + "/.train"});
-    return trainCommand(train);
+    CommandLine cl;
+    if (std::optional<int> done = parseCommand(train, "train", cl))
+      return *done;
+    return trainCommand(cl);
   }
   if (args.size() != 2 || args[0] != "info")
     return usageError(

@@ -10,30 +10,8 @@
 using namespace partita;
 using namespace partita::cli;
 
-namespace {
-/// The --help page: the options from CommandOptions.def.
-std::string compileUsage() {
-  return std::string(R"(Usage: partita compile [in.mlir|-] [options]
-
-Runs Partita's pipeline on a module in the partita dialect up to a stage and
-prints the result.
-
-Options:
-)") + api::renderOptions("compile") +
-         R"(
-Examples:
-  partita compile docs/examples/transformer-layer.mlir --report report.json
-  partita gen gpt --layers 4 | partita compile --train --pp 2 --mesh pipe=2,data=4 --rules dp
-)";
-}
-} // namespace
-
-int partita::cli::compileCommand(const std::vector<std::string> &args) {
-  CommandLine cl;
-  PipelineOptions options;
-  if (std::optional<int> done = startCommand(args, "compile", compileUsage(),
-                                             Stage::Partitioned, cl, options))
-    return *done;
+int partita::cli::compileCommand(const CommandLine &cl,
+                                 PipelineOptions &options) {
   std::string from = cl.get("--from", "auto");
   if (from != "auto" && from != "partita" && from != "stablehlo")
     return usageError("--from must be partita, stablehlo or auto, got '" +
@@ -82,26 +60,6 @@ int partita::cli::compileCommand(const std::vector<std::string> &args) {
 
 namespace {
 
-constexpr const char *kImportUsage =
-    R"(Usage: partita import [in.mlir|-] [-o out.mlir]
-
-Converts a program JAX lowered to the partita dialect and prints it (with
-locations). The input is StableHLO in MLIR's generic op form, as
-
-  lowered = jax.jit(f, in_shardings=...).lower(*args)
-  text = lowered.compiler_ir("stablehlo").operation.get_asm(
-      print_generic_op_form=True, enable_debug_info=True)
-
-writes it: sdy.mesh, sdy.sharding and sdy.sharding_constraint become
-partita meshes, shardings and constraints; the supported StableHLO ops are
-listed in docs/JAX.md. Every unsupported op or attribute is reported with
-its location, then the count, and the exit code is 1. compile, run, explain
-and show read such files directly as well.
-
-Examples:
-  partita import test/Conversion/StableHLOToPartita/gpt_loss_dp_tp/module.mlir
-  partita import test/Conversion/StableHLOToPartita/gpt_grad_dp_tp/module.mlir -o grad.mlir
-)";
 
 } // namespace
 
@@ -111,7 +69,7 @@ int partita::cli::importCommand(const std::vector<std::string> &args) {
   if (!parseCommandLine(args, {}, {}, cl, exitCode))
     return exitCode;
   if (cl.help) {
-    llvm::outs() << kImportUsage;
+    llvm::outs() << api::helpPage("import");
     return 0;
   }
   Session session;

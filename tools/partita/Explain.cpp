@@ -18,37 +18,11 @@ using namespace partita::cli;
 
 namespace {
 
-/// The --help page: the options from CommandOptions.def.
-std::string explainUsage() {
-  return std::string(
-             R"(Usage: partita explain [in.mlir|-] [--value NAME] [options]
-
-Runs propagation and explains, for each tensor (or the one NAME selects),
-its sharding in JAX spelling, local shape, bytes per device, where the
-sharding came from and, where the op computing it had to choose, every
-option it priced with its estimated time; then partitions and lists every
-collective with its reason and bytes.
-
-NAME is a value's name (its NameLoc, e.g. layer3.mlp.w1), argN or resultN
-(@f:argN when the module has several functions), or its full description.
-
-Options:
-)") + api::renderOptions("explain") +
-         R"(
-Examples:
-  partita explain docs/examples/megatron-mlp.mlir --value mlp.gelu
-  partita explain docs/examples/transformer-layer.mlir
-)";
-}
 
 } // namespace
 
-int partita::cli::explainCommand(const std::vector<std::string> &args) {
-  CommandLine cl;
-  PipelineOptions options;
-  if (std::optional<int> done = startCommand(args, "explain", explainUsage(),
-                                             Stage::Propagated, cl, options))
-    return *done;
+int partita::cli::explainCommand(const CommandLine &cl,
+                                 PipelineOptions &options) {
   Session session;
   OwningOpRef<ModuleOp> module = loadModule(session, cl.input);
   if (!module)

@@ -83,14 +83,14 @@ bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
 
 std::optional<int>
 partita::cli::parseCommand(const std::vector<std::string> &args,
-                           const std::string &command, const std::string &usage,
-                           CommandLine &cl) {
+                           const std::string &command, CommandLine &cl,
+                           const std::string &page) {
   int exitCode = 0;
   if (!parseCommandLine(args, api::valueFlags(command),
                         api::switchFlags(command), cl, exitCode))
     return exitCode;
   if (cl.help) {
-    llvm::outs() << usage;
+    llvm::outs() << api::helpPage(page.empty() ? command : page);
     return 0;
   }
   return std::nullopt;
@@ -98,10 +98,9 @@ partita::cli::parseCommand(const std::vector<std::string> &args,
 
 std::optional<int>
 partita::cli::startCommand(const std::vector<std::string> &args,
-                           const std::string &command, const std::string &usage,
-                           Stage stage, CommandLine &cl,
-                           PipelineOptions &options) {
-  if (std::optional<int> done = parseCommand(args, command, usage, cl))
+                           const std::string &command, Stage stage,
+                           CommandLine &cl, PipelineOptions &options) {
+  if (std::optional<int> done = parseCommand(args, command, cl))
     return done;
   if (Status status = api::pipelineOptionsFromOptions(cl, stage, options);
       !status.ok())

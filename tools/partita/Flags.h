@@ -60,28 +60,32 @@ bool parseCommandLine(const std::vector<std::string> &args,
                       CommandLine &parsed, int &exitCode);
 
 /// Parses `args` with the options `command` takes (CommandOptions.def) and
-/// prints `usage` for --help. Returns the exit code when the command is
-/// done (help printed or bad usage), or nothing to go on.
+/// prints its help page (`page`'s, when given) for --help. Returns the exit
+/// code when the command is done (help printed or bad usage), or nothing to
+/// go on.
 std::optional<int> parseCommand(const std::vector<std::string> &args,
-                                const std::string &command,
-                                const std::string &usage, CommandLine &cl);
+                                const std::string &command, CommandLine &cl,
+                                const std::string &page = "");
 
 /// parseCommand, then `options` for `stage` from the pipeline flags: the
 /// start of every command that runs the pipeline on a module.
 std::optional<int> startCommand(const std::vector<std::string> &args,
-                                const std::string &command,
-                                const std::string &usage, Stage stage,
+                                const std::string &command, Stage stage,
                                 CommandLine &cl, PipelineOptions &options);
 
-int compileCommand(const std::vector<std::string> &args);
+/// The commands. Those that compile a module get their flags parsed and
+/// the pipeline's options made (startCommand); those that take flags get
+/// them parsed (parseCommand); the rest (import, show, checkpoint) parse
+/// their own arguments (Commands.cpp dispatches).
+int compileCommand(const CommandLine &cl, PipelineOptions &options);
+int explainCommand(const CommandLine &cl, PipelineOptions &options);
+int runCommand(const CommandLine &cl, PipelineOptions &options);
+int genCommand(const CommandLine &cl);
+int trainCommand(const CommandLine &cl);
+int planCommand(const CommandLine &cl);
+int calibrateCommand(const CommandLine &cl);
 int importCommand(const std::vector<std::string> &args);
-int explainCommand(const std::vector<std::string> &args);
 int showCommand(const std::vector<std::string> &args);
-int runCommand(const std::vector<std::string> &args);
-int genCommand(const std::vector<std::string> &args);
-int trainCommand(const std::vector<std::string> &args);
-int planCommand(const std::vector<std::string> &args);
-int calibrateCommand(const std::vector<std::string> &args);
 int checkpointCommand(const std::vector<std::string> &args);
 
 /// The model flags `gen` and `train` share (docs/Models.md).

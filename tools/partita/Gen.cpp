@@ -30,31 +30,6 @@
 using namespace partita;
 using namespace partita::cli;
 
-namespace {
-/// The --help page: the options from CommandOptions.def.
-std::string genUsage() {
-  return std::string(R"(Usage: partita gen <model> [options]
-
-Writes a model as partita IR: parameters and inputs carry logical axis names
-and roles; with --rules they also get shardings for the mesh. Models:
-
-  mlp   residual regression MLP: --layers blocks x + W2 gelu(W1 x + b1) + b2,
-        mean squared error
-  ffn   Megatron's feed-forward block gelu(x A) B
-  gpt   decoder-only transformer with softmax cross-entropy
-  moe   gpt with mixture-of-experts MLPs (GShard top-k dispatch)
-
-Options (defaults in brackets):
-)") + api::renderOptions("gen") +
-         R"(
-Examples:
-  partita gen gpt --layers 4 --mesh data=2,model=4 --rules dp+tp -o gpt.mlir
-  partita gen moe --experts 8 --mesh data=8 --rules ep --summary
-)";
-}
-
-} // namespace
-
 std::vector<std::string> partita::cli::modelValueFlags() {
   return api::sectionFlags("model", api::OptionKind::Value);
 }
@@ -63,10 +38,7 @@ std::vector<std::string> partita::cli::modelSwitchFlags() {
   return api::sectionFlags("model", api::OptionKind::Switch);
 }
 
-int partita::cli::genCommand(const std::vector<std::string> &args) {
-  CommandLine cl;
-  if (std::optional<int> done = parseCommand(args, "gen", genUsage(), cl))
-    return *done;
+int partita::cli::genCommand(const CommandLine &cl) {
   if (cl.input == "-")
     return usageError(std::string("give a model: ") + modelNames() +
                       " (see 'partita gen --help')");

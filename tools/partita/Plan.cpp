@@ -33,37 +33,6 @@ using namespace partita::cli;
 
 namespace {
 
-/// The --help page: the options from CommandOptions.def.
-std::string planUsage() {
-  return std::string(
-             R"(partita plan - choose the parallel layout of a model on N devices
-
-Usage: partita plan --model gpt|moe|mlp [model flags] --devices N
-                    [--interconnect cluster.json] [--memory-per-device BYTES]
-                    [--global-batch B] [--top K] [--finalists F]
-                    [--explain] [--emit-flags]
-
-Searches mesh shapes (data x model, model inside a node) x rules presets
-(dp, zero1, zero2, fsdp, tp, tp+sp, dp+tp, fsdp+tp; ep for moe) x
-micro-batches (1, 2, 4, 8) x activation checkpointing (none, per-layer) for
-an AdamW train step, and pipelines of 2 to 8 ranks (1F1B, zero-bubble or
-interleaved over P to 8P micro-batches; dp, fsdp, tp, dp+tp or fsdp+tp
-inside a rank), and prints the fastest layouts that fit in memory:
-predicted step time (compute: the partitioned step's FLOPs per device over
-the device's throughput; communication: the cost model's time of every
-collective on the cluster's links; no overlap is credited) and memory per
-device (the buffer plan's arena, what the runtime allocates; at its peak
-by role). docs/Planning.md.
-
-Options:
-)") + api::renderOptions("plan") +
-         R"(
-Examples:
-  partita plan --model gpt --devices 8 --memory-per-device 1.2MiB
-  partita plan --model gpt --layers 4 --devices 8 --finalists 3 --emit-flags
-)";
-}
-
 /// "2.5 GiB" style bytes.
 Expected<double> parseBytes(const std::string &text) {
   char *end = nullptr;
@@ -115,10 +84,7 @@ std::string trainFlags(const CommandLine &cl, const ModelConfig &config,
 
 } // namespace
 
-int partita::cli::planCommand(const std::vector<std::string> &args) {
-  CommandLine cl;
-  if (std::optional<int> done = parseCommand(args, "plan", planUsage(), cl))
-    return *done;
+int partita::cli::planCommand(const CommandLine &cl) {
   if (cl.input != "-")
     return usageError("plan takes no input file (got '" + cl.input +
                       "'); give the model with --model");

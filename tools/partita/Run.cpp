@@ -21,23 +21,6 @@ using namespace partita::cli;
 
 namespace {
 
-/// The --help page: the options from CommandOptions.def.
-std::string runUsage() {
-  return std::string(R"(Usage: partita run in.mlir --devices cpu:N [options]
-
-Compiles the module to the per-device program (in memory) and runs it on N
-emulated CPU devices (threads) with deterministic random inputs (f32/bf16
-uniform in [-1, 1], integers in [0, 4), booleans at random).
-
-Options:
-)") + api::renderOptions("run") +
-         R"(
-Examples:
-  partita run docs/examples/transformer-layer.mlir --devices cpu:8 --check
-  partita gen gpt --rules fsdp | partita run - --train --devices cpu:8 --check
-)";
-}
-
 namespace {
 
 /// The inputs a caller in this process handed over in memory (the Python
@@ -77,12 +60,7 @@ Expected<std::vector<HostArray>> inputsInMemory(const Executable &program,
 
 } // namespace
 
-int partita::cli::runCommand(const std::vector<std::string> &args) {
-  CommandLine cl;
-  PipelineOptions options;
-  if (std::optional<int> done = startCommand(args, "run", runUsage(),
-                                             Stage::Partitioned, cl, options))
-    return *done;
+int partita::cli::runCommand(const CommandLine &cl, PipelineOptions &options) {
   Expected<DeviceSpec> devices = parseDeviceSpec(cl.get("--devices"));
   if (!devices)
     return usageError(devices.status().message());

@@ -28,31 +28,6 @@ using namespace partita::cli;
 
 namespace {
 
-/// The --help page: the options from CommandOptions.def.
-std::string showUsage() {
-  return std::string(R"(Usage: partita show [in.mlir|-] --value NAME [options]
-
-Runs propagation and draws which device holds which block of one tensor:
-the last two dimensions as a grid (one grid per block of the leading
-dimensions), each cell listing the devices that hold that block. Replicated
-and partial axes are named above the picture.
-
-Options:
-)") + api::renderOptions("show") +
-         R"(
-  partita show --schedule gpipe|1f1b|interleaved|zb --pp P
-               --micro-batches M [--virtual-stages V] [--width W]
-
-draws a pipeline schedule instead: one row per rank, F forward, B backward
-(input gradient when split), W weight gradient, . idle, with equal stages
-(a forward takes 1, a backward 2; zero-bubble splits it 1 + 1), and the
-bubble and micro-batches held per rank (docs/Pipeline.md).
-
-Examples:
-  partita show docs/examples/megatron-mlp.mlir --value mlp.gelu
-  partita show --schedule 1f1b --pp 4 --micro-batches 8
-)";
-}
 
 } // namespace
 
@@ -62,8 +37,7 @@ namespace {
 int showSchedule(const std::vector<std::string> &args) {
   CommandLine cl;
   int exitCode = 0;
-  if (std::optional<int> done =
-          parseCommand(args, "show-schedule", showUsage(), cl))
+  if (std::optional<int> done = parseCommand(args, "show-schedule", cl, "show"))
     return *done;
   std::optional<ScheduleKind> kind = parseScheduleKind(cl.get("--schedule"));
   if (!kind)
@@ -124,8 +98,8 @@ int partita::cli::showCommand(const std::vector<std::string> &args) {
     return showSchedule(args);
   CommandLine cl;
   PipelineOptions options;
-  if (std::optional<int> done = startCommand(args, "show", showUsage(),
-                                             Stage::Propagated, cl, options))
+  if (std::optional<int> done =
+          startCommand(args, "show", Stage::Propagated, cl, options))
     return *done;
   if (!cl.has("--value"))
     return usageError("show needs --value NAME (see 'partita show --help')");

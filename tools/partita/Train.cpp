@@ -38,34 +38,10 @@ using namespace partita::cli;
 
 namespace {
 
-/// The --help page: the options from CommandOptions.def.
-std::string trainUsage() {
-  return std::string(
-             R"(Usage: partita train --model mlp|gpt|moe [model flags] [options]
-
-Builds the model's train step, compiles it for the mesh and rules, and runs
-it for --steps steps on N emulated CPU devices, feeding the new parameters
-and optimizer state back each step.
-
-Options (defaults in brackets):
-)") + api::renderOptions("train") +
-         R"(
-Synthetic data: gpt and moe see sequences that follow a fixed rule (each
-token is 3 times the previous one plus 1, modulo the vocabulary) and learn
-to predict the next token; mlp regresses sin(3x).
-
-Examples:
-  partita train --model gpt --mesh data=2,model=4 --rules dp+tp --steps 60 --lr 1e-2
-  partita train --model gpt --steps 20 --checkpoint-dir ckpt --checkpoint-every 10
-)";
-}
 
 } // namespace
 
-int partita::cli::trainCommand(const std::vector<std::string> &args) {
-  CommandLine cl;
-  if (std::optional<int> done = parseCommand(args, "train", trainUsage(), cl))
-    return *done;
+int partita::cli::trainCommand(const CommandLine &cl) {
   if (cl.input != "-")
     return usageError("unexpected argument '" + cl.input +
                       "'; the model is --model (see 'partita train --help')");

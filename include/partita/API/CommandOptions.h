@@ -92,6 +92,11 @@ std::vector<std::string> sectionFlags(const std::string &section,
 /// leaves less than two spaces).
 std::string renderOptions(const std::string &command);
 
+/// `partita COMMAND --help` (COMMAND "partita": the top-level page): the
+/// page's text from CommandPages.def around the command's options; empty
+/// for a command without a page.
+std::string helpPage(const std::string &command);
+
 } // namespace partita::api
 
 #endif // PARTITA_API_COMMANDOPTIONS_H
