@@ -312,6 +312,57 @@ Status partita::api::pipelineOptionsFromOptions(const OptionValues &cl,
   return Status::success();
 }
 
+namespace {
+
+/// --optimizer, --remat, --clip-norm, --lr and its schedule (--lr-schedule,
+/// --warmup, --min-lr): with a schedule, the step takes its learning rate
+/// as an input.
+Status optimizerFromOptions(const OptionValues &cl, TrainRequest &request) {
+  PipelineOptions &options = request.options;
+  if (Status status = trainChoicesFromOptions(cl, options); !status.ok())
+    return status;
+  options.trainLearningRate =
+      options.trainOptimizer == TrainOptimizer::AdamW ? 1e-3 : 0.05;
+  if (cl.has("--lr")) {
+    Expected<double> rate =
+        api::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
+    if (!rate)
+      return Status::error(rate.status().message());
+    options.trainLearningRate = *rate;
+  }
+  // A schedule: the step takes its learning rate as an input.
+  std::string scheduleName = cl.get("--lr-schedule", "constant");
+  long long warmup = 0;
+  if (Status status = integerOption(cl, "--warmup", 0, warmup); !status.ok())
+    return status;
+  if (scheduleName != "constant" || warmup > 0 || cl.has("--min-lr")) {
+    LearningRateSchedule schedule;
+    if (scheduleName == "cosine")
+      schedule.kind = LearningRateSchedule::Kind::Cosine;
+    else if (scheduleName == "linear")
+      schedule.kind = LearningRateSchedule::Kind::Linear;
+    else if (scheduleName != "constant")
+      return Status::error("--lr-schedule must be constant, cosine or linear, "
+                           "got '" +
+                           scheduleName + "'");
+    schedule.peak = options.trainLearningRate;
+    schedule.warmup = warmup;
+    schedule.total = request.steps;
+    if (cl.has("--min-lr")) {
+      Expected<double> minimum = api::parseNumberFlag(
+          "--min-lr", cl.get("--min-lr"), 0, schedule.peak);
+      if (!minimum)
+        return Status::error(minimum.status().message() + " (at most --lr)");
+      schedule.minimum = *minimum;
+    }
+    request.lrSchedule = schedule;
+    options.trainLearningRate = 0;
+  }
+  return Status::success();
+}
+
+} // namespace
+
 Status partita::api::trainRequestFromOptions(const OptionValues &cl,
                                              TrainRequest &request) {
   ModelConfig &config = request.config;
@@ -389,45 +440,8 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
   config.batch /= request.micro;
 
   PipelineOptions &options = request.options;
-  if (Status status = trainChoicesFromOptions(cl, options); !status.ok())
+  if (Status status = optimizerFromOptions(cl, request); !status.ok())
     return status;
-  options.trainLearningRate =
-      options.trainOptimizer == TrainOptimizer::AdamW ? 1e-3 : 0.05;
-  if (cl.has("--lr")) {
-    Expected<double> rate =
-        api::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
-    if (!rate)
-      return Status::error(rate.status().message());
-    options.trainLearningRate = *rate;
-  }
-  // A schedule: the step takes its learning rate as an input.
-  std::string scheduleName = cl.get("--lr-schedule", "constant");
-  long long warmup = 0;
-  if (Status status = integer("--warmup", 0, warmup); !status.ok())
-    return status;
-  if (scheduleName != "constant" || warmup > 0 || cl.has("--min-lr")) {
-    LearningRateSchedule schedule;
-    if (scheduleName == "cosine")
-      schedule.kind = LearningRateSchedule::Kind::Cosine;
-    else if (scheduleName == "linear")
-      schedule.kind = LearningRateSchedule::Kind::Linear;
-    else if (scheduleName != "constant")
-      return Status::error("--lr-schedule must be constant, cosine or linear, "
-                           "got '" +
-                           scheduleName + "'");
-    schedule.peak = options.trainLearningRate;
-    schedule.warmup = warmup;
-    schedule.total = request.steps;
-    if (cl.has("--min-lr")) {
-      Expected<double> minimum = api::parseNumberFlag(
-          "--min-lr", cl.get("--min-lr"), 0, schedule.peak);
-      if (!minimum)
-        return Status::error(minimum.status().message() + " (at most --lr)");
-      schedule.minimum = *minimum;
-    }
-    request.lrSchedule = schedule;
-    options.trainLearningRate = 0;
-  }
   std::string defaultMesh = "data=" + std::to_string(request.count);
   if (pipe > 1 && request.count % pipe == 0)
     defaultMesh = "pipe=" + std::to_string(pipe) +

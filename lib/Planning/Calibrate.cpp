@@ -248,13 +248,12 @@ Probe collectiveProbe(const std::string &kind, int64_t devices, int64_t group,
 
 } // namespace
 
-Expected<Calibration>
-partita::calibrateCpuDevices(int64_t devices, const std::string &devicesText,
-                             int64_t steps, llvm::raw_ostream &log) {
-  Calibration calibration;
-  calibration.devices = devicesText;
-  log << "calibrating " << devicesText << " (every device busy at once)\n";
+namespace {
 
+/// The compute figures: the cost of dispatching an instruction, elementwise
+/// and einsum throughput, and a program run apart, into `calibration`.
+Status measureCompute(Calibration &calibration, int64_t devices, int64_t steps,
+                      llvm::raw_ostream &log) {
   // What a trip's work other than `except` costs at the figures measured
   // so far (zero for those not measured yet).
   auto otherCost = [&](const StepProfile &work) {
@@ -370,6 +369,16 @@ partita::calibrateCpuDevices(int64_t devices, const std::string &devicesText,
                       calibration.elementsPerSecond, calibration.launchUs,
                       calibration.hostBytesPerSecond);
 
+  return Status::success();
+}
+
+/// A latency and a bandwidth per collective kind and group size, into
+/// `calibration` (its instruction cost measured first).
+Status measureCollectives(Calibration &calibration, int64_t devices,
+                          int64_t steps, llvm::raw_ostream &log) {
+  auto measure = [&](const Probe &probe) -> Expected<Trip> {
+    return measureTrip(probe, steps);
+  };
   // Collectives: per kind and group, a call on about 64 and about 65536
   // f32 (256 B and 256 KiB per device; the rows a multiple of the group,
   // which reduce_scatter and all_to_all split), each less its baseline:
@@ -434,6 +443,24 @@ partita::calibrateCpuDevices(int64_t devices, const std::string &devicesText,
                           seconds[1] * 1e6, fit.latencyUs, fit.bandwidthGBps);
     }
 
+  return Status::success();
+}
+
+} // namespace
+
+Expected<Calibration>
+partita::calibrateCpuDevices(int64_t devices, const std::string &devicesText,
+                             int64_t steps, llvm::raw_ostream &log) {
+  Calibration calibration;
+  calibration.devices = devicesText;
+  log << "calibrating " << devicesText << " (every device busy at once)\n";
+
+  if (Status status = measureCompute(calibration, devices, steps, log);
+      !status.ok())
+    return status;
+  if (Status status = measureCollectives(calibration, devices, steps, log);
+      !status.ok())
+    return status;
   return calibration;
 }
 
