@@ -439,27 +439,63 @@ struct Routes {
 
 } // namespace
 
-Expected<PipelineStepResult>
-PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
-                        const PipelineProgramRunner &run) {
-  PipelineProgramRunner runProgram =
-      run ? run
-          : [](const Executable &program, const std::vector<HostArray> &inputs,
-               int) {
-              return runOnCpuDevices(program, inputs, nullptr,
-                                     PartialInputs::FirstMember);
-            };
-  const PipelinedStep &step = state->step;
-  const PipelineSchedule &schedule = step.schedule;
-  PipelinePeers *peers = state->peers;
-  const State &where = *state;
-  int64_t m = schedule.microBatches;
+/// One step of a pipelined run: its micro-batches' data, how outputs
+/// travel between ranks and processes, the ranks' threads, the optimizer
+/// steps, and the report (PipelineRunner::runStep).
+struct PipelineRunner::StepRun {
+  StepRun(State *state, const PipelineProgramRunner &runProgram)
+      : state(state), where(*state), step(state->step), schedule(step.schedule),
+        peers(state->peers), runProgram(runProgram), m(schedule.microBatches),
+        mailbox(schedule.ranks) {}
+
+  /// Every micro-batch's rows of every data input, zeroed accumulators,
+  /// and the routes of the outputs other ranks read.
+  Status prepare(const std::vector<HostArray> &data);
+  /// Runs every action of the schedule on this process's ranks (and, under
+  /// MPI, takes in what other processes send).
+  Status runActions();
+  /// Each local stage's optimizer step on its summed gradients.
+  Status runUpdates(int64_t stepNumber);
+  /// Under MPI, process 0 gathers every process's loss, actions and peaks.
+  Status gatherReport(PipelineStepResult &result);
+
+  State *state;
+  const State &where;
+  const PipelinedStep &step;
+  const PipelineSchedule &schedule;
+  PipelinePeers *peers;
+  const PipelineProgramRunner &runProgram;
+  int64_t m;
+  std::vector<std::vector<HostArray>> slices;
+  Routes routes;
+  Mailbox mailbox;
+  std::mutex resultMutex;
+  Status failure = Status::success();
+  double lossSum = 0;
+  std::vector<TimedAction> timed;
+  Clock::time_point begin;
+
+private:
+  double seconds(Clock::time_point at) const {
+    return std::chrono::duration<double>(at - begin).count();
+  }
+  void fail(Status status) {
+    std::lock_guard<std::mutex> lock(resultMutex);
+    if (failure.ok())
+      failure = std::move(status);
+    mailbox.fail();
+  }
+  void runRank(int rank);
+  void receive();
+};
+
+Status PipelineRunner::StepRun::prepare(const std::vector<HostArray> &data) {
   if (data.size() != step.dataShapes.size())
     return Status::error("the pipelined step takes " +
                          std::to_string(step.dataShapes.size()) +
                          " data inputs, got " + std::to_string(data.size()));
   // Every micro-batch's rows of every data input.
-  std::vector<std::vector<HostArray>> slices(data.size());
+  slices.assign(data.size(), {});
   for (size_t k = 0; k < data.size(); ++k) {
     if (data[k].shape != step.dataShapes[k])
       return Status::error("data input " + std::to_string(k) +
@@ -476,8 +512,6 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
       stage.accumulators.push_back(HostArray::zeros(
           stage.updateInputs[j].dtype, stage.updateInputs[j].shape));
   }
-
-  Routes routes;
   for (const auto &[key, byRank] : state->readers) {
     int producer = where.processOfRank(schedule.rankOfStage(std::get<0>(key)));
     bool crosses = false, toHere = false;
@@ -510,194 +544,182 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
         std::to_string(m) + " micro-batches: more messages than MPI tags (" +
         std::to_string(peers->maxTag()) + ")");
 
-  Mailbox mailbox(schedule.ranks);
-  std::mutex resultMutex;
-  Status failure = Status::success();
-  double lossSum = 0;
-  std::vector<TimedAction> timed;
+  return Status::success();
+}
+
+void PipelineRunner::StepRun::runRank(int rank) {
+  for (const PipeAction &action : schedule.perRank[rank]) {
+    const PipelineStage &stage = step.stages[action.stage];
+    StageState &stageState = state->stages[action.stage];
+    StageProgramKind kind = programFor(action.work);
+    const StageProgram &program = programOf(stage, kind);
+    if (!program.present)
+      continue;
+    int32_t mb = action.microBatch;
+    std::vector<HostArray> inputs(program.inputs.size());
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      const StageInput &source = program.inputs[i];
+      switch (source.kind) {
+      case StageInput::Kind::Param:
+        inputs[i] = stageState.updateInputs[source.index];
+        break;
+      case StageInput::Kind::Data:
+        inputs[i] = slices[source.index][mb];
+        break;
+      case StageInput::Kind::Seed:
+        inputs[i] = scalarOf(
+            program.executable.slots[program.executable.inputs[i].slot].dtype,
+            1.0 / static_cast<double>(m));
+        break;
+      case StageInput::Kind::Accumulator:
+        inputs[i] = stageState.accumulators[source.index];
+        break;
+      case StageInput::Kind::Output:
+        if (!mailbox.get({source.stage, static_cast<int>(source.program), mb,
+                          source.index},
+                         inputs[i]))
+          return;
+        break;
+      }
+    }
+    Clock::time_point started = Clock::now();
+    Expected<std::vector<HostArray>> outputs =
+        runProgram(program.executable, inputs, rank);
+    Clock::time_point ended = Clock::now();
+    if (!outputs) {
+      fail(Status::error(describePipeAction(action) + ": " +
+                         outputs.status().message()));
+      return;
+    }
+    for (const StageInput &source : program.inputs)
+      if (source.kind == StageInput::Kind::Output)
+        mailbox.release(
+            {source.stage, static_cast<int>(source.program), mb, source.index});
+    bool lastForward = kind == StageProgramKind::Forward &&
+                       action.stage + 1 == schedule.stages();
+    for (size_t k = 0; k < outputs->size(); ++k) {
+      HostArray &value = (*outputs)[k];
+      if (k < program.accumulatorOf.size() && program.accumulatorOf[k] >= 0) {
+        stageState.accumulators[program.accumulatorOf[k]] = std::move(value);
+        continue;
+      }
+      if (lastForward && static_cast<int32_t>(k) == step.lossOutput) {
+        std::lock_guard<std::mutex> lock(resultMutex);
+        lossSum += elementAsDouble(value, 0);
+      }
+      OutputKey key{action.stage, static_cast<int>(kind),
+                    static_cast<int32_t>(k)};
+      auto remote = routes.remoteProcesses.find(key);
+      if (remote != routes.remoteProcesses.end())
+        for (int to : remote->second)
+          if (Status status = peers->send(
+                  to, static_cast<int>(routes.linkOf.at(key) * m + mb),
+                  value.bytes);
+              !status) {
+            fail(Status::error(describePipeAction(action) + ": " +
+                               status.message()));
+            return;
+          }
+      auto local = routes.localReaders.find(key);
+      if (local != routes.localReaders.end())
+        mailbox.put(
+            {action.stage, static_cast<int>(kind), mb, static_cast<int32_t>(k)},
+            local->second, rank, std::move(value));
+    }
+    std::lock_guard<std::mutex> lock(resultMutex);
+    timed.push_back({action, rank, seconds(started), seconds(ended)});
+  }
+}
+
+// Under MPI, one thread takes in what other processes send, in the order
+// it comes, and hands it to the ranks here through the mailbox.
+void PipelineRunner::StepRun::receive() {
+  std::vector<bool> arrived(routes.links.size() * m, false);
+  auto missing = [&] {
+    std::string text;
+    int listed = 0;
+    for (size_t l = 0; l < routes.links.size(); ++l) {
+      const OutputKey &key = routes.links[l];
+      if (!routes.localReaders.count(key))
+        continue;
+      for (int64_t i = 0; i < m; ++i) {
+        if (arrived[l * m + i])
+          continue;
+        if (listed++ == 3) {
+          text += ", ...";
+          return text;
+        }
+        int producer = schedule.rankOfStage(std::get<0>(key));
+        auto kind = static_cast<StageProgramKind>(std::get<1>(key));
+        text += std::string(text.empty() ? "waiting for " : ", ") + "stage " +
+                std::to_string(std::get<0>(key)) + "'s " +
+                stageProgramName(kind) + " output " +
+                std::to_string(std::get<2>(key)) + " of micro-batch " +
+                std::to_string(i) + " from process " +
+                std::to_string(where.processOfRank(producer)) +
+                " (pipeline rank " + std::to_string(producer) + ")";
+      }
+    }
+    return text;
+  };
+  for (int64_t got = 0; got < routes.expected; ++got) {
+    Expected<PipelinePeers::Message> message =
+        peers->receive([&] { return mailbox.hasFailed(); }, missing);
+    if (!message) {
+      if (!message.status().message().empty())
+        fail(message.status());
+      return;
+    }
+    int64_t link = message->tag / m, mb = message->tag % m;
+    const OutputKey *key = link < static_cast<int64_t>(routes.links.size())
+                               ? &routes.links[link]
+                               : nullptr;
+    const ExecutableValue *output = nullptr;
+    if (key) {
+      const Executable &producer =
+          programOf(step.stages[std::get<0>(*key)],
+                    static_cast<StageProgramKind>(std::get<1>(*key)))
+              .executable;
+      if (std::get<2>(*key) < static_cast<int32_t>(producer.outputs.size()))
+        output = &producer.outputs[std::get<2>(*key)];
+      if (output) {
+        HostArray value;
+        value.dtype = producer.slots[output->slot].dtype;
+        value.shape = output->globalShape;
+        if (value.numBytes() == static_cast<int64_t>(message->bytes.size()) &&
+            !arrived[link * m + mb] && routes.localReaders.count(*key)) {
+          arrived[link * m + mb] = true;
+          value.bytes = std::move(message->bytes);
+          mailbox.put({std::get<0>(*key), std::get<1>(*key),
+                       static_cast<int32_t>(mb), std::get<2>(*key)},
+                      routes.localReaders.at(*key), routes.localHolder.at(*key),
+                      std::move(value));
+          continue;
+        }
+      }
+    }
+    fail(Status::error("process " + std::to_string(message->from) +
+                       " sent an unexpected message (tag " +
+                       std::to_string(message->tag) + ", " +
+                       std::to_string(message->bytes.size()) + " bytes)"));
+    return;
+  }
+}
+
+Status PipelineRunner::StepRun::runActions() {
   if (peers) {
     // A common start, so that the processes' timestamps line up.
     Expected<bool> started = peers->allTrue(true, "the start of the step");
     if (!started)
       return started.status();
   }
-  Clock::time_point begin = Clock::now();
-  auto seconds = [&](Clock::time_point at) {
-    return std::chrono::duration<double>(at - begin).count();
-  };
-  auto fail = [&](Status status) {
-    std::lock_guard<std::mutex> lock(resultMutex);
-    if (failure.ok())
-      failure = std::move(status);
-    mailbox.fail();
-  };
-
-  auto runRank = [&](int rank) {
-    for (const PipeAction &action : schedule.perRank[rank]) {
-      const PipelineStage &stage = step.stages[action.stage];
-      StageState &stageState = state->stages[action.stage];
-      StageProgramKind kind = programFor(action.work);
-      const StageProgram &program = programOf(stage, kind);
-      if (!program.present)
-        continue;
-      int32_t mb = action.microBatch;
-      std::vector<HostArray> inputs(program.inputs.size());
-      for (size_t i = 0; i < program.inputs.size(); ++i) {
-        const StageInput &source = program.inputs[i];
-        switch (source.kind) {
-        case StageInput::Kind::Param:
-          inputs[i] = stageState.updateInputs[source.index];
-          break;
-        case StageInput::Kind::Data:
-          inputs[i] = slices[source.index][mb];
-          break;
-        case StageInput::Kind::Seed:
-          inputs[i] = scalarOf(
-              program.executable.slots[program.executable.inputs[i].slot].dtype,
-              1.0 / static_cast<double>(m));
-          break;
-        case StageInput::Kind::Accumulator:
-          inputs[i] = stageState.accumulators[source.index];
-          break;
-        case StageInput::Kind::Output:
-          if (!mailbox.get({source.stage, static_cast<int>(source.program), mb,
-                            source.index},
-                           inputs[i]))
-            return;
-          break;
-        }
-      }
-      Clock::time_point started = Clock::now();
-      Expected<std::vector<HostArray>> outputs =
-          runProgram(program.executable, inputs, rank);
-      Clock::time_point ended = Clock::now();
-      if (!outputs) {
-        fail(Status::error(describePipeAction(action) + ": " +
-                           outputs.status().message()));
-        return;
-      }
-      for (const StageInput &source : program.inputs)
-        if (source.kind == StageInput::Kind::Output)
-          mailbox.release({source.stage, static_cast<int>(source.program), mb,
-                           source.index});
-      bool lastForward = kind == StageProgramKind::Forward &&
-                         action.stage + 1 == schedule.stages();
-      for (size_t k = 0; k < outputs->size(); ++k) {
-        HostArray &value = (*outputs)[k];
-        if (k < program.accumulatorOf.size() && program.accumulatorOf[k] >= 0) {
-          stageState.accumulators[program.accumulatorOf[k]] = std::move(value);
-          continue;
-        }
-        if (lastForward && static_cast<int32_t>(k) == step.lossOutput) {
-          std::lock_guard<std::mutex> lock(resultMutex);
-          lossSum += elementAsDouble(value, 0);
-        }
-        OutputKey key{action.stage, static_cast<int>(kind),
-                      static_cast<int32_t>(k)};
-        auto remote = routes.remoteProcesses.find(key);
-        if (remote != routes.remoteProcesses.end())
-          for (int to : remote->second)
-            if (Status status = peers->send(
-                    to, static_cast<int>(routes.linkOf.at(key) * m + mb),
-                    value.bytes);
-                !status) {
-              fail(Status::error(describePipeAction(action) + ": " +
-                                 status.message()));
-              return;
-            }
-        auto local = routes.localReaders.find(key);
-        if (local != routes.localReaders.end())
-          mailbox.put({action.stage, static_cast<int>(kind), mb,
-                       static_cast<int32_t>(k)},
-                      local->second, rank, std::move(value));
-      }
-      std::lock_guard<std::mutex> lock(resultMutex);
-      timed.push_back({action, rank, seconds(started), seconds(ended)});
-    }
-  };
-
-  // Under MPI, one thread takes in what other processes send, in the order
-  // it comes, and hands it to the ranks here through the mailbox.
-  auto receive = [&] {
-    std::vector<bool> arrived(routes.links.size() * m, false);
-    auto missing = [&] {
-      std::string text;
-      int listed = 0;
-      for (size_t l = 0; l < routes.links.size(); ++l) {
-        const OutputKey &key = routes.links[l];
-        if (!routes.localReaders.count(key))
-          continue;
-        for (int64_t i = 0; i < m; ++i) {
-          if (arrived[l * m + i])
-            continue;
-          if (listed++ == 3) {
-            text += ", ...";
-            return text;
-          }
-          int producer = schedule.rankOfStage(std::get<0>(key));
-          auto kind = static_cast<StageProgramKind>(std::get<1>(key));
-          text += std::string(text.empty() ? "waiting for " : ", ") +
-                  "stage " + std::to_string(std::get<0>(key)) + "'s " +
-                  stageProgramName(kind) + " output " +
-                  std::to_string(std::get<2>(key)) + " of micro-batch " +
-                  std::to_string(i) + " from process " +
-                  std::to_string(where.processOfRank(producer)) +
-                  " (pipeline rank " + std::to_string(producer) + ")";
-        }
-      }
-      return text;
-    };
-    for (int64_t got = 0; got < routes.expected; ++got) {
-      Expected<PipelinePeers::Message> message =
-          peers->receive([&] { return mailbox.hasFailed(); }, missing);
-      if (!message) {
-        if (!message.status().message().empty())
-          fail(message.status());
-        return;
-      }
-      int64_t link = message->tag / m, mb = message->tag % m;
-      const OutputKey *key = link < static_cast<int64_t>(routes.links.size())
-                                 ? &routes.links[link]
-                                 : nullptr;
-      const ExecutableValue *output = nullptr;
-      if (key) {
-        const Executable &producer =
-            programOf(step.stages[std::get<0>(*key)],
-                      static_cast<StageProgramKind>(std::get<1>(*key)))
-                .executable;
-        if (std::get<2>(*key) < static_cast<int32_t>(producer.outputs.size()))
-          output = &producer.outputs[std::get<2>(*key)];
-        if (output) {
-          HostArray value;
-          value.dtype = producer.slots[output->slot].dtype;
-          value.shape = output->globalShape;
-          if (value.numBytes() ==
-                  static_cast<int64_t>(message->bytes.size()) &&
-              !arrived[link * m + mb] && routes.localReaders.count(*key)) {
-            arrived[link * m + mb] = true;
-            value.bytes = std::move(message->bytes);
-            mailbox.put({std::get<0>(*key), std::get<1>(*key),
-                         static_cast<int32_t>(mb), std::get<2>(*key)},
-                        routes.localReaders.at(*key), routes.localHolder.at(*key),
-                        std::move(value));
-            continue;
-          }
-        }
-      }
-      fail(Status::error("process " + std::to_string(message->from) +
-                         " sent an unexpected message (tag " +
-                         std::to_string(message->tag) + ", " +
-                         std::to_string(message->bytes.size()) + " bytes)"));
-      return;
-    }
-  };
-
+  begin = Clock::now();
   std::vector<std::thread> threads;
   for (int r = 0; r < schedule.ranks; ++r)
     if (where.processOfRank(r) == where.process)
-      threads.emplace_back(runRank, r);
+      threads.emplace_back([this, r] { runRank(r); });
   if (peers && routes.expected > 0)
-    threads.emplace_back(receive);
+    threads.emplace_back([this] { receive(); });
   for (std::thread &thread : threads)
     thread.join();
   if (!failure.ok())
@@ -705,8 +727,10 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
   if (peers)
     if (Status status = peers->flush(); !status)
       return status;
+  return Status::success();
+}
 
-  // Each stage's optimizer step on its summed gradients.
+Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber) {
   for (size_t s = 0; s < step.stages.size(); ++s) {
     if (!where.isLocalStage(s))
       continue;
@@ -729,9 +753,10 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
       stage.updateInputs[k] = std::move((*outputs)[1 + k]);
   }
 
-  PipelineStepResult result;
-  result.seconds = seconds(Clock::now());
-  result.peakHeldBytes = mailbox.peakBytes();
+  return Status::success();
+}
+
+Status PipelineRunner::StepRun::gatherReport(PipelineStepResult &result) {
   if (peers) {
     // Process 0 reports the whole step: every process's loss, actions and
     // peaks. On one host the monotonic clock is the same in every process,
@@ -802,9 +827,36 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
       }
     }
   }
-  result.loss = lossSum / static_cast<double>(m);
+  return Status::success();
+}
+
+Expected<PipelineStepResult>
+PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
+                        const PipelineProgramRunner &run) {
+  PipelineProgramRunner runProgram =
+      run ? run
+          : [](const Executable &program, const std::vector<HostArray> &inputs,
+               int) {
+              return runOnCpuDevices(program, inputs, nullptr,
+                                     PartialInputs::FirstMember);
+            };
+  StepRun stepRun(state.get(), runProgram);
+  if (Status status = stepRun.prepare(data); !status.ok())
+    return status;
+  if (Status status = stepRun.runActions(); !status.ok())
+    return status;
+  if (Status status = stepRun.runUpdates(stepNumber); !status.ok())
+    return status;
+  PipelineStepResult result;
+  result.seconds =
+      std::chrono::duration<double>(Clock::now() - stepRun.begin).count();
+  result.peakHeldBytes = stepRun.mailbox.peakBytes();
+  if (Status status = stepRun.gatherReport(result); !status.ok())
+    return status;
+  const PipelineSchedule &schedule = state->step.schedule;
+  result.loss = stepRun.lossSum / static_cast<double>(schedule.microBatches);
   result.timeline.ranks = schedule.ranks;
-  result.timeline.actions = std::move(timed);
+  result.timeline.actions = std::move(stepRun.timed);
   summarizeTimeline(result.timeline, schedule.splitBackward);
   return result;
 }

@@ -92,6 +92,8 @@ public:
 private:
   PipelineRunner() = default;
   struct State;
+  /// One step's run (PipelineRun.cpp).
+  struct StepRun;
   std::unique_ptr<State> state;
 };
 
