@@ -602,6 +602,45 @@ struct StepGate {
 
 } // namespace
 
+namespace {
+
+/// The host's side of a stepwise run: each step, the uploads `run.before`
+/// asks for, the devices let go, their outputs handed to `run.after`;
+/// the first failure ends it.
+Status
+driveSteps(StepwiseRun &run, StepGate &gate, int64_t devices,
+           const std::vector<Status> &statuses,
+           std::vector<std::vector<std::pair<size_t, HostArray>>> &uploads,
+           std::vector<std::vector<HostArray>> &stepOutputs) {
+  Status result = Status::success();
+  gate.waitFor(devices, &StepGate::ready);
+  for (int64_t step = 0; step < run.steps; ++step) {
+    result = firstDeviceFailure(statuses);
+    if (!result.ok())
+      break;
+    for (auto &device : uploads)
+      device.clear();
+    if (run.before)
+      result = run.before(step, uploads);
+    if (!result.ok())
+      break;
+    {
+      std::lock_guard<std::mutex> lock(gate.mutex);
+      gate.open = step;
+      gate.changed.notify_all();
+    }
+    gate.waitFor(devices * (step + 1), &StepGate::reported);
+    result = firstDeviceFailure(statuses);
+    if (result.ok() && run.after)
+      result = run.after(step, stepOutputs);
+    if (!result.ok())
+      break;
+  }
+  return result;
+}
+
+} // namespace
+
 Status partita::runDevicesStepwise(
     const Executable &program,
     const std::vector<std::vector<HostArray>> &inputsByDevice,
@@ -724,30 +763,8 @@ Status partita::runDevicesStepwise(
           fail(read);
     });
 
-  Status result = Status::success();
-  gate.waitFor(devices, &StepGate::ready);
-  for (int64_t step = 0; step < run.steps; ++step) {
-    result = firstDeviceFailure(statuses);
-    if (!result.ok())
-      break;
-    for (auto &device : uploads)
-      device.clear();
-    if (run.before)
-      result = run.before(step, uploads);
-    if (!result.ok())
-      break;
-    {
-      std::lock_guard<std::mutex> lock(gate.mutex);
-      gate.open = step;
-      gate.changed.notify_all();
-    }
-    gate.waitFor(devices * (step + 1), &StepGate::reported);
-    result = firstDeviceFailure(statuses);
-    if (result.ok() && run.after)
-      result = run.after(step, stepOutputs);
-    if (!result.ok())
-      break;
-  }
+  Status result =
+      driveSteps(run, gate, devices, statuses, uploads, stepOutputs);
   {
     std::lock_guard<std::mutex> lock(gate.mutex);
     gate.ended = true;
