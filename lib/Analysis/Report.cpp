@@ -75,57 +75,11 @@ CollectiveKind kindOf(const std::string &name) {
 
 } // namespace
 
-Report partita::analyzeModule(ModuleOp module,
-                              const Interconnect &interconnect,
-                              bool memoryOverProgram) {
-  Report report;
-  for (MeshOp mesh : module.getOps<MeshOp>()) {
-    Report::MeshInfo info{mesh.getSymName().str(), {}};
-    for (MeshAxisAttr axis : mesh.getMesh().getAxes())
-      info.axes.push_back({axis.getName().str(), axis.getSize()});
-    report.meshes.push_back(std::move(info));
-  }
+namespace {
 
-  module.walk([&](Operation *op) {
-    std::string kind;
-    FlatSymbolRefAttr meshName;
-    ArrayAttr axes;
-    if (!describeCollective(op, kind, meshName, axes))
-      return;
-    CollectiveRecord record;
-    record.kind = kind;
-    record.mesh = meshName.getValue().str();
-    MeshOp mesh = lookupMesh(op, meshName);
-    int64_t groupSize = 1;
-    for (Attribute axis : axes) {
-      record.meshAxes.push_back(cast<StringAttr>(axis).str());
-      groupSize *= mesh ? mesh.getMesh().axisSize(record.meshAxes.back()) : 1;
-    }
-    Type input = op->getOperand(0).getType();
-    record.inShape = shapeOf(input);
-    record.outShape = shapeOf(op->getResult(0).getType());
-    record.dtype = dtypeName(input);
-    double inputBytes = static_cast<double>(tensorBytes(input));
-    record.bytesPerDevice =
-        collectiveBytesPerDevice(kindOf(kind), groupSize, inputBytes);
-    record.resultBytes = tensorBytes(op->getResult(0).getType());
-    for (auto loop = op->getParentOfType<LoopOp>(); loop;
-         loop = loop->getParentOfType<LoopOp>())
-      record.count *= static_cast<int64_t>(loop.getTripCount());
-    record.loc = describeLocation(op->getLoc());
-    if (auto reason =
-            op->getAttrOfType<StringAttr>(PartitaDialect::kReasonAttrName))
-      record.reason = reason.str();
-    record.timeUs = collectiveTimeUs(
-        kindOf(kind), groupSize, inputBytes,
-        mesh ? interconnect.linkOn(mesh.getMesh().toMesh(), record.meshAxes)
-             : interconnect.linkFor(record.meshAxes));
-    report.totalCollectives += record.count;
-    report.totalBytesPerDevice += record.bytesPerDevice * record.count;
-    report.estTimeUs += record.timeUs * record.count;
-    report.collectives.push_back(std::move(record));
-  });
-
+/// The report's memory: the function with the highest peak, its bytes by
+/// role at the peak and (with `memoryOverProgram`) at every program point.
+void addMemory(Report &report, ModuleOp module, bool memoryOverProgram) {
   // Memory: the function with the highest peak, calls inlined and cheap
   // values made again near their fused users (the buffer plan of the
   // Executable sees the same buffers; RemakeValues.h).
@@ -182,11 +136,10 @@ Report partita::analyzeModule(ModuleOp module,
       report.liveBytesByRole[point] = running;
     }
   }
-  if (report.bytesByRole.empty())
-    report.bytesByRole = {
-        {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"activation", 0}};
-  report.persistentBytesByRole = {
-      {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"input", 0}};
+}
+
+/// The report's padding, and the bytes each role holds between steps.
+void addPadding(Report &report, ModuleOp module) {
   // Padding: the ops the partitioner added for uneven dimensions carry
   // their reason; the arguments and results their global shape.
   module.walk([&](Operation *op) {
@@ -239,6 +192,67 @@ Report partita::analyzeModule(ModuleOp module,
           report.persistentBytesByRole[stringifyRole(attr.getValue()).str()] +=
               tensorBytes(arg.getType());
   }
+}
+
+} // namespace
+
+Report partita::analyzeModule(ModuleOp module, const Interconnect &interconnect,
+                              bool memoryOverProgram) {
+  Report report;
+  for (MeshOp mesh : module.getOps<MeshOp>()) {
+    Report::MeshInfo info{mesh.getSymName().str(), {}};
+    for (MeshAxisAttr axis : mesh.getMesh().getAxes())
+      info.axes.push_back({axis.getName().str(), axis.getSize()});
+    report.meshes.push_back(std::move(info));
+  }
+
+  module.walk([&](Operation *op) {
+    std::string kind;
+    FlatSymbolRefAttr meshName;
+    ArrayAttr axes;
+    if (!describeCollective(op, kind, meshName, axes))
+      return;
+    CollectiveRecord record;
+    record.kind = kind;
+    record.mesh = meshName.getValue().str();
+    MeshOp mesh = lookupMesh(op, meshName);
+    int64_t groupSize = 1;
+    for (Attribute axis : axes) {
+      record.meshAxes.push_back(cast<StringAttr>(axis).str());
+      groupSize *= mesh ? mesh.getMesh().axisSize(record.meshAxes.back()) : 1;
+    }
+    Type input = op->getOperand(0).getType();
+    record.inShape = shapeOf(input);
+    record.outShape = shapeOf(op->getResult(0).getType());
+    record.dtype = dtypeName(input);
+    double inputBytes = static_cast<double>(tensorBytes(input));
+    record.bytesPerDevice =
+        collectiveBytesPerDevice(kindOf(kind), groupSize, inputBytes);
+    record.resultBytes = tensorBytes(op->getResult(0).getType());
+    for (auto loop = op->getParentOfType<LoopOp>(); loop;
+         loop = loop->getParentOfType<LoopOp>())
+      record.count *= static_cast<int64_t>(loop.getTripCount());
+    record.loc = describeLocation(op->getLoc());
+    if (auto reason =
+            op->getAttrOfType<StringAttr>(PartitaDialect::kReasonAttrName))
+      record.reason = reason.str();
+    record.timeUs = collectiveTimeUs(
+        kindOf(kind), groupSize, inputBytes,
+        mesh ? interconnect.linkOn(mesh.getMesh().toMesh(), record.meshAxes)
+             : interconnect.linkFor(record.meshAxes));
+    report.totalCollectives += record.count;
+    report.totalBytesPerDevice += record.bytesPerDevice * record.count;
+    report.estTimeUs += record.timeUs * record.count;
+    report.collectives.push_back(std::move(record));
+  });
+
+  addMemory(report, module, memoryOverProgram);
+  if (report.bytesByRole.empty())
+    report.bytesByRole = {
+        {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"activation", 0}};
+  report.persistentBytesByRole = {
+      {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"input", 0}};
+  addPadding(report, module);
   return report;
 }
 

@@ -169,6 +169,24 @@ LogicalResult Reverse::visit(Operation *op) {
   return (*rule)(op, context);
 }
 
+namespace {
+
+/// The values from outside `loop` its body reads (directly or in nested
+/// regions).
+llvm::SetVector<Value> outerValuesOf(LoopOp loop) {
+  llvm::SetVector<Value> closure;
+  loop.getBody().walk([&](Operation *inner) {
+    for (Value operand : inner->getOperands()) {
+      Region *home = operand.getParentRegion();
+      if (!loop.getBody().isAncestor(home))
+        closure.insert(operand);
+    }
+  });
+  return closure;
+}
+
+} // namespace
+
 LogicalResult Reverse::visitLoop(LoopOp loop) {
   bool any = false;
   for (Value result : loop.getResults())
@@ -182,15 +200,7 @@ LogicalResult Reverse::visitLoop(LoopOp loop) {
   ValueRange carried = loop.getCarried();
   size_t count = carried.size();
 
-  // Outer values the body reads (directly or in nested regions).
-  llvm::SetVector<Value> closure;
-  loop.getBody().walk([&](Operation *inner) {
-    for (Value operand : inner->getOperands()) {
-      Region *home = operand.getParentRegion();
-      if (!loop.getBody().isAncestor(home))
-        closure.insert(operand);
-    }
-  });
+  llvm::SetVector<Value> closure = outerValuesOf(loop);
 
   // 1. The forward loop, saving every iteration's carries.
   OpBuilder forward(loop);
