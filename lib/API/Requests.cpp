@@ -87,13 +87,7 @@ Status pipelineRequestFromOptions(const OptionValues &cl, long long pipe,
   if (cl.on("--mixed-precision") || cl.has("--clip-norm"))
     return Status::error("--pp does not combine with --mixed-precision or "
                          "--clip-norm yet");
-  std::vector<MeshAxis> rest;
-  for (const MeshAxis &meshAxis : request.mesh.axes())
-    if (meshAxis.name != "pipe")
-      rest.push_back(meshAxis);
-  if (rest.empty())
-    rest.push_back(MeshAxis{"data", 1});
-  Expected<Mesh> rankMesh = Mesh::create(rest);
+  Expected<Mesh> rankMesh = pipelineRankMesh(request.mesh);
   if (!rankMesh)
     return Status::error(rankMesh.status().message());
   request.pipelineRanks = static_cast<int>(pipe);
@@ -178,6 +172,19 @@ Status partita::api::integerOption(const OptionValues &cl, const char *flag,
   return Status::success();
 }
 
+Status partita::api::numberOption(const OptionValues &cl, const char *flag,
+                                  double &value, double min, double max,
+                                  bool minExclusive) {
+  if (!cl.has(flag))
+    return Status::success();
+  Expected<double> parsed =
+      parseNumberFlag(flag, cl.get(flag), min, max, minExclusive);
+  if (!parsed)
+    return parsed.status();
+  value = *parsed;
+  return Status::success();
+}
+
 Status partita::api::modelConfigFromOptions(const OptionValues &cl,
                                             ModelConfig &config) {
   int64_t *targets[] = {&config.layers,  &config.dModel,   &config.heads,
@@ -188,15 +195,11 @@ Status partita::api::modelConfigFromOptions(const OptionValues &cl,
     if (Status status = parseInt(cl, modelIntFlags()[i], *targets[i]);
         !status.ok())
       return status;
-  if (cl.has("--capacity-factor")) {
-    // Above the number of experts every token fits in every expert.
-    Expected<double> factor = api::parseNumberFlag(
-        "--capacity-factor", cl.get("--capacity-factor"), 0, 1e6, true);
-    if (!factor) {
-      return Status::error(factor.status().message());
-    }
-    config.capacityFactor = *factor;
-  }
+  // Above the number of experts every token fits in every expert.
+  if (Status status = numberOption(cl, "--capacity-factor",
+                                   config.capacityFactor, 0, 1e6, true);
+      !status.ok())
+    return status;
   config.scan = cl.on("--scan");
   config.noLoss = cl.on("--no-loss");
   config.lossMask = cl.on("--loss-mask") || cl.on("--dpo");
@@ -227,14 +230,10 @@ Status partita::api::trainChoicesFromOptions(const OptionValues &cl,
                          remat + "'");
   }
   options.trainRemat = *parsedRemat;
-  if (cl.has("--clip-norm")) {
-    Expected<double> norm = api::parseNumberFlag(
-        "--clip-norm", cl.get("--clip-norm"), 0, 1e30, true);
-    if (!norm) {
-      return Status::error(norm.status().message());
-    }
-    options.trainClipNorm = *norm;
-  }
+  if (Status status =
+          numberOption(cl, "--clip-norm", options.trainClipNorm, 0, 1e30, true);
+      !status.ok())
+    return status;
 
   return Status::success();
 }
@@ -262,14 +261,10 @@ Status partita::api::pipelineOptionsFromOptions(const OptionValues &cl,
     }
     options.combineBytes = *bytes;
   }
-  if (cl.has("--max-padding")) {
-    Expected<double> fraction =
-        api::parseNumberFlag("--max-padding", cl.get("--max-padding"), 0, 1);
-    if (!fraction) {
-      return Status::error(fraction.status().message());
-    }
-    options.maxPadding = *fraction;
-  }
+  if (Status status =
+          numberOption(cl, "--max-padding", options.maxPadding, 0, 1);
+      !status.ok())
+    return status;
   if (cl.on("--train")) {
     if (Status status = trainChoicesFromOptions(cl, options); !status.ok())
       return status;
@@ -282,14 +277,10 @@ Status partita::api::pipelineOptionsFromOptions(const OptionValues &cl,
       }
       options.trainMicroBatches = *micro;
     }
-    if (cl.has("--lr")) {
-      Expected<double> rate =
-          api::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
-      if (!rate) {
-        return Status::error(rate.status().message());
-      }
-      options.trainLearningRate = *rate;
-    }
+    if (Status status =
+            numberOption(cl, "--lr", options.trainLearningRate, 0, 1e6, true);
+        !status.ok())
+      return status;
   } else if (cl.has("--optimizer") || cl.has("--lr") ||
              cl.on("--mixed-precision") || cl.has("--micro-batches") ||
              cl.has("--remat") || cl.has("--clip-norm")) {
@@ -323,13 +314,10 @@ Status optimizerFromOptions(const OptionValues &cl, TrainRequest &request) {
     return status;
   options.trainLearningRate =
       options.trainOptimizer == TrainOptimizer::AdamW ? 1e-3 : 0.05;
-  if (cl.has("--lr")) {
-    Expected<double> rate =
-        api::parseNumberFlag("--lr", cl.get("--lr"), 0, 1e6, true);
-    if (!rate)
-      return Status::error(rate.status().message());
-    options.trainLearningRate = *rate;
-  }
+  if (Status status =
+          numberOption(cl, "--lr", options.trainLearningRate, 0, 1e6, true);
+      !status.ok())
+    return status;
   // A schedule: the step takes its learning rate as an input.
   std::string scheduleName = cl.get("--lr-schedule", "constant");
   long long warmup = 0;

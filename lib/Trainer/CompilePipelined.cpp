@@ -57,14 +57,7 @@ Status partita::compilePipelinedModule(Session &session, mlir::ModuleOp module,
                                        const PipelineOptions &options,
                                        const Mesh &mesh,
                                        const PipelinedCompileRequest &request) {
-  const Mesh *meshPointer = &mesh;
-  std::vector<MeshAxis> rest;
-  for (const MeshAxis &axis : meshPointer->axes())
-    if (axis.name != "pipe")
-      rest.push_back(axis);
-  if (rest.empty())
-    rest.push_back(MeshAxis{"data", 1});
-  Expected<Mesh> rankMesh = Mesh::create(rest);
+  Expected<Mesh> rankMesh = pipelineRankMesh(mesh);
   if (!rankMesh)
     return rankMesh.status();
 

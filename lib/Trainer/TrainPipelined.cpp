@@ -181,13 +181,9 @@ Status partita::trainPipelined(TrainRequest &request) {
       PipelineRunner::create(*step, static_cast<uint64_t>(request.seed));
   if (!figures || !runner)
     return figures ? runner.status() : figures.status();
-  Expected<std::unique_ptr<TrainData>> source = makeTrainData(request);
+  Expected<std::unique_ptr<TrainData>> source = startTrainData(request);
   if (!source)
     return source.status();
-  if (std::error_code error =
-          llvm::sys::fs::create_directories(request.outputDir))
-    return Status::error("cannot create '" + request.outputDir +
-                         "': " + error.message());
   printPipelineHeader(request, *step, *figures);
 
   // On GPUs: each rank's programs on its own GPUs, through the plugin.

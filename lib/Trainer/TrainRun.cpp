@@ -22,26 +22,31 @@
 
 using namespace partita;
 
+namespace {
+
+/// A file of examples (SFT's prompt | response lines, DPO's pairs), read
+/// into a `Data` shuffled by the request's seed.
+template <typename Data>
+Expected<std::unique_ptr<TrainData>> loadExamples(const TrainRequest &request) {
+  auto examples = std::make_unique<Data>();
+  examples->setSeed(static_cast<uint64_t>(request.seed));
+  if (Status status = examples->load(*request.data, request.config.seq,
+                                     request.config.vocab);
+      !status.ok())
+    return status;
+  return std::unique_ptr<TrainData>(std::move(examples));
+}
+
+} // namespace
+
 Expected<std::unique_ptr<TrainData>>
 partita::makeTrainData(const TrainRequest &request) {
   auto seed = static_cast<uint64_t>(request.seed);
   const ModelConfig &config = request.config;
-  if (config.objective == "dpo") {
-    auto pairs = std::make_unique<DpoData>();
-    pairs->setSeed(seed);
-    if (Status status = pairs->load(*request.data, config.seq, config.vocab);
-        !status.ok())
-      return status;
-    return std::unique_ptr<TrainData>(std::move(pairs));
-  }
-  if (config.lossMask) {
-    auto examples = std::make_unique<SftData>();
-    examples->setSeed(seed);
-    if (Status status = examples->load(*request.data, config.seq, config.vocab);
-        !status.ok())
-      return status;
-    return std::unique_ptr<TrainData>(std::move(examples));
-  }
+  if (config.objective == "dpo")
+    return loadExamples<DpoData>(request);
+  if (config.lossMask)
+    return loadExamples<SftData>(request);
   if (!request.data)
     return std::unique_ptr<TrainData>(
         std::make_unique<SyntheticData>(config.model, config.vocab, seed));
@@ -60,6 +65,18 @@ partita::makeTrainData(const TrainRequest &request) {
       !status.ok())
     return status;
   return std::unique_ptr<TrainData>(std::move(file));
+}
+
+Expected<std::unique_ptr<TrainData>>
+partita::startTrainData(const TrainRequest &request) {
+  Expected<std::unique_ptr<TrainData>> source = makeTrainData(request);
+  if (!source)
+    return source.status();
+  if (std::error_code error =
+          llvm::sys::fs::create_directories(request.outputDir))
+    return Status::error("cannot create '" + request.outputDir +
+                         "': " + error.message());
+  return source;
 }
 
 namespace {
@@ -105,13 +122,9 @@ Status partita::trainOnCpu(const TrainRequest &request) {
       initialTrainInputs(*program, static_cast<uint64_t>(request.seed));
   if (!inputs)
     return inputs.status();
-  Expected<std::unique_ptr<TrainData>> source = makeTrainData(request);
+  Expected<std::unique_ptr<TrainData>> source = startTrainData(request);
   if (!source)
     return source.status();
-  if (std::error_code error =
-          llvm::sys::fs::create_directories(request.outputDir))
-    return Status::error("cannot create '" + request.outputDir +
-                         "': " + error.message());
 
   printTrainHeader(request, *program);
   bool tty = isatty(STDOUT_FILENO);

@@ -25,6 +25,11 @@ Status integerOption(const OptionValues &values, const char *flag,
                      long long fallback, long long &value, int64_t min = 0,
                      int64_t max = std::numeric_limits<int64_t>::max());
 
+/// `flag` as a number in [min, max] ((min, max] when `minExclusive`) into
+/// `value` (unchanged when not given).
+Status numberOption(const OptionValues &values, const char *flag, double &value,
+                    double min, double max, bool minExclusive = false);
+
 /// A model's configuration from the model flags (all but the model's
 /// name; docs/Models.md).
 Status modelConfigFromOptions(const OptionValues &values, ModelConfig &config);

@@ -119,6 +119,11 @@ Expected<Executable> compileTrainStep(Session &session,
 /// synthetic data.
 Expected<std::unique_ptr<TrainData>> makeTrainData(const TrainRequest &request);
 
+/// makeTrainData, and the run's output directory made: what a run needs
+/// before its first step.
+Expected<std::unique_ptr<TrainData>>
+startTrainData(const TrainRequest &request);
+
 /// Trains the request's model on emulated CPU devices, without pipeline
 /// parallelism: the step compiled, the run's header, each step's progress
 /// line, checkpoints, evaluation, the last step's trace, the losses

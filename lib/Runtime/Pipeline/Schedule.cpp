@@ -663,3 +663,13 @@ std::string partita::timelineTraceJson(const ScheduleTimeline &timeline) {
   json += "\n]}\n";
   return json;
 }
+
+Expected<Mesh> partita::pipelineRankMesh(const Mesh &mesh) {
+  std::vector<MeshAxis> rest;
+  for (const MeshAxis &axis : mesh.axes())
+    if (axis.name != "pipe")
+      rest.push_back(axis);
+  if (rest.empty())
+    rest.push_back(MeshAxis{"data", 1});
+  return Mesh::create(rest);
+}

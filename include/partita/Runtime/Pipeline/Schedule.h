@@ -26,6 +26,7 @@
 #ifndef PARTITA_RUNTIME_PIPELINE_SCHEDULE_H
 #define PARTITA_RUNTIME_PIPELINE_SCHEDULE_H
 
+#include "partita/Sharding/Mesh.h"
 #include "partita/Sharding/Status.h"
 
 #include <cstdint>
@@ -173,6 +174,10 @@ std::string renderTimeline(const ScheduleTimeline &timeline, int width = 100);
 /// event ("F" forward, "B" backward, "W" weight gradient) with its stage
 /// and micro-batch, so ui.perfetto.dev or chrome://tracing opens it.
 std::string timelineTraceJson(const ScheduleTimeline &timeline);
+
+/// The mesh of one pipeline rank: `mesh` without its `pipe` axis (a
+/// `data` axis of 1 when nothing else is left).
+Expected<Mesh> pipelineRankMesh(const Mesh &mesh);
 
 } // namespace partita
 
