@@ -18,6 +18,12 @@ config.substitutions.append(("%examples", os.path.join(config.partita_src_root, 
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# The GEMM kernel a run uses: OpenBLAS's forced kernel and the runtime's own
+# GEMM reach the tests, so the suite can be run under each of them
+# (tools/check-kernels.sh; docs/Robustness.md, "Every GEMM kernel").
+for variable in ("OPENBLAS_CORETYPE", "PARTITA_GEMM"):
+    if variable in os.environ:
+        config.environment[variable] = os.environ[variable]
 llvm_config.add_tool_substitutions(
     ["partita-opt", "partita", "partita-exec"], [config.partita_tools_dir])
 
