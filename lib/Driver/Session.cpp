@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Driver/Session.h"
+#include "partita/Driver/MemoryBudget.h"
 
 #include "partita/Conversion/StableHLOToPartita.h"
 #include "partita/Dialect/Partita/Utils/InlineCalls.h"
@@ -117,10 +118,6 @@ namespace {
 /// passes recurse per level, and a few thousand levels overflow the stack.
 constexpr int kMaxNesting = 1000;
 
-/// False, after reporting, for input that is not program text: a NUL byte
-/// (a binary file), or brackets, angle brackets (types and attributes:
-/// `tuple<tuple<...>>`) and regions nested deeper than kMaxNesting (counted
-/// outside string literals and comments).
 /// Every tensor's size in bytes must be a number: a tensor of more than
 /// 2^63 - 1 bytes (tensor<4611686018427387904xf32>) is an error at the op or
 /// argument that has it, not a report of 0 bytes.
@@ -153,8 +150,10 @@ bool checkTensorSizes(mlir::ModuleOp module) {
   return ok;
 }
 
-bool checkInputText(llvm::StringRef text, llvm::StringRef path,
-                    llvm::raw_ostream &errors) {
+} // namespace
+
+bool partita::checkProgramText(llvm::StringRef text, llvm::StringRef path,
+                               llvm::raw_ostream &errors) {
   int line = 1, column = 1, depth = 0;
   bool inString = false, inComment = false;
   for (size_t i = 0; i < text.size(); ++i, ++column) {
@@ -199,8 +198,6 @@ bool checkInputText(llvm::StringRef text, llvm::StringRef path,
   }
   return true;
 }
-
-} // namespace
 
 namespace {
 /// Positions for the ops and block arguments `state` saw whose location
@@ -261,7 +258,7 @@ constexpr uint64_t kMaxInputBytes = uint64_t(4) << 30;
 
 /// The input at `path` ("-": standard input). A regular file is mapped as
 /// MLIR maps it; anything else (a pipe, a device) is read in chunks, up to
-/// the first NUL byte (which checkInputText then reports) or
+/// the first NUL byte (which checkProgramText then reports) or
 /// kMaxInputBytes.
 std::unique_ptr<llvm::MemoryBuffer> readInput(const std::string &path,
                                               std::string &errorMessage) {
@@ -329,7 +326,7 @@ mlir::OwningOpRef<mlir::ModuleOp>
 partita::loadModuleFromBuffer(Session &session,
                               std::unique_ptr<llvm::MemoryBuffer> file) {
   std::string path = file->getBufferIdentifier().str();
-  if (!checkInputText(file->getBuffer(), path, session.errors))
+  if (!checkProgramText(file->getBuffer(), path, session.errors))
     return nullptr;
   unsigned bufferId =
       session.sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
@@ -398,6 +395,11 @@ partita::loadModuleFromBuffer(Session &session,
 mlir::OwningOpRef<mlir::ModuleOp>
 partita::buildModelOrReport(Session &session, const ModelConfig &config,
                             const Mesh &mesh) {
+  if (Status status = checkModelMemory(config, ModuleWork::Build);
+      !status.ok()) {
+    session.errors << "error: " << status.message() << "\n";
+    return nullptr;
+  }
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> built =
       buildModel(&session.context, config, mesh);
   if (!built) {
@@ -440,6 +442,16 @@ bool partita::writeOutputFile(
 bool partita::runPipeline(Session &session, mlir::ModuleOp module,
                           const PipelineOptions &options,
                           mlir::TimingScope *timing) {
+  bool train = options.trainOptimizer != TrainOptimizer::None;
+  if (Status status = checkModuleMemory(
+          countOps(module),
+          train ? ModuleWork::CompileTrainStep : ModuleWork::Compile,
+          train ? "compiling this program into a train step"
+                : "compiling this program");
+      !status.ok()) {
+    session.errors << "error: " << status.message() << "\n";
+    return false;
+  }
   mlir::PassManager passes(&session.context);
   buildPipeline(passes, options);
   // The input was verified when it was read; the passes' output is verified

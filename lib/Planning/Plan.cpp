@@ -14,6 +14,7 @@
 
 #include "partita/Planning/Plan.h"
 
+#include "partita/Driver/MemoryBudget.h"
 #include "partita/Driver/Session.h"
 #include "partita/Planning/StepCost.h"
 #include "partita/Sharding/TextLimits.h"
@@ -345,6 +346,11 @@ Expected<PlanResult> partita::searchPlan(const PlanRequest &request) {
   // Deep models with finalists are screened at a few layers first
   // (screenLayouts).
   bool screening = finalists > 0 && config.layers > kScreenLayers + 1;
+  // Every layout searched is compiled at full depth (finalists included):
+  // refused up front when one such compile cannot fit in memory.
+  if (Status status = checkModelMemory(config, ModuleWork::CompileTrainStep);
+      !status.ok())
+    return status;
   PlanResult result;
   std::vector<Candidate> &candidates = result.candidates;
   candidates = layouts(config, devices, *cluster, globalBatch, true);

@@ -7,10 +7,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Driver/Session.h"
 #include "partita/Registration.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace partita {
 namespace test {
@@ -31,6 +36,30 @@ int main(int argc, char **argv) {
   partita::registerAllDialects(registry);
   partita::registerAllPasses();
   registerTestPasses();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Partita optimizer driver\n", registry));
+  auto [inputName, outputName] = mlir::registerAndParseCLIOptions(
+      argc, argv, "Partita optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  std::string message;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputName, &message);
+  if (!input) {
+    llvm::errs() << message << "\n";
+    return EXIT_FAILURE;
+  }
+  // What the partita tool refuses before parsing (a binary file, nesting
+  // that would overflow the parser's stack), partita-opt refuses too.
+  if (!partita::checkProgramText(input->getBuffer(), inputName, llvm::errs()))
+    return EXIT_FAILURE;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputName, &message);
+  if (!output) {
+    llvm::errs() << message << "\n";
+    return EXIT_FAILURE;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return EXIT_FAILURE;
+  output->keep();
+  return EXIT_SUCCESS;
 }

@@ -61,6 +61,14 @@ struct Session {
   std::string from = "auto";
 };
 
+/// False, after reporting on `errors` at `path`:line:col, for input that is
+/// not program text: a NUL byte (a binary file), or brackets, angle brackets
+/// (types and attributes: `tuple<tuple<...>>`) and regions nested deeper
+/// than 1,000 levels (counted outside string literals and comments), which
+/// would overflow the parser's stack. loadModule checks its input with it.
+bool checkProgramText(llvm::StringRef text, llvm::StringRef path,
+                      llvm::raw_ostream &errors);
+
 /// Reads, parses and verifies `path` ("-" for stdin), importing StableHLO
 /// (partita/Conversion/StableHLOToPartita.h); null after reporting.
 mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
