@@ -171,7 +171,8 @@ Status CheckpointWriter::finish() {
 
 Expected<CheckpointInfo>
 partita::openStartCheckpoint(const TrainRequest &request, bool resuming) {
-  std::string flag = resuming ? "--resume" : request.checkpoints.initFromFlag;
+  std::string flag = resuming ? request.checkpoints.resumeFlag
+                              : request.checkpoints.initFromFlag;
   const std::string &root =
       resuming ? request.checkpoints.resume : request.checkpoints.initFrom;
   Expected<std::string> latest = latestCheckpoint(root);
@@ -184,12 +185,12 @@ partita::openStartCheckpoint(const TrainRequest &request, bool resuming) {
     return info;
   std::string model = modelFingerprint(request);
   if (info->meta.model != model)
-    return Status::error("--resume: " + *latest + " was saved for model '" +
+    return Status::error(flag + ": " + *latest + " was saved for model '" +
                          info->meta.model + "'; this run trains '" + model +
                          "'");
   if (info->meta.step > request.steps)
     return Status::error(
-        "--resume: " + *latest + " has " + std::to_string(info->meta.step) +
+        flag + ": " + *latest + " has " + std::to_string(info->meta.step) +
         " steps done, more than --steps " + std::to_string(request.steps));
   return info;
 }
@@ -216,7 +217,8 @@ Status partita::resumeFromCheckpoint(const TrainRequest &request,
     return info.status();
   if (Status status = loadCheckpoint(*info, program, updated, inputs);
       !status.ok())
-    return Status::error("--resume: " + status.message());
+    return Status::error(request.checkpoints.resumeFlag + ": " +
+                         status.message());
   continueFrom(*info, progress, firstStep);
   return Status::success();
 }

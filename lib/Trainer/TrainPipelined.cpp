@@ -136,7 +136,7 @@ Status loadPipelinedCheckpoint(const TrainRequest &request,
     return info.status();
   if (Status status = runner.loadCheckpoint(*info, resuming ? "" : "param");
       !status.ok())
-    return Status::error((resuming ? std::string("--resume")
+    return Status::error((resuming ? request.checkpoints.resumeFlag
                                    : request.checkpoints.initFromFlag) +
                          ": " + status.message());
   if (resuming) {

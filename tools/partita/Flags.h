@@ -35,6 +35,7 @@ class TimingScope;
 namespace partita {
 class Mesh;
 struct ModelConfig;
+struct TrainRequest;
 } // namespace partita
 
 namespace partita::cli {
@@ -82,6 +83,8 @@ int explainCommand(const CommandLine &cl, PipelineOptions &options);
 int runCommand(const CommandLine &cl, PipelineOptions &options);
 int genCommand(const CommandLine &cl);
 int trainCommand(const CommandLine &cl);
+/// `partita train` once its request is made (checkpoint convert's too).
+int trainFromRequest(TrainRequest &request);
 int planCommand(const CommandLine &cl);
 int calibrateCommand(const CommandLine &cl);
 int importCommand(const std::vector<std::string> &args);

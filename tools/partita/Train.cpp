@@ -48,6 +48,10 @@ int partita::cli::trainCommand(const CommandLine &cl) {
   TrainRequest request;
   if (Status status = api::trainRequestFromOptions(cl, request); !status.ok())
     return usageError(status.message());
+  return trainFromRequest(request);
+}
+
+int partita::cli::trainFromRequest(TrainRequest &request) {
   // Where the run writes is checked before it compiles and trains: an
   // unwritable --output was reported only after the last step.
   for (const auto &[flag, directory] :

@@ -60,6 +60,9 @@ struct CheckpointRequest {
   /// The flag that named initFrom: --init-from, or --reference (DPO starts
   /// from its reference unless told otherwise), for messages.
   std::string initFromFlag = "--init-from";
+  /// What named `resume` in messages: --resume, or `checkpoint convert DIR`
+  /// (which resumes from DIR in another layout).
+  std::string resumeFlag = "--resume";
 };
 
 /// Held-out evaluation during a run (Evaluation.cpp).

@@ -498,10 +498,17 @@ std::string partita::describeCheckpoint(const CheckpointInfo &checkpoint) {
     std::snprintf(loss, sizeof(loss), "%.6g", meta.losses.back());
     text << ", last loss " << loss;
   }
-  text << "\n  model: " << meta.model << "\n  saved under mesh "
-       << meta.mesh << ", rules " << meta.rules << ", seed " << meta.seed
-       << "\n  " << checkpoint.tensors.size() << " tensors, "
-       << checkpoint.bytes << " bytes:\n";
+  // kv_heads=0 in a model's fingerprint means as many as its heads.
+  std::string model = meta.model;
+  size_t kv = model.find(" kv_heads=0 "), heads = model.find(" heads=");
+  if (kv != std::string::npos && heads != std::string::npos) {
+    size_t start = heads + 7, end = model.find(' ', start);
+    model.replace(kv + 10, 1, model.substr(start, end - start));
+  }
+  text << "\n  model: " << model << "\n  saved under mesh " << meta.mesh
+       << ", rules " << meta.rules << ", seed " << meta.seed << "\n  "
+       << checkpoint.tensors.size() << " tensors, " << checkpoint.bytes
+       << " bytes:\n";
   std::map<std::string, std::pair<int, int64_t>> byRole;
   for (const CheckpointTensor &tensor : checkpoint.tensors) {
     std::string role = tensor.key.substr(0, tensor.key.find('/'));
