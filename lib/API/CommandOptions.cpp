@@ -24,14 +24,14 @@ struct CommandLayout {
 
 const std::vector<CommandLayout> &layouts() {
   static const std::vector<CommandLayout> all = {
-      {"compile", 25, {"compile", "train-step", "help"}, {"common"}},
-      {"explain", 25, {"explain", "help"}, {"common"}},
-      {"show", 25, {"show", "pipeline", "help"}, {"common"}},
+      {"compile", 25, {"compile", "train-step", "help"}, {}},
+      {"explain", 25, {"explain", "pipeline", "train-step", "help"}, {}},
+      {"show", 25, {"show", "pipeline", "train-step", "help"}, {}},
       {"show-schedule", 25, {}, {"show-schedule"}},
-      {"run", 25, {"run", "train-step", "pipeline", "help"}, {"common"}},
+      {"run", 25, {"run", "train-step", "pipeline", "help"}, {}},
       {"gen", 26, {"model", "gen", "help"}, {}},
-      {"train", 26, {"train", "help"}, {"model"}},
-      {"plan", 26, {"plan", "help"}, {"model"}},
+      {"train", 26, {"train", "model", "help"}, {}},
+      {"plan", 26, {"plan", "model", "help"}, {}},
       {"calibrate", 21, {"calibrate", "help"}, {}},
   };
   return all;
@@ -141,7 +141,8 @@ std::string partita::api::renderOptions(const std::string &command) {
   if (!layout)
     return "";
   std::string page;
-  for (const OptionRow *row : rowsOf(layout->listed)) {
+  // Each flag once: the first row of it in the command's sections.
+  for (const OptionRow *row : commandOptions(command)) {
     if (!row->listed())
       continue;
     std::string left = std::string("  ") + row->display;

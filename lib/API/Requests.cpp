@@ -462,6 +462,13 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
   if (cl.has("--data"))
     request.data = cl.get("--data");
   request.dataTrace = cl.get("--data-trace");
+  // The trace records windows of a token file; without one it wrote nothing
+  // and exited 0.
+  if (!request.dataTrace.empty() &&
+      (!request.data || config.lossMask || config.objective == "dpo"))
+    return Status::error("--data-trace records the windows read from a token "
+                         "file: it needs --data FILE with the default "
+                         "(language-model) objective");
   if (Status status = checkpointRequestFromOptions(cl, request); !status.ok())
     return status;
   if (Status status = evalRequestFromOptions(cl, request); !status.ok())

@@ -57,16 +57,39 @@ TEST_CASE("the parser's flags are the table's") {
   CHECK(contains(switches, "--train"));
   CHECK_FALSE(contains(values, "--timing"));
   CHECK_FALSE(contains(values, "-o")); // the parser's own
-  // Accepted, not listed: explain takes the train-step flags.
+  // explain takes the train-step flags, and its page lists them.
   CHECK(contains(switchFlags("explain"), "--train"));
-  CHECK(renderOptions("explain").find("--train") == std::string::npos);
-  // train and plan take the model flags gen lists.
+  CHECK(renderOptions("explain").find("  --train") != std::string::npos);
+  // A flag a command does nothing with is not taken (compile --check was
+  // accepted and ignored).
+  for (const char *command : {"compile", "explain", "show"})
+    CHECK_FALSE(contains(switchFlags(command), "--check"));
+  CHECK(contains(switchFlags("run"), "--check"));
+  // gen, train and plan take the model flags, and list them.
   for (const char *command : {"gen", "train", "plan"}) {
     CHECK(contains(valueFlags(command), "--layers"));
     CHECK(contains(switchFlags(command), "--rmsnorm"));
+    CHECK(renderOptions(command).find("  --layers L") != std::string::npos);
   }
-  CHECK(renderOptions("train").find("  --layers L") == std::string::npos);
-  CHECK(renderOptions("gen").find("--layers") != std::string::npos);
+  // The loss variants a data file sets are gen's alone.
+  CHECK(contains(switchFlags("gen"), "--dpo"));
+  CHECK_FALSE(contains(switchFlags("train"), "--dpo"));
+}
+
+TEST_CASE("every flag a command takes is on its page") {
+  for (const std::string &command : optionCommands()) {
+    if (command == "show-schedule")
+      continue; // show's page describes them in prose
+    std::string page = renderOptions(command);
+    INFO(command);
+    for (const OptionRow *row : commandOptions(command)) {
+      if (row->kind == OptionKind::Note)
+        continue;
+      INFO(row->display);
+      CHECK(row->listed());
+      CHECK(page.find("  " + std::string(row->display)) != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("a help page lists each listed row, its help in one column") {
@@ -74,8 +97,7 @@ TEST_CASE("a help page lists each listed row, its help in one column") {
     std::string page = renderOptions(command);
     INFO(command);
     for (const OptionRow *row : commandOptions(command))
-      if (row->listed() && row->section != std::string("common") &&
-          row->section != std::string("model"))
+      if (row->listed())
         CHECK(page.find(std::string("  ") + row->display) != std::string::npos);
     // Every line is a row's start ("  -..." or a note) or its help's
     // continuation, which starts at the same column as every other.

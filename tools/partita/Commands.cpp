@@ -36,14 +36,26 @@ int partita::cli::runTool(const std::vector<std::string> &args,
     llvm::errs() << api::helpPage("partita");
     return 1;
   }
+  // A full disk or a closed pipe on stdout: said once, exit code 1 (LLVM's
+  // stream would otherwise end the process with "IO failure on output
+  // stream" when it is destroyed).
+  auto finish = [](int exitCode) {
+    llvm::outs().flush();
+    if (!llvm::outs().has_error())
+      return exitCode;
+    llvm::outs().clear_error();
+    llvm::errs() << "error: cannot write to standard output: "
+                 << "the disk is full or the reader has gone\n";
+    return 1;
+  };
   const std::string &command = args[0];
   if (command == "-h" || command == "--help" || command == "help") {
     llvm::outs() << api::helpPage("partita");
-    return 0;
+    return finish(0);
   }
   if (command == "--version") {
     llvm::outs() << "partita " << PARTITA_VERSION << "\n";
-    return 0;
+    return finish(0);
   }
   using Args = std::vector<std::string>;
   // Each command's flags parsed by the option table (and, for those that
@@ -88,19 +100,8 @@ int partita::cli::runTool(const std::vector<std::string> &args,
         "'; available: gen, import, compile, explain, show, run, train, "
         "plan, calibrate, checkpoint (see 'partita --help')");
   }
-  int exitCode =
-      it->second(std::vector<std::string>(args.begin() + 1, args.end()));
-  // A full disk or a closed pipe on stdout: said once, exit code 1 (LLVM's
-  // stream would otherwise end the process with "IO failure on output
-  // stream" when it is destroyed).
-  llvm::outs().flush();
-  if (llvm::outs().has_error()) {
-    llvm::outs().clear_error();
-    llvm::errs() << "error: cannot write to standard output: "
-                 << "the disk is full or the reader has gone\n";
-    return 1;
-  }
-  return exitCode;
+  return finish(
+      it->second(std::vector<std::string>(args.begin() + 1, args.end())));
 }
 
 void partita::cli::flushToolStreams() {

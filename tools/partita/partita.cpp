@@ -25,6 +25,11 @@ int main(int argc, char **argv) {
   using namespace partita::cli;
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("partita %s\n", PARTITA_VERSION);
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "error: cannot write to standard output: the "
+                           "disk is full or the reader has gone\n");
+      return 1;
+    }
     return 0;
   }
   partita::Expected<const CliTable *> table =
