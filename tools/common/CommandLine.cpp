@@ -78,28 +78,71 @@ Expected<Arguments> parseArguments(const std::vector<std::string> &args,
   return parsed;
 }
 
+std::string wrapText(const std::string &text, size_t column, size_t width,
+                     size_t firstUsed) {
+  std::string out, word;
+  size_t used = firstUsed;
+  bool lineEmpty = true;
+  auto flushWord = [&] {
+    if (word.empty())
+      return;
+    if (!lineEmpty && used + 1 + word.size() > width) {
+      out += "\n" + std::string(column, ' ');
+      used = column;
+      lineEmpty = true;
+    }
+    if (!lineEmpty) {
+      out += ' ';
+      ++used;
+    }
+    out += word;
+    used += word.size();
+    lineEmpty = false;
+    word.clear();
+  };
+  for (char c : text) {
+    if (c == ' ')
+      flushWord();
+    else
+      word += c;
+  }
+  flushWord();
+  return out;
+}
+
 std::string describeOptions(const std::string &tool,
                             const CommandSyntax &syntax,
                             const std::string &summary) {
-  std::string text = "usage: " + tool + " " + syntax.command;
+  // An option and its value stay on one line: joined by '\1' while the
+  // usage line is wrapped (under the command's name).
+  std::string usage = "Usage: " + tool + " " + syntax.command;
   if (!syntax.positionalUsage.empty())
-    text += " " + syntax.positionalUsage;
+    usage += " " + syntax.positionalUsage;
   for (const OptionSpec &option : syntax.options) {
     if (!option.valueName)
-      text += std::string(" [") + option.name + "]";
+      usage += std::string(" [") + option.name + "]";
     else if (option.required)
-      text += std::string(" ") + option.name + " " + option.valueName;
+      usage += std::string(" ") + option.name + "\1" + option.valueName;
     else
-      text += std::string(" [") + option.name + " " + option.valueName + "]";
+      usage += std::string(" [") + option.name + "\1" + option.valueName + "]";
   }
-  text += "\n\n" + summary + "\n";
+  size_t indent = std::string("Usage: ").size() + tool.size() + 1;
+  usage = wrapText(usage, indent, 79, 0);
+  std::replace(usage.begin(), usage.end(), '\1', ' ');
+  std::string text = usage + "\n\n" + wrapText(summary, 0, 79, 0) + "\n";
   if (!syntax.options.empty())
-    text += "\noptions:\n";
-  char line[512];
+    text += "\nOptions:\n";
+  const size_t column = 25;
   for (const OptionSpec &option : syntax.options) {
-    std::snprintf(line, sizeof(line), "  %-14s %-8s %s\n", option.name,
-                  option.valueName ? option.valueName : "", option.help);
-    text += line;
+    std::string left = std::string("  ") + option.name;
+    if (option.valueName)
+      left += std::string(" ") + option.valueName;
+    if (left.size() + 2 <= column)
+      text += left + std::string(column - left.size(), ' ') +
+              wrapText(option.help, column, 79, column) + "\n";
+    else
+      text += left + "\n" + std::string(column, ' ') +
+              wrapText(option.help, column, 79, column) + "\n";
   }
   return text;
 }

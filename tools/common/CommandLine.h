@@ -62,8 +62,15 @@ struct CommandSyntax {
 Expected<Arguments> parseArguments(const std::vector<std::string> &args,
                                    const CommandSyntax &syntax);
 
-/// "usage: TOOL CMD POSITIONAL [--flag] --option VALUE [--option VALUE]"
-/// and one line per option: name, value name, help.
+/// `text`'s words filled into lines of at most `width` columns, lines after
+/// the first starting at `column`; the first line has `firstUsed` columns
+/// used already.
+std::string wrapText(const std::string &text, size_t column, size_t width,
+                     size_t firstUsed);
+
+/// "Usage: TOOL CMD POSITIONAL [--flag] --option VALUE [--option VALUE]",
+/// the summary, and "Options:" with a row per option: name and value name,
+/// then its help in one column (as partita's pages are laid out).
 std::string describeOptions(const std::string &tool,
                             const CommandSyntax &syntax,
                             const std::string &summary);

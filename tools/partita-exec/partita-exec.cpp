@@ -169,7 +169,7 @@ const std::vector<Subcommand> &subcommands() {
          false},
         {"--repeat", "K",
          "run the program K times on inputs uploaded once and print the "
-         "median time per run (outputs: the last run's)",
+         "median time per run (outputs: the last run's) [1]",
          false},
         {"--trace", "FILE",
          "write the (last) run's timeline in the Chrome/Perfetto trace "
@@ -216,20 +216,54 @@ CommandSyntax syntaxOf(const Subcommand &command) {
   return syntax;
 }
 
+/// The examples at the end of each page; each runs as written, in order, in
+/// a directory that sees the repository's docs/ and test/
+/// (test/CLI/Inputs/run-help-examples.py runs them).
+std::string examplesOf(const std::string &command) {
+  const char *compile = "  partita compile docs/examples/mlp.mlir --stage "
+                        "executable -o mlp.exe\n";
+  const char *npy = "test/unit/golden/npy/i32_2x2x2.npy";
+  if (command.empty() || command == "run")
+    return std::string(compile) +
+           "  partita-exec run mlp.exe --devices cpu:8 --repeat 3\n"
+           "  partita-exec run mlp.exe --outputs out && partita-exec info "
+           "out/result_0.npy\n";
+  if (command == "describe")
+    return std::string(compile) + "  partita-exec describe mlp.exe\n";
+  if (command == "layout")
+    return "  partita-exec layout --shape 8,6 --mesh data=2,model=4 --spec "
+           "'P(\"data\", \"model\")'\n";
+  if (command == "shard" || command == "assemble" || command == "info")
+    return std::string("  partita-exec shard ") + npy +
+           " --mesh data=2 --spec 'P(\"data\")' -o xs\n"
+           "  partita-exec info xs\n"
+           "  partita-exec assemble xs -o x.npy\n";
+  if (command == "train")
+    return "  partita gen gpt --layers 4 | partita compile --train --pp 2 "
+           "--mesh pipe=2,data=4 --rules dp -o step\n"
+           "  partita-exec train step --steps 2\n";
+  return "";
+}
+
 void printSubcommandHelp(const Subcommand &command) {
-  std::printf("%s", describeOptions("partita-exec", syntaxOf(command),
-                                    command.summary)
-                        .c_str());
+  std::printf(
+      "%s\nExamples:\n%s",
+      describeOptions("partita-exec", syntaxOf(command), command.summary)
+          .c_str(),
+      examplesOf(command.name).c_str());
 }
 
 void printHelp() {
-  std::printf("usage: partita-exec <command> [options]\n"
+  std::printf("partita-exec - Partita's runtime: runs compiled Executables, "
+              "reads and writes\nsharded arrays and .npy files (built "
+              "without MLIR)\n\n"
+              "Usage: partita-exec <command> [options]\n"
               "       partita-exec <command> --help\n"
-              "       partita-exec --version\n\n"
-              "Partita's runtime tool: sharded arrays and .npy files "
-              "(built without MLIR).\n\ncommands:\n");
+              "       partita-exec --version\n\nCommands:\n");
   for (const Subcommand &command : subcommands())
-    std::printf("  %-10s %s\n", command.name, command.summary);
+    std::printf("  %-10s %s\n", command.name,
+                wrapText(command.summary, 13, 79, 13).c_str());
+  std::printf("\nExamples:\n%s", examplesOf("").c_str());
 }
 
 
@@ -471,9 +505,24 @@ int reportError(const std::string &message) {
   return 1;
 }
 
+int runTool(int argc, char **argv);
+
 } // namespace
 
 int main(int argc, char **argv) {
+  int exitCode = runTool(argc, argv);
+  // A full disk or a closed pipe on stdout is an error, said once.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "error: cannot write to standard output: the disk "
+                         "is full or the reader has gone\n");
+    return 1;
+  }
+  return exitCode;
+}
+
+namespace {
+
+int runTool(int argc, char **argv) {
   if (argc < 2)
     return reportError("no command given; expected one of " +
                        subcommandNames() + " (see 'partita-exec --help')");
@@ -514,7 +563,6 @@ int main(int argc, char **argv) {
   return 0;
 }
 
-namespace {
 Status describeCommand(const Arguments &args) {
   Expected<Executable> program = readExecutableFile(args.positional[0]);
   if (!program)
@@ -559,7 +607,7 @@ Expected<RunRequest> parseRunRequest(const Arguments &args) {
     char *end = nullptr;
     long repeats = std::strtol(text.c_str(), &end, 10);
     if (text.empty() || !end || *end || repeats < 1 || repeats > 100000)
-      return Status::error("--repeat must be a positive integer, got '" +
+      return Status::error("--repeat must be an integer in [1, 100000], got '" +
                            text + "'");
     request.repeats = static_cast<int>(repeats);
   }
