@@ -43,9 +43,8 @@ std::optional<SmallVector<Attribute>> shardingList(Attribute attr,
     if (c == '<' && depth++ == 0)
       start = i + 1;
     else if (c == '>' && --depth == 0) {
-      auto sharding = dyn_cast_or_null<ShardingAttr>(parseAttribute(
-          "#partita.sharding<" + text.substr(start, i - start) + ">",
-          context));
+      auto sharding = dyn_cast_or_null<ShardingAttr>(parseAttributeText(
+          "#partita.sharding<" + text.substr(start, i - start) + ">", context));
       if (!sharding)
         return std::nullopt;
       shardings.push_back(sharding);

@@ -41,6 +41,20 @@ std::string printed(Attribute attr) {
   return text;
 }
 
+Attribute parseAttributeText(const std::string &text, MLIRContext *context,
+                             std::string *why) {
+  std::string message;
+  ScopedDiagnosticHandler quiet(context, [&](Diagnostic &diagnostic) {
+    if (message.empty())
+      message = diagnostic.str();
+    return success();
+  });
+  Attribute parsed = parseAttribute(text, context);
+  if (!parsed && why)
+    *why = message;
+  return parsed;
+}
+
 /// An op's inherent attribute `name` (unregistered ops keep their
 /// properties as a dictionary) or its discardable attribute.
 Attribute property(Operation *op, StringRef name) {
@@ -555,7 +569,7 @@ void Importer::importBlock(Block &block) {
       ShardingAttr sharding;
       if (text.rfind(prefix, 0) == 0 && results->size() == 1 &&
           text.find(">, <") == std::string::npos)
-        sharding = dyn_cast_or_null<ShardingAttr>(parseAttribute(
+        sharding = dyn_cast_or_null<ShardingAttr>(parseAttributeText(
             "#partita.sharding<" +
                 text.substr(prefix.size(),
                             text.size() - prefix.size() - suffix.size()) +

@@ -40,6 +40,13 @@ using namespace mlir;
 /// The printed form of an attribute.
 std::string printed(Attribute attr);
 
+/// `text` parsed as an attribute, or null with the parser's message in
+/// `*why` (when given). The parser's own diagnostic is not emitted: it
+/// would point into `text`, which is not the user's file; the caller
+/// reports at the op.
+Attribute parseAttributeText(const std::string &text, MLIRContext *context,
+                             std::string *why = nullptr);
+
 /// An op's inherent attribute `name` (unregistered ops keep their
 /// properties as a dictionary) or its discardable attribute.
 Attribute property(Operation *op, StringRef name);

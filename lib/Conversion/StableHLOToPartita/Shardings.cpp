@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "Importer.h"
 
+#include "llvm/Support/Regex.h"
+
 #include "partita/Sharding/Gspmd.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -49,10 +51,20 @@ ShardingAttr Importer::importSharding(Operation *where, Attribute sdy,
       body.erase(at, close - at + 1);
     }
   }
-  Attribute parsed = parseAttribute("#partita.sharding<" + body, context);
+  std::string why;
+  Attribute parsed =
+      parseAttributeText("#partita.sharding<" + body, context, &why);
   auto sharding = canonicalMesh(dyn_cast_or_null<ShardingAttr>(parsed));
   if (!sharding) {
-    fail(where) << "cannot read the sharding " << text;
+    InFlightDiagnostic error = fail(where);
+    error << "cannot read the sharding " << text;
+    // A dimension's priority ({"data"}p1) steers Shardy's propagation
+    // order; ours has no such order to steer.
+    static const llvm::Regex priority("}p[0-9]+");
+    if (priority.match(body))
+      error << ": sharding priorities (p0, p1, ...) are not supported";
+    else if (!why.empty())
+      error << " (" << why << ")";
     return nullptr;
   }
   // Checked against its mesh now, so that a bad axis is reported with the
@@ -189,9 +201,8 @@ void Importer::importMeshes() {
       fail(&op) << "unsupported mesh " << text;
       continue;
     }
-    auto parsed = dyn_cast_or_null<MeshAttr>(
-        parseAttribute("#partita.mesh<" + text.substr(prefix.size()),
-                       context));
+    auto parsed = dyn_cast_or_null<MeshAttr>(parseAttributeText(
+        "#partita.mesh<" + text.substr(prefix.size()), context));
     if (!parsed) {
       fail(&op) << "cannot read the mesh " << text;
       continue;
