@@ -69,10 +69,24 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
     }
     MLIRContext *context = &getContext();
     auto meshRef = FlatSymbolRefAttr::get(meshOp.getSymNameAttr());
+    // Each skipped rule is said once, at its first tensor, with how many
+    // more it skipped (a 16-layer GQA model repeated one warning 32 times).
+    struct Pending {
+      Location loc;
+      std::string what;
+      int64_t more = 0;
+    };
+    std::vector<std::pair<std::string, Pending>> pending;
     auto warn = [&](Location loc, const std::string &what,
                     const std::vector<std::string> &warnings) {
-      for (const std::string &warning : warnings)
-        emitWarning(loc) << what << ": " << warning;
+      for (const std::string &warning : warnings) {
+        auto same = llvm::find_if(
+            pending, [&](const auto &entry) { return entry.first == warning; });
+        if (same != pending.end())
+          ++same->second.more;
+        else
+          pending.push_back({warning, Pending{loc, what}});
+      }
     };
 
     for (auto function : module.getOps<func::FuncOp>()) {
@@ -171,6 +185,13 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
                     .getResult();
       op.getResult().replaceAllUsesWith(moved);
       op.erase();
+    }
+    for (const auto &[warning, first] : pending) {
+      InFlightDiagnostic diagnostic = emitWarning(first.loc);
+      diagnostic << first.what << ": " << warning;
+      if (first.more > 0)
+        diagnostic << " (here and for " << first.more << " more "
+                   << (first.more == 1 ? "tensor" : "tensors") << ")";
     }
   }
 };
