@@ -10,6 +10,7 @@
 
 #include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Dialect/Partita/Utils/ModuleShardings.h"
 #include "partita/Reporting/HtmlReport.h"
 #include "partita/Runtime/Program/ExecutableFile.h"
 #include "partita/Transforms/Interconnect.h"
@@ -28,8 +29,16 @@ Status partita::compileAndWrite(Session &session, mlir::ModuleOp module,
   mlir::OwningOpRef<mlir::ModuleOp> global;
   if (!request.htmlPath.empty())
     global = module.clone();
+  // Nothing to split the work by: every device would run all of it.
+  bool sharded = !options.rules.empty() || hasShardings(module);
   if (!runPipeline(session, module, options, &timing))
     return Status::error("");
+  if (int64_t devices = largestMeshDevices(module); !sharded && devices > 1)
+    session.errors << "warning: nothing in the program is sharded, so each of "
+                      "the mesh's "
+                   << devices
+                   << " devices does all of the work: give --rules (dp, "
+                      "fsdp, dp+tp, ...) or shardings in the program\n";
   if (global) {
     mlir::TimingScope drawing = timing.nest("HTML report");
     if (!writeHtmlFile(session, request.title, request.htmlPath, options,

@@ -12,6 +12,7 @@
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
+#include "partita/Dialect/Partita/Utils/ModuleShardings.h"
 #include "partita/Pipelining/Pipelining.h"
 #include "partita/Planning/PipelineFigures.h"
 #include "partita/Reporting/HtmlReport.h"
@@ -25,31 +26,6 @@ using namespace partita;
 
 namespace {
 
-/// True when any argument, result or op of `module` carries a sharding.
-bool hasShardings(mlir::ModuleOp module) {
-  // A sharding, or a list of them (a manual computation's in_shardings).
-  auto isSharding = [](mlir::NamedAttribute attr) {
-    if (auto list = llvm::dyn_cast<mlir::ArrayAttr>(attr.getValue()))
-      return llvm::any_of(list, [](mlir::Attribute entry) {
-        return llvm::isa<ShardingAttr>(entry);
-      });
-    return llvm::isa<ShardingAttr>(attr.getValue());
-  };
-  bool found = false;
-  module.walk([&](mlir::Operation *op) {
-    if (auto function = llvm::dyn_cast<mlir::func::FuncOp>(op)) {
-      for (unsigned i = 0; i < function.getNumArguments() && !found; ++i)
-        found = function.getArgAttr(i, PartitaDialect::kShardingAttrName) !=
-                nullptr;
-      for (unsigned i = 0; i < function.getNumResults() && !found; ++i)
-        found = function.getResultAttr(i, PartitaDialect::kShardingAttrName) !=
-                nullptr;
-    }
-    found = found || llvm::any_of(op->getAttrs(), isSharding);
-    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
-  });
-  return found;
-}
 
 } // namespace
 
