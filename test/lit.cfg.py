@@ -24,6 +24,10 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 for variable in ("OPENBLAS_CORETYPE", "PARTITA_GEMM"):
     if variable in os.environ:
         config.environment[variable] = os.environ[variable]
+# Progress lines (partita/Sharding/Progress.h) start after a second, which
+# a slow machine reaches where a fast one does not: the tests see none
+# unless they ask (PARTITA_PROGRESS_AFTER=0).
+config.environment["PARTITA_PROGRESS_AFTER"] = "1e9"
 llvm_config.add_tool_substitutions(
     ["partita-opt", "partita", "partita-exec"], [config.partita_tools_dir])
 

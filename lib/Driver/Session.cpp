@@ -9,6 +9,7 @@
 
 #include "partita/Driver/Session.h"
 #include "partita/Driver/MemoryBudget.h"
+#include "partita/Sharding/Progress.h"
 
 #include "partita/Conversion/StableHLOToPartita.h"
 #include "partita/Dialect/Partita/Utils/InlineCalls.h"
@@ -23,6 +24,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
@@ -454,6 +457,15 @@ bool partita::runPipeline(Session &session, mlir::ModuleOp module,
   }
   mlir::PassManager passes(&session.context);
   buildPipeline(passes, options);
+  // A deep train step takes many seconds: each pass is said once the
+  // command has run a second (partita/Sharding/Progress.h).
+  struct PassProgress : mlir::PassInstrumentation {
+    void runBeforePass(mlir::Pass *pass, mlir::Operation *op) override {
+      if (llvm::isa<mlir::ModuleOp>(op))
+        reportProgress("compiling: " + pass->getArgument().str());
+    }
+  };
+  passes.addInstrumentation(std::make_unique<PassProgress>());
   // The input was verified when it was read; the passes' output is verified
   // once, at the end (after each pass, it was an eighth of compiling a large
   // train step). partita-opt keeps verifying after every pass.

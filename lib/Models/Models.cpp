@@ -11,6 +11,7 @@
 
 #include "partita/Models/Models.h"
 #include "partita/Models/ModelBuilder.h"
+#include "partita/Sharding/Progress.h"
 
 #include <cmath>
 #include <functional>
@@ -39,6 +40,10 @@ Value layerStack(ModelBuilder &b, int64_t count, bool scan,
                      &layer) {
   if (!scan) {
     for (int64_t i = 0; i < count; ++i) {
+      // A model of thousands of layers takes seconds to build.
+      if (i % 64 == 0)
+        reportProgress("building layer " + std::to_string(i + 1) + " of " +
+                       std::to_string(count));
       b.pushScope("layer" + std::to_string(i));
       std::vector<Value> weights;
       for (const LayerParam &param : params)

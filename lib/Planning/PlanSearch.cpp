@@ -9,9 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Planning/PlanSearch.h"
+
 #include "partita/Driver/Session.h"
 #include "partita/Planning/PipelineFigures.h"
 #include "partita/Planning/PlanPipelined.h"
+#include "partita/Sharding/Progress.h"
 
 #include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
@@ -23,8 +25,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -233,47 +233,15 @@ size_t partita::parallelism() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-namespace {
-
-/// Progress of a search that takes more than a second, on stderr: a deep
-/// model's layouts take minutes to compile, and silence looks like a hang.
-/// Every compile of the process goes through forEachInParallel, so the
-/// clock starts at its first call.
-class SearchProgress {
-public:
-  void finished(const char *what, size_t done, size_t count) {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto now = std::chrono::steady_clock::now();
-    double elapsed = std::chrono::duration<double>(now - start).count();
-    if (elapsed < 1.0 ||
-        std::chrono::duration<double>(now - lastReport).count() < 1.0)
-      return;
-    lastReport = now;
-    llvm::errs() << llvm::formatv("plan: {0} of {1} {2} ({3:F0} s)\n", done,
-                                  count, what, elapsed);
-  }
-
-private:
-  std::mutex mutex;
-  std::chrono::steady_clock::time_point start =
-      std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point lastReport = start;
-};
-
-SearchProgress &searchProgress() {
-  static SearchProgress progress;
-  return progress;
-}
-
-} // namespace
-
 void partita::forEachInParallel(size_t count, const char *what,
                                 const std::function<void(size_t)> &body) {
-  SearchProgress &progress = searchProgress();
+  // A deep model's layouts take minutes to compile: each one done is said
+  // (partita/Sharding/Progress.h).
   std::atomic<size_t> done{0};
   auto run = [&](size_t i) {
     body(i);
-    progress.finished(what, ++done, count);
+    reportProgress("plan: " + std::to_string(++done) + " of " +
+                   std::to_string(count) + " " + what);
   };
   size_t threads = std::min(parallelism(), count);
   if (threads <= 1) {
