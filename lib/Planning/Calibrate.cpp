@@ -415,27 +415,9 @@ Status measureCollectives(Calibration &calibration, int64_t devices,
         seconds[s] = std::max(trip->seconds - rest, 0.0);
         bytes[s] = 4.0 * rows * cols;
       }
-      CollectiveFit fit;
-      double slope = (seconds[1] - seconds[0]) / (bytes[1] - bytes[0]);
-      // Noise can make the large call look no slower: then bandwidth is
-      // what the large call alone implies.
-      if (!(slope > 0))
-        slope = std::max(seconds[1], 1e-9) / bytes[1];
-      fit.bandwidthGBps = 1e-9 / slope;
-      fit.latencyUs = std::max(seconds[0] - bytes[0] * slope, 0.0) * 1e6;
-      // A busy machine times the small call as long as the large one: a
-      // fit outside what any link does is said, and kept within the range
-      // the cost model reads (lib/Transforms/Interconnect.cpp).
-      if (fit.bandwidthGBps > 1e4 || fit.latencyUs < 0.01) {
-        log << llvm::format(
-            "warning: %s over %lld devices fitted %.3g GB/s and %.2f us, "
-            "outside what a link does (the machine was busy, or the calls "
-            "too short to time): rerun on an idle machine, or with more "
-            "--steps\n",
-            kind, static_cast<long long>(group), fit.bandwidthGBps,
-            fit.latencyUs);
-        fit.bandwidthGBps = std::min(fit.bandwidthGBps, 1e4);
-      }
+      std::string warning;
+      CollectiveFit fit = fitCollective(kind, group, seconds, bytes, &warning);
+      log << warning;
       calibration.collectives[{kind, group}] = fit;
       log << llvm::format("%-18s group %-3lld %9.1f us %9.1f us   latency "
                           "%8.1f us, %8.3f GB/s\n",
@@ -482,4 +464,35 @@ std::string partita::clusterFileText(const Calibration &calibration,
                           {"inter_node", linkJson()},
                           {"calibration", calibrationObject(calibration)}};
   return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(root))).str();
+}
+
+CollectiveFit partita::fitCollective(const char *kind, int64_t group,
+                                     const double seconds[2],
+                                     const double bytes[2],
+                                     std::string *warning) {
+  CollectiveFit fit;
+  double slope = (seconds[1] - seconds[0]) / (bytes[1] - bytes[0]);
+  // Noise can make the large call look no slower: then bandwidth is what
+  // the large call alone implies.
+  if (!(slope > 0))
+    slope = std::max(seconds[1], 1e-9) / bytes[1];
+  fit.bandwidthGBps = 1e-9 / slope;
+  fit.latencyUs = std::max(seconds[0] - bytes[0] * slope, 0.0) * 1e6;
+  // A busy machine times the small call as long as the large one: a fit
+  // outside what any link does is said, and kept within the range the cost
+  // model reads (lib/Transforms/Interconnect.cpp).
+  if (fit.bandwidthGBps > 1e4 || fit.latencyUs < 0.01) {
+    if (warning) {
+      llvm::raw_string_ostream os(*warning);
+      os << llvm::format(
+          "warning: %s over %lld devices fitted %.3g GB/s and %.2f us, "
+          "outside what a link does (the machine was busy, or the calls "
+          "too short to time): rerun on an idle machine, or with more "
+          "--steps\n",
+          kind, static_cast<long long>(group), fit.bandwidthGBps,
+          fit.latencyUs);
+    }
+    fit.bandwidthGBps = std::min(fit.bandwidthGBps, 1e4);
+  }
+  return fit;
 }

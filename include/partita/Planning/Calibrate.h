@@ -28,6 +28,16 @@ Expected<Calibration> calibrateCpuDevices(int64_t devices,
                                           int64_t steps,
                                           llvm::raw_ostream &log);
 
+/// A collective's latency and bandwidth fitted from two calls, of
+/// `bytes[0]` and `bytes[1]` per device, that took `seconds[0]` and
+/// `seconds[1]`. A fit outside what any link does (above 10^4 GB/s, under
+/// 0.01 us: a busy machine times the small call as long as the large one)
+/// is kept within the range the cost model reads and sets `*warning` to
+/// say so; otherwise `*warning` is left empty.
+CollectiveFit fitCollective(const char *kind, int64_t group,
+                            const double seconds[2], const double bytes[2],
+                            std::string *warning);
+
 /// The cluster file `partita plan --interconnect` reads, for a machine of
 /// `devices` devices: the calibration, and the links (from the whole
 /// machine's all_reduce) and throughput the quick estimate uses; JSON text.
