@@ -42,85 +42,36 @@ Expected<Cluster> partita::readClusterFile(const std::string &path) {
   if (!contents)
     return Status::error("cannot read '" + path +
                          "': " + contents.status().message());
-  llvm::StringRef text = *contents;
-  if (Status deep =
-          checkJsonNesting(std::string_view(text.data(), text.size()));
-      !deep.ok())
-    return Status::error(path + ": not JSON: " + deep.message());
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
+  // One format, one reader: the links, devices_per_node, combine_bytes and
+  // the checks of flops_per_second and memory_bytes are compile's
+  // (parseInterconnect), with its messages; plan adds what only it reads.
+  Expected<Interconnect> links = parseInterconnect(*contents);
+  if (!links)
+    return Status::error(path + ": " + links.status().message());
+  if (!links->axes.empty())
+    return Status::error(
+        path + ": per-axis links ('axes') name the axes of one mesh; plan "
+               "tries many meshes: give intra_node and inter_node links");
+  cluster.devicesPerNode = links->devicesPerNode;
+  cluster.intra = links->defaultLink;
+  if (links->interNode)
+    cluster.inter = *links->interNode;
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(*contents);
   if (!json)
     return Status::error(path +
                          ": not JSON: " + llvm::toString(json.takeError()));
   const llvm::json::Object *root = json->getAsObject();
-  if (!root)
-    return Status::error(path + ": expected a JSON object");
-  for (const auto &entry : *root) {
-    llvm::StringRef key = entry.first;
-    // "default" and "combine_bytes" are the per-axis spelling compile
-    // also reads: the default link is the one inside a node.
-    if (key == "axes")
-      return Status::error(
-          path + ": per-axis links ('axes') name the axes of one mesh; plan "
-                 "tries many meshes: give intra_node and inter_node links");
-    if (key != "devices_per_node" && key != "flops_per_second" &&
-        key != "memory_bytes" && key != "intra_node" && key != "inter_node" &&
-        key != "calibration" && key != "default" && key != "combine_bytes")
-      return Status::error(path + ": unknown field '" + key.str() +
-                           "' (devices_per_node, flops_per_second, "
-                           "memory_bytes, intra_node, inter_node, "
-                           "calibration)");
-  }
   if (const llvm::json::Value *value = root->get("calibration")) {
-    const llvm::json::Object *object = value->getAsObject();
-    if (!object)
-      return Status::error(path + ": 'calibration' must be an object (as "
-                                  "partita calibrate writes it)");
     Expected<Calibration> calibration =
-        parseCalibration(*object, path + ": calibration");
+        parseCalibration(*value->getAsObject(), path + ": calibration");
     if (!calibration)
       return calibration.status();
     cluster.calibration = std::move(*calibration);
   }
-  auto positive = [&](const char *field, double &into) -> Status {
-    if (const llvm::json::Value *value = root->get(field)) {
-      std::optional<double> number = value->getAsNumber();
-      if (!number || !(*number > 0) || !std::isfinite(*number))
-        return Status::error(path + ": '" + field +
-                             "' must be a positive number");
-      into = *number;
-    }
-    return Status::success();
-  };
-  double perNode = 0;
-  for (auto [field, into] :
-       {std::pair<const char *, double *>{"devices_per_node", &perNode},
-        {"flops_per_second", &cluster.flopsPerSecond},
-        {"memory_bytes", &cluster.memoryBytes}})
-    if (Status status = positive(field, *into); !status)
-      return status;
-  if (perNode != std::floor(perNode))
-    return Status::error(path + ": 'devices_per_node' must be an integer");
-  cluster.devicesPerNode = static_cast<int64_t>(perNode);
-  for (auto [field, link] :
-       {std::pair<const char *, AxisLink *>{"default", &cluster.intra},
-        {"intra_node", &cluster.intra},
-        {"inter_node", &cluster.inter}}) {
-    const llvm::json::Value *value = root->get(field);
-    if (!value)
-      continue;
-    const llvm::json::Object *object = value->getAsObject();
-    std::optional<double> bandwidth =
-        object ? object->getNumber("bandwidth_GBps") : std::nullopt;
-    std::optional<double> latency =
-        object ? object->getNumber("latency_us") : std::nullopt;
-    // The ranges compile's reader checks (lib/Transforms/Interconnect.cpp).
-    if (!bandwidth || !(*bandwidth >= 1e-6 && *bandwidth <= 1e5) || !latency ||
-        !(*latency >= 0 && *latency <= 6e7))
-      return Status::error(path + ": '" + field +
-                           "' needs bandwidth_GBps in [1e-6, 1e5] and "
-                           "latency_us in [0, 6e7]");
-    *link = {*bandwidth, *latency};
-  }
+  if (std::optional<double> flops = root->getNumber("flops_per_second"))
+    cluster.flopsPerSecond = *flops;
+  if (std::optional<double> memory = root->getNumber("memory_bytes"))
+    cluster.memoryBytes = *memory;
   return cluster;
 }
 

@@ -7,6 +7,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace partita;
 
 namespace {
@@ -91,11 +93,18 @@ Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
       if (!count || *count < 1)
         return Status::error("devices_per_node must be a positive integer");
       interconnect.devicesPerNode = *count;
-    } else if (key == "flops_per_second" || key == "memory_bytes" ||
-               key == "calibration") {
+    } else if (key == "flops_per_second" || key == "memory_bytes") {
       // The cluster's compute and memory: partita plan's, not the cost of
-      // collectives.
-      continue;
+      // collectives; checked here so that every command refuses the same
+      // file (1e309 parses as infinity).
+      std::optional<double> number = value.getAsNumber();
+      if (!number || !(*number > 0) || !std::isfinite(*number))
+        return Status::error("'" + key.str() + "' must be a positive number");
+    } else if (key == "calibration") {
+      // What partita calibrate measured: partita plan reads it.
+      if (!value.getAsObject())
+        return Status::error("'calibration' must be an object (as partita "
+                             "calibrate writes it)");
     } else if (key == "combine_bytes") {
       std::optional<int64_t> bytes = value.getAsInteger();
       if (!bytes || *bytes < 0)
