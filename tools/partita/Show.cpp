@@ -50,8 +50,11 @@ int showSchedule(const std::vector<std::string> &args) {
       value = fallback;
       return true;
     }
-    Expected<int64_t> parsed = api::parseIntegerFlag(
-        flag, cl.get(flag), 1, std::string(flag) == "--width" ? 10000 : 4096);
+    Expected<int64_t> parsed =
+        api::parseIntegerFlag(flag, cl.get(flag), 1,
+                              std::string(flag) == "--width"            ? 10000
+                              : std::string(flag) == "--virtual-stages" ? 1024
+                                                                        : 4096);
     if (!parsed) {
       exitCode = usageError(parsed.status().message());
       return false;

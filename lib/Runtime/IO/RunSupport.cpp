@@ -84,9 +84,13 @@ Expected<uint64_t> partita::parseSeed(const std::string &text) {
   char *end = nullptr;
   errno = 0;
   unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || errno != 0 || !end || *end)
-    return Status::error("--seed must be a non-negative integer, got '" +
-                         text + "'");
+  // The range partita train and partita-exec train take too.
+  if (text.empty() || text[0] == '-' || errno != 0 || !end || *end ||
+      value > static_cast<unsigned long long>(INT64_MAX))
+    return Status::error(
+        "--seed must be an integer in [0, 9223372036854775807], "
+        "got '" +
+        text + "'");
   return static_cast<uint64_t>(value);
 }
 
