@@ -44,6 +44,12 @@ struct ApplyRulesPass : public partita::impl::ApplyRulesPassBase<ApplyRulesPass>
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (!(maxPadding >= 0 && maxPadding <= 1)) {
+      // An option, not a place in the input: no location.
+      mlir::emitError(UnknownLoc::get(module.getContext()))
+          << "max-padding must be a fraction in [0, 1], got " << maxPadding;
+      return signalPassFailure();
+    }
     SmallVector<LogicalConstraintOp> constraints;
     module.walk([&](LogicalConstraintOp op) { constraints.push_back(op); });
     if (rules.empty()) {

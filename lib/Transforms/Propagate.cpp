@@ -483,6 +483,12 @@ struct PropagatePass : public partita::impl::PropagatePassBase<PropagatePass> {
 void PropagatePass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *context = &getContext();
+  if (!(maxPadding >= 0 && maxPadding <= 1)) {
+    // An option, not a place in the input: no location.
+    mlir::emitError(UnknownLoc::get(context))
+        << "max-padding must be a fraction in [0, 1], got " << maxPadding;
+    return signalPassFailure();
+  }
   if (failed(checkClosedAnnotations(module)))
     return signalPassFailure();
 

@@ -24,7 +24,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
-
+#include <cmath>
 
 using namespace mlir;
 using namespace partita;
@@ -513,6 +513,19 @@ Expected<func::FuncOp> TrainStepBuilder::build(func::FuncOp gradient,
 Expected<func::FuncOp>
 partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
                         const std::string &name) {
+  // What the command lines check, checked again for every caller
+  // (partita-opt's pipeline options reached here unchecked: lr=nan).
+  if (!(options.learningRate >= 0) || !std::isfinite(options.learningRate))
+    return Status::error("the learning rate must be a finite number >= 0 "
+                         "(0: an `lr` input), got " +
+                         std::to_string(options.learningRate));
+  if (!(options.clipNorm >= 0) || !std::isfinite(options.clipNorm))
+    return Status::error("the clipping norm must be a finite number >= 0 "
+                         "(0: no clipping), got " +
+                         std::to_string(options.clipNorm));
+  if (options.microBatches < 1)
+    return Status::error("micro-batches must be at least 1, got " +
+                         std::to_string(options.microBatches));
   TrainStepBuilder step(loss, options);
   if (Status status = step.classifyArguments(); !status.ok())
     return status;

@@ -60,6 +60,15 @@ int main(int argc, char **argv) {
   if (mlir::failed(
           mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
     return EXIT_FAILURE;
+  // A full disk: said once, exit 1 (the stream's destructor would end the
+  // process with "LLVM ERROR: IO failure on output stream").
+  output->os().flush();
+  if (output->os().has_error()) {
+    output->os().clear_error();
+    llvm::errs() << "error: cannot write '" << outputName
+                 << "': the disk is full or the reader has gone\n";
+    return EXIT_FAILURE;
+  }
   output->keep();
   return EXIT_SUCCESS;
 }
