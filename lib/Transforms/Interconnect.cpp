@@ -84,6 +84,12 @@ Expected<Interconnect> partita::parseInterconnect(llvm::StringRef json) {
       AxisLink link = interconnect.defaultLink;
       if (Status status = readLink(value, key.str(), link); !status.ok())
         return status;
+      // A cluster's link is given whole (partita calibrate writes both);
+      // only the per-axis spelling inherits from "default".
+      const llvm::json::Object *object = value.getAsObject();
+      if (!object->get("bandwidth_GBps") || !object->get("latency_us"))
+        return Status::error(key.str() +
+                             " needs both bandwidth_GBps and latency_us");
       if (key == "intra_node")
         interconnect.defaultLink = link;
       else

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::MemoryBuffer> input =
       mlir::openInputFile(inputName, &message);
   if (!input) {
-    llvm::errs() << message << "\n";
+    llvm::errs() << "error: " << message << "\n";
     return EXIT_FAILURE;
   }
   // What the partita tool refuses before parsing (a binary file, nesting
@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputName, &message);
   if (!output) {
-    llvm::errs() << message << "\n";
+    llvm::errs() << "error: " << message << "\n";
     return EXIT_FAILURE;
   }
   if (mlir::failed(

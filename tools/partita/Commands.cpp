@@ -33,7 +33,8 @@ int partita::cli::runTool(const std::vector<std::string> &args,
     ~Scope() { toolArrays = nullptr; }
   } scope(arrays);
   if (args.empty()) {
-    llvm::errs() << api::helpPage("partita");
+    llvm::errs() << "error: no command given; the commands:\n\n"
+                 << api::helpPage("partita");
     return 1;
   }
   // A full disk or a closed pipe on stdout: said once, exit code 1 (LLVM's

@@ -70,10 +70,21 @@ bool partita::cli::parseCommandLine(const std::vector<std::string> &args,
   if (!arguments->positional.empty())
     parsed.input = arguments->positional[0];
   for (const auto &[flag, value] : arguments->options) {
+    bool isSwitch = std::find(switchFlags.begin(), switchFlags.end(), flag) !=
+                    switchFlags.end();
+    // A flag given an empty value is a mistake, not "none" (a shell
+    // variable that was not set): `compile --report ''` wrote no report
+    // and exited 0.
+    if (!isSwitch && value.empty()) {
+      exitCode = usageError(
+          flag == "--rules" ? std::string("--rules needs a preset or a file, "
+                                          "got ''")
+                            : flag + " needs a value, got ''");
+      return false;
+    }
     if (flag == "-o")
       parsed.output = value;
-    else if (std::find(switchFlags.begin(), switchFlags.end(), flag) !=
-             switchFlags.end())
+    else if (isSwitch)
       parsed.switches.push_back(flag);
     else
       parsed.values[flag] = value;

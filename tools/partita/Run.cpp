@@ -77,17 +77,13 @@ int partita::cli::runCommand(const CommandLine &cl, PipelineOptions &options) {
   request.seed = *seed;
   request.check = cl.on("--check");
   request.fusion = !cl.on("--no-fusion");
-  // A flag given an empty value is a mistake, not "none" (a shell variable
-  // that was not set).
+  // (An empty value was refused by the parser.)
   for (auto [flag, into] :
        {std::pair<const char *, std::string *>{"--inputs", &request.inputsPath},
         {"--outputs", &request.outputsPath},
         {"--expect", &request.expectDirectory},
-        {"--trace", &request.tracePath}}) {
+        {"--trace", &request.tracePath}})
     *into = cl.get(flag);
-    if (cl.has(flag) && into->empty())
-      return usageError(std::string(flag) + " needs a value, got ''");
-  }
   if (cl.on("--distributed")) {
     if (cl.has("--timeout")) {
       Expected<int64_t> timeout = parseTimeoutMilliseconds(cl.get("--timeout"));
