@@ -77,6 +77,70 @@ Expected<Cluster> partita::readClusterFile(const std::string &path) {
 
 namespace {
 
+/// A named cluster. Figures are the datasheets': dense BF16 tensor FLOP/s,
+/// HBM per GPU, NVLink per direction (half the quoted bidirectional
+/// figure), and one 400 Gb/s (H100, H200) or 200 Gb/s (A100) InfiniBand
+/// port per GPU across nodes, as in NVIDIA's DGX systems. Latencies are
+/// assumptions (5 us within a node, 10 us across), not measurements.
+struct ClusterPreset {
+  const char *name;
+  int64_t devicesPerNode;
+  double flopsPerSecond, memoryBytes;
+  AxisLink intra, inter;
+};
+
+const std::vector<ClusterPreset> &clusterPresets() {
+  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+  static const std::vector<ClusterPreset> presets = {
+      {"h100-8x", 8, 989e12, 80 * GiB, {450, 5}, {50, 10}},
+      {"h200-8x", 8, 989e12, 141 * GiB, {450, 5}, {50, 10}},
+      {"a100-8x", 8, 312e12, 80 * GiB, {300, 5}, {25, 10}},
+  };
+  return presets;
+}
+
+} // namespace
+
+std::string partita::clusterPresetNames() {
+  std::string names;
+  for (const ClusterPreset &preset : clusterPresets())
+    names += std::string(names.empty() ? "" : ", ") + preset.name;
+  return names;
+}
+
+Expected<Cluster> partita::clusterPreset(const std::string &name) {
+  for (const ClusterPreset &preset : clusterPresets()) {
+    if (name != preset.name)
+      continue;
+    Cluster cluster;
+    cluster.devicesPerNode = preset.devicesPerNode;
+    cluster.flopsPerSecond = preset.flopsPerSecond;
+    cluster.memoryBytes = preset.memoryBytes;
+    cluster.intra = preset.intra;
+    cluster.inter = preset.inter;
+    return cluster;
+  }
+  return Status::error("unknown --cluster '" + name +
+                       "'; the named clusters: " + clusterPresetNames() +
+                       " (or a file: --interconnect)");
+}
+
+std::string partita::clusterOrigin(const std::string &preset,
+                                   const std::string &file) {
+  if (!preset.empty())
+    return "cluster " + preset + ": ";
+  if (!file.empty())
+    return "cluster from " + file + ": ";
+  return "cluster assumed (no --cluster or --interconnect; named ones: " +
+         clusterPresetNames() + "): ";
+}
+
+int64_t partita::defaultFinalists(const ModelConfig &config) {
+  return config.layers > kScreenLayers + 1 ? 3 : 0;
+}
+
+namespace {
+
 /// Pipeline ranks searched at most.
 constexpr int64_t kMaxPipe = 8;
 

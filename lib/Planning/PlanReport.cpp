@@ -62,7 +62,8 @@ void partita::printPlan(llvm::raw_ostream &os, const PlanRequest &request,
   os << "plan: " << config.model << ", " << llvm::format("%.0f", parameters)
      << " parameters, global batch " << globalBatch << ", " << devices
      << " devices, AdamW\n";
-  os << "cluster: ";
+  os << (request.clusterSource.empty() ? std::string("cluster: ")
+                                       : request.clusterSource);
   if (const std::optional<Calibration> &measured = cluster->calibration)
     os << "calibrated" << (measured->devices.empty() ? "" : " on ")
        << measured->devices << " ("

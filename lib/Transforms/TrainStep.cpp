@@ -514,7 +514,8 @@ Expected<func::FuncOp>
 partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
                         const std::string &name) {
   // What the command lines check, checked again for every caller
-  // (partita-opt's pipeline options reached here unchecked: lr=nan).
+  // (partita-opt's pipeline options reached here unchecked: lr=nan); the
+  // builder checks the micro-batches.
   if (!(options.learningRate >= 0) || !std::isfinite(options.learningRate))
     return Status::error("the learning rate must be a finite number >= 0 "
                          "(0: an `lr` input), got " +
@@ -523,9 +524,6 @@ partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,
     return Status::error("the clipping norm must be a finite number >= 0 "
                          "(0: no clipping), got " +
                          std::to_string(options.clipNorm));
-  if (options.microBatches < 1)
-    return Status::error("micro-batches must be at least 1, got " +
-                         std::to_string(options.microBatches));
   TrainStepBuilder step(loss, options);
   if (Status status = step.classifyArguments(); !status.ok())
     return status;

@@ -98,13 +98,16 @@ int partita::cli::planCommand(const CommandLine &cl) {
   std::string devicesText = cl.get("--devices");
   if (devicesText.rfind("cpu:", 0) == 0)
     devicesText = devicesText.substr(4);
-  char *stop = nullptr;
-  long long devices = std::strtoll(devicesText.c_str(), &stop, 10);
-  if (devicesText.empty() || !stop || *stop || devices < 1 ||
-      devices > (1 << 20))
-    return usageError("--devices must be a number of devices from 1 to "
-                      "1048576 (or cpu:N), got '" + cl.get("--devices") + "'");
-  Expected<Cluster> cluster = readClusterFile(cl.get("--interconnect"));
+  Expected<int64_t> devices =
+      api::parseIntegerFlag("--devices", devicesText, 1, 1 << 20);
+  if (!devices)
+    return usageError(devices.status().message() + " (or cpu:N)");
+  if (cl.has("--cluster") && cl.has("--interconnect"))
+    return usageError("--cluster and --interconnect exclude each other: "
+                      "one names a cluster, the other reads one");
+  Expected<Cluster> cluster = cl.has("--cluster")
+                                  ? clusterPreset(cl.get("--cluster"))
+                                  : readClusterFile(cl.get("--interconnect"));
   if (!cluster)
     return usageError(cluster.status().message());
   double budget = cluster->memoryBytes;
@@ -114,35 +117,31 @@ int partita::cli::planCommand(const CommandLine &cl) {
       return usageError(bytes.status().message());
     budget = *bytes;
   }
-  int64_t globalBatch = config.batch;
-  if (cl.has("--global-batch")) {
-    std::string text = cl.get("--global-batch");
-    long long value = std::strtoll(text.c_str(), &stop, 10);
-    if (text.empty() || !stop || *stop || value < 1)
-      return usageError("--global-batch must be a positive integer, got '" +
-                        text + "'");
-    globalBatch = value;
-  }
-  long long finalists = 0;
-  if (Status status = api::integerOption(cl, "--finalists", 0, finalists);
+  long long globalBatch = config.batch, finalists = 0, top = 5;
+  // Screening is on by default for deep models: only finalists are
+  // compiled at full depth (compiling every layout of an 80-layer model
+  // took minutes).
+  if (Status status = api::integerOption(cl, "--global-batch", config.batch,
+                                         globalBatch, 1, INT32_MAX);
       !status.ok())
     return usageError(status.message());
-  long long top = 5;
-  if (cl.has("--top")) {
-    std::string text = cl.get("--top");
-    top = std::strtoll(text.c_str(), &stop, 10);
-    if (text.empty() || !stop || *stop || top < 1)
-      return usageError("--top must be a positive integer, got '" + text +
-                        "'");
-  }
+  if (Status status = api::integerOption(
+          cl, "--finalists", defaultFinalists(config), finalists, 0, 100000);
+      !status.ok())
+    return usageError(status.message());
+  if (Status status = api::integerOption(cl, "--top", 5, top, 1, 100000);
+      !status.ok())
+    return usageError(status.message());
 
   PlanRequest request;
   request.config = config;
-  request.devices = devices;
+  request.devices = *devices;
   request.cluster = *cluster;
   request.budget = budget;
   request.globalBatch = globalBatch;
   request.finalists = finalists;
+  request.clusterSource =
+      clusterOrigin(cl.get("--cluster"), cl.get("--interconnect"));
   Expected<PlanResult> plan = searchPlan(request);
   if (!plan) {
     if (!plan.status().message().empty())
@@ -151,7 +150,7 @@ int partita::cli::planCommand(const CommandLine &cl) {
   }
   const Candidate &best = plan->candidates[plan->fits.front()];
   if (cl.on("--emit-flags")) {
-    llvm::outs() << trainFlags(cl, config, best, devices, globalBatch) << "\n";
+    llvm::outs() << trainFlags(cl, config, best, *devices, globalBatch) << "\n";
     return 0;
   }
 
@@ -159,6 +158,6 @@ int partita::cli::planCommand(const CommandLine &cl) {
             cl.on("--explain") ? plan->fits.size() : static_cast<size_t>(top),
             cl.on("--explain"));
   llvm::outs() << "run it: partita train "
-               << trainFlags(cl, config, best, devices, globalBatch) << "\n";
+               << trainFlags(cl, config, best, *devices, globalBatch) << "\n";
   return 0;
 }

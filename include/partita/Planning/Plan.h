@@ -30,6 +30,23 @@ namespace partita {
 /// "The cluster"); the default cluster for an empty path.
 Expected<Cluster> readClusterFile(const std::string &path);
 
+/// The named clusters `partita plan --cluster NAME` takes: "h100-8x",
+/// "h200-8x", "a100-8x" (8 per node; FLOP/s, memory and links from the
+/// vendors' datasheets, docs/Planning.md "Named clusters"). An error names
+/// the presets for any other name.
+Expected<Cluster> clusterPreset(const std::string &name);
+/// The presets' names, comma-separated.
+std::string clusterPresetNames();
+/// One line on what the cluster is and where it came from, for the plan's
+/// output: a preset's name, the file, or that none was given and these are
+/// assumed.
+std::string clusterOrigin(const std::string &preset, const std::string &file);
+
+/// How many finalists `partita plan` compiles when --finalists is not
+/// given: 3 for a model deeper than the screening depth (screened first,
+/// only finalists compiled at full depth), 0 (every layout) otherwise.
+int64_t defaultFinalists(const ModelConfig &config);
+
 /// What to plan.
 struct PlanRequest {
   /// The model (its batch is ignored: globalBatch is the step's).
@@ -42,6 +59,8 @@ struct PlanRequest {
   /// Compile in the order of the quick estimate until this many layouts
   /// fit (deep models are screened first); 0: compile every layout.
   int64_t finalists = 0;
+  /// How the plan names the cluster (clusterOrigin); empty: "cluster: ".
+  std::string clusterSource;
 };
 
 /// Every layout the search tried and what became of it.
