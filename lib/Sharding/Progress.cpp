@@ -13,8 +13,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// When the process started, as near as a static initializer knows.
-const Clock::time_point processStart = Clock::now();
+std::mutex &progressMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// When the command started (the process's start, as near as a static
+/// initializer knows, until startProgressClock); the last line's time, and
+/// whether the command printed one.
+Clock::time_point commandStart = Clock::now();
+Clock::time_point lastReport = commandStart;
+bool reported = false;
 
 double seconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -35,14 +44,17 @@ double threshold() {
 
 } // namespace
 
+void partita::startProgressClock() {
+  std::lock_guard<std::mutex> lock(progressMutex());
+  commandStart = lastReport = Clock::now();
+  reported = false;
+}
+
 void partita::reportProgress(const std::string &what) {
-  static std::mutex mutex;
-  static Clock::time_point lastReport = processStart;
-  static bool reported = false;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(progressMutex());
   Clock::time_point now = Clock::now();
   double after = threshold();
-  double elapsed = seconds(processStart, now);
+  double elapsed = seconds(commandStart, now);
   if (elapsed < after)
     return;
   if (after > 0 && reported && seconds(lastReport, now) < 1.0)

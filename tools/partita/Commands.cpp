@@ -7,6 +7,7 @@
 
 #include "Commands.h"
 #include "Flags.h"
+#include "partita/Sharding/Progress.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -32,6 +33,9 @@ int partita::cli::runTool(const std::vector<std::string> &args,
     explicit Scope(ToolArrays *arrays) { toolArrays = arrays; }
     ~Scope() { toolArrays = nullptr; }
   } scope(arrays);
+  // Each command counts its own time for progress lines (the Python package
+  // runs many in one process).
+  startProgressClock();
   if (args.empty()) {
     llvm::errs() << "error: no command given; the commands:\n\n"
                  << api::helpPage("partita");
