@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Driver/Run.h"
+#include "partita/Runtime/Program/RunMemory.h"
 
 #include "partita/Analysis/Report.h"
 #include "partita/Codegen/LowerToExecutable.h"
@@ -195,6 +196,11 @@ Status LocalRun::prepare(const Executable &program,
           "the program's mesh", program.mesh.numDevices(), devices.count);
       !status)
     return status;
+  // CPU devices live in this process: a run that cannot fit is refused
+  // before its inputs are made.
+  if (!devices.isCuda())
+    if (Status status = checkRunMemory(program, "the run"); !status)
+      return status;
   Expected<std::vector<HostArray>> given =
       request.inputsInMemory        ? request.inputsInMemory(program)
       : !request.inputsPath.empty() ? readInputs(program, request.inputsPath)

@@ -9,6 +9,8 @@
 
 #include "partita/Trainer/Trainer.h"
 
+#include "partita/Runtime/Program/RunMemory.h"
+
 #include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Runtime/Program/Executable.h"
 #include "partita/Runtime/Training/TrainLoop.h"
@@ -114,6 +116,11 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   Expected<Executable> program = compileTrainStep(session, request);
   if (!program)
     return program.status();
+  // The devices are threads of this process: a step that cannot fit is
+  // refused before anything is allocated (the kernel's OOM killer ended a
+  // GPT-2-sized run at 21.9 GB).
+  if (Status status = checkRunMemory(*program, "training"); !status.ok())
+    return status;
   // Inputs: parameters initialised, state zero, data per step.
   Expected<TrainStepLayout> layout = trainStepLayout(*program);
   if (!layout)

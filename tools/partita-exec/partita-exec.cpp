@@ -19,6 +19,7 @@
 #include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Runtime/IO/ShardedArray.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
+#include "partita/Runtime/Program/RunMemory.h"
 
 #include <algorithm>
 #include <chrono>
@@ -675,6 +676,10 @@ Status runHere(const Arguments &args, const RunRequest &request) {
   Expected<Executable> program = readExecutableFile(args.positional[0]);
   if (!program)
     return program.status();
+  // CPU devices are threads here: a run that cannot fit is refused first.
+  if (!request.devices || !request.devices->isCuda())
+    if (Status status = checkRunMemory(*program, "the run"); !status)
+      return status;
   Expected<std::vector<HostArray>> inputs =
       args.has("--inputs")
           ? readInputs(*program, args.get("--inputs"))

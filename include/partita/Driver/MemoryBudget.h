@@ -12,6 +12,7 @@
 #ifndef PARTITA_DRIVER_MEMORYBUDGET_H
 #define PARTITA_DRIVER_MEMORYBUDGET_H
 
+#include "partita/Runtime/Program/RunMemory.h"
 #include "partita/Sharding/Status.h"
 
 #include <cstdint>
@@ -24,10 +25,6 @@ class ModuleOp;
 namespace partita {
 
 struct ModelConfig;
-
-/// Bytes this process can still allocate, or -1 when nothing bounds it
-/// (no limit read).
-int64_t allocatableBytes();
 
 /// What the compiler's work on a module of `ops` operations takes: building
 /// it and printing it, compiling it, or compiling it into a train step

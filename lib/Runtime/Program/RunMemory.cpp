@@ -1,0 +1,123 @@
+//===- RunMemory.cpp - Refusing a run that cannot fit, before it starts ---===//
+
+#include "partita/Runtime/Program/RunMemory.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/resource.h>
+
+using namespace partita;
+
+namespace {
+
+/// The value of `key` (a "Key:   123 kB" line) in a /proc file, in bytes;
+/// -1 when absent.
+int64_t procKiloBytes(const char *path, const std::string &key) {
+  std::ifstream file(path);
+  std::string line;
+  while (std::getline(file, line))
+    if (line.compare(0, key.size(), key) == 0) {
+      std::istringstream fields(line.substr(key.size()));
+      long long kib = -1;
+      if (fields >> kib && kib >= 0)
+        return kib * 1024;
+    }
+  return -1;
+}
+
+/// A number in a file of one line ("max": -1).
+int64_t fileNumber(const std::string &path) {
+  std::ifstream file(path);
+  long long value = -1;
+  if (!(file >> value) || value < 0)
+    return -1;
+  return value;
+}
+
+/// What a resource limit leaves beside `used` bytes; -1 when unlimited.
+int64_t limitLeft(int resource, int64_t used) {
+  struct rlimit limit;
+  if (getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      used < 0)
+    return -1;
+  return std::max<int64_t>(0, static_cast<int64_t>(limit.rlim_cur) - used);
+}
+
+/// What the cgroup (v2) this process is in leaves; -1 when unbounded.
+int64_t cgroupLeft() {
+  std::ifstream file("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.compare(0, 3, "0::") != 0)
+      continue;
+    std::string dir = "/sys/fs/cgroup" + line.substr(3);
+    int64_t max = fileNumber(dir + "/memory.max");
+    int64_t current = fileNumber(dir + "/memory.current");
+    if (max < 0 || current < 0)
+      return -1;
+    return std::max<int64_t>(0, max - current);
+  }
+  return -1;
+}
+
+} // namespace
+
+int64_t partita::allocatableBytes() {
+  int64_t least = -1;
+  auto bound = [&](int64_t bytes) {
+    if (bytes >= 0)
+      least = least < 0 ? bytes : std::min(least, bytes);
+  };
+  int64_t available = procKiloBytes("/proc/meminfo", "MemAvailable:");
+  int64_t swap = procKiloBytes("/proc/meminfo", "SwapFree:");
+  if (available >= 0)
+    bound(available + std::max<int64_t>(0, swap));
+  bound(limitLeft(RLIMIT_AS, procKiloBytes("/proc/self/status", "VmSize:")));
+  bound(limitLeft(RLIMIT_DATA, procKiloBytes("/proc/self/status", "VmData:")));
+  bound(cgroupLeft());
+  return least;
+}
+
+std::string partita::formatGiB(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", bytes / (1 << 30));
+  return text;
+}
+
+RunMemory partita::runMemory(const Executable &program) {
+  RunMemory memory;
+  memory.devices = program.mesh.numDevices();
+  memory.perDevice = static_cast<double>(program.allocatedBytes());
+  for (const ExecutableValue &input : program.inputs) {
+    const TensorType &local = program.slots[input.slot];
+    double elements = 1;
+    for (int64_t size : input.globalShape)
+      elements *= static_cast<double>(size);
+    double perElement =
+        local.numElements() > 0
+            ? static_cast<double>(local.bytes()) / local.numElements()
+            : 0;
+    memory.hostInputs += elements * perElement;
+  }
+  return memory;
+}
+
+Status partita::checkRunMemory(const Executable &program,
+                               const std::string &what) {
+  RunMemory memory = runMemory(program);
+  int64_t left = allocatableBytes();
+  if (left < 0 || memory.total() <= static_cast<double>(left))
+    return Status::success();
+  return Status::error(
+      what + " needs at least " + formatGiB(memory.total()) +
+      " of memory: " + formatGiB(memory.perDevice) +
+      " per device (the plan) on " + std::to_string(memory.devices) +
+      " devices, and " + formatGiB(memory.hostInputs) +
+      " of inputs held whole on the host; this process can allocate " +
+      formatGiB(static_cast<double>(left)) +
+      " (the least of the available memory, ulimit -v and the cgroup's "
+      "limit): use fewer devices, a smaller model or batch, or a machine "
+      "with more memory");
+}
