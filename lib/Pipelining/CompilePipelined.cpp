@@ -23,19 +23,6 @@ using namespace mlir;
 using namespace partita;
 using namespace partita::pipelining;
 
-namespace partita::pipelining {
-struct StageProgramFunctions {
-  func::FuncOp forward, backward, weightGrad, update;
-  std::vector<StageInput> forwardInputs, backwardInputs, weightGradInputs;
-  std::vector<int32_t> backwardAccumulators, weightGradAccumulators;
-  bool hasBackward = true;
-};
-Expected<StageProgramFunctions>
-buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
-                   int s, bool splitBackward,
-                   const TrainStepOptions &optimizer);
-} // namespace partita::pipelining
-
 namespace {
 
 /// `function` alone in a module with `source`'s meshes, through the passes

@@ -38,6 +38,22 @@ Expected<std::vector<StageFunction>>
 buildStageFunctions(mlir::func::FuncOp loss,
                     const StageAssignment &assignment);
 
+/// The MLIR functions of one stage and where their inputs come from
+/// (StagePrograms.cpp).
+struct StageProgramFunctions {
+  mlir::func::FuncOp forward, backward, weightGrad, update;
+  std::vector<StageInput> forwardInputs, backwardInputs, weightGradInputs;
+  std::vector<int32_t> backwardAccumulators, weightGradAccumulators;
+  bool hasBackward = true;
+};
+
+/// Builds stage `s`'s programs. `stages` are all stages' functions (a
+/// gradient sent back goes to the stage that produced the value).
+Expected<StageProgramFunctions>
+buildStagePrograms(mlir::func::FuncOp loss,
+                   const std::vector<StageFunction> &stages, int s,
+                   bool splitBackward, const TrainStepOptions &optimizer);
+
 } // namespace partita::pipelining
 
 #endif // PARTITA_LIB_PIPELINING_STAGEFUNCTIONS_H

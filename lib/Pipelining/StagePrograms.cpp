@@ -149,16 +149,6 @@ func::FuncOp extractFunction(
 
 namespace partita::pipelining {
 
-/// The MLIR functions of one stage and where their inputs come from.
-struct StageProgramFunctions {
-  func::FuncOp forward, backward, weightGrad, update;
-  std::vector<StageInput> forwardInputs, backwardInputs, weightGradInputs;
-  std::vector<int32_t> backwardAccumulators, weightGradAccumulators;
-  bool hasBackward = true;
-};
-
-/// Builds stage `s`'s programs. `stages` are all stages' functions (a
-/// gradient sent back goes to the stage that produced the value).
 Expected<StageProgramFunctions>
 buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
                    int s, bool splitBackward,

@@ -52,6 +52,24 @@ Status requireRegularFile(const std::string &path) {
   return Status::error("is " + std::string(kind) + ", expected a regular file");
 }
 
+Expected<std::string> readWholeFile(const std::string &path) {
+  if (Status regular = requireRegularFile(path); !regular)
+    return Status::error(path + ": " + regular.message());
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  std::string contents;
+  char buffer[1 << 16];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+    contents.append(buffer, got);
+  bool failed = std::ferror(file);
+  std::fclose(file);
+  if (failed)
+    return Status::error(path + ": read error");
+  return contents;
+}
+
 Status writeFileAtomically(const std::string &path, std::string_view bytes,
                            FileSync sync) {
   std::error_code error;

@@ -337,20 +337,10 @@ Expected<HostArray> parseNpy(std::string_view contents, std::string_view name) {
 }
 
 Expected<HostArray> readNpy(const std::string &path, uint32_t *crc) {
-  if (Status regular = requireRegularFile(path); !regular)
-    return Status::error(path + ": " + regular.message());
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return Status::error(path + ": cannot open: " + std::strerror(errno));
-  std::string contents;
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    contents.append(buffer, got);
-  bool readError = std::ferror(file);
-  std::fclose(file);
-  if (readError)
-    return Status::error(path + ": read error");
+  Expected<std::string> read = readWholeFile(path);
+  if (!read)
+    return read.status();
+  const std::string &contents = *read;
   if (crc)
     *crc = crc32c(reinterpret_cast<const uint8_t *>(contents.data()),
                   contents.size());

@@ -27,24 +27,6 @@ std::string joinPath(const std::string &directory, const std::string &file) {
   return (fs::path(directory) / file).string();
 }
 
-Expected<std::string> readTextFile(const std::string &path) {
-  if (Status regular = requireRegularFile(path); !regular)
-    return Status::error(path + ": " + regular.message());
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return Status::error(path + ": cannot open: " + std::strerror(errno));
-  std::string contents;
-  char buffer[1 << 14];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    contents.append(buffer, got);
-  bool failed = std::ferror(file);
-  std::fclose(file);
-  if (failed)
-    return Status::error(path + ": read error");
-  return contents;
-}
-
 Status writeTextFile(const std::string &path, const std::string &contents,
                      FileSync sync = FileSync::EachFile) {
   return writeFileAtomically(path, contents, sync);
@@ -100,7 +82,7 @@ readShardedArrayIndex(const std::string &directory) {
     return Status::error(directory + ": has no " +
                          std::string(shardedArrayIndexName) +
                          ", so it is not a sharded array directory");
-  Expected<std::string> text = readTextFile(path);
+  Expected<std::string> text = readWholeFile(path);
   if (!text)
     return text.status();
   return parseShardedArrayIndex(*text, path);

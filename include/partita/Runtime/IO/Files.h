@@ -25,6 +25,10 @@ namespace partita {
 /// that).
 Status requireRegularFile(const std::string &path);
 
+/// The bytes of the regular file `path`; errors start with the path
+/// ("x.npy: cannot open: No such file or directory").
+Expected<std::string> readWholeFile(const std::string &path);
+
 /// CRC-32C (Castagnoli; as iSCSI, ext4 and gRPC use it) of `size` bytes,
 /// continuing from `crc` (0 to start): the SSE4.2 instruction where the CPU
 /// has it (several GB/s), a table otherwise. Checkpoints record it per file.
