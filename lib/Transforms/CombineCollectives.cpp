@@ -3,7 +3,9 @@
 // One all_reduce per bucket instead of one per value: fewer latencies, the
 // same bytes. Buckets never move a member's result past its first use, and
 // a full bucket is emitted when the next member arrives, so gradients
-// produced early do not wait for the last layer's.
+// produced early do not wait for the last layer's. Where a reduce_scatter
+// bucket and an all_reduce bucket go out together and one latency costs
+// more than moving the scattered bytes twice, they go out as one all_reduce.
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,8 +104,10 @@ class BlockCombiner {
 public:
   /// Buckets of at most `bucketBytes`; with `fillBytes` > 0, a bucket is
   /// emitted as soon as it holds that many.
-  BlockCombiner(Block &block, int64_t bucketBytes, int64_t fillBytes = 0)
-      : block(block), bucketBytes(bucketBytes), fillBytes(fillBytes) {}
+  BlockCombiner(Block &block, const Interconnect &links, int64_t bucketBytes,
+                int64_t fillBytes = 0)
+      : block(block), links(links), bucketBytes(bucketBytes),
+        fillBytes(fillBytes) {}
 
   void run() {
     if (fillBytes > 0)
@@ -231,7 +235,23 @@ private:
   }
 
   /// Emits every open bucket before `op`, and places the ops that waited.
+  /// A reduce_scatter bucket goes out in one all_reduce with the
+  /// all_reduce bucket of the same reduction, mesh, axes and element type
+  /// where that is cheaper (mergeIsCheaper()).
   void flushBefore(Operation *op) {
+    for (auto &[key, bucket] : buckets) {
+      if (bucket.kind != Packed::ReduceScatter || bucket.members.empty())
+        continue;
+      BucketKey reduceKey = key;
+      std::get<0>(reduceKey) = static_cast<int>(Packed::AllReduce);
+      auto reduce = buckets.find(reduceKey);
+      if (reduce == buckets.end() || reduce->second.members.empty() ||
+          !mergeIsCheaper(reduce->second, bucket))
+        continue;
+      emitMerged(reduce->second, bucket, op);
+      reduce->second = Bucket();
+      bucket = Bucket();
+    }
     for (auto &[key, bucket] : buckets)
       emit(bucket, op);
     buckets.clear();
@@ -503,36 +523,35 @@ private:
     deadEinsums.clear();
   }
 
-  /// Replaces the bucket's members by one collective before `before`; a
-  /// bucket of one stays where it is. Each member's operand becomes a
-  /// [rows, columns] matrix — one row for all_reduce; one row per group
-  /// member's block for reduce_scatter (its scattered dimension moved to
-  /// the front) — the members are concatenated along the columns, the
-  /// collective runs along the rows, and each member's columns are sliced
-  /// back out (and its dimensions put back).
-  void emit(Bucket &bucket, Operation *before) {
-    for (Operation *member : bucket.members)
-      pending.erase(member->getResult(0));
-    if (bucket.members.size() < 2)
-      return;
-    OpBuilder builder(before);
-    Operation *first = bucket.members.front();
-    auto firstType = cast<RankedTensorType>(first->getOperand(0).getType());
-    Type element = firstType.getElementType();
+  /// A bucket's members packed into one [rows, total] matrix: one row for
+  /// all_reduce; one row per group member's block for reduce_scatter (its
+  /// scattered dimension moved to the front). Each member's operand
+  /// becomes `widths[i]` columns, side by side.
+  struct PackedMatrix {
+    Value value;
     int64_t rows = 1;
+    int64_t total = 0;
+    SmallVector<int64_t> widths;
+    SmallVector<Location> locations;
+  };
+
+  PackedMatrix pack(Bucket &bucket, OpBuilder &builder) {
+    PackedMatrix packed;
+    Operation *first = bucket.members.front();
+    Type element =
+        cast<RankedTensorType>(first->getOperand(0).getType()).getElementType();
     if (auto scatter = dyn_cast<ReduceScatterOp>(first)) {
       int64_t dim = static_cast<int64_t>(scatter.getDim());
-      rows = scatter.getOperand().getType().getDimSize(dim) /
-             std::max<int64_t>(1, scatter.getType().getDimSize(dim));
+      packed.rows = scatter.getOperand().getType().getDimSize(dim) /
+                    std::max<int64_t>(1, scatter.getType().getDimSize(dim));
     }
-    SmallVector<Location> locations;
     SmallVector<Value> columns;
-    SmallVector<int64_t> widths;
     for (Operation *member : bucket.members) {
       auto type = cast<RankedTensorType>(member->getOperand(0).getType());
-      locations.push_back(member->getLoc());
-      int64_t width = type.getNumElements() / rows;
-      widths.push_back(width);
+      packed.locations.push_back(member->getLoc());
+      int64_t width = type.getNumElements() / packed.rows;
+      packed.widths.push_back(width);
+      packed.total += width;
       Value operand = member->getOperand(0);
       if (auto scatter = dyn_cast<ReduceScatterOp>(member))
         if (scatter.getDim() != 0) {
@@ -542,43 +561,30 @@ private:
         }
       columns.push_back(ReshapeOp::create(
           builder, member->getLoc(),
-          RankedTensorType::get({rows, width}, element), operand));
+          RankedTensorType::get({packed.rows, width}, element), operand));
     }
-    Location loc = builder.getFusedLoc(locations);
-    int64_t total = 0;
-    for (int64_t width : widths)
-      total += width;
-    auto packedType = RankedTensorType::get({rows, total}, element);
-    Value packed = ConcatenateOp::create(builder, loc, packedType, columns, 1);
-    Operation *combined = nullptr;
-    int64_t outRows = rows;
-    switch (bucket.kind) {
-    case Packed::AllReduce: {
-      auto reduce = cast<AllReduceOp>(first);
-      combined = AllReduceOp::create(builder, loc, packedType,
-                                     reduce.getKindAttr(), packed,
-                                     reduce.getMeshAttr(), reduce.getAxesAttr());
-      break;
-    }
-    case Packed::ReduceScatter: {
-      auto scatter = cast<ReduceScatterOp>(first);
-      outRows = 1;
-      combined = ReduceScatterOp::create(
-          builder, loc, RankedTensorType::get({1, total}, element),
-          scatter.getKind(), packed, scatter.getMesh(),
-          scatter.getAxesAttr(), static_cast<uint64_t>(0));
-      break;
-    }
-    }
-    combined->setAttr(PartitaDialect::kReasonAttrName,
-                      builder.getStringAttr(reasonFor(bucket, rows * total)));
+    packed.value =
+        columns.size() == 1
+            ? columns.front()
+            : ConcatenateOp::create(
+                  builder, builder.getFusedLoc(packed.locations),
+                  RankedTensorType::get({packed.rows, packed.total}, element),
+                  columns, 1);
+    return packed;
+  }
+
+  /// Slices each member's columns out of `combined` ([outRows, total]),
+  /// puts its dimensions back and replaces the member by it.
+  void unpack(Bucket &bucket, const PackedMatrix &packed, Value combined,
+              int64_t outRows, OpBuilder &builder) {
+    Type element = cast<RankedTensorType>(combined.getType()).getElementType();
     int64_t offset = 0;
-    for (auto [member, width] : llvm::zip(bucket.members, widths)) {
+    for (auto [member, width] : llvm::zip(bucket.members, packed.widths)) {
       auto type = cast<RankedTensorType>(member->getResult(0).getType());
       Value part = SliceOp::create(
           builder, member->getLoc(),
-          RankedTensorType::get({outRows, width}, element),
-          combined->getResult(0), builder.getDenseI64ArrayAttr({0, offset}),
+          RankedTensorType::get({outRows, width}, element), combined,
+          builder.getDenseI64ArrayAttr({0, offset}),
           builder.getDenseI64ArrayAttr({outRows, offset + width}),
           builder.getDenseI64ArrayAttr({1, 1}));
       Value shaped;
@@ -600,10 +606,151 @@ private:
       member->erase();
       offset += width;
     }
+  }
+
+  /// Replaces the bucket's members by one collective before `before`; a
+  /// bucket of one stays where it is. The members are packed side by side
+  /// (pack()), the collective runs along the rows, and each member's
+  /// columns are sliced back out (unpack()).
+  void emit(Bucket &bucket, Operation *before) {
+    for (Operation *member : bucket.members)
+      pending.erase(member->getResult(0));
+    if (bucket.members.size() < 2)
+      return;
+    OpBuilder builder(before);
+    PackedMatrix packed = pack(bucket, builder);
+    Operation *first = bucket.members.front();
+    Location loc = builder.getFusedLoc(packed.locations);
+    Type element =
+        cast<RankedTensorType>(packed.value.getType()).getElementType();
+    Operation *combined = nullptr;
+    int64_t outRows = packed.rows;
+    switch (bucket.kind) {
+    case Packed::AllReduce: {
+      auto reduce = cast<AllReduceOp>(first);
+      combined = AllReduceOp::create(
+          builder, loc, packed.value.getType(), reduce.getKindAttr(),
+          packed.value, reduce.getMeshAttr(), reduce.getAxesAttr());
+      break;
+    }
+    case Packed::ReduceScatter: {
+      auto scatter = cast<ReduceScatterOp>(first);
+      outRows = 1;
+      combined = ReduceScatterOp::create(
+          builder, loc, RankedTensorType::get({1, packed.total}, element),
+          scatter.getKind(), packed.value, scatter.getMesh(),
+          scatter.getAxesAttr(), static_cast<uint64_t>(0));
+      break;
+    }
+    }
+    combined->setAttr(
+        PartitaDialect::kReasonAttrName,
+        builder.getStringAttr(reasonFor(bucket, packed.rows * packed.total)));
+    unpack(bucket, packed, combined->getResult(0), outRows, builder);
+    eraseDeadEinsums();
+  }
+
+  /// The group size and link of a collective's mesh axes.
+  std::pair<int64_t, AxisLink> groupOf(Operation *collective) {
+    auto [meshName, axes] = [&] {
+      if (auto reduce = dyn_cast<AllReduceOp>(collective))
+        return std::make_pair(reduce.getMeshAttr(), reduce.getAxes());
+      auto scatter = cast<ReduceScatterOp>(collective);
+      return std::make_pair(scatter.getMeshAttr(), scatter.getAxes());
+    }();
+    std::vector<std::string> names;
+    for (Attribute axis : axes)
+      names.push_back(cast<StringAttr>(axis).str());
+    MeshOp mesh = lookupMesh(collective, meshName);
+    if (!mesh)
+      return {1, links.linkFor(names)};
+    Mesh value = mesh.getMesh().toMesh();
+    int64_t size = 1;
+    for (const std::string &name : names)
+      size *= mesh.getMesh().axisSize(name);
+    return {size, links.linkOn(value, names)};
+  }
+
+  /// Whether one all_reduce of both buckets, each device then keeping its
+  /// blocks of the reduce_scatter members, is faster by the cost model
+  /// than the two collectives: it saves one latency and moves the
+  /// scattered bytes twice instead of once, so it pays where those bytes
+  /// are few (a small model's gradients: XLA all-reduces a whole FSDP step
+  /// in one collective).
+  bool mergeIsCheaper(const Bucket &reduce, const Bucket &scatter) {
+    auto [size, link] = groupOf(scatter.members.front());
+    if (size <= 1)
+      return false;
+    auto both = static_cast<double>(reduce.bytes + scatter.bytes);
+    double apart = collectiveTimeUs(CollectiveKind::AllReduce, size,
+                                    static_cast<double>(reduce.bytes), link) +
+                   collectiveTimeUs(CollectiveKind::ReduceScatter, size,
+                                    static_cast<double>(scatter.bytes), link);
+    return collectiveTimeUs(CollectiveKind::AllReduce, size, both, link) <
+           apart;
+  }
+
+  /// One all_reduce for an all_reduce bucket and a reduce_scatter bucket
+  /// of the same reduction, mesh, axes and element type (mergeIsCheaper()):
+  /// the scatter's [group, columns] matrix is flattened ahead of the
+  /// all_reduce's row, the whole row is all-reduced, and each device keeps
+  /// its row of the scattered part (all_slice, no traffic).
+  void emitMerged(Bucket &reduce, Bucket &scatter, Operation *before) {
+    for (Bucket *bucket : {&reduce, &scatter})
+      for (Operation *member : bucket->members)
+        pending.erase(member->getResult(0));
+    OpBuilder builder(before);
+    PackedMatrix scattered = pack(scatter, builder);
+    PackedMatrix reduced = pack(reduce, builder);
+    Type element =
+        cast<RankedTensorType>(reduced.value.getType()).getElementType();
+    int64_t scatteredWidth = scattered.rows * scattered.total;
+    SmallVector<Location> locations(scattered.locations);
+    locations.append(reduced.locations);
+    Location loc = builder.getFusedLoc(locations);
+    Value flat = ReshapeOp::create(
+        builder, loc, RankedTensorType::get({1, scatteredWidth}, element),
+        scattered.value);
+    auto rowType =
+        RankedTensorType::get({1, scatteredWidth + reduced.total}, element);
+    Value row = ConcatenateOp::create(builder, loc, rowType,
+                                      ValueRange{flat, reduced.value}, 1);
+    auto first = cast<AllReduceOp>(reduce.members.front());
+    auto combined =
+        AllReduceOp::create(builder, loc, rowType, first.getKindAttr(), row,
+                            first.getMeshAttr(), first.getAxesAttr());
+    std::string reason = reasonFor(reduce, reduced.total) + " and " +
+                         reasonFor(scatter, scatteredWidth) +
+                         " (one all_reduce, each device then keeping its "
+                         "blocks, costs less than two latencies)";
+    combined->setAttr(PartitaDialect::kReasonAttrName,
+                      builder.getStringAttr(reason));
+    Value scatteredPart = SliceOp::create(
+        builder, loc, RankedTensorType::get({1, scatteredWidth}, element),
+        combined, builder.getDenseI64ArrayAttr({0, 0}),
+        builder.getDenseI64ArrayAttr({1, scatteredWidth}),
+        builder.getDenseI64ArrayAttr({1, 1}));
+    Value blocks = ReshapeOp::create(
+        builder, loc,
+        RankedTensorType::get({scattered.rows, scattered.total}, element),
+        scatteredPart);
+    auto scatterOp = cast<ReduceScatterOp>(scatter.members.front());
+    Value mine = AllSliceOp::create(
+        builder, loc, RankedTensorType::get({1, scattered.total}, element),
+        blocks, scatterOp.getMeshAttr(), scatterOp.getAxesAttr(),
+        builder.getI64IntegerAttr(0));
+    Value reducedPart = SliceOp::create(
+        builder, loc, reduced.value.getType(), combined,
+        builder.getDenseI64ArrayAttr({0, scatteredWidth}),
+        builder.getDenseI64ArrayAttr({1, scatteredWidth + reduced.total}),
+        builder.getDenseI64ArrayAttr({1, 1}));
+    unpack(scatter, scattered, mine, 1, builder);
+    unpack(reduce, reduced, reducedPart, 1, builder);
     eraseDeadEinsums();
   }
 
   Block &block;
+  const Interconnect &links;
   SmallVector<Operation *> deadEinsums;
   int64_t bucketBytes;
   int64_t fillBytes;
@@ -769,7 +916,7 @@ struct CombineCollectivesPass
             std::min(bytes, std::max(smallestSplitBucket(links.defaultLink),
                                      (packable + minBuckets - 1) / minBuckets));
       }
-      BlockCombiner(*block, bytes, fill).run();
+      BlockCombiner(*block, links, bytes, fill).run();
       if (isa<func::ReturnOp>(block->back()))
         packResultGathers(*block, bytes);
     }
