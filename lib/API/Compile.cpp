@@ -48,16 +48,8 @@ Status partita::compileAndWrite(Session &session, mlir::ModuleOp module,
 
   if (!request.reportPath.empty()) {
     mlir::TimingScope reporting = timing.nest("report");
-    Interconnect interconnect;
-    if (!options.interconnectFile.empty()) {
-      Expected<Interconnect> parsed =
-          readInterconnect(options.interconnectFile);
-      if (!parsed)
-        return parsed.status();
-      interconnect = *parsed;
-    }
     if (!writeOutputFile(request.reportPath, [&](llvm::raw_ostream &os) {
-          os << analyzeModule(module, interconnect).toJson();
+          os << analyzeModule(module, interconnectOf(options)).toJson();
         }))
       return Status::error("");
   }

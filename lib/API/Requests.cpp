@@ -245,6 +245,8 @@ Status partita::api::pipelineOptionsFromOptions(const OptionValues &cl,
   options.strict = cl.on("--strict");
   options.overlap = !cl.on("--no-overlap");
   options.interconnectFile = cl.get("--interconnect");
+  if (Status status = resolveInterconnect(options); !status)
+    return status;
   options.rules = cl.get("--rules");
   // An empty value is a mistake (a shell variable that was not set), not
   // "no rules": it compiled with nothing sharded.
@@ -455,6 +457,8 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
     return status;
   options.stage = request.count > 1 ? Stage::Partitioned : Stage::Verified;
   options.interconnectFile = cl.get("--interconnect");
+  if (Status status = resolveInterconnect(options); !status)
+    return status;
   options.trainMicroBatches = request.micro;
   options.trainMixedPrecision = cl.on("--mixed-precision");
   request.outputDir = cl.get("--output", "partita-train");

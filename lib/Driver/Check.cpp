@@ -16,8 +16,11 @@ namespace partita {
 namespace {
 
 /// Runs `options`' pipeline on `module`, after `first` when given.
-LogicalResult runPipelineOn(ModuleOp module, const PipelineOptions &options,
+LogicalResult runPipelineOn(ModuleOp module, const PipelineOptions &given,
                             std::unique_ptr<Pass> first = nullptr) {
+  PipelineOptions options = given;
+  if (Status status = resolveInterconnect(options); !status)
+    return module.emitError() << status.message();
   PassManager passes(module.getContext());
   if (first)
     passes.addPass(std::move(first));

@@ -443,8 +443,15 @@ bool partita::writeOutputFile(
 }
 
 bool partita::runPipeline(Session &session, mlir::ModuleOp module,
-                          const PipelineOptions &options,
+                          const PipelineOptions &given,
                           mlir::TimingScope *timing) {
+  // The interconnect spec is read once, here unless the caller did, and
+  // handed to the passes as a value.
+  PipelineOptions options = given;
+  if (Status status = resolveInterconnect(options); !status) {
+    session.errors << "error: " << status.message() << "\n";
+    return false;
+  }
   bool train = options.trainOptimizer != TrainOptimizer::None;
   if (Status status = checkModuleMemory(
           countOps(module),

@@ -389,13 +389,6 @@ Expected<PlanResult> partita::searchPlan(const PlanRequest &request) {
     forwardFlops =
         static_cast<double>(summary.matmulFlops + summary.vectorFlops);
   }
-  llvm::SmallString<128> scratch;
-  if (std::error_code error =
-          llvm::sys::fs::createUniqueDirectory("partita-plan", scratch))
-    return Status::error("cannot make a scratch directory: " + error.message());
-  auto scratchFile = [&](size_t i) {
-    return (scratch + "/interconnect-" + std::to_string(i) + ".json").str();
-  };
   // Prune by model state, then compile in the order of the quick
   // estimate until `finalists` layouts that fit are compiled (0: all).
   int64_t &pruned = result.pruned, &failed = result.failed,
@@ -421,7 +414,7 @@ Expected<PlanResult> partita::searchPlan(const PlanRequest &request) {
   ScreenCounts &screenCounts = result.screen;
   if (screening)
     order = screenLayouts(order, config, *cluster, globalBatch, budget,
-                          finalists, scratchFile, screenCounts);
+                          finalists, screenCounts);
   std::stable_sort(order.begin(), order.end(),
                    [](const Candidate *a, const Candidate *b) {
                      return a->estimatedSeconds < b->estimatedSeconds;
@@ -441,7 +434,7 @@ Expected<PlanResult> partita::searchPlan(const PlanRequest &request) {
       results.push_back(*order[k]);
     if (finalists == 0 || fitting < finalists)
       forEachInParallel(results.size(), "layouts compiled", [&](size_t i) {
-        evaluate(results[i], config, *cluster, globalBatch, scratchFile(i));
+        evaluate(results[i], config, *cluster, globalBatch);
       });
     for (size_t k = first; k < last; ++k) {
       Candidate *c = order[k];
@@ -459,7 +452,6 @@ Expected<PlanResult> partita::searchPlan(const PlanRequest &request) {
     }
     first = last;
   }
-  llvm::sys::fs::remove_directories(scratch);
 
   for (size_t i = 0; i < candidates.size(); ++i)
     if (candidates[i].compiled)

@@ -84,7 +84,7 @@ partita::compileStageFigures(const PipelinedRequest &request,
   options.optimizer.learningRate = 1e-3;
   options.optimizer.remat = request.remat;
   options.passes.rules = request.rules;
-  options.passes.interconnectFile = request.interconnectFile;
+  options.passes.interconnect = request.interconnect;
   options.passes.trainOptimizer = TrainOptimizer::None;
   options.devicesPerRank = request.rankMesh.numDevices();
   options.passes.stage =

@@ -40,51 +40,28 @@ std::pair<AxisLink, AxisLink> partita::axisLinks(const Candidate &c,
 
 namespace {
 
-/// The per-axis interconnect spec of `c`'s mesh on `cluster`: the model
-/// axis inside a node; the data axis across nodes once the mesh spans more
-/// than one.
-std::string interconnectJson(const Candidate &c, const Cluster &cluster) {
-  auto link = [](const AxisLink &l) {
-    return llvm::json::Object{{"bandwidth_GBps", l.bandwidthGBps},
-                              {"latency_us", l.latencyUs}};
-  };
+/// The per-axis interconnect of `c`'s mesh on `cluster`: the model axis
+/// inside a node; the data axis across nodes once the mesh spans more than
+/// one. Given to the passes as a value.
+std::shared_ptr<const Interconnect> interconnectFor(const Candidate &c,
+                                                    const Cluster &cluster) {
   auto [dataLink, modelLink] = axisLinks(c, cluster);
-  llvm::json::Object axes;
-  axes["model"] = link(modelLink);
-  axes["data"] = link(dataLink);
-  llvm::json::Object root{{"axes", std::move(axes)}};
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(std::move(root));
-  return text;
+  auto links = std::make_shared<Interconnect>();
+  links->axes["model"] = modelLink;
+  links->axes["data"] = dataLink;
+  return links;
 }
 
-/// Writes the per-axis spec of `c` for the passes; false (with c.failure)
-/// when it cannot.
-bool writeSpec(Candidate &c, const Cluster &cluster,
-               const std::string &specPath) {
-  std::error_code error;
-  llvm::raw_fd_ostream os(specPath, error);
-  if (error) {
-    c.failure = "cannot write '" + specPath + "': " + error.message();
-    return false;
-  }
-  os << interconnectJson(c, cluster);
-  return true;
-}
-
-/// The pipelined layout `c` of `model` as a compile request (its per-axis
-/// spec written to `specPath`); false, with c.failure, when it cannot be.
+/// The pipelined layout `c` of `model` as a compile request; false, with
+/// c.failure, when it cannot be.
 bool pipelinedRequest(Candidate &c, const ModelConfig &model,
                       const Cluster &cluster, int64_t globalBatch,
-                      const std::string &specPath, PipelinedRequest &request) {
+                      PipelinedRequest &request) {
   Expected<Mesh> rankMesh = parseMeshSpec(c.rankMeshText());
   if (!rankMesh) {
     c.failure = rankMesh.status().message();
     return false;
   }
-  if (!writeSpec(c, cluster, specPath))
-    return false;
   request.microConfig = model;
   request.microConfig.batch = globalBatch / c.micro;
   request.rankMesh = *rankMesh;
@@ -94,7 +71,7 @@ bool pipelinedRequest(Candidate &c, const ModelConfig &model,
   request.microBatches = c.micro;
   request.remat = c.remat;
   request.rules = c.rules;
-  request.interconnectFile = specPath;
+  request.interconnect = interconnectFor(c, cluster);
   // Ranks are consecutive blocks of devices: neighbours share a node while
   // a rank is smaller than one.
   int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
@@ -139,10 +116,9 @@ void takeEstimate(Candidate &c, const Expected<PipelinedEstimate> &estimate) {
 /// A pipelined `c` (docs/Planning.md, "Pipeline parallelism"): compiled
 /// as train --pp compiles it, its step simulated.
 void evaluatePipelined(Candidate &c, const ModelConfig &model,
-                       const Cluster &cluster, int64_t globalBatch,
-                       const std::string &specPath) {
+                       const Cluster &cluster, int64_t globalBatch) {
   PipelinedRequest request;
-  if (!pipelinedRequest(c, model, cluster, globalBatch, specPath, request))
+  if (!pipelinedRequest(c, model, cluster, globalBatch, request))
     return;
   takeEstimate(c,
                estimatePipelined(request, pipelinedProgramSeconds(c, cluster)));
@@ -152,12 +128,11 @@ void evaluatePipelined(Candidate &c, const ModelConfig &model,
 /// of its layout over two ranks, compiled (docs/Planning.md, "Screening").
 Expected<std::vector<StageFigures>>
 screenPipelined(Candidate c, const ModelConfig &model, int64_t stageLayers,
-                const Cluster &cluster, int64_t globalBatch,
-                const std::string &specPath) {
+                const Cluster &cluster, int64_t globalBatch) {
   ModelConfig shallow = model;
   shallow.layers = 2 * c.chunks() * stageLayers;
   PipelinedRequest request;
-  if (!pipelinedRequest(c, shallow, cluster, globalBatch, specPath, request))
+  if (!pipelinedRequest(c, shallow, cluster, globalBatch, request))
     return Status::error(c.failure);
   request.ranks = 2;
   Expected<std::vector<StageFigures>> stages =
@@ -171,10 +146,9 @@ screenPipelined(Candidate c, const ModelConfig &model, int64_t stageLayers,
 } // namespace
 
 void partita::evaluate(Candidate &c, const ModelConfig &model,
-                       const Cluster &cluster, int64_t globalBatch,
-                       const std::string &specPath) {
+                       const Cluster &cluster, int64_t globalBatch) {
   if (c.pipe > 1)
-    return evaluatePipelined(c, model, cluster, globalBatch, specPath);
+    return evaluatePipelined(c, model, cluster, globalBatch);
   Session session;
   // Layouts compile side by side, one per core: no pool per context.
   session.context.disableMultithreading();
@@ -186,8 +160,6 @@ void partita::evaluate(Candidate &c, const ModelConfig &model,
     c.failure = mesh.status().message();
     return;
   }
-  if (!writeSpec(c, cluster, specPath))
-    return;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       buildModelOrReport(session, config, *mesh);
   PipelineOptions options;
@@ -196,14 +168,13 @@ void partita::evaluate(Candidate &c, const ModelConfig &model,
   options.trainLearningRate = 1e-3;
   options.trainMicroBatches = c.micro;
   options.trainRemat = c.remat;
-  options.interconnectFile = specPath;
+  options.interconnect = interconnectFor(c, cluster);
   options.stage = Stage::Partitioned;
   if (!module || !runPipeline(session, *module, options)) {
     c.failure = "does not compile: " + firstError.message();
     return;
   }
-  Expected<Interconnect> interconnect = readInterconnect(specPath);
-  Report report = analyzeModule(*module, *interconnect);
+  Report report = analyzeModule(*module, *options.interconnect);
   ModelSummary summary = summarizeModel(*module);
   Expected<Executable> program = lowerToExecutable(*module);
   if (!program) {
@@ -274,7 +245,6 @@ constexpr double kExploreWithin = 2.0;
 /// budget).
 void screenSet(const std::vector<Candidate *> &set, const ModelConfig &config,
                const Cluster &cluster, int64_t globalBatch, double budget,
-               const std::function<std::string(size_t)> &scratchFile,
                ScreenCounts &counts) {
   using Stages = Expected<std::vector<StageFigures>>;
   std::vector<Candidate> shallows, deepers;
@@ -293,10 +263,10 @@ void screenSet(const std::vector<Candidate *> &set, const ModelConfig &config,
     if (set[k]->pipe > 1)
       (i % 2 ? deeperStages[k] : shallowStages[k]) =
           screenPipelined(*set[k], config, kScreenStageLayers + int64_t(i % 2),
-                          cluster, globalBatch, scratchFile(i));
+                          cluster, globalBatch);
     else
       evaluate(i % 2 ? deepers[k] : shallows[k], i % 2 ? next : small, cluster,
-               globalBatch, scratchFile(i));
+               globalBatch);
   });
   for (size_t k = 0; k < set.size(); ++k) {
     Candidate *c = set[k];
@@ -347,7 +317,6 @@ std::vector<Candidate *>
 partita::screenLayouts(const std::vector<Candidate *> &order,
                        const ModelConfig &config, const Cluster &cluster,
                        int64_t globalBatch, double budget, int64_t groups,
-                       const std::function<std::string(size_t)> &scratchFile,
                        ScreenCounts &counts) {
   // Pipelined layouts by group, leanest first: the most micro-batches
   // (the fewest activations in flight), per-layer recomputation before
@@ -381,7 +350,7 @@ partita::screenLayouts(const std::vector<Candidate *> &order,
     first.push_back(members.front());
     pipelined.push_back(&members);
   }
-  screenSet(first, config, cluster, globalBatch, budget, scratchFile, counts);
+  screenSet(first, config, cluster, globalBatch, budget, counts);
 
   // The groups whose leanest layout fits, fastest first: the first `groups`
   // are screened whole; the others are left out, and so are the groups
@@ -410,7 +379,7 @@ partita::screenLayouts(const std::vector<Candidate *> &order,
        ++explored)
     rest.insert(rest.end(), fitting[explored]->begin() + 1,
                 fitting[explored]->end());
-  screenSet(rest, config, cluster, globalBatch, budget, scratchFile, counts);
+  screenSet(rest, config, cluster, globalBatch, budget, counts);
   for (std::vector<Candidate *> *members : pipelined) {
     const Candidate *lean = members->front();
     bool wasExplored = std::find(fitting.begin(), fitting.begin() + explored,

@@ -48,18 +48,14 @@ Expected<Report> partita::compile(mlir::ModuleOp module,
     return Status::error(errors);
   };
 
-  Interconnect interconnect;
-  if (!options.interconnectFile.empty()) {
-    Expected<Interconnect> parsed = readInterconnect(options.interconnectFile);
-    if (!parsed)
-      return Status::error(parsed.status().message());
-    interconnect = *parsed;
-  }
+  PipelineOptions resolved = options;
+  if (Status status = resolveInterconnect(resolved); !status)
+    return status;
   if (mlir::failed(mlir::verify(module)))
     return failure("error: the module does not verify");
   mlir::PassManager passes(context);
-  buildPipeline(passes, options);
+  buildPipeline(passes, resolved);
   if (mlir::failed(passes.run(module)))
     return failure("error: the Partita pipeline failed");
-  return analyzeModule(module, interconnect);
+  return analyzeModule(module, interconnectOf(resolved));
 }

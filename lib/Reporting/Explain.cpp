@@ -270,12 +270,7 @@ Status partita::explainModule(Session &session, ModuleOp module,
   partition.stage = Stage::Partitioned;
   if (!runPipeline(session, *partitioned, partition))
     return Status::error("");
-  Interconnect interconnect;
-  if (!options.interconnectFile.empty())
-    if (Expected<Interconnect> parsed =
-            readInterconnect(options.interconnectFile))
-      interconnect = *parsed;
-  Report report = analyzeModule(*partitioned, interconnect);
+  Report report = analyzeModule(*partitioned, interconnectOf(partition));
   os << "collectives: " << report.totalCollectives << " per step, "
      << formatBytes(static_cast<int64_t>(report.totalBytesPerDevice))
      << " per device, " << llvm::format("%.3f", report.estTimeUs)

@@ -279,14 +279,12 @@ bool partita::writeHtmlFile(Session &session, const std::string &title,
                             mlir::ModuleOp compiled, mlir::ModuleOp global,
                             const std::string &schedule) {
   HtmlReportInput input;
-  if (!options.interconnectFile.empty()) {
-    Expected<Interconnect> parsed = readInterconnect(options.interconnectFile);
-    if (!parsed) {
-      session.errors << "error: " << parsed.status().message() << "\n";
-      return false;
-    }
-    input.interconnect = *parsed;
+  PipelineOptions resolved = options;
+  if (Status status = resolveInterconnect(resolved); !status) {
+    session.errors << "error: " << status.message() << "\n";
+    return false;
   }
+  input.interconnect = interconnectOf(resolved);
   PipelineOptions propagate = options;
   propagate.stage = Stage::Propagated;
   {

@@ -881,11 +881,17 @@ void packResultGathers(Block &block, int64_t bucketBytes) {
 struct CombineCollectivesPass
     : public partita::impl::CombineCollectivesPassBase<CombineCollectivesPass> {
   using CombineCollectivesPassBase::CombineCollectivesPassBase;
+  CombineCollectivesPass(const CombineCollectivesPassOptions &options,
+                         std::shared_ptr<const Interconnect> links)
+      : CombineCollectivesPassBase(options), given(std::move(links)) {}
+
+  /// The interconnect given as a value, if any (else interconnectFile).
+  std::shared_ptr<const Interconnect> given;
 
   void runOnOperation() override {
     int64_t bytes = bucketBytes;
-    Interconnect links;
-    if (!interconnectFile.empty()) {
+    Interconnect links = given ? *given : Interconnect();
+    if (!given && !interconnectFile.empty()) {
       Expected<Interconnect> spec = readInterconnect(interconnectFile);
       if (!spec) {
         getOperation().emitError() << spec.status().message();
@@ -936,3 +942,9 @@ struct CombineCollectivesPass
 };
 
 } // namespace
+
+std::unique_ptr<mlir::Pass> partita::createCombineCollectivesPass(
+    const CombineCollectivesPassOptions &options,
+    std::shared_ptr<const Interconnect> links) {
+  return std::make_unique<CombineCollectivesPass>(options, std::move(links));
+}

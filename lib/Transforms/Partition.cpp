@@ -601,6 +601,12 @@ namespace {
 
 struct PartitionPass : public partita::impl::PartitionPassBase<PartitionPass> {
   using PartitionPassBase::PartitionPassBase;
+  PartitionPass(const PartitionPassOptions &options,
+                std::shared_ptr<const Interconnect> links)
+      : PartitionPassBase(options), links(std::move(links)) {}
+
+  /// The interconnect given as a value, if any (else interconnectFile).
+  std::shared_ptr<const Interconnect> links;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -624,8 +630,8 @@ struct PartitionPass : public partita::impl::PartitionPassBase<PartitionPass> {
                            : (meshes.size() == 1 ? meshes.front() : MeshOp());
     if (!mesh)
       return; // Nothing sharded: the program is its own local program.
-    Interconnect interconnect;
-    if (!interconnectFile.empty()) {
+    Interconnect interconnect = links ? *links : Interconnect();
+    if (!links && !interconnectFile.empty()) {
       Expected<Interconnect> parsed = readInterconnect(interconnectFile);
       if (!parsed) {
         module.emitError() << parsed.status().message();
@@ -640,3 +646,9 @@ struct PartitionPass : public partita::impl::PartitionPassBase<PartitionPass> {
 };
 
 } // namespace
+
+std::unique_ptr<mlir::Pass>
+partita::createPartitionPass(const PartitionPassOptions &options,
+                             std::shared_ptr<const Interconnect> links) {
+  return std::make_unique<PartitionPass>(options, std::move(links));
+}

@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - The standard compilation pipeline -------------------===//
 
 #include "partita/Transforms/Pipeline.h"
+#include "partita/Transforms/Interconnect.h"
 #include "partita/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -77,6 +78,25 @@ llvm::StringRef partita::rematName(Remat remat) {
   return nameOf(kRematNames, remat);
 }
 
+Status partita::resolveInterconnect(PipelineOptions &options) {
+  if (options.interconnect)
+    return Status::success();
+  if (options.interconnectFile.empty()) {
+    options.interconnect = std::make_shared<const Interconnect>();
+    return Status::success();
+  }
+  Expected<Interconnect> parsed = readInterconnect(options.interconnectFile);
+  if (!parsed)
+    return parsed.status();
+  options.interconnect = std::make_shared<const Interconnect>(*parsed);
+  return Status::success();
+}
+
+const Interconnect &partita::interconnectOf(const PipelineOptions &options) {
+  static const Interconnect defaults;
+  return options.interconnect ? *options.interconnect : defaults;
+}
+
 void partita::buildPipeline(mlir::OpPassManager &passes,
                             const PipelineOptions &options) {
   if (!options.mesh.empty()) {
@@ -101,27 +121,30 @@ void partita::buildPipeline(mlir::OpPassManager &passes,
   if (options.stage == Stage::Verified)
     return;
   PropagatePassOptions propagate;
-  propagate.interconnectFile = options.interconnectFile;
+  if (!options.interconnect)
+    propagate.interconnectFile = options.interconnectFile;
   propagate.strict = options.strict;
   propagate.maxPadding = options.maxPadding;
   propagate.reportConflicts = options.reportConflicts;
   passes.addPass(createSplitAxesPass());
-  passes.addPass(createPropagatePass(propagate));
+  passes.addPass(createPropagatePass(propagate, options.interconnect));
   if (options.stage == Stage::Propagated) {
     passes.addPass(createJoinAxesPass());
     return;
   }
   PartitionPassOptions partition;
-  partition.interconnectFile = options.interconnectFile;
-  passes.addPass(createPartitionPass(partition));
+  if (!options.interconnect)
+    partition.interconnectFile = options.interconnectFile;
+  passes.addPass(createPartitionPass(partition, options.interconnect));
   passes.addPass(createCleanupCollectivesPass());
   if (options.combineBytes != 0) {
     CombineCollectivesPassOptions combine;
     combine.bucketBytes = options.combineBytes;
-    combine.interconnectFile = options.interconnectFile;
+    if (!options.interconnect)
+      combine.interconnectFile = options.interconnectFile;
     if (options.overlap)
       combine.minBuckets = 4;
-    passes.addPass(createCombineCollectivesPass(combine));
+    passes.addPass(createCombineCollectivesPass(combine, options.interconnect));
   }
   if (options.overlap)
     passes.addPass(createOverlapCollectivesPass());

@@ -389,6 +389,12 @@ ShardingAttr closedAttr(MLIRContext *context, FlatSymbolRefAttr mesh,
 
 struct PropagatePass : public partita::impl::PropagatePassBase<PropagatePass> {
   using PropagatePassBase::PropagatePassBase;
+  PropagatePass(const PropagatePassOptions &options,
+                std::shared_ptr<const Interconnect> links)
+      : PropagatePassBase(options), links(std::move(links)) {}
+
+  /// The interconnect given as a value, if any (else interconnectFile).
+  std::shared_ptr<const Interconnect> links;
 
   void runOnOperation() override;
 
@@ -515,7 +521,9 @@ void PropagatePass::runOnOperation() {
     return signalPassFailure();
   }
   graph.problem.mesh = mesh.getMesh().toMesh();
-  if (!interconnectFile.empty()) {
+  if (links) {
+    graph.problem.interconnect = *links;
+  } else if (!interconnectFile.empty()) {
     Expected<Interconnect> interconnect = readInterconnect(interconnectFile);
     if (!interconnect) {
       module.emitError() << interconnect.status().message();
@@ -610,3 +618,9 @@ void PropagatePass::runOnOperation() {
 }
 
 } // namespace
+
+std::unique_ptr<mlir::Pass>
+partita::createPropagatePass(const PropagatePassOptions &options,
+                             std::shared_ptr<const Interconnect> links) {
+  return std::make_unique<PropagatePass>(options, std::move(links));
+}

@@ -65,6 +65,27 @@ TEST_CASE("compile returns the report", "[api]") {
   CHECK(noCollectives->totalCollectives == 0);
 }
 
+TEST_CASE("compile takes the interconnect as a value", "[api]") {
+  Api api;
+  CompileOptions options;
+  auto slow = std::make_shared<Interconnect>();
+  slow->axes["model"] = AxisLink{1.0, 250.0};
+  options.interconnect = slow;
+  // The value is what the passes and the report use: the path beside it
+  // is not read (it does not exist).
+  options.interconnectFile = "/nonexistent/links.json";
+  Expected<Report> report = api.compileText(kMegatron, options);
+  REQUIRE(report.ok());
+  REQUIRE(report->collectives.size() == 1);
+  // One all_reduce over "model": at least the link's 250 us latency.
+  CHECK(report->estTimeUs >= 250.0);
+  CHECK(report->estTimeUs < 300.0);
+
+  Expected<Report> defaults = api.compileText(kMegatron, CompileOptions());
+  REQUIRE(defaults.ok());
+  CHECK(defaults->estTimeUs < 10.0);
+}
+
 TEST_CASE("compile returns errors on bad input", "[api]") {
   Api api;
   SECTION("padding above --max-padding under --strict") {

@@ -49,8 +49,9 @@ struct PipelinedRequest {
   int64_t virtualStages = 1;
   Remat remat = Remat::None;
   std::string rules;
-  /// The per-axis spec the passes read (the rank's axes).
-  std::string interconnectFile;
+  /// The per-axis links the passes cost collectives with (the rank's
+  /// axes).
+  std::shared_ptr<const Interconnect> interconnect;
   /// The link between neighbouring ranks.
   AxisLink pipeLink;
 };

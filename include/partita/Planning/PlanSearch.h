@@ -110,11 +110,11 @@ constexpr int64_t kScreenStageLayers = 1;
 std::pair<AxisLink, AxisLink> axisLinks(const Candidate &c,
                                         const Cluster &cluster);
 
-/// Compiles `c` for `model` with `globalBatch` sequences per step (the
-/// per-axis interconnect spec written to `specPath`) and fills in its
-/// figures, or its failure.
+/// Compiles `c` for `model` with `globalBatch` sequences per step (its
+/// per-axis links from `cluster`, axisLinks()) and fills in its figures,
+/// or its failure.
 void evaluate(Candidate &c, const ModelConfig &model, const Cluster &cluster,
-              int64_t globalBatch, const std::string &specPath);
+              int64_t globalBatch);
 
 /// Threads to compile layouts on: one per core.
 size_t parallelism();
@@ -143,12 +143,11 @@ struct ScreenCounts {
 /// extrapolated step time (estimatedSeconds) and memory; one over `budget`
 /// and the pipelined layouts left out get their failure. Returns the
 /// layouts still to compile at full depth.
-std::vector<Candidate *>
-screenLayouts(const std::vector<Candidate *> &order, const ModelConfig &config,
-              const Cluster &cluster, int64_t globalBatch, double budget,
-              int64_t groups,
-              const std::function<std::string(size_t)> &scratchFile,
-              ScreenCounts &counts);
+std::vector<Candidate *> screenLayouts(const std::vector<Candidate *> &order,
+                                       const ModelConfig &config,
+                                       const Cluster &cluster,
+                                       int64_t globalBatch, double budget,
+                                       int64_t groups, ScreenCounts &counts);
 
 } // namespace partita
 

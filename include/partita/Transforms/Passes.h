@@ -16,6 +16,18 @@ namespace partita {
 #define GEN_PASS_REGISTRATION
 #include "partita/Transforms/Passes.h.inc"
 
+/// The passes that cost collectives, given the interconnect as a value
+/// (their `interconnect` option, a path, is for textual pipelines).
+std::unique_ptr<mlir::Pass>
+createPropagatePass(const PropagatePassOptions &options,
+                    std::shared_ptr<const Interconnect> links);
+std::unique_ptr<mlir::Pass>
+createPartitionPass(const PartitionPassOptions &options,
+                    std::shared_ptr<const Interconnect> links);
+std::unique_ptr<mlir::Pass>
+createCombineCollectivesPass(const CombineCollectivesPassOptions &options,
+                             std::shared_ptr<const Interconnect> links);
+
 } // namespace partita
 
 #endif // PARTITA_TRANSFORMS_PASSES_H

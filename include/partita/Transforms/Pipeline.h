@@ -8,9 +8,12 @@
 #ifndef PARTITA_TRANSFORMS_PIPELINE_H
 #define PARTITA_TRANSFORMS_PIPELINE_H
 
+#include "partita/Sharding/Status.h"
+
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -19,6 +22,8 @@ class OpPassManager;
 } // namespace mlir
 
 namespace partita {
+
+struct Interconnect;
 
 /// Where the pipeline stops.
 enum class Stage {
@@ -55,7 +60,21 @@ struct PipelineOptions {
 #define PARTITA_PIPELINE_OPTION(TYPE, FIELD, DEFAULT, FLAG, HELP)              \
   TYPE FIELD = DEFAULT;
 #include "partita/Transforms/PipelineOptions.def"
+  /// The interconnect spec, parsed once (resolveInterconnect()) and given
+  /// to every pass that costs collectives as a value; unset: the passes
+  /// read `interconnectFile` themselves (partita-opt's textual pipeline),
+  /// or use the default link when it is empty.
+  std::shared_ptr<const Interconnect> interconnect;
 };
+
+/// Parses `options.interconnectFile` into `options.interconnect`, unless
+/// that is set already; the default link when the path is empty. The error
+/// names the file and the field.
+Status resolveInterconnect(PipelineOptions &options);
+
+/// The interconnect of `options`: its parsed value, else the default link
+/// (call resolveInterconnect() first where a path may be given).
+const Interconnect &interconnectOf(const PipelineOptions &options);
 
 /// Adds the passes up to `options.stage` to a module-level pass manager.
 void buildPipeline(mlir::OpPassManager &passes, const PipelineOptions &options);
