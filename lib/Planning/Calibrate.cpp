@@ -102,7 +102,8 @@ Expected<double> secondsPerStep(const Executable &program, int64_t steps) {
                           .count());
     return Status::success();
   };
-  if (Status status = runDevicesStepwise(program, *blocks, run); !status.ok())
+  if (Status status = runDevicesStepwise(program, std::move(*blocks), run);
+      !status.ok())
     return status;
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];

@@ -84,7 +84,8 @@ partita::startTrainData(const TrainRequest &request) {
 namespace {
 
 /// The run's first lines: what trains where, and what each device holds.
-void printTrainHeader(const TrainRequest &request, const Executable &program) {
+void printTrainHeader(const TrainRequest &request, const Executable &program,
+                      const RunMemory &memory) {
   const PipelineOptions &options = request.options;
   llvm::outs() << "training " << request.config.model << " on "
                << request.devices << " (mesh " << request.mesh.toString()
@@ -107,6 +108,8 @@ void printTrainHeader(const TrainRequest &request, const Executable &program) {
   llvm::outs() << "held per device between steps: param " << held["param"]
                << ", grad " << held["grad"] << ", opt_state "
                << held["opt_state"] << " bytes\n";
+  llvm::outs() << "predicted peak resident memory " << memory.describe()
+               << "\n";
 }
 
 } // namespace
@@ -119,7 +122,9 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   // The devices are threads of this process: a step that cannot fit is
   // refused before anything is allocated (the kernel's OOM killer ended a
   // GPT-2-sized run at 21.9 GB).
-  if (Status status = checkRunMemory(*program, "training"); !status.ok())
+  RunMemory memory = runMemory(*program, RunKind::Train);
+  if (Status status = checkRunMemory(*program, RunKind::Train, "training");
+      !status.ok())
     return status;
   // Inputs: parameters initialised, state zero, data per step.
   Expected<TrainStepLayout> layout = trainStepLayout(*program);
@@ -133,7 +138,7 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   if (!source)
     return source.status();
 
-  printTrainHeader(request, *program);
+  printTrainHeader(request, *program, memory);
   bool tty = isatty(STDOUT_FILENO);
   ProgressPrinter progress(request, tty);
   TrainLoopOptions loop;
@@ -237,5 +242,7 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   }
   if (!writeLosses(request, progress, evaluator.get()))
     return Status::error("");
+  llvm::outs() << "peak resident memory " << formatGiB(peakResidentBytes())
+               << " (predicted " << formatGiB(memory.peak()) << ")\n";
   return Status::success();
 }

@@ -122,7 +122,11 @@ TEST_CASE("a stepwise run keeps values on the devices between steps",
     seen.push_back(outputs[1][0].element<float>(1)); // z[3] on device 1
     return Status::success();
   };
-  REQUIRE(runDevicesStepwise(program, *blocks, run).ok());
+  std::vector<std::vector<HostArray>> again = *blocks;
+  REQUIRE(runDevicesStepwise(program, std::move(*blocks), run).ok());
+  // Each device's blocks are let go once uploaded.
+  for (const std::vector<HostArray> &device : *blocks)
+    CHECK(device.empty());
   // x: 4 -> -4 -> 4 -> -4; z = y + 10 * step.
   CHECK(seen == std::vector<float>{-4, 14, 16});
   REQUIRE(run.finalInputs.size() == 2);
@@ -135,7 +139,7 @@ TEST_CASE("a stepwise run keeps values on the devices between steps",
     ++stepsRun;
     return step == 1 ? Status::error("stop here") : Status::success();
   };
-  Status stopped = runDevicesStepwise(program, *blocks, run);
+  Status stopped = runDevicesStepwise(program, std::move(again), run);
   CHECK(!stopped.ok());
   CHECK(stopped.message() == "stop here");
   CHECK(stepsRun == 2);

@@ -52,10 +52,16 @@ public:
     std::free(block);
   }
 
-  ~BlockCache() {
+  /// Frees every kept block.
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex);
     for (auto &[bytes, block] : blocks)
       std::free(block);
+    blocks.clear();
+    cached = 0;
   }
+
+  ~BlockCache() { clear(); }
 
 private:
   static constexpr int64_t kCachedBytes = int64_t(1) << 30;
@@ -138,3 +144,5 @@ private:
 std::unique_ptr<Backend> partita::createCpuBackend() {
   return std::make_unique<CpuBackend>();
 }
+
+void partita::releaseCachedCpuBlocks() { BlockCache::get().clear(); }

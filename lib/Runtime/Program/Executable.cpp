@@ -643,8 +643,7 @@ driveSteps(StepwiseRun &run, StepGate &gate, int64_t devices,
 
 Status partita::runDevicesStepwise(
     const Executable &program,
-    const std::vector<std::vector<HostArray>> &inputsByDevice,
-    StepwiseRun &run) {
+    std::vector<std::vector<HostArray>> &&inputsByDevice, StepwiseRun &run) {
   int64_t devices = program.mesh.numDevices();
   if (static_cast<int64_t>(inputsByDevice.size()) != devices)
     return Status::error("stepwise run: inputs for " +
@@ -667,11 +666,14 @@ Status partita::runDevicesStepwise(
                                      static_cast<int64_t>(into.bytes.size()));
   };
 
+  // One device at a time downloads its final values and frees its memory.
+  std::mutex releasing;
   std::vector<std::thread> threads;
   for (int64_t d = 0; d < devices; ++d)
     threads.emplace_back([&, d] {
       std::unique_ptr<Backend> backend = createCpuBackend();
-      DeviceMemory memory(program, *backend);
+      auto held = std::make_unique<DeviceMemory>(program, *backend);
+      DeviceMemory &memory = *held;
       Status &status = statuses[d];
       auto fail = [&](Status failure) {
         if (status.ok()) {
@@ -682,7 +684,7 @@ Status partita::runDevicesStepwise(
       };
       if (!memory.status.ok())
         fail(memory.status);
-      const std::vector<HostArray> &inputs = inputsByDevice[d];
+      std::vector<HostArray> &inputs = inputsByDevice[d];
       for (size_t i = 0; status.ok() && i < program.inputs.size(); ++i) {
         const TensorType &slot = program.slots[program.inputs[i].slot];
         if (i >= inputs.size() || inputs[i].dtype != slot.dtype ||
@@ -696,6 +698,7 @@ Status partita::runDevicesStepwise(
                  !copied.ok())
           fail(copied);
       }
+      std::vector<HostArray>().swap(inputs);
       gate.add(&StepGate::ready);
       for (int64_t step = 0;; ++step) {
         {
@@ -754,6 +757,7 @@ Status partita::runDevicesStepwise(
             fail(read);
         gate.add(&StepGate::reported);
       }
+      std::lock_guard<std::mutex> turn(releasing);
       run.finalInputs[d].assign(run.readAtEnd.size(), HostArray());
       for (size_t k = 0; status.ok() && k < run.readAtEnd.size(); ++k)
         if (Status read = download(memory,
@@ -761,6 +765,8 @@ Status partita::runDevicesStepwise(
                                    run.finalInputs[d][k]);
             !read.ok())
           fail(read);
+      held.reset();
+      releaseCachedCpuBlocks();
     });
 
   Status result =

@@ -86,36 +86,96 @@ std::string partita::formatGiB(double bytes) {
   return text;
 }
 
-RunMemory partita::runMemory(const Executable &program) {
+int64_t partita::residentBytes() {
+  return std::max<int64_t>(0, procKiloBytes("/proc/self/status", "VmRSS:"));
+}
+
+int64_t partita::peakResidentBytes() {
+  return std::max<int64_t>(0, procKiloBytes("/proc/self/status", "VmHWM:"));
+}
+
+namespace {
+
+/// Bytes of `value` whole (its global shape) and of its block on a device.
+std::pair<double, double> wholeAndBlock(const Executable &program,
+                                        const ExecutableValue &value) {
+  const TensorType &local = program.slots[value.slot];
+  double elements = 1;
+  for (int64_t size : value.globalShape)
+    elements *= static_cast<double>(size);
+  double perElement =
+      local.numElements() > 0
+          ? static_cast<double>(local.bytes()) / local.numElements()
+          : 0;
+  return {elements * perElement, static_cast<double>(local.bytes())};
+}
+
+} // namespace
+
+double RunMemory::running() const {
+  double buffers = perDevice * static_cast<double>(devices);
+  if (kind == RunKind::Train)
+    // The devices' buffers, and one device's kept values downloaded at
+    // the end beside them.
+    return process + buffers +
+           inputBlocks / std::max<double>(1, static_cast<double>(devices));
+  return process + hostInputs + inputBlocks + buffers + outputBlocks;
+}
+
+double RunMemory::assembling() const {
+  if (kind == RunKind::Train)
+    // Every device's kept values, assembled whole again.
+    return process + inputBlocks + hostInputs;
+  return process + hostInputs + inputBlocks + outputBlocks + hostOutputs;
+}
+
+double RunMemory::peak() const {
+  return std::max({making(), running(), assembling()});
+}
+
+std::string RunMemory::describe() const {
+  std::string text = formatGiB(peak()) + ": " + std::to_string(devices) +
+                     (devices == 1 ? " device x " : " devices x ") +
+                     formatGiB(perDevice) + " of buffers (the plan), inputs " +
+                     formatGiB(hostInputs) + " whole and " +
+                     formatGiB(inputBlocks) + " in blocks";
+  if (kind == RunKind::Run)
+    text += ", outputs " + formatGiB(outputBlocks) + " in blocks and " +
+            formatGiB(hostOutputs) + " whole";
+  return text + ", this process " + formatGiB(process);
+}
+
+RunMemory partita::runMemory(const Executable &program, RunKind kind) {
   RunMemory memory;
+  memory.kind = kind;
   memory.devices = program.mesh.numDevices();
   memory.perDevice = static_cast<double>(program.allocatedBytes());
+  memory.process = static_cast<double>(residentBytes());
+  auto devices = static_cast<double>(memory.devices);
   for (const ExecutableValue &input : program.inputs) {
-    const TensorType &local = program.slots[input.slot];
-    double elements = 1;
-    for (int64_t size : input.globalShape)
-      elements *= static_cast<double>(size);
-    double perElement =
-        local.numElements() > 0
-            ? static_cast<double>(local.bytes()) / local.numElements()
-            : 0;
-    memory.hostInputs += elements * perElement;
+    auto [whole, block] = wholeAndBlock(program, input);
+    memory.hostInputs += whole;
+    memory.inputBlocks += block * devices;
+  }
+  for (const ExecutableValue &output : program.outputs) {
+    auto [whole, block] = wholeAndBlock(program, output);
+    memory.hostOutputs += whole;
+    memory.outputBlocks += block * devices;
   }
   return memory;
 }
 
-Status partita::checkRunMemory(const Executable &program,
+Status partita::checkRunMemory(const Executable &program, RunKind kind,
                                const std::string &what) {
-  RunMemory memory = runMemory(program);
+  RunMemory memory = runMemory(program, kind);
   int64_t left = allocatableBytes();
-  if (left < 0 || memory.total() <= static_cast<double>(left))
+  // What the process holds now is not still to allocate.
+  double needed = memory.peak() - memory.process;
+  if (left < 0 || needed <= static_cast<double>(left))
     return Status::success();
   return Status::error(
-      what + " needs at least " + formatGiB(memory.total()) +
-      " of memory: " + formatGiB(memory.perDevice) +
-      " per device (the plan) on " + std::to_string(memory.devices) +
-      " devices, and " + formatGiB(memory.hostInputs) +
-      " of inputs held whole on the host; this process can allocate " +
+      what + " needs " + formatGiB(needed) + " more memory (peak " +
+      memory.describe() + "); this process can allocate " +
       formatGiB(static_cast<double>(left)) +
       " (the least of the available memory, ulimit -v and the cgroup's "
       "limit): use fewer devices, a smaller model or batch, or a machine "

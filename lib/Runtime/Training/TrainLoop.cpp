@@ -118,6 +118,11 @@ Status trainOnCpuDevices(
       deviceInputBlocks(program, inputs);
   if (!blocks)
     return blocks.status();
+  // The values kept on the devices live there until the run ends (then
+  // they are downloaded and assembled again): their whole arrays are not
+  // held beside the devices' blocks.
+  for (size_t k : kept)
+    std::vector<uint8_t>().swap(inputs[k].bytes);
 
   StepwiseRun run;
   run.steps = steps - first;
@@ -228,7 +233,7 @@ Status trainOnCpuDevices(
     }
     return Status::success();
   };
-  Status status = runDevicesStepwise(program, *blocks, run);
+  Status status = runDevicesStepwise(program, std::move(*blocks), run);
   if (options.timelines && status.ok())
     *options.timelines = std::move(run.timelines);
   // The kept values as the devices hold them, however the run ended (after

@@ -65,6 +65,13 @@ public:
 /// The CPU backend: host memory, the kernels of lib/Runtime/CPU.
 std::unique_ptr<Backend> createCpuBackend();
 
+/// Frees the blocks CPU backends released and keep for the next backend
+/// of the same size (up to 1 GiB: a loop that makes a backend per step
+/// would otherwise fault its memory in anew each time). A run that holds
+/// its devices' memory to the end frees it with this as it lets go, so
+/// what it downloads then is not held beside memory no one will reuse.
+void releaseCachedCpuBlocks();
+
 } // namespace partita
 
 #endif // PARTITA_RUNTIME_BACKEND_H

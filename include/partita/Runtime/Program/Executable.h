@@ -264,13 +264,16 @@ struct StepwiseRun {
 };
 
 /// Runs `run` on every device of `program`'s mesh (CPU backends, the
-/// in-process communicator); `inputsByDevice` as runDevicesAsThreads's. The
-/// first failure — a device's, or a callback's — stops the run and is
-/// returned.
-Status runDevicesStepwise(
-    const Executable &program,
-    const std::vector<std::vector<HostArray>> &inputsByDevice,
-    StepwiseRun &run);
+/// in-process communicator); `inputsByDevice` as runDevicesAsThreads's,
+/// each device's blocks released once on the device (the devices share
+/// the host's memory: held beside the device's copy they would double the
+/// state). When the run ends the devices download their `readAtEnd`
+/// inputs and free their memory one at a time, so the downloads never sit
+/// beside every device's buffers. The first failure — a device's, or a
+/// callback's — stops the run and is returned.
+Status runDevicesStepwise(const Executable &program,
+                          std::vector<std::vector<HostArray>> &&inputsByDevice,
+                          StepwiseRun &run);
 
 /// The global outputs from every device's output blocks (indexed by device
 /// id): replicas must agree bit for bit, partial sums are summed.

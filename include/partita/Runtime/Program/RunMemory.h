@@ -1,9 +1,10 @@
 //===- RunMemory.h - Refusing a run that cannot fit, before it starts -*- C++
 //-*-===//
 //
-// A run on N emulated devices holds, at least, what the plan gives each
-// device (the Executable's buffers) N times, and its inputs as whole
-// arrays on the host while they are made and cut into blocks. When that is
+// A run on N emulated devices holds what the plan gives each device (the
+// Executable's buffers) N times, and on the host its inputs and outputs,
+// whole and in blocks, as the kind of run keeps them. The sum at its
+// largest is the process's predicted peak resident memory; when it is
 // more than the process can allocate the run is refused before anything
 // is allocated, with the figures, instead of being killed by the kernel
 // part-way (docs/Robustness.md, "Memory, up front").
@@ -29,19 +30,53 @@ int64_t allocatableBytes();
 /// "1.50 GiB".
 std::string formatGiB(double bytes);
 
-/// What a run of `program` on its mesh's devices in this process holds by
-/// the plan: every device's buffers, and the inputs whole on the host.
-struct RunMemory {
-  int64_t devices = 0;
-  double perDevice = 0;  // the Executable's buffers on one device
-  double hostInputs = 0; // the inputs as whole arrays
-  double total() const { return perDevice * devices + hostInputs; }
+/// How the run holds its values on the host (docs/Robustness.md, "Memory,
+/// up front").
+enum class RunKind {
+  /// partita run, partita-exec run: the inputs whole and in blocks for the
+  /// whole run, every device's output blocks, then the outputs whole.
+  Run,
+  /// partita train: each device's input blocks let go once on the device,
+  /// the values kept on the devices not held whole meanwhile, and at the
+  /// end one device at a time downloading them.
+  Train,
 };
-RunMemory runMemory(const Executable &program);
 
-/// An error naming the figures when runMemory(program) is more than the
-/// process can allocate; `what` names the run ("training", "the run").
-Status checkRunMemory(const Executable &program, const std::string &what);
+/// What a run of `program` on its mesh's devices in this process holds by
+/// the plan, item by item, and its predicted peak resident memory.
+struct RunMemory {
+  RunKind kind = RunKind::Run;
+  int64_t devices = 0;
+  double perDevice = 0;    // the Executable's buffers on one device
+  double hostInputs = 0;   // the inputs as whole arrays
+  double inputBlocks = 0;  // every device's blocks of the inputs
+  double outputBlocks = 0; // every device's blocks of the outputs
+  double hostOutputs = 0;  // the outputs as whole arrays
+  double process = 0;      // what the process held when it was measured
+  /// While the inputs are made and cut into blocks.
+  double making() const { return process + hostInputs + inputBlocks; }
+  /// While the devices run (and download their outputs).
+  double running() const;
+  /// While the outputs are assembled (the devices' buffers freed).
+  double assembling() const;
+  /// The largest of the three: the process's predicted peak.
+  double peak() const;
+  /// "9.12 GiB: 8 devices x 1.36 GiB buffers, ..." with the items that
+  /// matter at the peak.
+  std::string describe() const;
+};
+RunMemory runMemory(const Executable &program, RunKind kind);
+
+/// This process's resident memory now (VmRSS) and at its largest so far
+/// (VmHWM), in bytes; 0 when unknown.
+int64_t residentBytes();
+int64_t peakResidentBytes();
+
+/// An error naming the figures when runMemory(program, kind)'s peak is
+/// more than the process can allocate; `what` names the run ("training",
+/// "the run").
+Status checkRunMemory(const Executable &program, RunKind kind,
+                      const std::string &what);
 
 } // namespace partita
 
