@@ -2,7 +2,8 @@
 
 The model `partita gen gpt` writes (learned positions, LayerNorm, GELU MLP,
 multi-head attention, untied LM head, softmax cross-entropy, one-hot token
-embedding) with an AdamW step, and for each strategy (dp, fsdp, tp, dp+tp)
+embedding) with an AdamW step, and for each strategy (dp, fsdp, tp, dp+tp,
+fsdp+tp)
 the Megatron-style shardings Partita's rules presets give, on a
 (data=2, model=4) mesh.
 """
@@ -22,8 +23,8 @@ def parameter_layouts(config, rules):
     """{name: (shape, PartitionSpec axes)} for every parameter."""
     D, H, S, V = config["d_model"], config["heads"], config["seq"], config["vocab"]
     K, F = D // H, config["mlp_ratio"] * D
-    tp = rules in ("tp", "dp+tp")
-    fsdp = rules == "fsdp"
+    tp = rules in ("tp", "dp+tp", "fsdp+tp")
+    fsdp = rules in ("fsdp", "fsdp+tp")
     model = "model" if tp else None
     embed = "data" if fsdp else None
     shapes = {"wte": ((V, D), (model, embed)), "wpe": ((S, D), (None, embed)),
@@ -53,7 +54,7 @@ def train_step(config, rules, mesh):
     c = config
     D, H, S, V = c["d_model"], c["heads"], c["seq"], c["vocab"]
     K = D // H
-    dp = rules in ("dp", "fsdp", "dp+tp")
+    dp = rules in ("dp", "fsdp", "dp+tp", "fsdp+tp")
 
     def spec(*axes):
         return NamedSharding(mesh, P(*axes))

@@ -124,4 +124,40 @@ print(f"GPT forward: {tokens_per_s:,.0f} tokens/s, {achieved / 1e12:.1f} TFLOP/s
       f"MFU {achieved / 989e12:.3f} of 989 TFLOP/s"
       + (f", {achieved / (cublas * 1e12):.3f} of the measured cuBLAS rate {cublas:.1f} TFLOP/s" if cublas else ""))
 PY
+log "== GPT-2 small train step (12 layers, D 768, vocab 50,257, seq 1024, batch 8, AdamW f32), cuda:1, beside JAX on the same GPU"
+build-gpu/bin/partita-exec run "$INPUTS/gpt2-train.exe" --devices cuda:1 \
+  --seed 1 --repeat 5 > "$OUT/gpt2.txt" 2>&1 || { tail -20 "$OUT/gpt2.txt"; exit 1; }
+{ grep -E "step: median|memory: peak" "$OUT/gpt2.txt" || true; } | tee -a "$OUT/figures.txt"
+# JAX's step, the same model and AdamW (vocab padded to 50,304: JAX does
+# not shard or pad a dimension that does not divide), on a 1x1 mesh.
+jax_status=0
+python3 bench/scale.py --jax-child \
+  layers=12,d_model=768,heads=12,seq=1024,batch=8,vocab=50304,mlp_ratio=4 \
+  dp 6 1x1 > "$OUT/gpt2-jax.txt" 2>&1 || jax_status=$?
+[ "$jax_status" = 0 ] || { log "JAX step failed ($jax_status)"; tail -5 "$OUT/gpt2-jax.txt"; }
+python3 - "$OUT/gpt2.txt" "$OUT/gpt2-jax.txt" "$INPUTS/gpt2-train.json" <<'PY' | tee -a "$OUT/figures.txt"
+import json, re, sys
+report = json.load(open(sys.argv[3]))
+ours, theirs = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+step_ms = float(re.search(r"step: median ([0-9.]+)", ours).group(1))
+peak = int(re.search(r"memory: peak (\d+) bytes per device measured \(buffer plan arena (\d+)", ours).group(1))
+arena = int(re.search(r"buffer plan arena (\d+)", ours).group(1))
+predicted = report["memory"]["peak_bytes_per_device"]
+tokens = 8 * 1024
+# Model FLOPs per token: 6 N (N: the layers' and the LM head's matmul
+# weights) plus attention's 12 L S D, over 989 TFLOP/s dense (bf16; the
+# step is f32 on TF32 tensor cores at best, so the figure is a floor).
+n = 12 * 12 * 768**2 + 768 * 50257
+flops = (6 * n + 12 * 12 * 1024 * 768) * tokens
+ours_tps = tokens / (step_ms / 1e3)
+print(f"GPT-2 small step on cuda:1: Partita {ours_tps:,.0f} tokens/s, MFU {flops / (step_ms / 1e3) / 989e12:.3f}; "
+      f"memory {peak / 2**30:.2f} GiB measured, plan {arena / 2**30:.2f} GiB (arena), report's peak {predicted / 2**30:.2f} GiB "
+      f"(measured/report {peak / predicted:.3f})")
+found = re.search(r"tokens_per_s ([0-9.e+]+)", theirs)
+if found:
+    jax_tps = float(found.group(1))
+    jax_peak = re.search(r"device_peak_bytes (\d+)", theirs)
+    print(f"JAX on the same GPU: {jax_tps:,.0f} tokens/s (Partita {ours_tps / jax_tps:.2f}x)"
+          + (f", peak {int(jax_peak.group(1)) / 2**30:.2f} GiB (Partita {peak / int(jax_peak.group(1)):.2f}x)" if jax_peak else ""))
+PY
 log "== gpu-check passed in $(( $(date +%s) - started )) s"

@@ -55,4 +55,12 @@ done
   -o "$OUT/gpt-large.mlir"
 "$BIN/partita" compile "$OUT/gpt-large.mlir" --stage executable \
   -o "$OUT/gpt-large.exe"
+# GPT-2 small's train step (12 layers, D 768, 12 heads, vocab 50,257, seq
+# 1024, batch 8; AdamW, f32) on one GPU: timed there beside JAX's same step
+# on the same GPU (bench/scale.py --jax-child); its report's planned peak
+# per device is the memory prediction.
+"$BIN/partita" gen gpt --mesh data=1 --layers 12 --d-model 768 --heads 12 \
+  --seq 1024 --batch 8 --vocab 50257 -o "$OUT/gpt2.mlir"
+"$BIN/partita" compile "$OUT/gpt2.mlir" --train --stage executable \
+  -o "$OUT/gpt2-train.exe" --report "$OUT/gpt2-train.json"
 du -sh "$OUT"
