@@ -67,19 +67,29 @@ def train_step(config, rules, mesh):
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
         return (x - mu) * jax.lax.rsqrt(var + 1e-5) * s + b
 
+    mask = jnp.tril(jnp.ones((S, S), bool))
+
+    def block(x, lp):
+        a = norm(x, lp["n1s"], lp["n1b"])
+        q = jnp.einsum("bsd,dhk->bshk", a, lp["wq"]) / np.sqrt(K)
+        k_ = jnp.einsum("bsd,dhk->bshk", a, lp["wk"])
+        v = jnp.einsum("bsd,dhk->bshk", a, lp["wv"])
+        scores = jnp.where(mask, jnp.einsum("bshk,bthk->bhst", q, k_), -1e9)
+        ctx = jnp.einsum("bhst,bthk->bshk", jax.nn.softmax(scores, -1), v)
+        x = x + jnp.einsum("bshk,hkd->bsd", ctx, lp["wo"])
+        m = norm(x, lp["n2s"], lp["n2b"])
+        return x + jax.nn.gelu(m @ lp["w1"], approximate=True) @ lp["w2"]
+
+    # config["remat"]: each layer recomputed in the backward pass
+    # (jax.checkpoint), as `partita train --remat per-layer` does.
+    layer = jax.checkpoint(block) if c.get("remat") else block
+
     def loss_fn(p, tokens, targets):
         x = jax.nn.one_hot(tokens, V) @ p["wte"] + p["wpe"]
-        mask = jnp.tril(jnp.ones((S, S), bool))
         for l in range(c["layers"]):
-            a = norm(x, p[f"{l}.n1s"], p[f"{l}.n1b"])
-            q = jnp.einsum("bsd,dhk->bshk", a, p[f"{l}.wq"]) / np.sqrt(K)
-            k_ = jnp.einsum("bsd,dhk->bshk", a, p[f"{l}.wk"])
-            v = jnp.einsum("bsd,dhk->bshk", a, p[f"{l}.wv"])
-            scores = jnp.where(mask, jnp.einsum("bshk,bthk->bhst", q, k_), -1e9)
-            ctx = jnp.einsum("bhst,bthk->bshk", jax.nn.softmax(scores, -1), v)
-            x = x + jnp.einsum("bshk,hkd->bsd", ctx, p[f"{l}.wo"])
-            m = norm(x, p[f"{l}.n2s"], p[f"{l}.n2b"])
-            x = x + jax.nn.gelu(m @ p[f"{l}.w1"], approximate=True) @ p[f"{l}.w2"]
+            x = layer(x, {k: p[f"{l}.{k}"] for k in
+                          ("n1s", "n1b", "wq", "wk", "wv", "wo", "n2s",
+                           "n2b", "w1", "w2")})
         logits = norm(x, p["final_scale"], p["final_bias"]) @ p["head"]
         logp = jax.nn.log_softmax(logits, -1)
         return -jnp.take_along_axis(logp, targets[..., None], -1).mean()

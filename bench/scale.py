@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Real sizes: `partita train` beside JAX at GPT-2's shapes on cpu:8.
 
-For each row (a shape and a layout on a data=2, model=4 mesh of 8 emulated
-CPU devices), in the same run and one after the other: `partita train`
+For each row (a shape and a layout on 8 emulated CPU devices: fsdp on
+data=8, the tensor-parallel layouts on data=2, model=4), in the same run
+and one after the other: `partita train`
 and JAX's train step (bench/jax_gpt.py: the same GPT, AdamW and
 shardings, jax.jit with NamedShardings under
 --xla_force_host_platform_device_count=8), each in its own process, a few
@@ -45,8 +46,15 @@ SHAPES = {
                         vocab=50257, mlp_ratio=4),
 }
 JAX_VOCAB = 50304
+# (data, model) per layout: FSDP over all 8 devices (on data=2,model=4 it
+# shards over 2 and replicates the work 4 times: neither fits in 24 GiB);
+# the tensor-parallel layouts on data=2, model=4.
+MESHES = {"fsdp": (8, 1), "dp": (8, 1)}
+DEFAULT_MESH = (2, 4)
+# "+remat": each layer recomputed in the backward pass, in both
+# (`--remat per-layer`; jax.checkpoint per layer).
 ROWS = ["gpt2-small/dp+tp", "gpt2-small/fsdp", "gpt2-small/fsdp+tp",
-        "gpt2-medium/fsdp", "gpt2-medium/fsdp+tp"]
+        "gpt2-medium/fsdp", "gpt2-medium/fsdp+remat", "gpt2-medium/fsdp+tp"]
 BEGIN = "<!-- scale: begin -->"
 END = "<!-- scale: end -->"
 
@@ -63,9 +71,12 @@ def run_measured(command, env=None):
 
 
 def partita_row(partita, shape, rules, steps):
+    rules, remat = rules.split("+remat")[0], rules.endswith("+remat")
+    data, model = MESHES.get(rules, DEFAULT_MESH)
+    mesh = f"data={data}" + (f",model={model}" if model > 1 else "")
     with tempfile.TemporaryDirectory() as outdir:
         command = [partita, "train", "--model", "gpt", "--devices", "cpu:8",
-                   "--mesh", "data=2,model=4", "--rules", rules,
+                   "--mesh", mesh, "--rules", rules,
                    "--steps", str(steps), "--output", outdir, "--lr", "1e-3",
                    "--layers", str(shape["layers"]),
                    "--d-model", str(shape["d_model"]),
@@ -73,6 +84,8 @@ def partita_row(partita, shape, rules, steps):
                    "--batch", str(shape["batch"]),
                    "--vocab", str(shape["vocab"]),
                    "--mlp-ratio", str(shape["mlp_ratio"])]
+        if remat:
+            command += ["--remat", "per-layer"]
         code, text, rss = run_measured(command)
         if code != 0:
             return dict(error=f"exit {code}: {text.strip().splitlines()[-1:]}",
@@ -137,10 +150,12 @@ def jax_child(config, rules, steps, mesh_shape=(2, 4)):
 
 
 def jax_row(python, shape, rules, steps):
-    config = dict(shape, vocab=JAX_VOCAB)
+    rules, remat = rules.split("+remat")[0], rules.endswith("+remat")
+    config = dict(shape, vocab=JAX_VOCAB, remat=int(remat))
+    data, model = MESHES.get(rules, DEFAULT_MESH)
     command = [python, os.path.abspath(__file__), "--jax-child",
                ",".join(f"{k}={v}" for k, v in config.items()), rules,
-               str(steps)]
+               str(steps), f"{data}x{model}"]
     code, text, rss = run_measured(command)
     found = re.search(r"tokens_per_s ([0-9.e+]+)", text)
     if code != 0 or not found:
@@ -193,10 +208,13 @@ def main():
     for row in options.rows.split(","):
         name, rules = row.split("/")
         shape = SHAPES[name]
+        layout = rules.split("+remat")[0]
         ours = partita_row(options.partita, shape, rules, options.steps)
         theirs = (jax_row(python, shape, rules, options.steps) if python
                   else dict(error="no JAX", rss=0))
-        cells = [f"`{row}`"]
+        data, model = MESHES.get(layout, DEFAULT_MESH)
+        cells = [f"`{row}` (data={data}" + (f", model={model})" if model > 1
+                                             else ")")]
         if "error" in ours:
             cells += [f"failed ({ours['error']})"]
         else:

@@ -199,7 +199,8 @@ Status LocalRun::prepare(const Executable &program,
   // CPU devices live in this process: a run that cannot fit is refused
   // before its inputs are made.
   if (!devices.isCuda())
-    if (Status status = checkRunMemory(program, RunKind::Run, "the run");
+    if (Status status =
+            checkRunMemory(runMemory(program, RunKind::Run), "the run");
         !status)
       return status;
   Expected<std::vector<HostArray>> given =

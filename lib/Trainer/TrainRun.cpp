@@ -122,9 +122,13 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   // The devices are threads of this process: a step that cannot fit is
   // refused before anything is allocated (the kernel's OOM killer ended a
   // GPT-2-sized run at 21.9 GB).
+  // The final values are not downloaded (checkpoints and evaluation take
+  // snapshots, every device's at once, during the run).
   RunMemory memory = runMemory(*program, RunKind::Train);
-  if (Status status = checkRunMemory(*program, RunKind::Train, "training");
-      !status.ok())
+  memory.finalDownload = false;
+  memory.snapshots =
+      !request.checkpoints.directory.empty() || request.eval.every > 0;
+  if (Status status = checkRunMemory(memory, "training"); !status.ok())
     return status;
   // Inputs: parameters initialised, state zero, data per step.
   Expected<TrainStepLayout> layout = trainStepLayout(*program);
@@ -200,6 +204,7 @@ Status partita::trainOnCpu(const TrainRequest &request) {
     };
   }
   std::vector<DeviceTimeline> timelines;
+  loop.finalValues = false;
   loop.traceStep = request.steps - 1;
   loop.timelines = &timelines;
   Status status = Status::success();

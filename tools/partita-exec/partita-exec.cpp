@@ -678,7 +678,8 @@ Status runHere(const Arguments &args, const RunRequest &request) {
     return program.status();
   // CPU devices are threads here: a run that cannot fit is refused first.
   if (!request.devices || !request.devices->isCuda())
-    if (Status status = checkRunMemory(*program, RunKind::Run, "the run");
+    if (Status status =
+            checkRunMemory(runMemory(*program, RunKind::Run), "the run");
         !status)
       return status;
   Expected<std::vector<HostArray>> inputs =

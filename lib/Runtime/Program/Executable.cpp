@@ -758,8 +758,10 @@ Status partita::runDevicesStepwise(
         gate.add(&StepGate::reported);
       }
       std::lock_guard<std::mutex> turn(releasing);
-      run.finalInputs[d].assign(run.readAtEnd.size(), HostArray());
-      for (size_t k = 0; status.ok() && k < run.readAtEnd.size(); ++k)
+      run.finalInputs[d].assign(run.downloadAtEnd ? run.readAtEnd.size() : 0,
+                                HostArray());
+      for (size_t k = 0;
+           status.ok() && run.downloadAtEnd && k < run.readAtEnd.size(); ++k)
         if (Status read = download(memory,
                                    program.inputs[run.readAtEnd[k]].slot,
                                    run.finalInputs[d][k]);

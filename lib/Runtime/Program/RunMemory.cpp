@@ -114,11 +114,14 @@ std::pair<double, double> wholeAndBlock(const Executable &program,
 
 double RunMemory::running() const {
   double buffers = perDevice * static_cast<double>(devices);
-  if (kind == RunKind::Train)
-    // The devices' buffers, and one device's kept values downloaded at
-    // the end beside them.
-    return process + buffers +
-           inputBlocks / std::max<double>(1, static_cast<double>(devices));
+  if (kind == RunKind::Train) {
+    // The devices' buffers, and beside them every device's kept values
+    // (a snapshot) or one device's (the end's download), if asked for.
+    double beside = snapshots       ? inputBlocks
+                    : finalDownload ? inputBlocks / std::max<double>(1, devices)
+                                    : 0;
+    return process + buffers + beside;
+  }
   return process + hostInputs + inputBlocks + buffers + outputBlocks;
 }
 
@@ -165,9 +168,8 @@ RunMemory partita::runMemory(const Executable &program, RunKind kind) {
   return memory;
 }
 
-Status partita::checkRunMemory(const Executable &program, RunKind kind,
+Status partita::checkRunMemory(const RunMemory &memory,
                                const std::string &what) {
-  RunMemory memory = runMemory(program, kind);
   int64_t left = allocatableBytes();
   // What the process holds now is not still to allocate.
   double needed = memory.peak() - memory.process;

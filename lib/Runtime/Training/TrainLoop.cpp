@@ -146,6 +146,9 @@ Status trainOnCpuDevices(
     run.readAtEnd.push_back(k);
     keptValues.push_back(program.inputs[k]);
   }
+  // readAtEnd also names what snapshots download; the end's download is
+  // skipped when not wanted.
+  run.downloadAtEnd = options.finalValues;
   Executable keptView = outputsView(program, keptValues);
 
   std::chrono::steady_clock::time_point begin;

@@ -253,6 +253,9 @@ struct StepwiseRun {
   /// ends once the devices are up: `finalInputs[d][k]` is readAtEnd[k]'s.
   std::vector<size_t> readAtEnd;
   std::vector<std::vector<HostArray>> finalInputs;
+  /// Whether the `readAtEnd` inputs are downloaded when the run ends (else
+  /// only into snapshots).
+  bool downloadAtEnd = true;
   /// Steps after which every device also downloads the `readAtEnd` inputs
   /// into `snapshots[d]` before `after` runs (checkpoints). Called on the
   /// device threads: a pure function of the step.

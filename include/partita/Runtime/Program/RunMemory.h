@@ -37,8 +37,9 @@ enum class RunKind {
   /// whole run, every device's output blocks, then the outputs whole.
   Run,
   /// partita train: each device's input blocks let go once on the device,
-  /// the values kept on the devices not held whole meanwhile, and at the
-  /// end one device at a time downloading them.
+  /// the values kept on the devices not held whole meanwhile, downloaded
+  /// at the end one device at a time or in snapshots (finalDownload,
+  /// snapshots).
   Train,
 };
 
@@ -53,6 +54,11 @@ struct RunMemory {
   double outputBlocks = 0; // every device's blocks of the outputs
   double hostOutputs = 0;  // the outputs as whole arrays
   double process = 0;      // what the process held when it was measured
+  /// Train: whether the values kept on the devices are downloaded at the
+  /// end (one device at a time), and whether snapshots (checkpoints,
+  /// evaluation) download every device's at once during the run.
+  bool finalDownload = true;
+  bool snapshots = false;
   /// While the inputs are made and cut into blocks.
   double making() const { return process + hostInputs + inputBlocks; }
   /// While the devices run (and download their outputs).
@@ -72,11 +78,9 @@ RunMemory runMemory(const Executable &program, RunKind kind);
 int64_t residentBytes();
 int64_t peakResidentBytes();
 
-/// An error naming the figures when runMemory(program, kind)'s peak is
-/// more than the process can allocate; `what` names the run ("training",
-/// "the run").
-Status checkRunMemory(const Executable &program, RunKind kind,
-                      const std::string &what);
+/// An error naming the figures when `memory`'s peak is more than the
+/// process can allocate; `what` names the run ("training", "the run").
+Status checkRunMemory(const RunMemory &memory, const std::string &what);
 
 } // namespace partita
 

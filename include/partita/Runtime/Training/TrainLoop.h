@@ -90,6 +90,10 @@ struct TrainLoopOptions {
   /// per device), or -1.
   int64_t traceStep = -1;
   std::vector<DeviceTimeline> *timelines = nullptr;
+  /// Whether the values kept on the devices come back into `inputs` when
+  /// the loop ends (a caller that has saved what it needs, or needs
+  /// nothing, spares their download beside the devices' memory).
+  bool finalValues = true;
 };
 
 /// Runs steps `0 .. steps-1` of `program` on its mesh's CPU devices
