@@ -278,15 +278,16 @@ int64_t placeRanges(const std::vector<PlanRange> &ranges,
 /// chain making the output (a gradient buffer the step overwrites is not
 /// held through the backward pass's peak: GPT-2 small's dp+tp train step,
 /// 1.461 -> 1.375 GB per device; docs/Runtime.md, "The buffer plan").
-/// Programs with
-/// inlined calls keep one storage per slot (their callee bodies are not in
-/// the caller's liveness).
-void planBuffers(func::FuncOp entry,
-                 const llvm::DenseMap<Value, int32_t> &slots,
-                 const llvm::DenseMap<OpOperand *, int32_t> &yieldCopies,
-                 Executable &program, bool inlinedCalls, bool holes) {
+/// Programs with inlined calls keep one storage per slot (their callee
+/// bodies are not in the caller's liveness). Returns how many holes it
+/// made.
+int64_t planBuffers(func::FuncOp entry,
+                    const llvm::DenseMap<Value, int32_t> &slots,
+                    const llvm::DenseMap<OpOperand *, int32_t> &yieldCopies,
+                    Executable &program, bool inlinedCalls, bool holes) {
+  int64_t holesMade = 0;
   if (inlinedCalls)
-    return;
+    return holesMade;
   BufferLiveness liveness = analyzeLiveness(entry);
   std::vector<PlanRange> ranges;
   std::vector<int32_t> rangeOf(program.slots.size(), -1);
@@ -403,6 +404,7 @@ void planBuffers(func::FuncOp entry,
       if (holes && from.holeBegin < 0 && from.end + 1 < holeEnd) {
         from.holeBegin = from.end;
         from.holeEnd = holeEnd;
+        ++holesMade;
       }
       from.end = std::max(from.end, ranges[to].end);
       from.slots.insert(from.slots.end(), ranges[to].slots.begin(),
@@ -446,6 +448,7 @@ void planBuffers(func::FuncOp entry,
   program.slotOffsets.assign(program.slots.size(), 0);
   for (size_t s = 0; s < program.slots.size(); ++s)
     program.slotOffsets[s] = offsetOf[rangeOf[s]];
+  return holesMade;
 }
 
 } // namespace
@@ -472,7 +475,7 @@ public:
   Status lowerBlock(Block &block, const std::vector<int32_t> *callResults);
   /// The program with its buffer plan; `holes`: a donated input's bytes
   /// are free between its last use and the output that updates it.
-  Executable planned(bool holes);
+  Executable planned(bool holes, int64_t *holesMade = nullptr);
   /// The program with no buffer plan: one storage per slot.
   Executable unplanned() const { return program; }
 
@@ -763,9 +766,12 @@ Status Lowering::lowerTensorOp(Operation &op) {
   return Status::success();
 }
 
-Executable Lowering::planned(bool holes) {
+Executable Lowering::planned(bool holes, int64_t *holesMade) {
   Executable program = this->program;
-  planBuffers(entry, slots, yieldCopies, program, inlinedCalls, holes);
+  int64_t made =
+      planBuffers(entry, slots, yieldCopies, program, inlinedCalls, holes);
+  if (holesMade)
+    *holesMade = made;
   // A collective in place (an all_reduce on its operand's storage) reads
   // and writes one slot's bytes: its wait lists the result only.
   if (!program.slotOffsets.empty())
@@ -804,10 +810,13 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp original,
   if (Status status = lowering.lowerBlock(entry.getBody().front(), nullptr);
       !status.ok())
     return status;
-  Executable program = lowering.planned(/*holes=*/true);
+  int64_t holes = 0;
+  Executable program = lowering.planned(/*holes=*/true, &holes);
   if (!options.fuse)
     return program;
   fuseElementwise(program);
+  if (holes == 0)
+    return program;
   // A buffer placed in a donated input's bytes between its last use and
   // its update can stop the fuser from fusing a chain that reads it (the
   // fused run would write over bytes it still reads): where the plan
