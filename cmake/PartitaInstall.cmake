@@ -17,7 +17,7 @@ install(TARGETS PartitaSharding PartitaRuntime
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS partita partita-opt partita-exec
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The plugins (partita/Runtime/IO/Plugin.h) and the compiler's commands
+# The plugins (partita/Runtime/Plugins/Plugin.h) and the compiler's commands
 # (libpartita-cli.so) go to <prefix>/lib, where the tools in <prefix>/bin
 # look for them, and find CUDA, NCCL, MPI or MLIR where they were found at
 # build time.

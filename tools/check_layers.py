@@ -154,6 +154,25 @@ NOT_TARGETS = {
     "PartitaPasses": "transforms",
     "PartitaConsumer": "tests",
 }
+# The runtime's rooms (docs/Overview.md, "The runtime's rooms"): a file of
+# lib/Runtime/<room> or include/partita/Runtime/<room> may include the
+# headers of its own room and of the rooms of a lower level; rooms of one
+# level (CUDA and Training) do not see each other. A room the table does not
+# know is an error.
+RUNTIME_ROOMS = {
+    "IO": 0,             # host arrays, .npy, JSON, files, sharded arrays
+    "Program": 1,        # the Executable, its instructions and file format
+    "Communication": 2,  # the Communicator, in-process collectives
+    "CPU": 3,            # the reference backend's kernels
+    "Execution": 4,      # the run loop, device blocks, run checks
+    "CUDA": 5,           # the GPU backend and its communicators
+    "Training": 5,       # the training loop, data, checkpoints
+    "Pipeline": 6,       # pipelined steps across stages
+    "MPI": 7,            # processes over MPI (and NCCL's bootstrap)
+    "Plugins": 8,        # the CUDA and MPI plugins and their loading
+}
+RUNTIME_FOLDERS = ("lib/Runtime/", "include/partita/Runtime/")
+
 # Fragments the layer test appends to copies of the tree: each breaks a rule
 # on purpose.
 SKIPPED = ["test/Layers/Inputs"]
@@ -181,6 +200,33 @@ def layer_of_header(header):
                                 header.startswith(prefix)):
             return name
     return None
+
+
+def room_of_path(path):
+    """The runtime room of a file of lib/Runtime or include/partita/Runtime
+    ("" for a file beside the rooms, None outside the runtime)."""
+    for folder in RUNTIME_FOLDERS:
+        if path.startswith(folder):
+            rest = path[len(folder):]
+            return rest.split("/", 1)[0] if "/" in rest else ""
+    return None
+
+
+def check_room(path, number, header, target_path):
+    """An error when runtime file `path` includes (line `number`) a header
+    (`target_path`, relative to the root) of a room it may not use."""
+    room, target = room_of_path(path), room_of_path(target_path)
+    if not room or target is None or target == room:
+        return []
+    for name in (room, target):
+        if name and name not in RUNTIME_ROOMS:
+            return [f"{path}:{number}: error: runtime room '{name}' is not "
+                    "in the room table of tools/check_layers.py"]
+    if target and RUNTIME_ROOMS[target] < RUNTIME_ROOMS[room]:
+        return []
+    return [f"{path}:{number}: error: runtime room '{room}' includes "
+            f"\"{header}\" of room '{target or '(none)'}' (a room uses only "
+            "the rooms below it)"]
 
 
 def files_of(root, folder):
@@ -258,6 +304,9 @@ def check_file(root, path, layer, allowed):
             continue
         quote, header = match.groups()
         if header.startswith("partita/"):
+            if layer == "runtime":
+                errors += check_room(path, number, header,
+                                     "include/" + header)
             target = layer_of_header(header)
             if target is None:
                 errors.append(
@@ -272,6 +321,8 @@ def check_file(root, path, layer, allowed):
             if resolved.startswith("..") or \
                     not os.path.isfile(os.path.join(root, resolved)):
                 continue
+            if layer == "runtime":
+                errors += check_room(path, number, header, resolved)
             target = layer_of_path(resolved)
             if target is None:
                 errors.append(

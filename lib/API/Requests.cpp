@@ -10,7 +10,7 @@
 
 #include "partita/API/Requests.h"
 
-#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Sharding/Mesh.h"
 
 #include "llvm/ADT/StringRef.h"

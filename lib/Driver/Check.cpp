@@ -4,7 +4,7 @@
 
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
-#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"

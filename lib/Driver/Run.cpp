@@ -16,8 +16,8 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Driver/Check.h"
 #include "partita/Driver/Session.h"
-#include "partita/Runtime/CUDA/CudaPlugin.h"
-#include "partita/Runtime/MPI/MpiPlugin.h"
+#include "partita/Runtime/Plugins/CudaPlugin.h"
+#include "partita/Runtime/Plugins/MpiPlugin.h"
 #include "partita/Runtime/Program/ExecutableFile.h"
 #include "partita/Transforms/Interconnect.h"
 

@@ -15,7 +15,7 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Driver/Session.h"
 #include "partita/Planning/StepCost.h"
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -13,8 +13,8 @@
 
 #include "partita/Pipelining/Pipelining.h"
 #include "partita/Planning/PipelineFigures.h"
-#include "partita/Runtime/CUDA/CudaPlugin.h"
 #include "partita/Runtime/Pipeline/PipelineRun.h"
+#include "partita/Runtime/Plugins/CudaPlugin.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"

@@ -11,8 +11,8 @@
 
 #include "partita/Runtime/Program/RunMemory.h"
 
-#include "partita/Runtime/IO/RunSupport.h"
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 
 #include "llvm/Support/FileSystem.h"

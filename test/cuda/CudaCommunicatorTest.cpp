@@ -15,7 +15,7 @@
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/CUDA/CudaBackend.h"
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
-#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 
 #include <cstdio>
 #include <cstring>
@@ -119,7 +119,7 @@ HostArray randomInput(DType dtype, const std::vector<int64_t> &shape,
     if (dtype == DType::F32) {
       std::memcpy(at, &value, 4);
     } else if (dtype == DType::BF16) {
-      uint16_t bits = cpu::floatToBFloat16(value);
+      uint16_t bits = partita::floatToBFloat16(value);
       std::memcpy(at, &bits, 2);
     } else if (dtype == DType::I32) {
       auto v = static_cast<int32_t>(random() % 2001) - 1000;

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/CUDA/CudaBackend.h"
-#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/Program/Fused.h"
 
 #include <cstdio>
@@ -37,7 +37,7 @@ HostArray randomArray(DType dtype, const std::vector<int64_t> &shape,
       break;
     }
     case DType::BF16: {
-      uint16_t v = cpu::floatToBFloat16(static_cast<float>(value));
+      uint16_t v = partita::floatToBFloat16(static_cast<float>(value));
       std::memcpy(at, &v, 2);
       break;
     }

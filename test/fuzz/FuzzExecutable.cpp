@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/Program/ExecutableFile.h"
 
 #include <cstring>

@@ -26,8 +26,8 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/MPI/Mpi.h"
-#include "partita/Runtime/IO/RunSupport.h"
 #ifdef PARTITA_HAVE_NCCL_BOOTSTRAP
 #include "partita/Runtime/MPI/NcclBootstrap.h"
 #endif
@@ -60,7 +60,7 @@ HostArray randomArray(DType dtype, const std::vector<int64_t> &shape,
       break;
     }
     case DType::BF16: {
-      uint16_t bits = cpu::floatToBFloat16(static_cast<float>(value));
+      uint16_t bits = partita::floatToBFloat16(static_cast<float>(value));
       std::memcpy(array.bytes.data() + 2 * e, &bits, 2);
       break;
     }

@@ -12,7 +12,7 @@
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Models/ModelBuilder.h"
 #include "partita/Models/Models.h"
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Transforms/Autodiff.h"
 
 #include "mlir/IR/Verifier.h"

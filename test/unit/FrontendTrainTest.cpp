@@ -9,7 +9,7 @@
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Models/ModelBuilder.h"
 #include "partita/Models/Models.h"
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 #include "partita/Transforms/Autodiff.h"
 #include "partita/Transforms/Pipeline.h"

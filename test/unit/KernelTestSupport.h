@@ -108,10 +108,10 @@ struct Buffer {
       put(float(value));
       break;
     case DType::F16:
-      put(cpu::floatToHalf(float(value)));
+      put(floatToHalf(float(value)));
       break;
     case DType::BF16:
-      put(cpu::floatToBFloat16(float(value)));
+      put(floatToBFloat16(float(value)));
       break;
     case DType::I64:
       put(int64_t(value));

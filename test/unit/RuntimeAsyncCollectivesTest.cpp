@@ -5,7 +5,7 @@
 // waits, and the Executable loader's checks of them.
 
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/Program/ExecutableFile.h"
 
 #include <catch2/catch.hpp>

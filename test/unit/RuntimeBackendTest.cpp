@@ -1,8 +1,8 @@
 //===- RuntimeBackendTest.cpp - The CPU backend ---------------------------===//
 
-#include "partita/Runtime/Program/Backend.h"
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
+#include "partita/Runtime/Program/Backend.h"
 
 #include <catch2/catch.hpp>
 

@@ -30,8 +30,6 @@ const double inf = std::numeric_limits<double>::infinity();
 } // namespace
 
 TEST_CASE("bf16 and f16 rounding: nearest even, NaN kept", "[kernels]") {
-  using cpu::floatToBFloat16;
-  using cpu::floatToHalf;
   CHECK(floatToBFloat16(1.0f) == 0x3f80);
   CHECK(floatToBFloat16(-2.0f) == 0xc000);
   CHECK(floatToBFloat16(1.0f + 1.0f / 256) == 0x3f80); // Tie to even.

@@ -5,7 +5,7 @@
 // them runs on under `--distributed --devices cuda:N` (gpusForLocalDevices).
 //
 //===----------------------------------------------------------------------===//
-#include "partita/Runtime/IO/ProcessLayout.h"
+#include "partita/Runtime/Communication/ProcessLayout.h"
 
 #include <catch2/catch.hpp>
 

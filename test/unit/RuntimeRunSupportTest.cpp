@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 
 #include <catch2/catch.hpp>
 

@@ -15,11 +15,11 @@
 #include "partita/API/CommandOptions.h"
 
 #include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/Files.h"
-#include "partita/Runtime/IO/RunSupport.h"
-#include "partita/Runtime/MPI/MpiPlugin.h"
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 #include "partita/Runtime/Pipeline/PipelinedStepFile.h"
+#include "partita/Runtime/Plugins/MpiPlugin.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 
 #include <cmath>
@@ -66,11 +66,11 @@ void fillData(const PipelinedStep &pipelined, int64_t step, uint64_t seed,
         std::memcpy(at, &narrow, 4);
         break;
       case DType::BF16:
-        half = cpu::floatToBFloat16(narrow);
+        half = floatToBFloat16(narrow);
         std::memcpy(at, &half, 2);
         break;
       case DType::F16:
-        half = cpu::floatToHalf(narrow);
+        half = floatToHalf(narrow);
         std::memcpy(at, &half, 2);
         break;
       case DType::I64:

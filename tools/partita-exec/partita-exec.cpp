@@ -15,8 +15,8 @@
 #include "../common/RuntimeBackends.h"
 #include "TrainPipeline.h"
 
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/Npy.h"
-#include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Runtime/IO/ShardedArray.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
 #include "partita/Runtime/Program/RunMemory.h"

@@ -10,8 +10,8 @@
 #include "partita/API/CommandOptions.h"
 
 #include "partita/Driver/Run.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/Npy.h"
-#include "partita/Runtime/IO/RunSupport.h"
 
 #include "llvm/Support/raw_ostream.h"
 

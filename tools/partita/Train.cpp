@@ -13,8 +13,8 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Models/Models.h"
-#include "partita/Runtime/IO/RunSupport.h"
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

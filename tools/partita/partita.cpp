@@ -16,7 +16,7 @@
 
 #include "CliEntry.h"
 
-#include "partita/Runtime/IO/Plugin.h"
+#include "partita/Runtime/Plugins/Plugin.h"
 
 #include <cstdio>
 #include <cstring>

@@ -13,8 +13,8 @@
 #define PARTITA_DRIVER_CHECK_H
 
 #include "partita/Codegen/LowerToExecutable.h"
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/IO/HostArray.h"
-#include "partita/Runtime/Program/Executable.h"
 #include "partita/Sharding/Status.h"
 #include "partita/Transforms/Pipeline.h"
 

@@ -10,9 +10,9 @@
 #ifndef PARTITA_DRIVER_RUN_H
 #define PARTITA_DRIVER_RUN_H
 
+#include "partita/Runtime/Execution/Run.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/HostArray.h"
-#include "partita/Runtime/IO/RunSupport.h"
-#include "partita/Runtime/Program/Executable.h"
 #include "partita/Sharding/Status.h"
 #include "partita/Transforms/Pipeline.h"
 

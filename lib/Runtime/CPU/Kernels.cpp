@@ -18,36 +18,6 @@ namespace cpu {
 // Shared helpers
 //===----------------------------------------------------------------------===//
 
-uint16_t floatToBFloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep sign, force quiet.
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  uint32_t roundingBias = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + roundingBias) >> 16);
-}
-
-uint16_t floatToHalf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) // NaN.
-    return sign | 0x7e00u | static_cast<uint16_t>((magnitude >> 13) & 0x3ffu);
-  if (magnitude >= 0x477ff000u) // Rounds to or beyond 65520: infinity.
-    return sign | 0x7c00u;
-  if (magnitude < 0x38800000u) { // Below 2^-14: subnormal half or zero.
-    // Scale so that the half's subnormal unit (2^-24) becomes 1, and let
-    // the FPU round to nearest even.
-    float scaled = std::fabs(value) * 16777216.0f;
-    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
-  }
-  // Normal: rebias the exponent (127 -> 15) and round the 13 dropped bits.
-  uint32_t rebiased = magnitude - (112u << 23);
-  uint32_t roundingBias = 0xfffu + ((rebiased >> 13) & 1u);
-  return sign | static_cast<uint16_t>((rebiased + roundingBias) >> 13);
-}
-
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;)

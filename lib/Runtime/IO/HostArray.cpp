@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace partita {
@@ -155,6 +156,68 @@ float bfloat16ToFloat(uint16_t bits) {
   float value;
   std::memcpy(&value, &widened, sizeof(value));
   return value;
+}
+
+uint16_t floatToBFloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep sign, force quiet.
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  uint32_t roundingBias = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + roundingBias) >> 16);
+}
+
+uint16_t floatToHalf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) // NaN.
+    return sign | 0x7e00u | static_cast<uint16_t>((magnitude >> 13) & 0x3ffu);
+  if (magnitude >= 0x477ff000u) // Rounds to or beyond 65520: infinity.
+    return sign | 0x7c00u;
+  if (magnitude < 0x38800000u) { // Below 2^-14: subnormal half or zero.
+    // Scale so that the half's subnormal unit (2^-24) becomes 1, and let
+    // the FPU round to nearest even.
+    float scaled = std::fabs(value) * 16777216.0f;
+    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
+  }
+  // Normal: rebias the exponent (127 -> 15) and round the 13 dropped bits.
+  uint32_t rebiased = magnitude - (112u << 23);
+  uint32_t roundingBias = 0xfffu + ((rebiased >> 13) & 1u);
+  return sign | static_cast<uint16_t>((rebiased + roundingBias) >> 13);
+}
+
+void setElementFromDouble(HostArray &array, int64_t flatIndex, double value) {
+  uint8_t *at = array.bytes.data() + flatIndex * dtypeSize(array.dtype);
+  switch (array.dtype) {
+  case DType::F64:
+    std::memcpy(at, &value, 8);
+    return;
+  case DType::F32: {
+    float narrow = static_cast<float>(value);
+    std::memcpy(at, &narrow, 4);
+    return;
+  }
+  case DType::BF16: {
+    uint16_t bits = floatToBFloat16(static_cast<float>(value));
+    std::memcpy(at, &bits, 2);
+    return;
+  }
+  case DType::F16: {
+    uint16_t bits = floatToHalf(static_cast<float>(value));
+    std::memcpy(at, &bits, 2);
+    return;
+  }
+  case DType::Bool:
+    *at = value != 0;
+    return;
+  default: {
+    int64_t whole = static_cast<int64_t>(value);
+    std::memcpy(at, &whole, dtypeSize(array.dtype)); // little-endian
+    return;
+  }
+  }
 }
 
 double HostArray::elementAsDouble(int64_t flatIndex) const {

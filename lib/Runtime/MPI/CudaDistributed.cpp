@@ -5,7 +5,7 @@
 // broadcast over MPI), and the device threads of runDevicesOnCuda().
 //
 //===----------------------------------------------------------------------===//
-#include "partita/Runtime/CUDA/CudaDistributed.h"
+#include "partita/Runtime/MPI/CudaDistributed.h"
 #include "partita/Runtime/MPI/NcclBootstrap.h"
 
 #include <memory>

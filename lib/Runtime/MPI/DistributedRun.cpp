@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "MpiInternal.h"
 
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/Npy.h"
-#include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
 
 #include <algorithm>

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "MpiInternal.h"
 
-#include "partita/Runtime/MPI/MpiPlugin.h"
+#include "partita/Runtime/MPI/Mpi.h"
 
 #include <csignal>
 #include <limits>

@@ -82,18 +82,7 @@ HostArray microBatchRows(const HostArray &whole, int64_t i, int64_t m) {
 
 HostArray scalarOf(DType dtype, double value) {
   HostArray array = HostArray::zeros(dtype, {});
-  if (dtype == DType::F64) {
-    std::memcpy(array.bytes.data(), &value, 8);
-  } else if (dtype == DType::BF16) {
-    uint16_t bits = cpu::floatToBFloat16(static_cast<float>(value));
-    std::memcpy(array.bytes.data(), &bits, 2);
-  } else if (dtype == DType::F16) {
-    uint16_t bits = cpu::floatToHalf(static_cast<float>(value));
-    std::memcpy(array.bytes.data(), &bits, 2);
-  } else {
-    float narrow = static_cast<float>(value);
-    std::memcpy(array.bytes.data(), &narrow, 4);
-  }
+  setElementFromDouble(array, 0, value);
   return array;
 }
 

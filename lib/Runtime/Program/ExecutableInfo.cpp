@@ -8,8 +8,6 @@
 
 #include "partita/Runtime/Program/Executable.h"
 #include "partita/Runtime/Program/Fused.h"
-#include "partita/Runtime/CPU/Kernels.h"
-#include "partita/Runtime/IO/RunSupport.h"
 #include "partita/Sharding/Cost.h"
 #include "partita/Sharding/Layout.h"
 
@@ -25,15 +23,45 @@
 
 using namespace partita;
 
+Status partita::checkLoopInstruction(const Executable &program,
+                                     const Instruction &inst, size_t index,
+                                     size_t end) {
+  size_t carriedCount = inst.operands.size();
+  auto slots = static_cast<int64_t>(program.slots.size());
+  if (inst.ints.size() != 3 + 3 * carriedCount ||
+      inst.results.size() != carriedCount || inst.ints[1] < 0 ||
+      static_cast<uint64_t>(inst.ints[1]) > end - index - 1)
+    return Status::error("loop: malformed instruction");
+  for (size_t i = 2; i < inst.ints.size(); ++i)
+    if (inst.ints[i] < 0 || inst.ints[i] >= slots)
+      return Status::error("loop: slot out of range");
+  const TensorType &counter = program.slots[inst.ints[2]];
+  if (counter.dtype != DType::I32 || !counter.shape.empty())
+    return Status::error("loop: the trip counter's slot is not an i32 "
+                         "scalar");
+  for (size_t i = 0; i < carriedCount; ++i) {
+    const TensorType &type = program.slots[inst.operands[i]];
+    for (int64_t slot : {inst.ints[3 + i], inst.ints[3 + carriedCount + i],
+                         inst.ints[3 + 2 * carriedCount + i],
+                         static_cast<int64_t>(inst.results[i])}) {
+      const TensorType &other = program.slots[slot];
+      if (other.dtype != type.dtype || other.shape != type.shape)
+        return Status::error("loop: carried value " + std::to_string(i) +
+                             " has slots of different types (slot " +
+                             std::to_string(slot) + ")");
+    }
+  }
+  return Status::success();
+}
+
 double partita::collectiveBusBytes(const Executable &program,
                                   const Instruction &inst) {
   if (!isCollective(inst.op) || inst.op == OpCode::AllSlice ||
       inst.operands.empty())
     return 0;
   int64_t groupSize = 1;
-  for (const std::string &axis : splitCommaList(inst.text))
-    if (!axis.empty())
-      groupSize *= program.mesh.axisSize(axis);
+  for (const std::string &axis : collectiveAxes(inst))
+    groupSize *= program.mesh.axisSize(axis);
   CollectiveKind kind = CollectiveKind::AllGather;
   switch (inst.op) {
   case OpCode::AllReduce:
@@ -135,24 +163,12 @@ HostArray partita::randomInput(const Executable &program, size_t input,
     uint8_t *at = array.bytes.data() + e * size;
     float value = uniform(random);
     switch (dtype) {
-    case DType::F64: {
-      double wide = value;
-      std::memcpy(at, &wide, size);
-      break;
-    }
+    case DType::F64:
     case DType::F32:
-      std::memcpy(at, &value, size);
+    case DType::BF16:
+    case DType::F16:
+      setElementFromDouble(array, e, value);
       break;
-    case DType::BF16: {
-      uint16_t bits = cpu::floatToBFloat16(value);
-      std::memcpy(at, &bits, size);
-      break;
-    }
-    case DType::F16: {
-      uint16_t bits = cpu::floatToHalf(value);
-      std::memcpy(at, &bits, size);
-      break;
-    }
     case DType::Bool:
       *at = random() & 1;
       break;

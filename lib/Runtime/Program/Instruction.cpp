@@ -67,4 +67,18 @@ int64_t TensorType::numElements() const {
 
 int64_t TensorType::bytes() const { return numElements() * dtypeSize(dtype); }
 
+std::vector<std::string> collectiveAxes(const Instruction &inst) {
+  std::vector<std::string> axes;
+  size_t start = 0;
+  while (start <= inst.text.size()) {
+    size_t comma = inst.text.find(',', start);
+    if (comma == std::string::npos)
+      comma = inst.text.size();
+    if (comma > start)
+      axes.push_back(inst.text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return axes;
+}
+
 } // namespace partita

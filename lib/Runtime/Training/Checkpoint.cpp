@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/Training/Checkpoint.h"
 
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/Json.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
-#include "partita/Runtime/Program/Executable.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -156,23 +156,6 @@ void TokenFileData::readRank(int64_t step, int64_t epoch, int64_t within,
 
 namespace {
 
-/// Stores `value` as element `index` of a float array of any float dtype.
-void setFloat(HostArray &array, int64_t index, float value) {
-  uint8_t *at = array.bytes.data() + dtypeSize(array.dtype) * index;
-  if (array.dtype == DType::BF16) {
-    uint16_t bits = cpu::floatToBFloat16(value);
-    std::memcpy(at, &bits, 2);
-  } else if (array.dtype == DType::F16) {
-    uint16_t bits = cpu::floatToHalf(value);
-    std::memcpy(at, &bits, 2);
-  } else if (array.dtype == DType::F64) {
-    double wide = value;
-    std::memcpy(at, &wide, 8);
-  } else {
-    std::memcpy(at, &value, 4);
-  }
-}
-
 /// Row `row` of tokens, targets and mask from `tokens` (the first `prompt`
 /// of them the prompt): cut at seq + 1, padded with 0, the mask 1 where the
 /// target is an answer token.
@@ -187,7 +170,7 @@ void fillAnswerRow(const std::vector<int32_t> &tokens, int64_t prompt,
     float weight = (k + 1 < length && k + 1 >= prompt) ? 1.0f : 0.0f;
     std::memcpy(in.bytes.data() + 4 * (row * seq + k), &token, 4);
     std::memcpy(out.bytes.data() + 4 * (row * seq + k), &target, 4);
-    setFloat(mask, row * seq + k, weight);
+    setElementFromDouble(mask, row * seq + k, weight);
   }
 }
 
@@ -393,8 +376,10 @@ Status DpoData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
         shuffledIndex(step * perStep + p, count, seed, order, epochOf);
     if (Status status = fillPair(pairs[index], 2 * p, inputs); !status.ok())
       return status;
-    setFloat(refLogp, 2 * p, static_cast<float>(reference[2 * index]));
-    setFloat(refLogp, 2 * p + 1, static_cast<float>(reference[2 * index + 1]));
+    setElementFromDouble(refLogp, 2 * p,
+                         static_cast<float>(reference[2 * index]));
+    setElementFromDouble(refLogp, 2 * p + 1,
+                         static_cast<float>(reference[2 * index + 1]));
   }
   return Status::success();
 }

@@ -91,14 +91,6 @@ void gemmF64(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
              const double *a, int64_t lda, const double *b, int64_t ldb,
              double *c, int64_t ldc);
 
-/// Rounds a float to bfloat16 (nearest even; NaN stays a quiet NaN with its
-/// sign).
-uint16_t floatToBFloat16(float value);
-
-/// Rounds a float to IEEE half (nearest even; overflow to infinity; NaN
-/// stays NaN).
-uint16_t floatToHalf(float value);
-
 } // namespace cpu
 } // namespace partita
 

@@ -13,8 +13,8 @@
 #ifndef PARTITA_RUNTIME_CUDA_CUDABACKEND_H
 #define PARTITA_RUNTIME_CUDA_CUDABACKEND_H
 
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/Program/Backend.h"
-#include "partita/Runtime/Program/Executable.h"
 
 #include <memory>
 #include <string>

@@ -108,6 +108,19 @@ float halfToFloat(uint16_t bits);
 /// Widens a bfloat16 value (bit pattern) to float.
 float bfloat16ToFloat(uint16_t bits);
 
+/// Rounds a float to bfloat16 (nearest even; NaN stays a quiet NaN with its
+/// sign).
+uint16_t floatToBFloat16(float value);
+
+/// Rounds a float to IEEE half (nearest even; overflow to infinity; NaN
+/// stays NaN).
+uint16_t floatToHalf(float value);
+
+/// Stores `value` as element `flatIndex` (C order) of `array`, rounded to
+/// a float dtype (nearest even), truncated toward zero for an integer one
+/// (the low bytes, little-endian), nonzero as true for bool.
+void setElementFromDouble(HostArray &array, int64_t flatIndex, double value);
+
 /// Element `flatIndex` (C order) of `array` as a double, whatever its dtype
 /// (bool as 0/1).
 double elementAsDouble(const HostArray &array, int64_t flatIndex);

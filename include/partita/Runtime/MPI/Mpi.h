@@ -23,8 +23,8 @@
 #define PARTITA_RUNTIME_MPI_H
 
 #include "partita/Runtime/Communication/Communicator.h"
-#include "partita/Runtime/Program/Executable.h"
-#include "partita/Runtime/IO/ProcessLayout.h"
+#include "partita/Runtime/Communication/ProcessLayout.h"
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/Pipeline/PipelinePeers.h"
 
 #include <chrono>

@@ -141,6 +141,10 @@ struct Instruction {
   std::string text;              // attributes (einsum spec)
 };
 
+/// The mesh axes of a collective instruction, from its text ("data,model";
+/// empty names dropped).
+std::vector<std::string> collectiveAxes(const Instruction &inst);
+
 } // namespace partita
 
 #endif // PARTITA_RUNTIME_INSTRUCTION_H

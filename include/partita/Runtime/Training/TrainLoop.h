@@ -10,7 +10,7 @@
 #ifndef PARTITA_RUNTIME_TRAINING_TRAINLOOP_H
 #define PARTITA_RUNTIME_TRAINING_TRAINLOOP_H
 
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/Training/TrainData.h"
 
 #include <functional>

@@ -1,14 +1,14 @@
 //===- RunSupport.cpp - Inputs, outputs and checks of a run ---------------===//
 
-#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/Json.h"
 #include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
 
 #include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 using namespace partita;
@@ -46,7 +46,8 @@ Expected<DeviceSpec> partita::parseDeviceSpec(const std::string &text) {
   if (colon == std::string::npos || (kind != "cpu" && kind != "cuda") ||
       !parseWholeInteger(text.substr(colon + 1), count) || count < 1)
     return Status::error("--devices must be cpu:N or cuda:N (e.g. cpu:8), "
-                         "got '" + text + "'");
+                         "got '" +
+                         text + "'");
   // Every device of a process is a thread with its own buffers; more than
   // this in one process is a typo, or a job for several processes.
   if (count > kMaxDevicesPerProcess)
@@ -63,8 +64,7 @@ Status partita::checkDeviceCount(const std::string &meshDescription,
                                  int64_t meshDevices, int64_t requested) {
   if (meshDevices == requested)
     return Status::success();
-  return Status::error(meshDescription + " has " +
-                       std::to_string(meshDevices) +
+  return Status::error(meshDescription + " has " + std::to_string(meshDevices) +
                        " devices but --devices asks for " +
                        std::to_string(requested));
 }
@@ -76,7 +76,8 @@ Expected<int64_t> partita::parseTimeoutMilliseconds(const std::string &text) {
   if (text.empty() || !end || *end || !(seconds > 0) ||
       !(seconds <= 366 * 86400.0))
     return Status::error("--timeout must be a positive number of seconds "
-                         "(a year at most), got '" + text + "'");
+                         "(a year at most), got '" +
+                         text + "'");
   return static_cast<int64_t>(seconds * 1000 + 0.5);
 }
 

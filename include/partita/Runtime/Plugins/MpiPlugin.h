@@ -1,15 +1,16 @@
-//===- MpiPlugin.h - The multi-process runtime, loaded when a run asks -*- C++ -*-===//
+//===- MpiPlugin.h - The multi-process runtime, loaded when a run asks -*- C++
+//-*-===//
 //
-// `run --distributed` (and `train --distributed`) lives in a plugin, libpartita-mpi.so (the MPI
-// runtime with libmpi), that the tools open the first time a run asks for
-// it (partita/Runtime/IO/Plugin.h): a run in one process loads no MPI. The
-// tool says how to get the program and what to check; the plugin does the
-// rest — MPI's start, the broadcast of the program, the run and the report
-// (Mpi.h, docs/Distributed.md).
+// `run --distributed` (and `train --distributed`) lives in a plugin,
+// libpartita-mpi.so (the MPI runtime with libmpi), that the tools open the
+// first time a run asks for it (partita/Runtime/Plugins/Plugin.h): a run in one
+// process loads no MPI. The tool says how to get the program and what to check;
+// the plugin does the rest — MPI's start, the broadcast of the program, the run
+// and the report (Mpi.h, docs/Distributed.md).
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_RUNTIME_MPI_MPIPLUGIN_H
-#define PARTITA_RUNTIME_MPI_MPIPLUGIN_H
+#ifndef PARTITA_RUNTIME_PLUGINS_MPIPLUGIN_H
+#define PARTITA_RUNTIME_PLUGINS_MPIPLUGIN_H
 
 #include "partita/Runtime/MPI/Mpi.h"
 
@@ -56,4 +57,4 @@ Expected<const MpiPlugin *> loadMpiPlugin();
 
 } // namespace partita
 
-#endif // PARTITA_RUNTIME_MPI_MPIPLUGIN_H
+#endif // PARTITA_RUNTIME_PLUGINS_MPIPLUGIN_H

@@ -1,4 +1,5 @@
-//===- Plugin.h - Optional runtime parts opened when a run needs them -*- C++ -*-===//
+//===- Plugin.h - Optional runtime parts opened when a run needs them -*- C++
+//-*-===//
 //
 // The CUDA backend (libpartita-cuda.so) and the multi-process runtime over
 // MPI (libpartita-mpi.so) are plugins: shared objects the tools open with
@@ -6,8 +7,8 @@
 // process loads neither CUDA nor MPI (docs/Runtime.md, "Plugins").
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_RUNTIME_IO_PLUGIN_H
-#define PARTITA_RUNTIME_IO_PLUGIN_H
+#ifndef PARTITA_RUNTIME_PLUGINS_PLUGIN_H
+#define PARTITA_RUNTIME_PLUGINS_PLUGIN_H
 
 #include "partita/Sharding/Status.h"
 
@@ -33,10 +34,9 @@ Expected<const void *> openPlugin(const char *file, const char *environment,
 /// first member is its interface number `abi`): refused, naming the file,
 /// when another build made it.
 template <typename Table>
-Expected<const Table *> openPluginTable(const char *file,
-                                        const char *environment,
-                                        const char *symbol, const char *what,
-                                        int abi, bool lazy = false) {
+Expected<const Table *>
+openPluginTable(const char *file, const char *environment, const char *symbol,
+                const char *what, int abi, bool lazy = false) {
   Expected<const void *> opened =
       openPlugin(file, environment, symbol, what, lazy);
   if (!opened)
@@ -53,4 +53,4 @@ Expected<const Table *> openPluginTable(const char *file,
 
 } // namespace partita
 
-#endif // PARTITA_RUNTIME_IO_PLUGIN_H
+#endif // PARTITA_RUNTIME_PLUGINS_PLUGIN_H

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/IO/Plugin.h"
+#include "partita/Runtime/Plugins/Plugin.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -52,8 +52,8 @@ Expected<const void *> open(const char *file, const char *environment,
   }
   std::string reasons;
   for (const std::string &candidate : candidates) {
-    void *handle = dlopen(candidate.c_str(),
-                          (lazy ? RTLD_LAZY : RTLD_NOW) | RTLD_LOCAL);
+    void *handle =
+        dlopen(candidate.c_str(), (lazy ? RTLD_LAZY : RTLD_NOW) | RTLD_LOCAL);
     if (!handle) {
       const char *why = dlerror();
       reasons += std::string(reasons.empty() ? "" : "; ") +
@@ -76,15 +76,14 @@ Expected<const void *> open(const char *file, const char *environment,
 
 Expected<const void *> partita::openPlugin(const char *file,
                                            const char *environment,
-                                           const char *symbol,
-                                           const char *what, bool lazy) {
+                                           const char *symbol, const char *what,
+                                           bool lazy) {
   static std::mutex mutex;
   static std::map<std::string, Expected<const void *>> opened;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = opened.find(file);
   if (it == opened.end())
-    it = opened.emplace(file, open(file, environment, symbol, what, lazy))
-             .first;
+    it =
+        opened.emplace(file, open(file, environment, symbol, what, lazy)).first;
   return it->second;
 }
-

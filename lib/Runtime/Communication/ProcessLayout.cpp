@@ -1,6 +1,6 @@
 //===- ProcessLayout.cpp - Which process drives which devices -------------===//
 
-#include "partita/Runtime/IO/ProcessLayout.h"
+#include "partita/Runtime/Communication/ProcessLayout.h"
 
 #include "partita/Runtime/Communication/Communicator.h"
 
@@ -62,8 +62,7 @@ std::string ProcessLayout::describe(const Mesh &mesh) const {
     text += "rank " + std::to_string(process) + ": devices " +
             formatDeviceList(devices) + " (mesh positions " +
             std::to_string(first) +
-            (last > first ? "-" + std::to_string(last) : std::string()) +
-            ")\n";
+            (last > first ? "-" + std::to_string(last) : std::string()) + ")\n";
   }
   return text;
 }
@@ -101,9 +100,10 @@ std::vector<std::vector<int>> crossProcessSets(const Mesh &mesh,
   return {sets.begin(), sets.end()};
 }
 
-Expected<std::vector<int>> gpusForLocalDevices(
-    int64_t meshDevices, const std::vector<int64_t> &localDevices, int rank,
-    int localRank, int visibleGpus) {
+Expected<std::vector<int>>
+gpusForLocalDevices(int64_t meshDevices,
+                    const std::vector<int64_t> &localDevices, int rank,
+                    int localRank, int visibleGpus) {
   std::vector<int> gpus(meshDevices, -1);
   auto count = static_cast<int64_t>(localDevices.size());
   int64_t first = static_cast<int64_t>(localRank) * count;
@@ -114,7 +114,8 @@ Expected<std::vector<int>> gpusForLocalDevices(
         std::to_string(first) + ".." + std::to_string(first + count - 1) +
         " for its " + std::to_string(count) + " device" +
         (count == 1 ? "" : "s") + ", but the host shows " +
-        std::to_string(visibleGpus) + " (one GPU per device across "
+        std::to_string(visibleGpus) +
+        " (one GPU per device across "
         "processes; run fewer processes per host, or cuda:N in one process "
         "for logical devices)");
   for (int64_t i = 0; i < count; ++i) {

@@ -1,8 +1,8 @@
 //===- Plugin.cpp - Opening the runtime's plugins -------------------------===//
 
-#include "partita/Runtime/IO/Plugin.h"
-#include "partita/Runtime/CUDA/CudaPlugin.h"
-#include "partita/Runtime/MPI/MpiPlugin.h"
+#include "partita/Runtime/Plugins/Plugin.h"
+#include "partita/Runtime/Plugins/CudaPlugin.h"
+#include "partita/Runtime/Plugins/MpiPlugin.h"
 
 #include <string>
 

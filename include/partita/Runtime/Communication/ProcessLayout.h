@@ -62,9 +62,10 @@ crossProcessGroups(const Mesh &mesh, const ProcessLayout &layout);
 /// of a host split its GPUs in order, localRank taking
 /// [localRank·L, (localRank+1)·L) for its L devices. Fails, naming the rank
 /// and the GPUs it needs, when the host has fewer.
-Expected<std::vector<int>> gpusForLocalDevices(
-    int64_t meshDevices, const std::vector<int64_t> &localDevices, int rank,
-    int localRank, int visibleGpus);
+Expected<std::vector<int>>
+gpusForLocalDevices(int64_t meshDevices,
+                    const std::vector<int64_t> &localDevices, int rank,
+                    int localRank, int visibleGpus);
 
 } // namespace partita
 

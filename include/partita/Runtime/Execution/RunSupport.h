@@ -9,7 +9,7 @@
 #ifndef PARTITA_RUNTIME_RUNSUPPORT_H
 #define PARTITA_RUNTIME_RUNSUPPORT_H
 
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
 
 #include <string>
 #include <vector>
@@ -39,8 +39,8 @@ constexpr int64_t kMaxDevicesPerProcess = 4096;
 /// The one check every runner makes before running: `meshDescription`
 /// ("the program's mesh", "the mesh data=2") with `meshDevices` devices
 /// against the `requested` count of `--devices`.
-Status checkDeviceCount(const std::string &meshDescription,
-                        int64_t meshDevices, int64_t requested);
+Status checkDeviceCount(const std::string &meshDescription, int64_t meshDevices,
+                        int64_t requested);
 
 /// Parses a `--timeout` in seconds (a positive number) into milliseconds.
 Expected<int64_t> parseTimeoutMilliseconds(const std::string &text);

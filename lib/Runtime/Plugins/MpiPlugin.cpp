@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/MPI/MpiPlugin.h"
+#include "partita/Runtime/Plugins/MpiPlugin.h"
 
 #include <cstdio>
 
@@ -26,9 +26,9 @@ int runDistributedTool(const DistributedToolRun &run) {
   int rank = mpi.rank();
   Expected<Executable> loaded = Status::error("not loaded");
   if (rank == 0)
-    loaded = run.loadOnRoot ? run.loadOnRoot()
-                            : Expected<Executable>(
-                                  Status::error("no program to run"));
+    loaded = run.loadOnRoot
+                 ? run.loadOnRoot()
+                 : Expected<Executable>(Status::error("no program to run"));
   std::fflush(stdout);
   std::fflush(stderr);
   Expected<Executable> program =

@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/CUDA/CudaPlugin.h"
+#include "partita/Runtime/Plugins/CudaPlugin.h"
 
 #ifdef PARTITA_HAVE_CUDA_DISTRIBUTED
-#include "partita/Runtime/CUDA/CudaDistributed.h"
+#include "partita/Runtime/MPI/CudaDistributed.h"
 #endif
 
 using namespace partita;

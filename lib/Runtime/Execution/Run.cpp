@@ -1,4 +1,4 @@
-//===- Executable.cpp - Running a compiled program ------------------------===//
+//===- Run.cpp - Running a compiled program -------------------------------===//
 //
 // A device runs the instruction stream in order: kernels for tensor ops,
 // the communicator for collectives. runOnCpuDevices emulates the whole mesh
@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/Program/Executable.h"
+#include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
-#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/Program/Backend.h"
 #include "partita/Sharding/Cost.h"
 
@@ -29,13 +29,6 @@
 using namespace partita;
 
 namespace {
-
-/// The mesh axes of a collective instruction ("data,model"; no empty names).
-std::vector<std::string> splitAxes(const std::string &text) {
-  std::vector<std::string> axes = splitCommaList(text);
-  axes.erase(std::remove(axes.begin(), axes.end(), std::string()), axes.end());
-  return axes;
-}
 
 /// A collective started asynchronously and not yet waited for.
 struct Flight {
@@ -110,7 +103,7 @@ Expected<CollectiveCall> collectiveCallOf(const Executable &program,
                                           DeviceMemory &memory) {
   CollectiveCall call;
   call.deviceId = deviceId;
-  call.axes = splitAxes(inst.text);
+  call.axes = collectiveAxes(inst);
   const TensorType &inType = program.slots[inst.operands[0]];
   const TensorType &outType = program.slots[inst.results[0]];
   call.input = {memory.slots[inst.operands[0]], inType.dtype, inType.shape};
@@ -174,9 +167,8 @@ double secondsBetween(std::chrono::steady_clock::time_point from,
 /// Runs collective instruction `index`: all_slice locally; a collective a
 /// wait names is started (finishWait() ends it); any other runs to
 /// completion.
-Status runCollective(const Executable &program, size_t index,
-                     int64_t deviceId, Communicator *communicator,
-                     DeviceMemory &memory) {
+Status runCollective(const Executable &program, size_t index, int64_t deviceId,
+                     Communicator *communicator, DeviceMemory &memory) {
   const Instruction &inst = program.instructions[index];
   if (inst.operands.size() != 1 || inst.results.size() != 1)
     return Status::error(std::string(opCodeName(inst.op)) +
@@ -187,11 +179,12 @@ Status runCollective(const Executable &program, size_t index,
       return Status::error("all_slice: missing attributes");
     const TensorType &inType = program.slots[inst.operands[0]];
     const TensorType &outType = program.slots[inst.results[0]];
-    Status status = allSlice(
-        program.mesh, deviceId, splitAxes(inst.text), inst.ints[0],
-        {memory.slots[inst.operands[0]], inType.dtype, inType.shape},
-        {memory.slots[inst.results[0]], outType.dtype, outType.shape});
-    memory.computing += secondsBetween(started, std::chrono::steady_clock::now());
+    Status status =
+        allSlice(program.mesh, deviceId, collectiveAxes(inst), inst.ints[0],
+                 {memory.slots[inst.operands[0]], inType.dtype, inType.shape},
+                 {memory.slots[inst.results[0]], outType.dtype, outType.shape});
+    memory.computing +=
+        secondsBetween(started, std::chrono::steady_clock::now());
     return status;
   }
   if (!communicator)
@@ -217,8 +210,7 @@ Status runCollective(const Executable &program, size_t index,
   flight.started = started;
   flight.active = true;
   ++memory.activeFlights;
-  memory.exposed +=
-      secondsBetween(started, std::chrono::steady_clock::now());
+  memory.exposed += secondsBetween(started, std::chrono::steady_clock::now());
   return flight.pending.status;
 }
 
@@ -236,8 +228,8 @@ Status finishFlight(Communicator *communicator, DeviceMemory &memory,
   --memory.activeFlights;
   memory.exposed += secondsBetween(entered, left);
   memory.communicating += secondsBetween(
-      flight.started, std::min(left, std::max(flight.pending.completedAt,
-                                              flight.started)));
+      flight.started,
+      std::min(left, std::max(flight.pending.completedAt, flight.started)));
   return status;
 }
 
@@ -387,50 +379,18 @@ Status runInstructions(const Executable &program, size_t begin, size_t end,
     if (memory.flights[index].active) {
       Status finished = finishFlight(communicator, memory, index);
       if (status.ok())
-        status = finished.ok()
-                     ? Status::error(
-                           std::string(opCodeName(
-                               program.instructions[index].op)) +
-                           " (instruction " + std::to_string(index) +
-                           ") was started but no wait in its stretch ends it")
-                     : finished;
+        status =
+            finished.ok()
+                ? Status::error(
+                      std::string(opCodeName(program.instructions[index].op)) +
+                      " (instruction " + std::to_string(index) +
+                      ") was started but no wait in its stretch ends it")
+                : finished;
     }
   return status;
 }
 
 } // namespace
-
-Status partita::checkLoopInstruction(const Executable &program,
-                                     const Instruction &inst, size_t index,
-                                     size_t end) {
-  size_t carriedCount = inst.operands.size();
-  auto slots = static_cast<int64_t>(program.slots.size());
-  if (inst.ints.size() != 3 + 3 * carriedCount ||
-      inst.results.size() != carriedCount || inst.ints[1] < 0 ||
-      static_cast<uint64_t>(inst.ints[1]) > end - index - 1)
-    return Status::error("loop: malformed instruction");
-  for (size_t i = 2; i < inst.ints.size(); ++i)
-    if (inst.ints[i] < 0 || inst.ints[i] >= slots)
-      return Status::error("loop: slot out of range");
-  const TensorType &counter = program.slots[inst.ints[2]];
-  if (counter.dtype != DType::I32 || !counter.shape.empty())
-    return Status::error("loop: the trip counter's slot is not an i32 "
-                         "scalar");
-  for (size_t i = 0; i < carriedCount; ++i) {
-    const TensorType &type = program.slots[inst.operands[i]];
-    for (int64_t slot :
-         {inst.ints[3 + i], inst.ints[3 + carriedCount + i],
-          inst.ints[3 + 2 * carriedCount + i],
-          static_cast<int64_t>(inst.results[i])}) {
-      const TensorType &other = program.slots[slot];
-      if (other.dtype != type.dtype || other.shape != type.shape)
-        return Status::error("loop: carried value " + std::to_string(i) +
-                             " has slots of different types (slot " +
-                             std::to_string(slot) + ")");
-    }
-  }
-  return Status::success();
-}
 
 Status partita::runOnDevice(const Executable &program, int64_t deviceId,
                             Communicator *communicator,
@@ -440,15 +400,11 @@ Status partita::runOnDevice(const Executable &program, int64_t deviceId,
                              backend, 1, nullptr, nullptr, nullptr);
 }
 
-Status partita::runOnDeviceRepeated(const Executable &program,
-                                    int64_t deviceId,
-                                    Communicator *communicator,
-                                    const std::vector<HostArray> &inputs,
-                                    std::vector<HostArray> &outputs,
-                                    Backend *backend, int repeats,
-                                    std::vector<double> *stepSeconds,
-                                    std::vector<StepTimes> *stepTimes,
-                                    DeviceTimeline *timeline) {
+Status partita::runOnDeviceRepeated(
+    const Executable &program, int64_t deviceId, Communicator *communicator,
+    const std::vector<HostArray> &inputs, std::vector<HostArray> &outputs,
+    Backend *backend, int repeats, std::vector<double> *stepSeconds,
+    std::vector<StepTimes> *stepTimes, DeviceTimeline *timeline) {
   std::unique_ptr<Backend> cpu;
   if (!backend) {
     cpu = createCpuBackend();
@@ -488,9 +444,8 @@ Status partita::runOnDeviceRepeated(const Executable &program,
     auto start = std::chrono::steady_clock::now();
     StepTimes before{memory.computing, memory.communicating,
                      threadCollectiveWaitSeconds(), memory.exposed};
-    if (Status status =
-            runInstructions(program, 0, program.instructions.size(), deviceId,
-                            communicator, memory);
+    if (Status status = runInstructions(program, 0, program.instructions.size(),
+                                        deviceId, communicator, memory);
         !status.ok() || !(status = backend->synchronize()).ok())
       return fail(Status::error("device " + std::to_string(deviceId) + ": " +
                                 status.message()));
@@ -499,11 +454,10 @@ Status partita::runOnDeviceRepeated(const Executable &program,
                                  std::chrono::steady_clock::now() - start)
                                  .count());
     if (stepTimes)
-      stepTimes->push_back(
-          {memory.computing - before.computing,
-           memory.communicating - before.communicating,
-           threadCollectiveWaitSeconds() - before.waiting,
-           memory.exposed - before.exposed});
+      stepTimes->push_back({memory.computing - before.computing,
+                            memory.communicating - before.communicating,
+                            threadCollectiveWaitSeconds() - before.waiting,
+                            memory.exposed - before.exposed});
   }
   outputs.clear();
   for (const ExecutableValue &output : program.outputs) {
@@ -574,7 +528,6 @@ Status partita::runDevicesAsThreads(
         *std::max_element(peaks.begin(), peaks.end());
   return firstDeviceFailure(statuses);
 }
-
 
 namespace {
 
@@ -720,11 +673,12 @@ Status partita::runDevicesStepwise(
             }
           }
         }
-        memory.timeline = step == run.timelineStep ? &run.timelines[d] : nullptr;
+        memory.timeline =
+            step == run.timelineStep ? &run.timelines[d] : nullptr;
         if (status.ok())
-          if (Status ran = runInstructions(program, 0,
-                                           program.instructions.size(), d,
-                                           &communicator, memory);
+          if (Status ran =
+                  runInstructions(program, 0, program.instructions.size(), d,
+                                  &communicator, memory);
               !ran.ok())
             fail(ran);
         for (auto [output, input] : run.carried) {
@@ -733,9 +687,9 @@ Status partita::runDevicesStepwise(
           int32_t from = program.outputs[output].slot;
           int32_t to = program.inputs[input].slot;
           if (memory.slots[from] != memory.slots[to])
-            if (Status copied = backend->copyOnDevice(
-                    memory.slots[to], memory.slots[from],
-                    program.slots[to].bytes());
+            if (Status copied =
+                    backend->copyOnDevice(memory.slots[to], memory.slots[from],
+                                          program.slots[to].bytes());
                 !copied.ok())
               fail(copied);
         }
@@ -750,9 +704,9 @@ Status partita::runDevicesStepwise(
         }
         stepOutputs[d].assign(run.readEachStep.size(), HostArray());
         for (size_t k = 0; status.ok() && k < run.readEachStep.size(); ++k)
-          if (Status read = download(
-                  memory, program.outputs[run.readEachStep[k]].slot,
-                  stepOutputs[d][k]);
+          if (Status read =
+                  download(memory, program.outputs[run.readEachStep[k]].slot,
+                           stepOutputs[d][k]);
               !read.ok())
             fail(read);
         gate.add(&StepGate::reported);
@@ -762,9 +716,9 @@ Status partita::runDevicesStepwise(
                                 HostArray());
       for (size_t k = 0;
            status.ok() && run.downloadAtEnd && k < run.readAtEnd.size(); ++k)
-        if (Status read = download(memory,
-                                   program.inputs[run.readAtEnd[k]].slot,
-                                   run.finalInputs[d][k]);
+        if (Status read =
+                download(memory, program.inputs[run.readAtEnd[k]].slot,
+                         run.finalInputs[d][k]);
             !read.ok())
           fail(read);
       held.reset();
@@ -798,9 +752,9 @@ partita::runOnCpuDevices(const Executable &program,
   for (size_t d = 0; d < devices.size(); ++d)
     devices[d] = static_cast<int64_t>(d);
   std::vector<std::vector<HostArray>> deviceOutputs;
-  if (Status status = runDevicesAsThreads(program, devices, &communicator,
-                                          *deviceInputs, deviceOutputs,
-                                          statistics);
+  if (Status status =
+          runDevicesAsThreads(program, devices, &communicator, *deviceInputs,
+                              deviceOutputs, statistics);
       !status.ok())
     return status;
   return assembleOutputs(program, deviceOutputs);

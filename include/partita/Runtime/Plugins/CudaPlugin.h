@@ -1,4 +1,5 @@
-//===- CudaPlugin.h - The CUDA backend, loaded when a run asks for it -*- C++ -*-===//
+//===- CudaPlugin.h - The CUDA backend, loaded when a run asks for it -*- C++
+//-*-===//
 //
 // The CUDA backend and everything it needs (the CUDA runtime, cuBLAS, NCCL)
 // live in a plugin, libpartita-cuda.so, that the tools open with dlopen the
@@ -9,8 +10,8 @@
 // boundary unchanged (docs/GPU.md, "The CUDA plugin").
 //
 //===----------------------------------------------------------------------===//
-#ifndef PARTITA_RUNTIME_CUDA_CUDAPLUGIN_H
-#define PARTITA_RUNTIME_CUDA_CUDAPLUGIN_H
+#ifndef PARTITA_RUNTIME_PLUGINS_CUDAPLUGIN_H
+#define PARTITA_RUNTIME_PLUGINS_CUDAPLUGIN_H
 
 #include "partita/Runtime/CUDA/CudaBackend.h"
 
@@ -53,4 +54,4 @@ Expected<const CudaPlugin *> loadCudaPlugin();
 
 } // namespace partita
 
-#endif // PARTITA_RUNTIME_CUDA_CUDAPLUGIN_H
+#endif // PARTITA_RUNTIME_PLUGINS_CUDAPLUGIN_H

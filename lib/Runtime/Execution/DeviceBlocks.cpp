@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partita/Runtime/Program/Executable.h"
 #include "partita/Runtime/CPU/Kernels.h"
-#include "partita/Runtime/IO/RunSupport.h"
+#include "partita/Runtime/Execution/Run.h"
+#include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/ShardedArray.h"
 #include "partita/Sharding/Layout.h"
 
@@ -21,43 +21,12 @@ using namespace partita;
 
 namespace {
 
-/// Stores `value` into element `index` of a float or integer array.
-void storeElement(HostArray &array, int64_t index, double value) {
-  uint8_t *at = array.bytes.data() + index * dtypeSize(array.dtype);
-  switch (array.dtype) {
-  case DType::F64:
-    std::memcpy(at, &value, 8);
-    return;
-  case DType::F32: {
-    float narrow = static_cast<float>(value);
-    std::memcpy(at, &narrow, 4);
-    return;
-  }
-  case DType::BF16: {
-    uint16_t bits = cpu::floatToBFloat16(static_cast<float>(value));
-    std::memcpy(at, &bits, 2);
-    return;
-  }
-  case DType::F16: {
-    uint16_t bits = cpu::floatToHalf(static_cast<float>(value));
-    std::memcpy(at, &bits, 2);
-    return;
-  }
-  default: {
-    int64_t whole = static_cast<int64_t>(value);
-    std::memcpy(at, &whole, dtypeSize(array.dtype)); // little-endian
-    return;
-  }
-  }
-}
-
 /// Splits the blocks of a partial-sum input into addends over each partial
 /// group: every member but the first gets a random block (uniform in
 /// [-1, 1] for floats, [0, 4) for integers), the first the rest, so the
 /// group sums to the value. Booleans go whole to the first member.
-void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
-                     uint64_t seed, std::vector<HostArray *> &blocks,
-                     PartialInputs policy) {
+void splitPartialSum(const Mesh &mesh, const Sharding &sharding, uint64_t seed,
+                     std::vector<HostArray *> &blocks, PartialInputs policy) {
   std::vector<int> partialAxes;
   for (const std::string &axis : sharding.partialAxes)
     partialAxes.push_back(mesh.axisIndex(axis));
@@ -107,12 +76,12 @@ void splitPartialSum(const Mesh &mesh, const Sharding &sharding,
     std::uniform_real_distribution<double> uniform(-1.0, 1.0);
     HostArray &leader = *blocks[leaderOf[d]];
     for (int64_t e = 0; e < block.numElements(); ++e) {
-      double addend = isFloat ? uniform(random)
-                              : static_cast<double>(random() % 4);
+      double addend =
+          isFloat ? uniform(random) : static_cast<double>(random() % 4);
       // Rounded to the dtype first, so the leader subtracts what is stored.
-      storeElement(block, e, addend);
+      setElementFromDouble(block, e, addend);
       addend = elementAsDouble(block, e);
-      storeElement(leader, e, elementAsDouble(leader, e) - addend);
+      setElementFromDouble(leader, e, elementAsDouble(leader, e) - addend);
     }
   }
 }
@@ -124,8 +93,8 @@ partita::inputBlocksByDevice(const Executable &program, size_t index,
                              const HostArray &global, PartialInputs policy) {
   const ExecutableValue &input = program.inputs[index];
   if (global.shape != input.globalShape)
-    return Status::error("input " + std::to_string(index) + " (" +
-                         input.name + ") has the wrong shape");
+    return Status::error("input " + std::to_string(index) + " (" + input.name +
+                         ") has the wrong shape");
   Sharding whole = input.sharding;
   whole.partialKind = PartialKind::None;
   whole.partialAxes.clear();
@@ -215,8 +184,9 @@ Expected<std::vector<HostArray>> partita::assembleOutputs(
         continue;
       }
       for (int64_t e = 0; e < global->numElements(); ++e)
-        storeElement(*global, e,
-                     elementAsDouble(*global, e) + elementAsDouble(*part, e));
+        setElementFromDouble(*global, e,
+                             elementAsDouble(*global, e) +
+                                 elementAsDouble(*part, e));
     }
     if (!global)
       return Status::error("output " + output.name + ": " +

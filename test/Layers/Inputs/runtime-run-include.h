@@ -1,0 +1,1 @@
+#include "partita/Runtime/Execution/Run.h"
