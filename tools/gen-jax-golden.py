@@ -6,7 +6,7 @@ device array, i.e. our device_ids), every closed PartitionSpec of rank 1 to 3
 over the mesh's axes (each axis on at most one dimension, tuples in every
 order) and a few global shapes, it records which global index range every
 device holds according to NamedSharding(mesh, spec).devices_indices_map.
-ShardingJaxGoldenTest.cpp compares those ranges with partita::deviceBlock.
+test/unit/Sharding/JaxGoldenTest.cpp compares those ranges with partita::deviceBlock.
 
 It also records the shapes JAX refuses. JAX only accepts shapes whose every
 dimension divides by its shard count (a dimension of size 0 counts as
