@@ -62,14 +62,11 @@ bool describeCollective(Operation *op, std::string &kind,
 }
 
 CollectiveKind kindOf(const std::string &name) {
-  if (name == "all_gather")
-    return CollectiveKind::AllGather;
-  if (name == "all_reduce")
-    return CollectiveKind::AllReduce;
-  if (name == "reduce_scatter")
-    return CollectiveKind::ReduceScatter;
-  if (name == "all_to_all")
-    return CollectiveKind::AllToAll;
+  for (CollectiveKind kind :
+       {CollectiveKind::AllGather, CollectiveKind::AllReduce,
+        CollectiveKind::ReduceScatter, CollectiveKind::AllToAll})
+    if (name == collectiveName(kind))
+      return kind;
   return CollectiveKind::CollectivePermute;
 }
 

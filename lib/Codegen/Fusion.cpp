@@ -86,13 +86,71 @@ private:
   struct Run {
     std::vector<size_t> members, waits;
   };
+  /// The fused instruction being drafted for a run (emitRun).
+  struct Draft {
+    /// The run's element count (N).
+    int64_t count = 0;
+    FusedProgram fused;
+    /// The head's product (-1: no head), and whether the chain reads it.
+    int32_t product = -1;
+    bool productRead = false;
+    Instruction inst;
+    /// Constants and broadcasts read after the run, placed before it.
+    std::vector<Instruction> keptBefore;
+    /// What each slot written in the run is to the steps.
+    std::map<int32_t, FusedRef> refOf;
+    std::map<int32_t, int64_t> readsInRun;
+    std::map<std::pair<int32_t, std::pair<int64_t, int64_t>>, int64_t>
+        operandOf;
+    /// The slots the fused instruction (or those kept before it) writes.
+    std::vector<int32_t> written;
+    /// Whether the product is read other than as the head, by the chain.
+    bool retryWithoutHead = false;
+  };
   /// The run as instructions, with the reductions at
   /// `reductions` after it and the einsum at `head` (-1: none) before it:
   /// fused (the head taken from the end of `out`), or false with nothing
   /// emitted.
   bool emitRun(const Run &run, const std::vector<size_t> &reductions,
                int64_t head, std::vector<Instruction> &out);
+  /// Whether the run's elementwise ops are worth a fused instruction;
+  /// `loneWithBroadcast` is set when that depends on a broadcast being
+  /// absorbed.
+  bool worthFusing(const Run &run, const std::vector<size_t> &reductions,
+                   int64_t head, bool &loneWithBroadcast) const;
+  /// A draft for the run's elements, with the einsum at `head` (-1: none)
+  /// as its head.
+  Draft startDraft(const Run &run, int64_t head) const;
+  /// The reference of the chain to `slot`, produced outside the run and
+  /// read with `layout`: the head's product, or an external operand.
+  FusedRef external(Draft &draft, int32_t slot, FusedOperand layout);
+  /// Adds a member of the run to the draft: a constant, an operand, a
+  /// renaming or a step.
+  void addMember(Draft &draft, const Instruction &member);
+  /// Adds the reductions at `reductions`; false when one does not reduce a
+  /// step's value.
+  bool addReductions(Draft &draft, const std::vector<size_t> &reductions);
+  /// Whether a broadcast of the run is read only in it (and so absorbed).
+  bool absorbsBroadcast(const Run &run, Draft &draft);
+  /// The values read after the run: results of the fused instruction, or
+  /// (a constant, a broadcast) instructions of their own before it.
+  void collectWritten(const Run &run, const std::vector<size_t> &reductions,
+                      Draft &draft);
+  /// Whether the draft's writes leave what it reads intact, and it fits
+  /// the limits of operands and results.
+  bool writesAreSafe(const Draft &draft,
+                     const std::vector<size_t> &reductions) const;
+  /// Whether the draft's writes leave the head's operands and product
+  /// intact.
+  bool headIsSafe(const Draft &draft, const std::set<int32_t> &reductionResults,
+                  const std::set<int32_t> &elementResults) const;
+  /// Emits the draft into `out`: the waits, the instructions kept before
+  /// it, then the fused instruction (in place of the head's einsum).
+  void emitDraft(const Run &run, const std::vector<size_t> &reductions,
+                 Draft &draft, std::vector<Instruction> &out);
   bool overlaps(int32_t a, int32_t b) const;
+  /// Whether slots `a` and `b` have the same bytes.
+  bool sameBytes(int32_t a, int32_t b) const;
 
   Executable &program;
   /// Reads of each slot by instructions, loops and the program's outputs.
@@ -242,8 +300,14 @@ bool Fuser::overlaps(int32_t a, int32_t b) const {
   return aLow < bHigh && bLow < aHigh;
 }
 
-bool Fuser::emitRun(const Run &run, const std::vector<size_t> &reductions,
-                    int64_t head, std::vector<Instruction> &out) {
+bool Fuser::sameBytes(int32_t a, int32_t b) const {
+  return (program.slotOffsets.empty() ||
+          program.slotOffsets[a] == program.slotOffsets[b]) &&
+         program.slots[a].bytes() == program.slots[b].bytes();
+}
+
+bool Fuser::worthFusing(const Run &run, const std::vector<size_t> &reductions,
+                        int64_t head, bool &loneWithBroadcast) const {
   const std::vector<Instruction> &stream = program.instructions;
   int64_t elementwise = 0, broadcasts = 0;
   for (size_t i : run.members) {
@@ -251,169 +315,183 @@ bool Fuser::emitRun(const Run &run, const std::vector<size_t> &reductions,
     broadcasts += stream[i].op == OpCode::Broadcast;
   }
   // One elementwise op alone is worth a fused instruction only when it
-  // also reads a broadcast that then need not be written (checked below,
+  // also reads a broadcast that then need not be written (checked later,
   // once the reads in the run are counted).
-  bool loneWithBroadcast =
+  loneWithBroadcast =
       elementwise == 1 && head < 0 && reductions.empty() && broadcasts > 0;
-  if (elementwise < (head >= 0 || !reductions.empty() ? 1 : 2) &&
-      !loneWithBroadcast)
-    return false;
+  return elementwise >= (head >= 0 || !reductions.empty() ? 1 : 2) ||
+         loneWithBroadcast;
+}
 
-  int64_t count = program.slots[stream[run.members[0]].results[0]].numElements();
-  FusedProgram fused;
-  fused.count = count;
-  fused.head = head >= 0;
-  int32_t product = fused.head ? stream[head].results[0] : -1;
-  bool productRead = false;
-  Instruction inst;
-  inst.op = OpCode::Fused;
-  if (fused.head) {
-    inst.text = stream[head].text;
-    inst.operands = stream[head].operands;
-    inst.results.push_back(product);
+Fuser::Draft Fuser::startDraft(const Run &run, int64_t head) const {
+  const std::vector<Instruction> &stream = program.instructions;
+  Draft draft;
+  draft.count = program.slots[stream[run.members[0]].results[0]].numElements();
+  draft.fused.count = draft.count;
+  draft.fused.head = head >= 0;
+  draft.product = draft.fused.head ? stream[head].results[0] : -1;
+  draft.inst.op = OpCode::Fused;
+  if (draft.fused.head) {
+    draft.inst.text = stream[head].text;
+    draft.inst.operands = stream[head].operands;
+    draft.inst.results.push_back(draft.product);
   }
-  std::vector<Instruction> keptBefore;
-  // What each slot written in the run is to the steps.
-  std::map<int32_t, FusedRef> refOf;
-  std::map<int32_t, int64_t> readsInRun;
-  std::map<std::pair<int32_t, std::pair<int64_t, int64_t>>, int64_t> operandOf;
-  auto external = [&](int32_t slot, FusedOperand layout) -> FusedRef {
-    if (slot == product && layout.inner == 1 && layout.size == count) {
-      productRead = true;
-      return {FusedRefKind::Head, 0};
-    }
-    auto key = std::make_pair(slot, std::make_pair(layout.inner, layout.size));
-    auto it = operandOf.find(key);
-    if (it != operandOf.end())
-      return {FusedRefKind::Operand, it->second};
-    int64_t index = static_cast<int64_t>(fused.operands.size());
-    fused.operands.push_back(layout);
-    inst.operands.push_back(slot);
-    operandOf[key] = index;
-    return {FusedRefKind::Operand, index};
-  };
-  for (size_t i : run.members) {
-    const Instruction &member = stream[i];
-    int32_t slot = member.results[0];
-    FusedOperand layout;
-    if (isSplatConstant(member, count)) {
-      float value;
-      std::memcpy(&value, program.constants[member.ints[0]].bytes.data(),
-                  sizeof(value));
-      uint32_t bits;
-      std::memcpy(&bits, &value, sizeof(bits));
-      refOf[slot] = {FusedRefKind::Constant, static_cast<int64_t>(bits)};
-      continue;
-    }
-    if (broadcastLayout(member, count, layout)) {
-      refOf[slot] = external(member.operands[0], layout);
-      continue;
-    }
-    if (member.op == OpCode::Reshape) { // The same elements, renamed.
-      int32_t operand = member.operands[0];
-      auto it = refOf.find(operand);
-      if (it != refOf.end()) {
-        refOf[slot] = it->second;
-        ++readsInRun[operand];
-      } else {
-        refOf[slot] = external(operand, FusedOperand{1, count});
-      }
-      continue;
-    }
-    FusedStep step{member.op, {}, {}};
-    FusedRef *refs[2] = {&step.a, &step.b};
-    for (size_t k = 0; k < member.operands.size() && k < 2; ++k) {
-      int32_t operand = member.operands[k];
-      auto it = refOf.find(operand);
-      if (it != refOf.end()) {
-        *refs[k] = it->second;
-        ++readsInRun[operand];
-        continue;
-      }
-      int64_t size = program.slots[operand].numElements();
-      *refs[k] = external(operand, size == count ? FusedOperand{1, count}
-                                                 : FusedOperand{1, 1});
-    }
-    if (member.operands.size() == 1)
-      step.b = step.a;
-    int64_t index = static_cast<int64_t>(fused.steps.size());
-    fused.steps.push_back(step);
-    refOf[slot] = {FusedRefKind::Step, index};
+  return draft;
+}
+
+FusedRef Fuser::external(Draft &draft, int32_t slot, FusedOperand layout) {
+  if (slot == draft.product && layout.inner == 1 &&
+      layout.size == draft.count) {
+    draft.productRead = true;
+    return {FusedRefKind::Head, 0};
   }
+  auto key = std::make_pair(slot, std::make_pair(layout.inner, layout.size));
+  auto it = draft.operandOf.find(key);
+  if (it != draft.operandOf.end())
+    return {FusedRefKind::Operand, it->second};
+  int64_t index = static_cast<int64_t>(draft.fused.operands.size());
+  draft.fused.operands.push_back(layout);
+  draft.inst.operands.push_back(slot);
+  draft.operandOf[key] = index;
+  return {FusedRefKind::Operand, index};
+}
+
+void Fuser::addMember(Draft &draft, const Instruction &member) {
+  int64_t count = draft.count;
+  std::map<int32_t, FusedRef> &refOf = draft.refOf;
+  int32_t slot = member.results[0];
+  FusedOperand layout;
+  if (isSplatConstant(member, count)) {
+    float value;
+    std::memcpy(&value, program.constants[member.ints[0]].bytes.data(),
+                sizeof(value));
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    refOf[slot] = {FusedRefKind::Constant, static_cast<int64_t>(bits)};
+    return;
+  }
+  if (broadcastLayout(member, count, layout)) {
+    refOf[slot] = external(draft, member.operands[0], layout);
+    return;
+  }
+  if (member.op == OpCode::Reshape) { // The same elements, renamed.
+    int32_t operand = member.operands[0];
+    auto it = refOf.find(operand);
+    if (it != refOf.end()) {
+      refOf[slot] = it->second;
+      ++draft.readsInRun[operand];
+    } else {
+      refOf[slot] = external(draft, operand, FusedOperand{1, count});
+    }
+    return;
+  }
+  FusedStep step{member.op, {}, {}};
+  FusedRef *refs[2] = {&step.a, &step.b};
+  for (size_t k = 0; k < member.operands.size() && k < 2; ++k) {
+    int32_t operand = member.operands[k];
+    auto it = refOf.find(operand);
+    if (it != refOf.end()) {
+      *refs[k] = it->second;
+      ++draft.readsInRun[operand];
+      continue;
+    }
+    int64_t size = program.slots[operand].numElements();
+    *refs[k] =
+        external(draft, operand,
+                 size == count ? FusedOperand{1, count} : FusedOperand{1, 1});
+  }
+  if (member.operands.size() == 1)
+    step.b = step.a;
+  int64_t index = static_cast<int64_t>(draft.fused.steps.size());
+  draft.fused.steps.push_back(step);
+  refOf[slot] = {FusedRefKind::Step, index};
+}
+
+bool Fuser::addReductions(Draft &draft, const std::vector<size_t> &reductions) {
+  const std::vector<Instruction> &stream = program.instructions;
   for (size_t at : reductions) {
     FusedReduction reduction;
     int32_t operand = stream[at].operands[0];
-    auto it = refOf.find(operand);
-    if (!reductionLayout(stream[at], count, reduction) || it == refOf.end() ||
-        it->second.kind != FusedRefKind::Step)
+    auto it = draft.refOf.find(operand);
+    if (!reductionLayout(stream[at], draft.count, reduction) ||
+        it == draft.refOf.end() || it->second.kind != FusedRefKind::Step)
       return false;
     reduction.step = it->second.value;
-    ++readsInRun[operand];
-    fused.reductions.push_back(reduction);
+    ++draft.readsInRun[operand];
+    draft.fused.reductions.push_back(reduction);
   }
-  if (loneWithBroadcast) {
-    bool absorbed = false;
-    for (size_t i : run.members) {
-      int32_t slot = stream[i].results[0];
-      absorbed |= stream[i].op == OpCode::Broadcast &&
-                  refOf[slot].kind == FusedRefKind::Operand &&
-                  reads[slot] <= readsInRun[slot];
-    }
-    if (!absorbed)
-      return false;
+  return true;
+}
+
+bool Fuser::absorbsBroadcast(const Run &run, Draft &draft) {
+  const std::vector<Instruction> &stream = program.instructions;
+  bool absorbed = false;
+  for (size_t i : run.members) {
+    int32_t slot = stream[i].results[0];
+    absorbed |= stream[i].op == OpCode::Broadcast &&
+                draft.refOf[slot].kind == FusedRefKind::Operand &&
+                reads[slot] <= draft.readsInRun[slot];
   }
+  return absorbed;
+}
+
+void Fuser::collectWritten(const Run &run,
+                           const std::vector<size_t> &reductions,
+                           Draft &draft) {
+  const std::vector<Instruction> &stream = program.instructions;
+  std::map<int32_t, FusedRef> &refOf = draft.refOf;
   // The product must be read only as the head, by the chain.
-  bool retryWithoutHead = fused.head && !productRead;
-  // Values read after the run: results of the fused instruction, or (a
-  // constant, a broadcast) instructions of their own before it.
-  std::vector<int32_t> written;
+  draft.retryWithoutHead = draft.fused.head && !draft.productRead;
   for (size_t i : run.members) {
     const Instruction &member = stream[i];
     int32_t slot = member.results[0];
-    bool readAfter = reads[slot] > readsInRun[slot];
+    bool readAfter = reads[slot] > draft.readsInRun[slot];
     bool last = i == run.members.back() && reductions.empty();
-    if (member.op == OpCode::Reshape && refOf[slot].kind == FusedRefKind::Step) {
+    if (member.op == OpCode::Reshape &&
+        refOf[slot].kind == FusedRefKind::Step) {
       if (readAfter) { // Written as the step it renames.
-        inst.results.push_back(slot);
-        fused.results.push_back(refOf[slot].value);
-        written.push_back(slot);
+        draft.inst.results.push_back(slot);
+        draft.fused.results.push_back(refOf[slot].value);
+        draft.written.push_back(slot);
       }
       continue;
     }
     if (!isFusibleOp(member.op)) {
       if (readAfter) {
-        keptBefore.push_back(member);
-        written.push_back(slot);
+        draft.keptBefore.push_back(member);
+        draft.written.push_back(slot);
         for (int32_t operand : member.operands)
-          retryWithoutHead |= operand == product;
+          draft.retryWithoutHead |= operand == draft.product;
       }
       continue;
     }
     if (readAfter || last) {
-      inst.results.push_back(slot);
-      fused.results.push_back(refOf[slot].value);
-      written.push_back(slot);
+      draft.inst.results.push_back(slot);
+      draft.fused.results.push_back(refOf[slot].value);
+      draft.written.push_back(slot);
     }
   }
   for (size_t at : reductions) {
-    inst.results.push_back(stream[at].results[0]);
-    written.push_back(stream[at].results[0]);
+    draft.inst.results.push_back(stream[at].results[0]);
+    draft.written.push_back(stream[at].results[0]);
   }
+}
+
+bool Fuser::writesAreSafe(const Draft &draft,
+                          const std::vector<size_t> &reductions) const {
+  const FusedProgram &fused = draft.fused;
+  const Instruction &inst = draft.inst;
+  const std::vector<int32_t> &written = draft.written;
   // Writes against reads: the same bytes exactly (a fused result over a
   // full-size operand) or none.
   std::set<int32_t> elementResults(inst.results.begin() + (fused.head ? 1 : 0),
                                    inst.results.begin() + (fused.head ? 1 : 0) +
                                        fused.results.size());
-  auto sameBytes = [&](int32_t a, int32_t b) {
-    return (program.slotOffsets.empty() ||
-            program.slotOffsets[a] == program.slotOffsets[b]) &&
-           program.slots[a].bytes() == program.slots[b].bytes();
-  };
   // Reduction results are written after everything is read: they only
   // need to stay apart from the other writes.
   std::set<int32_t> reductionResults;
   for (size_t at : reductions)
-    reductionResults.insert(stream[at].results[0]);
+    reductionResults.insert(program.instructions[at].results[0]);
   bool safe = true;
   size_t firstExternal = fused.head ? 2 : 0;
   for (int32_t w : written)
@@ -421,36 +499,79 @@ bool Fuser::emitRun(const Run &run, const std::vector<size_t> &reductions,
          !reductionResults.count(w) && e < inst.operands.size(); ++e) {
       int32_t r = inst.operands[e];
       const FusedOperand &layout = fused.operands[e - firstExternal];
-      if (overlaps(w, r) &&
-          !(elementResults.count(w) && layout.inner == 1 &&
-            layout.size == count && sameBytes(w, r)))
+      if (overlaps(w, r) && !(elementResults.count(w) && layout.inner == 1 &&
+                              layout.size == draft.count && sameBytes(w, r)))
         safe = false;
     }
   for (size_t a = 0; a < written.size(); ++a)
     for (size_t b = a + 1; b < written.size(); ++b)
       safe &= !overlaps(written[a], written[b]);
-  if (fused.head) {
-    // The GEMM's operands are read block by block: nothing written may
-    // touch them. The product may share bytes only with an element result,
-    // exactly, and with nothing the chain reads.
-    for (int32_t w : written) {
-      if (reductionResults.count(w))
-        continue;
-      for (size_t e = 0; e < 2; ++e)
-        safe &= !overlaps(w, inst.operands[e]);
-      if (overlaps(w, product) &&
-          !(elementResults.count(w) && sameBytes(w, product)))
-        safe = false;
-    }
-    for (size_t e = 0; e < inst.operands.size(); ++e)
-      safe &= !overlaps(product, inst.operands[e]);
-  }
+  if (fused.head)
+    safe &= headIsSafe(draft, reductionResults, elementResults);
   if (static_cast<int64_t>(fused.operands.size()) + (fused.head ? 1 : 0) >
           kMaxFusedOperands ||
       static_cast<int64_t>(fused.results.size() + fused.reductions.size()) >
           kMaxFusedResults)
     safe = false;
-  if (fused.head && (retryWithoutHead || !safe)) {
+  return safe;
+}
+
+bool Fuser::headIsSafe(const Draft &draft,
+                       const std::set<int32_t> &reductionResults,
+                       const std::set<int32_t> &elementResults) const {
+  // The GEMM's operands are read block by block: nothing written may
+  // touch them. The product may share bytes only with an element result,
+  // exactly, and with nothing the chain reads.
+  const Instruction &inst = draft.inst;
+  int32_t product = draft.product;
+  bool safe = true;
+  for (int32_t w : draft.written) {
+    if (reductionResults.count(w))
+      continue;
+    for (size_t e = 0; e < 2; ++e)
+      safe &= !overlaps(w, inst.operands[e]);
+    if (overlaps(w, product) &&
+        !(elementResults.count(w) && sameBytes(w, product)))
+      safe = false;
+  }
+  for (size_t e = 0; e < inst.operands.size(); ++e)
+    safe &= !overlaps(product, inst.operands[e]);
+  return safe;
+}
+
+void Fuser::emitDraft(const Run &run, const std::vector<size_t> &reductions,
+                      Draft &draft, std::vector<Instruction> &out) {
+  const std::vector<Instruction> &stream = program.instructions;
+  const FusedProgram &fused = draft.fused;
+  draft.inst.ints = encodeFused(fused);
+  if (fused.head)
+    out.pop_back(); // The einsum, now the head.
+  for (size_t i : run.waits)
+    out.push_back(stream[i]);
+  out.insert(out.end(), draft.keptBefore.begin(), draft.keptBefore.end());
+  out.push_back(std::move(draft.inst));
+  ++summary.fused;
+  summary.replaced += static_cast<int64_t>(
+      run.members.size() + reductions.size() + (fused.head ? 1 : 0));
+  summary.heads += fused.head;
+  summary.reductions += static_cast<int64_t>(fused.reductions.size());
+}
+
+bool Fuser::emitRun(const Run &run, const std::vector<size_t> &reductions,
+                    int64_t head, std::vector<Instruction> &out) {
+  bool loneWithBroadcast = false;
+  if (!worthFusing(run, reductions, head, loneWithBroadcast))
+    return false;
+  Draft draft = startDraft(run, head);
+  for (size_t i : run.members)
+    addMember(draft, program.instructions[i]);
+  if (!addReductions(draft, reductions))
+    return false;
+  if (loneWithBroadcast && !absorbsBroadcast(run, draft))
+    return false;
+  collectWritten(run, reductions, draft);
+  bool safe = writesAreSafe(draft, reductions);
+  if (draft.fused.head && (draft.retryWithoutHead || !safe)) {
     if (!emitRun(run, reductions, -1, out))
       return false;
     ++summary.headsRefused;
@@ -458,18 +579,7 @@ bool Fuser::emitRun(const Run &run, const std::vector<size_t> &reductions,
   }
   if (!safe)
     return false;
-  inst.ints = encodeFused(fused);
-  if (fused.head)
-    out.pop_back(); // The einsum, now the head.
-  for (size_t i : run.waits)
-    out.push_back(stream[i]);
-  out.insert(out.end(), keptBefore.begin(), keptBefore.end());
-  out.push_back(std::move(inst));
-  ++summary.fused;
-  summary.replaced += static_cast<int64_t>(
-      run.members.size() + reductions.size() + (fused.head ? 1 : 0));
-  summary.heads += fused.head;
-  summary.reductions += static_cast<int64_t>(fused.reductions.size());
+  emitDraft(run, reductions, draft, out);
   return true;
 }
 

@@ -266,6 +266,247 @@ int64_t placeRanges(const std::vector<PlanRange> &ranges,
   return arena;
 }
 
+/// The live ranges of a buffer plan being built (planBuffers): one per
+/// slot at first, merged where slots share storage.
+struct PlanRanges {
+  std::vector<PlanRange> ranges;
+  /// The range of each slot.
+  std::vector<int32_t> rangeOf;
+  /// Whether each range was merged into another.
+  std::vector<bool> merged;
+};
+
+/// One range per slot the liveness analysis sees (a yield's copy, or a
+/// value), from the first buffer that names it.
+PlanRanges
+collectRanges(const BufferLiveness &liveness,
+              const llvm::DenseMap<Value, int32_t> &slots,
+              const llvm::DenseMap<OpOperand *, int32_t> &yieldCopies,
+              const Executable &program) {
+  PlanRanges plan;
+  plan.rangeOf.assign(program.slots.size(), -1);
+  for (const LiveBuffer &buffer : liveness.buffers) {
+    int32_t slot = -1;
+    if (buffer.yieldCopy) {
+      auto it = yieldCopies.find(buffer.yieldCopy);
+      slot = it == yieldCopies.end() ? -1 : it->second;
+    } else if (auto it = slots.find(buffer.value); it != slots.end()) {
+      slot = it->second;
+    }
+    if (slot < 0 || plan.rangeOf[slot] >= 0)
+      continue;
+    plan.rangeOf[slot] = static_cast<int32_t>(plan.ranges.size());
+    plan.ranges.push_back(
+        {buffer.begin, buffer.end, program.slots[slot].bytes(), {slot}});
+  }
+  return plan;
+}
+
+/// In-place pairs (Liveness.h): same address or apart. A result that may
+/// take its operand's bytes gets the operand's range as its source; an
+/// asynchronous all_reduce in place shares its operand's range: those
+/// pairs (source range, result range) are returned, to be merged.
+std::vector<std::pair<int32_t, int32_t>>
+linkInPlacePairs(const BufferLiveness &liveness,
+                 const llvm::DenseMap<Value, int32_t> &slots,
+                 PlanRanges &plan) {
+  std::vector<std::pair<int32_t, int32_t>> shared;
+  for (const LiveBuffer &buffer : liveness.buffers) {
+    if (!buffer.inPlaceOf || !buffer.value)
+      continue;
+    auto result = slots.find(buffer.value);
+    auto source = slots.find(buffer.inPlaceOf);
+    if (result == slots.end() || source == slots.end() ||
+        plan.rangeOf[result->second] < 0 || plan.rangeOf[source->second] < 0)
+      continue;
+    if (buffer.sharesStorage)
+      shared.push_back(
+          {plan.rangeOf[source->second], plan.rangeOf[result->second]});
+    else
+      plan.ranges[plan.rangeOf[result->second]].source =
+          plan.rangeOf[source->second];
+  }
+  return shared;
+}
+
+/// Gives the slots the analysis does not see a range live for the whole
+/// program (`points` points).
+void addUnseenSlots(PlanRanges &plan, const Executable &program,
+                    int64_t points) {
+  for (size_t s = 0; s < program.slots.size(); ++s)
+    if (plan.rangeOf[s] < 0) {
+      plan.rangeOf[s] = static_cast<int32_t>(plan.ranges.size());
+      plan.ranges.push_back(
+          {0, points, program.slots[s].bytes(), {static_cast<int32_t>(s)}});
+    }
+}
+
+/// Merges each shared pair's result range into its source's.
+void mergeShared(PlanRanges &plan,
+                 const std::vector<std::pair<int32_t, int32_t>> &shared) {
+  std::vector<PlanRange> &ranges = plan.ranges;
+  for (auto [from, to] : shared) {
+    while (plan.merged[from])
+      from = plan.rangeOf[ranges[from].slots.front()];
+    if (from == to || plan.merged[to])
+      continue;
+    ranges[from].end = std::max(ranges[from].end, ranges[to].end);
+    ranges[from].slots.insert(ranges[from].slots.end(),
+                              ranges[to].slots.begin(), ranges[to].slots.end());
+    for (int32_t slot : ranges[to].slots)
+      plan.rangeOf[slot] = from;
+    plan.merged[to] = true;
+  }
+}
+
+/// Whether values `a` and `b` have the same type, shape, global shape and
+/// sharding (an output may then update an input in place).
+bool sameLayout(const Executable &program, const ExecutableValue &a,
+                const ExecutableValue &b) {
+  return program.slots[a.slot].dtype == program.slots[b.slot].dtype &&
+         program.slots[a.slot].shape == program.slots[b.slot].shape &&
+         a.globalShape == b.globalShape && a.sharding == b.sharding;
+}
+
+/// Where the elementwise chain making the value of `slot` starts reading
+/// values made after `after`: a donated input's bytes stay free until
+/// then, not only until the output is written, so nothing the chain reads
+/// sits on them and the fuser can still fuse it (a fused run must not
+/// write over bytes it reads). `valueOf` maps slots back to values.
+int64_t chainStart(const PlanRanges &plan,
+                   const llvm::DenseMap<Value, int32_t> &slots,
+                   const llvm::DenseMap<int32_t, Value> &valueOf, int32_t slot,
+                   int64_t after) {
+  int64_t first = plan.ranges[plan.rangeOf[slot]].begin;
+  SmallVector<Value> work{valueOf.lookup(slot)};
+  llvm::DenseSet<Value> seen;
+  for (int budget = 64; !work.empty() && budget > 0; --budget) {
+    Value value = work.pop_back_val();
+    Operation *op = value ? value.getDefiningOp() : nullptr;
+    if (!op || op->getNumResults() != 1 || op->getNumRegions() != 0 ||
+        !seen.insert(value).second)
+      continue;
+    for (Value operand : op->getOperands()) {
+      auto it = slots.find(operand);
+      if (it == slots.end() || plan.rangeOf[it->second] < 0)
+        continue;
+      int64_t begin = plan.ranges[plan.rangeOf[it->second]].begin;
+      if (begin <= after)
+        continue;
+      first = std::min(first, begin);
+      if (operand.getType() == value.getType())
+        work.push_back(operand);
+    }
+  }
+  return first;
+}
+
+/// Merges the range of `output` into that of the donated `input` it
+/// updates in place; with `holes`, the input's bytes are free between its
+/// last use and the start of the output's chain. Returns whether it made
+/// a hole.
+bool mergeIntoInput(PlanRanges &plan, const ExecutableValue &input,
+                    const ExecutableValue &output,
+                    const llvm::DenseMap<Value, int32_t> &slots,
+                    const llvm::DenseMap<int32_t, Value> &valueOf, bool holes) {
+  std::vector<PlanRange> &ranges = plan.ranges;
+  PlanRange &from = ranges[plan.rangeOf[input.slot]];
+  int32_t to = plan.rangeOf[output.slot];
+  // Between the input's last use and the output's definition the bytes
+  // hold nothing anyone reads (a gradient buffer the step overwrites:
+  // its bytes are free through the backward pass's peak).
+  int64_t holeEnd =
+      holes ? chainStart(plan, slots, valueOf, output.slot, from.end)
+            : ranges[to].begin;
+  bool holeMade = false;
+  if (holes && from.holeBegin < 0 && from.end + 1 < holeEnd) {
+    from.holeBegin = from.end;
+    from.holeEnd = holeEnd;
+    holeMade = true;
+  }
+  from.end = std::max(from.end, ranges[to].end);
+  from.slots.insert(from.slots.end(), ranges[to].slots.begin(),
+                    ranges[to].slots.end());
+  for (int32_t slot : ranges[to].slots)
+    plan.rangeOf[slot] = plan.rangeOf[input.slot];
+  plan.merged[to] = true;
+  return holeMade;
+}
+
+/// Outputs updating donated inputs in place share one range: each output
+/// takes the first unclaimed donated input of its layout that is dead
+/// before the output is defined (aliasedInput). Returns how many holes
+/// it made.
+int64_t aliasDonatedInputs(PlanRanges &plan, Executable &program,
+                           const llvm::DenseMap<Value, int32_t> &slots,
+                           bool holes) {
+  llvm::DenseMap<int32_t, Value> valueOf;
+  for (auto [value, slot] : slots)
+    valueOf[slot] = value;
+  int64_t holesMade = 0;
+  std::vector<bool> claimed(program.inputs.size(), false);
+  for (ExecutableValue &output : program.outputs) {
+    for (size_t i = 0; i < program.inputs.size() && output.aliasedInput < 0;
+         ++i) {
+      const ExecutableValue &input = program.inputs[i];
+      if (!input.donated || claimed[i] || !sameLayout(program, input, output))
+        continue;
+      const PlanRange &from = plan.ranges[plan.rangeOf[input.slot]];
+      int32_t to = plan.rangeOf[output.slot];
+      if (input.slot != output.slot &&
+          (plan.merged[to] || from.end >= plan.ranges[to].begin))
+        continue;
+      claimed[i] = true;
+      output.aliasedInput = static_cast<int32_t>(i);
+      if (input.slot == output.slot)
+        continue;
+      if (mergeIntoInput(plan, input, output, slots, valueOf, holes))
+        ++holesMade;
+    }
+    // The same value returned twice updates the input once.
+    for (const ExecutableValue &other : program.outputs)
+      if (&other != &output && other.slot == output.slot &&
+          other.aliasedInput >= 0 && output.aliasedInput < 0)
+        output.aliasedInput = other.aliasedInput;
+  }
+  return holesMade;
+}
+
+/// Places the ranges not merged into others in one arena, largest first,
+/// and sets the program's arena size and slot offsets.
+void placePlan(const PlanRanges &plan, Executable &program) {
+  const std::vector<PlanRange> &ranges = plan.ranges;
+  std::vector<size_t> live;
+  std::vector<int64_t> points;
+  for (size_t r = 0; r < ranges.size(); ++r)
+    if (!plan.merged[r]) {
+      live.push_back(r);
+      for (auto [low, high] : ranges[r].spans()) {
+        points.push_back(low);
+        points.push_back(high);
+      }
+    }
+  // Greedy by size: the largest buffers first, each at the lowest offset
+  // free for its live spans. (Other orders — by bytes times points, by
+  // first point, by length — and best fit were measured and not kept: on
+  // GPT-2 small's train step this order's arena was the smallest of the
+  // eight, within 0.03% of the liveness peak, and trying all eight made a
+  // 96-layer compile 1.1 s slower.)
+  std::sort(live.begin(), live.end(), [&](size_t a, size_t b) {
+    if (ranges[a].bytes != ranges[b].bytes)
+      return ranges[a].bytes > ranges[b].bytes;
+    return ranges[a].begin != ranges[b].begin
+               ? ranges[a].begin < ranges[b].begin
+               : a < b;
+  });
+  std::vector<int64_t> offsetOf;
+  program.arenaBytes =
+      placeRanges(ranges, live, plan.merged, plan.rangeOf, points, offsetOf);
+  program.slotOffsets.assign(program.slots.size(), 0);
+  for (size_t s = 0; s < program.slots.size(); ++s)
+    program.slotOffsets[s] = offsetOf[plan.rangeOf[s]];
+}
+
 /// The buffer plan from the liveness analysis the memory report uses (one
 /// code path): every slot gets an offset in one arena per device, and slots
 /// alive at the same program point never overlap. Greedy by size: the
@@ -289,165 +530,14 @@ int64_t planBuffers(func::FuncOp entry,
   if (inlinedCalls)
     return holesMade;
   BufferLiveness liveness = analyzeLiveness(entry);
-  std::vector<PlanRange> ranges;
-  std::vector<int32_t> rangeOf(program.slots.size(), -1);
-  for (const LiveBuffer &buffer : liveness.buffers) {
-    int32_t slot = -1;
-    if (buffer.yieldCopy) {
-      auto it = yieldCopies.find(buffer.yieldCopy);
-      slot = it == yieldCopies.end() ? -1 : it->second;
-    } else if (auto it = slots.find(buffer.value); it != slots.end()) {
-      slot = it->second;
-    }
-    if (slot < 0 || rangeOf[slot] >= 0)
-      continue;
-    rangeOf[slot] = static_cast<int32_t>(ranges.size());
-    ranges.push_back(
-        {buffer.begin, buffer.end, program.slots[slot].bytes(), {slot}});
-  }
-  // In-place pairs (Liveness.h): same address or apart; an asynchronous
-  // all_reduce in place shares its operand's range (merged below).
-  std::vector<std::pair<int32_t, int32_t>> shared;
-  for (const LiveBuffer &buffer : liveness.buffers) {
-    if (!buffer.inPlaceOf || !buffer.value)
-      continue;
-    auto result = slots.find(buffer.value);
-    auto source = slots.find(buffer.inPlaceOf);
-    if (result == slots.end() || source == slots.end() ||
-        rangeOf[result->second] < 0 || rangeOf[source->second] < 0)
-      continue;
-    if (buffer.sharesStorage)
-      shared.push_back({rangeOf[source->second], rangeOf[result->second]});
-    else
-      ranges[rangeOf[result->second]].source = rangeOf[source->second];
-  }
-  // Slots the analysis does not see live for the whole program.
-  for (size_t s = 0; s < program.slots.size(); ++s)
-    if (rangeOf[s] < 0) {
-      rangeOf[s] = static_cast<int32_t>(ranges.size());
-      ranges.push_back({0, liveness.points, program.slots[s].bytes(),
-                        {static_cast<int32_t>(s)}});
-    }
-
-  // Outputs updating donated inputs in place share one range.
-  auto sameLayout = [&](const ExecutableValue &a, const ExecutableValue &b) {
-    return program.slots[a.slot].dtype == program.slots[b.slot].dtype &&
-           program.slots[a.slot].shape == program.slots[b.slot].shape &&
-           a.globalShape == b.globalShape && a.sharding == b.sharding;
-  };
-  // Where the elementwise chain making an output's value starts reading
-  // values made after `after`: a donated input's bytes stay free until
-  // then, not only until the output is written, so nothing the chain reads
-  // sits on them and the fuser can still fuse it (a fused run must not
-  // write over bytes it reads).
-  llvm::DenseMap<int32_t, Value> valueOf;
-  for (auto [value, slot] : slots)
-    valueOf[slot] = value;
-  auto chainStart = [&](int32_t slot, int64_t after) {
-    int64_t first = ranges[rangeOf[slot]].begin;
-    SmallVector<Value> work{valueOf.lookup(slot)};
-    llvm::DenseSet<Value> seen;
-    for (int budget = 64; !work.empty() && budget > 0; --budget) {
-      Value value = work.pop_back_val();
-      Operation *op = value ? value.getDefiningOp() : nullptr;
-      if (!op || op->getNumResults() != 1 || op->getNumRegions() != 0 ||
-          !seen.insert(value).second)
-        continue;
-      for (Value operand : op->getOperands()) {
-        auto it = slots.find(operand);
-        if (it == slots.end() || rangeOf[it->second] < 0)
-          continue;
-        int64_t begin = ranges[rangeOf[it->second]].begin;
-        if (begin <= after)
-          continue;
-        first = std::min(first, begin);
-        if (operand.getType() == value.getType())
-          work.push_back(operand);
-      }
-    }
-    return first;
-  };
-  std::vector<bool> claimed(program.inputs.size(), false);
-  std::vector<bool> merged(ranges.size(), false);
-  for (auto [from, to] : shared) {
-    while (merged[from])
-      from = rangeOf[ranges[from].slots.front()];
-    if (from == to || merged[to])
-      continue;
-    ranges[from].end = std::max(ranges[from].end, ranges[to].end);
-    ranges[from].slots.insert(ranges[from].slots.end(),
-                              ranges[to].slots.begin(), ranges[to].slots.end());
-    for (int32_t slot : ranges[to].slots)
-      rangeOf[slot] = from;
-    merged[to] = true;
-  }
-  for (ExecutableValue &output : program.outputs) {
-    for (size_t i = 0; i < program.inputs.size() && output.aliasedInput < 0;
-         ++i) {
-      const ExecutableValue &input = program.inputs[i];
-      if (!input.donated || claimed[i] || !sameLayout(input, output))
-        continue;
-      PlanRange &from = ranges[rangeOf[input.slot]];
-      int32_t to = rangeOf[output.slot];
-      if (input.slot != output.slot &&
-          (merged[to] || from.end >= ranges[to].begin))
-        continue;
-      claimed[i] = true;
-      output.aliasedInput = static_cast<int32_t>(i);
-      if (input.slot == output.slot)
-        continue;
-      // Between the input's last use and the output's definition the bytes
-      // hold nothing anyone reads (a gradient buffer the step overwrites:
-      // its bytes are free through the backward pass's peak).
-      int64_t holeEnd =
-          holes ? chainStart(output.slot, from.end) : ranges[to].begin;
-      if (holes && from.holeBegin < 0 && from.end + 1 < holeEnd) {
-        from.holeBegin = from.end;
-        from.holeEnd = holeEnd;
-        ++holesMade;
-      }
-      from.end = std::max(from.end, ranges[to].end);
-      from.slots.insert(from.slots.end(), ranges[to].slots.begin(),
-                        ranges[to].slots.end());
-      for (int32_t slot : ranges[to].slots)
-        rangeOf[slot] = rangeOf[input.slot];
-      merged[to] = true;
-    }
-    // The same value returned twice updates the input once.
-    for (const ExecutableValue &other : program.outputs)
-      if (&other != &output && other.slot == output.slot &&
-          other.aliasedInput >= 0 && output.aliasedInput < 0)
-        output.aliasedInput = other.aliasedInput;
-  }
-
-  std::vector<size_t> live;
-  std::vector<int64_t> points;
-  for (size_t r = 0; r < ranges.size(); ++r)
-    if (!merged[r]) {
-      live.push_back(r);
-      for (auto [low, high] : ranges[r].spans()) {
-        points.push_back(low);
-        points.push_back(high);
-      }
-    }
-  // Greedy by size: the largest buffers first, each at the lowest offset
-  // free for its live spans. (Other orders — by bytes times points, by
-  // first point, by length — and best fit were measured and not kept: on
-  // GPT-2 small's train step this order's arena was the smallest of the
-  // eight, within 0.03% of the liveness peak, and trying all eight made a
-  // 96-layer compile 1.1 s slower.)
-  std::sort(live.begin(), live.end(), [&](size_t a, size_t b) {
-    if (ranges[a].bytes != ranges[b].bytes)
-      return ranges[a].bytes > ranges[b].bytes;
-    return ranges[a].begin != ranges[b].begin ? ranges[a].begin < ranges[b].begin
-                                              : a < b;
-  });
-  std::vector<int64_t> offsetOf;
-  program.arenaBytes =
-      placeRanges(ranges, live, merged, rangeOf, points, offsetOf);
-  program.slotOffsets.assign(program.slots.size(), 0);
-  for (size_t s = 0; s < program.slots.size(); ++s)
-    program.slotOffsets[s] = offsetOf[rangeOf[s]];
+  PlanRanges plan = collectRanges(liveness, slots, yieldCopies, program);
+  std::vector<std::pair<int32_t, int32_t>> shared =
+      linkInPlacePairs(liveness, slots, plan);
+  addUnseenSlots(plan, program, liveness.points);
+  plan.merged.assign(plan.ranges.size(), false);
+  mergeShared(plan, shared);
+  holesMade = aliasDonatedInputs(plan, program, slots, holes);
+  placePlan(plan, program);
   return holesMade;
 }
 

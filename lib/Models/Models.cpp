@@ -365,12 +365,8 @@ Value moeBlock(ModelBuilder &b, Value x, const std::vector<Value> &w,
   return b.reshape(combined, {d.B, d.S, d.D}, "out");
 }
 
-Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
-                                                 const ModelConfig &c,
-                                                 const Mesh &mesh) {
-  bool moe = c.model == "moe";
-  Dims d{c.batch, c.seq, c.dModel, c.heads, c.kvHeads ? c.kvHeads : c.heads,
-         c.dModel / c.heads, c.mlpRatio * c.dModel, c.vocab, c.experts, c.layers};
+/// The transformer's configuration errors that do not depend on MoE.
+Status checkTransformer(const ModelConfig &c, const Dims &d) {
   if (c.dModel % c.heads != 0)
     return Status::error("--d-model (" + std::to_string(c.dModel) +
                          ") must be a multiple of --heads (" +
@@ -385,34 +381,51 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
   if (c.rotary && d.K % 2 != 0)
     return Status::error("rotary positions need an even head dimension "
                          "(d_model / heads = " + std::to_string(d.K) + ")");
-  int64_t groups = moeGroups(c, mesh);
-  int64_t capacity = 0;
-  if (moe) {
-    if (c.topK < 1 || c.topK > c.experts)
-      return Status::error("--top-k must be between 1 and --experts");
-    if (c.batch % groups != 0)
-      return Status::error("--batch (" + std::to_string(c.batch) +
-                           ") must be a multiple of the MoE groups (" +
-                           std::to_string(groups) + ")");
-    if (c.capacityFactor <= 0)
-      return Status::error("--capacity-factor must be positive");
-    int64_t perGroup = c.batch * c.seq / groups;
-    capacity = static_cast<int64_t>(
-        std::ceil(c.capacityFactor * c.topK * perGroup / c.experts));
-    capacity = std::max<int64_t>(1, std::min(capacity, perGroup));
-  }
+  return Status::success();
+}
 
-  b.beginFunction(c.model);
+/// The MoE layer's capacity per group and expert, after checking its
+/// configuration against the `groups` the batch splits into.
+Expected<int64_t> moeCapacity(const ModelConfig &c, int64_t groups) {
+  if (c.topK < 1 || c.topK > c.experts)
+    return Status::error("--top-k must be between 1 and --experts");
+  if (c.batch % groups != 0)
+    return Status::error("--batch (" + std::to_string(c.batch) +
+                         ") must be a multiple of the MoE groups (" +
+                         std::to_string(groups) + ")");
+  if (c.capacityFactor <= 0)
+    return Status::error("--capacity-factor must be positive");
+  int64_t perGroup = c.batch * c.seq / groups;
+  int64_t capacity = static_cast<int64_t>(
+      std::ceil(c.capacityFactor * c.topK * perGroup / c.experts));
+  return std::max<int64_t>(1, std::min(capacity, perGroup));
+}
+
+/// The transformer's inputs: the tokens and, with a loss, the targets, the
+/// loss mask and the reference log-probabilities its objective needs.
+struct TransformerInputs {
+  Value tokens, targets, mask, refLogp;
+};
+
+/// Adds the transformer's inputs to the function.
+TransformerInputs transformerInputs(ModelBuilder &b, const ModelConfig &c,
+                                    const Dims &d) {
+  TransformerInputs in;
   Type i32 = b.ops().getI32Type();
-  Value tokens = b.input("tokens", {d.B, d.S}, {"batch", "seq"}, i32);
-  Value targets, mask;
+  in.tokens = b.input("tokens", {d.B, d.S}, {"batch", "seq"}, i32);
   if (!c.noLoss)
-    targets = b.input("targets", {d.B, d.S}, {"batch", "seq"}, i32);
-  Value refLogp;
+    in.targets = b.input("targets", {d.B, d.S}, {"batch", "seq"}, i32);
   if (!c.noLoss && c.lossMask)
-    mask = b.input("loss_mask", {d.B, d.S}, {"batch", "seq"}, b.element());
+    in.mask = b.input("loss_mask", {d.B, d.S}, {"batch", "seq"}, b.element());
   if (!c.noLoss && c.lossMask && c.objective == "dpo")
-    refLogp = b.input("ref_logp", {d.B}, {"batch"}, b.element());
+    in.refLogp = b.input("ref_logp", {d.B}, {"batch"}, b.element());
+  return in;
+}
+
+/// The embedding of `tokens` [B, S]: its table's rows (gathered or as a
+/// one-hot product) plus, without rotary positions, learned positions.
+Value embedTokens(ModelBuilder &b, const ModelConfig &c, const Dims &d,
+                  Value tokens) {
   Value wte = b.param("embed.table", {d.V, d.D}, {"vocab", "embed"});
   Value wpe;
   if (!c.rotary)
@@ -428,13 +441,14 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
     x = b.add(x, b.broadcast(wpe, {d.B, d.S, d.D}, {1, 2}, "positions.b"),
               "with_positions");
   b.popScope();
-  // The residual stream between blocks, and a norm's output where the
-  // block's matrix products read it: whole along the sequence and the
-  // embedding (Megatron's all_gather before the column-parallel GEMMs under
-  // sequence parallelism; FSDP gathers the weights, not the activations).
-  Axes stream = {"batch", "seq", "embed"};
-  Axes normed = {"batch", "", ""};
+  return x;
+}
 
+/// The parameters of one transformer layer, in the order the layer takes
+/// them: the attention's norm and weights, then the MLP's (or the mixture
+/// of experts') norm and weights.
+std::vector<LayerParam> transformerLayerParams(const ModelConfig &c,
+                                               const Dims &d, bool moe) {
   std::vector<LayerParam> params;
   // Norm parameters have their own logical axis (MaxText's "norm"), which
   // the presets leave whole: sharding a vector of D scales would drag the
@@ -445,10 +459,14 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
       params.push_back({name + ".bias", {d.D}, {"norm"}});
   };
   normParams("attn.norm");
-  params.push_back({"attn.wq", {d.D, d.H, d.K}, {"embed", "heads", "head_dim"}});
-  params.push_back({"attn.wk", {d.D, d.N, d.K}, {"embed", "kv_heads", "head_dim"}});
-  params.push_back({"attn.wv", {d.D, d.N, d.K}, {"embed", "kv_heads", "head_dim"}});
-  params.push_back({"attn.wo", {d.H, d.K, d.D}, {"heads", "head_dim", "embed"}});
+  params.push_back(
+      {"attn.wq", {d.D, d.H, d.K}, {"embed", "heads", "head_dim"}});
+  params.push_back(
+      {"attn.wk", {d.D, d.N, d.K}, {"embed", "kv_heads", "head_dim"}});
+  params.push_back(
+      {"attn.wv", {d.D, d.N, d.K}, {"embed", "kv_heads", "head_dim"}});
+  params.push_back(
+      {"attn.wo", {d.H, d.K, d.D}, {"heads", "head_dim", "embed"}});
   normParams("mlp.norm");
   if (moe) {
     params.push_back({"moe.router", {d.D, d.E}, {"embed", ""}});
@@ -460,61 +478,95 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
     if (c.swiglu)
       params.push_back({"mlp.w3", {d.D, d.F}, {"embed", "mlp"}});
   }
-  size_t normSize = c.rmsNorm ? 1 : 2;
+  return params;
+}
 
+/// One transformer layer (attention, then an MLP or a mixture of experts,
+/// each behind a norm and with a residual), and what the layers
+/// accumulate: the MoE auxiliary loss and the first layer's dispatch.
+struct TransformerLayer {
+  ModelBuilder &b;
+  const ModelConfig &c;
+  const Dims &d;
+  bool moe;
+  int64_t groups, capacity;
+  size_t normSize;
   Value auxLoss, dispatch;
   bool first = true;
-  auto layer = [&](Value h, const std::vector<Value> &w) -> Value {
-    size_t at = 0;
-    auto take = [&](size_t count) {
-      std::vector<Value> taken(w.begin() + at, w.begin() + at + count);
-      at += count;
-      return taken;
-    };
-    h = b.logicalConstraint(h, stream, "input");
-    std::vector<Value> norm1 = take(normSize);
-    b.pushScope("attn");
-    Value a = b.logicalConstraint(
-        b.norm(h, norm1[0], normSize == 2 ? norm1[1] : Value(), "norm"),
-        normed, "norm.layout");
-    Value attended = attention(b, a, take(4), d, c.rotary);
-    b.popScope();
-    h = b.logicalConstraint(b.add(h, attended, "attn.residual"), stream,
-                            "attn.output");
-    std::vector<Value> norm2 = take(normSize);
-    if (moe) {
-      b.pushScope("moe");
-      Value m = b.logicalConstraint(
-          b.norm(h, norm2[0], normSize == 2 ? norm2[1] : Value(), "norm"),
-          normed, "norm.layout");
-      Value y = moeBlock(b, m, take(3), d, groups, c.topK, capacity, auxLoss,
-                         first && c.exposeDispatch ? &dispatch : nullptr);
-      b.popScope();
-      h = b.add(h, y, "moe.residual");
-    } else {
-      b.pushScope("mlp");
-      Value m = b.logicalConstraint(
-          b.norm(h, norm2[0], normSize == 2 ? norm2[1] : Value(), "norm"),
-          normed, "norm.layout");
-      Value y = mlpBlock(b, m, take(c.swiglu ? 3 : 2), d, c.swiglu,
-                         "bsd,df->bsf", "bsf,fd->bsd");
-      b.popScope();
-      h = b.add(h, y, "mlp.residual");
-    }
-    first = false;
-    return h;
-  };
-  if (moe && c.scan)
-    return Status::error("--scan is not available for moe (its auxiliary "
-                         "loss would have to be carried through the loop); "
-                         "use the unrolled layers");
-  x = layerStack(b, d.L, c.scan, params, x, layer);
-  x = b.logicalConstraint(x, stream, "final.input");
+  // The residual stream between blocks, and a norm's output where the
+  // block's matrix products read it: whole along the sequence and the
+  // embedding (Megatron's all_gather before the column-parallel GEMMs under
+  // sequence parallelism; FSDP gathers the weights, not the activations).
+  Axes stream = {"batch", "seq", "embed"};
+  Axes normed = {"batch", "", ""};
 
+  /// The layer on `h` with its weights `w` (transformerLayerParams).
+  Value operator()(Value h, const std::vector<Value> &w);
+  /// The norm of `h` with `weights` (scale, and bias unless RMS), laid out
+  /// for the block's matrix products.
+  Value norm(Value h, const std::vector<Value> &weights);
+  /// The MLP or mixture-of-experts block on `h` with its residual.
+  Value feedForward(Value h, const std::vector<Value> &norm2,
+                    const std::vector<Value> &w);
+};
+
+Value TransformerLayer::operator()(Value h, const std::vector<Value> &w) {
+  size_t at = 0;
+  auto take = [&](size_t count) {
+    std::vector<Value> taken(w.begin() + at, w.begin() + at + count);
+    at += count;
+    return taken;
+  };
+  h = b.logicalConstraint(h, stream, "input");
+  std::vector<Value> norm1 = take(normSize);
+  b.pushScope("attn");
+  Value a = norm(h, norm1);
+  Value attended = attention(b, a, take(4), d, c.rotary);
+  b.popScope();
+  h = b.logicalConstraint(b.add(h, attended, "attn.residual"), stream,
+                          "attn.output");
+  std::vector<Value> norm2 = take(normSize);
+  h = feedForward(h, norm2, take(moe ? 3 : c.swiglu ? 3 : 2));
+  first = false;
+  return h;
+}
+
+Value TransformerLayer::norm(Value h, const std::vector<Value> &weights) {
+  return b.logicalConstraint(
+      b.norm(h, weights[0], normSize == 2 ? weights[1] : Value(), "norm"),
+      normed, "norm.layout");
+}
+
+Value TransformerLayer::feedForward(Value h, const std::vector<Value> &norm2,
+                                    const std::vector<Value> &w) {
+  if (moe) {
+    b.pushScope("moe");
+    Value m = norm(h, norm2);
+    Value y = moeBlock(b, m, w, d, groups, c.topK, capacity, auxLoss,
+                       first && c.exposeDispatch ? &dispatch : nullptr);
+    b.popScope();
+    return b.add(h, y, "moe.residual");
+  }
+  b.pushScope("mlp");
+  Value m = norm(h, norm2);
+  Value y = mlpBlock(b, m, w, d, c.swiglu, "bsd,df->bsf", "bsf,fd->bsd");
+  b.popScope();
+  return b.add(h, y, "mlp.residual");
+}
+
+/// The function's results after the layers' output `x`: the final norm
+/// and the head's logits, or with a loss the loss (plus the weighted MoE
+/// auxiliary loss); then the first layer's dispatch, when exposed.
+std::vector<Value> transformerResults(ModelBuilder &b, const ModelConfig &c,
+                                      const Dims &d, Value x,
+                                      const TransformerInputs &in,
+                                      const TransformerLayer &layer) {
+  x = b.logicalConstraint(x, layer.stream, "final.input");
   Value gamma = b.param("final.norm.scale", {d.D}, {"norm"});
-  Value beta = c.rmsNorm ? Value() : b.param("final.norm.bias", {d.D}, {"norm"});
+  Value beta =
+      c.rmsNorm ? Value() : b.param("final.norm.bias", {d.D}, {"norm"});
   Value head = b.param("head", {d.D, d.V}, {"embed", "vocab"});
-  x = b.logicalConstraint(b.norm(x, gamma, beta, "final.norm"), normed,
+  x = b.logicalConstraint(b.norm(x, gamma, beta, "final.norm"), layer.normed,
                           "final.norm.layout");
   Value logits = b.einsum("bsd,dv->bsv", ValueRange{x, head}, {d.B, d.S, d.V},
                           "logits");
@@ -522,15 +574,58 @@ Expected<OwningOpRef<ModuleOp>> buildTransformer(ModelBuilder &b,
   if (c.noLoss) {
     results.push_back(logits);
   } else {
-    Value loss = crossEntropy(b, logits, targets, mask, &c, refLogp);
+    Value loss = crossEntropy(b, logits, in.targets, in.mask, &c, in.refLogp);
+    Value auxLoss = layer.auxLoss;
     if (auxLoss && c.objective != "logprob")
-      loss = b.add(loss, b.mul(auxLoss, b.scalarLike(0.01, auxLoss, "aux.weight"),
-                               "aux.weighted"),
+      loss = b.add(loss,
+                   b.mul(auxLoss, b.scalarLike(0.01, auxLoss, "aux.weight"),
+                         "aux.weighted"),
                    "total_loss");
     results.push_back(loss);
   }
-  if (dispatch)
-    results.push_back(dispatch);
+  if (layer.dispatch)
+    results.push_back(layer.dispatch);
+  return results;
+}
+
+Expected<OwningOpRef<ModuleOp>>
+buildTransformer(ModelBuilder &b, const ModelConfig &c, const Mesh &mesh) {
+  bool moe = c.model == "moe";
+  Dims d{c.batch,
+         c.seq,
+         c.dModel,
+         c.heads,
+         c.kvHeads ? c.kvHeads : c.heads,
+         c.dModel / c.heads,
+         c.mlpRatio * c.dModel,
+         c.vocab,
+         c.experts,
+         c.layers};
+  if (Status status = checkTransformer(c, d); !status.ok())
+    return status;
+  int64_t groups = moeGroups(c, mesh);
+  int64_t capacity = 0;
+  if (moe) {
+    Expected<int64_t> perExpert = moeCapacity(c, groups);
+    if (!perExpert)
+      return perExpert.status();
+    capacity = *perExpert;
+  }
+
+  b.beginFunction(c.model);
+  TransformerInputs in = transformerInputs(b, c, d);
+  Value x = embedTokens(b, c, d, in.tokens);
+  std::vector<LayerParam> params = transformerLayerParams(c, d, moe);
+  TransformerLayer layer{
+      b, c, d, moe, groups, capacity, c.rmsNorm ? size_t(1) : size_t(2)};
+  if (moe && c.scan)
+    return Status::error("--scan is not available for moe (its auxiliary "
+                         "loss would have to be carried through the loop); "
+                         "use the unrolled layers");
+  x = layerStack(
+      b, d.L, c.scan, params, x,
+      [&](Value h, const std::vector<Value> &w) { return layer(h, w); });
+  std::vector<Value> results = transformerResults(b, c, d, x, in, layer);
   return b.finish(results);
 }
 

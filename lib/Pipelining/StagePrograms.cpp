@@ -103,16 +103,19 @@ Slice sliceFor(Block &body, ArrayRef<Value> roots,
   return slice;
 }
 
+/// What extractFunction calls, before the return, to compute further
+/// results from the extra arguments.
+using FinishFn = std::function<void(OpBuilder &, ValueRange extra,
+                                    SmallVector<Value> &results)>;
+
 /// A function made of `slice`'s ops returning `outputs`; its arguments are
 /// the slice's inputs then `extraArgs` (which `finish` may use to compute
 /// further results).
-func::FuncOp extractFunction(
-    OpBuilder &builder, Location loc, const std::string &name,
-    const Slice &slice, ArrayRef<Value> outputs,
-    ArrayRef<DictionaryAttr> inputAttrs, ArrayRef<Type> extraArgs,
-    ArrayRef<DictionaryAttr> extraAttrs,
-    const std::function<void(OpBuilder &, ValueRange extra,
-                             SmallVector<Value> &results)> &finish) {
+func::FuncOp
+extractFunction(OpBuilder &builder, Location loc, const std::string &name,
+                const Slice &slice, ArrayRef<Value> outputs,
+                ArrayRef<DictionaryAttr> inputAttrs, ArrayRef<Type> extraArgs,
+                ArrayRef<DictionaryAttr> extraAttrs, const FinishFn &finish) {
   SmallVector<Type> argTypes;
   for (Value input : slice.inputs)
     argTypes.push_back(input.getType());
@@ -145,128 +148,257 @@ func::FuncOp extractFunction(
   return function;
 }
 
-} // namespace
+/// `total + term`, or `term` when there is no total yet.
+Value addTerm(OpBuilder &b, Location loc, Value total, Value term) {
+  return total ? b.create<AddOp>(loc, term.getType(), total, term).getResult()
+               : term;
+}
 
-namespace partita::pipelining {
+/// The number of the loss's argument `lossArg` among its data arguments
+/// (the step's data): the arguments before it that are not parameters.
+int32_t dataIndex(func::FuncOp loss, unsigned lossArg) {
+  int32_t index = 0;
+  for (unsigned b = 0; b < lossArg; ++b) {
+    auto role =
+        loss.getArgAttrOfType<RoleAttr>(b, PartitaDialect::kRoleAttrName);
+    index += !(role && role.getValue() == Role::Param);
+  }
+  return index;
+}
 
-Expected<StageProgramFunctions>
-buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
-                   int s, bool splitBackward,
-                   const TrainStepOptions &optimizer) {
-  const StageFunction &stage = stages[s];
-  func::FuncOp f = stage.function;
-  MLIRContext *context = f.getContext();
-  Location loc = f.getLoc();
-  OpBuilder builder(context);
-  builder.setInsertionPointAfter(f);
-  bool last = s + 1 == static_cast<int>(stages.size());
-  size_t numParams = stage.paramArgs.size(), numData = stage.dataArgs.size();
-  size_t numArgs = f.getNumArguments();
+/// A `finish` for extractFunction: adds the accumulators (the extra
+/// arguments) to the gradients among the results from `firstGradient` on.
+FinishFn accumulateInto(Location loc, size_t firstGradient) {
+  return [=](OpBuilder &at, ValueRange extra, SmallVector<Value> &out) {
+    for (size_t p = 0; p < extra.size(); ++p) {
+      Value sum = at.create<AddOp>(loc, extra[p].getType(), extra[p],
+                                   out[firstGradient + p]);
+      out[firstGradient + p] = sum;
+    }
+  };
+}
 
-  // Who uses each of this stage's results: (stage, received argument).
+/// Builds one stage's programs (buildStagePrograms): the cotangent loss
+/// and its gradient, the slices of the gradient, and the forward,
+/// backward, weight-gradient and update functions made of them.
+class StageProgramBuilder {
+public:
+  StageProgramBuilder(func::FuncOp loss,
+                      const std::vector<StageFunction> &stages, int s,
+                      bool splitBackward, const TrainStepOptions &optimizer);
+
+  /// Builds the stage's programs.
+  Expected<StageProgramFunctions> build();
+
+private:
+  /// Who uses each of this stage's results: (stage, received argument),
+  /// into cotangentSources and cotangentOf.
+  void findCotangentUses();
+  /// The cotangent loss: f's arguments, then one cotangent per use of a
+  /// result (the last stage: the seed), returning L then f's results.
+  func::FuncOp buildCotangentLoss();
+  /// L = sum_j <y_j, dy_j> at `at`, adding the cotangents dy_j (the last
+  /// stage: the seed) as arguments of `hBody`; zero without any.
+  Value cotangentTotal(OpBuilder &at, Block &hBody, ArrayRef<Value> ys);
+  /// The cotangent loss's argument attributes: f's, then the logical axes
+  /// of the values the cotangents belong to (the seed: none).
+  SmallVector<DictionaryAttr> cotangentLossArgAttrs(ArrayRef<Value> ys);
+  /// Differentiates the cotangent loss into `g` and splits its results
+  /// into dParams, dReceived and forwardOutputs.
+  Status differentiate();
+  /// Slices `g`: forward, then backward (input gradients, and the weight
+  /// gradients unless they are split off), then weight gradients.
+  Status sliceGradient();
+  /// What the forward pass saves: its values the later slices read.
+  void findSaved(const llvm::DenseSet<Operation *> &forwardOps);
+  /// Where an input of a slice comes from.
+  StageInput sourceOf(Value input);
+  /// Where argument `a` of `g` comes from.
+  StageInput argumentSource(size_t a);
+  /// The attributes of a slice's input as a program's argument.
+  DictionaryAttr attrsOf(Value input);
+  /// The attributes of each of `slice`'s inputs.
+  SmallVector<DictionaryAttr> inputAttrs(const Slice &slice);
+  /// Parameter `p`'s logical axes (if any) and the role `role`.
+  DictionaryAttr paramAttrsWithRole(size_t p, Role role);
+  /// Builds the forward program and its inputs.
+  void buildForward(StageProgramFunctions &programs);
+  /// Builds the backward program and, when split off, the weight-gradient
+  /// program, both with their inputs and accumulators.
+  void buildBackward(StageProgramFunctions &programs);
+  /// The accumulators' result index of each of `outputs` results: the
+  /// parameters' gradients from `firstGradient` on, -1 elsewhere.
+  std::vector<int32_t> accumulatorIndices(size_t firstGradient, size_t outputs);
+  /// Appends one accumulator input per parameter to `inputs`.
+  void accumulatorInputs(std::vector<StageInput> &inputs);
+  /// The loss of the update: sum(param * gradient sum), whose gradient is
+  /// the accumulated one.
+  func::FuncOp buildUpdateLoss();
+  /// Builds the update: the train-step builder's optimizer on the update
+  /// loss.
+  Status buildUpdate(StageProgramFunctions &programs);
+
+  func::FuncOp loss;
+  const std::vector<StageFunction> &stages;
+  const StageFunction &stage;
+  int s;
+  bool splitBackward;
+  const TrainStepOptions &optimizer;
+  func::FuncOp f;
+  MLIRContext *context;
+  Location loc;
+  OpBuilder builder;
+  bool last;
+  size_t numParams, numData, numArgs;
+  std::string base;
+
   std::vector<std::pair<int, int>> cotangentSources;
   std::vector<int> cotangentOf;
-  if (!last)
-    for (int c = s + 1; c < static_cast<int>(stages.size()); ++c) {
-      const StageFunction &consumer = stages[c];
-      int floatReceived = 0;
-      for (size_t r = 0; r < consumer.received.size(); ++r) {
-        unsigned arg = consumer.paramArgs.size() + consumer.dataArgs.size() + r;
-        func::FuncOp consumerFunction = consumer.function;
-        if (!isFloatTensor(consumerFunction.getArgument(arg).getType()))
-          continue;
-        if (consumer.received[r].first == s) {
-          cotangentSources.emplace_back(c, floatReceived);
-          cotangentOf.push_back(consumer.received[r].second);
-        }
-        ++floatReceived;
-      }
-    }
+  /// The gradient function and its results.
+  func::FuncOp g;
+  SmallVector<Value> dParams, dReceived, forwardOutputs;
+  Slice forward, backward, weightGrad;
+  llvm::SetVector<Value> saved, savedByBackward;
+};
 
-  // The cotangent loss: f's arguments, then one cotangent per use of a
-  // result (the last stage: the seed), returning L then f's results.
+StageProgramBuilder::StageProgramBuilder(
+    func::FuncOp loss, const std::vector<StageFunction> &stages, int s,
+    bool splitBackward, const TrainStepOptions &optimizer)
+    : loss(loss), stages(stages), stage(stages[s]), s(s),
+      splitBackward(splitBackward), optimizer(optimizer), f(stage.function),
+      context(f.getContext()), loc(f.getLoc()), builder(context),
+      last(s + 1 == static_cast<int>(stages.size())),
+      numParams(stage.paramArgs.size()), numData(stage.dataArgs.size()),
+      numArgs(f.getNumArguments()), base(f.getSymName().str()) {
+  builder.setInsertionPointAfter(f);
+}
+
+Expected<StageProgramFunctions> StageProgramBuilder::build() {
+  findCotangentUses();
+  if (Status status = differentiate(); !status.ok())
+    return status;
+  if (Status status = sliceGradient(); !status.ok())
+    return status;
+
+  StageProgramFunctions programs;
+  builder.setInsertionPointAfter(g);
+  buildForward(programs);
+  buildBackward(programs);
+  if (numParams == 0) {
+    g.erase();
+    return programs;
+  }
+  if (Status status = buildUpdate(programs); !status.ok())
+    return status;
+  g.erase();
+  return programs;
+}
+
+void StageProgramBuilder::findCotangentUses() {
+  if (last)
+    return;
+  for (int c = s + 1; c < static_cast<int>(stages.size()); ++c) {
+    const StageFunction &consumer = stages[c];
+    int floatReceived = 0;
+    for (size_t r = 0; r < consumer.received.size(); ++r) {
+      unsigned arg = consumer.paramArgs.size() + consumer.dataArgs.size() + r;
+      func::FuncOp consumerFunction = consumer.function;
+      if (!isFloatTensor(consumerFunction.getArgument(arg).getType()))
+        continue;
+      if (consumer.received[r].first == s) {
+        cotangentSources.emplace_back(c, floatReceived);
+        cotangentOf.push_back(consumer.received[r].second);
+      }
+      ++floatReceived;
+    }
+  }
+}
+
+func::FuncOp StageProgramBuilder::buildCotangentLoss() {
   auto h = cast<func::FuncOp>(f->clone());
   h.setSymName((f.getSymName() + "_vjp").str());
   builder.insert(h);
   Block &hBody = h.getBody().front();
   auto hReturn = cast<func::ReturnOp>(hBody.getTerminator());
   SmallVector<Value> ys(hReturn.getOperands());
-  {
-    OpBuilder at(hReturn);
-    Value total;
-    auto addTerm = [&](Value term) {
-      total = total ? at.create<AddOp>(loc, term.getType(), total, term)
-                          .getResult()
-                    : term;
-    };
-    if (last) {
-      Value seed = hBody.addArgument(ys[0].getType(), loc);
-      addTerm(dot(at, loc, ys[0], seed));
-    } else {
-      for (int j : cotangentOf) {
-        Value dy = hBody.addArgument(ys[j].getType(), loc);
-        addTerm(dot(at, loc, ys[j], dy));
-      }
-    }
-    if (!total)
-      total = at.create<ConstantOp>(
-          loc, scalarOf(at.getF32Type()),
-          DenseElementsAttr::get(scalarOf(at.getF32Type()), 0.0f));
-    SmallVector<Value> results = {total};
-    llvm::append_range(results, ys);
-    at.create<func::ReturnOp>(loc, results);
-    hReturn.erase();
-    SmallVector<Type> types;
-    for (Value v : results)
-      types.push_back(v.getType());
-    h.setFunctionType(
-        builder.getFunctionType(hBody.getArgumentTypes(), types));
-    // The cotangents take the logical axes of the values they belong to.
-    SmallVector<DictionaryAttr> argAttrs;
-    for (size_t a = 0; a < numArgs; ++a) {
-      DictionaryAttr attrs = f.getArgAttrDict(a);
-      argAttrs.push_back(attrs ? attrs : builder.getDictionaryAttr({}));
-    }
+  OpBuilder at(hReturn);
+  SmallVector<Value> results = {cotangentTotal(at, hBody, ys)};
+  llvm::append_range(results, ys);
+  at.create<func::ReturnOp>(loc, results);
+  hReturn.erase();
+  SmallVector<Type> types;
+  for (Value v : results)
+    types.push_back(v.getType());
+  h.setFunctionType(builder.getFunctionType(hBody.getArgumentTypes(), types));
+  h.setAllArgAttrs(cotangentLossArgAttrs(ys));
+  return h;
+}
+
+Value StageProgramBuilder::cotangentTotal(OpBuilder &at, Block &hBody,
+                                          ArrayRef<Value> ys) {
+  Value total;
+  if (last) {
+    Value seed = hBody.addArgument(ys[0].getType(), loc);
+    total = addTerm(at, loc, total, dot(at, loc, ys[0], seed));
+  } else {
     for (int j : cotangentOf) {
-      ArrayAttr axes;
-      if (auto constraint = ys[j].getDefiningOp<LogicalConstraintOp>())
-        axes = constraint.getAxesAttr();
-      argAttrs.push_back(
-          axes ? builder.getDictionaryAttr(builder.getNamedAttr(
-                     PartitaDialect::kLogicalAxesAttrName, axes))
-               : builder.getDictionaryAttr({}));
+      Value dy = hBody.addArgument(ys[j].getType(), loc);
+      total = addTerm(at, loc, total, dot(at, loc, ys[j], dy));
     }
-    if (last)
-      argAttrs.push_back(builder.getDictionaryAttr({}));
-    h.setAllArgAttrs(argAttrs);
   }
+  if (!total)
+    total = at.create<ConstantOp>(
+        loc, scalarOf(at.getF32Type()),
+        DenseElementsAttr::get(scalarOf(at.getF32Type()), 0.0f));
+  return total;
+}
+
+SmallVector<DictionaryAttr>
+StageProgramBuilder::cotangentLossArgAttrs(ArrayRef<Value> ys) {
+  SmallVector<DictionaryAttr> argAttrs;
+  for (size_t a = 0; a < numArgs; ++a) {
+    DictionaryAttr attrs = f.getArgAttrDict(a);
+    argAttrs.push_back(attrs ? attrs : builder.getDictionaryAttr({}));
+  }
+  // The cotangents take the logical axes of the values they belong to.
+  for (int j : cotangentOf) {
+    ArrayAttr axes;
+    if (auto constraint = ys[j].getDefiningOp<LogicalConstraintOp>())
+      axes = constraint.getAxesAttr();
+    argAttrs.push_back(axes ? builder.getDictionaryAttr(builder.getNamedAttr(
+                                  PartitaDialect::kLogicalAxesAttrName, axes))
+                            : builder.getDictionaryAttr({}));
+  }
+  if (last)
+    argAttrs.push_back(builder.getDictionaryAttr({}));
+  return argAttrs;
+}
+
+Status StageProgramBuilder::differentiate() {
+  func::FuncOp h = buildCotangentLoss();
   std::vector<unsigned> wrt;
   for (size_t a = 0; a < numParams; ++a)
     wrt.push_back(a);
-  std::vector<unsigned> floatReceivedArgs;
   for (size_t a = numParams + numData; a < numArgs; ++a)
-    if (isFloatTensor(f.getArgument(a).getType())) {
+    if (isFloatTensor(f.getArgument(a).getType()))
       wrt.push_back(a);
-      floatReceivedArgs.push_back(a);
-    }
   Expected<func::FuncOp> gradient = buildGradient(
       h, wrt, (f.getSymName() + "_grad").str(), optimizer.remat, true);
   h.erase();
   if (!gradient)
     return gradient.status();
-  func::FuncOp g = *gradient;
-  Block &body = g.getBody().front();
-  ValueRange results = body.getTerminator()->getOperands();
-  SmallVector<Value> dParams(results.begin() + 1,
-                             results.begin() + 1 + numParams);
-  SmallVector<Value> dReceived(results.begin() + 1 + numParams,
-                               results.begin() + 1 + wrt.size());
-  SmallVector<Value> forwardOutputs(results.begin() + 1 + wrt.size(),
-                                    results.end());
+  g = *gradient;
+  ValueRange results = g.getBody().front().getTerminator()->getOperands();
+  dParams.assign(results.begin() + 1, results.begin() + 1 + numParams);
+  dReceived.assign(results.begin() + 1 + numParams,
+                   results.begin() + 1 + wrt.size());
+  forwardOutputs.assign(results.begin() + 1 + wrt.size(), results.end());
+  return Status::success();
+}
 
-  // Slices: forward, then backward (input gradients, and the weight
-  // gradients unless they are split off), then weight gradients.
-  Slice forward = sliceFor(body, forwardOutputs, {});
+Status StageProgramBuilder::sliceGradient() {
+  Block &body = g.getBody().front();
+  forward = sliceFor(body, forwardOutputs, {});
   llvm::DenseSet<Operation *> forwardOps(forward.ops.begin(),
                                          forward.ops.end());
   for (Value input : forward.inputs)
@@ -277,15 +409,17 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
   SmallVector<Value> backwardRoots(dReceived);
   if (!splitBackward)
     llvm::append_range(backwardRoots, dParams);
-  Slice backward = sliceFor(body, backwardRoots, forwardOps);
-  Slice weightGrad;
+  backward = sliceFor(body, backwardRoots, forwardOps);
   llvm::DenseSet<Operation *> beforeWeights = forwardOps;
   beforeWeights.insert(backward.ops.begin(), backward.ops.end());
   if (splitBackward)
     weightGrad = sliceFor(body, dParams, beforeWeights);
+  findSaved(forwardOps);
+  return Status::success();
+}
 
-  // What the forward pass saves: its values the later slices read.
-  llvm::SetVector<Value> saved, savedByBackward;
+void StageProgramBuilder::findSaved(
+    const llvm::DenseSet<Operation *> &forwardOps) {
   for (const Slice *later : {&backward, &weightGrad})
     for (Value input : later->inputs)
       if (auto result = dyn_cast<OpResult>(input)) {
@@ -294,75 +428,82 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
         else if (later == &weightGrad)
           savedByBackward.insert(input);
       }
+}
 
-  // Where each input of a slice comes from.
-  auto sourceOf = [&](Value input) -> StageInput {
-    StageInput source;
-    if (auto arg = dyn_cast<BlockArgument>(input)) {
-      size_t a = arg.getArgNumber();
-      if (a < numParams) {
-        source.kind = StageInput::Kind::Param;
-        source.index = static_cast<int32_t>(a);
-      } else if (a < numParams + numData) {
-        // Numbered among the loss's data arguments (the step's data).
-        unsigned lossArg = stage.dataArgs[a - numParams];
-        int32_t index = 0;
-        for (unsigned b = 0; b < lossArg; ++b) {
-          auto role = loss.getArgAttrOfType<RoleAttr>(
-              b, PartitaDialect::kRoleAttrName);
-          index += !(role && role.getValue() == Role::Param);
-        }
-        source.kind = StageInput::Kind::Data;
-        source.index = index;
-      } else if (a < numArgs) {
-        auto [from, output] = stage.received[a - numParams - numData];
-        source.kind = StageInput::Kind::Output;
-        source.stage = from;
-        source.program = StageProgramKind::Forward;
-        source.index = output;
-      } else if (last) {
-        source.kind = StageInput::Kind::Seed;
-      } else {
-        auto [consumer, gradientIndex] = cotangentSources[a - numArgs];
-        source.kind = StageInput::Kind::Output;
-        source.stage = consumer;
-        source.program = StageProgramKind::Backward;
-        source.index = gradientIndex;
-      }
-      return source;
-    }
+StageInput StageProgramBuilder::sourceOf(Value input) {
+  if (auto arg = dyn_cast<BlockArgument>(input))
+    return argumentSource(arg.getArgNumber());
+  StageInput source;
+  source.kind = StageInput::Kind::Output;
+  source.stage = s;
+  if (saved.count(input)) {
+    source.program = StageProgramKind::Forward;
+    source.index = static_cast<int32_t>(
+        forwardOutputs.size() + (llvm::find(saved, input) - saved.begin()));
+  } else {
+    source.program = StageProgramKind::Backward;
+    source.index = static_cast<int32_t>(
+        dReceived.size() +
+        (llvm::find(savedByBackward, input) - savedByBackward.begin()));
+  }
+  return source;
+}
+
+StageInput StageProgramBuilder::argumentSource(size_t a) {
+  StageInput source;
+  if (a < numParams) {
+    source.kind = StageInput::Kind::Param;
+    source.index = static_cast<int32_t>(a);
+  } else if (a < numParams + numData) {
+    // Numbered among the loss's data arguments (the step's data).
+    source.kind = StageInput::Kind::Data;
+    source.index = dataIndex(loss, stage.dataArgs[a - numParams]);
+  } else if (a < numArgs) {
+    auto [from, output] = stage.received[a - numParams - numData];
     source.kind = StageInput::Kind::Output;
-    source.stage = s;
-    if (saved.count(input)) {
-      source.program = StageProgramKind::Forward;
-      source.index =
-          static_cast<int32_t>(forwardOutputs.size() + (llvm::find(saved, input) - saved.begin()));
-    } else {
-      source.program = StageProgramKind::Backward;
-      source.index = static_cast<int32_t>(dReceived.size() +
-                                          (llvm::find(savedByBackward, input) -
-                                           savedByBackward.begin()));
-    }
-    return source;
-  };
-  auto attrsOf = [&](Value input) -> DictionaryAttr {
-    if (auto arg = dyn_cast<BlockArgument>(input))
-      return g.getArgAttrDict(arg.getArgNumber());
-    if (auto constraint = input.getDefiningOp<LogicalConstraintOp>())
-      return builder.getDictionaryAttr(builder.getNamedAttr(
-          PartitaDialect::kLogicalAxesAttrName, constraint.getAxesAttr()));
-    return DictionaryAttr();
-  };
-  auto inputAttrs = [&](const Slice &slice) {
-    SmallVector<DictionaryAttr> attrs;
-    for (Value input : slice.inputs)
-      attrs.push_back(attrsOf(input));
-    return attrs;
-  };
+    source.stage = from;
+    source.program = StageProgramKind::Forward;
+    source.index = output;
+  } else if (last) {
+    source.kind = StageInput::Kind::Seed;
+  } else {
+    auto [consumer, gradientIndex] = cotangentSources[a - numArgs];
+    source.kind = StageInput::Kind::Output;
+    source.stage = consumer;
+    source.program = StageProgramKind::Backward;
+    source.index = gradientIndex;
+  }
+  return source;
+}
 
-  StageProgramFunctions programs;
-  std::string base = f.getSymName().str();
-  builder.setInsertionPointAfter(g);
+DictionaryAttr StageProgramBuilder::attrsOf(Value input) {
+  if (auto arg = dyn_cast<BlockArgument>(input))
+    return g.getArgAttrDict(arg.getArgNumber());
+  if (auto constraint = input.getDefiningOp<LogicalConstraintOp>())
+    return builder.getDictionaryAttr(builder.getNamedAttr(
+        PartitaDialect::kLogicalAxesAttrName, constraint.getAxesAttr()));
+  return DictionaryAttr();
+}
+
+SmallVector<DictionaryAttr>
+StageProgramBuilder::inputAttrs(const Slice &slice) {
+  SmallVector<DictionaryAttr> attrs;
+  for (Value input : slice.inputs)
+    attrs.push_back(attrsOf(input));
+  return attrs;
+}
+
+DictionaryAttr StageProgramBuilder::paramAttrsWithRole(size_t p, Role role) {
+  SmallVector<NamedAttribute> attrs;
+  if (auto axes = g.getArgAttr(p, PartitaDialect::kLogicalAxesAttrName))
+    attrs.push_back(
+        builder.getNamedAttr(PartitaDialect::kLogicalAxesAttrName, axes));
+  attrs.push_back(builder.getNamedAttr(PartitaDialect::kRoleAttrName,
+                                       RoleAttr::get(context, role)));
+  return builder.getDictionaryAttr(attrs);
+}
+
+void StageProgramBuilder::buildForward(StageProgramFunctions &programs) {
   SmallVector<Value> forwardResults(forwardOutputs);
   llvm::append_range(forwardResults, saved);
   programs.forward =
@@ -370,43 +511,16 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
                       inputAttrs(forward), {}, {}, nullptr);
   for (Value input : forward.inputs)
     programs.forwardInputs.push_back(sourceOf(input));
+}
 
+void StageProgramBuilder::buildBackward(StageProgramFunctions &programs) {
   // The accumulators: one per parameter, the gradient buffers of the step.
   SmallVector<Type> accumulatorTypes;
   SmallVector<DictionaryAttr> accumulatorAttrs;
   for (size_t p = 0; p < numParams; ++p) {
     accumulatorTypes.push_back(g.getArgument(p).getType());
-    SmallVector<NamedAttribute> attrs;
-    if (auto axes = g.getArgAttr(p, PartitaDialect::kLogicalAxesAttrName))
-      attrs.push_back(
-          builder.getNamedAttr(PartitaDialect::kLogicalAxesAttrName, axes));
-    attrs.push_back(builder.getNamedAttr(PartitaDialect::kRoleAttrName,
-                                         RoleAttr::get(context, Role::Grad)));
-    accumulatorAttrs.push_back(builder.getDictionaryAttr(attrs));
+    accumulatorAttrs.push_back(paramAttrsWithRole(p, Role::Grad));
   }
-  auto accumulate = [&](size_t firstGradient) {
-    return [=](OpBuilder &at, ValueRange extra, SmallVector<Value> &out) {
-      for (size_t p = 0; p < extra.size(); ++p) {
-        Value sum = at.create<AddOp>(loc, extra[p].getType(), extra[p],
-                                     out[firstGradient + p]);
-        out[firstGradient + p] = sum;
-      }
-    };
-  };
-  auto accumulatorIndices = [&](size_t firstGradient, size_t outputs) {
-    std::vector<int32_t> indices(outputs, -1);
-    for (size_t p = 0; p < numParams; ++p)
-      indices[firstGradient + p] = static_cast<int32_t>(p);
-    return indices;
-  };
-  auto accumulatorInputs = [&](std::vector<StageInput> &inputs) {
-    for (size_t p = 0; p < numParams; ++p) {
-      StageInput source;
-      source.kind = StageInput::Kind::Accumulator;
-      source.index = static_cast<int32_t>(p);
-      inputs.push_back(source);
-    }
-  };
 
   SmallVector<Value> backwardResults(dReceived);
   if (splitBackward) {
@@ -415,10 +529,10 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
         builder, loc, base + "_backward", backward, backwardResults,
         inputAttrs(backward), {}, {}, nullptr);
     programs.backwardAccumulators.assign(backwardResults.size(), -1);
-    programs.weightGrad = extractFunction(
-        builder, loc, base + "_weight_grad", weightGrad, dParams,
-        inputAttrs(weightGrad), accumulatorTypes, accumulatorAttrs,
-        accumulate(0));
+    programs.weightGrad =
+        extractFunction(builder, loc, base + "_weight_grad", weightGrad,
+                        dParams, inputAttrs(weightGrad), accumulatorTypes,
+                        accumulatorAttrs, accumulateInto(loc, 0));
     for (Value input : weightGrad.inputs)
       programs.weightGradInputs.push_back(sourceOf(input));
     accumulatorInputs(programs.weightGradInputs);
@@ -428,7 +542,7 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
     programs.backward = extractFunction(
         builder, loc, base + "_backward", backward, backwardResults,
         inputAttrs(backward), accumulatorTypes, accumulatorAttrs,
-        accumulate(dReceived.size()));
+        accumulateInto(loc, dReceived.size()));
     programs.backwardAccumulators =
         accumulatorIndices(dReceived.size(), backwardResults.size());
   }
@@ -437,13 +551,26 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
   if (!splitBackward)
     accumulatorInputs(programs.backwardInputs);
   programs.hasBackward = !backwardResults.empty();
+}
 
-  if (numParams == 0) {
-    g.erase();
-    return programs;
+std::vector<int32_t>
+StageProgramBuilder::accumulatorIndices(size_t firstGradient, size_t outputs) {
+  std::vector<int32_t> indices(outputs, -1);
+  for (size_t p = 0; p < numParams; ++p)
+    indices[firstGradient + p] = static_cast<int32_t>(p);
+  return indices;
+}
+
+void StageProgramBuilder::accumulatorInputs(std::vector<StageInput> &inputs) {
+  for (size_t p = 0; p < numParams; ++p) {
+    StageInput source;
+    source.kind = StageInput::Kind::Accumulator;
+    source.index = static_cast<int32_t>(p);
+    inputs.push_back(source);
   }
-  // The update: the train-step builder's optimizer on a loss whose
-  // gradient is the accumulated one, sum(param * gradient sum).
+}
+
+func::FuncOp StageProgramBuilder::buildUpdateLoss() {
   SmallVector<Type> updateArgs;
   for (size_t p = 0; p < numParams; ++p)
     updateArgs.push_back(g.getArgument(p).getType());
@@ -454,27 +581,22 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
       builder.getFunctionType(updateArgs, {scalarOf(builder.getF32Type())}));
   for (size_t p = 0; p < numParams; ++p) {
     updateLoss.setArgAttrs(p, g.getArgAttrDict(p));
-    SmallVector<NamedAttribute> attrs;
-    if (auto axes = g.getArgAttr(p, PartitaDialect::kLogicalAxesAttrName))
-      attrs.push_back(
-          builder.getNamedAttr(PartitaDialect::kLogicalAxesAttrName, axes));
-    attrs.push_back(builder.getNamedAttr(PartitaDialect::kRoleAttrName,
-                                         RoleAttr::get(context, Role::Input)));
-    updateLoss.setArgAttrs(numParams + p, builder.getDictionaryAttr(attrs));
+    updateLoss.setArgAttrs(numParams + p, paramAttrsWithRole(p, Role::Input));
   }
-  {
-    Block *entry = updateLoss.addEntryBlock();
-    OpBuilder at = OpBuilder::atBlockEnd(entry);
-    Value total;
-    for (size_t p = 0; p < numParams; ++p) {
-      Value term = dot(at, loc, entry->getArgument(p),
-                       entry->getArgument(numParams + p));
-      total = total ? at.create<AddOp>(loc, term.getType(), total, term)
-                          .getResult()
-                    : term;
-    }
-    at.create<func::ReturnOp>(loc, total);
+  Block *entry = updateLoss.addEntryBlock();
+  OpBuilder at = OpBuilder::atBlockEnd(entry);
+  Value total;
+  for (size_t p = 0; p < numParams; ++p) {
+    Value term =
+        dot(at, loc, entry->getArgument(p), entry->getArgument(numParams + p));
+    total = addTerm(at, loc, total, term);
   }
+  at.create<func::ReturnOp>(loc, total);
+  return updateLoss;
+}
+
+Status StageProgramBuilder::buildUpdate(StageProgramFunctions &programs) {
+  func::FuncOp updateLoss = buildUpdateLoss();
   TrainStepOptions update = optimizer;
   update.microBatches = 1;
   update.remat = Remat::None;
@@ -483,8 +605,18 @@ buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
   if (!updateStep)
     return updateStep.status();
   programs.update = *updateStep;
-  g.erase();
-  return programs;
+  return Status::success();
+}
+
+} // namespace
+
+namespace partita::pipelining {
+
+Expected<StageProgramFunctions>
+buildStagePrograms(func::FuncOp loss, const std::vector<StageFunction> &stages,
+                   int s, bool splitBackward,
+                   const TrainStepOptions &optimizer) {
+  return StageProgramBuilder(loss, stages, s, splitBackward, optimizer).build();
 }
 
 } // namespace partita::pipelining

@@ -84,17 +84,15 @@ namespace {
 /// assumptions (5 us within a node, 10 us across), not measurements.
 struct ClusterPreset {
   const char *name;
-  int64_t devicesPerNode;
-  double flopsPerSecond, memoryBytes;
-  AxisLink intra, inter;
+  Cluster cluster;
 };
 
 const std::vector<ClusterPreset> &clusterPresets() {
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
   static const std::vector<ClusterPreset> presets = {
-      {"h100-8x", 8, 989e12, 80 * GiB, {450, 5}, {50, 10}},
-      {"h200-8x", 8, 989e12, 141 * GiB, {450, 5}, {50, 10}},
-      {"a100-8x", 8, 312e12, 80 * GiB, {300, 5}, {25, 10}},
+      {"h100-8x", {8, 989e12, 80 * GiB, {450, 5}, {50, 10}, {}}},
+      {"h200-8x", {8, 989e12, 141 * GiB, {450, 5}, {50, 10}, {}}},
+      {"a100-8x", {8, 312e12, 80 * GiB, {300, 5}, {25, 10}, {}}},
   };
   return presets;
 }
@@ -109,17 +107,9 @@ std::string partita::clusterPresetNames() {
 }
 
 Expected<Cluster> partita::clusterPreset(const std::string &name) {
-  for (const ClusterPreset &preset : clusterPresets()) {
-    if (name != preset.name)
-      continue;
-    Cluster cluster;
-    cluster.devicesPerNode = preset.devicesPerNode;
-    cluster.flopsPerSecond = preset.flopsPerSecond;
-    cluster.memoryBytes = preset.memoryBytes;
-    cluster.intra = preset.intra;
-    cluster.inter = preset.inter;
-    return cluster;
-  }
+  for (const ClusterPreset &preset : clusterPresets())
+    if (name == preset.name)
+      return preset.cluster;
   return Status::error("unknown --cluster '" + name +
                        "'; the named clusters: " + clusterPresetNames() +
                        " (or a file: --interconnect)");

@@ -8,6 +8,7 @@
 
 #include "partita/Sharding/Cost.h"
 #include "ReshardSearch.h"
+#include "partita/Sharding/EnumName.h"
 
 #include "partita/Sharding/Layout.h"
 
@@ -56,21 +57,10 @@ AxisLink Interconnect::linkOn(const Mesh &mesh,
 }
 
 const char *partita::collectiveName(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  case CollectiveKind::AllSlice:
-    return "all_slice";
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::AllToAll:
-    return "all_to_all";
-  case CollectiveKind::CollectivePermute:
-    return "collective_permute";
-  }
-  return "?";
+  static const char *const names[] = {"all_gather", "all_slice",
+                                      "all_reduce", "reduce_scatter",
+                                      "all_to_all", "collective_permute"};
+  return enumName<CollectiveKind::CollectivePermute>(kind, names);
 }
 
 double partita::collectiveBytesPerDevice(CollectiveKind kind, int64_t groupSize,

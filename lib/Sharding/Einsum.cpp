@@ -45,23 +45,30 @@ Status checkTerm(std::string_view term, const char *which, size_t index) {
 }
 } // namespace
 
-Expected<EinsumSpec> partita::parseEinsumSpec(std::string_view text,
-                                              int numOperands) {
+bool partita::splitEinsumTerms(std::string_view text,
+                               std::vector<std::string> &inputs,
+                               std::string &output) {
   size_t arrow = text.find("->");
   if (arrow == std::string_view::npos)
-    return Status::error("einsum spec '" + std::string(text) +
-                         "' needs an explicit output after '->'");
-  EinsumSpec spec;
+    return false;
   std::string_view lhs = text.substr(0, arrow);
-  spec.output = std::string(text.substr(arrow + 2));
+  output = std::string(text.substr(arrow + 2));
   size_t start = 0;
   while (true) {
     size_t comma = lhs.find(',', start);
-    spec.inputs.emplace_back(lhs.substr(start, comma - start));
+    inputs.emplace_back(lhs.substr(start, comma - start));
     if (comma == std::string_view::npos)
-      break;
+      return true;
     start = comma + 1;
   }
+}
+
+Expected<EinsumSpec> partita::parseEinsumSpec(std::string_view text,
+                                              int numOperands) {
+  EinsumSpec spec;
+  if (!splitEinsumTerms(text, spec.inputs, spec.output))
+    return Status::error("einsum spec '" + std::string(text) +
+                         "' needs an explicit output after '->'");
   if (numOperands >= 0 && static_cast<int>(spec.inputs.size()) != numOperands)
     return Status::error("einsum spec '" + std::string(text) + "' has " +
                          std::to_string(spec.inputs.size()) +

@@ -280,6 +280,219 @@ struct OptionEffect {
   std::vector<Sharding> producedResults;  // what the op writes
 };
 
+/// The operands an op keeps partial (instead of reducing them first), and
+/// the partial state they pass on to its results.
+struct PassedPartial {
+  PartialKind kind = PartialKind::None;
+  AxisList axes;
+  std::vector<bool> keep;
+};
+
+/// A single-flow op keeps its first active partial operand it allows.
+void keepSinglePartial(const Context &context, const PropagationOp &op,
+                       PassedPartial &passed) {
+  const OpShardingRule &rule = op.rule;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const Sharding &cur = context.shardings[op.operands[i]];
+    if (cur.partialKind != PartialKind::None &&
+        context.active[op.operands[i]] &&
+        rule.allowsPartial(static_cast<int>(i), cur.partialKind) &&
+        passed.kind == PartialKind::None) {
+      passed.keep[i] = true;
+      passed.kind = cur.partialKind;
+      passed.axes = cur.partialAxes;
+    }
+  }
+}
+
+/// A joint-flow op keeps its listed operands partial when all of them are
+/// partial the same way; a whole loop accumulator among them may become
+/// partial too (it starts from a value that is made partial for free, and
+/// the sum is taken once after the loop).
+void keepJointPartials(const Context &context, const PropagationOp &op,
+                       PassedPartial &passed) {
+  const OpShardingRule &rule = op.rule;
+  const Sharding *partial = nullptr;
+  for (int i : rule.partialOperands) {
+    const Sharding &cur = context.shardings[op.operands[i]];
+    if (cur.partialKind != PartialKind::None && !partial &&
+        rule.allowsPartial(i, cur.partialKind))
+      partial = &cur;
+  }
+  bool joinable = partial != nullptr;
+  for (int i : rule.partialOperands) {
+    const Sharding &cur = context.shardings[op.operands[i]];
+    bool same = partial && cur.partialKind == partial->partialKind &&
+                cur.partialAxes == partial->partialAxes;
+    bool accumulator = cur.partialKind == PartialKind::None &&
+                       context.problem.tensors[op.operands[i]].accumulator;
+    joinable = joinable && (same || accumulator);
+  }
+  if (joinable) {
+    for (int i : rule.partialOperands)
+      passed.keep[i] = true;
+    passed.kind = partial->partialKind;
+    passed.axes = partial->partialAxes;
+  }
+}
+
+/// The operands `op` keeps partial under `assignment`, by its rule's
+/// partial flow, and the partial state they pass on.
+PassedPartial passedPartial(const Context &context, const PropagationOp &op,
+                            const Assignment &assignment) {
+  const OpShardingRule &rule = op.rule;
+  PassedPartial passed;
+  passed.keep.assign(op.operands.size(), false);
+  if (rule.partialFlow == PartialFlow::Single)
+    keepSinglePartial(context, op, passed);
+  else if (rule.partialFlow == PartialFlow::Joint &&
+           !rule.partialOperands.empty())
+    keepJointPartials(context, op, passed);
+
+  // A partial operand can stay partial only if the op does not split a
+  // dimension over one of its partial axes; otherwise it is reduced first.
+  if (passed.kind != PartialKind::None) {
+    bool clash = false;
+    for (const AxisList &axes : assignment)
+      for (const std::string &axis : axes)
+        clash |= std::find(passed.axes.begin(), passed.axes.end(), axis) !=
+                 passed.axes.end();
+    if (clash) {
+      std::fill(passed.keep.begin(), passed.keep.end(), false);
+      passed.kind = PartialKind::None;
+      passed.axes.clear();
+    }
+  }
+  return passed;
+}
+
+/// Adds to `effect` what `op` reads from each operand under `assignment`,
+/// the proposal for it and the cost of resharding it.
+void addOperandEffects(const Context &context, const PropagationOp &op,
+                       const Assignment &assignment,
+                       const PassedPartial &passed, OptionEffect &effect) {
+  const OpShardingRule &rule = op.rule;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    int tensor = op.operands[i];
+    const Sharding &cur = context.shardings[tensor];
+    Sharding required = shardingFor(rule.operands[i], assignment);
+    bool perValuePartial =
+        rule.partialFlow == PartialFlow::PerValue &&
+        cur.partialKind != PartialKind::None &&
+        rule.allowsPartial(static_cast<int>(i), cur.partialKind);
+    if (perValuePartial ||
+        (passed.keep[i] && cur.partialKind != PartialKind::None)) {
+      required.partialKind = cur.partialKind;
+      required.partialAxes = cur.partialAxes;
+    } else if (passed.keep[i]) {
+      // A whole accumulator joining partial values: made partial (free).
+      required.partialKind = passed.kind;
+      required.partialAxes = passed.axes;
+    }
+    if (context.active[tensor])
+      effect.costUs += context.reshardUs(tensor, cur, required);
+    effect.operandShardings.push_back(extendOpenDims(cur, required));
+    effect.requiredOperands.push_back(std::move(required));
+  }
+}
+
+/// What `op` writes into result `r` under `assignment`: partial as its
+/// operand r (per-value flows), over the reduction axes (and the passed
+/// ones), or as the operands it keeps partial.
+Sharding producedSharding(const Context &context, const PropagationOp &op,
+                          const Assignment &assignment, size_t r,
+                          const AxisList &reductionAxes,
+                          const PassedPartial &passed) {
+  const OpShardingRule &rule = op.rule;
+  Sharding produced = shardingFor(rule.results[r], assignment);
+  if (rule.partialFlow == PartialFlow::PerValue && r < op.operands.size()) {
+    const Sharding &source = context.shardings[op.operands[r]];
+    if (rule.allowsPartial(static_cast<int>(r), source.partialKind)) {
+      produced.partialKind = source.partialKind;
+      produced.partialAxes = source.partialAxes;
+    }
+  } else if (!reductionAxes.empty()) {
+    produced.partialKind = rule.reductionKind;
+    produced.partialAxes = reductionAxes;
+    produced.partialAxes.insert(produced.partialAxes.end(), passed.axes.begin(),
+                                passed.axes.end());
+  } else if (passed.kind != PartialKind::None) {
+    produced.partialKind = passed.kind;
+    produced.partialAxes = passed.axes;
+  }
+  return produced;
+}
+
+/// Whether the partial value in `tensor` (not annotated) fans out: several
+/// ops read it, so it would reach each reader partial, and each reader's
+/// result would need its own reduction downstream; reduced where it is
+/// produced, it is reduced once (Megatron's backward all-reduce in front of
+/// a norm's gradient). Edges that only carry the value on (loop carries,
+/// call and return edges, barriers: per-value flows) are not readers. A
+/// value summed into a loop accumulator stays partial: the accumulator is
+/// reduced once after the loop, not every iteration.
+bool fansOut(const Context &context, int tensor,
+             const PropagationTensor &node) {
+  size_t readers = 0;
+  bool accumulated = false;
+  for (auto [op, operand] : context.consumers[tensor]) {
+    const PropagationOp &reader = context.problem.ops[op];
+    if (reader.rule.partialFlow != PartialFlow::PerValue)
+      ++readers;
+    for (int other : reader.operands)
+      accumulated |= context.problem.tensors[other].accumulator;
+  }
+  return !node.annotated && readers > 1 && !accumulated;
+}
+
+/// Adds to `effect` the proposal for result `tensor`, which the op writes
+/// as `produced`, and the cost of delivering it (making it whole where it
+/// must be).
+void addResultEffect(const Context &context, int tensor, Sharding produced,
+                     OptionEffect &effect) {
+  const Sharding &cur = context.shardings[tensor];
+  const PropagationTensor &node = context.problem.tensors[tensor];
+  bool known =
+      context.active[tensor] && (node.annotated || !cur.isReplicated());
+  // A result's partial state is this op's to decide unless a user wrote it.
+  Sharding base = cur;
+  if (!node.annotated) {
+    base.partialKind = PartialKind::None;
+    base.partialAxes.clear();
+  }
+  Sharding target = extendOpenDims(base, produced);
+  if (node.annotated && context.active[tensor]) {
+    target.partialKind = cur.partialKind;
+    target.partialAxes = cur.partialAxes;
+  } else {
+    target.partialKind = produced.partialKind;
+    target.partialAxes = produced.partialAxes;
+  }
+  if (produced.partialKind != PartialKind::None &&
+      target.partialKind != PartialKind::None &&
+      context.needsWhole(tensor, produced.partialKind)) {
+    auto [whole, cost] = context.cheapestWhole(tensor, produced);
+    effect.costUs += cost;
+    // Reduced where it is produced, a value keeps its dimensions (an
+    // all_reduce: its readers want it whole, not split).
+    if (node.mustBeWhole || fansOut(context, tensor, node)) {
+      Sharding dims = produced;
+      dims.partialKind = PartialKind::None;
+      dims.partialAxes.clear();
+      target = extendOpenDims(
+          base, context.finalize && node.mustBeWhole ? whole : dims);
+      target.partialKind = PartialKind::None;
+      target.partialAxes.clear();
+    }
+  } else if (known) {
+    effect.costUs += context.reshardUs(tensor, produced, target);
+  }
+  effect.resultShardings.push_back(std::move(target));
+  effect.producedResults.push_back(std::move(produced));
+}
+
+/// What choosing `assignment` for op `opIndex` implies for its operands
+/// and results, and what it costs.
 OptionEffect evaluateOption(const Context &context, int opIndex,
                             const Assignment &assignment) {
   const PropagationOp &op = context.problem.ops[opIndex];
@@ -291,87 +504,8 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
   effect.producedResults.reserve(op.results.size());
 
   // Operands: what the op needs, and which partial operand it keeps.
-  PartialKind passedKind = PartialKind::None;
-  AxisList passedAxes;
-  std::vector<bool> keepPartial(op.operands.size(), false);
-  if (rule.partialFlow == PartialFlow::Single) {
-    for (size_t i = 0; i < op.operands.size(); ++i) {
-      const Sharding &cur = context.shardings[op.operands[i]];
-      if (cur.partialKind != PartialKind::None &&
-          context.active[op.operands[i]] &&
-          rule.allowsPartial(static_cast<int>(i), cur.partialKind) &&
-          passedKind == PartialKind::None) {
-        keepPartial[i] = true;
-        passedKind = cur.partialKind;
-        passedAxes = cur.partialAxes;
-      }
-    }
-  } else if (rule.partialFlow == PartialFlow::Joint &&
-             !rule.partialOperands.empty()) {
-    // All listed operands partial the same way; a whole loop accumulator
-    // among them may become partial too (it starts from a value that is
-    // made partial for free, and the sum is taken once after the loop).
-    const Sharding *partial = nullptr;
-    for (int i : rule.partialOperands) {
-      const Sharding &cur = context.shardings[op.operands[i]];
-      if (cur.partialKind != PartialKind::None && !partial &&
-          rule.allowsPartial(i, cur.partialKind))
-        partial = &cur;
-    }
-    bool joinable = partial != nullptr;
-    for (int i : rule.partialOperands) {
-      const Sharding &cur = context.shardings[op.operands[i]];
-      bool same = partial && cur.partialKind == partial->partialKind &&
-                  cur.partialAxes == partial->partialAxes;
-      bool accumulator = cur.partialKind == PartialKind::None &&
-                         context.problem.tensors[op.operands[i]].accumulator;
-      joinable = joinable && (same || accumulator);
-    }
-    if (joinable) {
-      for (int i : rule.partialOperands)
-        keepPartial[i] = true;
-      passedKind = partial->partialKind;
-      passedAxes = partial->partialAxes;
-    }
-  }
-
-  // A partial operand can stay partial only if the op does not split a
-  // dimension over one of its partial axes; otherwise it is reduced first.
-  if (passedKind != PartialKind::None) {
-    bool clash = false;
-    for (const AxisList &axes : assignment)
-      for (const std::string &axis : axes)
-        clash |= std::find(passedAxes.begin(), passedAxes.end(), axis) !=
-                 passedAxes.end();
-    if (clash) {
-      std::fill(keepPartial.begin(), keepPartial.end(), false);
-      passedKind = PartialKind::None;
-      passedAxes.clear();
-    }
-  }
-
-  for (size_t i = 0; i < op.operands.size(); ++i) {
-    int tensor = op.operands[i];
-    const Sharding &cur = context.shardings[tensor];
-    Sharding required = shardingFor(rule.operands[i], assignment);
-    bool perValuePartial =
-        rule.partialFlow == PartialFlow::PerValue &&
-        cur.partialKind != PartialKind::None &&
-        rule.allowsPartial(static_cast<int>(i), cur.partialKind);
-    if (perValuePartial ||
-        (keepPartial[i] && cur.partialKind != PartialKind::None)) {
-      required.partialKind = cur.partialKind;
-      required.partialAxes = cur.partialAxes;
-    } else if (keepPartial[i]) {
-      // A whole accumulator joining partial values: made partial (free).
-      required.partialKind = passedKind;
-      required.partialAxes = passedAxes;
-    }
-    if (context.active[tensor])
-      effect.costUs += context.reshardUs(tensor, cur, required);
-    effect.operandShardings.push_back(extendOpenDims(cur, required));
-    effect.requiredOperands.push_back(std::move(required));
-  }
+  PassedPartial passed = passedPartial(context, op, assignment);
+  addOperandEffects(context, op, assignment, passed, effect);
 
   // Results: what the op produces, and what it costs to deliver.
   AxisList reductionAxes;
@@ -379,82 +513,11 @@ OptionEffect evaluateOption(const Context &context, int opIndex,
     if (rule.factors[f].type == FactorType::Reduction)
       reductionAxes.insert(reductionAxes.end(), assignment[f].begin(),
                            assignment[f].end());
-  for (size_t r = 0; r < op.results.size(); ++r) {
-    int tensor = op.results[r];
-    const Sharding &cur = context.shardings[tensor];
-    Sharding produced = shardingFor(rule.results[r], assignment);
-    if (rule.partialFlow == PartialFlow::PerValue && r < op.operands.size()) {
-      const Sharding &source = context.shardings[op.operands[r]];
-      if (rule.allowsPartial(static_cast<int>(r), source.partialKind)) {
-        produced.partialKind = source.partialKind;
-        produced.partialAxes = source.partialAxes;
-      }
-    } else if (!reductionAxes.empty()) {
-      produced.partialKind = rule.reductionKind;
-      produced.partialAxes = reductionAxes;
-      produced.partialAxes.insert(produced.partialAxes.end(),
-                                  passedAxes.begin(), passedAxes.end());
-    } else if (passedKind != PartialKind::None) {
-      produced.partialKind = passedKind;
-      produced.partialAxes = passedAxes;
-    }
-
-    const PropagationTensor &node = context.problem.tensors[tensor];
-    bool known =
-        context.active[tensor] && (node.annotated || !cur.isReplicated());
-    // A result's partial state is this op's to decide unless a user wrote it.
-    Sharding base = cur;
-    if (!node.annotated) {
-      base.partialKind = PartialKind::None;
-      base.partialAxes.clear();
-    }
-    Sharding target = extendOpenDims(base, produced);
-    if (node.annotated && context.active[tensor]) {
-      target.partialKind = cur.partialKind;
-      target.partialAxes = cur.partialAxes;
-    } else {
-      target.partialKind = produced.partialKind;
-      target.partialAxes = produced.partialAxes;
-    }
-    if (produced.partialKind != PartialKind::None &&
-        target.partialKind != PartialKind::None &&
-        context.needsWhole(tensor, produced.partialKind)) {
-      auto [whole, cost] = context.cheapestWhole(tensor, produced);
-      effect.costUs += cost;
-      // A partial value several ops read would reach each reader partial,
-      // and each reader's result would need its own reduction downstream;
-      // reduced where it is produced, it is reduced once (Megatron's
-      // backward all-reduce in front of a norm's gradient), keeping its
-      // dimensions (an all_reduce: its readers want it whole, not split).
-      // Edges that only carry the value on (loop carries, call and return
-      // edges, barriers: per-value flows) are not readers.
-      // A value summed into a loop accumulator stays partial: the
-      // accumulator is reduced once after the loop, not every iteration.
-      size_t readers = 0;
-      bool accumulated = false;
-      for (auto [op, operand] : context.consumers[tensor]) {
-        const PropagationOp &reader = context.problem.ops[op];
-        if (reader.rule.partialFlow != PartialFlow::PerValue)
-          ++readers;
-        for (int other : reader.operands)
-          accumulated |= context.problem.tensors[other].accumulator;
-      }
-      bool fansOut = !node.annotated && readers > 1 && !accumulated;
-      if (node.mustBeWhole || fansOut) {
-        Sharding dims = produced;
-        dims.partialKind = PartialKind::None;
-        dims.partialAxes.clear();
-        target = extendOpenDims(
-            base, context.finalize && node.mustBeWhole ? whole : dims);
-        target.partialKind = PartialKind::None;
-        target.partialAxes.clear();
-      }
-    } else if (known) {
-      effect.costUs += context.reshardUs(tensor, produced, target);
-    }
-    effect.resultShardings.push_back(std::move(target));
-    effect.producedResults.push_back(std::move(produced));
-  }
+  for (size_t r = 0; r < op.results.size(); ++r)
+    addResultEffect(
+        context, op.results[r],
+        producedSharding(context, op, assignment, r, reductionAxes, passed),
+        effect);
   return effect;
 }
 

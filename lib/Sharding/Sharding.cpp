@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Sharding/Sharding.h"
+#include "partita/Sharding/EnumName.h"
 
 #include <cctype>
 
@@ -237,17 +238,8 @@ private:
 } // namespace
 
 const char *partialKindName(PartialKind kind) {
-  switch (kind) {
-  case PartialKind::None:
-    return "";
-  case PartialKind::Sum:
-    return "sum";
-  case PartialKind::Max:
-    return "max";
-  case PartialKind::Min:
-    return "min";
-  }
-  return "";
+  static const char *const names[] = {"", "sum", "max", "min"};
+  return enumName<PartialKind::Min>(kind, names, "");
 }
 
 Sharding Sharding::replicated(int rank) {

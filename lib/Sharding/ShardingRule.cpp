@@ -2,21 +2,16 @@
 
 #include "partita/Sharding/ShardingRule.h"
 #include "partita/Sharding/Einsum.h"
+#include "partita/Sharding/EnumName.h"
 
 #include <numeric>
 
 using namespace partita;
 
 const char *partita::factorTypeName(FactorType type) {
-  switch (type) {
-  case FactorType::PassThrough:
-    return "pass-through";
-  case FactorType::Reduction:
-    return "reduction";
-  case FactorType::NeedReplication:
-    return "need-replication";
-  }
-  return "?";
+  static const char *const names[] = {"pass-through", "reduction",
+                                      "need-replication"};
+  return enumName<FactorType::NeedReplication>(type, names);
 }
 
 int OpShardingRule::addFactor(int64_t size, FactorType type) {
@@ -97,17 +92,8 @@ std::string tensorsToString(const std::vector<TensorFactors> &tensors) {
 }
 
 const char *flowName(PartialFlow flow) {
-  switch (flow) {
-  case PartialFlow::None:
-    return "none";
-  case PartialFlow::Single:
-    return "single";
-  case PartialFlow::Joint:
-    return "joint";
-  case PartialFlow::PerValue:
-    return "per-value";
-  }
-  return "?";
+  static const char *const names[] = {"none", "single", "joint", "per-value"};
+  return enumName<PartialFlow::PerValue>(flow, names);
 }
 
 } // namespace

@@ -263,20 +263,13 @@ LogicalResult Reverse::visitLoop(LoopOp loop) {
       floatClosure.push_back(value);
       seeds.push_back(e.zerosLike(value));
     }
-  SmallVector<Type> seedTypes;
-  for (Value seed : seeds)
-    seedTypes.push_back(seed.getType());
-  auto backward = builder.create<LoopOp>(loc, seedTypes, seeds,
-                                         static_cast<uint64_t>(trips));
-  Block *backBody = new Block();
-  backward.getBody().push_back(backBody);
-  Value iteration = backBody->addArgument(body.getArgument(0).getType(), loc);
-  SmallVector<Value> carryAdjoints, closureAdjoints;
-  for (size_t i = 0; i < floatCarries.size(); ++i)
-    carryAdjoints.push_back(backBody->addArgument(seedTypes[i], loc));
-  for (size_t i = 0; i < floatClosure.size(); ++i)
-    closureAdjoints.push_back(
-        backBody->addArgument(seedTypes[floatCarries.size() + i], loc));
+  auto [backward, backBody] = e.loop(seeds, trips);
+  Value iteration = backBody->getArgument(0);
+  auto adjointArgs = llvm::drop_begin(backBody->getArguments());
+  SmallVector<Value> carryAdjoints(adjointArgs.begin(),
+                                   adjointArgs.begin() + floatCarries.size());
+  SmallVector<Value> closureAdjoints(adjointArgs.begin() + floatCarries.size(),
+                                     adjointArgs.end());
   {
     OpBuilder inside = OpBuilder::atBlockEnd(backBody);
     Emitter ie{inside, loc};

@@ -51,6 +51,20 @@ struct Emitter {
                                 DenseElementsAttr::get(tensor, element));
   }
   Value zerosLike(Value like) { return splat(0, like.getType()); }
+  /// A loop of `trips` iterations carrying `inits`, and its body block, with
+  /// its arguments: the i32 scalar iteration, then one per carried value.
+  std::pair<LoopOp, Block *> loop(ArrayRef<Value> inits, int64_t trips) {
+    SmallVector<Type> types;
+    for (Value init : inits)
+      types.push_back(init.getType());
+    auto op = b.create<LoopOp>(loc, types, inits, static_cast<uint64_t>(trips));
+    Block *body = new Block();
+    op.getBody().push_back(body);
+    body->addArgument(RankedTensorType::get({}, b.getI32Type()), loc);
+    for (Type type : types)
+      body->addArgument(type, loc);
+    return {op, body};
+  }
   Value add(Value x, Value y) { return b.create<AddOp>(loc, x.getType(), x, y); }
   Value sub(Value x, Value y) { return b.create<SubOp>(loc, x.getType(), x, y); }
   Value mul(Value x, Value y) { return b.create<MulOp>(loc, x.getType(), x, y); }

@@ -30,24 +30,29 @@ bool inserted(Operation *op) {
   return op && op->hasAttr(PartitaDialect::kReasonAttrName);
 }
 
+/// The operand of `producer` (an Inner) when `op` (an Outer over the same
+/// mesh, axes and dimension) undoes it: a gather of a slice, a slice of a
+/// gather.
+template <typename Outer, typename Inner>
+Value undoneBy(Operation *op, Operation *producer) {
+  auto outer = dyn_cast<Outer>(op);
+  auto inner = dyn_cast<Inner>(producer);
+  if (outer && inner && outer.getAxes() == inner.getAxes() &&
+      outer.getDim() == inner.getDim() && outer.getMesh() == inner.getMesh())
+    return inner.getOperand();
+  return {};
+}
+
 /// The value `op` undoes, when `op` is the inverse of the collective that
 /// produced its operand.
 Value cancelled(Operation *op) {
   Operation *producer = op->getOperand(0).getDefiningOp();
   if (!inserted(op) || !inserted(producer))
     return {};
-  if (auto gather = dyn_cast<AllGatherOp>(op))
-    if (auto slice = dyn_cast<AllSliceOp>(producer))
-      if (slice.getAxes() == gather.getAxes() &&
-          slice.getDim() == gather.getDim() &&
-          slice.getMesh() == gather.getMesh())
-        return slice.getOperand();
-  if (auto slice = dyn_cast<AllSliceOp>(op))
-    if (auto gather = dyn_cast<AllGatherOp>(producer))
-      if (slice.getAxes() == gather.getAxes() &&
-          slice.getDim() == gather.getDim() &&
-          slice.getMesh() == gather.getMesh())
-        return gather.getOperand();
+  if (Value undone = undoneBy<AllGatherOp, AllSliceOp>(op, producer))
+    return undone;
+  if (Value undone = undoneBy<AllSliceOp, AllGatherOp>(op, producer))
+    return undone;
   if (auto second = dyn_cast<AllToAllOp>(op))
     if (auto first = dyn_cast<AllToAllOp>(producer))
       if (first.getAxes() == second.getAxes() &&

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GradientRules.h"
+#include "partita/Sharding/Einsum.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -93,20 +94,8 @@ struct EinsumSpec {
 
 FailureOr<EinsumSpec> parseSpec(EinsumOp op) {
   EinsumSpec spec;
-  std::string text = op.getSpec().str();
-  size_t arrow = text.find("->");
-  if (arrow == std::string::npos)
+  if (!splitEinsumTerms(op.getSpec().str(), spec.inputs, spec.output))
     return failure();
-  spec.output = text.substr(arrow + 2);
-  std::string lhs = text.substr(0, arrow);
-  size_t start = 0;
-  while (true) {
-    size_t comma = lhs.find(',', start);
-    spec.inputs.push_back(lhs.substr(start, comma - start));
-    if (comma == std::string::npos)
-      break;
-    start = comma + 1;
-  }
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     Shape shape = shapeOf(op.getOperand(i));
     if (shape.size() != spec.inputs[i].size())

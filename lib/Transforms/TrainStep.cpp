@@ -243,18 +243,9 @@ SmallVector<Value> TrainStepBuilder::accumulateMicroBatches(ValueRange data) {
   SmallVector<Value> inits = {e.splat(0, gradReturn->getOperand(0).getType())};
   for (size_t p = 0; p < params.size(); ++p)
     inits.push_back(e.splat(0, gradReturn->getOperand(1 + p).getType()));
-  SmallVector<Type> types;
-  for (Value init : inits)
-    types.push_back(init.getType());
-  auto accumulate = builder.create<LoopOp>(loc, types, inits,
-                                           static_cast<uint64_t>(count));
-  Block *loopBody = new Block();
-  accumulate.getBody().push_back(loopBody);
-  Value micro = loopBody->addArgument(
-      RankedTensorType::get({}, builder.getI32Type()), loc);
-  SmallVector<Value> sums;
-  for (Type type : types)
-    sums.push_back(loopBody->addArgument(type, loc));
+  auto [accumulate, loopBody] = e.loop(inits, count);
+  Value micro = loopBody->getArgument(0);
+  SmallVector<Value> sums(llvm::drop_begin(loopBody->getArguments()));
   OpBuilder inside = OpBuilder::atBlockEnd(loopBody);
   Emitter ie{inside, loc};
   Value zero = ie.splat(0, micro.getType());

@@ -30,6 +30,11 @@ struct EinsumSpec {
   std::string toString() const;
 };
 
+/// The input terms and the output of `text` ("ab,bc->ac"), unchecked;
+/// false when `text` has no "->".
+bool splitEinsumTerms(std::string_view text, std::vector<std::string> &inputs,
+                      std::string &output);
+
 /// Parses `text` as an einsum spec with explicit output. Labels are letters
 /// (a-z, A-Z); whitespace is not allowed. Fails when the term count differs
 /// from `numOperands` (when >= 0), a label repeats within a term, or an output

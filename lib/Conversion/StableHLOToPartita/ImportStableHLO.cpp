@@ -103,261 +103,285 @@ RankedTensorType tensorOf(Value value) {
 const llvm::StringMap<Importer::Conversion> &Importer::conversions() {
   static const llvm::StringMap<Conversion> table = [] {
     llvm::StringMap<Conversion> t;
-    t["stablehlo.abs"] = unary<AbsOp>();
-    t["stablehlo.negate"] = unary<NegOp>();
-    t["stablehlo.sign"] = unary<SignOp>();
-    t["stablehlo.exponential"] = unary<ExpOp>();
-    t["stablehlo.log"] = unary<LogOp>();
-    t["stablehlo.log_plus_one"] = unary<Log1pOp>();
-    t["stablehlo.tanh"] = unary<TanhOp>();
-    t["stablehlo.logistic"] = unary<LogisticOp>();
-    t["stablehlo.sqrt"] = unary<SqrtOp>();
-    t["stablehlo.rsqrt"] = unary<RsqrtOp>();
-    t["stablehlo.sine"] = unary<SinOp>();
-    t["stablehlo.cosine"] = unary<CosOp>();
-    t["stablehlo.floor"] = unary<FloorOp>();
-    t["stablehlo.not"] = unary<NotOp>();
-    t["chlo.erf"] = unary<ErfOp>();
-    t["stablehlo.convert"] = unary<ConvertOp>();
-    t["stablehlo.reshape"] = unary<ReshapeOp>();
-    t["stablehlo.add"] = binary<AddOp>();
-    t["stablehlo.subtract"] = binary<SubOp>();
-    t["stablehlo.multiply"] = binary<MulOp>();
-    t["stablehlo.divide"] = binary<DivOp>();
-    t["stablehlo.remainder"] = binary<RemOp>();
-    t["stablehlo.maximum"] = binary<MaxOp>();
-    t["stablehlo.minimum"] = binary<MinOp>();
-    t["stablehlo.power"] = binary<PowOp>();
-    t["stablehlo.and"] = binary<AndOp>();
-    t["stablehlo.or"] = binary<OrOp>();
-    t["stablehlo.xor"] = binary<XorOp>();
-    // jax.random's threefry (dropout, initializers) and its bits-to-floats.
-    t["stablehlo.shift_left"] = binary<ShiftLeftOp>();
-    t["stablehlo.shift_right_logical"] = binary<ShiftRightLogicalOp>();
-    t["stablehlo.shift_right_arithmetic"] = binary<ShiftRightArithmeticOp>();
-    t["stablehlo.bitcast_convert"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      auto from = tensorOf(op->getOperand(0));
-      auto to = tensorOf(op->getResult(0));
-      if (from.getShape() != to.getShape() ||
-          !from.getElementType().isIntOrFloat() ||
-          !to.getElementType().isIntOrFloat() ||
-          from.getElementType().getIntOrFloatBitWidth() !=
-              to.getElementType().getIntOrFloatBitWidth() ||
-          to.getElementType().isInteger(1)) {
-        self.fail(op) << "stablehlo.bitcast_convert between element types "
-                         "of different widths (or of i1) is not supported: "
-                      << from << " -> " << to;
-        return failure();
-      }
-      return SmallVector<Value>{BitcastConvertOp::create(
-          self.builder, op->getLoc(), to, op->getOperand(0))};
-    };
-    t["stablehlo.exponential_minus_one"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      auto type = tensorOf(op->getResult(0));
-      Value e = ExpOp::create(self.builder, op->getLoc(), type,
-                              op->getOperand(0));
-      return SmallVector<Value>{SubOp::create(self.builder, op->getLoc(), type,
-                                              e,
-                                              self.splat(op->getLoc(), type,
-                                                         1.0))};
-    };
-    t["stablehlo.select"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      // StableHLO allows one scalar predicate for all elements.
-      Value predicate = op->getOperand(0);
-      auto type = tensorOf(op->getResult(0));
-      if (tensorOf(predicate).getRank() == 0 && type.getRank() > 0)
-        predicate = BroadcastOp::create(
-            self.builder, op->getLoc(),
-            RankedTensorType::get(type.getShape(), self.builder.getI1Type()),
-            predicate, self.builder.getDenseI64ArrayAttr({}));
-      return SmallVector<Value>{SelectOp::create(
-          self.builder, op->getLoc(), type, predicate, op->getOperand(1),
-          op->getOperand(2))};
-    };
-    t["stablehlo.optimization_barrier"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      auto barrier = OptimizationBarrierOp::create(
-          self.builder, op->getLoc(), op->getResultTypes(), op->getOperands());
-      return SmallVector<Value>(barrier->getResults());
-    };
-    t["chlo.top_k"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      // The k largest along the last dimension, largest first.
-      auto k = dyn_cast_or_null<IntegerAttr>(property(op, "k"));
-      if (!k || op->getNumResults() != 2)
-        return self.reject(op, "chlo.top_k without k");
-      int64_t last = tensorOf(op->getOperand(0)).getRank() - 1;
-      auto topK = TopKOp::create(self.builder, op->getLoc(),
-                                 op->getResult(0).getType(),
-                                 op->getResult(1).getType(), op->getOperand(0),
-                                 last, k.getInt());
-      return SmallVector<Value>{topK.getValues(), topK.getIndices()};
-    };
-    t["chlo.square"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      Value x = op->getOperand(0);
-      return SmallVector<Value>{
-          MulOp::create(self.builder, op->getLoc(), x.getType(), x, x)};
-    };
-    t["stablehlo.is_finite"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      // |x| < inf: false for infinities and (unordered) NaN.
-      Location loc = op->getLoc();
-      Value x = op->getOperand(0);
-      auto type = tensorOf(x);
-      Value magnitude = AbsOp::create(self.builder, loc, type, x);
-      Value infinity =
-          self.splat(loc, type, std::numeric_limits<double>::infinity());
-      return SmallVector<Value>{CompareOp::create(
-          self.builder, loc, op->getResult(0).getType(), CompareDirection::LT,
-          magnitude, infinity)};
-    };
-    // Rounding, from floor: ceil(x) = -floor(-x). To nearest: with t the
-    // integer part toward the rounding's base and d = |x - t| (exact), 1
-    // more (away from t) where d > 1/2, or d = 1/2 and the tie goes that
-    // way: always for ties away from zero (lax.round's default), where t
-    // is odd for ties to even (jnp.round).
-    t["stablehlo.ceil"] = [](Importer &self,
-                             Operation *op) -> FailureOr<SmallVector<Value>> {
-      Location loc = op->getLoc();
-      Value x = op->getOperand(0);
-      auto type = tensorOf(x);
-      Value down = FloorOp::create(self.builder, loc, type,
-                                   NegOp::create(self.builder, loc, type, x));
-      return SmallVector<Value>{NegOp::create(self.builder, loc, type, down)};
-    };
-    t["stablehlo.round_nearest_afz"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      return self.roundToNearest(op, /*tiesToEven=*/false);
-    };
-    t["stablehlo.round_nearest_even"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      return self.roundToNearest(op, /*tiesToEven=*/true);
-    };
-    t["stablehlo.cbrt"] = [](Importer &self,
-                             Operation *op) -> FailureOr<SmallVector<Value>> {
-      // sign(x) |x|^(1/3).
-      Location loc = op->getLoc();
-      Value x = op->getOperand(0);
-      auto type = tensorOf(x);
-      Value root = PowOp::create(self.builder, loc, type,
-                                 AbsOp::create(self.builder, loc, type, x),
-                                 self.splat(loc, type, 1.0 / 3.0));
-      return SmallVector<Value>{
-          MulOp::create(self.builder, loc, type,
-                        SignOp::create(self.builder, loc, type, x), root)};
-    };
-    t["stablehlo.clamp"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
-      Location loc = op->getLoc();
-      auto type = tensorOf(op->getResult(0));
-      auto whole = [&](Value bound) -> Value {
-        if (tensorOf(bound).getShape() == type.getShape())
-          return bound;
-        return BroadcastOp::create(self.builder, loc, type, bound,
-                                   self.builder.getDenseI64ArrayAttr({}));
-      };
-      Value low = MaxOp::create(self.builder, loc, type, op->getOperand(1),
-                                whole(op->getOperand(0)));
-      return SmallVector<Value>{MinOp::create(self.builder, loc, type, low,
-                                              whole(op->getOperand(2)))};
-    };
-    t["stablehlo.dynamic_slice"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      std::optional<SmallVector<int64_t>> sizes =
-          integers(property(op, "slice_sizes"));
-      if (!sizes)
-        return self.reject(op, "stablehlo.dynamic_slice without slice_sizes");
-      return SmallVector<Value>{DynamicSliceOp::create(
-          self.builder, op->getLoc(), op->getResult(0).getType(),
-          op->getOperand(0), op->getOperands().drop_front(),
-          self.builder.getDenseI64ArrayAttr(*sizes))};
-    };
-    t["stablehlo.dynamic_update_slice"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      return SmallVector<Value>{DynamicUpdateSliceOp::create(
-          self.builder, op->getLoc(), op->getResult(0).getType(),
-          op->getOperand(0), op->getOperand(1),
-          op->getOperands().drop_front(2))};
-    };
-    t["stablehlo.constant"] = &Importer::constant;
-    t["stablehlo.iota"] = &Importer::iota;
-    t["stablehlo.compare"] = &Importer::compare;
-    t["stablehlo.dot_general"] = &Importer::dotGeneral;
-    t["stablehlo.reduce"] = &Importer::reduce;
-    t["stablehlo.broadcast_in_dim"] = &Importer::broadcastInDim;
-    t["stablehlo.transpose"] = &Importer::transpose;
-    t["stablehlo.slice"] = &Importer::slice;
-    t["stablehlo.concatenate"] = &Importer::concatenate;
-    t["stablehlo.pad"] = &Importer::pad;
-    t["sdy.sharding_constraint"] = &Importer::shardingConstraint;
-    t["stablehlo.custom_call"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      // GSPMD's sharding constraint: custom_call @Sharding.
-      auto target =
-          dyn_cast_or_null<StringAttr>(property(op, "call_target_name"));
-      if (!target || target.getValue() != "Sharding" ||
-          op->getNumOperands() != 1)
-        return self.reject(op, "stablehlo.custom_call @" +
-                                   (target ? target.getValue() : "?") +
-                                   " is not supported");
-      ShardingAttr sharding = self.importGspmdSharding(
-          op, op->getDiscardableAttr("mhlo.sharding"),
-          op->getOperand(0).getType(), "the constraint");
-      if (!sharding)
-        return failure();
-      return SmallVector<Value>{ShardingConstraintOp::create(
-          self.builder, op->getLoc(), op->getOperand(0), sharding)};
-    };
-    t["stablehlo.reduce_window"] = &Importer::reduceWindow;
-    t["stablehlo.gather"] = &Importer::gather;
-    t["stablehlo.scatter"] = &Importer::scatter;
-    t["stablehlo.while"] = &Importer::whileLoop;
-    t["stablehlo.partition_id"] = &Importer::partitionId;
-    t["stablehlo.case"] = &Importer::caseOp;
-    t["stablehlo.sort"] = &Importer::sort;
-    t["stablehlo.reverse"] = &Importer::reverse;
-    t["stablehlo.convolution"] = &Importer::convolution;
-    t["stablehlo.composite"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      // jax.lax.composite: a call of its decomposition, inlined with the
-      // other calls.
-      auto callee =
-          dyn_cast_or_null<FlatSymbolRefAttr>(property(op, "decomposition"));
-      auto function =
-          callee ? self.module.lookupSymbol<func::FuncOp>(callee.getAttr())
-                 : func::FuncOp();
-      if (!function ||
-          TypeRange(function.getFunctionType().getInputs()) !=
-              TypeRange(op->getOperandTypes()) ||
-          TypeRange(function.getFunctionType().getResults()) !=
-              TypeRange(op->getResultTypes()))
-        return self.reject(op, "stablehlo.composite without a decomposition "
-                               "function of its operand and result types");
-      auto call = func::CallOp::create(self.builder, op->getLoc(), function,
-                                       op->getOperands());
-      return SmallVector<Value>(call.getResults());
-    };
-    t["stablehlo.select_and_scatter"] = &Importer::selectAndScatter;
-    t["stablehlo.replica_id"] =
-        [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
-      // JAX's SPMD programs run one replica: its id is 0.
-      return SmallVector<Value>{
-          self.splat(op->getLoc(), tensorOf(op->getResult(0)), 0)};
-    };
-    t["sdy.manual_computation"] = &Importer::manualComputation;
-    for (const char *name :
-         {"stablehlo.all_reduce", "stablehlo.all_gather",
-          "stablehlo.reduce_scatter", "stablehlo.all_to_all",
-          "stablehlo.collective_permute"})
-      t[name] = &Importer::collective;
+    addOneToOneConversions(t);
+    addComposedElementwiseConversions(t);
+    addRoundingConversions(t);
+    addSelectionConversions(t);
+    addTensorConversions(t);
+    addControlFlowConversions(t);
+    addShardingConversions(t);
     return t;
   }();
   return table;
+}
+
+void Importer::addOneToOneConversions(llvm::StringMap<Conversion> &t) {
+  t["stablehlo.abs"] = unary<AbsOp>();
+  t["stablehlo.negate"] = unary<NegOp>();
+  t["stablehlo.sign"] = unary<SignOp>();
+  t["stablehlo.exponential"] = unary<ExpOp>();
+  t["stablehlo.log"] = unary<LogOp>();
+  t["stablehlo.log_plus_one"] = unary<Log1pOp>();
+  t["stablehlo.tanh"] = unary<TanhOp>();
+  t["stablehlo.logistic"] = unary<LogisticOp>();
+  t["stablehlo.sqrt"] = unary<SqrtOp>();
+  t["stablehlo.rsqrt"] = unary<RsqrtOp>();
+  t["stablehlo.sine"] = unary<SinOp>();
+  t["stablehlo.cosine"] = unary<CosOp>();
+  t["stablehlo.floor"] = unary<FloorOp>();
+  t["stablehlo.not"] = unary<NotOp>();
+  t["chlo.erf"] = unary<ErfOp>();
+  t["stablehlo.convert"] = unary<ConvertOp>();
+  t["stablehlo.reshape"] = unary<ReshapeOp>();
+  t["stablehlo.add"] = binary<AddOp>();
+  t["stablehlo.subtract"] = binary<SubOp>();
+  t["stablehlo.multiply"] = binary<MulOp>();
+  t["stablehlo.divide"] = binary<DivOp>();
+  t["stablehlo.remainder"] = binary<RemOp>();
+  t["stablehlo.maximum"] = binary<MaxOp>();
+  t["stablehlo.minimum"] = binary<MinOp>();
+  t["stablehlo.power"] = binary<PowOp>();
+  t["stablehlo.and"] = binary<AndOp>();
+  t["stablehlo.or"] = binary<OrOp>();
+  t["stablehlo.xor"] = binary<XorOp>();
+  // jax.random's threefry (dropout, initializers) and its bits-to-floats.
+  t["stablehlo.shift_left"] = binary<ShiftLeftOp>();
+  t["stablehlo.shift_right_logical"] = binary<ShiftRightLogicalOp>();
+  t["stablehlo.shift_right_arithmetic"] = binary<ShiftRightArithmeticOp>();
+}
+
+void Importer::addComposedElementwiseConversions(
+    llvm::StringMap<Conversion> &t) {
+  t["stablehlo.bitcast_convert"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    auto from = tensorOf(op->getOperand(0));
+    auto to = tensorOf(op->getResult(0));
+    if (from.getShape() != to.getShape() ||
+        !from.getElementType().isIntOrFloat() ||
+        !to.getElementType().isIntOrFloat() ||
+        from.getElementType().getIntOrFloatBitWidth() !=
+            to.getElementType().getIntOrFloatBitWidth() ||
+        to.getElementType().isInteger(1)) {
+      self.fail(op) << "stablehlo.bitcast_convert between element types "
+                       "of different widths (or of i1) is not supported: "
+                    << from << " -> " << to;
+      return failure();
+    }
+    return SmallVector<Value>{BitcastConvertOp::create(
+        self.builder, op->getLoc(), to, op->getOperand(0))};
+  };
+  t["stablehlo.exponential_minus_one"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    auto type = tensorOf(op->getResult(0));
+    Value e =
+        ExpOp::create(self.builder, op->getLoc(), type, op->getOperand(0));
+    return SmallVector<Value>{
+        SubOp::create(self.builder, op->getLoc(), type, e,
+                      self.splat(op->getLoc(), type, 1.0))};
+  };
+  t["chlo.square"] = [](Importer &self,
+                        Operation *op) -> FailureOr<SmallVector<Value>> {
+    Value x = op->getOperand(0);
+    return SmallVector<Value>{
+        MulOp::create(self.builder, op->getLoc(), x.getType(), x, x)};
+  };
+  t["stablehlo.is_finite"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    // |x| < inf: false for infinities and (unordered) NaN.
+    Location loc = op->getLoc();
+    Value x = op->getOperand(0);
+    auto type = tensorOf(x);
+    Value magnitude = AbsOp::create(self.builder, loc, type, x);
+    Value infinity =
+        self.splat(loc, type, std::numeric_limits<double>::infinity());
+    return SmallVector<Value>{
+        CompareOp::create(self.builder, loc, op->getResult(0).getType(),
+                          CompareDirection::LT, magnitude, infinity)};
+  };
+  t["stablehlo.cbrt"] = [](Importer &self,
+                           Operation *op) -> FailureOr<SmallVector<Value>> {
+    // sign(x) |x|^(1/3).
+    Location loc = op->getLoc();
+    Value x = op->getOperand(0);
+    auto type = tensorOf(x);
+    Value root = PowOp::create(self.builder, loc, type,
+                               AbsOp::create(self.builder, loc, type, x),
+                               self.splat(loc, type, 1.0 / 3.0));
+    return SmallVector<Value>{
+        MulOp::create(self.builder, loc, type,
+                      SignOp::create(self.builder, loc, type, x), root)};
+  };
+}
+
+void Importer::addRoundingConversions(llvm::StringMap<Conversion> &t) {
+  // Rounding, from floor: ceil(x) = -floor(-x). To nearest: with t the
+  // integer part toward the rounding's base and d = |x - t| (exact), 1
+  // more (away from t) where d > 1/2, or d = 1/2 and the tie goes that
+  // way: always for ties away from zero (lax.round's default), where t
+  // is odd for ties to even (jnp.round).
+  t["stablehlo.ceil"] = [](Importer &self,
+                           Operation *op) -> FailureOr<SmallVector<Value>> {
+    Location loc = op->getLoc();
+    Value x = op->getOperand(0);
+    auto type = tensorOf(x);
+    Value down = FloorOp::create(self.builder, loc, type,
+                                 NegOp::create(self.builder, loc, type, x));
+    return SmallVector<Value>{NegOp::create(self.builder, loc, type, down)};
+  };
+  t["stablehlo.round_nearest_afz"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    return self.roundToNearest(op, /*tiesToEven=*/false);
+  };
+  t["stablehlo.round_nearest_even"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    return self.roundToNearest(op, /*tiesToEven=*/true);
+  };
+}
+
+void Importer::addSelectionConversions(llvm::StringMap<Conversion> &t) {
+  t["stablehlo.select"] = [](Importer &self,
+                             Operation *op) -> FailureOr<SmallVector<Value>> {
+    // StableHLO allows one scalar predicate for all elements.
+    Value predicate = op->getOperand(0);
+    auto type = tensorOf(op->getResult(0));
+    if (tensorOf(predicate).getRank() == 0 && type.getRank() > 0)
+      predicate = BroadcastOp::create(
+          self.builder, op->getLoc(),
+          RankedTensorType::get(type.getShape(), self.builder.getI1Type()),
+          predicate, self.builder.getDenseI64ArrayAttr({}));
+    return SmallVector<Value>{SelectOp::create(self.builder, op->getLoc(), type,
+                                               predicate, op->getOperand(1),
+                                               op->getOperand(2))};
+  };
+  t["stablehlo.clamp"] = [](Importer &self,
+                            Operation *op) -> FailureOr<SmallVector<Value>> {
+    // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
+    Location loc = op->getLoc();
+    auto type = tensorOf(op->getResult(0));
+    auto whole = [&](Value bound) -> Value {
+      if (tensorOf(bound).getShape() == type.getShape())
+        return bound;
+      return BroadcastOp::create(self.builder, loc, type, bound,
+                                 self.builder.getDenseI64ArrayAttr({}));
+    };
+    Value low = MaxOp::create(self.builder, loc, type, op->getOperand(1),
+                              whole(op->getOperand(0)));
+    return SmallVector<Value>{
+        MinOp::create(self.builder, loc, type, low, whole(op->getOperand(2)))};
+  };
+}
+
+void Importer::addTensorConversions(llvm::StringMap<Conversion> &t) {
+  t["chlo.top_k"] = [](Importer &self,
+                       Operation *op) -> FailureOr<SmallVector<Value>> {
+    // The k largest along the last dimension, largest first.
+    auto k = dyn_cast_or_null<IntegerAttr>(property(op, "k"));
+    if (!k || op->getNumResults() != 2)
+      return self.reject(op, "chlo.top_k without k");
+    int64_t last = tensorOf(op->getOperand(0)).getRank() - 1;
+    auto topK = TopKOp::create(
+        self.builder, op->getLoc(), op->getResult(0).getType(),
+        op->getResult(1).getType(), op->getOperand(0), last, k.getInt());
+    return SmallVector<Value>{topK.getValues(), topK.getIndices()};
+  };
+  t["stablehlo.dynamic_slice"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    std::optional<SmallVector<int64_t>> sizes =
+        integers(property(op, "slice_sizes"));
+    if (!sizes)
+      return self.reject(op, "stablehlo.dynamic_slice without slice_sizes");
+    return SmallVector<Value>{DynamicSliceOp::create(
+        self.builder, op->getLoc(), op->getResult(0).getType(),
+        op->getOperand(0), op->getOperands().drop_front(),
+        self.builder.getDenseI64ArrayAttr(*sizes))};
+  };
+  t["stablehlo.dynamic_update_slice"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    return SmallVector<Value>{DynamicUpdateSliceOp::create(
+        self.builder, op->getLoc(), op->getResult(0).getType(),
+        op->getOperand(0), op->getOperand(1), op->getOperands().drop_front(2))};
+  };
+  t["stablehlo.constant"] = &Importer::constant;
+  t["stablehlo.iota"] = &Importer::iota;
+  t["stablehlo.compare"] = &Importer::compare;
+  t["stablehlo.dot_general"] = &Importer::dotGeneral;
+  t["stablehlo.reduce"] = &Importer::reduce;
+  t["stablehlo.broadcast_in_dim"] = &Importer::broadcastInDim;
+  t["stablehlo.transpose"] = &Importer::transpose;
+  t["stablehlo.slice"] = &Importer::slice;
+  t["stablehlo.concatenate"] = &Importer::concatenate;
+  t["stablehlo.pad"] = &Importer::pad;
+  t["stablehlo.reduce_window"] = &Importer::reduceWindow;
+  t["stablehlo.gather"] = &Importer::gather;
+  t["stablehlo.scatter"] = &Importer::scatter;
+  t["stablehlo.sort"] = &Importer::sort;
+  t["stablehlo.reverse"] = &Importer::reverse;
+  t["stablehlo.convolution"] = &Importer::convolution;
+  t["stablehlo.select_and_scatter"] = &Importer::selectAndScatter;
+}
+
+void Importer::addControlFlowConversions(llvm::StringMap<Conversion> &t) {
+  t["stablehlo.optimization_barrier"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    auto barrier = OptimizationBarrierOp::create(
+        self.builder, op->getLoc(), op->getResultTypes(), op->getOperands());
+    return SmallVector<Value>(barrier->getResults());
+  };
+  t["stablehlo.while"] = &Importer::whileLoop;
+  t["stablehlo.case"] = &Importer::caseOp;
+  t["stablehlo.composite"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    // jax.lax.composite: a call of its decomposition, inlined with the
+    // other calls.
+    auto callee =
+        dyn_cast_or_null<FlatSymbolRefAttr>(property(op, "decomposition"));
+    auto function =
+        callee ? self.module.lookupSymbol<func::FuncOp>(callee.getAttr())
+               : func::FuncOp();
+    if (!function ||
+        TypeRange(function.getFunctionType().getInputs()) !=
+            TypeRange(op->getOperandTypes()) ||
+        TypeRange(function.getFunctionType().getResults()) !=
+            TypeRange(op->getResultTypes()))
+      return self.reject(op, "stablehlo.composite without a decomposition "
+                             "function of its operand and result types");
+    auto call = func::CallOp::create(self.builder, op->getLoc(), function,
+                                     op->getOperands());
+    return SmallVector<Value>(call.getResults());
+  };
+}
+
+void Importer::addShardingConversions(llvm::StringMap<Conversion> &t) {
+  t["sdy.sharding_constraint"] = &Importer::shardingConstraint;
+  t["stablehlo.custom_call"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    // GSPMD's sharding constraint: custom_call @Sharding.
+    auto target =
+        dyn_cast_or_null<StringAttr>(property(op, "call_target_name"));
+    if (!target || target.getValue() != "Sharding" || op->getNumOperands() != 1)
+      return self.reject(op, "stablehlo.custom_call @" +
+                                 (target ? target.getValue() : "?") +
+                                 " is not supported");
+    ShardingAttr sharding =
+        self.importGspmdSharding(op, op->getDiscardableAttr("mhlo.sharding"),
+                                 op->getOperand(0).getType(), "the constraint");
+    if (!sharding)
+      return failure();
+    return SmallVector<Value>{ShardingConstraintOp::create(
+        self.builder, op->getLoc(), op->getOperand(0), sharding)};
+  };
+  t["sdy.manual_computation"] = &Importer::manualComputation;
+  t["stablehlo.partition_id"] = &Importer::partitionId;
+  t["stablehlo.replica_id"] =
+      [](Importer &self, Operation *op) -> FailureOr<SmallVector<Value>> {
+    // JAX's SPMD programs run one replica: its id is 0.
+    return SmallVector<Value>{
+        self.splat(op->getLoc(), tensorOf(op->getResult(0)), 0)};
+  };
+  for (const char *name : {"stablehlo.all_reduce", "stablehlo.all_gather",
+                           "stablehlo.reduce_scatter", "stablehlo.all_to_all",
+                           "stablehlo.collective_permute"})
+    t[name] = &Importer::collective;
 }
 
 void Importer::importFunctionAttributes(func::FuncOp function) {

@@ -95,6 +95,24 @@ private:
       std::function<FailureOr<SmallVector<Value>>(Importer &, Operation *)>;
   /// The conversion of each supported op name.
   static const llvm::StringMap<Conversion> &conversions();
+  /// Adds to `t` the elementwise ops with a partita op of the same operands
+  /// and result type.
+  static void addOneToOneConversions(llvm::StringMap<Conversion> &t);
+  /// Adds to `t` the elementwise ops built from several partita ops (or a
+  /// checked bitcast).
+  static void addComposedElementwiseConversions(llvm::StringMap<Conversion> &t);
+  /// Adds to `t` ceil and rounding to the nearest integer.
+  static void addRoundingConversions(llvm::StringMap<Conversion> &t);
+  /// Adds to `t` select and clamp, whose scalar operands are broadcast.
+  static void addSelectionConversions(llvm::StringMap<Conversion> &t);
+  /// Adds to `t` the ops that build, index, reduce, reorder or combine
+  /// tensors.
+  static void addTensorConversions(llvm::StringMap<Conversion> &t);
+  /// Adds to `t` loops, conditionals, composites and barriers.
+  static void addControlFlowConversions(llvm::StringMap<Conversion> &t);
+  /// Adds to `t` sharding constraints, manual computations, device ids and
+  /// collectives.
+  static void addShardingConversions(llvm::StringMap<Conversion> &t);
 
   /// An error at `op`, counted.
   InFlightDiagnostic fail(Operation *op) {

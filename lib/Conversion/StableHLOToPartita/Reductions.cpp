@@ -78,19 +78,40 @@ std::optional<ReductionKind> reductionOfBody(Region &body) {
       !llvm::is_contained(combine.getOperands(), block.getArgument(0)) ||
       !llvm::is_contained(combine.getOperands(), block.getArgument(1)))
     return std::nullopt;
+  static const std::pair<const char *, ReductionKind> combines[] = {
+      {"stablehlo.add", ReductionKind::Sum},
+      {"stablehlo.maximum", ReductionKind::Max},
+      {"stablehlo.minimum", ReductionKind::Min},
+      {"stablehlo.and", ReductionKind::And},
+      {"stablehlo.or", ReductionKind::Or}};
   StringRef name = combine.getName().getStringRef();
-  if (name == "stablehlo.add")
-    return ReductionKind::Sum;
-  if (name == "stablehlo.maximum")
-    return ReductionKind::Max;
-  if (name == "stablehlo.minimum")
-    return ReductionKind::Min;
-  if (name == "stablehlo.and")
-    return ReductionKind::And;
-  if (name == "stablehlo.or")
-    return ReductionKind::Or;
+  for (const auto &[opName, kind] : combines)
+    if (name == opName)
+      return kind;
   return std::nullopt;
 }
+
+namespace {
+
+/// `x` and `y` combined elementwise by `kind` (add, max, min, and, or).
+Value combineBy(OpBuilder &builder, Location loc, ReductionKind kind, Type type,
+                Value x, Value y) {
+  switch (kind) {
+  case ReductionKind::Sum:
+    return AddOp::create(builder, loc, type, x, y);
+  case ReductionKind::Max:
+    return MaxOp::create(builder, loc, type, x, y);
+  case ReductionKind::Min:
+    return MinOp::create(builder, loc, type, x, y);
+  case ReductionKind::And:
+    return AndOp::create(builder, loc, type, x, y);
+  case ReductionKind::Or:
+    return OrOp::create(builder, loc, type, x, y);
+  }
+  return {};
+}
+
+} // namespace
 
 FailureOr<SmallVector<Value>> Importer::reduce(Operation *op) {
   std::optional<SmallVector<int64_t>> dims =
@@ -121,25 +142,8 @@ FailureOr<SmallVector<Value>> Importer::reduce(Operation *op) {
                         : Value(BroadcastOp::create(
                               builder, loc, resultType, init,
                               builder.getDenseI64ArrayAttr({})));
-  Value combined;
-  switch (*kind) {
-  case ReductionKind::Sum:
-    combined = AddOp::create(builder, loc, resultType, reduced, initWhole);
-    break;
-  case ReductionKind::Max:
-    combined = MaxOp::create(builder, loc, resultType, reduced, initWhole);
-    break;
-  case ReductionKind::Min:
-    combined = MinOp::create(builder, loc, resultType, reduced, initWhole);
-    break;
-  case ReductionKind::And:
-    combined = AndOp::create(builder, loc, resultType, reduced, initWhole);
-    break;
-  case ReductionKind::Or:
-    combined = OrOp::create(builder, loc, resultType, reduced, initWhole);
-    break;
-  }
-  return SmallVector<Value>{combined};
+  return SmallVector<Value>{
+      combineBy(builder, loc, *kind, resultType, reduced, initWhole)};
 }
 
 FailureOr<SmallVector<Value>> Importer::argReduce(Operation *op,

@@ -92,21 +92,28 @@ std::optional<ConvLayout> parseLayout(StringRef list, char first,
   return layout;
 }
 
-} // namespace
+/// What a convolution's attributes say: the layouts of its input (`lhs`),
+/// kernel (`rhs`) and result (`out`), its feature group count, and per
+/// spatial dimension its strides, dilations, padding and window reversal.
+struct ConvAttributes {
+  ConvLayout lhs, rhs, out;
+  int64_t groups = 1;
+  SmallVector<int64_t> strides, lhsDilation, rhsDilation, low, high;
+  SmallVector<bool> reversed;
 
-FailureOr<SmallVector<Value>> Importer::convolution(Operation *op) {
-  auto refuse = [&](const Twine &why) {
-    return reject(op, "stablehlo.convolution " + why + " is not supported");
-  };
-  if (op->getNumOperands() != 2 || op->getNumResults() != 1)
-    return refuse("with other than an input and a kernel");
+  size_t spatial() const { return lhs.spatial.size(); }
+};
+
+/// Reads the layouts of `op`'s dimension numbers into `conv`: why they are
+/// not supported, empty when they are.
+std::string readConvLayouts(Operation *op, ConvAttributes &conv) {
   std::string text = printed(property(op, "dimension_numbers"));
   // #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>
   size_t open = text.find('<'), cross = text.find("]x["),
          arrow = text.find("]->[");
   if (open == std::string::npos || cross == std::string::npos ||
       arrow == std::string::npos)
-    return refuse("with unreadable dimension numbers '" + text + "'");
+    return "with unreadable dimension numbers '" + text + "'";
   StringRef all(text);
   std::optional<ConvLayout> lhs =
       parseLayout(all.slice(open + 1, cross + 1), 'b', 'f');
@@ -116,189 +123,323 @@ FailureOr<SmallVector<Value>> Importer::convolution(Operation *op) {
       all.slice(arrow + 3, all.rfind('>')), 'b', 'f');
   if (!lhs || !rhs || !out || lhs->spatial.size() != rhs->spatial.size() ||
       lhs->spatial.size() != out->spatial.size() || lhs->spatial.size() > 3)
-    return refuse("with dimension numbers '" + text + "'");
-  size_t spatial = lhs->spatial.size();
+    return "with dimension numbers '" + text + "'";
+  conv.lhs = *lhs;
+  conv.rhs = *rhs;
+  conv.out = *out;
+  return "";
+}
+
+/// Why the element types or ranks of `op`'s operands and result do not suit
+/// a convolution over `spatial` spatial dimensions, empty when they do.
+std::string checkConvTypes(Operation *op, size_t spatial) {
   auto lhsType = tensorOf(op->getOperand(0)),
        rhsType = tensorOf(op->getOperand(1)),
        resultType = tensorOf(op->getResult(0));
   Type element = resultType.getElementType();
   if (lhsType.getElementType() != element ||
       rhsType.getElementType() != element || !isa<FloatType>(element))
-    return refuse("of mixed or non-float element types");
+    return "of mixed or non-float element types";
   if (lhsType.getRank() != static_cast<int64_t>(spatial) + 2 ||
       rhsType.getRank() != lhsType.getRank() ||
       resultType.getRank() != lhsType.getRank())
-    return refuse("whose operand ranks do not match its dimension numbers");
+    return "whose operand ranks do not match its dimension numbers";
+  return "";
+}
+
+/// Reads `op`'s group counts, strides, dilations, padding and window
+/// reversal into `conv`: why they are not supported, empty when they are.
+std::string readConvWindow(Operation *op, ConvAttributes &conv) {
+  size_t spatial = conv.spatial();
   auto count = [&](StringRef name) -> int64_t {
     auto attr = dyn_cast_or_null<IntegerAttr>(property(op, name));
     return attr ? attr.getInt() : 1;
   };
-  int64_t groups = count("feature_group_count");
+  conv.groups = count("feature_group_count");
   if (count("batch_group_count") != 1)
-    return refuse("with batch_group_count > 1 (the kernel gradient of a "
-                  "grouped convolution)");
+    return "with batch_group_count > 1 (the kernel gradient of a "
+           "grouped convolution)";
   std::optional<SmallVector<int64_t>>
       strides = positiveListOr1(op, "window_strides", spatial),
       lhsDilation = positiveListOr1(op, "lhs_dilation", spatial),
       rhsDilation = positiveListOr1(op, "rhs_dilation", spatial);
   if (!strides || !lhsDilation || !rhsDilation)
-    return refuse("with unreadable strides or dilations");
-  SmallVector<int64_t> low, high;
-  if (!paddingPairs(op, spatial, low, high))
-    return refuse("with padding for another number of spatial dimensions");
-  SmallVector<bool> reversed(spatial, false);
+    return "with unreadable strides or dilations";
+  conv.strides = *strides;
+  conv.lhsDilation = *lhsDilation;
+  conv.rhsDilation = *rhsDilation;
+  if (!paddingPairs(op, spatial, conv.low, conv.high))
+    return "with padding for another number of spatial dimensions";
+  conv.reversed.assign(spatial, false);
   if (Attribute attr = property(op, "window_reversal")) {
     std::string flags = printed(attr);
     SmallVector<StringRef> parts;
     StringRef(flags).split(parts, ',');
     for (size_t s = 0; s < spatial && s < parts.size(); ++s)
-      reversed[s] = parts[s].contains("true");
+      conv.reversed[s] = parts[s].contains("true");
   }
-  Location loc = op->getLoc();
-  // Canonical layouts: input [b, s..., c], kernel [s..., c, o].
-  SmallVector<int64_t> lhsPerm{lhs->batch}, rhsPerm;
-  for (int64_t d : lhs->spatial)
+  return "";
+}
+
+/// Reads `op`'s convolution attributes into `conv` and checks its operands:
+/// why it is not supported, empty when it is.
+std::string readConvolution(Operation *op, ConvAttributes &conv) {
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1)
+    return "with other than an input and a kernel";
+  std::string why = readConvLayouts(op, conv);
+  if (why.empty())
+    why = checkConvTypes(op, conv.spatial());
+  if (why.empty())
+    why = readConvWindow(op, conv);
+  return why;
+}
+
+/// `v` transposed so that its dimension d is `perm[d]` of `v` (`v` itself
+/// when `perm` is the identity), of element type `element`.
+Value permuted(OpBuilder &builder, Location loc, Value v,
+               ArrayRef<int64_t> perm, Type element) {
+  auto type = tensorOf(v);
+  bool identity = true;
+  SmallVector<int64_t> shape;
+  for (size_t d = 0; d < perm.size(); ++d) {
+    identity &= perm[d] == static_cast<int64_t>(d);
+    shape.push_back(type.getDimSize(perm[d]));
+  }
+  if (identity)
+    return v;
+  return TransposeOp::create(builder, loc,
+                             RankedTensorType::get(shape, element), v,
+                             builder.getDenseI64ArrayAttr(perm));
+}
+
+/// The permutations to the canonical layouts: input [b, s..., c] from
+/// `lhs`, kernel [s..., c, o] from `rhs`.
+void canonicalPermutations(const ConvAttributes &conv,
+                           SmallVector<int64_t> &lhsPerm,
+                           SmallVector<int64_t> &rhsPerm) {
+  lhsPerm.assign({conv.lhs.batch});
+  for (int64_t d : conv.lhs.spatial)
     lhsPerm.push_back(d);
-  lhsPerm.push_back(lhs->feature);
-  for (int64_t d : rhs->spatial)
+  lhsPerm.push_back(conv.lhs.feature);
+  rhsPerm.clear();
+  for (int64_t d : conv.rhs.spatial)
     rhsPerm.push_back(d);
-  rhsPerm.push_back(rhs->batch); // `i`
-  rhsPerm.push_back(rhs->feature); // `o`
-  auto permuted = [&](Value v, ArrayRef<int64_t> perm) -> Value {
-    auto type = tensorOf(v);
-    bool identity = true;
-    SmallVector<int64_t> shape;
-    for (size_t d = 0; d < perm.size(); ++d) {
-      identity &= perm[d] == static_cast<int64_t>(d);
-      shape.push_back(type.getDimSize(perm[d]));
-    }
-    if (identity)
-      return v;
-    return TransposeOp::create(builder, loc,
-                               RankedTensorType::get(shape, element), v,
-                               builder.getDenseI64ArrayAttr(perm));
-  };
-  Value input = permuted(op->getOperand(0), lhsPerm);
-  Value kernel = permuted(op->getOperand(1), rhsPerm);
-  auto inputType = tensorOf(input), kernelType = tensorOf(kernel);
-  int64_t batch = inputType.getDimSize(0);
-  int64_t channels = inputType.getDimSize(spatial + 1);
-  int64_t kernelIn = kernelType.getDimSize(spatial);
-  int64_t outFeatures = kernelType.getDimSize(spatial + 1);
-  if (groups < 1 || channels != kernelIn * groups || outFeatures % groups)
-    return refuse("whose feature_group_count does not divide its features");
-  // The input padded and dilated (zeros between elements).
-  SmallVector<int64_t> padLow{0}, padHigh{0}, interior{0};
-  for (size_t s = 0; s < spatial; ++s) {
-    padLow.push_back(low[s]);
-    padHigh.push_back(high[s]);
-    interior.push_back((*lhsDilation)[s] - 1);
+  rhsPerm.push_back(conv.rhs.batch);   // `i`
+  rhsPerm.push_back(conv.rhs.feature); // `o`
+}
+
+/// The padding of the canonical input [b, s..., c]: low and high edges,
+/// and the interior zeros that dilate it.
+void inputPadding(const ConvAttributes &conv, SmallVector<int64_t> &padLow,
+                  SmallVector<int64_t> &padHigh,
+                  SmallVector<int64_t> &interior) {
+  padLow.assign({0});
+  padHigh.assign({0});
+  interior.assign({0});
+  for (size_t s = 0; s < conv.spatial(); ++s) {
+    padLow.push_back(conv.low[s]);
+    padHigh.push_back(conv.high[s]);
+    interior.push_back(conv.lhsDilation[s] - 1);
   }
   padLow.push_back(0);
   padHigh.push_back(0);
   interior.push_back(0);
-  Value zero = splat(loc, RankedTensorType::get({}, element), 0);
+}
+
+/// The sizes of a convolution in canonical layouts: input [b, s..., c],
+/// kernel [s..., c / groups, o], result [b, s..., o].
+struct ConvGeometry {
+  int64_t batch = 0, channels = 0, kernelIn = 0, outFeatures = 0;
+  /// The canonical result's shape, and the kernel's spatial sizes.
+  SmallVector<int64_t> outShape, kernelSize;
+  /// The number of kernel positions.
+  int64_t offsets = 1;
+  Type element;
+};
+
+/// Fills `g.outShape`, `g.kernelSize` and `g.offsets` from the result type
+/// and the kernel's, checking them against the padded input of type
+/// `xType`: why they do not fit, empty when they do.
+std::string fitWindows(const ConvAttributes &conv, RankedTensorType resultType,
+                       RankedTensorType kernelType, RankedTensorType xType,
+                       ConvGeometry &g) {
+  size_t spatial = conv.spatial();
+  g.outShape.assign({g.batch});
+  for (int64_t d : conv.out.spatial)
+    g.outShape.push_back(resultType.getDimSize(d));
+  g.outShape.push_back(g.outFeatures);
+  if (resultType.getDimSize(conv.out.batch) != g.batch ||
+      resultType.getDimSize(conv.out.feature) != g.outFeatures)
+    return "whose result shape does not match its operands";
+  g.offsets = 1;
+  g.kernelSize.clear();
+  for (size_t s = 0; s < spatial; ++s) {
+    g.kernelSize.push_back(kernelType.getDimSize(s));
+    g.offsets *= g.kernelSize.back();
+    int64_t needed = (g.kernelSize.back() - 1) * conv.rhsDilation[s] +
+                     (g.outShape[s + 1] - 1) * conv.strides[s] + 1;
+    if (g.outShape[s + 1] > 0 && needed > xType.getDimSize(s + 1))
+      return "whose result shape does not fit its windows";
+  }
+  if (g.offsets > 1024)
+    return "with kernels of more than 1024 positions";
+  return "";
+}
+
+/// The strided window of the padded input [b, s..., c] that kernel
+/// position `offset` reads: its `start`, `step` and `shape`.
+void inputWindow(const ConvAttributes &conv, const ConvGeometry &g,
+                 ArrayRef<int64_t> offset, SmallVector<int64_t> &start,
+                 SmallVector<int64_t> &step, SmallVector<int64_t> &shape) {
+  start.assign({0});
+  step.assign({1});
+  shape.assign({g.batch});
+  for (size_t s = 0; s < conv.spatial(); ++s) {
+    start.push_back(offset[s] * conv.rhsDilation[s]);
+    step.push_back(conv.strides[s]);
+    shape.push_back(g.outShape[s + 1]);
+  }
+  start.push_back(0);
+  step.push_back(1);
+  shape.push_back(g.channels);
+}
+
+/// The canonical kernel [s..., c, o] at position `offset` (flipped where
+/// window_reversal says), as [1..., c, o].
+Value kernelTap(OpBuilder &builder, Location loc, Value kernel,
+                const ConvAttributes &conv, const ConvGeometry &g,
+                ArrayRef<int64_t> offset) {
+  size_t spatial = conv.spatial();
+  SmallVector<int64_t> kStart, kLimit, kStrides(spatial + 2, 1);
+  for (size_t s = 0; s < spatial; ++s) {
+    int64_t at = conv.reversed[s] ? g.kernelSize[s] - 1 - offset[s] : offset[s];
+    kStart.push_back(at);
+    kLimit.push_back(at + 1);
+  }
+  kStart.append({0, 0});
+  kLimit.append({g.kernelIn, g.outFeatures});
+  SmallVector<int64_t> kShape(spatial, 1);
+  kShape.append({g.kernelIn, g.outFeatures});
+  return SliceOp::create(builder, loc, RankedTensorType::get(kShape, g.element),
+                         kernel, builder.getDenseI64ArrayAttr(kStart),
+                         builder.getDenseI64ArrayAttr(kLimit),
+                         builder.getDenseI64ArrayAttr(kStrides));
+}
+
+/// The input window `piece` (of shape `pieceShape`) contracted with the
+/// kernel `tap` into the canonical result [b, s..., o], channels and
+/// outputs split into `groups` when there are several (depthwise).
+Value contractTap(OpBuilder &builder, Location loc, Value piece, Value tap,
+                  ArrayRef<int64_t> pieceShape, int64_t groups,
+                  const ConvGeometry &g) {
+  Type element = g.element;
+  auto canonicalType = RankedTensorType::get(g.outShape, element);
+  std::string sp = std::string("pqr").substr(0, g.kernelSize.size());
+  if (groups == 1) {
+    tap = ReshapeOp::create(
+        builder, loc,
+        RankedTensorType::get({g.kernelIn, g.outFeatures}, element), tap);
+    return EinsumOp::create(
+        builder, loc, canonicalType,
+        builder.getStringAttr("b" + sp + "c,co->b" + sp + "o"),
+        ValueRange{piece, tap});
+  }
+  // Grouped (depthwise): channels and outputs split into groups.
+  SmallVector<int64_t> grouped(pieceShape);
+  grouped.back() = groups;
+  grouped.push_back(g.kernelIn);
+  piece = ReshapeOp::create(builder, loc,
+                            RankedTensorType::get(grouped, element), piece);
+  tap = ReshapeOp::create(
+      builder, loc,
+      RankedTensorType::get({g.kernelIn, groups, g.outFeatures / groups},
+                            element),
+      tap);
+  SmallVector<int64_t> groupedOut(pieceShape);
+  groupedOut.back() = groups;
+  groupedOut.push_back(g.outFeatures / groups);
+  Value term = EinsumOp::create(
+      builder, loc, RankedTensorType::get(groupedOut, element),
+      builder.getStringAttr("b" + sp + "gc,cgo->b" + sp + "go"),
+      ValueRange{piece, tap});
+  return ReshapeOp::create(builder, loc, canonicalType, term);
+}
+
+/// Advances `offset` to the next kernel position, last dimension fastest.
+void nextOffset(SmallVector<int64_t> &offset, ArrayRef<int64_t> kernelSize) {
+  for (int64_t s = static_cast<int64_t>(offset.size()) - 1; s >= 0; --s) {
+    if (++offset[s] < kernelSize[s])
+      break;
+    offset[s] = 0;
+  }
+}
+
+/// The permutation from the canonical result [b, s..., o] back to the
+/// result's layout `out`: result dim j is canonical dim perm[j].
+SmallVector<int64_t> resultPermutation(const ConvLayout &out, int64_t rank) {
+  SmallVector<int64_t> perm(rank);
+  perm[out.batch] = 0;
+  for (size_t s = 0; s < out.spatial.size(); ++s)
+    perm[out.spatial[s]] = s + 1;
+  perm[out.feature] = out.spatial.size() + 1;
+  return perm;
+}
+
+} // namespace
+
+FailureOr<SmallVector<Value>> Importer::convolution(Operation *op) {
+  auto refuse = [&](const Twine &why) {
+    return reject(op, "stablehlo.convolution " + why + " is not supported");
+  };
+  ConvAttributes conv;
+  std::string why = readConvolution(op, conv);
+  if (!why.empty())
+    return refuse(why);
+  size_t spatial = conv.spatial();
+  auto resultType = tensorOf(op->getResult(0));
+  ConvGeometry g;
+  g.element = resultType.getElementType();
+  Location loc = op->getLoc();
+  // Canonical layouts: input [b, s..., c], kernel [s..., c, o].
+  SmallVector<int64_t> lhsPerm, rhsPerm;
+  canonicalPermutations(conv, lhsPerm, rhsPerm);
+  Value input = permuted(builder, loc, op->getOperand(0), lhsPerm, g.element);
+  Value kernel = permuted(builder, loc, op->getOperand(1), rhsPerm, g.element);
+  auto inputType = tensorOf(input), kernelType = tensorOf(kernel);
+  g.batch = inputType.getDimSize(0);
+  g.channels = inputType.getDimSize(spatial + 1);
+  g.kernelIn = kernelType.getDimSize(spatial);
+  g.outFeatures = kernelType.getDimSize(spatial + 1);
+  int64_t groups = conv.groups;
+  if (groups < 1 || g.channels != g.kernelIn * groups || g.outFeatures % groups)
+    return refuse("whose feature_group_count does not divide its features");
+  // The input padded and dilated (zeros between elements).
+  SmallVector<int64_t> padLow, padHigh, interior;
+  inputPadding(conv, padLow, padHigh, interior);
+  Value zero = splat(loc, RankedTensorType::get({}, g.element), 0);
   FailureOr<Value> x = padded(op, input, zero, padLow, padHigh, interior);
   if (failed(x))
     return failure();
-  auto xType = tensorOf(*x);
-  // The result in canonical order [b, s..., o].
-  SmallVector<int64_t> outShape{batch};
-  for (int64_t d : out->spatial)
-    outShape.push_back(resultType.getDimSize(d));
-  outShape.push_back(outFeatures);
-  if (resultType.getDimSize(out->batch) != batch ||
-      resultType.getDimSize(out->feature) != outFeatures)
-    return refuse("whose result shape does not match its operands");
-  int64_t offsets = 1;
-  SmallVector<int64_t> kernelSize;
-  for (size_t s = 0; s < spatial; ++s) {
-    kernelSize.push_back(kernelType.getDimSize(s));
-    offsets *= kernelSize.back();
-    int64_t needed = (kernelSize.back() - 1) * (*rhsDilation)[s] +
-                     (outShape[s + 1] - 1) * (*strides)[s] + 1;
-    if (outShape[s + 1] > 0 && needed > xType.getDimSize(s + 1))
-      return refuse("whose result shape does not fit its windows");
-  }
-  if (offsets > 1024)
-    return refuse("with kernels of more than 1024 positions");
-  auto canonicalType = RankedTensorType::get(outShape, element);
-  std::string sp = std::string("pqr").substr(0, spatial);
+  why = fitWindows(conv, resultType, kernelType, tensorOf(*x), g);
+  if (!why.empty())
+    return refuse(why);
+  auto canonicalType = RankedTensorType::get(g.outShape, g.element);
   Value result;
   SmallVector<int64_t> offset(spatial, 0);
-  for (int64_t n = 0; n < offsets; ++n) {
-    SmallVector<int64_t> start{0}, step{1}, pieceShape{batch};
-    for (size_t s = 0; s < spatial; ++s) {
-      start.push_back(offset[s] * (*rhsDilation)[s]);
-      step.push_back((*strides)[s]);
-      pieceShape.push_back(outShape[s + 1]);
-    }
-    start.push_back(0);
-    step.push_back(1);
-    pieceShape.push_back(channels);
+  for (int64_t n = 0; n < g.offsets; ++n) {
+    SmallVector<int64_t> start, step, pieceShape;
+    inputWindow(conv, g, offset, start, step, pieceShape);
     Value piece = windowSlice(loc, *x, start, step, pieceShape);
-    // The kernel at this offset (flipped where window_reversal says).
-    SmallVector<int64_t> kStart, kLimit, kStrides(spatial + 2, 1);
-    for (size_t s = 0; s < spatial; ++s) {
-      int64_t at = reversed[s] ? kernelSize[s] - 1 - offset[s] : offset[s];
-      kStart.push_back(at);
-      kLimit.push_back(at + 1);
-    }
-    kStart.append({0, 0});
-    kLimit.append({kernelIn, outFeatures});
-    SmallVector<int64_t> kShape(spatial, 1);
-    kShape.append({kernelIn, outFeatures});
-    Value tap = SliceOp::create(builder, loc,
-                                RankedTensorType::get(kShape, element),
-                                kernel, builder.getDenseI64ArrayAttr(kStart),
-                                builder.getDenseI64ArrayAttr(kLimit),
-                                builder.getDenseI64ArrayAttr(kStrides));
-    Value term;
-    if (groups == 1) {
-      tap = ReshapeOp::create(
-          builder, loc,
-          RankedTensorType::get({kernelIn, outFeatures}, element), tap);
-      term = EinsumOp::create(
-          builder, loc, canonicalType,
-          builder.getStringAttr("b" + sp + "c,co->b" + sp + "o"),
-          ValueRange{piece, tap});
-    } else {
-      // Grouped (depthwise): channels and outputs split into groups.
-      SmallVector<int64_t> grouped(pieceShape);
-      grouped.back() = groups;
-      grouped.push_back(kernelIn);
-      piece = ReshapeOp::create(builder, loc,
-                                RankedTensorType::get(grouped, element), piece);
-      tap = ReshapeOp::create(
-          builder, loc,
-          RankedTensorType::get({kernelIn, groups, outFeatures / groups},
-                                element),
-          tap);
-      SmallVector<int64_t> groupedOut(pieceShape);
-      groupedOut.back() = groups;
-      groupedOut.push_back(outFeatures / groups);
-      term = EinsumOp::create(
-          builder, loc, RankedTensorType::get(groupedOut, element),
-          builder.getStringAttr("b" + sp + "gc,cgo->b" + sp + "go"),
-          ValueRange{piece, tap});
-      term = ReshapeOp::create(builder, loc, canonicalType, term);
-    }
+    Value tap = kernelTap(builder, loc, kernel, conv, g, offset);
+    Value term = contractTap(builder, loc, piece, tap, pieceShape, groups, g);
     result = result ? AddOp::create(builder, loc, canonicalType, result, term)
                           .getResult()
                     : term;
-    for (int64_t s = static_cast<int64_t>(spatial) - 1; s >= 0; --s) {
-      if (++offset[s] < kernelSize[s])
-        break;
-      offset[s] = 0;
-    }
+    nextOffset(offset, g.kernelSize);
   }
-  // Back to the result's layout: result dim j is canonical dim perm[j].
-  SmallVector<int64_t> perm(resultType.getRank());
-  perm[out->batch] = 0;
-  for (size_t s = 0; s < spatial; ++s)
-    perm[out->spatial[s]] = s + 1;
-  perm[out->feature] = spatial + 1;
-  return SmallVector<Value>{permuted(result, perm)};
+  return SmallVector<Value>{
+      permuted(builder, loc, result,
+               resultPermutation(conv.out, resultType.getRank()), g.element)};
 }
 
 FailureOr<SmallVector<Value>> Importer::selectAndScatter(Operation *op) {

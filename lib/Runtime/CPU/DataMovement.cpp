@@ -202,9 +202,8 @@ Status runConcatenate(const KernelContext &ctx) {
   int64_t rank = static_cast<int64_t>(out.shape.size());
   if (ctx.numOperands() == 0)
     return ctx.error("expects at least one operand");
-  if (ctx.ints().size() != 1 || ctx.ints()[0] < 0 || ctx.ints()[0] >= rank)
-    return ctx.error("expects ints = {dim} with 0 <= dim < rank " +
-                     std::to_string(rank));
+  if (Status s = ctx.checkDimInts(1, rank, "dim"); !s)
+    return s;
   int64_t dim = ctx.ints()[0];
   int64_t total = 0;
   for (size_t i = 0; i < ctx.numOperands(); ++i) {

@@ -214,11 +214,129 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
 constexpr int64_t kEpilogueElements = 262144;
 constexpr int64_t kEpilogueLeastRows = 256;
 
-template <typename T>
-Status einsumTyped(const KernelContext &ctx, const EinsumSpec &spec,
-                   DType computeType, const ProductEpilogue *epilogue) {
-  std::vector<T> converted[2];
-  auto operandAsCompute = [&](size_t i) -> const T * {
+/// Whether `term` has `label`.
+bool hasLabel(const std::string &term, char label) {
+  return term.find(label) != std::string::npos;
+}
+
+/// How a two-operand einsum runs as a batched GEMM: which operand is the
+/// left one, the labels of the product [batch, m, n] and the contracted
+/// ones, and how each operand is read as matrices in place (when it can).
+struct ContractionPlan {
+  /// The left operand.
+  int first = 0;
+  std::string batch, mLabels, nLabels, kLabels;
+  MatrixView lhsView, rhsView;
+  bool lhsInPlace = false, rhsInPlace = false;
+};
+
+/// Sets the labels of the product [batch, m, n] with `first` as the left
+/// operand: batch in both operands and the output, m (n) in the left
+/// (right) one only, each in the output's order.
+void splitOutput(const EinsumSpec &spec, int first, ContractionPlan &plan) {
+  const std::string &left = spec.inputs[first];
+  const std::string &right = spec.inputs[1 - first];
+  plan.batch.clear(), plan.mLabels.clear(), plan.nLabels.clear();
+  for (char label : spec.output) {
+    if (hasLabel(left, label) && hasLabel(right, label))
+      plan.batch += label;
+    else if (hasLabel(left, label))
+      plan.mLabels += label;
+    else
+      plan.nLabels += label;
+  }
+}
+
+/// Chooses the left operand and splits the output's labels for it. An
+/// output that lists the right operand's labels first ("bsd,bsf->fd", a
+/// weight gradient) is the product with the operands swapped: computed
+/// that way it needs no transposed copy of the product.
+void chooseLeftOperand(const EinsumSpec &spec, ContractionPlan &plan) {
+  plan.first = 0;
+  splitOutput(spec, 0, plan);
+  if (plan.batch + plan.mLabels + plan.nLabels != spec.output) {
+    splitOutput(spec, 1, plan);
+    if (plan.batch + plan.mLabels + plan.nLabels == spec.output)
+      plan.first = 1;
+    else
+      splitOutput(spec, 0, plan);
+  }
+}
+
+/// Chooses the order of the contracted labels that lets the most operands
+/// be read in place (an operand that cannot is packed as [batch, rows,
+/// cols]), and the operands' views in that order.
+void chooseContractedOrder(const EinsumSpec &spec, ContractionPlan &plan) {
+  const std::string &lhs = spec.inputs[plan.first];
+  const std::string &rhs = spec.inputs[1 - plan.first];
+  std::string kLhsOrder, kRhsOrder;
+  for (char label : lhs)
+    if (hasLabel(rhs, label) && !hasLabel(spec.output, label))
+      kLhsOrder += label;
+  for (char label : rhs)
+    if (hasLabel(lhs, label) && !hasLabel(spec.output, label))
+      kRhsOrder += label;
+  plan.kLabels = kLhsOrder;
+  const std::string *orders[2] = {&kLhsOrder, &kRhsOrder};
+  for (int o = 0; o < 2; ++o) {
+    const std::string &order = *orders[o];
+    MatrixView l, r;
+    bool lOk = viewAsMatrices(spec, lhs, plan.batch, plan.mLabels, order, l);
+    bool rOk = viewAsMatrices(spec, rhs, plan.batch, order, plan.nLabels, r);
+    if (o == 0 ||
+        int(lOk) + int(rOk) > int(plan.lhsInPlace) + int(plan.rhsInPlace)) {
+      plan.kLabels = order;
+      plan.lhsView = l, plan.rhsView = r;
+      plan.lhsInPlace = lOk, plan.rhsInPlace = rOk;
+    }
+  }
+}
+
+/// The plan of the two-operand einsum `spec`.
+ContractionPlan planContraction(const EinsumSpec &spec) {
+  ContractionPlan plan;
+  chooseLeftOperand(spec, plan);
+  chooseContractedOrder(spec, plan);
+  return plan;
+}
+
+/// The extents of a contraction's GEMM: the batch's shape and element
+/// count, the product's m and n, and the contracted k.
+struct GemmShape {
+  std::vector<int64_t> batchShape;
+  int64_t batchCount, m, n, k;
+};
+
+/// The GEMM extents of `plan`.
+GemmShape gemmShapeOf(const EinsumSpec &spec, const ContractionPlan &plan) {
+  GemmShape shape;
+  shape.batchShape = shapeOf(spec, plan.batch);
+  shape.batchCount = productOf(shape.batchShape);
+  shape.m = productOf(shapeOf(spec, plan.mLabels));
+  shape.n = productOf(shapeOf(spec, plan.nLabels));
+  shape.k = productOf(shapeOf(spec, plan.kLabels));
+  return shape;
+}
+
+/// One einsum computed in `T`, the C++ type of `computeType`: the
+/// operands converted to it where needed, the result written from it.
+template <typename T> class TypedEinsum {
+public:
+  TypedEinsum(const KernelContext &ctx, const EinsumSpec &spec,
+              DType computeType, const ProductEpilogue *epilogue)
+      : ctx(ctx), spec(spec), computeType(computeType), epilogue(epilogue),
+        resultType(ctx.resultType(0)), resultCount(resultType.numElements()) {}
+
+  /// Computes the einsum into the result (and runs the epilogue).
+  Status run() {
+    if (spec.inputs.size() == 1)
+      return whole(emitResult(operandAsCompute(0), spec.inputs[0]));
+    return contract();
+  }
+
+private:
+  /// Operand `i` in the compute type: the operand itself, or converted.
+  const T *operandAsCompute(size_t i) {
     const TensorType &type = ctx.operandType(i);
     if (type.dtype == computeType)
       return ctx.operand<T>(i);
@@ -226,12 +344,11 @@ Status einsumTyped(const KernelContext &ctx, const EinsumSpec &spec,
     convertElements(type.dtype, ctx.operand(i), computeType,
                     converted[i].data(), type.numElements());
     return converted[i].data();
-  };
-  const TensorType &resultType = ctx.resultType(0);
-  int64_t resultCount = resultType.numElements();
-  // Writes `data` (labelled `labels`) to the result, permuting, summing and
-  // converting as needed.
-  auto emitResult = [&](const T *data, const std::string &labels) {
+  }
+
+  /// Writes `data` (labelled `labels`) to the result, permuting, summing
+  /// and converting as needed.
+  Status emitResult(const T *data, const std::string &labels) {
     bool direct = resultType.dtype == computeType;
     std::vector<T> staging;
     T *target = direct ? ctx.result<T>(0) : nullptr;
@@ -249,146 +366,131 @@ Status einsumTyped(const KernelContext &ctx, const EinsumSpec &spec,
       convertElements(computeType, target, resultType.dtype, ctx.result(0),
                       resultCount);
     return Status::success();
-  };
+  }
 
-  // Without a GEMM the product is complete in one piece.
-  auto whole = [&](Status status) {
+  /// `status`, then the epilogue over the whole result: without a GEMM
+  /// the product is complete in one piece.
+  Status whole(Status status) {
     if (!status || !epilogue)
       return status;
     return (*epilogue)(0, resultCount);
-  };
-  if (spec.inputs.size() == 1)
-    return whole(emitResult(operandAsCompute(0), spec.inputs[0]));
-
-  auto in = [](const std::string &term, char label) {
-    return term.find(label) != std::string::npos;
-  };
-  // The labels of the product [batch, m, n] with `first` as the left
-  // operand: batch in both operands and the output, m (n) in the left
-  // (right) one only, each in the output's order.
-  std::string batch, mLabels, nLabels;
-  auto split = [&](int first) {
-    const std::string &left = spec.inputs[first];
-    const std::string &right = spec.inputs[1 - first];
-    batch.clear(), mLabels.clear(), nLabels.clear();
-    for (char label : spec.output) {
-      if (in(left, label) && in(right, label))
-        batch += label;
-      else if (in(left, label))
-        mLabels += label;
-      else
-        nLabels += label;
-    }
-  };
-  // An output that lists the right operand's labels first ("bsd,bsf->fd",
-  // a weight gradient) is the product with the operands swapped: computed
-  // that way it needs no transposed copy of the product.
-  int first = 0;
-  split(0);
-  if (batch + mLabels + nLabels != spec.output) {
-    split(1);
-    if (batch + mLabels + nLabels == spec.output)
-      first = 1;
-    else
-      split(0);
-  }
-  const std::string &lhs = spec.inputs[first], &rhs = spec.inputs[1 - first];
-  std::string kLhsOrder, kRhsOrder;
-  for (char label : lhs)
-    if (in(rhs, label) && !in(spec.output, label))
-      kLhsOrder += label;
-  for (char label : rhs)
-    if (in(lhs, label) && !in(spec.output, label))
-      kRhsOrder += label;
-  // The contracted labels in the order that lets the most operands be read
-  // in place; an operand that cannot is packed as [batch, rows, cols].
-  std::string kLabels = kLhsOrder;
-  MatrixView lhsView, rhsView;
-  bool lhsInPlace = false, rhsInPlace = false;
-  const std::string *orders[2] = {&kLhsOrder, &kRhsOrder};
-  for (int o = 0; o < 2; ++o) {
-    const std::string &order = *orders[o];
-    MatrixView l, r;
-    bool lOk = viewAsMatrices(spec, lhs, batch, mLabels, order, l);
-    bool rOk = viewAsMatrices(spec, rhs, batch, order, nLabels, r);
-    if (o == 0 || int(lOk) + int(rOk) > int(lhsInPlace) + int(rhsInPlace)) {
-      kLabels = order;
-      lhsView = l, rhsView = r;
-      lhsInPlace = lOk, rhsInPlace = rOk;
-    }
   }
 
-  const T *lhsData = operandAsCompute(first);
-  const T *rhsData = operandAsCompute(1 - first);
-  // Scratch is left uninitialized: every element is written before it is
-  // read (zeroing it was 2% of a train step).
-  std::unique_ptr<T[]> lhsPacked, rhsPacked;
-  auto pack = [&](const T *data, const std::string &labels,
-                  const std::string &rows, const std::string &cols,
-                  std::unique_ptr<T[]> &packed, MatrixView &view) {
+  /// Packs `data` (labelled `labels`) as [batch, rows, cols] into
+  /// `packed` and sets `view` to read it. Scratch is left uninitialized:
+  /// every element is written before it is read (zeroing it was 2% of a
+  /// train step).
+  const T *pack(const T *data, const std::string &labels,
+                const std::string &batch, const std::string &rows,
+                const std::string &cols, std::unique_ptr<T[]> &packed,
+                MatrixView &view) {
     std::string target = batch + rows + cols;
     packed.reset(new T[productOf(shapeOf(spec, target))]);
     permuteAndSum(spec, data, labels, packed.get(), target);
     viewAsMatrices(spec, target, batch, rows, cols, view);
     return static_cast<const T *>(packed.get());
-  };
-  if (!lhsInPlace)
-    lhsData = pack(lhsData, lhs, mLabels, kLabels, lhsPacked, lhsView);
-  if (!rhsInPlace)
-    rhsData = pack(rhsData, rhs, kLabels, nLabels, rhsPacked, rhsView);
-  std::vector<int64_t> batchShape = shapeOf(spec, batch);
-  int64_t batchCount = productOf(batchShape);
-  int64_t m = productOf(shapeOf(spec, mLabels));
-  int64_t n = productOf(shapeOf(spec, nLabels));
-  int64_t k = productOf(shapeOf(spec, kLabels));
-  std::string productLabels = batch + mLabels + nLabels;
-  bool direct = productLabels == spec.output && resultType.dtype == computeType;
-  std::unique_ptr<T[]> product;
-  T *productData = direct ? ctx.result<T>(0) : nullptr;
-  if (!direct) {
-    product.reset(new T[batchCount * m * n]);
-    productData = product.get();
   }
-  int64_t lda = std::max<int64_t>(lhsView.ld, 1);
-  int64_t ldb = std::max<int64_t>(rhsView.ld, 1);
-  // The GEMM runs in blocks of rows; with an epilogue and the product in
-  // the result's layout each block is handed to the epilogue while it is in
-  // the cache (docs/Runtime.md, "Fusion"). Without one the blocks are the
-  // same, because a BLAS may round a row differently in a call of another
-  // height (OpenBLAS on AMD Zen: rows near a call's end), and a fused
-  // program must give the unfused one's bits.
-  int64_t rows = m;
-  if (n > 0)
-    rows = std::max(kEpilogueLeastRows, (kEpilogueElements + n - 1) / n);
-  // Each batch index's offsets into the operands, walked as an odometer.
-  std::vector<int64_t> index(batch.size(), 0);
-  int64_t lhsOffset = 0, rhsOffset = 0;
-  for (int64_t b = 0; b < batchCount; ++b) {
-    for (int64_t r0 = 0; r0 < m; r0 += rows) {
-      int64_t r1 = std::min(m, r0 + rows);
-      const T *a =
-          lhsData + lhsOffset + (lhsView.transposed ? r0 : r0 * lda);
-      gemm<T>(lhsView.transposed, rhsView.transposed, r1 - r0, n, k, a, lda,
-              rhsData + rhsOffset, ldb, productData + b * m * n + r0 * n,
-              std::max<int64_t>(n, 1));
-      if (epilogue && direct)
-        if (Status status = (*epilogue)(b * m * n + r0 * n, b * m * n + r1 * n);
-            !status)
-          return status;
+
+  /// Two operands: the batched GEMM of the planned layout (operands
+  /// packed where they cannot be read in place), its product written to
+  /// the result directly or through emitResult().
+  Status contract() {
+    ContractionPlan plan = planContraction(spec);
+    const std::string &lhs = spec.inputs[plan.first];
+    const std::string &rhs = spec.inputs[1 - plan.first];
+    const T *lhsData = operandAsCompute(plan.first);
+    const T *rhsData = operandAsCompute(1 - plan.first);
+    std::unique_ptr<T[]> lhsPacked, rhsPacked;
+    if (!plan.lhsInPlace)
+      lhsData = pack(lhsData, lhs, plan.batch, plan.mLabels, plan.kLabels,
+                     lhsPacked, plan.lhsView);
+    if (!plan.rhsInPlace)
+      rhsData = pack(rhsData, rhs, plan.batch, plan.kLabels, plan.nLabels,
+                     rhsPacked, plan.rhsView);
+    GemmShape shape = gemmShapeOf(spec, plan);
+    std::string productLabels = plan.batch + plan.mLabels + plan.nLabels;
+    bool direct =
+        productLabels == spec.output && resultType.dtype == computeType;
+    std::unique_ptr<T[]> product;
+    T *productData = direct ? ctx.result<T>(0) : nullptr;
+    if (!direct) {
+      product.reset(new T[shape.batchCount * shape.m * shape.n]);
+      productData = product.get();
     }
-    for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
-      lhsOffset += lhsView.batchStrides[d];
-      rhsOffset += rhsView.batchStrides[d];
-      if (++index[d] < batchShape[d])
-        break;
-      lhsOffset -= lhsView.batchStrides[d] * batchShape[d];
-      rhsOffset -= rhsView.batchStrides[d] * batchShape[d];
-      index[d] = 0;
-    }
+    if (Status status =
+            multiplyBlocks(plan, shape, lhsData, rhsData, productData, direct);
+        !status)
+      return status;
+    if (direct) // Every block went to the epilogue.
+      return Status::success();
+    return whole(emitResult(productData, productLabels));
   }
-  if (direct) // Every block went to the epilogue.
+
+  /// The GEMM of every batch index into `productData` ([batch, m, n]),
+  /// in blocks of rows; with an epilogue and the product in the result's
+  /// layout (`direct`) each block is handed to the epilogue while it is in
+  /// the cache (docs/Runtime.md, "Fusion"). Without one the blocks are the
+  /// same, because a BLAS may round a row differently in a call of another
+  /// height (OpenBLAS on AMD Zen: rows near a call's end), and a fused
+  /// program must give the unfused one's bits.
+  Status multiplyBlocks(const ContractionPlan &plan, const GemmShape &shape,
+                        const T *lhsData, const T *rhsData, T *productData,
+                        bool direct) {
+    const MatrixView &lhsView = plan.lhsView, &rhsView = plan.rhsView;
+    const std::vector<int64_t> &batchShape = shape.batchShape;
+    int64_t batchCount = shape.batchCount, m = shape.m, n = shape.n,
+            k = shape.k;
+    int64_t lda = std::max<int64_t>(lhsView.ld, 1);
+    int64_t ldb = std::max<int64_t>(rhsView.ld, 1);
+    int64_t rows = m;
+    if (n > 0)
+      rows = std::max(kEpilogueLeastRows, (kEpilogueElements + n - 1) / n);
+    bool perBlock = epilogue && direct;
+    // Each batch index's offsets into the operands, walked as an odometer.
+    std::vector<int64_t> index(plan.batch.size(), 0);
+    int64_t lhsOffset = 0, rhsOffset = 0;
+    for (int64_t b = 0; b < batchCount; ++b) {
+      for (int64_t r0 = 0; r0 < m; r0 += rows) {
+        int64_t r1 = std::min(m, r0 + rows);
+        const T *a = lhsData + lhsOffset + (lhsView.transposed ? r0 : r0 * lda);
+        gemm<T>(lhsView.transposed, rhsView.transposed, r1 - r0, n, k, a, lda,
+                rhsData + rhsOffset, ldb, productData + b * m * n + r0 * n,
+                std::max<int64_t>(n, 1));
+        if (perBlock)
+          if (Status status =
+                  (*epilogue)(b * m * n + r0 * n, b * m * n + r1 * n);
+              !status)
+            return status;
+      }
+      for (int64_t d = static_cast<int64_t>(plan.batch.size()) - 1; d >= 0;
+           --d) {
+        lhsOffset += lhsView.batchStrides[d];
+        rhsOffset += rhsView.batchStrides[d];
+        if (++index[d] < batchShape[d])
+          break;
+        lhsOffset -= lhsView.batchStrides[d] * batchShape[d];
+        rhsOffset -= rhsView.batchStrides[d] * batchShape[d];
+        index[d] = 0;
+      }
+    }
     return Status::success();
-  return whole(emitResult(productData, productLabels));
+  }
+
+  const KernelContext &ctx;
+  const EinsumSpec &spec;
+  DType computeType;
+  const ProductEpilogue *epilogue;
+  const TensorType &resultType;
+  int64_t resultCount;
+  /// Operands converted to the compute type (those not already in it).
+  std::vector<T> converted[2];
+};
+
+/// The einsum of `spec` computed in `T`, the C++ type of `computeType`.
+template <typename T>
+Status einsumTyped(const KernelContext &ctx, const EinsumSpec &spec,
+                   DType computeType, const ProductEpilogue *epilogue) {
+  return TypedEinsum<T>(ctx, spec, computeType, epilogue).run();
 }
 
 } // namespace

@@ -157,6 +157,14 @@ struct KernelContext {
   Status error(const std::string &what) const {
     return Status::error(std::string(opCodeName(call.inst.op)) + ": " + what);
   }
+  /// Fails unless ints() holds `count` attributes (`names`, e.g. "dim, k")
+  /// whose first is a dimension of a tensor of rank `rank`.
+  Status checkDimInts(size_t count, int64_t rank, const char *names) const {
+    if (ints().size() != count || ints()[0] < 0 || ints()[0] >= rank)
+      return error(std::string("expects ints = {") + names +
+                   "} with 0 <= dim < rank " + std::to_string(rank));
+    return Status::success();
+  }
   /// A failure for an element type the op does not support.
   Status unsupported(DType dtype) const {
     return error(std::string("unsupported element type ") + dtypeName(dtype));

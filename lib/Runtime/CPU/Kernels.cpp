@@ -171,9 +171,8 @@ Status runConstant(const KernelContext &ctx) {
 Status runIota(const KernelContext &ctx) {
   const TensorType &type = ctx.resultType(0);
   int64_t rank = static_cast<int64_t>(type.shape.size());
-  if (ctx.ints().size() != 1 || ctx.ints()[0] < 0 || ctx.ints()[0] >= rank)
-    return ctx.error("expects ints = {dim} with 0 <= dim < rank " +
-                     std::to_string(rank));
+  if (Status s = ctx.checkDimInts(1, rank, "dim"); !s)
+    return s;
   int64_t dim = ctx.ints()[0];
   int64_t inner = 1;
   for (int64_t d = dim + 1; d < rank; ++d)

@@ -199,9 +199,8 @@ bool ranksAbove(C a, int64_t aIndex, C b, int64_t bIndex) {
 Status runArgmax(const KernelContext &ctx) {
   const TensorType &in = ctx.operandType(0);
   int64_t rank = static_cast<int64_t>(in.shape.size());
-  if (ctx.ints().size() != 1 || ctx.ints()[0] < 0 || ctx.ints()[0] >= rank)
-    return ctx.error("expects ints = {dim} with 0 <= dim < rank " +
-                     std::to_string(rank));
+  if (Status s = ctx.checkDimInts(1, rank, "dim"); !s)
+    return s;
   int64_t dim = ctx.ints()[0];
   std::vector<int64_t> expected = in.shape;
   expected.erase(expected.begin() + dim);
@@ -244,9 +243,8 @@ Status runArgmax(const KernelContext &ctx) {
 Status runTopK(const KernelContext &ctx) {
   const TensorType &in = ctx.operandType(0);
   int64_t rank = static_cast<int64_t>(in.shape.size());
-  if (ctx.ints().size() != 2 || ctx.ints()[0] < 0 || ctx.ints()[0] >= rank)
-    return ctx.error("expects ints = {dim, k} with 0 <= dim < rank " +
-                     std::to_string(rank));
+  if (Status s = ctx.checkDimInts(2, rank, "dim, k"); !s)
+    return s;
   int64_t dim = ctx.ints()[0], k = ctx.ints()[1];
   if (k < 1 || k > in.shape[dim])
     return ctx.error("k = " + std::to_string(k) + " must be in [1, " +

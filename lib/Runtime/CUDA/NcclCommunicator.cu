@@ -238,52 +238,54 @@ private:
   std::map<int64_t, cudaStream_t> streams;
 };
 
-Status NcclCommunicator::runCall(const CollectiveCall &call) {
-  std::string what = describeCollective(call) + " on device " +
-                     std::to_string(call.deviceId);
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  {
-    std::lock_guard<std::mutex> guard(mutex);
-    if (aborted)
-      return Status::error(what + ": the communicator was aborted: " +
-                           abortReason.message());
-    auto found = comms.find({call.deviceId, call.axes});
-    if (found == comms.end())
-      return Status::error(what + ": no communicator for these axes");
-    comm = found->second;
-    stream = streams[call.deviceId];
+/// One checked collective as NCCL runs it: the call, its group's
+/// communicator and the device's stream, and scratch for packing (freed
+/// after the stream has finished with it). The steps' checked calls keep
+/// the names they had in NcclCommunicator::runCall.
+class NcclCall {
+public:
+  NcclCall(const CollectiveCall &call, const std::string &what, ncclComm_t comm,
+           cudaStream_t stream, const Expected<ncclDataType_t> &type,
+           int64_t groupSize, int64_t position)
+      : call(call), what(what), comm(comm), stream(stream), type(type),
+        groupSize(groupSize), position(position),
+        elementSize(dtypeSize(call.input.dtype)),
+        count(*checkedNumElements(call.input.shape)), inShape(call.input.shape),
+        outShape(call.output.shape), zeros(inShape.size(), 0) {}
+
+  /// Issues the call on the stream, by its kind.
+  Status run() {
+    switch (call.kind) {
+    case CommunicatorOp::AllReduce:
+      return allReduce();
+    case CommunicatorOp::AllGather:
+      return allGather();
+    case CommunicatorOp::ReduceScatter:
+      return reduceScatter();
+    case CommunicatorOp::AllToAll:
+      return allToAll();
+    case CommunicatorOp::CollectivePermute:
+      return collectivePermute();
+    }
+    return Status::error(what + ": unknown collective");
   }
-  Expected<CollectiveGroup> group =
-      resolveGroup(meshValue, call.deviceId, call.axes);
-  if (!group)
-    return Status::error(what + ": " + group.status().message());
-  auto groupSize = static_cast<int64_t>(group->members.size());
-  if (Status status = checkCollectiveCall(call, groupSize); !status)
-    return Status::error(what + ": " + status.message());
-  Expected<ncclDataType_t> type = ncclTypeOf(call.input.dtype);
-  if (!type)
-    return Status::error(what + ": " + type.status().message());
-  int64_t elementSize = dtypeSize(call.input.dtype);
-  int64_t count = *checkedNumElements(call.input.shape);
-  const std::vector<int64_t> &inShape = call.input.shape;
-  const std::vector<int64_t> &outShape = call.output.shape;
-  std::vector<int64_t> zeros(inShape.size(), 0);
-  // Scratch for packing; freed after the stream has finished with it.
-  void *scratch = nullptr;
-  auto allocateScratch = [&](int64_t bytes) -> Status {
-    PARTITA_CUDA_CHECK(cudaMallocAsync(&scratch, std::max<int64_t>(bytes, 1),
-                                       stream));
+
+private:
+  /// Allocates `bytes` of scratch (at least one) on the stream.
+  Status allocateScratch(int64_t bytes) {
+    PARTITA_CUDA_CHECK(
+        cudaMallocAsync(&scratch, std::max<int64_t>(bytes, 1), stream));
     return Status::success();
-  };
-  auto freeScratch = [&]() -> Status {
+  }
+  /// Frees the scratch, if any, once the stream is done with it.
+  Status freeScratch() {
     if (scratch)
       PARTITA_CUDA_CHECK(cudaFreeAsync(scratch, stream));
     return Status::success();
-  };
+  }
 
-  switch (call.kind) {
-  case CommunicatorOp::AllReduce: {
+  /// all_reduce: one ncclAllReduce.
+  Status allReduce() {
     Expected<ncclRedOp_t> op = ncclOpOf(call.reduction, call.input.dtype);
     if (!op)
       return Status::error(what + ": " + op.status().message());
@@ -291,15 +293,18 @@ Status NcclCommunicator::runCall(const CollectiveCall &call) {
                                      *type, *op, comm, stream));
     return Status::success();
   }
-  case CommunicatorOp::AllGather: {
+
+  /// all_gather: ncclAllGather into [group, input...] (the output itself
+  /// when `dim` leads), then each block placed at its offset along `dim`.
+  Status allGather() {
     bool leading = call.dim == 0;
     if (!leading)
       if (Status status = allocateScratch(count * groupSize * elementSize);
           !status)
         return status;
     void *gathered = leading ? call.output.data : scratch;
-    PARTITA_NCCL_CHECK(ncclAllGather(call.input.data, gathered, count, *type,
-                                     comm, stream));
+    PARTITA_NCCL_CHECK(
+        ncclAllGather(call.input.data, gathered, count, *type, comm, stream));
     if (leading)
       return Status::success();
     std::vector<int64_t> offset = zeros;
@@ -308,16 +313,19 @@ Status NcclCommunicator::runCall(const CollectiveCall &call) {
       device::StridedView view;
       if (!device::placementView(outShape, inShape, offset, view))
         return Status::error(what + ": bad shapes");
-      if (Status status = cudaPlace(
-              stream,
-              static_cast<const uint8_t *>(gathered) + j * count * elementSize,
-              call.output.data, view, elementSize);
+      if (Status status = cudaPlace(stream,
+                                    static_cast<const uint8_t *>(gathered) +
+                                        j * count * elementSize,
+                                    call.output.data, view, elementSize);
           !status)
         return status;
     }
     return freeScratch();
   }
-  case CommunicatorOp::ReduceScatter: {
+
+  /// reduce_scatter: blocks along `dim` packed to [group, block...]
+  /// (unless `dim` leads), then ncclReduceScatter.
+  Status reduceScatter() {
     Expected<ncclRedOp_t> op = ncclOpOf(call.reduction, call.input.dtype);
     if (!op)
       return Status::error(what + ": " + op.status().message());
@@ -332,20 +340,23 @@ Status NcclCommunicator::runCall(const CollectiveCall &call) {
         device::StridedView view;
         if (!device::sliceView(inShape, start, ones, outShape, view))
           return Status::error(what + ": bad shapes");
-        if (Status status = cudaStridedCopy(
-                stream, call.input.data,
-                static_cast<uint8_t *>(scratch) + j * block * elementSize,
-                view, elementSize);
+        if (Status status = cudaStridedCopy(stream, call.input.data,
+                                            static_cast<uint8_t *>(scratch) +
+                                                j * block * elementSize,
+                                            view, elementSize);
             !status)
           return status;
       }
       packed = scratch;
     }
-    PARTITA_NCCL_CHECK(ncclReduceScatter(packed, call.output.data, block,
-                                         *type, *op, comm, stream));
+    PARTITA_NCCL_CHECK(ncclReduceScatter(packed, call.output.data, block, *type,
+                                         *op, comm, stream));
     return freeScratch();
   }
-  case CommunicatorOp::AllToAll: {
+
+  /// all_to_all: blocks along split_dim packed per peer, grouped
+  /// ncclSend/ncclRecv, blocks placed along concat_dim.
+  Status allToAll() {
     std::vector<int64_t> box = inShape;
     box[call.splitDim] /= groupSize;
     int64_t block = *checkedNumElements(box);
@@ -387,7 +398,10 @@ Status NcclCommunicator::runCall(const CollectiveCall &call) {
     }
     return freeScratch();
   }
-  case CommunicatorOp::CollectivePermute: {
+
+  /// collective_permute: grouped ncclSend/ncclRecv (from a copy when in
+  /// place); non-targets get zeros.
+  Status collectivePermute() {
     int64_t bytes = count * elementSize;
     const void *source = call.input.data;
     if (call.input.data == call.output.data) { // In place: send a copy.
@@ -399,23 +413,66 @@ Status NcclCommunicator::runCall(const CollectiveCall &call) {
     }
     bool target = false;
     for (const SourceTargetPair &pair : call.pairs)
-      target |= pair.second == group->position;
+      target |= pair.second == position;
     if (!target)
       PARTITA_CUDA_CHECK(cudaMemsetAsync(call.output.data, 0, bytes, stream));
     PARTITA_NCCL_CHECK(ncclGroupStart());
     for (const SourceTargetPair &pair : call.pairs) {
-      if (pair.first == group->position)
+      if (pair.first == position)
         ncclSend(source, count, *type, static_cast<int>(pair.second), comm,
                  stream);
-      if (pair.second == group->position)
+      if (pair.second == position)
         ncclRecv(call.output.data, count, *type, static_cast<int>(pair.first),
                  comm, stream);
     }
     PARTITA_NCCL_CHECK(ncclGroupEnd());
     return freeScratch();
   }
+
+  const CollectiveCall &call;
+  const std::string &what;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  const Expected<ncclDataType_t> &type;
+  int64_t groupSize;
+  /// The device's position in its group.
+  int64_t position;
+  int64_t elementSize;
+  int64_t count;
+  const std::vector<int64_t> &inShape;
+  const std::vector<int64_t> &outShape;
+  std::vector<int64_t> zeros;
+  void *scratch = nullptr;
+};
+
+Status NcclCommunicator::runCall(const CollectiveCall &call) {
+  std::string what =
+      describeCollective(call) + " on device " + std::to_string(call.deviceId);
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    if (aborted)
+      return Status::error(
+          what + ": the communicator was aborted: " + abortReason.message());
+    auto found = comms.find({call.deviceId, call.axes});
+    if (found == comms.end())
+      return Status::error(what + ": no communicator for these axes");
+    comm = found->second;
+    stream = streams[call.deviceId];
   }
-  return Status::error(what + ": unknown collective");
+  Expected<CollectiveGroup> group =
+      resolveGroup(meshValue, call.deviceId, call.axes);
+  if (!group)
+    return Status::error(what + ": " + group.status().message());
+  auto groupSize = static_cast<int64_t>(group->members.size());
+  if (Status status = checkCollectiveCall(call, groupSize); !status)
+    return Status::error(what + ": " + status.message());
+  Expected<ncclDataType_t> type = ncclTypeOf(call.input.dtype);
+  if (!type)
+    return Status::error(what + ": " + type.status().message());
+  return NcclCall(call, what, comm, stream, type, groupSize, group->position)
+      .run();
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/Communication/Communicator.h"
+#include "partita/Sharding/EnumName.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -39,35 +40,15 @@ Status Communicator::finishCollective(PendingCollective &pending) {
 }
 
 const char *reductionCodeName(ReductionCode kind) {
-  switch (kind) {
-  case ReductionCode::Sum:
-    return "sum";
-  case ReductionCode::Max:
-    return "max";
-  case ReductionCode::Min:
-    return "min";
-  case ReductionCode::And:
-    return "and";
-  case ReductionCode::Or:
-    return "or";
-  }
-  return "?";
+  static const char *const names[] = {"sum", "max", "min", "and", "or"};
+  return enumName<ReductionCode::Or>(kind, names);
 }
 
 const char *communicatorOpName(CommunicatorOp kind) {
-  switch (kind) {
-  case CommunicatorOp::AllGather:
-    return "all_gather";
-  case CommunicatorOp::AllReduce:
-    return "all_reduce";
-  case CommunicatorOp::ReduceScatter:
-    return "reduce_scatter";
-  case CommunicatorOp::AllToAll:
-    return "all_to_all";
-  case CommunicatorOp::CollectivePermute:
-    return "collective_permute";
-  }
-  return "?";
+  static const char *const names[] = {"all_gather", "all_reduce",
+                                      "reduce_scatter", "all_to_all",
+                                      "collective_permute"};
+  return enumName<CommunicatorOp::CollectivePermute>(kind, names);
 }
 
 std::string formatDeviceList(const std::vector<int64_t> &devices) {
@@ -271,53 +252,6 @@ void copyTensorBox(const void *src, const std::vector<int64_t> &srcShape,
 
 namespace {
 
-float bf16BitsToFloat(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
-}
-
-/// Round to nearest, ties to even; NaNs stay (quiet) NaNs.
-uint16_t floatToBf16Bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  uint32_t bias = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + bias) >> 16);
-}
-
-/// IEEE binary16, round to nearest, ties to even.
-uint16_t floatToHalfBits(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, sizeof(x));
-  auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) // Inf or NaN.
-    return sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u);
-  if (x >= 0x477ff000u) // Rounds past 65504.
-    return sign | 0x7c00u;
-  if (x < 0x38800000u) { // Below the smallest normal half: subnormal or 0.
-    if (x < 0x33000000u)
-      return sign;
-    uint32_t exponent = x >> 23;
-    uint32_t mantissa = (x & 0x7fffffu) | 0x800000u;
-    uint32_t shift = 126 - exponent;
-    uint32_t half = mantissa >> shift;
-    uint32_t rest = mantissa & ((1u << shift) - 1);
-    uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half & 1u)))
-      ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = (x - 0x38000000u) >> 13;
-  uint32_t rest = x & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
-    ++half;
-  return static_cast<uint16_t>(sign | half);
-}
-
 /// Loads every input tile into an accumulator of type Acc, combines in
 /// input order and stores once, so an output aliasing an input is safe and
 /// narrow floats are rounded a single time.
@@ -433,10 +367,10 @@ Status reduceElements(ReductionCode kind, DType dtype,
                                           sameDouble, sameDouble);
   case DType::BF16:
     return reduceFloating<uint16_t, float>(kind, inputs, output, count,
-                                           bf16BitsToFloat, floatToBf16Bits);
+                                           bfloat16ToFloat, floatToBFloat16);
   case DType::F16:
     return reduceFloating<uint16_t, float>(kind, inputs, output, count,
-                                           halfToFloat, floatToHalfBits);
+                                           halfToFloat, floatToHalf);
   case DType::I64:
     return reduceInteger<int64_t>(kind, inputs, output, count);
   case DType::I32:
@@ -576,29 +510,40 @@ Status Communicator::run(const CollectiveCall &call) {
   return Status::error("unknown collective kind");
 }
 
+namespace {
+
+/// The call a CallForwardingCommunicator method forwards, before the fields
+/// of its own kind.
+CollectiveCall forwardedCall(CommunicatorOp kind, int64_t deviceId,
+                             const std::vector<std::string> &axes,
+                             const ConstBufferRef &input,
+                             const BufferRef &output) {
+  CollectiveCall call;
+  call.kind = kind;
+  call.deviceId = deviceId;
+  call.axes = axes;
+  call.input = input;
+  call.output = output;
+  return call;
+}
+
+} // namespace
+
 Status CallForwardingCommunicator::allGather(
     int64_t deviceId, const std::vector<std::string> &axes, int64_t dim,
     const ConstBufferRef &input, const BufferRef &output) {
-  CollectiveCall call;
-  call.kind = CommunicatorOp::AllGather;
-  call.deviceId = deviceId;
-  call.axes = axes;
+  CollectiveCall call =
+      forwardedCall(CommunicatorOp::AllGather, deviceId, axes, input, output);
   call.dim = dim;
-  call.input = input;
-  call.output = output;
   return runCall(call);
 }
 
 Status CallForwardingCommunicator::allReduce(
     int64_t deviceId, const std::vector<std::string> &axes,
     ReductionCode kind, const ConstBufferRef &input, const BufferRef &output) {
-  CollectiveCall call;
-  call.kind = CommunicatorOp::AllReduce;
-  call.deviceId = deviceId;
-  call.axes = axes;
+  CollectiveCall call =
+      forwardedCall(CommunicatorOp::AllReduce, deviceId, axes, input, output);
   call.reduction = kind;
-  call.input = input;
-  call.output = output;
   return runCall(call);
 }
 
@@ -606,28 +551,20 @@ Status CallForwardingCommunicator::reduceScatter(
     int64_t deviceId, const std::vector<std::string> &axes,
     ReductionCode kind, int64_t dim, const ConstBufferRef &input,
     const BufferRef &output) {
-  CollectiveCall call;
-  call.kind = CommunicatorOp::ReduceScatter;
-  call.deviceId = deviceId;
-  call.axes = axes;
+  CollectiveCall call = forwardedCall(CommunicatorOp::ReduceScatter, deviceId,
+                                      axes, input, output);
   call.reduction = kind;
   call.dim = dim;
-  call.input = input;
-  call.output = output;
   return runCall(call);
 }
 
 Status CallForwardingCommunicator::allToAll(
     int64_t deviceId, const std::vector<std::string> &axes, int64_t splitDim,
     int64_t concatDim, const ConstBufferRef &input, const BufferRef &output) {
-  CollectiveCall call;
-  call.kind = CommunicatorOp::AllToAll;
-  call.deviceId = deviceId;
-  call.axes = axes;
+  CollectiveCall call =
+      forwardedCall(CommunicatorOp::AllToAll, deviceId, axes, input, output);
   call.splitDim = splitDim;
   call.concatDim = concatDim;
-  call.input = input;
-  call.output = output;
   return runCall(call);
 }
 
@@ -635,13 +572,9 @@ Status CallForwardingCommunicator::collectivePermute(
     int64_t deviceId, const std::vector<std::string> &axes,
     const std::vector<SourceTargetPair> &pairs, const ConstBufferRef &input,
     const BufferRef &output) {
-  CollectiveCall call;
-  call.kind = CommunicatorOp::CollectivePermute;
-  call.deviceId = deviceId;
-  call.axes = axes;
+  CollectiveCall call = forwardedCall(CommunicatorOp::CollectivePermute,
+                                      deviceId, axes, input, output);
   call.pairs = pairs;
-  call.input = input;
-  call.output = output;
   return runCall(call);
 }
 

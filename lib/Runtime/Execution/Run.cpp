@@ -108,33 +108,27 @@ Expected<CollectiveCall> collectiveCallOf(const Executable &program,
   const TensorType &outType = program.slots[inst.results[0]];
   call.input = {memory.slots[inst.operands[0]], inType.dtype, inType.shape};
   call.output = {memory.slots[inst.results[0]], outType.dtype, outType.shape};
-  size_t needed = 0;
-  switch (inst.op) {
-  case OpCode::AllGather:
-    call.kind = CommunicatorOp::AllGather;
-    needed = 1;
-    break;
-  case OpCode::AllReduce:
-    call.kind = CommunicatorOp::AllReduce;
-    needed = 1;
-    break;
-  case OpCode::ReduceScatter:
-    call.kind = CommunicatorOp::ReduceScatter;
-    needed = 2;
-    break;
-  case OpCode::AllToAll:
-    call.kind = CommunicatorOp::AllToAll;
-    needed = 2;
-    break;
-  case OpCode::CollectivePermute:
-    call.kind = CommunicatorOp::CollectivePermute;
-    for (size_t i = 0; i + 1 < inst.ints.size(); i += 2)
-      call.pairs.emplace_back(inst.ints[i], inst.ints[i + 1]);
-    break;
-  default:
+  // Each collective op's communicator call and how many ints it needs.
+  static const struct {
+    OpCode op;
+    CommunicatorOp kind;
+    size_t needed;
+  } forms[] = {
+      {OpCode::AllGather, CommunicatorOp::AllGather, 1},
+      {OpCode::AllReduce, CommunicatorOp::AllReduce, 1},
+      {OpCode::ReduceScatter, CommunicatorOp::ReduceScatter, 2},
+      {OpCode::AllToAll, CommunicatorOp::AllToAll, 2},
+      {OpCode::CollectivePermute, CommunicatorOp::CollectivePermute, 0}};
+  auto form = std::find_if(std::begin(forms), std::end(forms),
+                           [&](const auto &f) { return f.op == inst.op; });
+  if (form == std::end(forms))
     return Status::error(std::string(opCodeName(inst.op)) +
                          " is not a collective");
-  }
+  call.kind = form->kind;
+  size_t needed = form->needed;
+  if (inst.op == OpCode::CollectivePermute)
+    for (size_t i = 0; i + 1 < inst.ints.size(); i += 2)
+      call.pairs.emplace_back(inst.ints[i], inst.ints[i + 1]);
   if (inst.ints.size() < needed)
     return Status::error(std::string(opCodeName(inst.op)) +
                          ": missing attributes");

@@ -93,14 +93,22 @@ Expected<int64_t> checkedNumBytes(DType dtype,
   return *count * dtypeSize(dtype);
 }
 
+std::string joinDims(const std::vector<int64_t> &shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text;
+}
+
 std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
+  return "[" + joinDims(shape) + "]";
+}
+
+int64_t numElementsOf(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
 }
 
 HostArray HostArray::zeros(DType dtype, std::vector<int64_t> shape) {
@@ -111,12 +119,7 @@ HostArray HostArray::zeros(DType dtype, std::vector<int64_t> shape) {
   return array;
 }
 
-int64_t HostArray::numElements() const {
-  int64_t count = 1;
-  for (int64_t dim : shape)
-    count *= dim;
-  return count;
-}
+int64_t HostArray::numElements() const { return numElementsOf(shape); }
 
 int64_t HostArray::numBytes() const { return numElements() * dtypeSize(dtype); }
 

@@ -256,15 +256,7 @@ uint32_t readLittleEndian(std::string_view bytes, size_t offset, size_t width) {
 
 /// numpy's spelling of a shape tuple: "()", "(3,)", "(2, 3)".
 std::string pythonTuple(const std::vector<int64_t> &shape) {
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1)
-    text += ",";
-  return text + ")";
+  return "(" + joinDims(shape) + (shape.size() == 1 ? ",)" : ")");
 }
 
 } // namespace

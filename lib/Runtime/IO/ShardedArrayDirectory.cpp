@@ -32,6 +32,19 @@ Status writeTextFile(const std::string &path, const std::string &contents,
   return writeFileAtomically(path, contents, sync);
 }
 
+/// Writes `block` as the file of `entry` in `directory` and records its
+/// checksum in the entry.
+Status writeBlockFile(const std::string &directory, ShardFileEntry &entry,
+                      const HostArray &block, FileSync sync) {
+  uint32_t crc = 0;
+  if (Status status =
+          writeNpy(joinPath(directory, entry.file), block, sync, &crc);
+      !status)
+    return status;
+  entry.crc32c = crc;
+  return Status::success();
+}
+
 std::vector<int64_t> rangeSizes(const std::vector<IndexRange> &ranges) {
   std::vector<int64_t> sizes;
   for (const IndexRange &range : ranges)
@@ -109,12 +122,8 @@ Status writeShardedArray(const std::string &directory, const HostArray &global,
   for (ShardFileEntry &entry : index.files) {
     HostArray block = extractBlock(global, entry.globalRanges,
                                    rangeSizes(entry.globalRanges));
-    uint32_t crc = 0;
-    if (Status status =
-            writeNpy(joinPath(directory, entry.file), block, sync, &crc);
-        !status)
+    if (Status status = writeBlockFile(directory, entry, block, sync); !status)
       return status;
-    entry.crc32c = crc;
     written.insert(entry.file);
   }
   // The index is replaced in one step, so a reader never sees half of it.
@@ -251,15 +260,11 @@ Status writeShardFilesOfDevices(
       corner.push_back({0, range.size()});
     HostArray block = extractBlock(blocksByDevice[writer], corner,
                                    rangeSizes(entry.globalRanges));
-    uint32_t crc = 0;
-    if (Status status =
-            writeNpy(joinPath(directory, entry.file), block, sync, &crc);
-        !status)
-      return status;
     // The index records the checksums of the files this writer wrote.
-    entry.crc32c = crc;
+    if (Status status = writeBlockFile(directory, entry, block, sync); !status)
+      return status;
     if (written)
-      (*written)[entry.file] = crc;
+      (*written)[entry.file] = entry.crc32c;
   }
   if (!writeIndex)
     return Status::success();

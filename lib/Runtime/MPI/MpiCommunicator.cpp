@@ -190,6 +190,8 @@ private:
                   uint64_t signature,
                   const std::vector<DirectPart> *direct = nullptr,
                   int dataTag = 0);
+  /// One transfer()'s requests and the checks made on its peers.
+  class Transfer;
   /// The tag of round `round` of call `sequence` (with `signature`) of a
   /// direct exchange on `channel`: a hash of the three above
   /// kFirstDataTag, or 0 when the data must go beside headers (MPI's tags
@@ -546,33 +548,44 @@ Status MpiCommunicator::exchange(Slot &slot, Channel &channel,
   return steps.write(x);
 }
 
-Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
-                                 uint64_t sequence, uint64_t signature,
-                                 const std::vector<DirectPart> *direct,
-                                 int dataTag) {
-  // Index of a world rank in the channel's communicator (x.processes are
-  // the channel's).
-  auto commRank = [&](int rank) {
-    return static_cast<int>(x.processIndex(rank));
-  };
-  // Header (+ payload) each way, posted together, waited for with polling;
-  // per peer: receive, send (header), then receive, send (direct data);
-  // with a data tag the data alone: receive, send.
-  const std::vector<int> &peers = x.peers;
-  ChannelBuffers &buffers = x.buffers;
-  size_t stride = direct && !dataTag ? 4 : 2;
-  std::vector<MPI_Request> &requests = buffers.requests;
-  requests.assign(stride * peers.size(), MPI_REQUEST_NULL);
-  MpiProcess::Impl &mpi = process.impl();
-  // Receives still pending would write later into memory that may be freed
-  // by then (a direct receive into a member's output, the caller's once
-  // this fails; a header into buffers freed with the communicator): on
-  // failure each is taken back. MPI cancels a receive not yet matched at
-  // once; a matched one completes as its data arrives, waited for up to the
-  // timeout in all (a peer stopped in the middle of a message keeps it). A
-  // pending send only reads.
-  auto takeBackReceives = [&] {
-    Clock::time_point deadline = Clock::now() + timeout;
+/// One call of transfer(): its requests, posted together (per peer:
+/// receive, send (header), then receive, send (direct data); with a data
+/// tag the data alone: receive, send), and the checks made on the peers
+/// while they are waited for with polling.
+class MpiCommunicator::Transfer {
+public:
+  Transfer(MpiCommunicator &self, Exchange &x, Channel &channel,
+           uint64_t sequence, uint64_t signature,
+           const std::vector<DirectPart> *direct, int dataTag)
+      : self(self), x(x), channel(channel), sequence(sequence),
+        signature(signature), direct(direct), dataTag(dataTag), peers(x.peers),
+        buffers(x.buffers), stride(direct && !dataTag ? 4 : 2),
+        requests(buffers.requests) {
+    requests.assign(stride * peers.size(), MPI_REQUEST_NULL);
+  }
+
+  /// Posts every peer's requests under the process's lock, up to the
+  /// first that MPI refuses; returns that failure.
+  Status post() {
+    std::lock_guard<std::mutex> guard(mpi.lock);
+    for (size_t k = 0; k < peers.size() && posted; ++k) {
+      if (dataTag)
+        postTagged(k);
+      else
+        postWithHeader(k);
+    }
+    return posted;
+  }
+
+  /// Takes back the receives still pending, which would write later into
+  /// memory that may be freed by then (a direct receive into a member's
+  /// output, the caller's once this fails; a header into buffers freed
+  /// with the communicator). MPI cancels a receive not yet matched at
+  /// once; a matched one completes as its data arrives, waited for up to
+  /// the timeout in all (a peer stopped in the middle of a message keeps
+  /// it). A pending send only reads.
+  void takeBackReceives() {
+    Clock::time_point deadline = Clock::now() + self.timeout;
     for (size_t r = 0; r < requests.size(); r += 2) {
       if (requests[r] == MPI_REQUEST_NULL)
         continue;
@@ -589,80 +602,113 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
           std::this_thread::yield();
       }
     }
-  };
-  Status posted = Status::success();
-  {
-    std::lock_guard<std::mutex> guard(mpi.lock);
-    auto post = [&](int code, const char *call) {
-      if (code != MPI_SUCCESS && posted)
-        posted = mpiError(code, call, __FILE__, __LINE__);
-      return code == MPI_SUCCESS;
+  }
+
+  /// Waits for the posted requests, then checks that every peer made this
+  /// call; on failure reports a peer that made another one if there is
+  /// such, and takes the pending receives back.
+  Status wait() {
+    auto stalled = [this](const std::vector<int> &pending) {
+      return describeStall(pending);
     };
-    for (size_t k = 0; k < peers.size() && posted; ++k) {
-      MPI_Request *mine = &requests[stride * k];
-      int rank = commRank(peers[k]);
-      if (dataTag) {
-        // Empty parts are sent too: every peer's call is checked.
-        const DirectPart &part = (*direct)[k];
-        if (post(MPI_Irecv(part.receive, static_cast<int>(part.receiveBytes),
+    auto pendingRanks = [this](const std::vector<int> &pending) {
+      return ranksOf(pending);
+    };
+    if (Status waited = self.waitPolled(
+            x, channel, requests, stalled, pendingRanks,
+            dataTag ? std::function<Status()>([this] { return probe(); })
+                    : std::function<Status()>());
+        !waited) {
+      // The headers that arrived, read before any receive is taken back.
+      if (direct && !dataTag)
+        awaitLateHeaders();
+      Status different = disagreement();
+      takeBackReceives();
+      return different ? waited : different;
+    }
+    return dataTag ? Status::success() : disagreement();
+  }
+
+private:
+  /// Index of a world rank in the channel's communicator (x.processes are
+  /// the channel's).
+  int commRank(int rank) const {
+    return static_cast<int>(x.processIndex(rank));
+  }
+
+  /// Whether MPI accepted a request (`code` of `call`); keeps the first
+  /// refusal in `posted`.
+  bool accepted(int code, const char *call) {
+    if (code != MPI_SUCCESS && posted)
+      posted = mpiError(code, call, __FILE__, __LINE__);
+    return code == MPI_SUCCESS;
+  }
+
+  /// Posts peer `k`'s data alone, under the data tag on the group's own
+  /// communicator.
+  void postTagged(size_t k) {
+    MPI_Request *mine = &requests[stride * k];
+    int rank = commRank(peers[k]);
+    // Empty parts are sent too: every peer's call is checked.
+    const DirectPart &part = (*direct)[k];
+    if (accepted(MPI_Irecv(part.receive, static_cast<int>(part.receiveBytes),
                            MPI_BYTE, rank, dataTag, channel.collectiveComm,
                            &mine[0]),
                  "MPI_Irecv"))
-          post(MPI_Isend(part.send, static_cast<int>(part.sendBytes), MPI_BYTE,
+      accepted(MPI_Isend(part.send, static_cast<int>(part.sendBytes), MPI_BYTE,
                          rank, dataTag, channel.collectiveComm, &mine[1]),
                "MPI_Isend");
-        continue;
-      }
-      MessageHeader header{headerMagic, sequence, signature,
-                           static_cast<uint64_t>(x.sendBytes[k])};
-      std::memcpy(buffers.send[k].data(), &header, headerBytes);
-      // No header from an earlier call may pass for this one's.
-      std::memset(buffers.receive[k].data(), 0, headerBytes);
-      auto postHeader = [&] {
-        return post(MPI_Isend(buffers.send[k].data(),
-                              static_cast<int>(buffers.send[k].size()),
-                              MPI_BYTE, rank, channel.tag, channel.comm,
-                              &mine[1]),
-                    "MPI_Isend");
-      };
-      if (!post(MPI_Irecv(buffers.receive[k].data(),
-                          static_cast<int>(buffers.receive[k].size()), MPI_BYTE,
-                          rank, channel.tag, channel.comm, &mine[0]),
-                "MPI_Irecv"))
-        continue;
-      if (!direct) {
-        postHeader();
-        continue;
-      }
-      // The data on its own tag, sent before the header: its rendezvous
-      // starts first and the small header travels during it (measured in
-      // docs/Distributed.md).
-      const DirectPart &part = (*direct)[k];
-      if (part.receiveBytes > 0 &&
-          !post(MPI_Irecv(part.receive, static_cast<int>(part.receiveBytes),
-                          MPI_BYTE, rank, channel.tag + 1, channel.comm,
-                          &mine[2]),
-                "MPI_Irecv"))
-        continue;
-      if (part.sendBytes > 0 &&
-          !post(MPI_Isend(part.send, static_cast<int>(part.sendBytes), MPI_BYTE,
-                          rank, channel.tag + 1, channel.comm, &mine[3]),
-                "MPI_Isend"))
-        continue;
+  }
+
+  /// Posts peer `k`'s header (with the payload, or its direct data on the
+  /// group's second tag, posted before the header).
+  void postWithHeader(size_t k) {
+    MPI_Request *mine = &requests[stride * k];
+    int rank = commRank(peers[k]);
+    MessageHeader header{headerMagic, sequence, signature,
+                         static_cast<uint64_t>(x.sendBytes[k])};
+    std::memcpy(buffers.send[k].data(), &header, headerBytes);
+    // No header from an earlier call may pass for this one's.
+    std::memset(buffers.receive[k].data(), 0, headerBytes);
+    auto postHeader = [&] {
+      return accepted(MPI_Isend(buffers.send[k].data(),
+                                static_cast<int>(buffers.send[k].size()),
+                                MPI_BYTE, rank, channel.tag, channel.comm,
+                                &mine[1]),
+                      "MPI_Isend");
+    };
+    if (!accepted(MPI_Irecv(buffers.receive[k].data(),
+                            static_cast<int>(buffers.receive[k].size()),
+                            MPI_BYTE, rank, channel.tag, channel.comm,
+                            &mine[0]),
+                  "MPI_Irecv"))
+      return;
+    if (!direct) {
       postHeader();
+      return;
     }
+    // The data on its own tag, sent before the header: its rendezvous
+    // starts first and the small header travels during it (measured in
+    // docs/Distributed.md).
+    const DirectPart &part = (*direct)[k];
+    if (part.receiveBytes > 0 &&
+        !accepted(MPI_Irecv(part.receive, static_cast<int>(part.receiveBytes),
+                            MPI_BYTE, rank, channel.tag + 1, channel.comm,
+                            &mine[2]),
+                  "MPI_Irecv"))
+      return;
+    if (part.sendBytes > 0 &&
+        !accepted(MPI_Isend(part.send, static_cast<int>(part.sendBytes),
+                            MPI_BYTE, rank, channel.tag + 1, channel.comm,
+                            &mine[3]),
+                  "MPI_Isend"))
+      return;
+    postHeader();
   }
-  if (!posted) {
-    takeBackReceives();
-    return Status::error(x.what() + ": " + posted.message());
-  }
-  if (x.ownBlock.bytes > 0) {
-    std::memcpy(x.ownBlock.to, x.ownBlock.from,
-                static_cast<size_t>(x.ownBlock.bytes));
-    x.ownBlock.bytes = 0;
-  }
-  auto stalled = [&](const std::vector<int> &pending) {
-    // Each rank once: a peer's header and data are two requests.
+
+  /// Words a stall from the indices of the pending requests, naming each
+  /// rank once (a peer's header and data are two requests).
+  std::string describeStall(const std::vector<int> &pending) const {
     std::string text;
     std::vector<int> named;
     auto name = [&](int index, const char *what) {
@@ -671,7 +717,7 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
         return;
       named.push_back(rank);
       text += std::string(text.empty() ? "" : "; ") + "rank " +
-              std::to_string(rank) + " (devices " + devicesOfRank(rank) +
+              std::to_string(rank) + " (devices " + self.devicesOfRank(rank) +
               ") " + what;
     };
     for (int index : pending)
@@ -681,12 +727,21 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
       for (int index : pending)
         name(index, "did not take its part");
     return text + " (this is rank " + std::to_string(x.me) + ")";
-  };
-  // A peer that made another call: its header says so, once its receive
-  // completed (or failed, as when its longer message was truncated: the
-  // first bytes, the header, are there).
-  // Whether peer k's header receive has completed (or failed), testing it.
-  auto headerIn = [&](size_t k) {
+  }
+
+  /// The world ranks that the pending requests wait for.
+  std::vector<int> ranksOf(const std::vector<int> &pending) const {
+    std::vector<int> ranks;
+    for (int index : pending)
+      ranks.push_back(peers[static_cast<size_t>(index) / stride]);
+    return ranks;
+  }
+
+  /// Whether peer k's header receive has completed (or failed), testing
+  /// it. A peer that made another call: its header says so, once its
+  /// receive completed (or failed, as when its longer message was
+  /// truncated: the first bytes, the header, are there).
+  bool headerIn(size_t k) {
     MPI_Request &receive = requests[stride * k];
     if (receive == MPI_REQUEST_NULL)
       return true;
@@ -694,27 +749,28 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
     std::lock_guard<std::mutex> guard(mpi.lock);
     MPI_Test(&receive, &done, MPI_STATUS_IGNORE);
     return done || receive == MPI_REQUEST_NULL;
-  };
-  auto differentCall = [&](size_t k, uint64_t peerSequence) {
+  }
+
+  /// The error for peer `k`, which made call `peerSequence` differently.
+  Status differentCall(size_t k, uint64_t peerSequence) const {
     return Status::error(x.what() + ": rank " + std::to_string(peers[k]) +
                          " made a different collective as call #" +
                          std::to_string(peerSequence) +
                          " on this group (the processes disagree on the "
                          "program)");
-  };
-  // With a data tag: a peer whose data has not arrived but whose first
-  // unmatched message here has another tag made another call (its
-  // messages on the group's communicator are matched in order;
-  // collectives' own messages are not seen by MPI_ANY_TAG). A receive
-  // already matched may still wait for the end of its transfer while the
-  // peer, its send done, has posted its next call: so only a suspicion
-  // that outlasts kSuspicion of polling (which ends such transfers within
-  // microseconds) is reported, or any once the wait has failed. Probed at
-  // most every 100 us while the wait is idle.
-  constexpr auto kSuspicion = std::chrono::milliseconds(2);
-  Clock::time_point lastProbe, suspectedAt;
-  bool failedAlready = false;
-  auto probe = [&]() -> Status {
+  }
+
+  /// With a data tag: a peer whose data has not arrived but whose first
+  /// unmatched message here has another tag made another call (its
+  /// messages on the group's communicator are matched in order;
+  /// collectives' own messages are not seen by MPI_ANY_TAG). A receive
+  /// already matched may still wait for the end of its transfer while the
+  /// peer, its send done, has posted its next call: so only a suspicion
+  /// that outlasts kSuspicion of polling (which ends such transfers
+  /// within microseconds) is reported, or any once the wait has failed.
+  /// Probed at most every 100 us while the wait is idle.
+  Status probe() {
+    constexpr auto kSuspicion = std::chrono::milliseconds(2);
     Clock::time_point now = Clock::now();
     if (!failedAlready && now - lastProbe < std::chrono::microseconds(100))
       return Status::success();
@@ -742,8 +798,11 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
     else if (suspectedAt == Clock::time_point())
       suspectedAt = now;
     return Status::success();
-  };
-  auto disagreement = [&]() -> Status {
+  }
+
+  /// A peer that made another call, found by probing (with a data tag) or
+  /// by the headers that have arrived.
+  Status disagreement() {
     if (dataTag) {
       failedAlready = true;
       return probe();
@@ -759,38 +818,55 @@ Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
         return differentCall(k, header.sequence);
     }
     return Status::success();
-  };
-  auto pendingRanks = [&](const std::vector<int> &pending) {
-    std::vector<int> ranks;
-    for (int index : pending)
-      ranks.push_back(peers[static_cast<size_t>(index) / stride]);
-    return ranks;
-  };
-  if (Status waited = waitPolled(
-          x, channel, requests, std::cref(stalled), std::cref(pendingRanks),
-          dataTag ? std::function<Status()>(std::cref(probe))
-                  : std::function<Status()>());
-      !waited) {
-    // The headers that arrived, read before any receive is taken back. A
-    // direct exchange's headers follow their data: a peer that made
-    // another call (its data truncated here) has sent its header too, so
-    // those still on the way get a moment.
-    if (direct && !dataTag) {
-      Clock::time_point deadline =
-          Clock::now() + std::chrono::milliseconds(100);
-      for (bool pending = true; pending && Clock::now() < deadline;) {
-        pending = false;
-        for (size_t k = 0; k < peers.size(); ++k)
-          pending |= !headerIn(k);
-        if (pending)
-          std::this_thread::yield();
-      }
-    }
-    Status different = disagreement();
-    takeBackReceives();
-    return different ? waited : different;
   }
-  return dataTag ? Status::success() : disagreement();
+
+  /// Gives the headers still on the way a moment after a failed wait. A
+  /// direct exchange's headers follow their data: a peer that made
+  /// another call (its data truncated here) has sent its header too.
+  void awaitLateHeaders() {
+    Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(100);
+    for (bool pending = true; pending && Clock::now() < deadline;) {
+      pending = false;
+      for (size_t k = 0; k < peers.size(); ++k)
+        pending |= !headerIn(k);
+      if (pending)
+        std::this_thread::yield();
+    }
+  }
+
+  MpiCommunicator &self;
+  Exchange &x;
+  Channel &channel;
+  uint64_t sequence, signature;
+  const std::vector<DirectPart> *direct;
+  int dataTag;
+  const std::vector<int> &peers;
+  ChannelBuffers &buffers;
+  size_t stride;
+  std::vector<MPI_Request> &requests;
+  MpiProcess::Impl &mpi = self.process.impl();
+  /// The first request that MPI refused.
+  Status posted = Status::success();
+  /// probe()'s state.
+  Clock::time_point lastProbe, suspectedAt;
+  bool failedAlready = false;
+};
+
+Status MpiCommunicator::transfer(Exchange &x, Channel &channel,
+                                 uint64_t sequence, uint64_t signature,
+                                 const std::vector<DirectPart> *direct,
+                                 int dataTag) {
+  Transfer transfer(*this, x, channel, sequence, signature, direct, dataTag);
+  if (Status posted = transfer.post(); !posted) {
+    transfer.takeBackReceives();
+    return Status::error(x.what() + ": " + posted.message());
+  }
+  if (x.ownBlock.bytes > 0) {
+    std::memcpy(x.ownBlock.to, x.ownBlock.from,
+                static_cast<size_t>(x.ownBlock.bytes));
+    x.ownBlock.bytes = 0;
+  }
+  return transfer.wait();
 }
 
 Expected<std::unique_ptr<Communicator>>

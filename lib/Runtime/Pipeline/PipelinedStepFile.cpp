@@ -175,9 +175,12 @@ Status partita::writePipelinedStep(const PipelinedStep &step,
   return writeFileAtomically(directory + "/step.json", printJson(root) + "\n");
 }
 
-Expected<PipelinedStep>
-partita::readPipelinedStep(const std::string &directory) {
-  std::string path = directory + "/step.json";
+namespace {
+
+/// Reads and parses `path`, the step.json of `directory`, checking that it
+/// is a JSON object.
+Expected<Json> readStepJson(const std::string &directory,
+                            const std::string &path) {
   if (!std::filesystem::exists(directory))
     return Status::error(directory + ": no such directory");
   if (!std::filesystem::exists(path))
@@ -191,9 +194,15 @@ partita::readPipelinedStep(const std::string &directory) {
   Expected<Json> parsed = parseJson(text.str());
   if (!parsed)
     return Status::error(path + ": " + parsed.status().message());
-  const Json &root = *parsed;
-  if (jsonKind(root) != JsonKind::Object)
+  if (jsonKind(*parsed) != JsonKind::Object)
     return Status::error(path + ": expected an object");
+  return parsed;
+}
+
+/// Reads the header of step.json (version, schedule and sizes) into a step
+/// with its schedule rebuilt and checked, and no data inputs or stages yet.
+Expected<PipelinedStep> readStepHeader(const Json &root,
+                                       const std::string &path) {
   Expected<int64_t> version =
       integerMember(root, "version", 0, 1 << 30, path);
   if (!version)
@@ -211,7 +220,8 @@ partita::readPipelinedStep(const std::string &directory) {
     return Status::error(path + ": unknown schedule '" +
                          kindText->get<std::string>() + "'");
   Expected<int64_t> ranks = integerMember(root, "ranks", 1, 4096, path);
-  Expected<int64_t> micro = integerMember(root, "micro_batches", 1, 1 << 20, path);
+  Expected<int64_t> micro =
+      integerMember(root, "micro_batches", 1, 1 << 20, path);
   Expected<int64_t> virtualStages =
       integerMember(root, "virtual_stages", 1, 4096, path);
   Expected<int64_t> perRank =
@@ -232,7 +242,13 @@ partita::readPipelinedStep(const std::string &directory) {
   step.schedule = *schedule;
   step.devicesPerRank = *perRank;
   step.lossOutput = static_cast<int32_t>(*lossOutput);
+  return step;
+}
 
+/// Reads the "data" array of step.json, each entry's dtype and shape, into
+/// `step`'s data inputs.
+Status readDataInputs(const Json &root, const std::string &path,
+                      PipelinedStep &step) {
   auto data = root.find("data");
   if (data == root.end() || jsonKind(*data) != JsonKind::Array)
     return Status::error(path + ": \"data\" must be an array");
@@ -259,122 +275,139 @@ partita::readPipelinedStep(const std::string &directory) {
     step.dataTypes.push_back(*parsedType);
     step.dataShapes.push_back(*shape);
   }
+  return Status::success();
+}
 
-  auto stages = root.find("stages");
-  if (stages == root.end() || jsonKind(*stages) != JsonKind::Array ||
-      static_cast<int>(stages->size()) != schedule->stages())
-    return Status::error(path + ": \"stages\" must list the schedule's " +
-                         std::to_string(schedule->stages()) + " stages");
-  int numStages = schedule->stages();
-  for (size_t s = 0; s < stages->size(); ++s) {
-    const Json &entry = (*stages)[s];
-    std::string where = path + ": stage " + std::to_string(s);
-    if (jsonKind(entry) != JsonKind::Object)
-      return Status::error(where + " must be an object");
-    PipelineStage stage;
-    Expected<std::vector<int64_t>> params = integerArray(entry, "params", where);
-    if (!params)
-      return params.status();
-    stage.paramIndex = *params;
-    if (auto holds = entry.find("holds");
-        holds != entry.end() && jsonKind(*holds) == JsonKind::String)
-      stage.summary = holds->get<std::string>();
-    if (auto flops = entry.find("forward_flops");
-        flops != entry.end() && jsonKind(*flops) == JsonKind::Integer)
-      stage.forwardFlops = flops->get<int64_t>();
-    for (StageProgramKind programKind : kPrograms) {
-      std::string at = where + " " + stageProgramName(programKind);
-      auto described = entry.find(stageProgramName(programKind));
-      if (described == entry.end() ||
-          jsonKind(*described) != JsonKind::Object)
-        return Status::error(at + " must be an object");
-      StageProgram &program = programOf(stage, programKind);
-      auto present = described->find("present");
-      program.present = present != described->end() &&
-                        jsonKind(*present) == JsonKind::Bool &&
-                        present->get<bool>();
-      if (!program.present)
-        continue;
-      auto fileName = described->find("file");
-      auto inputs = described->find("inputs");
-      if (fileName == described->end() ||
-          jsonKind(*fileName) != JsonKind::String ||
-          inputs == described->end() || jsonKind(*inputs) != JsonKind::Array)
-        return Status::error(at + " needs \"file\" and \"inputs\"");
-      Expected<Executable> executable =
-          readExecutableFile(directory + "/" + fileName->get<std::string>());
-      if (!executable)
-        return executable.status();
-      program.executable = std::move(*executable);
-      for (const Json &source : *inputs) {
-        auto kindName = source.find("kind");
-        if (jsonKind(source) != JsonKind::Object ||
-            kindName == source.end() ||
-            jsonKind(*kindName) != JsonKind::String)
-          return Status::error(at + ": an input needs a \"kind\"");
-        StageInput input;
-        std::string name = kindName->get<std::string>();
-        bool known = false;
-        for (StageInput::Kind k :
-             {StageInput::Kind::Param, StageInput::Kind::Data,
-              StageInput::Kind::Output, StageInput::Kind::Seed,
-              StageInput::Kind::Accumulator})
-          if (name == inputKindName(k)) {
-            input.kind = k;
-            known = true;
-          }
-        if (!known)
-          return Status::error(at + ": unknown input kind '" + name + "'");
-        Expected<int64_t> index =
-            integerMember(source, "index", 0, 1 << 20, at);
-        if (!index)
-          return index.status();
-        input.index = static_cast<int32_t>(*index);
-        if (input.kind == StageInput::Kind::Output) {
-          Expected<int64_t> from =
-              integerMember(source, "stage", 0, numStages - 1, at);
-          auto programText = source.find("program");
-          if (!from)
-            return from.status();
-          if (programText == source.end() ||
-              jsonKind(*programText) != JsonKind::String)
-            return Status::error(at + ": an output input needs \"program\"");
-          bool found = false;
-          for (StageProgramKind k : kPrograms)
-            if (programText->get<std::string>() == stageProgramName(k)) {
-              input.program = k;
-              found = true;
-            }
-          if (!found)
-            return Status::error(at + ": unknown program '" +
-                                 programText->get<std::string>() + "'");
-          input.stage = static_cast<int32_t>(*from);
-        }
-        program.inputs.push_back(input);
-      }
-      Expected<std::vector<int64_t>> accumulators =
-          integerArray(*described, "accumulator_of", at);
-      if (!accumulators)
-        return accumulators.status();
-      for (int64_t a : *accumulators)
-        program.accumulatorOf.push_back(static_cast<int32_t>(a));
-      if (program.inputs.size() != program.executable.inputs.size() ||
-          program.accumulatorOf.size() > program.executable.outputs.size())
-        return Status::error(at + ": its inputs or outputs do not match its "
-                                  "Executable's");
+/// Reads one source of a program input: its kind, index and, for an output
+/// of another program, the stage (in [0, numStages)) and program it is from.
+Expected<StageInput> readStageInput(const Json &source, const std::string &at,
+                                    int numStages) {
+  auto kindName = source.find("kind");
+  if (jsonKind(source) != JsonKind::Object || kindName == source.end() ||
+      jsonKind(*kindName) != JsonKind::String)
+    return Status::error(at + ": an input needs a \"kind\"");
+  StageInput input;
+  std::string name = kindName->get<std::string>();
+  bool known = false;
+  for (StageInput::Kind k : {StageInput::Kind::Param, StageInput::Kind::Data,
+                             StageInput::Kind::Output, StageInput::Kind::Seed,
+                             StageInput::Kind::Accumulator})
+    if (name == inputKindName(k)) {
+      input.kind = k;
+      known = true;
     }
-    auto update = entry.find("update");
-    if (update == entry.end() || jsonKind(*update) != JsonKind::String)
-      return Status::error(where + ": \"update\" must name a file");
-    Expected<Executable> executable =
-        readExecutableFile(directory + "/" + update->get<std::string>());
-    if (!executable)
-      return executable.status();
-    stage.update = std::move(*executable);
-    step.stages.push_back(std::move(stage));
+  if (!known)
+    return Status::error(at + ": unknown input kind '" + name + "'");
+  Expected<int64_t> index = integerMember(source, "index", 0, 1 << 20, at);
+  if (!index)
+    return index.status();
+  input.index = static_cast<int32_t>(*index);
+  if (input.kind != StageInput::Kind::Output)
+    return input;
+  Expected<int64_t> from = integerMember(source, "stage", 0, numStages - 1, at);
+  auto programText = source.find("program");
+  if (!from)
+    return from.status();
+  if (programText == source.end() || jsonKind(*programText) != JsonKind::String)
+    return Status::error(at + ": an output input needs \"program\"");
+  bool found = false;
+  for (StageProgramKind k : kPrograms)
+    if (programText->get<std::string>() == stageProgramName(k)) {
+      input.program = k;
+      found = true;
+    }
+  if (!found)
+    return Status::error(at + ": unknown program '" +
+                         programText->get<std::string>() + "'");
+  input.stage = static_cast<int32_t>(*from);
+  return input;
+}
+
+/// Reads the program `programKind` of a stage from the stage's entry: whether
+/// it is present and, if so, its Executable (from `directory`), the sources
+/// of its inputs and its accumulators, checked against the Executable.
+Status readStageProgram(const Json &entry, StageProgramKind programKind,
+                        const std::string &where, const std::string &directory,
+                        int numStages, StageProgram &program) {
+  std::string at = where + " " + stageProgramName(programKind);
+  auto described = entry.find(stageProgramName(programKind));
+  if (described == entry.end() || jsonKind(*described) != JsonKind::Object)
+    return Status::error(at + " must be an object");
+  auto present = described->find("present");
+  program.present = present != described->end() &&
+                    jsonKind(*present) == JsonKind::Bool &&
+                    present->get<bool>();
+  if (!program.present)
+    return Status::success();
+  auto fileName = described->find("file");
+  auto inputs = described->find("inputs");
+  if (fileName == described->end() || jsonKind(*fileName) != JsonKind::String ||
+      inputs == described->end() || jsonKind(*inputs) != JsonKind::Array)
+    return Status::error(at + " needs \"file\" and \"inputs\"");
+  Expected<Executable> executable =
+      readExecutableFile(directory + "/" + fileName->get<std::string>());
+  if (!executable)
+    return executable.status();
+  program.executable = std::move(*executable);
+  for (const Json &source : *inputs) {
+    Expected<StageInput> input = readStageInput(source, at, numStages);
+    if (!input)
+      return input.status();
+    program.inputs.push_back(*input);
   }
-  // The parameters' indices number them all, each once: the runner writes
-  // parameter paramIndex[j] of the whole model.
+  Expected<std::vector<int64_t>> accumulators =
+      integerArray(*described, "accumulator_of", at);
+  if (!accumulators)
+    return accumulators.status();
+  for (int64_t a : *accumulators)
+    program.accumulatorOf.push_back(static_cast<int32_t>(a));
+  if (program.inputs.size() != program.executable.inputs.size() ||
+      program.accumulatorOf.size() > program.executable.outputs.size())
+    return Status::error(at + ": its inputs or outputs do not match its "
+                              "Executable's");
+  return Status::success();
+}
+
+/// Reads stage `s` of step.json: its parameters, summary, programs and
+/// update Executable (the Executables from `directory`).
+Expected<PipelineStage> readStage(const Json &entry, size_t s,
+                                  const std::string &path,
+                                  const std::string &directory, int numStages) {
+  std::string where = path + ": stage " + std::to_string(s);
+  if (jsonKind(entry) != JsonKind::Object)
+    return Status::error(where + " must be an object");
+  PipelineStage stage;
+  Expected<std::vector<int64_t>> params = integerArray(entry, "params", where);
+  if (!params)
+    return params.status();
+  stage.paramIndex = *params;
+  if (auto holds = entry.find("holds");
+      holds != entry.end() && jsonKind(*holds) == JsonKind::String)
+    stage.summary = holds->get<std::string>();
+  if (auto flops = entry.find("forward_flops");
+      flops != entry.end() && jsonKind(*flops) == JsonKind::Integer)
+    stage.forwardFlops = flops->get<int64_t>();
+  for (StageProgramKind programKind : kPrograms)
+    if (Status status =
+            readStageProgram(entry, programKind, where, directory, numStages,
+                             programOf(stage, programKind));
+        !status.ok())
+      return status;
+  auto update = entry.find("update");
+  if (update == entry.end() || jsonKind(*update) != JsonKind::String)
+    return Status::error(where + ": \"update\" must name a file");
+  Expected<Executable> executable =
+      readExecutableFile(directory + "/" + update->get<std::string>());
+  if (!executable)
+    return executable.status();
+  stage.update = std::move(*executable);
+  return stage;
+}
+
+/// Checks that the parameters' indices number them all, each once: the
+/// runner writes parameter paramIndex[j] of the whole model.
+Status checkParameterIndices(const PipelinedStep &step,
+                             const std::string &path) {
   size_t parameterCount = 0;
   for (const PipelineStage &stage : step.stages)
     parameterCount += stage.paramIndex.size();
@@ -390,51 +423,98 @@ partita::readPipelinedStep(const std::string &directory) {
                              " named once");
       seen[static_cast<size_t>(index)] = true;
     }
-  // The loss is an output of the last stage's forward program.
-  if (!step.stages.empty()) {
-    const StageProgram &last =
-        programOf(step.stages.back(), StageProgramKind::Forward);
-    if (!last.present || step.lossOutput >= static_cast<int32_t>(
-                                                last.executable.outputs.size()))
-      return Status::error(path + ": loss_output " +
-                           std::to_string(step.lossOutput) +
-                           " is not an output of the last stage's forward "
-                           "program");
+  return Status::success();
+}
+
+/// Checks that the loss is an output of the last stage's forward program.
+Status checkLossOutput(const PipelinedStep &step, const std::string &path) {
+  if (step.stages.empty())
+    return Status::success();
+  const StageProgram &last =
+      programOf(step.stages.back(), StageProgramKind::Forward);
+  if (!last.present ||
+      step.lossOutput >= static_cast<int32_t>(last.executable.outputs.size()))
+    return Status::error(path + ": loss_output " +
+                         std::to_string(step.lossOutput) +
+                         " is not an output of the last stage's forward "
+                         "program");
+  return Status::success();
+}
+
+/// True when the source `input` of a program of stage `s` names something
+/// that exists.
+bool inputSourceExists(const PipelinedStep &step, size_t s,
+                       const StageInput &input) {
+  switch (input.kind) {
+  case StageInput::Kind::Param:
+  case StageInput::Kind::Accumulator:
+    return input.index < static_cast<int32_t>(step.stages[s].paramIndex.size());
+  case StageInput::Kind::Data:
+    return input.index < static_cast<int32_t>(step.dataShapes.size());
+  case StageInput::Kind::Output: {
+    const StageProgram &from =
+        programOf(step.stages[input.stage], input.program);
+    return from.present &&
+           input.index < static_cast<int32_t>(from.executable.outputs.size());
   }
-  // Every source must name something that exists.
+  case StageInput::Kind::Seed:
+    break;
+  }
+  return true;
+}
+
+/// Checks that every source of every program input names something that
+/// exists.
+Status checkInputSources(const PipelinedStep &step, const std::string &path) {
   for (size_t s = 0; s < step.stages.size(); ++s)
     for (StageProgramKind kind : kPrograms) {
       const StageProgram &program = programOf(step.stages[s], kind);
       for (const StageInput &input : program.inputs) {
         std::string at = path + ": stage " + std::to_string(s) + " " +
                          stageProgramName(kind) + ": ";
-        bool valid = true;
-        switch (input.kind) {
-        case StageInput::Kind::Param:
-        case StageInput::Kind::Accumulator:
-          valid = input.index <
-                  static_cast<int32_t>(step.stages[s].paramIndex.size());
-          break;
-        case StageInput::Kind::Data:
-          valid = input.index < static_cast<int32_t>(step.dataShapes.size());
-          break;
-        case StageInput::Kind::Output: {
-          const StageProgram &from =
-              programOf(step.stages[input.stage], input.program);
-          valid = from.present &&
-                  input.index <
-                      static_cast<int32_t>(from.executable.outputs.size());
-          break;
-        }
-        case StageInput::Kind::Seed:
-          break;
-        }
-        if (!valid)
+        if (!inputSourceExists(step, s, input))
           return Status::error(at + "an input's source (" +
                                inputKindName(input.kind) + " " +
                                std::to_string(input.index) +
                                ") does not exist");
       }
     }
+  return Status::success();
+}
+
+} // namespace
+
+Expected<PipelinedStep>
+partita::readPipelinedStep(const std::string &directory) {
+  std::string path = directory + "/step.json";
+  Expected<Json> parsed = readStepJson(directory, path);
+  if (!parsed)
+    return parsed.status();
+  const Json &root = *parsed;
+  Expected<PipelinedStep> step = readStepHeader(root, path);
+  if (!step)
+    return step.status();
+  if (Status status = readDataInputs(root, path, *step); !status.ok())
+    return status;
+
+  int numStages = step->schedule.stages();
+  auto stages = root.find("stages");
+  if (stages == root.end() || jsonKind(*stages) != JsonKind::Array ||
+      static_cast<int>(stages->size()) != numStages)
+    return Status::error(path + ": \"stages\" must list the schedule's " +
+                         std::to_string(numStages) + " stages");
+  for (size_t s = 0; s < stages->size(); ++s) {
+    Expected<PipelineStage> stage =
+        readStage((*stages)[s], s, path, directory, numStages);
+    if (!stage)
+      return stage.status();
+    step->stages.push_back(std::move(*stage));
+  }
+  if (Status status = checkParameterIndices(*step, path); !status.ok())
+    return status;
+  if (Status status = checkLossOutput(*step, path); !status.ok())
+    return status;
+  if (Status status = checkInputSources(*step, path); !status.ok())
+    return status;
   return step;
 }

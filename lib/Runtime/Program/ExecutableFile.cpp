@@ -441,9 +441,12 @@ uint64_t partita::executableChecksum(const uint8_t *data, size_t size) {
   return hash;
 }
 
-Expected<Executable>
-partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
-                               const std::string &source) {
+namespace {
+
+/// Checks what precedes and follows the sections of an Executable's
+/// `bytes`: the magic, the format version and the trailing checksum.
+Status checkFraming(const std::vector<uint8_t> &bytes,
+                    const std::string &source) {
   if (!looksLikeExecutable(bytes))
     return Status::error(source + ": not a Partita Executable (bad magic)");
   if (bytes.size() < sizeof(kMagic) + 4 + 8)
@@ -460,35 +463,43 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
   std::memcpy(&stored, bytes.data() + end, 8);
   if (stored != executableChecksum(bytes.data(), end))
     return Status::error(source + ": corrupt Executable (checksum mismatch)");
+  return Status::success();
+}
 
-  Reader in(bytes, end, source);
-  in.at = sizeof(kMagic) + 4;
-  Executable program;
-  auto truncated = [&](const char *what) {
-    return in.failure(std::string("truncated or malformed ") + what);
-  };
+/// The failure for a section `what` that ends early or does not parse.
+Status truncated(const Reader &in, const char *what) {
+  return in.failure(std::string("truncated or malformed ") + what);
+}
+
+/// Reads the mesh: its axes and device ids.
+Status readMesh(Reader &in, Executable &program) {
   uint32_t axes;
   if (!in.count(axes, 12))
-    return truncated("mesh");
+    return truncated(in, "mesh");
   std::vector<MeshAxis> meshAxes(axes);
   for (MeshAxis &axis : meshAxes)
     if (!in.string(axis.name) || !in.number(axis.size))
-      return truncated("mesh axis");
+      return truncated(in, "mesh axis");
   std::vector<int64_t> ids;
   if (!in.list(ids))
-    return truncated("device ids");
+    return truncated(in, "device ids");
   Expected<Mesh> mesh = Mesh::create(meshAxes, ids);
   if (!mesh)
     return in.failure("invalid mesh: " + mesh.status().message());
   program.mesh = *mesh;
+  return Status::success();
+}
+
+/// Reads the slots' types, checking their sizes.
+Status readSlots(Reader &in, Executable &program) {
   uint32_t slots;
   if (!in.count(slots, 5))
-    return truncated("slots");
+    return truncated(in, "slots");
   program.slots.resize(slots);
   for (TensorType &slot : program.slots) {
     uint8_t dtype;
     if (!in.number(dtype) || !validDType(dtype) || !in.list(slot.shape))
-      return truncated("slot type");
+      return truncated(in, "slot type");
     slot.dtype = static_cast<DType>(dtype);
     for (int64_t size : slot.shape)
       if (size < 0 || size > (int64_t(1) << 40))
@@ -497,42 +508,56 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
     if (!checkedNumBytes(slot.dtype, slot.shape))
       return in.failure("slot whose size in bytes overflows");
   }
+  return Status::success();
+}
+
+/// Reads one input or output, checking its slot, its donation flag and that
+/// its global shape, sharding and slot agree.
+Status readValue(Reader &in, const Executable &program,
+                 ExecutableValue &value) {
+  uint8_t donated = 0;
+  if (!in.number(value.slot) || !in.string(value.name) ||
+      !in.list(value.globalShape) || !in.sharding(value.sharding) ||
+      !in.string(value.role) || !in.number(donated) ||
+      !in.number(value.aliasedInput))
+    return truncated(in, "input/output");
+  if (value.slot < 0 ||
+      value.slot >= static_cast<int32_t>(program.slots.size()))
+    return in.failure("input/output slot out of range");
+  if (donated > 1)
+    return in.failure("invalid donation flag");
+  value.donated = donated == 1;
+  // The global shape, the sharding and the local slot must agree
+  // (otherwise a run would build inputs of the global shape, however
+  // large, for a slot that cannot hold their blocks).
+  if (Status valid =
+          validateSharding(program.mesh, value.sharding, &value.globalShape);
+      !valid.ok())
+    return in.failure("input/output '" + value.name + "': " + valid.message());
+  for (int64_t dim : value.globalShape)
+    if (dim < 0)
+      return in.failure("input/output '" + value.name +
+                        "' has a negative dimension");
+  if (localShape(program.mesh, value.sharding, value.globalShape) !=
+      program.slots[value.slot].shape)
+    return in.failure("input/output '" + value.name +
+                      "': its global shape split by its sharding is not "
+                      "its slot's shape");
+  return Status::success();
+}
+
+/// Reads the inputs, then the outputs, and checks that an output aliases
+/// only a donated input.
+Status readInputsAndOutputs(Reader &in, Executable &program) {
   for (std::vector<ExecutableValue> *values :
        {&program.inputs, &program.outputs}) {
     uint32_t count;
     if (!in.count(count, 12))
-      return truncated("inputs/outputs");
+      return truncated(in, "inputs/outputs");
     values->resize(count);
-    for (ExecutableValue &value : *values) {
-      uint8_t donated = 0;
-      if (!in.number(value.slot) || !in.string(value.name) ||
-          !in.list(value.globalShape) || !in.sharding(value.sharding) ||
-          !in.string(value.role) || !in.number(donated) ||
-          !in.number(value.aliasedInput))
-        return truncated("input/output");
-      if (value.slot < 0 || value.slot >= static_cast<int32_t>(slots))
-        return in.failure("input/output slot out of range");
-      if (donated > 1)
-        return in.failure("invalid donation flag");
-      value.donated = donated == 1;
-      // The global shape, the sharding and the local slot must agree
-      // (otherwise a run would build inputs of the global shape, however
-      // large, for a slot that cannot hold their blocks).
-      if (Status valid =
-              validateSharding(program.mesh, value.sharding, &value.globalShape);
-          !valid.ok())
-        return in.failure("input/output '" + value.name +
-                          "': " + valid.message());
-      for (int64_t dim : value.globalShape)
-        if (dim < 0)
-          return in.failure("input/output '" + value.name +
-                            "' has a negative dimension");
-      if (localShape(program.mesh, value.sharding, value.globalShape) !=
-          program.slots[value.slot].shape)
-        return in.failure("input/output '" + value.name +
-                          "': its global shape split by its sharding is not "
-                          "its slot's shape");
-    }
+    for (ExecutableValue &value : *values)
+      if (Status status = readValue(in, program, value); !status.ok())
+        return status;
   }
   for (size_t o = 0; o < program.outputs.size(); ++o) {
     int32_t input = program.outputs[o].aliasedInput;
@@ -541,72 +566,91 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
       return in.failure("output " + std::to_string(o) +
                         " aliases an input that is not donated");
   }
+  return Status::success();
+}
+
+/// Reads one instruction, checking its opcode, its operand and result
+/// counts and that it names only the `slots` slots that exist.
+Status readInstruction(Reader &in, uint32_t slots, Instruction &inst) {
+  uint16_t op;
+  if (!in.number(op) || !isValidOpCode(op) || !in.list(inst.operands) ||
+      !in.list(inst.results) || !in.list(inst.ints) || !in.string(inst.text))
+    return truncated(in, "instruction");
+  inst.op = static_cast<OpCode>(op);
+  OpArity arity = opArity(inst.op);
+  if ((arity.operands >= 0 &&
+       inst.operands.size() != static_cast<size_t>(arity.operands)) ||
+      (arity.results >= 0 &&
+       inst.results.size() != static_cast<size_t>(arity.results)))
+    return in.failure(std::string("instruction ") + opCodeName(inst.op) +
+                      " has " + std::to_string(inst.operands.size()) +
+                      " operand(s) and " + std::to_string(inst.results.size()) +
+                      " result(s), not " + std::to_string(arity.operands) +
+                      " and " + std::to_string(arity.results));
+  // Variadic ops the kernels index before counting: their least operand
+  // counts (a dynamic_update_slice without its update read past its
+  // operand list: found by fuzzing).
+  size_t least = 0;
+  if (inst.op == OpCode::DynamicUpdateSlice)
+    least = 2;
+  else if (inst.op == OpCode::DynamicSlice || inst.op == OpCode::Concatenate ||
+           inst.op == OpCode::Einsum)
+    least = 1;
+  if (inst.operands.size() < least)
+    return in.failure(std::string("instruction ") + opCodeName(inst.op) +
+                      " has " + std::to_string(inst.operands.size()) +
+                      " operand(s), fewer than its " + std::to_string(least));
+  for (const std::vector<int32_t> *list : {&inst.operands, &inst.results})
+    for (int32_t slot : *list)
+      if (slot < 0 || slot >= static_cast<int32_t>(slots))
+        return in.failure(std::string("instruction ") + opCodeName(inst.op) +
+                          " names slot " + std::to_string(slot) + " of " +
+                          std::to_string(slots));
+  return Status::success();
+}
+
+/// Reads the instruction stream.
+Status readInstructions(Reader &in, Executable &program) {
   uint32_t instructions;
   if (!in.count(instructions, 18))
-    return truncated("instructions");
+    return truncated(in, "instructions");
   program.instructions.resize(instructions);
-  for (Instruction &inst : program.instructions) {
-    uint16_t op;
-    if (!in.number(op) || !isValidOpCode(op) ||
-        !in.list(inst.operands) || !in.list(inst.results) ||
-        !in.list(inst.ints) || !in.string(inst.text))
-      return truncated("instruction");
-    inst.op = static_cast<OpCode>(op);
-    OpArity arity = opArity(inst.op);
-    if ((arity.operands >= 0 &&
-         inst.operands.size() != static_cast<size_t>(arity.operands)) ||
-        (arity.results >= 0 &&
-         inst.results.size() != static_cast<size_t>(arity.results)))
-      return in.failure(std::string("instruction ") + opCodeName(inst.op) +
-                        " has " + std::to_string(inst.operands.size()) +
-                        " operand(s) and " +
-                        std::to_string(inst.results.size()) +
-                        " result(s), not " + std::to_string(arity.operands) +
-                        " and " + std::to_string(arity.results));
-    // Variadic ops the kernels index before counting: their least operand
-    // counts (a dynamic_update_slice without its update read past its
-    // operand list: found by fuzzing).
-    size_t least = 0;
-    if (inst.op == OpCode::DynamicUpdateSlice)
-      least = 2;
-    else if (inst.op == OpCode::DynamicSlice ||
-             inst.op == OpCode::Concatenate || inst.op == OpCode::Einsum)
-      least = 1;
-    if (inst.operands.size() < least)
-      return in.failure(std::string("instruction ") + opCodeName(inst.op) +
-                        " has " + std::to_string(inst.operands.size()) +
-                        " operand(s), fewer than its " +
-                        std::to_string(least));
-    for (const std::vector<int32_t> *list : {&inst.operands, &inst.results})
-      for (int32_t slot : *list)
-        if (slot < 0 || slot >= static_cast<int32_t>(slots))
-          return in.failure(std::string("instruction ") + opCodeName(inst.op) +
-                            " names slot " + std::to_string(slot) + " of " +
-                            std::to_string(slots));
-  }
+  uint32_t slots = static_cast<uint32_t>(program.slots.size());
+  for (Instruction &inst : program.instructions)
+    if (Status status = readInstruction(in, slots, inst); !status.ok())
+      return status;
+  return Status::success();
+}
+
+/// Reads the buffer plan (the slots' offsets and the arena's size), checking
+/// that, when present, it puts every slot inside the arena on its element
+/// size.
+Status readBufferPlan(Reader &in, Executable &program) {
   if (!in.list(program.slotOffsets) || !in.number(program.arenaBytes))
-    return truncated("buffer plan");
-  if (!program.slotOffsets.empty()) {
-    if (program.slotOffsets.size() != slots)
-      return in.failure("the buffer plan does not cover every slot");
-    for (size_t s = 0; s < slots; ++s) {
-      int64_t offset = program.slotOffsets[s];
-      if (offset < 0 || offset > program.arenaBytes ||
-          program.arenaBytes - offset < program.slots[s].bytes())
-        return in.failure("the buffer plan puts slot " + std::to_string(s) +
-                          " outside the arena");
-      // Kernels read elements in place: a slot starts on its element size.
-      if (offset % dtypeSize(program.slots[s].dtype) != 0)
-        return in.failure("the buffer plan puts slot " + std::to_string(s) +
-                          " at offset " + std::to_string(offset) +
-                          ", not a multiple of its element size");
-    }
+    return truncated(in, "buffer plan");
+  if (program.slotOffsets.empty())
+    return Status::success();
+  size_t slots = program.slots.size();
+  if (program.slotOffsets.size() != slots)
+    return in.failure("the buffer plan does not cover every slot");
+  for (size_t s = 0; s < slots; ++s) {
+    int64_t offset = program.slotOffsets[s];
+    if (offset < 0 || offset > program.arenaBytes ||
+        program.arenaBytes - offset < program.slots[s].bytes())
+      return in.failure("the buffer plan puts slot " + std::to_string(s) +
+                        " outside the arena");
+    // Kernels read elements in place: a slot starts on its element size.
+    if (offset % dtypeSize(program.slots[s].dtype) != 0)
+      return in.failure("the buffer plan puts slot " + std::to_string(s) +
+                        " at offset " + std::to_string(offset) +
+                        ", not a multiple of its element size");
   }
-  if (Status status = checkLoopsAndWaits(program); !status.ok())
-    return in.failure(status.message());
-  if (Status status = checkSlotsApart(program); !status.ok())
-    return in.failure(status.message());
-  // An output updating an input in place is written into its storage.
+  return Status::success();
+}
+
+/// Checks that an output updating an input in place is written into its
+/// storage: the two share their type and their bytes.
+Status checkInPlaceOutputs(const Reader &in, const Executable &program) {
   for (size_t o = 0; o < program.outputs.size(); ++o) {
     int32_t input = program.outputs[o].aliasedInput;
     if (input < 0)
@@ -622,19 +666,56 @@ partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
                         " updates input " + std::to_string(input) +
                         " in place but does not share its type and storage");
   }
+  return Status::success();
+}
+
+/// Reads the constants, checking that each one's bytes match its shape.
+Status readConstants(Reader &in, Executable &program) {
   uint32_t constants;
   if (!in.count(constants, 9))
-    return truncated("constants");
+    return truncated(in, "constants");
   program.constants.resize(constants);
   for (HostArray &constant : program.constants) {
     uint8_t dtype;
     if (!in.number(dtype) || !validDType(dtype) || !in.list(constant.shape) ||
         !in.list(constant.bytes))
-      return truncated("constant");
+      return truncated(in, "constant");
     constant.dtype = static_cast<DType>(dtype);
     if (!constant.checkConsistent().ok())
       return in.failure("constant whose bytes do not match its shape");
   }
+  return Status::success();
+}
+
+} // namespace
+
+Expected<Executable>
+partita::deserializeExecutable(const std::vector<uint8_t> &bytes,
+                               const std::string &source) {
+  if (Status status = checkFraming(bytes, source); !status.ok())
+    return status;
+  size_t end = bytes.size() - 8;
+  Reader in(bytes, end, source);
+  in.at = sizeof(kMagic) + 4;
+  Executable program;
+  if (Status status = readMesh(in, program); !status.ok())
+    return status;
+  if (Status status = readSlots(in, program); !status.ok())
+    return status;
+  if (Status status = readInputsAndOutputs(in, program); !status.ok())
+    return status;
+  if (Status status = readInstructions(in, program); !status.ok())
+    return status;
+  if (Status status = readBufferPlan(in, program); !status.ok())
+    return status;
+  if (Status status = checkLoopsAndWaits(program); !status.ok())
+    return in.failure(status.message());
+  if (Status status = checkSlotsApart(program); !status.ok())
+    return in.failure(status.message());
+  if (Status status = checkInPlaceOutputs(in, program); !status.ok())
+    return status;
+  if (Status status = readConstants(in, program); !status.ok())
+    return status;
   if (in.position() != end)
     return in.failure("trailing bytes after the constants");
   return program;

@@ -62,23 +62,15 @@ double partita::collectiveBusBytes(const Executable &program,
   int64_t groupSize = 1;
   for (const std::string &axis : collectiveAxes(inst))
     groupSize *= program.mesh.axisSize(axis);
+  static const std::pair<OpCode, CollectiveKind> kinds[] = {
+      {OpCode::AllReduce, CollectiveKind::AllReduce},
+      {OpCode::ReduceScatter, CollectiveKind::ReduceScatter},
+      {OpCode::AllToAll, CollectiveKind::AllToAll},
+      {OpCode::CollectivePermute, CollectiveKind::CollectivePermute}};
   CollectiveKind kind = CollectiveKind::AllGather;
-  switch (inst.op) {
-  case OpCode::AllReduce:
-    kind = CollectiveKind::AllReduce;
-    break;
-  case OpCode::ReduceScatter:
-    kind = CollectiveKind::ReduceScatter;
-    break;
-  case OpCode::AllToAll:
-    kind = CollectiveKind::AllToAll;
-    break;
-  case OpCode::CollectivePermute:
-    kind = CollectiveKind::CollectivePermute;
-    break;
-  default:
-    break;
-  }
+  for (const auto &[op, collective] : kinds)
+    if (inst.op == op)
+      kind = collective;
   return collectiveBytesPerDevice(
       kind, groupSize,
       static_cast<double>(program.slots[inst.operands[0]].bytes()));

@@ -58,12 +58,7 @@ OpArity opArity(OpCode code) {
   return {-1, -1};
 }
 
-int64_t TensorType::numElements() const {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
+int64_t TensorType::numElements() const { return numElementsOf(shape); }
 
 int64_t TensorType::bytes() const { return numElements() * dtypeSize(dtype); }
 

@@ -81,18 +81,79 @@ Executable outputsView(const Executable &program,
   return view;
 }
 
-} // namespace
+/// What a device uploads before a step: (program input index, block) pairs,
+/// per device id.
+using StepUploads = std::vector<std::vector<std::pair<size_t, HostArray>>>;
 
-Status trainOnCpuDevices(
-    const Executable &program, const TrainStepLayout &layout,
-    std::vector<HostArray> &inputs, TrainData &data, int64_t steps,
-    const std::function<Status(const TrainStepResult &)> &onStep,
-    const TrainLoopOptions &options) {
-  int64_t first = options.firstStep;
-  if (first < 0 || first > steps)
-    return Status::error("cannot start at step " + std::to_string(first) +
-                         " of " + std::to_string(steps));
+/// A train loop on the CPU devices: the plan of what moves between the host
+/// and the devices, and the state its steps' callbacks share.
+class CpuTrainLoop {
+public:
+  CpuTrainLoop(const Executable &program, const TrainStepLayout &layout,
+               std::vector<HostArray> &inputs, TrainData &data,
+               const std::function<Status(const TrainStepResult &)> &onStep,
+               const TrainLoopOptions &options)
+      : program(program), layout(layout), inputs(inputs), data(data),
+        onStep(onStep), options(options), first(options.firstStep),
+        devices(program.mesh.numDevices()) {}
+  // `run`'s callbacks point at this loop.
+  CpuTrainLoop(const CpuTrainLoop &) = delete;
+  CpuTrainLoop &operator=(const CpuTrainLoop &) = delete;
+
+  /// Plans which inputs are split and uploaded before every step (data,
+  /// step number, learning rate, and updated values whose layout changes)
+  /// and which updated values stay on the devices.
+  Status planUploads();
+
+  /// The updated values that stay on the devices from step to step.
+  const std::vector<size_t> &keptValues() const { return kept; }
+
+  /// Runs steps [options.firstStep, steps) from the devices' input
+  /// `blocks`, then downloads the values kept on the devices into the
+  /// inputs, however the run ended.
+  Status runSteps(int64_t steps, std::vector<std::vector<HostArray>> &&blocks);
+
+private:
+  /// Sets up `run`: its steps, what it traces, snapshots and downloads,
+  /// and its callbacks.
+  void configureRun(int64_t steps);
+  /// Notes that a callback failed with `status`, and returns it.
+  Status failed(Status status);
+  /// Before the run's step `s`: fills the data, step number and learning
+  /// rate inputs and splits what is uploaded each step into `uploads`.
+  Status beforeStep(int64_t s, StepUploads &uploads);
+  /// After the run's step `local`: takes the loss and the moved values from
+  /// the devices' `outputs`, reports the step and takes a snapshot if one
+  /// is due.
+  Status afterStep(int64_t local, std::vector<std::vector<HostArray>> &outputs);
+  /// Hands options.onSnapshot the updated values after step `s`: the kept
+  /// ones from the devices' snapshots, the moved ones from the inputs.
+  Status takeSnapshot(int64_t s);
+  /// Assembles the kept values as the devices hold them at the end of the
+  /// run into the inputs, setting `status` when that fails after a
+  /// successful run.
+  void collectKeptValues(Status &status);
+
+  const Executable &program;
+  const TrainStepLayout &layout;
+  std::vector<HostArray> &inputs;
+  TrainData &data;
+  const std::function<Status(const TrainStepResult &)> &onStep;
+  const TrainLoopOptions &options;
+  int64_t first;
+  int64_t devices;
   std::vector<HostArray *> dataInputs;
+  std::vector<size_t> splitEachStep;
+  std::vector<size_t> kept, moved;
+  StepwiseRun run;
+  Executable stepView;
+  Executable keptView;
+  std::chrono::steady_clock::time_point begin;
+  int64_t current = 0;
+  bool callbackFailed = false;
+};
+
+Status CpuTrainLoop::planUploads() {
   for (size_t index : layout.dataInputs)
     dataInputs.push_back(&inputs[index]);
   // The device threads stay up from the first step to the last, and
@@ -100,8 +161,7 @@ Status trainOnCpuDevices(
   // its devices too): a step uploads only its data and step number, and
   // downloads only its loss. Updated values whose layout changes in the
   // step (none in the models' steps) are assembled and split again.
-  int64_t devices = program.mesh.numDevices();
-  std::vector<size_t> splitEachStep = layout.dataInputs;
+  splitEachStep = layout.dataInputs;
   if (layout.stepInput >= 0)
     splitEachStep.push_back(static_cast<size_t>(layout.stepInput));
   if (layout.lrInput >= 0) {
@@ -110,27 +170,19 @@ Status trainOnCpuDevices(
                            "input; the loop needs a schedule");
     splitEachStep.push_back(static_cast<size_t>(layout.lrInput));
   }
-  std::vector<size_t> kept, moved;
   for (size_t k = 0; k < layout.updated; ++k)
     (staysOnDevices(program, k) ? kept : moved).push_back(k);
   splitEachStep.insert(splitEachStep.end(), moved.begin(), moved.end());
-  Expected<std::vector<std::vector<HostArray>>> blocks =
-      deviceInputBlocks(program, inputs);
-  if (!blocks)
-    return blocks.status();
-  // The values kept on the devices live there until the run ends (then
-  // they are downloaded and assembled again): their whole arrays are not
-  // held beside the devices' blocks.
-  for (size_t k : kept)
-    std::vector<uint8_t>().swap(inputs[k].bytes);
+  return Status::success();
+}
 
-  StepwiseRun run;
+void CpuTrainLoop::configureRun(int64_t steps) {
   run.steps = steps - first;
   if (options.timelines && options.traceStep >= first &&
       options.traceStep < steps)
     run.timelineStep = options.traceStep - first;
   if (options.snapshotAfter)
-    run.snapshotAfter = [&options, first](int64_t s) {
+    run.snapshotAfter = [&options = options, first = first](int64_t s) {
       return options.snapshotAfter(first + s + 1);
     };
   run.readEachStep.push_back(0);
@@ -139,7 +191,7 @@ Status trainOnCpuDevices(
     run.readEachStep.push_back(1 + k);
     stepValues.push_back(program.outputs[1 + k]);
   }
-  Executable stepView = outputsView(program, stepValues);
+  stepView = outputsView(program, stepValues);
   std::vector<ExecutableValue> keptValues;
   for (size_t k : kept) {
     run.carried.emplace_back(1 + k, k);
@@ -149,96 +201,104 @@ Status trainOnCpuDevices(
   // readAtEnd also names what snapshots download; the end's download is
   // skipped when not wanted.
   run.downloadAtEnd = options.finalValues;
-  Executable keptView = outputsView(program, keptValues);
+  keptView = outputsView(program, keptValues);
+  run.before = [this](int64_t s, StepUploads &uploads) {
+    return beforeStep(s, uploads);
+  };
+  run.after = [this](int64_t local,
+                     std::vector<std::vector<HostArray>> &outputs) {
+    return afterStep(local, outputs);
+  };
+}
 
-  std::chrono::steady_clock::time_point begin;
-  int64_t current = 0;
-  bool callbackFailed = false;
-  auto failed = [&](Status status) {
-    callbackFailed = true;
-    return status;
-  };
-  run.before = [&](int64_t s, std::vector<std::vector<std::pair<size_t,
-                                                                HostArray>>>
-                                  &uploads) -> Status {
-    s += first;
-    current = s;
-    if (Status status = data.fill(s, dataInputs); !status.ok())
-      return failed(status);
-    if (layout.stepInput >= 0) {
-      int32_t number = static_cast<int32_t>(s);
-      std::memcpy(inputs[layout.stepInput].bytes.data(), &number, 4);
-    }
-    if (layout.lrInput >= 0) {
-      float rate = static_cast<float>(options.learningRate(s));
-      std::memcpy(inputs[layout.lrInput].bytes.data(), &rate, 4);
-    }
-    begin = std::chrono::steady_clock::now();
-    for (size_t index : splitEachStep) {
-      Expected<std::vector<HostArray>> split =
-          inputBlocksByDevice(program, index, inputs[index]);
-      if (!split)
-        return failed(Status::error("step " + std::to_string(s) + ": " +
-                                    split.status().message()));
-      for (int64_t d = 0; d < devices; ++d)
-        uploads[d].emplace_back(index, std::move((*split)[d]));
-    }
-    return Status::success();
-  };
-  run.after = [&](int64_t local,
-                  std::vector<std::vector<HostArray>> &outputs) -> Status {
-    int64_t s = first + local;
-    Expected<std::vector<HostArray>> values = assembleOutputs(stepView, outputs);
-    if (!values)
+Status CpuTrainLoop::failed(Status status) {
+  callbackFailed = true;
+  return status;
+}
+
+Status CpuTrainLoop::beforeStep(int64_t s, StepUploads &uploads) {
+  s += first;
+  current = s;
+  if (Status status = data.fill(s, dataInputs); !status.ok())
+    return failed(status);
+  if (layout.stepInput >= 0) {
+    int32_t number = static_cast<int32_t>(s);
+    std::memcpy(inputs[layout.stepInput].bytes.data(), &number, 4);
+  }
+  if (layout.lrInput >= 0) {
+    float rate = static_cast<float>(options.learningRate(s));
+    std::memcpy(inputs[layout.lrInput].bytes.data(), &rate, 4);
+  }
+  begin = std::chrono::steady_clock::now();
+  for (size_t index : splitEachStep) {
+    Expected<std::vector<HostArray>> split =
+        inputBlocksByDevice(program, index, inputs[index]);
+    if (!split)
       return failed(Status::error("step " + std::to_string(s) + ": " +
-                                  values.status().message()));
-    for (size_t j = 0; j < moved.size(); ++j)
-      inputs[moved[j]] = std::move((*values)[1 + j]);
-    TrainStepResult result;
-    result.step = s;
-    result.seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - begin)
-                         .count();
-    result.loss = elementAsDouble((*values)[0], 0);
-    if (Status status = onStep(result); !status.ok())
-      return failed(status);
-    if (options.onSnapshot && options.snapshotAfter &&
-        options.snapshotAfter(s + 1)) {
-      TrainSnapshot snapshot;
-      snapshot.steps = s + 1;
-      snapshot.blocks.resize(layout.updated);
-      snapshot.whole.assign(layout.updated, true);
-      for (size_t j = 0; j < kept.size(); ++j) {
-        size_t k = kept[j];
-        std::vector<HostArray> blocks;
-        for (int64_t d = 0; d < devices; ++d)
-          blocks.push_back(std::move(run.snapshots[d][j]));
-        if (program.inputs[k].sharding.partialKind == PartialKind::None) {
-          snapshot.whole[k] = false;
-          snapshot.blocks[k] = std::move(blocks);
-          continue;
-        }
-        // Checkpoints hold values, not addends: a partial sum is summed.
-        std::vector<std::vector<HostArray>> byDevice(devices);
-        for (int64_t d = 0; d < devices; ++d)
-          byDevice[d].push_back(std::move(blocks[d]));
-        Expected<std::vector<HostArray>> value = assembleOutputs(
-            outputsView(program, {program.inputs[k]}), byDevice);
-        if (!value)
-          return failed(Status::error("step " + std::to_string(s) + ": " +
-                                      value.status().message()));
-        snapshot.blocks[k].push_back(std::move((*value)[0]));
-      }
-      for (size_t k : moved)
-        snapshot.blocks[k].push_back(inputs[k]);
-      if (Status status = options.onSnapshot(snapshot); !status.ok())
-        return failed(status);
+                                  split.status().message()));
+    for (int64_t d = 0; d < devices; ++d)
+      uploads[d].emplace_back(index, std::move((*split)[d]));
+  }
+  return Status::success();
+}
+
+Status CpuTrainLoop::afterStep(int64_t local,
+                               std::vector<std::vector<HostArray>> &outputs) {
+  int64_t s = first + local;
+  Expected<std::vector<HostArray>> values = assembleOutputs(stepView, outputs);
+  if (!values)
+    return failed(Status::error("step " + std::to_string(s) + ": " +
+                                values.status().message()));
+  for (size_t j = 0; j < moved.size(); ++j)
+    inputs[moved[j]] = std::move((*values)[1 + j]);
+  TrainStepResult result;
+  result.step = s;
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
+  result.loss = elementAsDouble((*values)[0], 0);
+  if (Status status = onStep(result); !status.ok())
+    return failed(status);
+  if (options.onSnapshot && options.snapshotAfter &&
+      options.snapshotAfter(s + 1))
+    return takeSnapshot(s);
+  return Status::success();
+}
+
+Status CpuTrainLoop::takeSnapshot(int64_t s) {
+  TrainSnapshot snapshot;
+  snapshot.steps = s + 1;
+  snapshot.blocks.resize(layout.updated);
+  snapshot.whole.assign(layout.updated, true);
+  for (size_t j = 0; j < kept.size(); ++j) {
+    size_t k = kept[j];
+    std::vector<HostArray> blocks;
+    for (int64_t d = 0; d < devices; ++d)
+      blocks.push_back(std::move(run.snapshots[d][j]));
+    if (program.inputs[k].sharding.partialKind == PartialKind::None) {
+      snapshot.whole[k] = false;
+      snapshot.blocks[k] = std::move(blocks);
+      continue;
     }
-    return Status::success();
-  };
-  Status status = runDevicesStepwise(program, std::move(*blocks), run);
-  if (options.timelines && status.ok())
-    *options.timelines = std::move(run.timelines);
+    // Checkpoints hold values, not addends: a partial sum is summed.
+    std::vector<std::vector<HostArray>> byDevice(devices);
+    for (int64_t d = 0; d < devices; ++d)
+      byDevice[d].push_back(std::move(blocks[d]));
+    Expected<std::vector<HostArray>> value =
+        assembleOutputs(outputsView(program, {program.inputs[k]}), byDevice);
+    if (!value)
+      return failed(Status::error("step " + std::to_string(s) + ": " +
+                                  value.status().message()));
+    snapshot.blocks[k].push_back(std::move((*value)[0]));
+  }
+  for (size_t k : moved)
+    snapshot.blocks[k].push_back(inputs[k]);
+  if (Status status = options.onSnapshot(snapshot); !status.ok())
+    return failed(status);
+  return Status::success();
+}
+
+void CpuTrainLoop::collectKeptValues(Status &status) {
   // The kept values as the devices hold them, however the run ended (after
   // a failure, as of the last step every device finished).
   bool complete = !kept.empty() &&
@@ -247,20 +307,56 @@ Status trainOnCpuDevices(
     complete = complete && device.size() == kept.size() &&
                std::all_of(device.begin(), device.end(),
                            [](const HostArray &a) { return !a.bytes.empty(); });
-  if (complete) {
-    Expected<std::vector<HostArray>> values =
-        assembleOutputs(keptView, run.finalInputs);
-    if (!values && status.ok())
-      status = values.status();
-    if (values)
-      for (size_t j = 0; j < kept.size(); ++j)
-        inputs[kept[j]] = std::move((*values)[j]);
-  }
+  if (!complete)
+    return;
+  Expected<std::vector<HostArray>> values =
+      assembleOutputs(keptView, run.finalInputs);
+  if (!values && status.ok())
+    status = values.status();
+  if (values)
+    for (size_t j = 0; j < kept.size(); ++j)
+      inputs[kept[j]] = std::move((*values)[j]);
+}
+
+Status CpuTrainLoop::runSteps(int64_t steps,
+                              std::vector<std::vector<HostArray>> &&blocks) {
+  configureRun(steps);
+  Status status = runDevicesStepwise(program, std::move(blocks), run);
+  if (options.timelines && status.ok())
+    *options.timelines = std::move(run.timelines);
+  collectKeptValues(status);
   // A device's failure says in which step; a callback's is as it was.
   if (!status.ok() && !callbackFailed)
     return Status::error("step " + std::to_string(current) + ": " +
                          status.message());
   return status;
+}
+
+} // namespace
+
+Status
+trainOnCpuDevices(const Executable &program, const TrainStepLayout &layout,
+                  std::vector<HostArray> &inputs, TrainData &data,
+                  int64_t steps,
+                  const std::function<Status(const TrainStepResult &)> &onStep,
+                  const TrainLoopOptions &options) {
+  int64_t first = options.firstStep;
+  if (first < 0 || first > steps)
+    return Status::error("cannot start at step " + std::to_string(first) +
+                         " of " + std::to_string(steps));
+  CpuTrainLoop loop(program, layout, inputs, data, onStep, options);
+  if (Status status = loop.planUploads(); !status.ok())
+    return status;
+  Expected<std::vector<std::vector<HostArray>>> blocks =
+      deviceInputBlocks(program, inputs);
+  if (!blocks)
+    return blocks.status();
+  // The values kept on the devices live there until the run ends (then
+  // they are downloaded and assembled again): their whole arrays are not
+  // held beside the devices' blocks.
+  for (size_t k : loop.keptValues())
+    std::vector<uint8_t>().swap(inputs[k].bytes);
+  return loop.runSteps(steps, std::move(*blocks));
 }
 
 double LearningRateSchedule::at(int64_t step) const {

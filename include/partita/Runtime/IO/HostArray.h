@@ -49,6 +49,12 @@ Expected<int64_t> checkedNumBytes(DType dtype,
 /// "[2, 3]" ("[]" for a scalar).
 std::string formatShape(const std::vector<int64_t> &shape);
 
+/// The dimensions of `shape` joined by ", " ("2, 3"; "" for a scalar).
+std::string joinDims(const std::vector<int64_t> &shape);
+
+/// Product of `shape` (1 for a scalar), unchecked: for shapes already
+/// validated (checkedNumElements() for the others).
+int64_t numElementsOf(const std::vector<int64_t> &shape);
 
 /// A dense array in host memory: `bytes` holds numElements() elements of
 /// `dtype`, C order, little-endian. Bool elements are one byte, 0 or 1.

@@ -364,6 +364,28 @@ OpShardingRule PadOp::getShardingRule() {
   return rule;
 }
 
+namespace {
+/// The factors a row lookup shares with its rows (gather's result,
+/// scatter_add's updates): one per index dimension, of type `positions`,
+/// then one per row dimension of the table past the first.
+void addRowLookupFactors(OpShardingRule &rule,
+                         const std::vector<int64_t> &table,
+                         const std::vector<int64_t> &indices,
+                         FactorType positions, TensorFactors &tableMap,
+                         TensorFactors &indexMap, TensorFactors &rowsMap) {
+  for (int64_t size : indices) {
+    int factor = rule.addFactor(size, positions);
+    indexMap.push_back({factor});
+    rowsMap.push_back({factor});
+  }
+  for (size_t d = 1; d < table.size(); ++d) {
+    int factor = rule.addFactor(table[d]);
+    tableMap.push_back({factor});
+    rowsMap.push_back({factor});
+  }
+}
+} // namespace
+
 OpShardingRule GatherOp::getShardingRule() {
   std::vector<int64_t> table = shapeOf(getTable()),
                        indices = shapeOf(getIndices());
@@ -374,16 +396,8 @@ OpShardingRule GatherOp::getShardingRule() {
   // Megatron's vocabulary-parallel embedding does (the partitioner rebases
   // the indices: Partitioner::localizeRowLookup).
   tableMap.push_back({rule.addFactor(table[0], FactorType::Reduction)});
-  for (int64_t size : indices) {
-    int factor = rule.addFactor(size);
-    indexMap.push_back({factor});
-    resultMap.push_back({factor});
-  }
-  for (size_t d = 1; d < table.size(); ++d) {
-    int factor = rule.addFactor(table[d]);
-    tableMap.push_back({factor});
-    resultMap.push_back({factor});
-  }
+  addRowLookupFactors(rule, table, indices, FactorType::PassThrough, tableMap,
+                      indexMap, resultMap);
   rule.operands = {tableMap, indexMap};
   rule.results = {resultMap};
   passThroughOperand0(rule, {PartialKind::Sum});
@@ -431,16 +445,8 @@ OpShardingRule ScatterAddOp::getShardingRule() {
   bool zeros = isZeros(getTable());
   FactorType positions =
       zeros ? FactorType::Reduction : FactorType::NeedReplication;
-  for (int64_t size : indices) {
-    int factor = rule.addFactor(size, positions);
-    indexMap.push_back({factor});
-    updateMap.push_back({factor});
-  }
-  for (size_t d = 1; d < table.size(); ++d) {
-    int factor = rule.addFactor(table[d]);
-    tableMap.push_back({factor});
-    updateMap.push_back({factor});
-  }
+  addRowLookupFactors(rule, table, indices, positions, tableMap, indexMap,
+                      updateMap);
   rule.operands = {tableMap, indexMap, updateMap};
   rule.results = {tableMap};
   // Linear in the table and the updates jointly; into zeros, linear in the
