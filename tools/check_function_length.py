@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The function-length check (docs/CONVENTIONS in docs/Overview.md, "Small
+"""The function-length check (docs/Overview.md, "Small
 functions"): fails when a function of lib/, include/ or tools/ has a body of
 more than LIMIT lines, from the line of its opening brace to the line of its
 closing one.
