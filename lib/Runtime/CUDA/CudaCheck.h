@@ -16,25 +16,25 @@
 
 namespace partita {
 
-inline Status cudaFailure(cudaError_t code, const char *call, const char *file,
-                          int line) {
+/// "<call> failed at <file's base name>:<line>: <message>".
+inline Status failureAt(const char *call, const char *file, int line,
+                        const char *message) {
   const char *base = file;
   for (const char *p = file; *p; ++p)
     if (*p == '/')
       base = p + 1;
   return Status::error(std::string(call) + " failed at " + base + ":" +
-                       std::to_string(line) + ": " + cudaGetErrorString(code));
+                       std::to_string(line) + ": " + message);
+}
+
+inline Status cudaFailure(cudaError_t code, const char *call, const char *file,
+                          int line) {
+  return failureAt(call, file, line, cudaGetErrorString(code));
 }
 
 inline Status cublasFailure(cublasStatus_t code, const char *call,
                             const char *file, int line) {
-  const char *base = file;
-  for (const char *p = file; *p; ++p)
-    if (*p == '/')
-      base = p + 1;
-  return Status::error(std::string(call) + " failed at " + base + ":" +
-                       std::to_string(line) + ": " +
-                       cublasGetStatusString(code));
+  return failureAt(call, file, line, cublasGetStatusString(code));
 }
 
 #define PARTITA_CUDA_CHECK(call)                                               \

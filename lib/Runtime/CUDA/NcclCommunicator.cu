@@ -38,12 +38,7 @@ namespace {
 
 Status ncclFailure(ncclResult_t code, const char *call, const char *file,
                    int line) {
-  const char *base = file;
-  for (const char *p = file; *p; ++p)
-    if (*p == '/')
-      base = p + 1;
-  return Status::error(std::string(call) + " failed at " + base + ":" +
-                       std::to_string(line) + ": " + ncclGetErrorString(code));
+  return failureAt(call, file, line, ncclGetErrorString(code));
 }
 
 #define PARTITA_NCCL_CHECK(call)                                               \

@@ -510,72 +510,44 @@ Status Communicator::run(const CollectiveCall &call) {
   return Status::error("unknown collective kind");
 }
 
-namespace {
-
-/// The call a CallForwardingCommunicator method forwards, before the fields
-/// of its own kind.
-CollectiveCall forwardedCall(CommunicatorOp kind, int64_t deviceId,
-                             const std::vector<std::string> &axes,
-                             const ConstBufferRef &input,
-                             const BufferRef &output) {
-  CollectiveCall call;
-  call.kind = kind;
-  call.deviceId = deviceId;
-  call.axes = axes;
-  call.input = input;
-  call.output = output;
-  return call;
-}
-
-} // namespace
+// Each call is a CollectiveCall in its fields' order: kind, device, axes,
+// reduction, dim, splitDim, concatDim, pairs, input, output.
 
 Status CallForwardingCommunicator::allGather(
     int64_t deviceId, const std::vector<std::string> &axes, int64_t dim,
     const ConstBufferRef &input, const BufferRef &output) {
-  CollectiveCall call =
-      forwardedCall(CommunicatorOp::AllGather, deviceId, axes, input, output);
-  call.dim = dim;
-  return runCall(call);
+  return runCall({CommunicatorOp::AllGather, deviceId, axes,
+                  ReductionCode::Sum, dim, 0, 0, {}, input, output});
 }
 
 Status CallForwardingCommunicator::allReduce(
     int64_t deviceId, const std::vector<std::string> &axes,
     ReductionCode kind, const ConstBufferRef &input, const BufferRef &output) {
-  CollectiveCall call =
-      forwardedCall(CommunicatorOp::AllReduce, deviceId, axes, input, output);
-  call.reduction = kind;
-  return runCall(call);
+  return runCall({CommunicatorOp::AllReduce, deviceId, axes, kind, 0, 0, 0,
+                  {}, input, output});
 }
 
 Status CallForwardingCommunicator::reduceScatter(
     int64_t deviceId, const std::vector<std::string> &axes,
     ReductionCode kind, int64_t dim, const ConstBufferRef &input,
     const BufferRef &output) {
-  CollectiveCall call = forwardedCall(CommunicatorOp::ReduceScatter, deviceId,
-                                      axes, input, output);
-  call.reduction = kind;
-  call.dim = dim;
-  return runCall(call);
+  return runCall({CommunicatorOp::ReduceScatter, deviceId, axes, kind, dim, 0,
+                  0, {}, input, output});
 }
 
 Status CallForwardingCommunicator::allToAll(
     int64_t deviceId, const std::vector<std::string> &axes, int64_t splitDim,
     int64_t concatDim, const ConstBufferRef &input, const BufferRef &output) {
-  CollectiveCall call =
-      forwardedCall(CommunicatorOp::AllToAll, deviceId, axes, input, output);
-  call.splitDim = splitDim;
-  call.concatDim = concatDim;
-  return runCall(call);
+  return runCall({CommunicatorOp::AllToAll, deviceId, axes, ReductionCode::Sum,
+                  0, splitDim, concatDim, {}, input, output});
 }
 
 Status CallForwardingCommunicator::collectivePermute(
     int64_t deviceId, const std::vector<std::string> &axes,
     const std::vector<SourceTargetPair> &pairs, const ConstBufferRef &input,
     const BufferRef &output) {
-  CollectiveCall call = forwardedCall(CommunicatorOp::CollectivePermute,
-                                      deviceId, axes, input, output);
-  call.pairs = pairs;
-  return runCall(call);
+  return runCall({CommunicatorOp::CollectivePermute, deviceId, axes,
+                  ReductionCode::Sum, 0, 0, 0, pairs, input, output});
 }
 
 } // namespace partita

@@ -174,36 +174,39 @@ std::string formatRanges(const std::vector<IndexRange> &ranges) {
   return text + "]";
 }
 
+namespace {
+
+/// Copies the box of `sizes` at `fromBegins` of `from` to `toBegins` of
+/// `to` (arrays of one dtype), a row at a time.
+void copyBox(const std::vector<int64_t> &sizes, const HostArray &from,
+             const std::vector<int64_t> &fromBegins, HostArray &to,
+             const std::vector<int64_t> &toBegins) {
+  int64_t elementSize = dtypeSize(from.dtype);
+  forEachRow(sizes, from.shape, fromBegins, to.shape, toBegins,
+             [&](const std::vector<int64_t> &, int64_t source, int64_t dest,
+                 int64_t rowLength) {
+               std::memcpy(to.bytes.data() + dest * elementSize,
+                           from.bytes.data() + source * elementSize,
+                           rowLength * elementSize);
+               return true;
+             });
+}
+
+} // namespace
+
 HostArray extractBlock(const HostArray &global,
                        const std::vector<IndexRange> &ranges,
                        const std::vector<int64_t> &paddedShape) {
   HostArray block = HostArray::zeros(global.dtype, paddedShape);
-  int64_t elementSize = dtypeSize(global.dtype);
-  forEachRow(rangeSizes(ranges), global.shape, rangeBegins(ranges), block.shape,
-             std::vector<int64_t>(ranges.size(), 0),
-             [&](const std::vector<int64_t> &, int64_t source, int64_t dest,
-                 int64_t rowLength) {
-               std::memcpy(block.bytes.data() + dest * elementSize,
-                           global.bytes.data() + source * elementSize,
-                           rowLength * elementSize);
-               return true;
-             });
+  copyBox(rangeSizes(ranges), global, rangeBegins(ranges), block,
+          std::vector<int64_t>(ranges.size(), 0));
   return block;
 }
 
 void placeBlock(HostArray &global, const HostArray &block,
                 const std::vector<IndexRange> &ranges) {
-  int64_t elementSize = dtypeSize(global.dtype);
-  forEachRow(rangeSizes(ranges), block.shape,
-             std::vector<int64_t>(ranges.size(), 0), global.shape,
-             rangeBegins(ranges),
-             [&](const std::vector<int64_t> &, int64_t source, int64_t dest,
-                 int64_t rowLength) {
-               std::memcpy(global.bytes.data() + dest * elementSize,
-                           block.bytes.data() + source * elementSize,
-                           rowLength * elementSize);
-               return true;
-             });
+  copyBox(rangeSizes(ranges), block, std::vector<int64_t>(ranges.size(), 0),
+          global, rangeBegins(ranges));
 }
 
 Expected<HostArray> sliceDeviceBlock(const HostArray &global, const Mesh &mesh,
