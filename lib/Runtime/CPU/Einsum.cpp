@@ -213,6 +213,14 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
 /// products, 1 MiB blocks within noise of them).
 constexpr int64_t kEpilogueElements = 262144;
 constexpr int64_t kEpilogueLeastRows = 256;
+/// A right operand past the core's caches (more than 2 MiB of f32: an LM
+/// head's [d, vocab], GPT-2 small's [768, 768]) is packed from memory
+/// again for every block: blocks of at least 1,024 rows keep that small
+/// (with 256-342-row blocks GPT-2 small's step's einsums ran at 0.92 of
+/// OpenBLAS called once on the same shapes, with these at 0.97-0.98;
+/// bench/compute.cpp).
+constexpr int64_t kLargeRhsElements = int64_t(1) << 19;
+constexpr int64_t kLargeRhsRows = 1024;
 
 /// Whether `term` has `label`.
 bool hasLabel(const std::string &term, char label) {
@@ -445,6 +453,8 @@ private:
     int64_t rows = m;
     if (n > 0)
       rows = std::max(kEpilogueLeastRows, (kEpilogueElements + n - 1) / n);
+    if (k * n > kLargeRhsElements)
+      rows = std::max(rows, kLargeRhsRows);
     bool perBlock = epilogue && direct;
     // Each batch index's offsets into the operands, walked as an odometer.
     std::vector<int64_t> index(plan.batch.size(), 0);

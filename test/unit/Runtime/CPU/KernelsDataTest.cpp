@@ -133,6 +133,72 @@ TEST_CASE("reduce: every kind, several dims, f32/bf16/f64/int/bool",
              {NaN, 3});
 }
 
+TEST_CASE("reduce max/min over the last dimension: element order's bits",
+          "[kernels]") {
+  // The rows run in vectorized lanes; the bits must be those of combining
+  // in element order: the first NaN (payload kept), else the extreme, a
+  // tie going to the later element (a zero's sign is the last zero's).
+  uint32_t payloads[] = {0x7fc00001u, 0xffc00002u, 0x7fa00003u};
+  auto nanWith = [](uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
+  };
+  auto bitsOf = [](float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    return bits;
+  };
+  std::mt19937 rng(21);
+  for (bool isMax : {true, false})
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{5, 37}, {3, 16}, {2, 3, 50}, {4, 1}, {2, 0}})
+      for (int trial = 0; trial < 40; ++trial) {
+        Buffer in(DType::F32, shape);
+        std::vector<float> values(in.size());
+        for (float &v : values) {
+          int pick = static_cast<int>(rng() % 16);
+          v = pick == 0   ? nanWith(payloads[rng() % 3])
+              : pick < 5  ? 0.0f
+              : pick < 9  ? -0.0f
+              : pick < 11 ? -std::numeric_limits<float>::infinity()
+                          : float(int(rng() % 5) - 4);
+        }
+        if (!values.empty())
+          std::memcpy(in.bytes.data(), values.data(), 4 * values.size());
+        // Reduce the last dimension, and (rank 3) the last two: rows of
+        // one output follow each other.
+        std::vector<int64_t> dims = {int64_t(shape.size()) - 1};
+        if (shape.size() == 3)
+          dims = {1, 2};
+        std::vector<int64_t> outShape(shape.begin(),
+                                      shape.end() - int64_t(dims.size()));
+        int64_t outCount = countOf(outShape);
+        int64_t span = outCount ? in.size() / outCount : 0;
+        std::vector<float> expected(
+            outCount, isMax ? -std::numeric_limits<float>::infinity()
+                            : std::numeric_limits<float>::infinity());
+        for (int64_t o = 0; o < outCount; ++o)
+          for (int64_t j = 0; j < span; ++j) {
+            float a = expected[o], b = values[o * span + j];
+            expected[o] = (a != a || b != b)
+                              ? (a != a ? a : b)
+                              : ((isMax ? a > b : a < b) ? a : b);
+          }
+        std::vector<int64_t> ints = {
+            int64_t(isMax ? ReductionCode::Max : ReductionCode::Min)};
+        ints.insert(ints.end(), dims.begin(), dims.end());
+        Buffer got = runOne(OpCode::Reduce, ints, {&in}, DType::F32, outShape);
+        for (int64_t o = 0; o < outCount; ++o) {
+          float value;
+          std::memcpy(&value, got.bytes.data() + 4 * o, 4);
+          INFO((isMax ? "max" : "min")
+               << " shape " << formatShape(shape) << " output " << o);
+          CHECK(bitsOf(value) == bitsOf(expected[o]));
+        }
+      }
+}
+
 TEST_CASE("argmax: first index on ties, NaN is the largest", "[kernels]") {
   Buffer x = bufferOf(DType::F32, {2, 4}, {1, 3, 3, 0, 2, NaN, 5, NaN});
   checkEqual(runOne(OpCode::Argmax, {1}, {&x}, DType::I32, {2}), {1, 1});
