@@ -74,6 +74,24 @@ CollectiveKind kindOf(const std::string &name) {
 
 namespace {
 
+/// A buffer alive at the peak, named for the report: the value's name, or
+/// for a loop's copy of a yielded value, the yielded value's.
+Report::PeakValue peakValueOf(const LiveBuffer &buffer,
+                              const std::string &role) {
+  Report::PeakValue peak;
+  Value value = buffer.value       ? buffer.value
+                : buffer.yieldCopy ? buffer.yieldCopy->get()
+                                   : Value();
+  if (value) {
+    peak.value = (buffer.value ? "" : "loop copy of ") + describeValue(value);
+    llvm::raw_string_ostream type(peak.type);
+    value.getType().print(type);
+  }
+  peak.role = role;
+  peak.bytes = buffer.bytes;
+  return peak;
+}
+
 /// The report's memory: the function with the highest peak, its bytes by
 /// role at the peak and (with `memoryOverProgram`) at every program point.
 void addMemory(Report &report, ModuleOp module, bool memoryOverProgram) {
@@ -93,6 +111,7 @@ void addMemory(Report &report, ModuleOp module, bool memoryOverProgram) {
     report.peakBytesPerDevice = liveness.peakBytes;
     std::map<std::string, int64_t> roles{
         {"param", 0}, {"grad", 0}, {"opt_state", 0}, {"activation", 0}};
+    std::vector<Report::PeakValue> peak;
     // Bytes alive at each program point by role: a difference array per
     // role, summed once.
     static const char *const kRoles[] = {"param", "grad", "opt_state",
@@ -120,8 +139,17 @@ void addMemory(Report &report, ModuleOp module, bool memoryOverProgram) {
       if (buffer.begin > liveness.peakPoint || buffer.end < liveness.peakPoint)
         continue;
       roles[role] += buffer.bytes;
+      peak.push_back(peakValueOf(buffer, role));
     }
     report.bytesByRole = roles;
+    std::stable_sort(
+        peak.begin(), peak.end(),
+        [](const Report::PeakValue &a, const Report::PeakValue &b) {
+          return a.bytes > b.bytes;
+        });
+    if (peak.size() > Report::kPeakValues)
+      peak.resize(Report::kPeakValues);
+    report.peakValues = std::move(peak);
     report.liveBytesByRole.assign(
         memoryOverProgram ? static_cast<size_t>(liveness.points) : 0,
         {0, 0, 0, 0});
@@ -313,6 +341,15 @@ std::string Report::toJson() const {
           auto it = bytesByRole.find(role);
           json.attribute(role, it == bytesByRole.end() ? 0 : it->second);
         }
+      });
+      json.attributeArray("peak_values", [&] {
+        for (const PeakValue &value : peakValues)
+          json.object([&] {
+            json.attribute("value", value.value);
+            json.attribute("type", value.type);
+            json.attribute("role", value.role);
+            json.attribute("bytes", value.bytes);
+          });
       });
       json.attributeObject("persistent_by_role", [&] {
         for (const char *role : {"param", "grad", "opt_state", "input"}) {

@@ -60,6 +60,14 @@ struct Report {
   /// else alive at the peak, inputs included).
   int64_t peakBytesPerDevice = 0;
   std::map<std::string, int64_t> bytesByRole;
+  /// The largest buffers alive at the peak, largest first (at most
+  /// kPeakValues): what to shard, recompute or shrink to lower it.
+  struct PeakValue {
+    std::string value, type, role;
+    int64_t bytes = 0;
+  };
+  static constexpr size_t kPeakValues = 10;
+  std::vector<PeakValue> peakValues;
   /// Of the same function: the bytes alive at each program point (the
   /// entry, then ops in pre-order) by role: param, grad, opt_state,
   /// activation (not in the JSON; the HTML report draws it). Filled only

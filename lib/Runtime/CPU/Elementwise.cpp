@@ -251,6 +251,13 @@ bool convertElements(DType from, const void *src, DType to, void *dst,
       std::memmove(dst, src, count * dtypeSize(from));
     return true;
   }
+  if (from == DType::Bool && to == DType::F32) { // Masks and one-hots.
+    const auto *in = static_cast<const uint8_t *>(src);
+    auto *out = static_cast<float *>(dst);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = in[i] != 0 ? 1.0f : 0.0f;
+    return true;
+  }
   Status status = visitDType(from, [&](auto fromTag) {
     using From = decltype(fromTag);
     return visitDType(to, [&](auto toTag) {

@@ -56,9 +56,14 @@ void copyStridedTyped(char *dst, const std::vector<int64_t> &dstStrides,
   while (true) {
     Word *row = out + dstOffset;
     const Word *from = in + srcOffset;
-    if (dstInner == 1 && srcInner == 1)
+    if (dstInner == 1 && srcInner == 1) {
       std::memcpy(row, from, inner * sizeof(Word));
-    else
+    } else if (dstInner == 1 && srcInner == 0) { // A broadcast row: a fill.
+      Word value;
+      std::memcpy(&value, from, sizeof(Word));
+      for (int64_t j = 0; j < inner; ++j)
+        std::memcpy(row + j, &value, sizeof(Word));
+    } else
       for (int64_t j = 0; j < inner; ++j)
         std::memcpy(row + j * dstInner, from + j * srcInner, sizeof(Word));
     // Advance the odometer over the leading dimensions.
