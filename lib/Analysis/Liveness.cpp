@@ -57,6 +57,14 @@ Operation *partita::collectiveWaitPoint(Operation *collective) {
     if (Operation *ancestor = block->findAncestorOpInBlock(*user))
       if (!first || ancestor->isBeforeInBlock(first))
         first = ancestor;
+  // A reduce_scatter holds its operand, the group's times its result, until
+  // its wait: no later than the next reduce_scatter's start.
+  if (isa<ReduceScatterOp>(collective))
+    for (Operation *next = collective->getNextNode();
+         next && (!first || next->isBeforeInBlock(first));
+         next = next->getNextNode())
+      if (isa<ReduceScatterOp>(next))
+        return next;
   return first ? first : &block->back();
 }
 

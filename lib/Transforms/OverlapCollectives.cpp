@@ -161,14 +161,52 @@ void sinkViewsOfCollectives(Block &block, BlockOrder &order) {
     sinkView(view, block, order);
 }
 
+/// The first point of `block` at which `op` may stand: just after the last
+/// of its operands' definitions in the block, not above `floor`.
+Operation *earliestPlace(Operation *op, Block &block, const BlockOrder &order,
+                         Operation *floor) {
+  Operation *target = floor;
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    Operation *inBlock = def ? block.findAncestorOpInBlock(*def) : nullptr;
+    if (inBlock && !order.before(inBlock, target))
+      target = inBlock->getNextNode();
+  }
+  return target;
+}
+
+/// Whether `op` only packs values for the one op that reads it (a combined
+/// bucket's reshapes and concatenation): it may move up with that op.
+bool isPackFor(Operation *op, Operation *reader) {
+  return isa<ConcatenateOp, ReshapeOp>(op) && op->getNumResults() == 1 &&
+         op->getNumRegions() == 0 && op->getResult(0).hasOneUse() &&
+         *op->getResult(0).getUsers().begin() == reader;
+}
+
+/// Moves the ops that pack `op`'s operands (isPackFor) up to just after
+/// their own operands, the packs of those first.
+void hoistPacks(Operation *op, Block &block, BlockOrder &order,
+                Operation *floor) {
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    if (!def || def->getBlock() != &block || !isPackFor(def, op))
+      continue;
+    hoistPacks(def, block, order, floor);
+    Operation *target = earliestPlace(def, block, order, floor);
+    if (target && target != def && order.before(target, def))
+      order.moveBefore(def, target);
+  }
+}
+
 /// Moves the collectives of `block` up (see the pass description).
 void hoistCollectives(Block &block) {
   if (block.empty())
     return;
   BlockOrder order(block);
   sinkViewsOfCollectives(block, order);
-  // Collectives may be placed before `floor`, never above it.
-  Operation *floor = &block.front();
+  // Collectives may be placed before `floor`, never above it; reduce_scatters
+  // before `barrierFloor` (the last optimization barrier) only.
+  Operation *floor = &block.front(), *barrierFloor = &block.front();
   std::vector<Operation *> ops;
   for (Operation &op : block)
     ops.push_back(&op);
@@ -177,17 +215,26 @@ void hoistCollectives(Block &block) {
       Operation *after = op->getNextNode() ? op->getNextNode() : op;
       if (order.before(floor, after))
         floor = after;
+      if (order.before(barrierFloor, after))
+        barrierFloor = after;
       continue;
     }
     if (!movesData(op))
       continue;
-    Operation *target = floor;
-    for (Value operand : op->getOperands()) {
-      Operation *def = operand.getDefiningOp();
-      Operation *inBlock = def ? block.findAncestorOpInBlock(*def) : nullptr;
-      if (inBlock && !order.before(inBlock, target))
-        target = inBlock->getNextNode();
+    // A reduce_scatter's operand is its result times the group: it starts
+    // as soon as its operand (and the bucket packing it) is ready, ahead of
+    // earlier collectives, and is waited for no later than the next
+    // reduce_scatter's start (Liveness.h's collectiveWaitPoint()), so a
+    // train step holds one or two whole gradients, not all of them until
+    // the update (docs/Runtime.md, "Overlapping communication").
+    if (isa<ReduceScatterOp>(op)) {
+      hoistPacks(op, block, order, barrierFloor);
+      Operation *target = earliestPlace(op, block, order, barrierFloor);
+      if (target && target != op && order.before(target, op))
+        order.moveBefore(op, target);
+      continue;
     }
+    Operation *target = earliestPlace(op, block, order, floor);
     if (target && target != op && order.before(target, op))
       order.moveBefore(op, target);
     // The next collective may start before this one's first use, not

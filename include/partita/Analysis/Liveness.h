@@ -83,7 +83,9 @@ bool isAsyncCollective(mlir::Operation *op);
 
 /// Where an asynchronous collective is waited for: just before this op of
 /// its block, the first that uses its result (through an op nested in it,
-/// too), or the block's terminator when none does.
+/// too), or the block's terminator when none does; for a reduce_scatter,
+/// before the next reduce_scatter of the block when that comes first (its
+/// operand, a whole gradient, is held until the wait).
 mlir::Operation *collectiveWaitPoint(mlir::Operation *collective);
 
 /// Bytes of a statically shaped tensor type (i1 counts one byte).
