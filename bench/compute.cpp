@@ -29,6 +29,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Timing.h"
+
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/Program/ExecutableFile.h"
 #include "partita/Sharding/Einsum.h"
@@ -48,21 +50,10 @@
 #include <vector>
 
 using namespace partita;
+using partita::bench::medianSeconds;
 
 namespace {
 
-template <typename F> double medianSeconds(int repeats, F &&body) {
-  std::vector<double> times;
-  for (int r = 0; r < repeats; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    times.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 /// How a kind of instruction is measured.
 enum class Kind { Gemm, MemoryBound, Other };

@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Timing.h"
+
 #include "partita/Runtime/CPU/Kernels.h"
 
 #ifdef PARTITA_HAVE_OPENBLAS
@@ -26,22 +28,7 @@
 #include <vector>
 
 using namespace partita;
-
-namespace {
-
-template <typename F> double medianSeconds(int repeats, F &&body) {
-  std::vector<double> times;
-  for (int r = 0; r < repeats; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    times.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-} // namespace
+using partita::bench::medianSeconds;
 
 int main(int argc, char **argv) {
   int repeats = 7;
