@@ -165,6 +165,11 @@ struct KernelContext {
                    "} with 0 <= dim < rank " + std::to_string(rank));
     return Status::success();
   }
+  /// checkDimInts() for a dimension of `type`.
+  Status checkDimInts(size_t count, const TensorType &type,
+                      const char *names) const {
+    return checkDimInts(count, static_cast<int64_t>(type.shape.size()), names);
+  }
   /// A failure for an element type the op does not support.
   Status unsupported(DType dtype) const {
     return error(std::string("unsupported element type ") + dtypeName(dtype));

@@ -271,8 +271,7 @@ bool ranksAbove(C a, int64_t aIndex, C b, int64_t bIndex) {
 
 Status runArgmax(const KernelContext &ctx) {
   const TensorType &in = ctx.operandType(0);
-  int64_t rank = static_cast<int64_t>(in.shape.size());
-  if (Status s = ctx.checkDimInts(1, rank, "dim"); !s)
+  if (Status s = ctx.checkDimInts(1, in, "dim"); !s)
     return s;
   int64_t dim = ctx.ints()[0];
   std::vector<int64_t> expected = in.shape;
@@ -315,8 +314,7 @@ Status runArgmax(const KernelContext &ctx) {
 
 Status runTopK(const KernelContext &ctx) {
   const TensorType &in = ctx.operandType(0);
-  int64_t rank = static_cast<int64_t>(in.shape.size());
-  if (Status s = ctx.checkDimInts(2, rank, "dim, k"); !s)
+  if (Status s = ctx.checkDimInts(2, in, "dim, k"); !s)
     return s;
   int64_t dim = ctx.ints()[0], k = ctx.ints()[1];
   if (k < 1 || k > in.shape[dim])

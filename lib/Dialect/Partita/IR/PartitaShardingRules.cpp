@@ -365,14 +365,16 @@ OpShardingRule PadOp::getShardingRule() {
 }
 
 namespace {
-/// The factors a row lookup shares with its rows (gather's result,
-/// scatter_add's updates): one per index dimension, of type `positions`,
-/// then one per row dimension of the table past the first.
+/// The factors of a row lookup: the table's rows (of type `rows`), then
+/// those it shares with its rows (gather's result, scatter_add's updates):
+/// one per index dimension, of type `positions`, then one per row
+/// dimension of the table past the first.
 void addRowLookupFactors(OpShardingRule &rule,
                          const std::vector<int64_t> &table,
-                         const std::vector<int64_t> &indices,
+                         const std::vector<int64_t> &indices, FactorType rows,
                          FactorType positions, TensorFactors &tableMap,
                          TensorFactors &indexMap, TensorFactors &rowsMap) {
+  tableMap.push_back({rule.addFactor(table[0], rows)});
   for (int64_t size : indices) {
     int factor = rule.addFactor(size, positions);
     indexMap.push_back({factor});
@@ -395,9 +397,8 @@ OpShardingRule GatherOp::getShardingRule() {
   // (zeros for the others) and the results are summed over those axes, as
   // Megatron's vocabulary-parallel embedding does (the partitioner rebases
   // the indices: Partitioner::localizeRowLookup).
-  tableMap.push_back({rule.addFactor(table[0], FactorType::Reduction)});
-  addRowLookupFactors(rule, table, indices, FactorType::PassThrough, tableMap,
-                      indexMap, resultMap);
+  addRowLookupFactors(rule, table, indices, FactorType::Reduction,
+                      FactorType::PassThrough, tableMap, indexMap, resultMap);
   rule.operands = {tableMap, indexMap};
   rule.results = {resultMap};
   passThroughOperand0(rule, {PartialKind::Sum});
@@ -435,7 +436,6 @@ OpShardingRule ScatterAddOp::getShardingRule() {
                        indices = shapeOf(getIndices());
   OpShardingRule rule;
   TensorFactors tableMap, indexMap, updateMap;
-  tableMap.push_back({rule.addFactor(table[0], FactorType::NeedReplication)});
   // Index positions are summed into the table. Into a table of zeros (an
   // embedding's gradient), each device adds its own positions' rows and
   // the tables are summed over the split axes, with the other gradients
@@ -445,8 +445,8 @@ OpShardingRule ScatterAddOp::getShardingRule() {
   bool zeros = isZeros(getTable());
   FactorType positions =
       zeros ? FactorType::Reduction : FactorType::NeedReplication;
-  addRowLookupFactors(rule, table, indices, positions, tableMap, indexMap,
-                      updateMap);
+  addRowLookupFactors(rule, table, indices, FactorType::NeedReplication,
+                      positions, tableMap, indexMap, updateMap);
   rule.operands = {tableMap, indexMap, updateMap};
   rule.results = {tableMap};
   // Linear in the table and the updates jointly; into zeros, linear in the
