@@ -148,3 +148,45 @@ func.func @norm(%x: tensor<8x16xf32>, %ps: tensor<4xf32>, %pb: tensor<4xf32>, %p
   %h = partita.einsum "bd,dh->bh" %a, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
   return %h : tensor<8x16xf32>
 }
+
+// -----
+
+partita.mesh @mesh = <["x"=4]>
+
+// A reduce_scatter holds a whole gradient until its wait: it moves up to
+// just after its gradient, ahead of the gather started before it (whose
+// first use is the return), instead of waiting behind it in the tail.
+// CHECK-LABEL: func.func @gradients
+// CHECK: %[[G1:.*]] = partita.einsum "bh,bd->dh"
+// CHECK-NEXT: %[[R1:.*]] = partita.reduce_scatter sum %[[G1]]
+// CHECK: %[[G0:.*]] = partita.einsum "bh,bd->dh"
+// CHECK-NEXT: %[[R0:.*]] = partita.reduce_scatter sum %[[G0]]
+// CHECK-NEXT: return %[[R1]], %[[R0]]
+func.func @gradients(%x: tensor<8x16xf32>, %dy: tensor<8x16xf32>, %p: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16x16xf32>) {
+  %w = partita.all_gather %p on @mesh axes = ["x"] dim = 0 : tensor<4x16xf32> -> tensor<16x16xf32>
+  %g1 = partita.einsum "bh,bd->dh" %dy, %x : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %t = partita.tanh %dy : tensor<8x16xf32>
+  %g0 = partita.einsum "bh,bd->dh" %t, %x : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %r1 = partita.reduce_scatter sum %g1 on @mesh axes = ["x"] dim = 0 : tensor<16x16xf32> -> tensor<4x16xf32>
+  %r0 = partita.reduce_scatter sum %g0 on @mesh axes = ["x"] dim = 0 : tensor<16x16xf32> -> tensor<4x16xf32>
+  return %r1, %r0, %w : tensor<4x16xf32>, tensor<4x16xf32>, tensor<16x16xf32>
+}
+
+// -----
+
+partita.mesh @mesh = <["x"=4]>
+
+// A gradient computed before an optimization barrier is reduced right
+// after the barrier, never above it.
+// CHECK-LABEL: func.func @behind_barrier
+// CHECK: partita.einsum
+// CHECK-NEXT: partita.optimization_barrier
+// CHECK-NEXT: partita.reduce_scatter
+// CHECK-NEXT: partita.tanh
+func.func @behind_barrier(%x: tensor<8x16xf32>, %dy: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<8x16xf32>) {
+  %g = partita.einsum "bh,bd->dh" %dy, %x : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %b = partita.optimization_barrier %dy : tensor<8x16xf32>
+  %t = partita.tanh %b : tensor<8x16xf32>
+  %r = partita.reduce_scatter sum %g on @mesh axes = ["x"] dim = 0 : tensor<16x16xf32> -> tensor<4x16xf32>
+  return %r, %t : tensor<4x16xf32>, tensor<8x16xf32>
+}

@@ -13,10 +13,11 @@
 //    may write its result over that operand: the operand's range ends one
 //    point before the op, so the two never count twice;
 //  * in a module marked `partita.async_collectives`, a collective is in
-//    flight from its op to just before the first use of its result: its
-//    operand and result stay alive until that use, except that an
-//    all_reduce whose operand dies at it writes in place, always sharing
-//    the operand's storage;
+//    flight from its op to its wait (collectiveWaitPoint(): just before the
+//    first use of its result, or for a reduce_scatter the next
+//    reduce_scatter when that comes first): its operand and result stay
+//    alive until the wait, except that an all_reduce whose operand dies at
+//    it writes in place, always sharing the operand's storage;
 //  * a loop's yield holds a copy of every yielded value (the runtime moves
 //    them aside before they become the next carries): one buffer per
 //    yielded value, alive at the yield; and the carries themselves stay

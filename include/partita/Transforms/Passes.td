@@ -350,7 +350,12 @@ def OverlapCollectivesPass
     from a parameter is thus gathered while the previous layer computes
     (one collective ahead: at most two gathered weights are alive at once);
     a gradient's all_reduce already stands right after the gradient and
-    stays there.
+    stays there. A reduce_scatter moves up to just after its operand (with
+    the reshapes and concatenation packing its bucket), ahead of earlier
+    collectives but not above an `optimization_barrier`, and is waited for
+    before the next reduce_scatter starts
+    when that comes before its result's first use: a train step holds one
+    or two whole gradients, not every one until the update.
 
     **Constraints:** none; a module without collectives is only marked.
 

@@ -37,7 +37,7 @@ struct CudaBackendOptions {
   /// runOnCudaDevices: logical device d runs on GPU (firstDevice + d) modulo
   /// the GPUs (a pipeline rank's devices start past the earlier ranks').
   int firstDevice = 0;
-  /// runOnCudaDevices: how a partial-sum input is split (Executable.h).
+  /// runOnCudaDevices: how a partial-sum input is split (Execution/Run.h).
   PartialInputs partialInputs = PartialInputs::RandomAddends;
 };
 

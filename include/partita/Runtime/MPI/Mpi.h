@@ -130,7 +130,7 @@ Expected<Executable> broadcastExecutable(MpiProcess &process,
 /// How a process of a multi-process run drives its devices. Empty
 /// functions mean CPU device threads with the MPI communicator; the CUDA
 /// backend supplies GPUs with NCCL (cudaDistributedDevices(),
-/// CUDA/CudaDistributed.h).
+/// MPI/CudaDistributed.h).
 struct DistributedDevices {
   /// The communicator for this process's devices of `layout`.
   std::function<Expected<std::unique_ptr<Communicator>>(
