@@ -5,7 +5,8 @@
 //   * decideOp: candidates per factor, conflicts, costed options;
 //   * the round loop: proposals per op, deterministic merge per tensor
 //     (propagateInOrder), and the estimate of a plan (estimatePlan).
-// Which orders run, and which plan is kept: PropagationOrders.cpp.
+// Which orders run, and which plan is kept: PropagationOrders.cpp; an
+// assignment of axes to factors written and applied: FactorAssignment.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,26 +20,6 @@
 #include <set>
 
 using namespace partita;
-
-std::string partita::factorAssignmentToString(
-    const std::vector<std::vector<std::string>> &axes) {
-  static const char letters[] = "ijklmnopqrstuvwxyzabcdefgh";
-  std::string text = "{";
-  bool first = true;
-  for (size_t f = 0; f < axes.size(); ++f) {
-    if (axes[f].empty())
-      continue;
-    text += first ? "" : "; ";
-    first = false;
-    text += letters[f % 26];
-    if (f >= 26)
-      text += std::to_string(f / 26);
-    text += ":";
-    for (const std::string &axis : axes[f])
-      text += " \"" + axis + "\"";
-  }
-  return text + "}";
-}
 
 namespace {
 
@@ -100,20 +81,6 @@ std::vector<AxisList> projectDim(const Mesh &mesh, const AxisList &axes,
 }
 
 } // namespace
-
-Sharding partita::shardingUnderAssignment(
-    const TensorFactors &mapping,
-    const std::vector<std::vector<std::string>> &assignment) {
-  Sharding sharding;
-  for (const std::vector<int> &factorIds : mapping) {
-    DimSharding dim;
-    for (int factor : factorIds)
-      dim.axes.insert(dim.axes.end(), assignment[factor].begin(),
-                      assignment[factor].end());
-    sharding.dims.push_back(std::move(dim));
-  }
-  return sharding;
-}
 
 namespace {
 
