@@ -5,6 +5,7 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Runtime/Execution/RunSupport.h"
+#include "partita/Runtime/Program/RunMemory.h"
 #include "partita/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -101,6 +102,13 @@ Expected<ReferenceOutputs> runReference(ModuleOp reference,
     return Status::error("reference program: " + single.status().message());
   if (!manual)
     single->mesh = Mesh();
+  // The whole inputs are held already (the process's figure counts them);
+  // the reference's blocks, buffers and outputs must still fit.
+  RunMemory memory = runMemory(*single, RunKind::Run);
+  memory.hostInputs = 0;
+  if (Status status = checkRunMemory(memory, "the reference run (--check)");
+      !status)
+    return status;
   Expected<std::vector<HostArray>> outputs = runOnCpuDevices(*single, inputs);
   if (!outputs)
     return Status::error("reference run: " + outputs.status().message());

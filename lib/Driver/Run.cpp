@@ -16,6 +16,7 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Driver/Check.h"
 #include "partita/Driver/Session.h"
+#include "partita/Runtime/Execution/BlockwiseRun.h"
 #include "partita/Runtime/Plugins/CudaPlugin.h"
 #include "partita/Runtime/Plugins/MpiPlugin.h"
 #include "partita/Runtime/Program/ExecutableFile.h"
@@ -155,6 +156,13 @@ Expected<int> partita::runAcrossProcesses(RunRequest &request) {
 
 namespace {
 
+/// What a run made: whole inputs and outputs, or (blockwise) the outputs'
+/// summaries, files and comparisons taken block by block.
+struct RunResult {
+  std::vector<HostArray> inputs, outputs;
+  std::unique_ptr<BlockwiseOutputs> blocks;
+};
+
 /// `partita run` in this process: the devices as threads or over the GPUs.
 class LocalRun {
 public:
@@ -169,17 +177,23 @@ public:
   Status runModule();
 
 private:
-  /// Checks the program's device count and reads its inputs: the user's
-  /// (--inputs) or deterministic random ones.
-  Status prepare(const Executable &program,
-                 std::vector<HostArray> &inputs) const;
-  /// Runs `program` on the devices asked for.
-  Expected<std::vector<HostArray>> run(const Executable &program,
-                                       const std::vector<HostArray> &inputs,
-                                       RunStatistics *statistics) const;
-  /// --trace, --outputs and --expect, after a run.
+  /// Whether the run makes no whole array: CPU devices, no --check (its
+  /// reference needs the whole inputs) and no caller taking arrays in
+  /// memory (BlockwiseRun.h).
+  bool blockwise() const {
+    return !devices.isCuda() && !request.check && !request.inputsInMemory &&
+           !request.outputsInMemory;
+  }
+  /// Checks the program's device count and memory, and runs it: blockwise,
+  /// or on whole inputs (the user's, --inputs, or deterministic random
+  /// ones) into whole outputs.
+  Status execute(const Executable &program, RunStatistics &statistics,
+                 RunResult &result) const;
+  Status executeBlockwise(const Executable &program, RunStatistics &statistics,
+                          RunResult &result) const;
+  /// The outputs' lines, --trace, --outputs and --expect, after a run.
   Status finish(const Executable &program, const RunStatistics &statistics,
-                const std::vector<HostArray> &outputs) const;
+                RunResult &result) const;
   /// The check against the reference.
   Status check(ModuleOp reference, const Executable &program,
                const std::vector<HostArray> &inputs,
@@ -190,12 +204,15 @@ private:
   uint64_t seed;
 };
 
-Status LocalRun::prepare(const Executable &program,
-                         std::vector<HostArray> &inputs) const {
+Status LocalRun::execute(const Executable &program, RunStatistics &statistics,
+                         RunResult &result) const {
   if (Status status = checkDeviceCount(
           "the program's mesh", program.mesh.numDevices(), devices.count);
       !status)
     return status;
+  statistics.recordTimelines = !request.tracePath.empty();
+  if (blockwise())
+    return executeBlockwise(program, statistics, result);
   // CPU devices live in this process: a run that cannot fit is refused
   // before its inputs are made.
   if (!devices.isCuda())
@@ -209,29 +226,56 @@ Status LocalRun::prepare(const Executable &program,
                                     : randomInputs(program, seed);
   if (!given)
     return given.status();
-  inputs = std::move(*given);
+  result.inputs = std::move(*given);
+  Expected<std::vector<HostArray>> outputs = Status::error("not run");
+  if (!devices.isCuda()) {
+    outputs = runOnCpuDevices(program, result.inputs, &statistics);
+  } else {
+    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+    if (!plugin)
+      return plugin.status();
+    outputs = (*plugin)->runOnDevices(program, result.inputs,
+                                      CudaBackendOptions(), &statistics);
+  }
+  if (!outputs)
+    return outputs.status();
+  result.outputs = std::move(*outputs);
   return Status::success();
 }
 
-Expected<std::vector<HostArray>>
-LocalRun::run(const Executable &program, const std::vector<HostArray> &inputs,
-              RunStatistics *statistics) const {
-  statistics->recordTimelines = !request.tracePath.empty();
-  if (!devices.isCuda())
-    return runOnCpuDevices(program, inputs, statistics);
-  Expected<const CudaPlugin *> plugin = loadCudaPlugin();
-  if (!plugin)
-    return plugin.status();
-  return (*plugin)->runOnDevices(program, inputs, CudaBackendOptions(),
-                                 statistics);
+Status LocalRun::executeBlockwise(const Executable &program,
+                                  RunStatistics &statistics,
+                                  RunResult &result) const {
+  if (Status status = checkRunMemory(
+          blockwiseRunMemory(program, request.inputsPath), "the run");
+      !status)
+    return status;
+  Expected<InputRegion> region =
+      request.inputsPath.empty()
+          ? randomInputRegions(program, seed)
+          : fileInputRegions(program, request.inputsPath);
+  if (!region)
+    return region.status();
+  Expected<std::unique_ptr<BlockwiseOutputs>> blocks = BlockwiseOutputs::create(
+      program, request.outputsPath, request.expectDirectory);
+  if (!blocks)
+    return blocks.status();
+  result.blocks = std::move(*blocks);
+  return runOnCpuDevicesBlockwise(program, *region, result.blocks->sink(),
+                                  &statistics);
 }
 
 Status LocalRun::finish(const Executable &program,
                         const RunStatistics &statistics,
-                        const std::vector<HostArray> &outputs) const {
-  for (size_t o = 0; o < outputs.size(); ++o)
-    llvm::outs() << "  " << program.outputs[o].name << ": "
-                 << summarizeArray(outputs[o]) << "\n";
+                        RunResult &result) const {
+  std::vector<std::string> lines;
+  if (result.blocks)
+    lines = result.blocks->summaryLines();
+  else
+    for (const HostArray &output : result.outputs)
+      lines.push_back(summarizeArray(output));
+  for (size_t o = 0; o < lines.size(); ++o)
+    llvm::outs() << "  " << program.outputs[o].name << ": " << lines[o] << "\n";
   if (!request.tracePath.empty()) {
     TraceOptions trace;
     trace.title = "partita run " + devices.toString();
@@ -241,16 +285,26 @@ Status LocalRun::finish(const Executable &program,
         !status.ok())
       return status;
   }
+  if (result.blocks) {
+    if (Status status = result.blocks->finishWriting(); !status.ok())
+      return status;
+    if (request.expectDirectory.empty())
+      return Status::success();
+    std::string report;
+    Status status = result.blocks->finishExpecting(report);
+    llvm::outs() << report;
+    return status;
+  }
   if (!request.outputsPath.empty())
-    if (Status status = writeOutputs(request.outputsPath, outputs);
+    if (Status status = writeOutputs(request.outputsPath, result.outputs);
         !status.ok())
       return status;
   if (request.outputsInMemory)
-    *request.outputsInMemory = outputs;
+    *request.outputsInMemory = result.outputs;
   if (!request.expectDirectory.empty()) {
     std::string report;
     Status status =
-        expectOutputs(request.expectDirectory, program, outputs, report);
+        expectOutputs(request.expectDirectory, program, result.outputs, report);
     llvm::outs() << report;
     if (!status.ok())
       return status;
@@ -264,14 +318,11 @@ Status LocalRun::runExecutableFile() {
   Expected<Executable> program = readExecutableFile(request.input);
   if (!program)
     return program.status();
-  std::vector<HostArray> inputs;
-  if (Status status = prepare(*program, inputs); !status.ok())
-    return status;
   RunStatistics statistics;
-  Expected<std::vector<HostArray>> outputs = run(*program, inputs, &statistics);
-  if (!outputs)
-    return outputs.status();
-  return finish(*program, statistics, *outputs);
+  RunResult result;
+  if (Status status = execute(*program, statistics, result); !status.ok())
+    return status;
+  return finish(*program, statistics, result);
 }
 
 Status LocalRun::runModule() {
@@ -283,17 +334,18 @@ Status LocalRun::runModule() {
     return program.status();
   if (request.check && isPartitioned(*reference))
     return Status::error(kNeedsGlobalProgram);
-  std::vector<HostArray> inputs;
-  if (Status status = prepare(*program, inputs); !status.ok())
-    return status;
   auto start = std::chrono::steady_clock::now();
   RunStatistics statistics;
-  Expected<std::vector<HostArray>> outputs = run(*program, inputs, &statistics);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  if (!outputs)
-    return outputs.status();
+  RunResult result;
+  if (Status status = execute(*program, statistics, result); !status.ok())
+    return status;
+  // The program's run on device 0 (inputs made on the device threads are
+  // not part of it), else the whole call.
+  double seconds = statistics.stepSeconds.empty()
+                       ? std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count()
+                       : statistics.stepSeconds.back();
   CommunicationSummary communication = summarizeCommunication(*program);
   int64_t measured = statistics.peakBytesPerDevice;
   Report report = analyzeModule(*module, Interconnect());
@@ -313,10 +365,10 @@ Status LocalRun::runModule() {
                                                  report.peakBytesPerDevice
                                            : 1.0)
                << "x)\n";
-  if (Status status = finish(*program, statistics, *outputs);
+  if (Status status = finish(*program, statistics, result);
       !status.ok() || !request.check)
     return status;
-  return check(*reference, *program, inputs, *outputs);
+  return check(*reference, *program, result.inputs, result.outputs);
 }
 
 Status LocalRun::check(ModuleOp reference, const Executable &program,

@@ -15,6 +15,7 @@
 #include "../common/RuntimeBackends.h"
 #include "TrainPipeline.h"
 
+#include "partita/Runtime/Execution/BlockwiseRun.h"
 #include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/ShardedArray.h"
@@ -511,6 +512,7 @@ int runTool(int argc, char **argv);
 } // namespace
 
 int main(int argc, char **argv) {
+  partita::exitWhenOutOfMemory();
   int exitCode = runTool(argc, argv);
   // A full disk or a closed pipe on stdout is an error, said once.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
@@ -671,23 +673,58 @@ Status runAcrossProcesses(const Arguments &args,
   return code == 0 ? Status::success() : Status::error("");
 }
 
+/// Runs `program` on the GPUs with whole inputs and outputs; the outputs'
+/// lines, files and comparison once it ran.
+Status runOnGpus(const Arguments &args, const RunRequest &request,
+                 const Executable &program, RunStatistics &statistics,
+                 std::vector<HostArray> &outputs) {
+  Expected<std::vector<HostArray>> inputs =
+      args.has("--inputs") ? readInputs(program, args.get("--inputs"))
+                           : randomInputs(program, request.seed);
+  if (!inputs)
+    return inputs.status();
+  Expected<const CudaPlugin *> plugin = loadCudaPlugin();
+  if (!plugin)
+    return plugin.status();
+  Expected<std::vector<HostArray>> ran =
+      (*plugin)->runOnDevices(program, *inputs, cudaOptions(args), &statistics);
+  if (!ran)
+    return ran.status();
+  outputs = std::move(*ran);
+  return Status::success();
+}
+
+/// Runs `program` on CPU device threads without whole arrays
+/// (BlockwiseRun.h): each device makes its input blocks, the outputs are
+/// summarised, written and compared block by block.
+Expected<std::unique_ptr<BlockwiseOutputs>>
+runOnCpuThreads(const Arguments &args, const RunRequest &request,
+                const Executable &program, RunStatistics &statistics) {
+  if (Status status = checkRunMemory(
+          blockwiseRunMemory(program, args.get("--inputs")), "the run");
+      !status)
+    return status;
+  Expected<InputRegion> region =
+      args.has("--inputs") ? fileInputRegions(program, args.get("--inputs"))
+                           : randomInputRegions(program, request.seed);
+  if (!region)
+    return region.status();
+  Expected<std::unique_ptr<BlockwiseOutputs>> blocks = BlockwiseOutputs::create(
+      program, args.get("--outputs"), args.get("--expect"));
+  if (!blocks)
+    return blocks.status();
+  if (Status status = runOnCpuDevicesBlockwise(program, *region,
+                                               (*blocks)->sink(), &statistics);
+      !status)
+    return status;
+  return std::move(*blocks);
+}
+
 /// `run` in this process: the devices as threads (cpu) or over the GPUs.
 Status runHere(const Arguments &args, const RunRequest &request) {
   Expected<Executable> program = readExecutableFile(args.positional[0]);
   if (!program)
     return program.status();
-  // CPU devices are threads here: a run that cannot fit is refused first.
-  if (!request.devices || !request.devices->isCuda())
-    if (Status status =
-            checkRunMemory(runMemory(*program, RunKind::Run), "the run");
-        !status)
-      return status;
-  Expected<std::vector<HostArray>> inputs =
-      args.has("--inputs")
-          ? readInputs(*program, args.get("--inputs"))
-          : randomInputs(*program, request.seed);
-  if (!inputs)
-    return inputs.status();
   DeviceSpec devices;
   devices.count = program->mesh.numDevices();
   if (request.devices) {
@@ -701,21 +738,22 @@ Status runHere(const Arguments &args, const RunRequest &request) {
   RunStatistics statistics;
   statistics.repeats = request.repeats;
   statistics.recordTimelines = args.has("--trace");
-  Expected<std::vector<HostArray>> outputs = Status::error("not run");
-  if (!devices.isCuda()) {
-    outputs = runOnCpuDevices(*program, *inputs, &statistics);
+  std::vector<HostArray> outputs;
+  std::unique_ptr<BlockwiseOutputs> blocks;
+  if (devices.isCuda()) {
+    if (Status status = runOnGpus(args, request, *program, statistics, outputs);
+        !status)
+      return status;
   } else {
-    Expected<const CudaPlugin *> plugin = loadCudaPlugin();
-    if (!plugin)
-      return plugin.status();
-    outputs = (*plugin)->runOnDevices(*program, *inputs, cudaOptions(args),
-                                      &statistics);
+    Expected<std::unique_ptr<BlockwiseOutputs>> ran =
+        runOnCpuThreads(args, request, *program, statistics);
+    if (!ran)
+      return ran.status();
+    blocks = std::move(*ran);
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  if (!outputs)
-    return outputs.status();
   CommunicationSummary communication = summarizeCommunication(*program);
   std::printf(
       "ran on %s in %.3f ms (%zu instructions; %lld collectives per "
@@ -736,9 +774,14 @@ Status runHere(const Arguments &args, const RunRequest &request) {
               "arena %lld)\n",
               static_cast<long long>(statistics.peakBytesPerDevice),
               static_cast<long long>(program->allocatedBytes()));
-  for (size_t o = 0; o < outputs->size(); ++o)
+  std::vector<std::string> lines;
+  if (blocks)
+    lines = blocks->summaryLines();
+  for (const HostArray &output : outputs)
+    lines.push_back(summarizeArray(output));
+  for (size_t o = 0; o < lines.size(); ++o)
     std::printf("  %s: %s\n", program->outputs[o].name.c_str(),
-                summarizeArray((*outputs)[o]).c_str());
+                lines[o].c_str());
   if (args.has("--trace")) {
     TraceOptions trace;
     trace.title = "partita-exec run " + devices.toString();
@@ -748,18 +791,22 @@ Status runHere(const Arguments &args, const RunRequest &request) {
         !status.ok())
       return status;
   }
-  if (args.has("--outputs"))
-    if (Status status = writeOutputs(args.get("--outputs"), *outputs);
+  if (blocks) {
+    if (Status status = blocks->finishWriting(); !status.ok())
+      return status;
+  } else if (args.has("--outputs")) {
+    if (Status status = writeOutputs(args.get("--outputs"), outputs);
         !status.ok())
       return status;
-  if (args.has("--expect")) {
-    std::string report;
-    Status status =
-        expectOutputs(args.get("--expect"), *program, *outputs, report);
-    std::printf("%s", report.c_str());
-    return status;
   }
-  return Status::success();
+  if (!args.has("--expect"))
+    return Status::success();
+  std::string report;
+  Status status =
+      blocks ? blocks->finishExpecting(report)
+             : expectOutputs(args.get("--expect"), *program, outputs, report);
+  std::printf("%s", report.c_str());
+  return status;
 }
 
 Status runCommand(const Arguments &args) {

@@ -10,6 +10,7 @@
 
 #include "CliEntry.h"
 #include "Commands.h"
+#include "partita/Runtime/Program/RunMemory.h"
 
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 namespace {
 
 int runCommands(int argc, char **argv) {
+  partita::exitWhenOutOfMemory();
   return partita::cli::runTool(std::vector<std::string>(argv + 1, argv + argc));
 }
 

@@ -133,6 +133,7 @@ public:
   }
 
   Status synchronize() override { return Status::success(); }
+  bool hostAddressable() const override { return true; }
 
 private:
   std::unordered_map<void *, int64_t> sizes;

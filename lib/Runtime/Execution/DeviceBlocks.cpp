@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Runtime/CPU/Kernels.h"
+#include "partita/Runtime/Execution/BlockwiseRun.h"
 #include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/IO/ShardedArray.h"
@@ -21,68 +22,76 @@ using namespace partita;
 
 namespace {
 
-/// Splits the blocks of a partial-sum input into addends over each partial
-/// group: every member but the first gets a random block (uniform in
-/// [-1, 1] for floats, [0, 4) for integers), the first the rest, so the
-/// group sums to the value. Booleans go whole to the first member.
-void splitPartialSum(const Mesh &mesh, const Sharding &sharding, uint64_t seed,
-                     std::vector<HostArray *> &blocks, PartialInputs policy) {
-  std::vector<int> partialAxes;
-  for (const std::string &axis : sharding.partialAxes)
-    partialAxes.push_back(mesh.axisIndex(axis));
+/// The devices of `device`'s partial group (those differing from it only
+/// on the partial axes), in device order: the first, with coordinate 0 on
+/// every partial axis, is the group's leader.
+std::vector<int64_t> partialGroup(const Mesh &mesh, const Sharding &sharding,
+                                  int64_t device) {
+  std::vector<int64_t> group;
+  std::vector<int64_t> coords = mesh.coordinates(device);
+  for (int64_t d = 0; d < mesh.numDevices(); ++d) {
+    std::vector<int64_t> other = mesh.coordinates(d);
+    for (const std::string &axis : sharding.partialAxes)
+      other[mesh.axisIndex(axis)] = coords[mesh.axisIndex(axis)];
+    if (other == coords)
+      group.push_back(d);
+  }
+  return group;
+}
+
+/// Fills `block` with the addends group member `device` (not the leader)
+/// holds of a partial-sum input: uniform in [-1, 1] for floats, [0, 4) for
+/// integers, rounded to the dtype; zeros for booleans and with
+/// PartialInputs::FirstMember.
+void fillAddends(const Mesh &mesh, const Sharding &sharding, uint64_t seed,
+                 int64_t device, HostArray &block, PartialInputs policy) {
+  if (block.dtype == DType::Bool || policy == PartialInputs::FirstMember) {
+    std::fill(block.bytes.begin(), block.bytes.end(), 0);
+    return;
+  }
   std::vector<bool> usedAxes(mesh.axes().size(), false);
-  for (int axis : partialAxes)
-    usedAxes[axis] = true;
+  for (const std::string &axis : sharding.partialAxes)
+    usedAxes[mesh.axisIndex(axis)] = true;
   for (const DimSharding &dim : sharding.dims)
     for (const std::string &axis : dim.axes)
       usedAxes[mesh.axisIndex(axis)] = true;
-  std::map<std::vector<int64_t>, int64_t> first;
-  std::vector<int64_t> leaderOf(blocks.size());
+  bool isFloat = block.dtype == DType::F32 || block.dtype == DType::F64 ||
+                 block.dtype == DType::BF16 || block.dtype == DType::F16;
+  // Replicas (devices differing only on axes the value does not use) get
+  // the same addends, so they compute the same bits.
+  std::vector<int64_t> coords = mesh.coordinates(device);
+  uint64_t state = seed * 7919ULL + 1;
+  for (size_t axis = 0; axis < coords.size(); ++axis)
+    if (usedAxes[axis])
+      state = state * 1000003ULL + static_cast<uint64_t>(coords[axis]);
+  std::mt19937_64 random(state);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (int64_t e = 0; e < block.numElements(); ++e)
+    setElementFromDouble(block, e,
+                         isFloat ? uniform(random)
+                                 : static_cast<double>(random() % 4));
+}
+
+/// `leader` less `addends`, element by element, rounded to the dtype.
+void subtractAddends(HostArray &leader, const HostArray &addends) {
+  for (int64_t e = 0; e < leader.numElements(); ++e)
+    setElementFromDouble(
+        leader, e, elementAsDouble(leader, e) - elementAsDouble(addends, e));
+}
+
+/// Splits the blocks of a partial-sum input into addends over each partial
+/// group: every member but the first gets random addends (fillAddends),
+/// the first the rest, so the group sums to the value.
+void splitPartialSum(const Mesh &mesh, const Sharding &sharding, uint64_t seed,
+                     std::vector<HostArray *> &blocks, PartialInputs policy) {
   for (size_t d = 0; d < blocks.size(); ++d) {
-    std::vector<int64_t> key = mesh.coordinates(static_cast<int64_t>(d));
-    bool leads = true;
-    for (int axis : partialAxes) {
-      leads &= key[axis] == 0;
-      key[axis] = 0;
-    }
-    if (leads)
-      first[key] = static_cast<int64_t>(d);
-    leaderOf[d] = -1;
-  }
-  for (size_t d = 0; d < blocks.size(); ++d) {
-    std::vector<int64_t> key = mesh.coordinates(static_cast<int64_t>(d));
-    for (int axis : partialAxes)
-      key[axis] = 0;
-    leaderOf[d] = first[key];
-  }
-  for (size_t d = 0; d < blocks.size(); ++d) {
-    if (leaderOf[d] == static_cast<int64_t>(d))
+    int64_t leader =
+        partialGroup(mesh, sharding, static_cast<int64_t>(d)).front();
+    if (leader == static_cast<int64_t>(d))
       continue;
-    HostArray &block = *blocks[d];
-    if (block.dtype == DType::Bool || policy == PartialInputs::FirstMember) {
-      std::fill(block.bytes.begin(), block.bytes.end(), 0);
-      continue;
-    }
-    bool isFloat = block.dtype == DType::F32 || block.dtype == DType::F64 ||
-                   block.dtype == DType::BF16 || block.dtype == DType::F16;
-    // Replicas (devices differing only on axes the value does not use) get
-    // the same addends, so they compute the same bits.
-    std::vector<int64_t> coords = mesh.coordinates(static_cast<int64_t>(d));
-    uint64_t state = seed * 7919ULL + 1;
-    for (size_t axis = 0; axis < coords.size(); ++axis)
-      if (usedAxes[axis])
-        state = state * 1000003ULL + static_cast<uint64_t>(coords[axis]);
-    std::mt19937_64 random(state);
-    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-    HostArray &leader = *blocks[leaderOf[d]];
-    for (int64_t e = 0; e < block.numElements(); ++e) {
-      double addend =
-          isFloat ? uniform(random) : static_cast<double>(random() % 4);
-      // Rounded to the dtype first, so the leader subtracts what is stored.
-      setElementFromDouble(block, e, addend);
-      addend = elementAsDouble(block, e);
-      setElementFromDouble(leader, e, elementAsDouble(leader, e) - addend);
-    }
+    fillAddends(mesh, sharding, seed, static_cast<int64_t>(d), *blocks[d],
+                policy);
+    subtractAddends(*blocks[leader], *blocks[d]);
   }
 }
 
@@ -131,6 +140,59 @@ partita::deviceInputBlocks(const Executable &program,
       deviceInputs[d].push_back(std::move((*blocks)[d]));
   }
   return deviceInputs;
+}
+
+Status partita::writeDeviceInputBlock(const Executable &program, size_t index,
+                                      int64_t device, const InputRegion &region,
+                                      uint8_t *into, PartialInputs policy) {
+  const ExecutableValue &input = program.inputs[index];
+  const Mesh &mesh = program.mesh;
+  Sharding whole = input.sharding;
+  whole.partialKind = PartialKind::None;
+  whole.partialAxes.clear();
+  if (Status status = checkShardedLayout(mesh, whole, input.globalShape);
+      !status)
+    return Status::error("input " + input.name + ": " + status.message());
+  const TensorType &local = program.slots[input.slot];
+  std::vector<int64_t> padded = localShape(mesh, whole, input.globalShape);
+  if (padded != local.shape)
+    return Status::error("input " + input.name +
+                         ": the program's block does not match its sharding");
+  std::vector<IndexRange> ranges =
+      deviceBlock(mesh, whole, input.globalShape, device);
+  if (input.sharding.partialKind != PartialKind::Sum)
+    return region(index, ranges, padded, into);
+  // As splitPartialSum() makes it: a member its addends, the leader the
+  // value less every other member's addends, in device order.
+  std::vector<int64_t> group = partialGroup(mesh, input.sharding, device);
+  HostArray block = HostArray::zeros(local.dtype, padded);
+  if (group.front() != device) {
+    fillAddends(mesh, input.sharding, index, device, block, policy);
+  } else {
+    if (Status status = region(index, ranges, padded, block.bytes.data());
+        !status)
+      return status;
+    HostArray addends = HostArray::zeros(local.dtype, padded);
+    for (size_t m = 1; m < group.size(); ++m) {
+      fillAddends(mesh, input.sharding, index, group[m], addends, policy);
+      subtractAddends(block, addends);
+    }
+  }
+  std::memcpy(into, block.bytes.data(), block.bytes.size());
+  return Status::success();
+}
+
+Expected<HostArray> partita::deviceInputBlock(const Executable &program,
+                                              size_t index, int64_t device,
+                                              const InputRegion &region,
+                                              PartialInputs policy) {
+  const TensorType &local = program.slots[program.inputs[index].slot];
+  HostArray block = HostArray::zeros(local.dtype, local.shape);
+  if (Status status = writeDeviceInputBlock(program, index, device, region,
+                                            block.bytes.data(), policy);
+      !status)
+    return status;
+  return block;
 }
 
 Expected<std::vector<HostArray>> partita::assembleOutputs(

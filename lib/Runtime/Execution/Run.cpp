@@ -399,6 +399,28 @@ Status partita::runOnDeviceRepeated(
     const std::vector<HostArray> &inputs, std::vector<HostArray> &outputs,
     Backend *backend, int repeats, std::vector<double> *stepSeconds,
     std::vector<StepTimes> *stepTimes, DeviceTimeline *timeline) {
+  if (inputs.size() != program.inputs.size()) {
+    Status failure =
+        Status::error("device " + std::to_string(deviceId) + " got " +
+                      std::to_string(inputs.size()) + " inputs for " +
+                      std::to_string(program.inputs.size()));
+    if (communicator)
+      communicator->abort(failure);
+    return failure;
+  }
+  return runOnDeviceFed(
+      program, deviceId, communicator,
+      [&](size_t index, HostArray &, void *) -> Expected<const HostArray *> {
+        return &inputs[index];
+      },
+      outputs, backend, repeats, stepSeconds, stepTimes, timeline);
+}
+
+Status partita::runOnDeviceFed(
+    const Executable &program, int64_t deviceId, Communicator *communicator,
+    const DeviceInputFeed &feed, std::vector<HostArray> &outputs,
+    Backend *backend, int repeats, std::vector<double> *stepSeconds,
+    std::vector<StepTimes> *stepTimes, DeviceTimeline *timeline) {
   std::unique_ptr<Backend> cpu;
   if (!backend) {
     cpu = createCpuBackend();
@@ -409,23 +431,29 @@ Status partita::runOnDeviceRepeated(
       communicator->abort(status);
     return status;
   };
-  if (inputs.size() != program.inputs.size())
-    return fail(Status::error("device " + std::to_string(deviceId) + " got " +
-                              std::to_string(inputs.size()) + " inputs for " +
-                              std::to_string(program.inputs.size())));
   DeviceMemory memory(program, *backend);
   if (!memory.status.ok())
     return fail(Status::error("device " + std::to_string(deviceId) + ": " +
                               memory.status.message()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    // A block the feed makes lives only until it is on the device.
+    HostArray made;
+    uint8_t *buffer = memory.slots[program.inputs[i].slot];
+    Expected<const HostArray *> input =
+        feed(i, made, backend->hostAddressable() ? buffer : nullptr);
+    if (!input)
+      return fail(input.status());
+    if (!*input)
+      continue; // Written in place.
+    const HostArray &block = **input;
     const TensorType &slot = program.slots[program.inputs[i].slot];
-    if (inputs[i].dtype != slot.dtype || inputs[i].shape != slot.shape)
+    if (block.dtype != slot.dtype || block.shape != slot.shape)
       return fail(Status::error(
           "input " + std::to_string(i) + " (" + program.inputs[i].name +
           ") has the wrong type on device " + std::to_string(deviceId)));
     if (Status status = backend->copyToDevice(
-            memory.slots[program.inputs[i].slot], inputs[i].bytes.data(),
-            static_cast<int64_t>(inputs[i].bytes.size()));
+            memory.slots[program.inputs[i].slot], block.bytes.data(),
+            static_cast<int64_t>(block.bytes.size()));
         !status.ok())
       return fail(status);
   }
@@ -488,6 +516,26 @@ Status partita::runDevicesAsThreads(
     const std::vector<std::vector<HostArray>> &inputsByDevice,
     std::vector<std::vector<HostArray>> &outputsByDevice,
     RunStatistics *statistics, const BackendFactory &makeBackend) {
+  for (int64_t d : devices)
+    if (inputsByDevice[d].size() != program.inputs.size())
+      return Status::error("device " + std::to_string(d) + " got " +
+                           std::to_string(inputsByDevice[d].size()) +
+                           " inputs for " +
+                           std::to_string(program.inputs.size()));
+  return runDevicesAsThreads(
+      program, devices, communicator,
+      [&](size_t index, int64_t device, HostArray &,
+          void *) -> Expected<const HostArray *> {
+        return &inputsByDevice[device][index];
+      },
+      outputsByDevice, statistics, makeBackend);
+}
+
+Status partita::runDevicesAsThreads(
+    const Executable &program, const std::vector<int64_t> &devices,
+    Communicator *communicator, const DevicesInputFeed &feed,
+    std::vector<std::vector<HostArray>> &outputsByDevice,
+    RunStatistics *statistics, const BackendFactory &makeBackend) {
   outputsByDevice.assign(program.mesh.numDevices(), {});
   std::vector<Status> statuses(devices.size());
   std::vector<int64_t> peaks(devices.size(), 0);
@@ -507,9 +555,12 @@ Status partita::runDevicesAsThreads(
         return;
       }
       int repeats = statistics ? statistics->repeats : 1;
-      statuses[k] = runOnDeviceRepeated(
-          program, d, communicator, inputsByDevice[d], outputsByDevice[d],
-          backend->get(), repeats,
+      statuses[k] = runOnDeviceFed(
+          program, d, communicator,
+          [&](size_t index, HostArray &made, void *into) {
+            return feed(index, d, made, into);
+          },
+          outputsByDevice[d], backend->get(), repeats,
           statistics && k == 0 ? &statistics->stepSeconds : nullptr,
           statistics && k == 0 ? &statistics->stepTimes : nullptr,
           record ? &statistics->timelines[k] : nullptr);

@@ -108,25 +108,40 @@ std::vector<std::string> partita::splitCommaList(const std::string &text) {
   return list;
 }
 
-Status partita::checkInput(const Executable &program, size_t index,
-                           const HostArray &array, const std::string &what) {
+Status partita::checkInput(const Executable &program, size_t index, DType dtype,
+                           const std::vector<int64_t> &shape,
+                           const std::string &what) {
   const ExecutableValue &input = program.inputs[index];
-  DType dtype = program.slots[input.slot].dtype;
-  if (array.dtype != dtype || array.shape != input.globalShape)
+  DType wanted = program.slots[input.slot].dtype;
+  if (dtype != wanted || shape != input.globalShape)
     return Status::error(what + ": input " + std::to_string(index) + " (" +
-                         input.name + ") must be " + dtypeName(dtype) +
+                         input.name + ") must be " + dtypeName(wanted) +
                          shapeText(input.globalShape) + ", got " +
-                         dtypeName(array.dtype) + shapeText(array.shape));
+                         dtypeName(dtype) + shapeText(shape));
   return Status::success();
 }
 
-Expected<std::vector<HostArray>> partita::readInputs(const Executable &program,
-                                                     const std::string &paths) {
+Status partita::checkInput(const Executable &program, size_t index,
+                           const HostArray &array, const std::string &what) {
+  return checkInput(program, index, array.dtype, array.shape, what);
+}
+
+Expected<std::vector<std::string>>
+partita::inputPaths(const Executable &program, const std::string &paths) {
   std::vector<std::string> list = splitCommaList(paths);
   if (list.size() != program.inputs.size())
     return Status::error("--inputs gives " + std::to_string(list.size()) +
                          " paths but the program takes " +
                          std::to_string(program.inputs.size()) + " inputs");
+  return list;
+}
+
+Expected<std::vector<HostArray>> partita::readInputs(const Executable &program,
+                                                     const std::string &paths) {
+  Expected<std::vector<std::string>> listed = inputPaths(program, paths);
+  if (!listed)
+    return listed.status();
+  const std::vector<std::string> &list = *listed;
   std::vector<HostArray> inputs;
   for (size_t i = 0; i < list.size(); ++i) {
     std::error_code error;
@@ -157,6 +172,33 @@ Status partita::writeOutputs(const std::string &directory,
   return Status::success();
 }
 
+Tolerance partita::toleranceOf(DType dtype) {
+  switch (dtype) {
+  case DType::F64:
+    return {1e-10, 1e-12};
+  case DType::F32:
+    return {1e-4, 1e-5};
+  case DType::BF16:
+  case DType::F16:
+    return {2e-2, 1e-2};
+  default:
+    return {0, 0};
+  }
+}
+
+void partita::compareElement(Comparison &result, double got, double want,
+                             Tolerance tolerance, double slack) {
+  double diff = std::fabs(got - want);
+  if (std::isnan(got) || std::isnan(want))
+    diff = std::isnan(got) && std::isnan(want) ? 0 : INFINITY;
+  result.maxAbsError = std::max(result.maxAbsError, diff);
+  if (std::fabs(want) >= 1e-3 * result.scale)
+    result.maxRelError = std::max(result.maxRelError, diff / std::fabs(want));
+  if (diff > tolerance.absolute * result.scale +
+                 tolerance.relative * std::fabs(want) + slack)
+    result.within = false;
+}
+
 Comparison partita::compareArrays(const HostArray &got, const HostArray &want,
                                   double slack) {
   Comparison result;
@@ -165,37 +207,15 @@ Comparison partita::compareArrays(const HostArray &got, const HostArray &want,
     result.within = false;
     return result;
   }
-  double relative = 0, absolute = 0;
-  switch (got.dtype) {
-  case DType::F64:
-    relative = 1e-10, absolute = 1e-12;
-    break;
-  case DType::F32:
-    relative = 1e-4, absolute = 1e-5;
-    break;
-  case DType::BF16:
-  case DType::F16:
-    relative = 2e-2, absolute = 1e-2;
-    break;
-  default:
-    break;
-  }
   for (int64_t i = 0; i < want.numElements(); ++i) {
     double value = elementAsDouble(want, i);
     if (!std::isnan(value))
       result.scale = std::max(result.scale, std::fabs(value));
   }
-  for (int64_t i = 0; i < got.numElements(); ++i) {
-    double a = elementAsDouble(got, i), b = elementAsDouble(want, i);
-    double diff = std::fabs(a - b);
-    if (std::isnan(a) || std::isnan(b))
-      diff = std::isnan(a) && std::isnan(b) ? 0 : INFINITY;
-    result.maxAbsError = std::max(result.maxAbsError, diff);
-    if (std::fabs(b) >= 1e-3 * result.scale)
-      result.maxRelError = std::max(result.maxRelError, diff / std::fabs(b));
-    if (diff > absolute * result.scale + relative * std::fabs(b) + slack)
-      result.within = false;
-  }
+  Tolerance tolerance = toleranceOf(got.dtype);
+  for (int64_t i = 0; i < got.numElements(); ++i)
+    compareElement(result, elementAsDouble(got, i), elementAsDouble(want, i),
+                   tolerance, slack);
   return result;
 }
 

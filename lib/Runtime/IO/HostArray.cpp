@@ -191,9 +191,8 @@ uint16_t floatToHalf(float value) {
   return sign | static_cast<uint16_t>((rebiased + roundingBias) >> 13);
 }
 
-void setElementFromDouble(HostArray &array, int64_t flatIndex, double value) {
-  uint8_t *at = array.bytes.data() + flatIndex * dtypeSize(array.dtype);
-  switch (array.dtype) {
+void storeElement(DType dtype, uint8_t *at, double value) {
+  switch (dtype) {
   case DType::F64:
     std::memcpy(at, &value, 8);
     return;
@@ -217,10 +216,15 @@ void setElementFromDouble(HostArray &array, int64_t flatIndex, double value) {
     return;
   default: {
     int64_t whole = static_cast<int64_t>(value);
-    std::memcpy(at, &whole, dtypeSize(array.dtype)); // little-endian
+    std::memcpy(at, &whole, dtypeSize(dtype)); // little-endian
     return;
   }
   }
+}
+
+void setElementFromDouble(HostArray &array, int64_t flatIndex, double value) {
+  storeElement(array.dtype,
+               array.bytes.data() + flatIndex * dtypeSize(array.dtype), value);
 }
 
 double HostArray::elementAsDouble(int64_t flatIndex) const {

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/IO/Npy.h"
 #include "partita/Runtime/IO/Files.h"
+#include "partita/Runtime/IO/ShardedArray.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -17,6 +18,10 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace partita {
 
@@ -268,33 +273,35 @@ const char *npyDescr(DType dtype) {
   return "?";
 }
 
-Expected<HostArray> parseNpy(std::string_view contents, std::string_view name) {
-  std::string prefix = std::string(name) + ": ";
+Expected<NpyLayout> parseNpyLayout(std::string_view prefix, uint64_t fileSize,
+                                   std::string_view name) {
+  std::string start = std::string(name) + ": ";
   auto fail = [&](const std::string &message) {
-    return Status::error(prefix + message);
+    return Status::error(start + message);
   };
-  if (contents.size() < npyMagicLength ||
-      contents.substr(0, npyMagicLength) !=
+  if (prefix.size() < npyMagicLength ||
+      prefix.substr(0, npyMagicLength) !=
           std::string_view(npyMagic, npyMagicLength))
     return fail("not a .npy file (missing the \\x93NUMPY magic string)");
-  if (contents.size() < npyMagicLength + 2)
+  if (prefix.size() < npyMagicLength + 2)
     return fail("truncated before the format version");
-  int major = static_cast<uint8_t>(contents[6]);
-  int minor = static_cast<uint8_t>(contents[7]);
+  int major = static_cast<uint8_t>(prefix[6]);
+  int minor = static_cast<uint8_t>(prefix[7]);
   if (minor != 0 || major < 1 || major > 3)
     return fail("unsupported .npy format version " + std::to_string(major) +
                 "." + std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
   size_t lengthWidth = major == 1 ? 2 : 4;
   size_t headerStart = npyMagicLength + 2 + lengthWidth;
-  if (contents.size() < headerStart)
+  if (prefix.size() < headerStart)
     return fail("truncated before the header length");
-  size_t headerLength = readLittleEndian(contents, 8, lengthWidth);
-  if (contents.size() - headerStart < headerLength)
+  size_t headerLength = readLittleEndian(prefix, 8, lengthWidth);
+  if (fileSize - headerStart < headerLength ||
+      prefix.size() - headerStart < headerLength)
     return fail("truncated header: it declares " +
                 std::to_string(headerLength) + " bytes but the file has " +
-                std::to_string(contents.size() - headerStart));
+                std::to_string(fileSize - headerStart));
   Expected<NpyHeader> header =
-      HeaderParser(contents.substr(headerStart, headerLength)).parse();
+      HeaderParser(prefix.substr(headerStart, headerLength)).parse();
   if (!header)
     return fail("bad header: " + header.status().message());
 
@@ -310,7 +317,7 @@ Expected<HostArray> parseNpy(std::string_view contents, std::string_view name) {
   if (!byteCount)
     return fail(byteCount.status().message());
   uint64_t dataBytes = static_cast<uint64_t>(*byteCount);
-  uint64_t available = contents.size() - headerStart - headerLength;
+  uint64_t available = fileSize - headerStart - headerLength;
   if (available < dataBytes)
     return fail("data too short: a " + std::string(dtypeName(*dtype)) +
                 " array of shape " + formatShape(header->shape) + " needs " +
@@ -319,12 +326,22 @@ Expected<HostArray> parseNpy(std::string_view contents, std::string_view name) {
   if (available > dataBytes)
     return fail(std::to_string(available - dataBytes) +
                 " unexpected bytes after the data");
+  NpyLayout layout;
+  layout.dtype = *dtype;
+  layout.shape = std::move(header->shape);
+  layout.dataOffset = static_cast<int64_t>(headerStart + headerLength);
+  return layout;
+}
 
+Expected<HostArray> parseNpy(std::string_view contents, std::string_view name) {
+  Expected<NpyLayout> layout = parseNpyLayout(contents, contents.size(), name);
+  if (!layout)
+    return layout.status();
   HostArray array;
-  array.dtype = *dtype;
-  array.shape = std::move(header->shape);
-  const char *data = contents.data() + headerStart + headerLength;
-  array.bytes.assign(data, data + dataBytes);
+  array.dtype = layout->dtype;
+  array.shape = std::move(layout->shape);
+  const char *data = contents.data() + layout->dataOffset;
+  array.bytes.assign(data, contents.data() + contents.size());
   return array;
 }
 
@@ -339,14 +356,16 @@ Expected<HostArray> readNpy(const std::string &path, uint32_t *crc) {
   return parseNpy(contents, path);
 }
 
-Expected<std::string> serializeNpy(const HostArray &array) {
-  if (Status consistent = array.checkConsistent(); !consistent)
-    return consistent;
+namespace {
+
+/// The header numpy writes for an array of `dtype` and `shape` (version
+/// 1.0, or 2.0 when the dict does not fit 1.0's two-byte length).
+std::string npyHeader(DType dtype, const std::vector<int64_t> &shape) {
   std::string dict =
-      std::string("{'descr': '") + npyDescr(array.dtype) +
-      "', 'fortran_order': False, 'shape': " + pythonTuple(array.shape) + ", }";
-  if (!array.shape.empty()) {
-    size_t digits = std::to_string(array.shape[0]).size();
+      std::string("{'descr': '") + npyDescr(dtype) +
+      "', 'fortran_order': False, 'shape': " + pythonTuple(shape) + ", }";
+  if (!shape.empty()) {
+    size_t digits = std::to_string(shape[0]).size();
     if (digits < npyGrowthDigits)
       dict.append(npyGrowthDigits - digits, ' ');
   }
@@ -369,6 +388,15 @@ Expected<std::string> serializeNpy(const HostArray &array) {
   out += dict;
   out.append(padding, ' ');
   out += '\n';
+  return out;
+}
+
+} // namespace
+
+Expected<std::string> serializeNpy(const HostArray &array) {
+  if (Status consistent = array.checkConsistent(); !consistent)
+    return consistent;
+  std::string out = npyHeader(array.dtype, array.shape);
   out.append(reinterpret_cast<const char *>(array.bytes.data()),
              array.bytes.size());
   return out;
@@ -383,6 +411,194 @@ Status writeNpy(const std::string &path, const HostArray &array,
     *crc = crc32c(reinterpret_cast<const uint8_t *>(contents->data()),
                   contents->size());
   return writeFileAtomically(path, *contents, sync);
+}
+
+namespace {
+
+/// `path`: the system's reason for the last failure.
+Status systemFailure(const std::string &path, const char *what) {
+  return Status::error(path + ": " + what + ": " + std::strerror(errno));
+}
+
+/// Reads exactly `size` bytes at `offset` of `fd`.
+bool readAt(int fd, void *into, int64_t size, int64_t offset) {
+  auto *at = static_cast<uint8_t *>(into);
+  while (size > 0) {
+    ssize_t got = ::pread(fd, at, static_cast<size_t>(size), offset);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    at += got, size -= got, offset += got;
+  }
+  return true;
+}
+
+/// Writes exactly `size` bytes at `offset` of `fd`.
+bool writeAt(int fd, const void *from, int64_t size, int64_t offset) {
+  const auto *at = static_cast<const uint8_t *>(from);
+  while (size > 0) {
+    ssize_t put = ::pwrite(fd, at, static_cast<size_t>(size), offset);
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put <= 0)
+      return false;
+    at += put, size -= put, offset += put;
+  }
+  return true;
+}
+
+/// A file descriptor closed when it goes out of scope.
+struct OpenFile {
+  int fd = -1;
+  ~OpenFile() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+/// Checks that `ranges` lie within `shape` and fit `paddedShape`.
+Status checkRegion(const std::string &path, const std::vector<int64_t> &shape,
+                   const std::vector<IndexRange> &ranges,
+                   const std::vector<int64_t> &paddedShape) {
+  bool fits =
+      ranges.size() == shape.size() && paddedShape.size() == shape.size();
+  for (size_t d = 0; fits && d < shape.size(); ++d)
+    fits = ranges[d].begin >= 0 && ranges[d].begin <= ranges[d].end &&
+           ranges[d].end <= shape[d] && ranges[d].size() <= paddedShape[d];
+  if (!fits)
+    return Status::error(path + ": the block " + formatRanges(ranges) +
+                         " is not within the array's shape " +
+                         formatShape(shape));
+  return Status::success();
+}
+
+} // namespace
+
+Expected<NpyLayout> readNpyLayout(const std::string &path) {
+  if (Status regular = requireRegularFile(path); !regular)
+    return Status::error(path + ": " + regular.message());
+  OpenFile file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0)
+    return systemFailure(path, "cannot open");
+  struct stat info;
+  if (::fstat(file.fd, &info) != 0)
+    return systemFailure(path, "cannot stat");
+  auto size = static_cast<uint64_t>(info.st_size);
+  // The header's length is in its first 12 bytes; read what it declares.
+  std::string prefix(std::min<uint64_t>(size, 12), '\0');
+  if (!readAt(file.fd, prefix.data(), static_cast<int64_t>(prefix.size()), 0))
+    return systemFailure(path, "read error");
+  size_t needed = prefix.size();
+  if (prefix.size() >= 10 &&
+      prefix.compare(0, npyMagicLength,
+                     std::string(npyMagic, npyMagicLength)) == 0) {
+    size_t width = static_cast<uint8_t>(prefix[6]) == 1 ? 2 : 4;
+    if (prefix.size() >= 8 + width)
+      needed = 8 + width + readLittleEndian(prefix, 8, width);
+  }
+  prefix.resize(std::min<uint64_t>(needed, size));
+  if (!readAt(file.fd, prefix.data(), static_cast<int64_t>(prefix.size()), 0))
+    return systemFailure(path, "read error");
+  return parseNpyLayout(prefix, size, path);
+}
+
+Status readNpyRegionInto(const std::string &path, const NpyLayout &layout,
+                         const std::vector<IndexRange> &ranges,
+                         const std::vector<int64_t> &paddedShape,
+                         uint8_t *into) {
+  if (Status fits = checkRegion(path, layout.shape, ranges, paddedShape); !fits)
+    return fits;
+  OpenFile file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0)
+    return systemFailure(path, "cannot open");
+  int64_t size = dtypeSize(layout.dtype);
+  return forEachRegionRow(
+      ranges, layout.shape, paddedShape,
+      [&](int64_t global, int64_t local, int64_t length) {
+        if (!readAt(file.fd, into + local * size, length * size,
+                    layout.dataOffset + global * size))
+          return Status::error(path + ": read error (the file changed?)");
+        return Status::success();
+      });
+}
+
+Expected<HostArray> readNpyRegion(const std::string &path,
+                                  const NpyLayout &layout,
+                                  const std::vector<IndexRange> &ranges,
+                                  const std::vector<int64_t> &paddedShape) {
+  HostArray block = HostArray::zeros(layout.dtype, paddedShape);
+  if (Status read = readNpyRegionInto(path, layout, ranges, paddedShape,
+                                      block.bytes.data());
+      !read)
+    return read;
+  return block;
+}
+
+Expected<std::unique_ptr<NpyRegionWriter>>
+NpyRegionWriter::create(const std::string &path, DType dtype,
+                        const std::vector<int64_t> &shape) {
+  std::unique_ptr<NpyRegionWriter> writer(new NpyRegionWriter());
+  writer->path = path;
+  writer->temporary = path + ".partial";
+  writer->layout.dtype = dtype;
+  writer->layout.shape = shape;
+  Expected<int64_t> bytes = checkedNumBytes(dtype, shape);
+  if (!bytes)
+    return Status::error(path + ": " + bytes.status().message());
+  std::string header = npyHeader(dtype, shape);
+  writer->layout.dataOffset = static_cast<int64_t>(header.size());
+  writer->fd = ::open(writer->temporary.c_str(),
+                      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (writer->fd < 0)
+    return systemFailure(writer->temporary, "cannot create");
+  if (!writeAt(writer->fd, header.data(), static_cast<int64_t>(header.size()),
+               0) ||
+      ::ftruncate(writer->fd, writer->layout.dataOffset + *bytes) != 0)
+    return systemFailure(writer->temporary, "cannot write");
+  return writer;
+}
+
+NpyRegionWriter::~NpyRegionWriter() {
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(temporary.c_str());
+  }
+}
+
+Status NpyRegionWriter::write(const std::vector<IndexRange> &ranges,
+                              const HostArray &block) {
+  if (block.dtype != layout.dtype)
+    return Status::error(path + ": a block of another dtype");
+  if (Status fits = checkRegion(path, layout.shape, ranges, block.shape); !fits)
+    return fits;
+  int64_t size = dtypeSize(layout.dtype);
+  return forEachRegionRow(ranges, layout.shape, block.shape,
+                          [&](int64_t global, int64_t local, int64_t length) {
+                            if (!writeAt(fd, block.bytes.data() + local * size,
+                                         length * size,
+                                         layout.dataOffset + global * size))
+                              return systemFailure(temporary, "cannot write");
+                            return Status::success();
+                          });
+}
+
+Status NpyRegionWriter::finish() {
+  int done = fd;
+  fd = -1;
+  if (::fsync(done) != 0 || ::close(done) != 0) {
+    Status failure = systemFailure(temporary, "cannot write");
+    ::unlink(temporary.c_str());
+    return failure;
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    Status failure = systemFailure(path, "cannot rename the written file to");
+    ::unlink(temporary.c_str());
+    return failure;
+  }
+  return Status::success();
 }
 
 } // namespace partita

@@ -194,6 +194,22 @@ void copyBox(const std::vector<int64_t> &sizes, const HostArray &from,
 
 } // namespace
 
+Status
+forEachRegionRow(const std::vector<IndexRange> &ranges,
+                 const std::vector<int64_t> &globalShape,
+                 const std::vector<int64_t> &paddedShape,
+                 const std::function<Status(int64_t, int64_t, int64_t)> &row) {
+  Status result = Status::success();
+  forEachRow(rangeSizes(ranges), globalShape, rangeBegins(ranges), paddedShape,
+             std::vector<int64_t>(ranges.size(), 0),
+             [&](const std::vector<int64_t> &, int64_t global, int64_t local,
+                 int64_t length) {
+               result = row(global, local, length);
+               return result.ok();
+             });
+  return result;
+}
+
 HostArray extractBlock(const HostArray &global,
                        const std::vector<IndexRange> &ranges,
                        const std::vector<int64_t> &paddedShape) {
@@ -282,23 +298,33 @@ assembleDeviceBlocks(const Mesh &mesh, const Sharding &sharding,
       continue;
     }
     int64_t holder = entry->second;
-    std::optional<std::vector<int64_t>> mismatch =
-        firstDifference(blocksByDevice[holder], blocksByDevice[device], ranges);
-    if (!mismatch)
-      continue;
-    std::vector<int64_t> localIndex = *mismatch;
-    for (size_t i = 0; i < localIndex.size(); ++i)
-      localIndex[i] -= ranges[i].begin;
-    int64_t flat = flatIndexIn(local, localIndex);
-    return Status::error(
-        "replicas disagree at global index " + formatShape(*mismatch) +
-        ": device " + std::to_string(device) + " holds " +
-        blocksByDevice[device].formatElement(flat) + " but device " +
-        std::to_string(holder) + " holds " +
-        blocksByDevice[holder].formatElement(flat) + " (both hold shard " +
-        formatShape(indices) + ", global block " + formatRanges(ranges) + ")");
+    if (Status same =
+            checkReplica(blocksByDevice[holder], holder, blocksByDevice[device],
+                         device, ranges, indices);
+        !same)
+      return same;
   }
   return global;
+}
+
+Status checkReplica(const HostArray &holderBlock, int64_t holder,
+                    const HostArray &block, int64_t device,
+                    const std::vector<IndexRange> &ranges,
+                    const std::vector<int64_t> &shardIndex) {
+  std::optional<std::vector<int64_t>> mismatch =
+      firstDifference(holderBlock, block, ranges);
+  if (!mismatch)
+    return Status::success();
+  std::vector<int64_t> localIndex = *mismatch;
+  for (size_t i = 0; i < localIndex.size(); ++i)
+    localIndex[i] -= ranges[i].begin;
+  int64_t flat = flatIndexIn(block.shape, localIndex);
+  return Status::error(
+      "replicas disagree at global index " + formatShape(*mismatch) +
+      ": device " + std::to_string(device) + " holds " +
+      block.formatElement(flat) + " but device " + std::to_string(holder) +
+      " holds " + holderBlock.formatElement(flat) + " (both hold shard " +
+      formatShape(shardIndex) + ", global block " + formatRanges(ranges) + ")");
 }
 
 } // namespace partita

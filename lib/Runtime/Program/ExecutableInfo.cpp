@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Runtime/IO/ShardedArray.h"
 #include "partita/Runtime/Program/Executable.h"
 #include "partita/Runtime/Program/Fused.h"
 #include "partita/Sharding/Cost.h"
@@ -17,7 +18,6 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <random>
 
 #include <unistd.h>
 
@@ -136,42 +136,76 @@ Status partita::checkInputsFit(const Executable &program) {
   return Status::success();
 }
 
-HostArray partita::randomInput(const Executable &program, size_t input,
-                               uint64_t seed, size_t stream) {
-  std::mt19937_64 random(seed * 1000003ULL + stream);
-  const std::vector<int64_t> &shape = program.inputs[input].globalShape;
+namespace {
+
+/// SplitMix64's finaliser: a well-mixed 64-bit value of `x`.
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+} // namespace
+
+void partita::drawRandomInputRegion(const Executable &program, size_t input,
+                                    uint64_t seed, size_t stream,
+                                    const std::vector<IndexRange> &ranges,
+                                    const std::vector<int64_t> &paddedShape,
+                                    uint8_t *into) {
+  const ExecutableValue &value = program.inputs[input];
+  const std::vector<int64_t> &shape = value.globalShape;
   float bound = 1.0f;
-  if (program.inputs[input].role == "param" && shape.size() >= 2)
+  if (value.role == "param" && shape.size() >= 2)
     bound = 1.0f / std::sqrt(static_cast<float>(
                        std::max<int64_t>(1, shape[shape.size() - 2])));
   // Optimizer state as an optimizer leaves it: second moments are never
   // negative (a negative one made an AdamW step's update NaN).
-  float low = program.inputs[input].role == "opt_state" ? 0.0f : -bound;
-  std::uniform_real_distribution<float> uniform(low, bound);
-  DType dtype = program.slots[program.inputs[input].slot].dtype;
-  HostArray array = HostArray::zeros(dtype, program.inputs[input].globalShape);
-  int64_t count = array.numElements(), size = dtypeSize(dtype);
-  for (int64_t e = 0; e < count; ++e) {
-    uint8_t *at = array.bytes.data() + e * size;
-    float value = uniform(random);
-    switch (dtype) {
-    case DType::F64:
-    case DType::F32:
-    case DType::BF16:
-    case DType::F16:
-      setElementFromDouble(array, e, value);
-      break;
-    case DType::Bool:
-      *at = random() & 1;
-      break;
-    default: {
-      int64_t small = static_cast<int64_t>(random() % 4);
-      std::memcpy(at, &small, size); // little-endian: the low bytes
-      break;
+  float low = value.role == "opt_state" ? 0.0f : -bound;
+  DType dtype = program.slots[value.slot].dtype;
+  // Each element is a function of (seed, stream, its global index), so any
+  // region of the value is drawn alone, equal to the whole value's.
+  uint64_t key = mix64(mix64(seed) ^ (static_cast<uint64_t>(stream) + 1));
+  int64_t size = dtypeSize(dtype);
+  bool isFloat = dtype == DType::F64 || dtype == DType::F32 ||
+                 dtype == DType::BF16 || dtype == DType::F16;
+  auto drawRow = [&](int64_t global, int64_t local, int64_t length) {
+    uint8_t *element = into + local * size;
+    for (int64_t k = 0; k < length; ++k, element += size) {
+      uint64_t bits = mix64(key ^ static_cast<uint64_t>(global + k));
+      if (isFloat) {
+        float unit = static_cast<float>(bits >> 40) * 0x1.0p-24f;
+        storeElement(dtype, element, low + (bound - low) * unit);
+      } else if (dtype == DType::Bool) {
+        *element = static_cast<uint8_t>(bits >> 63);
+      } else {
+        auto small = static_cast<int64_t>((bits >> 32) % 4);
+        std::memcpy(element, &small, size); // little-endian: the low bytes
+      }
     }
-    }
-  }
+    return Status::success();
+  };
+  (void)forEachRegionRow(ranges, shape, paddedShape, drawRow);
+}
+
+HostArray partita::randomInputRegion(const Executable &program, size_t input,
+                                     uint64_t seed, size_t stream,
+                                     const std::vector<IndexRange> &ranges,
+                                     const std::vector<int64_t> &paddedShape) {
+  HostArray array = HostArray::zeros(
+      program.slots[program.inputs[input].slot].dtype, paddedShape);
+  drawRandomInputRegion(program, input, seed, stream, ranges, paddedShape,
+                        array.bytes.data());
   return array;
+}
+
+HostArray partita::randomInput(const Executable &program, size_t input,
+                               uint64_t seed, size_t stream) {
+  const std::vector<int64_t> &shape = program.inputs[input].globalShape;
+  std::vector<IndexRange> whole;
+  for (int64_t extent : shape)
+    whole.push_back({0, extent});
+  return randomInputRegion(program, input, seed, stream, whole, shape);
 }
 
 Expected<std::vector<HostArray>>
@@ -184,10 +218,18 @@ partita::randomInputs(const Executable &program, uint64_t seed) {
   return inputs;
 }
 
+std::string partita::summaryText(DType dtype, const std::vector<int64_t> &shape,
+                                 double sum, double low, double high) {
+  std::string text = std::string(dtypeName(dtype)) + "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? "x" : "") + std::to_string(shape[d]);
+  char numbers[96];
+  std::snprintf(numbers, sizeof(numbers), "] sum=%.6g min=%.6g max=%.6g", sum,
+                low, high);
+  return text + numbers;
+}
+
 std::string partita::summarizeArray(const HostArray &array) {
-  std::string text = std::string(dtypeName(array.dtype)) + "[";
-  for (size_t d = 0; d < array.shape.size(); ++d)
-    text += (d ? "x" : "") + std::to_string(array.shape[d]);
   double sum = 0, low = INFINITY, high = -INFINITY;
   for (int64_t i = 0; i < array.numElements(); ++i) {
     double value = elementAsDouble(array, i);
@@ -195,10 +237,7 @@ std::string partita::summarizeArray(const HostArray &array) {
     low = std::min(low, value);
     high = std::max(high, value);
   }
-  char numbers[96];
-  std::snprintf(numbers, sizeof(numbers), "] sum=%.6g min=%.6g max=%.6g", sum,
-                low, high);
-  return text + numbers;
+  return summaryText(array.dtype, array.shape, sum, low, high);
 }
 
 int64_t Executable::allocatedBytes() const {

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <sys/resource.h>
+#include <unistd.h>
 
 using namespace partita;
 
@@ -112,8 +114,21 @@ std::pair<double, double> wholeAndBlock(const Executable &program,
 
 } // namespace
 
+double RunMemory::making() const {
+  if (kind == RunKind::Blockwise)
+    return process;
+  return process + hostInputs + inputBlocks;
+}
+
 double RunMemory::running() const {
   double buffers = perDevice * static_cast<double>(devices);
+  if (kind == RunKind::Blockwise)
+    // Each device's buffers (inputs written straight into them), one
+    // partial-sum input block beside them while it is made, whole inputs
+    // read from sharded-array directories, and every device's output
+    // blocks once downloaded.
+    return process + buffers + hostInputs +
+           largestInputBlock * static_cast<double>(devices) + outputBlocks;
   if (kind == RunKind::Train) {
     // The devices' buffers, and beside them every device's kept values
     // (a snapshot) or one device's (the end's download), if asked for.
@@ -126,6 +141,9 @@ double RunMemory::running() const {
 }
 
 double RunMemory::assembling() const {
+  if (kind == RunKind::Blockwise)
+    // The output blocks, one summed block and the expected file's region.
+    return process + hostInputs + outputBlocks + 2 * largestOutputBlock;
   if (kind == RunKind::Train)
     // Every device's kept values, assembled whole again.
     return process + inputBlocks + hostInputs;
@@ -137,6 +155,20 @@ double RunMemory::peak() const {
 }
 
 std::string RunMemory::describe() const {
+  if (kind == RunKind::Blockwise) {
+    std::string text = formatGiB(peak()) + ": " + std::to_string(devices) +
+                       (devices == 1 ? " device x " : " devices x ") +
+                       formatGiB(perDevice) +
+                       " of buffers (the plan) with the inputs written into "
+                       "them";
+    if (largestInputBlock > 0)
+      text += ", partial-sum input blocks of at most " +
+              formatGiB(largestInputBlock) + " per device";
+    if (hostInputs > 0)
+      text += ", inputs " + formatGiB(hostInputs) + " whole";
+    return text + ", outputs " + formatGiB(outputBlocks) +
+           " in blocks and none whole, this process " + formatGiB(process);
+  }
   std::string text = formatGiB(peak()) + ": " + std::to_string(devices) +
                      (devices == 1 ? " device x " : " devices x ") +
                      formatGiB(perDevice) + " of buffers (the plan), inputs " +
@@ -157,16 +189,42 @@ RunMemory partita::runMemory(const Executable &program, RunKind kind) {
   auto devices = static_cast<double>(memory.devices);
   for (const ExecutableValue &input : program.inputs) {
     auto [whole, block] = wholeAndBlock(program, input);
+    if (kind == RunKind::Blockwise) {
+      // Written straight into the buffers, but for a partial sum's.
+      if (input.sharding.partialKind == PartialKind::Sum)
+        memory.largestInputBlock = std::max(memory.largestInputBlock, block);
+      continue;
+    }
     memory.hostInputs += whole;
     memory.inputBlocks += block * devices;
   }
   for (const ExecutableValue &output : program.outputs) {
     auto [whole, block] = wholeAndBlock(program, output);
-    memory.hostOutputs += whole;
+    memory.hostOutputs += kind == RunKind::Blockwise ? 0 : whole;
     memory.outputBlocks += block * devices;
+    memory.largestOutputBlock = std::max(memory.largestOutputBlock, block);
   }
   return memory;
 }
+
+namespace {
+
+/// std::new_handler: says so and exits, allocating nothing.
+void outOfMemory() {
+  static const char message[] =
+      "error: out of memory: an allocation failed beyond what the plan "
+      "foresaw (the machine's memory, ulimit -v or the cgroup's limit); use "
+      "fewer devices, a smaller model or batch, or a machine with more "
+      "memory\n";
+  std::fflush(stdout);
+  ssize_t written = ::write(2, message, sizeof(message) - 1);
+  (void)written;
+  ::_exit(1);
+}
+
+} // namespace
+
+void partita::exitWhenOutOfMemory() { std::set_new_handler(outOfMemory); }
 
 Status partita::checkRunMemory(const RunMemory &memory,
                                const std::string &what) {

@@ -67,6 +67,22 @@ Status runOnDeviceRepeated(const Executable &program, int64_t deviceId,
                            std::vector<StepTimes> *stepTimes = nullptr,
                            DeviceTimeline *timeline = nullptr);
 
+/// Device `deviceId`'s block of program input `index`: a block the caller
+/// holds, or `made`, which the feed fills (a block made on the device's
+/// thread and let go once on the device). When the device's memory is
+/// host memory `into` is the input's buffer: the feed may write the block
+/// there itself and return null.
+using DeviceInputFeed = std::function<Expected<const HostArray *>(
+    size_t index, HostArray &made, void *into)>;
+
+/// runOnDeviceRepeated() with each input block from `feed`, one at a time.
+Status runOnDeviceFed(const Executable &program, int64_t deviceId,
+                      Communicator *communicator, const DeviceInputFeed &feed,
+                      std::vector<HostArray> &outputs, Backend *backend,
+                      int repeats, std::vector<double> *stepSeconds,
+                      std::vector<StepTimes> *stepTimes = nullptr,
+                      DeviceTimeline *timeline = nullptr);
+
 /// Measured figures of a run (and how many times to run).
 struct RunStatistics {
   /// The most device memory any one device held at once.
@@ -129,6 +145,20 @@ runDevicesAsThreads(const Executable &program,
                     std::vector<std::vector<HostArray>> &outputsByDevice,
                     RunStatistics *statistics = nullptr,
                     const BackendFactory &makeBackend = {});
+
+/// Device `device`'s block of program input `index`, as DeviceInputFeed.
+using DevicesInputFeed = std::function<Expected<const HostArray *>(
+    size_t index, int64_t device, HostArray &made, void *into)>;
+
+/// runDevicesAsThreads() with each device's input blocks from `feed`,
+/// called on the device's thread.
+Status runDevicesAsThreads(const Executable &program,
+                           const std::vector<int64_t> &devices,
+                           Communicator *communicator,
+                           const DevicesInputFeed &feed,
+                           std::vector<std::vector<HostArray>> &outputsByDevice,
+                           RunStatistics *statistics = nullptr,
+                           const BackendFactory &makeBackend = {});
 
 /// A run of `steps` steps of one program on CPU device threads that stay
 /// up between steps, with the caller's thread in between (a training loop):

@@ -55,6 +55,12 @@ std::vector<std::string> splitCommaList(const std::string &text);
 /// global shape); the failure starts with `what` (a path, "inputs[0]").
 Status checkInput(const Executable &program, size_t index,
                   const HostArray &array, const std::string &what);
+Status checkInput(const Executable &program, size_t index, DType dtype,
+                  const std::vector<int64_t> &shape, const std::string &what);
+
+/// The paths of a comma-separated `--inputs` list, one per program input.
+Expected<std::vector<std::string>> inputPaths(const Executable &program,
+                                              const std::string &paths);
 
 /// Reads the program's global inputs from a comma-separated list of paths,
 /// one per input in order: a `.npy` file or a sharded-array directory. The
@@ -78,6 +84,17 @@ struct Comparison {
   double scale = 1;
   bool within = true;
 };
+
+/// The rule's tolerances for one dtype.
+struct Tolerance {
+  double relative = 0, absolute = 0;
+};
+Tolerance toleranceOf(DType dtype);
+
+/// Adds one element of `got` and its `want` to `result`, whose scale is
+/// already the largest |want| (at least 1) of the whole array.
+void compareElement(Comparison &result, double got, double want,
+                    Tolerance tolerance, double slack);
 
 /// Compares two arrays by the rule above.
 /// `slack` is added to the allowed difference of every element.

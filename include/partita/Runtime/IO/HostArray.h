@@ -126,6 +126,9 @@ uint16_t floatToHalf(float value);
 /// a float dtype (nearest even), truncated toward zero for an integer one
 /// (the low bytes, little-endian), nonzero as true for bool.
 void setElementFromDouble(HostArray &array, int64_t flatIndex, double value);
+/// Stores `value` as one element of `dtype` at `at`, as
+/// setElementFromDouble() does.
+void storeElement(DType dtype, uint8_t *at, double value);
 
 /// Element `flatIndex` (C order) of `array` as a double, whatever its dtype
 /// (bool as 0/1).

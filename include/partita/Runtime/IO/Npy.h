@@ -17,6 +17,9 @@
 
 #include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/HostArray.h"
+#include "partita/Sharding/Layout.h"
+
+#include <memory>
 
 #include <string>
 #include <string_view>
@@ -30,6 +33,60 @@ const char *npyDescr(DType dtype);
 /// one-byte type may carry any byte order. Fails on big-endian data and on
 /// types Partita does not have, listing the ones it has.
 Expected<DType> dtypeFromDescr(const std::string &descr);
+
+/// Where a .npy file's elements are: its dtype and shape, and the offset
+/// of its first element (C order).
+struct NpyLayout {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int64_t dataOffset = 0;
+};
+
+/// The layout of a .npy file of `fileSize` bytes whose first bytes are
+/// `prefix` (the whole header at least): every check parseNpy() makes but
+/// on the elements themselves (the file's size must be the header's plus
+/// the elements'). `name` prefixes failure messages.
+Expected<NpyLayout> parseNpyLayout(std::string_view prefix, uint64_t fileSize,
+                                   std::string_view name);
+
+/// The layout of the .npy file at `path`, reading only its header.
+Expected<NpyLayout> readNpyLayout(const std::string &path);
+
+/// The elements of the .npy file at `path` (of `layout`) inside `ranges`
+/// (one per dimension, within its shape), in an array of `paddedShape`
+/// whose other elements are zero; only those bytes are read.
+Expected<HostArray> readNpyRegion(const std::string &path,
+                                  const NpyLayout &layout,
+                                  const std::vector<IndexRange> &ranges,
+                                  const std::vector<int64_t> &paddedShape);
+
+/// readNpyRegion() into `into`, the zeroed bytes of an array of
+/// `paddedShape`.
+Status readNpyRegionInto(const std::string &path, const NpyLayout &layout,
+                         const std::vector<IndexRange> &ranges,
+                         const std::vector<int64_t> &paddedShape,
+                         uint8_t *into);
+
+/// A .npy file written a region at a time: the header and the file's full
+/// size first, then each region's rows where they belong, then synced and
+/// renamed over `path` by finish() (a run that fails leaves no partial
+/// file; the destructor removes an unfinished one).
+class NpyRegionWriter {
+public:
+  static Expected<std::unique_ptr<NpyRegionWriter>>
+  create(const std::string &path, DType dtype,
+         const std::vector<int64_t> &shape);
+  ~NpyRegionWriter();
+  /// Writes the leading ranges-sized corner of `block` at `ranges`.
+  Status write(const std::vector<IndexRange> &ranges, const HostArray &block);
+  Status finish();
+
+private:
+  NpyRegionWriter() = default;
+  std::string path, temporary;
+  int fd = -1;
+  NpyLayout layout;
+};
 
 /// Parses the contents of a .npy file. `name` prefixes failure messages
 /// ("name: what is wrong"); it is usually the file's path.

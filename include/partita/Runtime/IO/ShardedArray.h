@@ -16,6 +16,7 @@
 #include "partita/Runtime/IO/HostArray.h"
 #include "partita/Sharding/Layout.h"
 
+#include <functional>
 #include <vector>
 
 namespace partita {
@@ -39,6 +40,18 @@ HostArray extractBlock(const HostArray &global,
 void placeBlock(HostArray &global, const HostArray &block,
                 const std::vector<IndexRange> &ranges);
 
+/// Calls `row(globalOffset, localOffset, length)` (in elements, C order)
+/// for each innermost row of the region `ranges` of an array of
+/// `globalShape`, the region placed at the origin of an array of
+/// `paddedShape`; stops at and returns the first failure. An empty region
+/// has no rows.
+Status forEachRegionRow(
+    const std::vector<IndexRange> &ranges,
+    const std::vector<int64_t> &globalShape,
+    const std::vector<int64_t> &paddedShape,
+    const std::function<Status(int64_t globalOffset, int64_t localOffset,
+                               int64_t length)> &row);
+
 /// The padded block device `deviceId` holds of `global`.
 Expected<HostArray> sliceDeviceBlock(const HostArray &global, const Mesh &mesh,
                                      const Sharding &sharding,
@@ -58,6 +71,14 @@ Expected<HostArray>
 assembleDeviceBlocks(const Mesh &mesh, const Sharding &sharding,
                      const std::vector<int64_t> &globalShape,
                      const std::vector<HostArray> &blocksByDevice);
+
+/// Checks that device `device`'s `block` agrees with `holder`'s (both of
+/// the padded local shape, holding shard `shardIndex`, the global block
+/// `ranges`) as assembleDeviceBlocks() checks replicas; its failure.
+Status checkReplica(const HostArray &holderBlock, int64_t holder,
+                    const HostArray &block, int64_t device,
+                    const std::vector<IndexRange> &ranges,
+                    const std::vector<int64_t> &shardIndex);
 
 /// "[0:4, 2:3]": ranges in Python slice notation.
 std::string formatRanges(const std::vector<IndexRange> &ranges);

@@ -60,6 +60,9 @@ public:
   /// Waits until all queued work is done (a no-op where work is
   /// synchronous).
   virtual Status synchronize() = 0;
+  /// Whether device memory is this process's memory (the CPU backend's):
+  /// a run may then write an input straight into its buffer.
+  virtual bool hostAddressable() const { return false; }
 };
 
 /// The CPU backend: host memory, the kernels of lib/Runtime/CPU.

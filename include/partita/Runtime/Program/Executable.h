@@ -12,6 +12,7 @@
 
 #include "partita/Runtime/IO/HostArray.h"
 #include "partita/Runtime/Program/Instruction.h"
+#include "partita/Sharding/Layout.h"
 #include "partita/Sharding/Sharding.h"
 
 #include <memory>
@@ -69,8 +70,26 @@ struct Executable {
 /// stream `stream` (randomInputs uses the input's index; a pipeline stage
 /// uses the whole model's parameter index, so that its parameters start as
 /// the non-pipelined step's).
+/// Each element is a function of the seed, the stream and its global
+/// index alone, so any region is drawn without the rest
+/// (randomInputRegion) and equals that region of the whole value.
 HostArray randomInput(const Executable &program, size_t input, uint64_t seed,
                       size_t stream);
+
+/// The elements of randomInput()'s value inside `ranges` (one per
+/// dimension, within the global shape), in an array of `paddedShape` whose
+/// other elements are zero: a device's block, drawn alone.
+HostArray randomInputRegion(const Executable &program, size_t input,
+                            uint64_t seed, size_t stream,
+                            const std::vector<IndexRange> &ranges,
+                            const std::vector<int64_t> &paddedShape);
+/// randomInputRegion() written into `into`, the zeroed bytes of an array
+/// of `paddedShape`.
+void drawRandomInputRegion(const Executable &program, size_t input,
+                           uint64_t seed, size_t stream,
+                           const std::vector<IndexRange> &ranges,
+                           const std::vector<int64_t> &paddedShape,
+                           uint8_t *into);
 
 Expected<std::vector<HostArray>> randomInputs(const Executable &program,
                                               uint64_t seed);
@@ -82,6 +101,11 @@ Status checkInputsFit(const Executable &program);
 
 /// "f32[4x8] sum=… min=… max=…": a one-line fingerprint of an array.
 std::string summarizeArray(const HostArray &array);
+/// summarizeArray()'s line for an array of `dtype` and `shape` whose
+/// elements sum to `sum` (NaN when one is NaN), least `low`, largest
+/// `high` (NaNs left out of both).
+std::string summaryText(DType dtype, const std::vector<int64_t> &shape,
+                        double sum, double low, double high);
 
 /// Checks loop instruction `inst` of `program` whose body must end by
 /// instruction `end`: as many results as initial values, `ints` of the

@@ -36,6 +36,12 @@ enum class RunKind {
   /// partita run, partita-exec run: the inputs whole and in blocks for the
   /// whole run, every device's output blocks, then the outputs whole.
   Run,
+  /// partita run, partita-exec run without whole arrays (BlockwiseRun.h):
+  /// each device writes its inputs straight into its buffers (a partial
+  /// sum's through one block), the outputs are every device's blocks, then
+  /// one summed block at a time; hostInputs counts only inputs read whole
+  /// (sharded-array directories, added by the caller).
+  Blockwise,
   /// partita train: each device's input blocks let go once on the device,
   /// the values kept on the devices not held whole meanwhile, downloaded
   /// at the end one device at a time or in snapshots (finalDownload,
@@ -53,6 +59,8 @@ struct RunMemory {
   double inputBlocks = 0;  // every device's blocks of the inputs
   double outputBlocks = 0; // every device's blocks of the outputs
   double hostOutputs = 0;  // the outputs as whole arrays
+  /// Blockwise: the largest partial-sum input block, and output block.
+  double largestInputBlock = 0, largestOutputBlock = 0;
   double process = 0;      // what the process held when it was measured
   /// Train: whether the values kept on the devices are downloaded at the
   /// end (one device at a time), and whether snapshots (checkpoints,
@@ -60,7 +68,7 @@ struct RunMemory {
   bool finalDownload = true;
   bool snapshots = false;
   /// While the inputs are made and cut into blocks.
-  double making() const { return process + hostInputs + inputBlocks; }
+  double making() const;
   /// While the devices run (and download their outputs).
   double running() const;
   /// While the outputs are assembled (the devices' buffers freed).
@@ -72,6 +80,13 @@ struct RunMemory {
   std::string describe() const;
 };
 RunMemory runMemory(const Executable &program, RunKind kind);
+
+/// Makes a failed allocation (std::bad_alloc: more than the plan foresaw,
+/// e.g. under ulimit -v, whose address space thread stacks and allocator
+/// arenas also take) end the process with a clear error and exit code 1
+/// instead of an abort. For the command-line tools, not for a library
+/// embedded in another program.
+void exitWhenOutOfMemory();
 
 /// This process's resident memory now (VmRSS) and at its largest so far
 /// (VmHWM), in bytes; 0 when unknown.
