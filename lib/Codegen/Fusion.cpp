@@ -732,3 +732,59 @@ FusionSummary partita::fuseElementwise(Executable &program) {
   program.instructions = std::move(stream);
   return fuser.summary;
 }
+
+std::vector<bool> partita::referencedSlots(const Executable &program) {
+  std::vector<bool> named(program.slots.size(), false);
+  auto name = [&](int64_t slot) {
+    if (slot >= 0 && slot < static_cast<int64_t>(named.size()))
+      named[slot] = true;
+  };
+  for (const Instruction &inst : program.instructions) {
+    for (int32_t slot : inst.operands)
+      name(slot);
+    for (int32_t slot : inst.results)
+      name(slot);
+    // A loop's ints from the third on are slots (Instruction.h).
+    if (inst.op == OpCode::Loop)
+      for (size_t k = 2; k < inst.ints.size(); ++k)
+        name(inst.ints[k]);
+  }
+  for (const ExecutableValue &value : program.inputs)
+    name(value.slot);
+  for (const ExecutableValue &value : program.outputs)
+    name(value.slot);
+  return named;
+}
+
+void partita::dropUnreferencedSlots(Executable &program) {
+  std::vector<bool> named = referencedSlots(program);
+  std::vector<int32_t> renumbered(program.slots.size(), -1);
+  std::vector<TensorType> slots;
+  std::vector<int64_t> offsets;
+  for (size_t s = 0; s < named.size(); ++s) {
+    if (!named[s])
+      continue;
+    renumbered[s] = static_cast<int32_t>(slots.size());
+    slots.push_back(program.slots[s]);
+    if (!program.slotOffsets.empty())
+      offsets.push_back(program.slotOffsets[s]);
+  }
+  if (slots.size() == program.slots.size())
+    return;
+  for (Instruction &inst : program.instructions) {
+    for (int32_t &slot : inst.operands)
+      slot = renumbered[slot];
+    for (int32_t &slot : inst.results)
+      slot = renumbered[slot];
+    if (inst.op == OpCode::Loop)
+      for (size_t k = 2; k < inst.ints.size(); ++k)
+        inst.ints[k] = renumbered[inst.ints[k]];
+  }
+  for (ExecutableValue &value : program.inputs)
+    value.slot = renumbered[value.slot];
+  for (ExecutableValue &value : program.outputs)
+    value.slot = renumbered[value.slot];
+  program.slots = std::move(slots);
+  if (!program.slotOffsets.empty())
+    program.slotOffsets = std::move(offsets);
+}

@@ -520,12 +520,14 @@ void placePlan(const PlanRanges &plan, Executable &program) {
 /// held through the backward pass's peak: GPT-2 small's dp+tp train step,
 /// 1.461 -> 1.375 GB per device; docs/Runtime.md, "The buffer plan").
 /// Programs with inlined calls keep one storage per slot (their callee
-/// bodies are not in the caller's liveness). Returns how many holes it
-/// made.
+/// bodies are not in the caller's liveness). Slots marked in `inner` (a
+/// fused chain's inner values: never written) take no bytes. Returns how
+/// many holes it made.
 int64_t planBuffers(func::FuncOp entry,
                     const llvm::DenseMap<Value, int32_t> &slots,
                     const llvm::DenseMap<OpOperand *, int32_t> &yieldCopies,
-                    Executable &program, bool inlinedCalls, bool holes) {
+                    Executable &program, bool inlinedCalls, bool holes,
+                    const std::vector<bool> &inner) {
   int64_t holesMade = 0;
   if (inlinedCalls)
     return holesMade;
@@ -537,6 +539,13 @@ int64_t planBuffers(func::FuncOp entry,
   plan.merged.assign(plan.ranges.size(), false);
   mergeShared(plan, shared);
   holesMade = aliasDonatedInputs(plan, program, slots, holes);
+  for (size_t r = 0; r < plan.ranges.size() && !inner.empty(); ++r) {
+    bool allInner = !plan.merged[r];
+    for (int32_t slot : plan.ranges[r].slots)
+      allInner &= static_cast<bool>(inner[slot]);
+    if (allInner)
+      plan.ranges[r].bytes = 0;
+  }
   placePlan(plan, program);
   return holesMade;
 }
@@ -565,7 +574,15 @@ public:
   Status lowerBlock(Block &block, const std::vector<int32_t> *callResults);
   /// The program with its buffer plan; `holes`: a donated input's bytes
   /// are free between its last use and the output that updates it.
-  Executable planned(bool holes, int64_t *holesMade = nullptr);
+  Executable planned(bool holes, int64_t *holesMade = nullptr,
+                     const std::vector<bool> &inner = {});
+  /// planned() then fused, with the slots in `inner` (the inner values of
+  /// chains fused in the unplanned program) given no bytes when the
+  /// planned program fuses them away too; slots it still names get their
+  /// bytes back, and the plan is redone (at most a few times, then
+  /// without).
+  Executable plannedAndFused(bool holes, std::vector<bool> inner,
+                             int64_t *holesMade = nullptr);
   /// The program with no buffer plan: one storage per slot.
   Executable unplanned() const { return program; }
 
@@ -856,10 +873,11 @@ Status Lowering::lowerTensorOp(Operation &op) {
   return Status::success();
 }
 
-Executable Lowering::planned(bool holes, int64_t *holesMade) {
+Executable Lowering::planned(bool holes, int64_t *holesMade,
+                             const std::vector<bool> &inner) {
   Executable program = this->program;
-  int64_t made =
-      planBuffers(entry, slots, yieldCopies, program, inlinedCalls, holes);
+  int64_t made = planBuffers(entry, slots, yieldCopies, program, inlinedCalls,
+                             holes, inner);
   if (holesMade)
     *holesMade = made;
   // A collective in place (an all_reduce on its operand's storage) reads
@@ -871,6 +889,38 @@ Executable Lowering::planned(bool holes, int64_t *holesMade) {
               program.slotOffsets[inst.operands[1]])
         inst.operands.pop_back();
   return program;
+}
+
+Executable Lowering::plannedAndFused(bool holes, std::vector<bool> inner,
+                                     int64_t *holesMade) {
+  // Every slot with its bytes: what the fuser does on the plain plan.
+  Executable plain = planned(holes, holesMade);
+  fuseElementwise(plain);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    int64_t made = 0;
+    Executable candidate = planned(holes, &made, inner);
+    fuseElementwise(candidate);
+    std::vector<bool> named = referencedSlots(candidate);
+    bool fits = true;
+    for (size_t s = 0; s < inner.size(); ++s)
+      if (inner[s] && named[s]) {
+        inner[s] = false;
+        fits = false;
+      }
+    if (!fits)
+      continue;
+    // Packed tighter, buffers a fused run writes may land on bytes it
+    // reads, and the fuser then leaves the run apart: the plan that
+    // fuses more is kept, else the smaller arena.
+    if (candidate.instructions.size() > plain.instructions.size() ||
+        (candidate.instructions.size() == plain.instructions.size() &&
+         candidate.arenaBytes >= plain.arenaBytes))
+      return plain;
+    if (holesMade)
+      *holesMade = made;
+    return candidate;
+  }
+  return plain;
 }
 
 } // namespace
@@ -901,25 +951,28 @@ Expected<Executable> partita::lowerToExecutable(ModuleOp original,
       !status.ok())
     return status;
   int64_t holes = 0;
-  Executable program = lowering.planned(/*holes=*/true, &holes);
   if (!options.fuse)
-    return program;
-  fuseElementwise(program);
-  if (holes == 0)
-    return program;
+    return lowering.planned(/*holes=*/true, &holes);
+  // Fused with no buffer plan (every slot its own storage) the fuser is
+  // limited by nothing but the program: the inner values of its chains
+  // are never written, and the plan gives them no bytes.
+  Executable apart = lowering.unplanned();
+  fuseElementwise(apart);
+  std::vector<bool> inner = referencedSlots(apart);
+  inner.flip();
+  Executable program = lowering.plannedAndFused(/*holes=*/true, inner, &holes);
   // A buffer placed in a donated input's bytes between its last use and
   // its update can stop the fuser from fusing a chain that reads it (the
   // fused run would write over bytes it still reads): where the plan
   // without such holes fuses more (AdamW's update chains of a small GPT's
   // dp step: 294 instructions against 416), that plan is kept.
   // Nothing to weigh when the holes cost no fusion: no plan fuses more
-  // than none (every slot its own storage).
-  Executable apart = lowering.unplanned();
-  fuseElementwise(apart);
-  if (apart.instructions.size() == program.instructions.size())
-    return program;
-  Executable solid = lowering.planned(/*holes=*/false);
-  fuseElementwise(solid);
-  return solid.instructions.size() < program.instructions.size() ? solid
-                                                                 : program;
+  // than none.
+  if (holes > 0 && apart.instructions.size() != program.instructions.size()) {
+    Executable solid = lowering.plannedAndFused(/*holes=*/false, inner);
+    if (solid.instructions.size() < program.instructions.size())
+      program = std::move(solid);
+  }
+  dropUnreferencedSlots(program);
+  return program;
 }

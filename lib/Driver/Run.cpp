@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <optional>
 
 using namespace mlir;
 using namespace partita;
@@ -161,6 +162,8 @@ namespace {
 struct RunResult {
   std::vector<HostArray> inputs, outputs;
   std::unique_ptr<BlockwiseOutputs> blocks;
+  /// CPU devices: the process's predicted peak resident memory.
+  std::optional<RunMemory> memory;
 };
 
 /// `partita run` in this process: the devices as threads or over the GPUs.
@@ -215,11 +218,11 @@ Status LocalRun::execute(const Executable &program, RunStatistics &statistics,
     return executeBlockwise(program, statistics, result);
   // CPU devices live in this process: a run that cannot fit is refused
   // before its inputs are made.
-  if (!devices.isCuda())
-    if (Status status =
-            checkRunMemory(runMemory(program, RunKind::Run), "the run");
-        !status)
+  if (!devices.isCuda()) {
+    result.memory = runMemory(program, RunKind::Run);
+    if (Status status = checkRunMemory(*result.memory, "the run"); !status)
       return status;
+  }
   Expected<std::vector<HostArray>> given =
       request.inputsInMemory        ? request.inputsInMemory(program)
       : !request.inputsPath.empty() ? readInputs(program, request.inputsPath)
@@ -246,9 +249,8 @@ Status LocalRun::execute(const Executable &program, RunStatistics &statistics,
 Status LocalRun::executeBlockwise(const Executable &program,
                                   RunStatistics &statistics,
                                   RunResult &result) const {
-  if (Status status = checkRunMemory(
-          blockwiseRunMemory(program, request.inputsPath), "the run");
-      !status)
+  result.memory = blockwiseRunMemory(program, request.inputsPath);
+  if (Status status = checkRunMemory(*result.memory, "the run"); !status)
     return status;
   Expected<InputRegion> region =
       request.inputsPath.empty()
@@ -276,6 +278,9 @@ Status LocalRun::finish(const Executable &program,
       lines.push_back(summarizeArray(output));
   for (size_t o = 0; o < lines.size(); ++o)
     llvm::outs() << "  " << program.outputs[o].name << ": " << lines[o] << "\n";
+  if (result.memory)
+    llvm::outs() << "peak resident memory " << formatGiB(peakResidentBytes())
+                 << " (predicted " << formatGiB(result.memory->peak()) << ")\n";
   if (!request.tracePath.empty()) {
     TraceOptions trace;
     trace.title = "partita run " + devices.toString();

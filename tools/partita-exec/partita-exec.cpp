@@ -699,10 +699,10 @@ Status runOnGpus(const Arguments &args, const RunRequest &request,
 /// summarised, written and compared block by block.
 Expected<std::unique_ptr<BlockwiseOutputs>>
 runOnCpuThreads(const Arguments &args, const RunRequest &request,
-                const Executable &program, RunStatistics &statistics) {
-  if (Status status = checkRunMemory(
-          blockwiseRunMemory(program, args.get("--inputs")), "the run");
-      !status)
+                const Executable &program, RunStatistics &statistics,
+                RunMemory &memory) {
+  memory = blockwiseRunMemory(program, args.get("--inputs"));
+  if (Status status = checkRunMemory(memory, "the run"); !status)
     return status;
   Expected<InputRegion> region =
       args.has("--inputs") ? fileInputRegions(program, args.get("--inputs"))
@@ -740,13 +740,14 @@ Status runHere(const Arguments &args, const RunRequest &request) {
   statistics.recordTimelines = args.has("--trace");
   std::vector<HostArray> outputs;
   std::unique_ptr<BlockwiseOutputs> blocks;
+  RunMemory memory;
   if (devices.isCuda()) {
     if (Status status = runOnGpus(args, request, *program, statistics, outputs);
         !status)
       return status;
   } else {
     Expected<std::unique_ptr<BlockwiseOutputs>> ran =
-        runOnCpuThreads(args, request, *program, statistics);
+        runOnCpuThreads(args, request, *program, statistics, memory);
     if (!ran)
       return ran.status();
     blocks = std::move(*ran);
@@ -782,6 +783,10 @@ Status runHere(const Arguments &args, const RunRequest &request) {
   for (size_t o = 0; o < lines.size(); ++o)
     std::printf("  %s: %s\n", program->outputs[o].name.c_str(),
                 lines[o].c_str());
+  if (blocks)
+    std::printf("peak resident memory %s (predicted %s)\n",
+                formatGiB(static_cast<double>(peakResidentBytes())).c_str(),
+                formatGiB(memory.peak()).c_str());
   if (args.has("--trace")) {
     TraceOptions trace;
     trace.title = "partita-exec run " + devices.toString();

@@ -28,6 +28,16 @@ struct FusionSummary {
 /// slots unchanged).
 FusionSummary fuseElementwise(Executable &program);
 
+/// Per slot, whether anything names it: an instruction's operand or
+/// result, a loop's counter or carried copies, an input or an output.
+/// After fusion a chain's inner values are named by nothing.
+std::vector<bool> referencedSlots(const Executable &program);
+
+/// Removes the slots nothing names (referencedSlots), renumbering the
+/// others in order everywhere they are named; the buffer plan keeps their
+/// offsets and the arena's size.
+void dropUnreferencedSlots(Executable &program);
+
 } // namespace partita
 
 #endif // PARTITA_CODEGEN_FUSION_H
