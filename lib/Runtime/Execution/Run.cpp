@@ -12,6 +12,7 @@
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
 #include "partita/Runtime/Execution/RunSupport.h"
 #include "partita/Runtime/Program/Backend.h"
+#include "partita/Runtime/Program/RunMemory.h"
 #include "partita/Sharding/Cost.h"
 
 #include <algorithm>
@@ -612,6 +613,11 @@ driveSteps(StepwiseRun &run, StepGate &gate, int64_t devices,
            std::vector<std::vector<HostArray>> &stepOutputs) {
   Status result = Status::success();
   gate.waitFor(devices, &StepGate::ready);
+  // Every device has its inputs and has let its blocks go: their pages go
+  // back to the system now, not while the arenas fill (jemalloc kept them
+  // for its 10 s decay: GPT-2 medium's FSDP step peaked 0.79 GiB above its
+  // plan).
+  releaseFreedMemory();
   for (int64_t step = 0; step < run.steps; ++step) {
     result = firstDeviceFailure(statuses);
     if (!result.ok())

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <dlfcn.h>
 #include <fstream>
+#include <malloc.h>
 #include <new>
 #include <sstream>
 #include <sys/resource.h>
@@ -225,6 +227,19 @@ void outOfMemory() {
 } // namespace
 
 void partita::exitWhenOutOfMemory() { std::set_new_handler(outOfMemory); }
+
+void partita::releaseFreedMemory() {
+  // jemalloc's control call, looked up: the libraries never link jemalloc
+  // (the tools do, cmake/PartitaOptionalDeps.cmake). 4096 is
+  // MALLCTL_ARENAS_ALL: every arena.
+  using Mallctl = int (*)(const char *, void *, size_t *, void *, size_t);
+  static const auto mallctl =
+      reinterpret_cast<Mallctl>(::dlsym(RTLD_DEFAULT, "mallctl"));
+  if (mallctl)
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+  else
+    ::malloc_trim(0);
+}
 
 Status partita::checkRunMemory(const RunMemory &memory,
                                const std::string &what) {

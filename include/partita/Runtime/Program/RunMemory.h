@@ -88,6 +88,13 @@ RunMemory runMemory(const Executable &program, RunKind kind);
 /// embedded in another program.
 void exitWhenOutOfMemory();
 
+/// Hands the pages of freed memory back to the system now: jemalloc's
+/// arenas purged when the process allocates with it (the tools do), else
+/// glibc's malloc_trim. A run calls it once large host blocks are let go,
+/// so that the devices' buffers do not fill beside pages the allocator
+/// keeps for reuse.
+void releaseFreedMemory();
+
 /// This process's resident memory now (VmRSS) and at its largest so far
 /// (VmHWM), in bytes; 0 when unknown.
 int64_t residentBytes();
