@@ -124,20 +124,33 @@ std::vector<int64_t> partialKey(const Mesh &mesh, const Sharding &sharding,
 
 /// The distinct block of output `o` that `holders` (by partial position,
 /// each position's devices in order) hold: each position's replicas
-/// checked against its first, the positions' addends added in order.
+/// checked against its first, the positions' addends added in order. The
+/// program may be a view with outputs only (no slots): every block must
+/// have `localShape` and the first one's dtype.
 Expected<HostArray> outputBlockOf(
     const Executable &program, size_t o,
     const std::map<std::vector<int64_t>, std::vector<int64_t>> &holders,
     const std::vector<std::vector<HostArray>> &outputsByDevice,
     const std::vector<IndexRange> &ranges,
-    const std::vector<int64_t> &shardIndex) {
+    const std::vector<int64_t> &shardIndex,
+    const std::vector<int64_t> &localShape) {
   const ExecutableValue &output = program.outputs[o];
   std::optional<HostArray> sum;
+  std::optional<DType> dtype;
   for (const auto &[key, devices] : holders) {
-    for (int64_t d : devices)
+    for (int64_t d : devices) {
       if (o >= outputsByDevice[d].size())
         return Status::error("output " + output.name + ": device " +
                              std::to_string(d) + " returned no block");
+      const HostArray &block = outputsByDevice[d][o];
+      if (!dtype)
+        dtype = block.dtype;
+      if (block.dtype != *dtype || block.shape != localShape ||
+          !block.checkConsistent())
+        return Status::error("output " + output.name + ": device " +
+                             std::to_string(d) +
+                             " returned a block of another type");
+    }
     const HostArray &first = outputsByDevice[devices.front()][o];
     for (size_t k = 1; k < devices.size(); ++k)
       if (Status same = checkReplica(first, devices.front(),
@@ -191,8 +204,9 @@ Status partita::forEachOutputBlock(
     for (const auto &[shard, first] : order) {
       std::vector<IndexRange> ranges =
           deviceBlock(mesh, whole, output.globalShape, first);
-      Expected<HostArray> block = outputBlockOf(program, o, holders[shard],
-                                                outputsByDevice, ranges, shard);
+      Expected<HostArray> block =
+          outputBlockOf(program, o, holders[shard], outputsByDevice, ranges,
+                        shard, localShape(mesh, whole, output.globalShape));
       if (!block)
         return block.status();
       if (Status taken = sink(o, ranges, *block); !taken)

@@ -198,62 +198,24 @@ Expected<HostArray> partita::deviceInputBlock(const Executable &program,
 Expected<std::vector<HostArray>> partita::assembleOutputs(
     const Executable &program,
     const std::vector<std::vector<HostArray>> &outputsByDevice) {
-  const Mesh &mesh = program.mesh;
-  int64_t devices = mesh.numDevices();
-  std::vector<HostArray> results;
-  for (size_t o = 0; o < program.outputs.size(); ++o) {
-    const ExecutableValue &output = program.outputs[o];
-    if (output.sharding.partialKind != PartialKind::None &&
-        output.sharding.partialKind != PartialKind::Sum)
-      return Status::error("output " + output.name +
-                           " is a partial max or min; only sums are assembled");
-    // A partial sum is assembled per position in its partial group (each
-    // such slice of devices holds a whole, split addend) and the addends
-    // summed: the global value.
-    Sharding whole = output.sharding;
-    whole.partialKind = PartialKind::None;
-    whole.partialAxes.clear();
-    std::map<std::vector<int64_t>, std::vector<HostArray>> addends;
-    for (int64_t d = 0; d < devices; ++d) {
-      std::vector<int64_t> coords = mesh.coordinates(d), key;
-      for (const std::string &axis : output.sharding.partialAxes)
-        key.push_back(coords[mesh.axisIndex(axis)]);
-      addends[key].resize(devices);
-    }
-    Expected<HostArray> global = Status::error("no devices");
-    for (auto &[key, blocks] : addends) {
-      // Devices outside this position hold other addends; their blocks are
-      // replaced by this position's copy of the same block.
-      for (int64_t d = 0; d < devices; ++d) {
-        std::vector<int64_t> coords = mesh.coordinates(d);
-        for (size_t a = 0; a < key.size(); ++a)
-          coords[mesh.axisIndex(output.sharding.partialAxes[a])] = key[a];
-        const std::vector<HostArray> &held =
-            outputsByDevice[mesh.deviceAt(coords)];
-        if (o >= held.size())
-          return Status::error("output " + output.name + ": device " +
-                               std::to_string(mesh.deviceAt(coords)) +
-                               " returned no block");
-        blocks[d] = held[o];
-      }
-      Expected<HostArray> part =
-          assembleDeviceBlocks(mesh, whole, output.globalShape, blocks);
-      if (!part)
-        return Status::error("output " + output.name + ": " +
-                             part.status().message());
-      if (!global) {
-        global = std::move(*part);
-        continue;
-      }
-      for (int64_t e = 0; e < global->numElements(); ++e)
-        setElementFromDouble(*global, e,
-                             elementAsDouble(*global, e) +
-                                 elementAsDouble(*part, e));
-    }
-    if (!global)
-      return Status::error("output " + output.name + ": " +
-                           global.status().message());
-    results.push_back(std::move(*global));
-  }
+  // Each distinct block placed where it belongs (forEachOutputBlock checks
+  // the replicas and adds a partial sum's addends). `program` may be a view
+  // with outputs only: an output takes its blocks' dtype.
+  std::vector<HostArray> results(program.outputs.size());
+  std::vector<bool> made(program.outputs.size(), false);
+  if (Status status = forEachOutputBlock(
+          program, outputsByDevice,
+          [&](size_t o, const std::vector<IndexRange> &ranges,
+              const HostArray &block) {
+            if (!made[o]) {
+              results[o] =
+                  HostArray::zeros(block.dtype, program.outputs[o].globalShape);
+              made[o] = true;
+            }
+            placeBlock(results[o], block, ranges);
+            return Status::success();
+          });
+      !status)
+    return status;
   return results;
 }

@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <unistd.h>
@@ -143,6 +144,12 @@ TEST_CASE("outputs taken block by block rebuild the assembled outputs",
   CHECK(taken == 4);
   for (size_t o = 0; o < rebuilt.size(); ++o)
     CHECK(rebuilt[o].bytes == (*assembled)[o].bytes);
+  // The identity returns its inputs: the column blocks exactly, the
+  // partial sum's addends added back up to rounding.
+  CHECK(rebuilt[1].bytes == globals[1].bytes);
+  for (int64_t e = 0; e < globals[0].numElements(); ++e)
+    CHECK(std::fabs(elementAsDouble(rebuilt[0], e) -
+                    elementAsDouble(globals[0], e)) <= 1e-5);
 
   // A replica that disagrees is named, as assembleOutputs names it.
   (*blocks)[3][1].bytes[0] ^= 1;
