@@ -182,9 +182,7 @@ Status partita::forEachOutputBlock(
         output.sharding.partialKind != PartialKind::Sum)
       return Status::error("output " + output.name +
                            " is a partial max or min; only sums are assembled");
-    Sharding whole = output.sharding;
-    whole.partialKind = PartialKind::None;
-    whole.partialAxes.clear();
+    Sharding whole = withoutPartial(output.sharding);
     if (Status status = checkShardedLayout(mesh, whole, output.globalShape);
         !status)
       return Status::error("output " + output.name + ": " + status.message());

@@ -104,9 +104,7 @@ partita::inputBlocksByDevice(const Executable &program, size_t index,
   if (global.shape != input.globalShape)
     return Status::error("input " + std::to_string(index) + " (" + input.name +
                          ") has the wrong shape");
-  Sharding whole = input.sharding;
-  whole.partialKind = PartialKind::None;
-  whole.partialAxes.clear();
+  Sharding whole = withoutPartial(input.sharding);
   Expected<std::vector<HostArray>> blocks =
       sliceAllDeviceBlocks(global, program.mesh, whole);
   if (!blocks)
@@ -147,9 +145,7 @@ Status partita::writeDeviceInputBlock(const Executable &program, size_t index,
                                       uint8_t *into, PartialInputs policy) {
   const ExecutableValue &input = program.inputs[index];
   const Mesh &mesh = program.mesh;
-  Sharding whole = input.sharding;
-  whole.partialKind = PartialKind::None;
-  whole.partialAxes.clear();
+  Sharding whole = withoutPartial(input.sharding);
   if (Status status = checkShardedLayout(mesh, whole, input.globalShape);
       !status)
     return Status::error("input " + input.name + ": " + status.message());

@@ -420,32 +420,30 @@ Status systemFailure(const std::string &path, const char *what) {
   return Status::error(path + ": " + what + ": " + std::strerror(errno));
 }
 
-/// Reads exactly `size` bytes at `offset` of `fd`.
-bool readAt(int fd, void *into, int64_t size, int64_t offset) {
-  auto *at = static_cast<uint8_t *>(into);
+/// Reads (`write` false) or writes exactly `size` bytes at `offset` of
+/// `fd`.
+bool transferAt(int fd, uint8_t *at, int64_t size, int64_t offset, bool write) {
   while (size > 0) {
-    ssize_t got = ::pread(fd, at, static_cast<size_t>(size), offset);
-    if (got < 0 && errno == EINTR)
+    ssize_t moved = write ? ::pwrite(fd, at, static_cast<size_t>(size), offset)
+                          : ::pread(fd, at, static_cast<size_t>(size), offset);
+    if (moved < 0 && errno == EINTR)
       continue;
-    if (got <= 0)
+    if (moved <= 0)
       return false;
-    at += got, size -= got, offset += got;
+    at += moved, size -= moved, offset += moved;
   }
   return true;
 }
 
-/// Writes exactly `size` bytes at `offset` of `fd`.
+bool readAt(int fd, void *into, int64_t size, int64_t offset) {
+  return transferAt(fd, static_cast<uint8_t *>(into), size, offset, false);
+}
+
 bool writeAt(int fd, const void *from, int64_t size, int64_t offset) {
-  const auto *at = static_cast<const uint8_t *>(from);
-  while (size > 0) {
-    ssize_t put = ::pwrite(fd, at, static_cast<size_t>(size), offset);
-    if (put < 0 && errno == EINTR)
-      continue;
-    if (put <= 0)
-      return false;
-    at += put, size -= put, offset += put;
-  }
-  return true;
+  // pwrite only reads the buffer.
+  return transferAt(fd,
+                    const_cast<uint8_t *>(static_cast<const uint8_t *>(from)),
+                    size, offset, true);
 }
 
 /// A file descriptor closed when it goes out of scope.

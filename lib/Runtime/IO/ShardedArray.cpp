@@ -151,6 +151,13 @@ int64_t flatIndexIn(const std::vector<int64_t> &shape,
 
 } // namespace
 
+Sharding withoutPartial(const Sharding &sharding) {
+  Sharding whole = sharding;
+  whole.partialKind = PartialKind::None;
+  whole.partialAxes.clear();
+  return whole;
+}
+
 Status checkShardedLayout(const Mesh &mesh, const Sharding &sharding,
                           const std::vector<int64_t> &globalShape) {
   if (Status valid = validateSharding(mesh, sharding, &globalShape); !valid)

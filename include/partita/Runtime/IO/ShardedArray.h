@@ -21,6 +21,10 @@
 
 namespace partita {
 
+/// `sharding` without its partial kind and axes: how each addend (or a
+/// partial max's every copy) is laid out.
+Sharding withoutPartial(const Sharding &sharding);
+
 /// Checks that blocks of a `globalShape` array can be laid out by `sharding`
 /// on `mesh`: the sharding is valid for the mesh, its rank matches the
 /// shape's, and it is not partial (a partial value has no single global
