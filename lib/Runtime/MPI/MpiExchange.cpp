@@ -34,15 +34,41 @@ GroupPlacement placeGroup(const std::vector<int64_t> &members,
   return placement;
 }
 
+bool keepsMemberOrder(const Exchange &x) {
+  const CollectiveCall &request = x.request;
+  DType dtype = request.input.dtype;
+  bool floating = dtype == DType::F32 || dtype == DType::F64 ||
+                  dtype == DType::BF16 || dtype == DType::F16;
+  if (!floating || request.reduction != ReductionCode::Sum ||
+      (request.kind != CommunicatorOp::AllReduce &&
+       request.kind != CommunicatorOp::ReduceScatter))
+    return false;
+  // One member per process: the partials are the members' inputs, added in
+  // rank order, which is group order when the ranks ascend along the group
+  // (two addends commute exactly).
+  if (x.groupSize != static_cast<int64_t>(x.processes.size()))
+    return true;
+  if (x.processes.size() == 2)
+    return false;
+  for (int64_t i = 1; i < x.groupSize; ++i)
+    if (x.processOf[i] < x.processOf[i - 1])
+      return true;
+  return false;
+}
+
 /// How many payload bytes go to and come from each peer.
 void planPayloads(Exchange &x) {
   const CollectiveCall &request = x.request;
+  bool memberOrder = keepsMemberOrder(x);
   switch (request.kind) {
   case CommunicatorOp::AllReduce:
   case CommunicatorOp::ReduceScatter:
-    for (size_t k = 0; k < x.peers.size(); ++k)
-      x.sendBytes[k] = x.receiveBytes[k] = x.inBytes;
-    break;
+    if (!memberOrder) {
+      for (size_t k = 0; k < x.peers.size(); ++k)
+        x.sendBytes[k] = x.receiveBytes[k] = x.inBytes;
+      break;
+    }
+    [[fallthrough]];
   case CommunicatorOp::AllGather:
     for (size_t k = 0; k < x.peers.size(); ++k) {
       x.sendBytes[k] = x.inBytes * static_cast<int64_t>(x.mine.size());
@@ -74,10 +100,17 @@ void planPayloads(Exchange &x) {
 
 namespace {
 
+Status packAllGather(Exchange &x);
+
 // all_reduce and reduce_scatter: every process sends the reduction of its
-// members' inputs, and every process reduces the partials in rank order.
+// members' inputs, and every process reduces the partials in rank order;
+// a float sum that must keep the group's order (keepsMemberOrder) sends
+// the members' inputs instead, and every process adds all of them in
+// group order, as the in-process communicator does.
 
 Status packReduction(Exchange &x) {
+  if (keepsMemberOrder(x))
+    return packAllGather(x);
   // This process's partial result, then the same bytes to every peer.
   std::vector<const void *> inputs;
   for (int64_t i : x.mine)
@@ -95,8 +128,18 @@ Status packReduction(Exchange &x) {
 Status writeReduction(Exchange &x) {
   const CollectiveCall &request = x.request;
   std::vector<const void *> partials;
-  for (int rank : x.processes)
-    partials.push_back(rank == x.me ? x.sendPayload(0) : x.payload(rank));
+  if (keepsMemberOrder(x)) {
+    std::map<int, int64_t> taken;
+    for (int64_t i = 0; i < x.groupSize; ++i) {
+      int process = x.processOf[i];
+      partials.push_back(process == x.me ? x.slot.inputs[i]
+                                         : x.payload(process) +
+                                               taken[process]++ * x.inBytes);
+    }
+  } else {
+    for (int rank : x.processes)
+      partials.push_back(rank == x.me ? x.sendPayload(0) : x.payload(rank));
+  }
   // all_reduce reduces straight into the first local output (no output
   // aliases a message buffer); reduce_scatter through a full buffer.
   bool scatter = request.kind == CommunicatorOp::ReduceScatter;
@@ -335,6 +378,8 @@ bool fitsMpiLayout(const Exchange &x, int64_t leastBytes) {
                                     static_cast<int64_t>(x.processes.size());
   for (int64_t i = 0; ordered && i < x.groupSize; ++i)
     ordered = x.processOf[i] == x.processes[i / perProcess];
+  if (keepsMemberOrder(x))
+    return false;
   MPI_Datatype type;
   MPI_Op op;
   switch (request.kind) {
@@ -357,6 +402,15 @@ bool fitsMpiLayout(const Exchange &x, int64_t leastBytes) {
 } // namespace
 
 bool fitsMpiCollective(const Exchange &x) {
+  // MPI's own algorithms add in an order of their choosing: a float sum
+  // over more than two processes could differ from one process's.
+  DType dtype = x.request.input.dtype;
+  bool floatSum = x.request.reduction == ReductionCode::Sum &&
+                  (dtype == DType::F32 || dtype == DType::F64);
+  bool reduces = x.request.kind == CommunicatorOp::AllReduce ||
+                 x.request.kind == CommunicatorOp::ReduceScatter;
+  if (reduces && floatSum && x.processes.size() > 2)
+    return false;
   return fitsMpiLayout(x, kMpiCollectiveBytes);
 }
 
@@ -626,7 +680,7 @@ constexpr int64_t kDirectAllReduceBytes = 256 << 10;
 bool fitsDirectAllReduce(const Exchange &x) {
   MPI_Datatype type;
   MPI_Op op;
-  return x.request.kind == CommunicatorOp::AllReduce &&
+  return x.request.kind == CommunicatorOp::AllReduce && !keepsMemberOrder(x) &&
          x.inBytes >= kMpiCollectiveBytes &&
          x.inBytes <= kDirectAllReduceBytes && x.processes.size() >= 2 &&
          mpiReduction(x.request.input.dtype, x.request.reduction, type, op);

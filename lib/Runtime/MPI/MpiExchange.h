@@ -254,6 +254,13 @@ KindSteps stepsOf(CommunicatorOp kind);
 /// How many payload bytes go to and come from each peer.
 void planPayloads(Exchange &x);
 
+/// Whether `x` is a float sum whose addends must be added in group order,
+/// as one process adds them (so that any process count gives the bits of
+/// one process): some process holds several members, or more than two
+/// processes do not ascend along the group. Its members' inputs then travel
+/// unreduced, point to point (docs/Distributed.md, "Sums in group order").
+bool keepsMemberOrder(const Exchange &x);
+
 /// Whether `x` runs as one of MPI's own collectives (MpiExchange.cpp says
 /// which layouts and types).
 bool fitsMpiCollective(const Exchange &x);
