@@ -466,6 +466,15 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
   if (cl.has("--data"))
     request.data = cl.get("--data");
   request.dataTrace = cl.get("--data-trace");
+  request.distributed = cl.on("--distributed");
+  if (cl.has("--timeout")) {
+    if (!request.distributed)
+      return Status::error("--timeout applies to --distributed runs");
+    Expected<int64_t> timeout = parseTimeoutMilliseconds(cl.get("--timeout"));
+    if (!timeout)
+      return timeout.status();
+    request.timeout = std::chrono::milliseconds(*timeout);
+  }
   // The trace records windows of a token file; without one it wrote nothing
   // and exited 0.
   if (!request.dataTrace.empty() &&

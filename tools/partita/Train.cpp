@@ -60,7 +60,21 @@ int partita::cli::trainFromRequest(TrainRequest &request) {
     if (!directory.empty())
       if (Status status = checkWritableDirectory(directory); !status.ok())
         return usageError(std::string(flag) + ": " + status.message());
-  if (request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0) {
+  bool pipelined =
+      request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0;
+  if (request.distributed) {
+    if (pipelined)
+      return usageError("--distributed trains steps without --pp; a "
+                        "pipelined step runs across processes with "
+                        "partita-exec train --distributed");
+    if (Status status = trainDistributed(request); !status.ok()) {
+      if (!status.message().empty())
+        llvm::errs() << "error: " << status.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  if (pipelined) {
     if (request.lrSchedule)
       return usageError("--pp does not combine with a learning-rate "
                         "schedule yet");

@@ -108,6 +108,10 @@ struct TrainRequest {
   EvalRequest eval;
   /// --objective dpo: the reference policy's checkpoint directory.
   std::string dpoReference;
+  /// --distributed: this process is one of those mpirun started, driving
+  /// its share of the devices (TrainDistributed.cpp); --timeout.
+  bool distributed = false;
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
   /// --lr-schedule/--warmup/--min-lr; when set, the step takes its
   /// learning rate as an input and the loop feeds it per step.
   std::optional<LearningRateSchedule> lrSchedule;
@@ -133,6 +137,13 @@ startTrainData(const TrainRequest &request);
 /// written (TrainRun.cpp). An empty message after diagnostics were
 /// printed.
 Status trainOnCpu(const TrainRequest &request);
+
+/// trainOnCpu() as one of the processes `mpirun` started (--distributed):
+/// this process drives its share of the devices (TrainDistributed.cpp).
+/// Before the loop every process agrees that all are ready; a failure
+/// during it ends this process at once with its error (the others fail
+/// after the timeout, naming it).
+Status trainDistributed(const TrainRequest &request);
 
 /// The same with pipeline parallelism (`--pp`, a `pipe` axis): the stages
 /// compiled, their figures and the schedule printed, the measured
@@ -191,7 +202,9 @@ public:
         std::to_string(static_cast<long long>(tokensPerStep / took)) +
         (request.config.model == "mlp" ? " examples/s" : " tokens/s") +
         "  eta " + formatSeconds(eta);
-    if (tty) {
+    if (quiet) {
+      // Another process prints (a multi-process run's rank 0).
+    } else if (tty) {
       int filled = static_cast<int>(20.0 * (s + 1) / steps);
       llvm::outs() << "\r[" << std::string(filled, '#')
                    << std::string(20 - filled, ' ') << "] " << line;
@@ -213,6 +226,8 @@ public:
   std::vector<double> losses, seconds;
   /// The first step this run makes (a resumed run's: the steps done).
   int64_t firstStep = 0;
+  /// Keeps the losses without printing them.
+  bool quiet = false;
 
 private:
   const TrainRequest &request;

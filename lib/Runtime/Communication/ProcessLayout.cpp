@@ -1,6 +1,7 @@
 //===- ProcessLayout.cpp - Which process drives which devices -------------===//
 
 #include "partita/Runtime/Communication/ProcessLayout.h"
+#include "partita/Runtime/Communication/ProcessGroup.h"
 
 #include "partita/Runtime/Communication/Communicator.h"
 
@@ -126,6 +127,29 @@ gpusForLocalDevices(int64_t meshDevices,
     gpus[device] = static_cast<int>(first + i);
   }
   return gpus;
+}
+
+} // namespace partita
+
+namespace partita {
+
+ProcessGroup::~ProcessGroup() = default;
+
+Expected<ProcessLayout> layoutOver(const Mesh &mesh,
+                                   const ProcessGroup &group) {
+  return ProcessLayout::create(mesh, group.processes(), group.process());
+}
+
+Status agreeAll(ProcessGroup &group, const Status &mine,
+                const std::string &what) {
+  Expected<bool> all = group.allTrue(mine.ok(), what);
+  if (!all)
+    return all.status();
+  if (!mine.ok())
+    return mine;
+  if (!*all)
+    return Status::error("another process failed: " + what);
+  return Status::success();
 }
 
 } // namespace partita

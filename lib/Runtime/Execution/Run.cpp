@@ -653,7 +653,19 @@ Status partita::runDevicesStepwise(
     return Status::error("stepwise run: inputs for " +
                          std::to_string(inputsByDevice.size()) +
                          " devices, the mesh has " + std::to_string(devices));
-  InProcessCommunicator communicator(program.mesh);
+  std::vector<int64_t> ran = run.devices;
+  if (ran.empty())
+    for (int64_t d = 0; d < devices; ++d)
+      ran.push_back(d);
+  for (int64_t d : ran)
+    if (d < 0 || d >= devices)
+      return Status::error("stepwise run: no device " + std::to_string(d) +
+                           " in a mesh of " + std::to_string(devices));
+  std::unique_ptr<InProcessCommunicator> inProcess;
+  if (!run.communicator)
+    inProcess = std::make_unique<InProcessCommunicator>(program.mesh);
+  Communicator &communicator =
+      run.communicator ? *run.communicator : *inProcess;
   StepGate gate;
   std::vector<Status> statuses(devices);
   std::vector<std::vector<std::pair<size_t, HostArray>>> uploads(devices);
@@ -673,7 +685,7 @@ Status partita::runDevicesStepwise(
   // One device at a time downloads its final values and frees its memory.
   std::mutex releasing;
   std::vector<std::thread> threads;
-  for (int64_t d = 0; d < devices; ++d)
+  for (int64_t d : ran)
     threads.emplace_back([&, d] {
       std::unique_ptr<Backend> backend = createCpuBackend();
       auto held = std::make_unique<DeviceMemory>(program, *backend);
@@ -776,8 +788,8 @@ Status partita::runDevicesStepwise(
       releaseCachedCpuBlocks();
     });
 
-  Status result =
-      driveSteps(run, gate, devices, statuses, uploads, stepOutputs);
+  Status result = driveSteps(run, gate, static_cast<int64_t>(ran.size()),
+                             statuses, uploads, stepOutputs);
   {
     std::lock_guard<std::mutex> lock(gate.mutex);
     gate.ended = true;

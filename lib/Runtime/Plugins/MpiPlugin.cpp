@@ -53,8 +53,50 @@ int runDistributedTool(const DistributedToolRun &run) {
   return code;
 }
 
+/// The job's processes over MPI, for a front end driving its devices.
+class MpiProcessGroup final : public ProcessGroup {
+public:
+  explicit MpiProcessGroup(std::unique_ptr<MpiProcess> process)
+      : mpi(std::move(process)) {}
+  int process() const override { return mpi->rank(); }
+  int processes() const override { return mpi->size(); }
+  Status broadcast(std::vector<uint8_t> &bytes, int root,
+                   const std::string &what) override {
+    return mpi->broadcast(bytes, root, what);
+  }
+  Status gather(const std::vector<uint8_t> &mine, int root,
+                std::vector<std::vector<uint8_t>> &all,
+                const std::string &what) override {
+    return mpi->gather(mine, root, all, what);
+  }
+  Expected<bool> allTrue(bool mine, const std::string &what) override {
+    return mpi->allTrue(mine, what);
+  }
+  Expected<std::unique_ptr<Communicator>>
+  communicator(const Mesh &mesh, const ProcessLayout &layout) override {
+    return createMpiCommunicator(*mpi, mesh, layout, mpi->timeout());
+  }
+  [[noreturn]] void exitAfterFailure(int code) override {
+    mpi->exitAfterFailure(code);
+  }
+
+private:
+  std::unique_ptr<MpiProcess> mpi;
+};
+
+Expected<std::unique_ptr<ProcessGroup>>
+createProcessGroup(std::chrono::milliseconds timeout) {
+  Expected<std::unique_ptr<MpiProcess>> process =
+      MpiProcess::initialize(nullptr, nullptr);
+  if (!process)
+    return process.status();
+  (*process)->setTimeout(timeout);
+  return std::unique_ptr<ProcessGroup>(
+      std::make_unique<MpiProcessGroup>(std::move(*process)));
+}
+
 const MpiPlugin plugin = {kMpiPluginAbi, runDistributedTool,
-                          createMpiPipelinePeers};
+                          createMpiPipelinePeers, createProcessGroup};
 
 } // namespace
 

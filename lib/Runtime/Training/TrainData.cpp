@@ -21,11 +21,16 @@ TrainData::~TrainData() = default;
 
 Status SyntheticData::fill(int64_t step,
                            const std::vector<HostArray *> &inputs) {
+  // One engine draw per element (mlp) or per row (tokens): a process
+  // filling only some rows skips the draws of those before them.
   std::mt19937_64 random(seed * 7919 + static_cast<uint64_t>(step));
   if (model == "mlp") {
     HostArray &x = *inputs[0], &target = *inputs[1];
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    for (int64_t i = 0; i < x.numElements(); ++i) {
+    int64_t rows = x.shape.empty() ? 1 : x.shape[0];
+    int64_t perRow = rows ? x.numElements() / rows : 0;
+    random.discard(static_cast<unsigned long long>(firstRow(rows) * perRow));
+    for (int64_t i = firstRow(rows) * perRow; i < endRow(rows) * perRow; ++i) {
       float value = uniform(random), goal = std::sin(3.0f * value);
       std::memcpy(x.bytes.data() + 4 * i, &value, 4);
       std::memcpy(target.bytes.data() + 4 * i, &goal, 4);
@@ -35,7 +40,8 @@ Status SyntheticData::fill(int64_t step,
   // Token sequences t[k+1] = (3 t[k] + 1) mod V; targets are the next ones.
   HostArray &tokens = *inputs[0], &targets = *inputs[1];
   int64_t batch = tokens.shape[0], seq = tokens.shape[1];
-  for (int64_t b = 0; b < batch; ++b) {
+  random.discard(static_cast<unsigned long long>(firstRow(batch)));
+  for (int64_t b = firstRow(batch); b < endRow(batch); ++b) {
     int32_t token = static_cast<int32_t>(random() % vocab);
     for (int64_t s = 0; s < seq; ++s) {
       int32_t next = static_cast<int32_t>((3 * token + 1) % vocab);
@@ -143,7 +149,8 @@ void TokenFileData::readRank(int64_t step, int64_t epoch, int64_t within,
                              int64_t rank, int64_t batch, HostArray &in,
                              HostArray &out) {
   int64_t rows = batch / ranks;
-  for (int64_t b = rank * rows; b < (rank + 1) * rows; ++b) {
+  for (int64_t b = std::max(rank * rows, firstRow(batch));
+       b < std::min((rank + 1) * rows, endRow(batch)); ++b) {
     int64_t window = order[within * batch + b];
     const int32_t *start = tokens.data() + window * (seq + 1);
     std::memcpy(in.bytes.data() + 4 * b * seq, start, 4 * seq);
@@ -272,7 +279,7 @@ Status SftData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
     return Status::error("fine-tuning data: the step's tokens are not "
                          "[batch, " + std::to_string(seq) + "]");
   int64_t batch = in.shape[0], count = size();
-  for (int64_t row = 0; row < batch; ++row) {
+  for (int64_t row = firstRow(batch); row < endRow(batch); ++row) {
     int64_t index =
         shuffledIndex(step * batch + row, count, seed, order, epochOf);
     const Example &example = examples[index];
@@ -371,7 +378,8 @@ Status DpoData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
   HostArray &refLogp = *inputs[3];
   int64_t rows = inputs[0]->shape.empty() ? 0 : inputs[0]->shape[0];
   int64_t perStep = rows / 2, count = size();
-  for (int64_t p = 0; p < perStep; ++p) {
+  for (int64_t p = firstRow(rows) / 2;
+       p < (endRow(rows) + 1) / 2 && p < perStep; ++p) {
     int64_t index =
         shuffledIndex(step * perStep + p, count, seed, order, epochOf);
     if (Status status = fillPair(pairs[index], 2 * p, inputs); !status.ok())

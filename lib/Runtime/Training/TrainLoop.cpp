@@ -3,6 +3,7 @@
 #include "partita/Runtime/Training/TrainLoop.h"
 
 #include "partita/Runtime/Communication/InProcessCommunicator.h"
+#include "partita/Sharding/Layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -92,10 +93,11 @@ public:
   CpuTrainLoop(const Executable &program, const TrainStepLayout &layout,
                std::vector<HostArray> &inputs, TrainData &data,
                const std::function<Status(const TrainStepResult &)> &onStep,
-               const TrainLoopOptions &options)
+               const TrainLoopOptions &options,
+               const LocalDevices *local = nullptr)
       : program(program), layout(layout), inputs(inputs), data(data),
-        onStep(onStep), options(options), first(options.firstStep),
-        devices(program.mesh.numDevices()) {}
+        onStep(onStep), options(options), local(local),
+        first(options.firstStep), devices(program.mesh.numDevices()) {}
   // `run`'s callbacks point at this loop.
   CpuTrainLoop(const CpuTrainLoop &) = delete;
   CpuTrainLoop &operator=(const CpuTrainLoop &) = delete;
@@ -126,6 +128,9 @@ private:
   /// the devices' `outputs`, reports the step and takes a snapshot if one
   /// is due.
   Status afterStep(int64_t local, std::vector<std::vector<HostArray>> &outputs);
+  /// The step's outputs (the loss alone) from the first local device.
+  Expected<std::vector<HostArray>>
+  localReplicas(std::vector<std::vector<HostArray>> &outputs);
   /// Hands options.onSnapshot the updated values after step `s`: the kept
   /// ones from the devices' snapshots, the moved ones from the inputs.
   Status takeSnapshot(int64_t s);
@@ -140,6 +145,8 @@ private:
   TrainData &data;
   const std::function<Status(const TrainStepResult &)> &onStep;
   const TrainLoopOptions &options;
+  /// The devices of this process in a multi-process run (else null: all).
+  const LocalDevices *local;
   int64_t first;
   int64_t devices;
   std::vector<HostArray *> dataInputs;
@@ -173,6 +180,20 @@ Status CpuTrainLoop::planUploads() {
   for (size_t k = 0; k < layout.updated; ++k)
     (staysOnDevices(program, k) ? kept : moved).push_back(k);
   splitEachStep.insert(splitEachStep.end(), moved.begin(), moved.end());
+  if (!local)
+    return Status::success();
+  // Across processes nothing is assembled on the host: the loss is read
+  // from a local replica and the state never leaves its devices.
+  const ExecutableValue &loss = program.outputs[0];
+  if (!loss.sharding.isReplicated())
+    return Status::error("across processes the loss must be replicated; "
+                         "this step returns it as " +
+                         loss.sharding.toString());
+  if (!moved.empty())
+    return Status::error("across processes every updated value stays on its "
+                         "devices; the step changes the layout of input " +
+                         std::to_string(moved.front()) + " (" +
+                         program.inputs[moved.front()].name + ")");
   return Status::success();
 }
 
@@ -242,10 +263,20 @@ Status CpuTrainLoop::beforeStep(int64_t s, StepUploads &uploads) {
   return Status::success();
 }
 
+Expected<std::vector<HostArray>>
+CpuTrainLoop::localReplicas(std::vector<std::vector<HostArray>> &outputs) {
+  std::vector<HostArray> &first = outputs[local->devices.front()];
+  if (first.empty())
+    return Status::error("device " + std::to_string(local->devices.front()) +
+                         " returned no loss");
+  return std::move(first);
+}
+
 Status CpuTrainLoop::afterStep(int64_t local,
                                std::vector<std::vector<HostArray>> &outputs) {
   int64_t s = first + local;
-  Expected<std::vector<HostArray>> values = assembleOutputs(stepView, outputs);
+  Expected<std::vector<HostArray>> values =
+      this->local ? localReplicas(outputs) : assembleOutputs(stepView, outputs);
   if (!values)
     return failed(Status::error("step " + std::to_string(s) + ": " +
                                 values.status().message()));
@@ -272,15 +303,21 @@ Status CpuTrainLoop::takeSnapshot(int64_t s) {
   snapshot.whole.assign(layout.updated, true);
   for (size_t j = 0; j < kept.size(); ++j) {
     size_t k = kept[j];
-    std::vector<HostArray> blocks;
+    std::vector<HostArray> blocks(devices);
     for (int64_t d = 0; d < devices; ++d)
-      blocks.push_back(std::move(run.snapshots[d][j]));
+      if (!run.snapshots[d].empty())
+        blocks[d] = std::move(run.snapshots[d][j]);
     if (program.inputs[k].sharding.partialKind == PartialKind::None) {
       snapshot.whole[k] = false;
       snapshot.blocks[k] = std::move(blocks);
       continue;
     }
     // Checkpoints hold values, not addends: a partial sum is summed.
+    if (local)
+      return failed(Status::error(
+          "step " + std::to_string(s) + ": " + program.inputs[k].name +
+          " is a partial sum whose addends live in several processes; a "
+          "snapshot across processes holds values only"));
     std::vector<std::vector<HostArray>> byDevice(devices);
     for (int64_t d = 0; d < devices; ++d)
       byDevice[d].push_back(std::move(blocks[d]));
@@ -321,6 +358,11 @@ void CpuTrainLoop::collectKeptValues(Status &status) {
 Status CpuTrainLoop::runSteps(int64_t steps,
                               std::vector<std::vector<HostArray>> &&blocks) {
   configureRun(steps);
+  if (local) {
+    run.devices = local->devices;
+    run.communicator = local->communicator;
+    run.downloadAtEnd = false;
+  }
   Status status = runDevicesStepwise(program, std::move(blocks), run);
   if (options.timelines && status.ok())
     *options.timelines = std::move(run.timelines);
@@ -357,6 +399,47 @@ trainOnCpuDevices(const Executable &program, const TrainStepLayout &layout,
   for (size_t k : loop.keptValues())
     std::vector<uint8_t>().swap(inputs[k].bytes);
   return loop.runSteps(steps, std::move(*blocks));
+}
+
+Status trainOnLocalDevices(
+    const Executable &program, const TrainStepLayout &layout,
+    std::vector<HostArray> &inputs,
+    std::vector<std::vector<HostArray>> &&blocks, const LocalDevices &local,
+    TrainData &data, int64_t steps,
+    const std::function<Status(const TrainStepResult &)> &onStep,
+    const TrainLoopOptions &options) {
+  int64_t first = options.firstStep;
+  if (first < 0 || first > steps)
+    return Status::error("cannot start at step " + std::to_string(first) +
+                         " of " + std::to_string(steps));
+  if (local.devices.empty() || !local.communicator)
+    return Status::error("a multi-process train loop needs its devices and "
+                         "their communicator");
+  CpuTrainLoop loop(program, layout, inputs, data, onStep, options, &local);
+  if (Status status = loop.planUploads(); !status.ok())
+    return status;
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  for (size_t index : layout.dataInputs)
+    rows.push_back(rowsHeldBy(program, index, local.devices));
+  // Inputs and targets hold the same rows; one range for all.
+  if (!rows.empty())
+    data.setRows(rows.front().first, rows.front().second);
+  return loop.runSteps(steps, std::move(blocks));
+}
+
+std::pair<int64_t, int64_t> rowsHeldBy(const Executable &program, size_t index,
+                                       const std::vector<int64_t> &devices) {
+  const ExecutableValue &input = program.inputs[index];
+  if (input.globalShape.empty())
+    return {0, 1};
+  int64_t begin = input.globalShape[0], end = 0;
+  for (int64_t device : devices) {
+    std::vector<IndexRange> block =
+        deviceBlock(program.mesh, input.sharding, input.globalShape, device);
+    begin = std::min(begin, block[0].begin);
+    end = std::max(end, block[0].end);
+  }
+  return {begin, std::max(begin, end)};
 }
 
 double LearningRateSchedule::at(int64_t step) const {

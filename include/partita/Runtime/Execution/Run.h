@@ -199,6 +199,12 @@ struct StepwiseRun {
   /// The step whose spans every device records into `timelines[d]`, or -1.
   int64_t timelineStep = -1;
   std::vector<DeviceTimeline> timelines;
+  /// The devices this process runs (empty: every device of the mesh) and
+  /// their communicator (null: the in-process one over the mesh). Every
+  /// per-device vector stays indexed by device id over the whole mesh; the
+  /// entries of devices not run are left empty.
+  std::vector<int64_t> devices;
+  Communicator *communicator = nullptr;
 };
 
 /// Runs `run` on every device of `program`'s mesh (CPU backends, the

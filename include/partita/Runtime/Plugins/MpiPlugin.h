@@ -12,6 +12,7 @@
 #ifndef PARTITA_RUNTIME_PLUGINS_MPIPLUGIN_H
 #define PARTITA_RUNTIME_PLUGINS_MPIPLUGIN_H
 
+#include "partita/Runtime/Communication/ProcessGroup.h"
 #include "partita/Runtime/MPI/Mpi.h"
 
 #include <functional>
@@ -44,10 +45,15 @@ struct MpiPlugin {
   /// pipelined step (createMpiPipelinePeers()).
   Expected<std::unique_ptr<PipelinePeers>> (*createPipelinePeers)(
       std::chrono::milliseconds timeout);
+  /// Starts MPI for a front end that drives its devices itself (`partita
+  /// train --distributed`): the job's processes, whose waits fail after
+  /// `timeout` without progress. MPI is finalised when it is destroyed.
+  Expected<std::unique_ptr<ProcessGroup>> (*createProcessGroup)(
+      std::chrono::milliseconds timeout);
 };
 
 /// Changes whenever MpiPlugin or a type it passes changes.
-inline constexpr int kMpiPluginAbi = 5;
+inline constexpr int kMpiPluginAbi = 6;
 inline constexpr const char *kMpiPluginFile = "libpartita-mpi.so";
 inline constexpr const char *kMpiPluginSymbol = "partita_mpi_plugin";
 

@@ -27,6 +27,26 @@ public:
   /// Fills the data inputs of step `step` (the train step's non-parameter,
   /// non-scalar inputs, in order: inputs then targets).
   virtual Status fill(int64_t step, const std::vector<HostArray *> &inputs) = 0;
+  /// Restricts fill() to rows [first, end) of every batch: the rows this
+  /// process's devices hold in a multi-process run. The other rows are
+  /// neither read nor generated (left as they were); a row's values do not
+  /// depend on which rows are filled.
+  void setRows(int64_t first, int64_t end) {
+    rowBegin = first;
+    rowEnd = end;
+  }
+
+protected:
+  /// The rows of a batch of `batch` rows that fill() fills.
+  int64_t firstRow(int64_t batch) const {
+    return rowBegin < batch ? rowBegin : batch;
+  }
+  int64_t endRow(int64_t batch) const {
+    return rowEnd < 0 || rowEnd > batch ? batch : rowEnd;
+  }
+
+private:
+  int64_t rowBegin = 0, rowEnd = -1;
 };
 
 /// Deterministic synthetic data: for `mlp`, x uniform in [-1, 1) and the

@@ -108,6 +108,36 @@ Status trainOnCpuDevices(
     const std::function<Status(const TrainStepResult &)> &onStep,
     const TrainLoopOptions &options = {});
 
+/// This process's share of a mesh's devices in a multi-process run.
+struct LocalDevices {
+  /// The devices this process drives, in mesh order.
+  std::vector<int64_t> devices;
+  /// Their communicator (the other processes' devices beyond it).
+  Communicator *communicator = nullptr;
+};
+
+/// trainOnCpuDevices() on this process's `local` devices only, started
+/// from their input blocks (`blocks[d]` for each local device d, indexed by
+/// device id; the others empty). `inputs` holds the data, step-number and
+/// learning-rate inputs (the updated ones may be empty arrays); `data`
+/// fills only the rows the local devices hold (TrainData::setRows). The
+/// loss is read from a local replica; snapshots hold the local devices'
+/// blocks only. Every updated value must stay on the devices (no layout
+/// change in the step) and keep no partial sum, and the loss must be
+/// replicated: otherwise an error before the first step.
+Status trainOnLocalDevices(
+    const Executable &program, const TrainStepLayout &layout,
+    std::vector<HostArray> &inputs,
+    std::vector<std::vector<HostArray>> &&blocks, const LocalDevices &local,
+    TrainData &data, int64_t steps,
+    const std::function<Status(const TrainStepResult &)> &onStep,
+    const TrainLoopOptions &options = {});
+
+/// The rows [first, end) of dimension 0 of data input `index` that
+/// `devices` hold (the smallest range covering their blocks).
+std::pair<int64_t, int64_t> rowsHeldBy(const Executable &program, size_t index,
+                                       const std::vector<int64_t> &devices);
+
 /// The losses as CSV: "step,loss,seconds" and one line per step.
 std::string lossCsv(const std::vector<double> &losses,
                     const std::vector<double> &seconds);

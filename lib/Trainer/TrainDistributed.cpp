@@ -1,0 +1,245 @@
+//===- TrainDistributed.cpp - A training run across processes -------------===//
+//
+// `partita train --distributed` under `mpirun -np P` (docs/Distributed.md,
+// "Training across processes"): rank 0 compiles the step and broadcasts
+// it, every process drives its share of the mesh's devices with the MPI
+// communicator, draws its devices' parameter blocks alone, fills only its
+// devices' batch rows, and reads the loss from a local replica; rank 0
+// prints the run and writes its losses. The losses are those of one
+// process on the same layout, bit for bit (cross-process float sums keep
+// the group's order).
+//
+//===----------------------------------------------------------------------===//
+
+#include "partita/Trainer/Trainer.h"
+
+#include "partita/Runtime/Communication/ProcessGroup.h"
+#include "partita/Runtime/Execution/BlockwiseRun.h"
+#include "partita/Runtime/Execution/RunSupport.h"
+#include "partita/Runtime/Plugins/MpiPlugin.h"
+#include "partita/Runtime/Program/ExecutableFile.h"
+#include "partita/Runtime/Program/RunMemory.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <unistd.h>
+
+using namespace partita;
+
+namespace {
+
+/// Rank 0's compiled step on every process; a failure on rank 0 fails
+/// every process (rank 0's diagnostics printed there).
+Expected<Executable> broadcastStep(Session &session,
+                                   const TrainRequest &request,
+                                   ProcessGroup &group) {
+  std::vector<uint8_t> bytes;
+  Status compiled = Status::success();
+  if (group.process() == 0) {
+    Expected<Executable> program = compileTrainStep(session, request);
+    if (program)
+      bytes = serializeExecutable(*program);
+    else
+      compiled = program.status();
+  }
+  if (Status sent = group.broadcast(bytes, 0, "the train step"); !sent.ok())
+    return sent;
+  if (bytes.empty())
+    return group.process() == 0
+               ? compiled
+               : Status::error("rank 0 could not compile the train step");
+  return deserializeExecutable(bytes, "rank 0's train step");
+}
+
+/// What this process holds by the plan: its devices' share of the run.
+RunMemory localMemory(const Executable &program, const TrainStepLayout &layout,
+                      int64_t localDevices) {
+  RunMemory memory = runMemory(program, RunKind::Train);
+  double share = static_cast<double>(localDevices) /
+                 static_cast<double>(std::max<int64_t>(1, memory.devices));
+  memory.devices = localDevices;
+  memory.inputBlocks *= share;
+  memory.outputBlocks *= share;
+  // Parameters are drawn a block at a time: only the data inputs are
+  // whole arrays on the host.
+  memory.hostInputs = 0;
+  for (size_t index : layout.dataInputs) {
+    const ExecutableValue &input = program.inputs[index];
+    int64_t elements = 1;
+    for (int64_t size : input.globalShape)
+      elements *= size;
+    memory.hostInputs += static_cast<double>(
+        elements * dtypeSize(program.slots[input.slot].dtype));
+  }
+  memory.finalDownload = false;
+  return memory;
+}
+
+/// The per-step inputs as whole (zeroed) arrays, the others empty.
+std::vector<HostArray> stepInputs(const Executable &program,
+                                  const TrainStepLayout &layout) {
+  std::vector<HostArray> inputs(program.inputs.size());
+  std::vector<size_t> perStep = layout.dataInputs;
+  for (int index : {layout.stepInput, layout.lrInput})
+    if (index >= 0)
+      perStep.push_back(static_cast<size_t>(index));
+  for (size_t index : perStep) {
+    const ExecutableValue &input = program.inputs[index];
+    inputs[index] =
+        HostArray::zeros(program.slots[input.slot].dtype, input.globalShape);
+  }
+  return inputs;
+}
+
+/// Every local device's first blocks: parameters (and gradient buffers)
+/// drawn as one process draws them, block by block, optimizer state and
+/// per-step inputs zero.
+Expected<std::vector<std::vector<HostArray>>>
+initialBlocks(const Executable &program, const std::vector<int64_t> &devices,
+              uint64_t seed) {
+  std::vector<std::vector<HostArray>> blocks(program.mesh.numDevices());
+  InputRegion random = randomInputRegions(program, seed);
+  for (int64_t device : devices)
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      const ExecutableValue &input = program.inputs[i];
+      const TensorType &type = program.slots[input.slot];
+      if (input.role == "opt_state" || input.role == "input") {
+        blocks[device].push_back(HostArray::zeros(type.dtype, type.shape));
+        continue;
+      }
+      Expected<HostArray> block = deviceInputBlock(program, i, device, random);
+      if (!block)
+        return block.status();
+      blocks[device].push_back(std::move(*block));
+    }
+  return blocks;
+}
+
+/// Rank 0's first lines: what trains where.
+void printHeader(const TrainRequest &request, const Executable &program,
+                 const ProcessLayout &layout, const RunMemory &memory) {
+  llvm::outs() << "training " << request.config.model << " on "
+               << request.devices << " as " << layout.processes
+               << " processes (mesh " << program.mesh.toString() << ", rules "
+               << request.options.rules
+               << "): " << summarizeCommunication(program).collectives
+               << " collectives per step, " << program.allocatedBytes()
+               << " bytes per device planned\n"
+               << layout.describe(program.mesh)
+               << "predicted peak resident memory per process "
+               << memory.describe() << "\n";
+  llvm::outs().flush();
+}
+
+/// The run once every process has the step: the devices' blocks, the
+/// data, the loop; rank 0 prints progress.
+Status trainLocal(const TrainRequest &request, const Executable &program,
+                  ProcessGroup &group, const ProcessLayout &layout,
+                  Communicator &communicator, ProgressPrinter &progress) {
+  Expected<TrainStepLayout> stepLayout = trainStepLayout(program);
+  if (!stepLayout)
+    return stepLayout.status();
+  RunMemory memory = localMemory(
+      program, *stepLayout, static_cast<int64_t>(layout.localDevices.size()));
+  Status ready = checkRunMemory(memory, "training");
+  std::vector<HostArray> inputs = stepInputs(program, *stepLayout);
+  Expected<std::vector<std::vector<HostArray>>> blocks =
+      Status::error("not made");
+  if (ready.ok()) {
+    blocks = initialBlocks(program, layout.localDevices,
+                           static_cast<uint64_t>(request.seed));
+    if (!blocks)
+      ready = blocks.status();
+  }
+  TrainRequest local = request;
+  if (!local.dataTrace.empty())
+    local.dataTrace += "." + std::to_string(group.process());
+  Expected<std::unique_ptr<TrainData>> source = Status::error("not made");
+  if (ready.ok()) {
+    source =
+        group.process() == 0 ? startTrainData(local) : makeTrainData(local);
+    if (!source)
+      ready = source.status();
+  }
+  if (Status agreed = agreeAll(group, ready, "starting to train"); !agreed.ok())
+    return agreed;
+  if (group.process() == 0)
+    printHeader(request, program, layout, memory);
+  LocalDevices devices{layout.localDevices, &communicator};
+  TrainLoopOptions loop;
+  if (request.lrSchedule)
+    loop.learningRate = [schedule = *request.lrSchedule](int64_t step) {
+      return schedule.at(step);
+    };
+  return trainOnLocalDevices(
+      program, *stepLayout, inputs, std::move(*blocks), devices, **source,
+      request.steps,
+      [&](const TrainStepResult &result) { return progress(result); }, loop);
+}
+
+/// Requests a multi-process run cannot serve yet, named.
+Status refuseUnsupported(const TrainRequest &request) {
+  const char *flag = !request.checkpoints.directory.empty() ? "--checkpoint-dir"
+                     : !request.checkpoints.resume.empty()  ? "--resume"
+                     : !request.checkpoints.initFrom.empty() ? "--init-from"
+                     : request.eval.every > 0                ? "--eval-every"
+                     : request.config.objective == "dpo"     ? "--objective dpo"
+                     : request.check                         ? "--check"
+                                                             : nullptr;
+  if (flag)
+    return Status::error(std::string(flag) +
+                         " does not combine with --distributed yet");
+  return Status::success();
+}
+
+} // namespace
+
+Status partita::trainDistributed(const TrainRequest &request) {
+  if (Status refused = refuseUnsupported(request); !refused.ok())
+    return refused;
+  Expected<const MpiPlugin *> plugin = loadMpiPlugin();
+  if (!plugin)
+    return plugin.status();
+  Expected<std::unique_ptr<ProcessGroup>> made =
+      (*plugin)->createProcessGroup(request.timeout);
+  if (!made)
+    return made.status();
+  ProcessGroup &group = **made;
+  int rank = group.process();
+  auto onRank = [rank](const Status &status) {
+    return status.ok() || status.message().empty()
+               ? status
+               : Status::error("rank " + std::to_string(rank) + ": " +
+                               status.message());
+  };
+  Session session;
+  Expected<Executable> program = broadcastStep(session, request, group);
+  if (!program)
+    return onRank(program.status());
+  Expected<ProcessLayout> layout = layoutOver(program->mesh, group);
+  if (!layout)
+    return onRank(layout.status());
+  Expected<std::unique_ptr<Communicator>> communicator =
+      group.communicator(program->mesh, *layout);
+  if (!communicator)
+    return onRank(communicator.status());
+  ProgressPrinter progress(request, rank == 0 && isatty(STDOUT_FILENO));
+  progress.quiet = rank != 0;
+  Status status =
+      trainLocal(request, *program, group, *layout, **communicator, progress);
+  if (!status.ok()) {
+    // A process that failed mid-run may leave the others in a collective:
+    // they fail after the timeout, naming it; this one leaves at once.
+    llvm::errs() << "error: " << onRank(status).message() << "\n";
+    llvm::errs().flush();
+    group.exitAfterFailure(1);
+  }
+  if (rank == 0) {
+    if (!writeLosses(request, progress))
+      return Status::error("");
+    llvm::outs() << "peak resident memory of rank 0 "
+                 << formatGiB(peakResidentBytes()) << "\n";
+  }
+  return Status::success();
+}
