@@ -133,6 +133,27 @@ Status CheckpointWriter::submitState(CheckpointState state) {
   std::string root = request.checkpoints.directory;
   int keep = static_cast<int>(request.checkpoints.keep);
   int64_t step = state.meta.step;
+  if (across.group) {
+    // Every process writes its devices' shards, then rank 0 commits: the
+    // processes meet twice, on the caller's thread (docs/Training.md,
+    // "Checkpoints across processes").
+    Clock::time_point began = Clock::now();
+    Expected<int64_t> bytes = writeCheckpoint(root, state, keep, &across);
+    if (!bytes)
+      return bytes.status();
+    lastBytes = *bytes;
+    lastStep = step;
+    lastWriteMs = millisecondsSince(began);
+    stallMs.push_back(millisecondsSince(start));
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "checkpoint: %s/step-%08lld written by every process "
+                  "(%lld bytes) in %.1f ms; training paused for it\n",
+                  root.c_str(), static_cast<long long>(step),
+                  static_cast<long long>(lastBytes), lastWriteMs);
+    written += line;
+    return Status::success();
+  }
   writer = std::thread([this, root, keep, step, state = std::move(state)] {
     Clock::time_point began = Clock::now();
     Expected<int64_t> bytes = writeCheckpoint(root, state, keep);
@@ -201,6 +222,8 @@ void partita::continueFrom(const CheckpointInfo &checkpoint,
   progress.losses = checkpoint.meta.losses;
   progress.seconds = checkpoint.meta.seconds;
   progress.firstStep = firstStep;
+  if (progress.quiet)
+    return;
   llvm::outs() << "resumed from " << checkpoint.directory << " (" << firstStep
                << " steps done; saved under mesh " << checkpoint.meta.mesh
                << ", rules " << checkpoint.meta.rules << ")\n";
@@ -225,7 +248,8 @@ Status partita::resumeFromCheckpoint(const TrainRequest &request,
 
 Status partita::initializeFromCheckpoint(const TrainRequest &request,
                                          const Executable &program,
-                                         std::vector<HostArray> &inputs) {
+                                         std::vector<HostArray> &inputs,
+                                         bool quiet) {
   Expected<CheckpointInfo> info = openStartCheckpoint(request, false);
   if (!info)
     return info.status();
@@ -238,6 +262,8 @@ Status partita::initializeFromCheckpoint(const TrainRequest &request,
       !status.ok())
     return Status::error(request.checkpoints.initFromFlag + ": " +
                          status.message());
+  if (quiet)
+    return Status::success();
   llvm::outs() << "initialised " << params << " parameters from "
                << info->directory << " (" << info->meta.step << " steps of '"
                << info->meta.model << "')\n";

@@ -116,6 +116,41 @@ initialBlocks(const Executable &program, const std::vector<int64_t> &devices,
   return blocks;
 }
 
+/// Every local device's first blocks from the whole state: a resumed run
+/// (or --init-from) loads each checkpoint tensor whole, as one process
+/// does, and keeps its devices' blocks.
+Expected<std::vector<std::vector<HostArray>>>
+blocksFromCheckpoint(const TrainRequest &request, const Executable &program,
+                     const TrainStepLayout &layout,
+                     const std::vector<int64_t> &devices,
+                     ProgressPrinter &progress, int64_t &firstStep) {
+  Expected<std::vector<HostArray>> whole =
+      initialTrainInputs(program, static_cast<uint64_t>(request.seed));
+  if (!whole)
+    return whole.status();
+  if (!request.checkpoints.resume.empty())
+    if (Status status = resumeFromCheckpoint(request, program, layout.updated,
+                                             *whole, progress, firstStep);
+        !status.ok())
+      return status;
+  if (!request.checkpoints.initFrom.empty())
+    if (Status status =
+            initializeFromCheckpoint(request, program, *whole, progress.quiet);
+        !status.ok())
+      return status;
+  std::vector<std::vector<HostArray>> blocks(program.mesh.numDevices());
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    Expected<std::vector<HostArray>> split =
+        inputBlocksByDevice(program, i, (*whole)[i]);
+    if (!split)
+      return split.status();
+    std::vector<uint8_t>().swap((*whole)[i].bytes);
+    for (int64_t device : devices)
+      blocks[device].push_back(std::move((*split)[device]));
+  }
+  return blocks;
+}
+
 /// Rank 0's first lines: what trains where.
 void printHeader(const TrainRequest &request, const Executable &program,
                  const ProcessLayout &layout, const RunMemory &memory) {
@@ -146,9 +181,16 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
   std::vector<HostArray> inputs = stepInputs(program, *stepLayout);
   Expected<std::vector<std::vector<HostArray>>> blocks =
       Status::error("not made");
+  TrainLoopOptions loop;
   if (ready.ok()) {
-    blocks = initialBlocks(program, layout.localDevices,
-                           static_cast<uint64_t>(request.seed));
+    bool fromCheckpoint = !request.checkpoints.resume.empty() ||
+                          !request.checkpoints.initFrom.empty();
+    blocks = fromCheckpoint
+                 ? blocksFromCheckpoint(request, program, *stepLayout,
+                                        layout.localDevices, progress,
+                                        loop.firstStep)
+                 : initialBlocks(program, layout.localDevices,
+                                 static_cast<uint64_t>(request.seed));
     if (!blocks)
       ready = blocks.status();
   }
@@ -167,26 +209,34 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
   if (group.process() == 0)
     printHeader(request, program, layout, memory);
   LocalDevices devices{layout.localDevices, &communicator};
-  TrainLoopOptions loop;
   if (request.lrSchedule)
     loop.learningRate = [schedule = *request.lrSchedule](int64_t step) {
       return schedule.at(step);
     };
-  return trainOnLocalDevices(
+  CheckpointWriter checkpoints(request);
+  checkpoints.across = {&group, layout.localDevices};
+  if (!request.checkpoints.directory.empty()) {
+    loop.snapshotAfter = [saved = request.checkpoints, last = request.steps](
+                             int64_t done) { return saved.due(done, last); };
+    loop.onSnapshot = [&](TrainSnapshot &snapshot) {
+      return checkpoints.submit(program, snapshot, progress);
+    };
+  }
+  Status status = trainOnLocalDevices(
       program, *stepLayout, inputs, std::move(*blocks), devices, **source,
       request.steps,
       [&](const TrainStepResult &result) { return progress(result); }, loop);
+  if (group.process() == 0)
+    llvm::outs() << checkpoints.written;
+  return status;
 }
 
 /// Requests a multi-process run cannot serve yet, named.
 Status refuseUnsupported(const TrainRequest &request) {
-  const char *flag = !request.checkpoints.directory.empty() ? "--checkpoint-dir"
-                     : !request.checkpoints.resume.empty()  ? "--resume"
-                     : !request.checkpoints.initFrom.empty() ? "--init-from"
-                     : request.eval.every > 0                ? "--eval-every"
-                     : request.config.objective == "dpo"     ? "--objective dpo"
-                     : request.check                         ? "--check"
-                                                             : nullptr;
+  const char *flag = request.eval.every > 0              ? "--eval-every"
+                     : request.config.objective == "dpo" ? "--objective dpo"
+                     : request.check                     ? "--check"
+                                                         : nullptr;
   if (flag)
     return Status::error(std::string(flag) +
                          " does not combine with --distributed yet");

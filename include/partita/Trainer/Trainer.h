@@ -262,7 +262,8 @@ void continueFrom(const CheckpointInfo &checkpoint, ProgressPrinter &progress,
 /// `inputs`, and the line saying so; an error naming the flag.
 Status initializeFromCheckpoint(const TrainRequest &request,
                                 const Executable &program,
-                                std::vector<HostArray> &inputs);
+                                std::vector<HostArray> &inputs,
+                                bool quiet = false);
 
 /// Writes checkpoints in the background, one at a time: submit() hands the
 /// snapshot to a writer thread (waiting for the previous write first) and
@@ -280,6 +281,9 @@ public:
   Status finish();
   /// One line per checkpoint written, for the end of the run.
   std::string written;
+  /// Set in a multi-process run: the processes write each checkpoint
+  /// together, synchronously (writeCheckpoint()'s `across`).
+  CheckpointWriters across;
   /// Per checkpoint: how long training waited to hand it over (ms).
   std::vector<double> stallMs;
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/Training/Checkpoint.h"
 
+#include "partita/Runtime/Communication/ProcessGroup.h"
 #include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/Json.h"
@@ -165,23 +166,32 @@ std::vector<std::string> partita::checkpointKeys(const Executable &program,
   return keys;
 }
 
-Expected<int64_t> partita::writeCheckpoint(const std::string &root,
-                                           const CheckpointState &state,
-                                           int keep) {
+namespace {
+
+/// An empty `.step-N.partial` under `root` (a stale one removed).
+Status preparePartial(const std::string &root, const std::string &partial) {
   std::error_code error;
   fs::create_directories(root, error);
   if (error)
     return Status::error("cannot create '" + root + "': " + error.message());
-  std::string name = stepName(state.meta.step);
-  std::string finalPath = root + "/" + name;
-  std::string partial = root + "/." + name + ".partial";
   fs::remove_all(partial, error);
   fs::create_directories(partial, error);
   if (error)
     return Status::error("cannot create '" + partial +
                          "': " + error.message());
+  return Status::success();
+}
 
-  Json json = metaJson(state.meta);
+/// Writes every tensor's files into `partial` — with `devices`, only the
+/// shards whose lowest holder is one of them, and the indexes only when
+/// `writeIndex` — and returns checkpoint.json's "tensors".
+Expected<Json>
+writeTensorFiles(const std::string &partial, const std::string &finalPath,
+                 const CheckpointState &state,
+                 const std::vector<int64_t> *devices, bool writeIndex,
+                 std::vector<std::map<std::string, uint32_t>> *crcs = nullptr) {
+  if (crcs)
+    crcs->assign(state.values.size(), {});
   Json tensors = Json::array();
   for (size_t t = 0; t < state.values.size(); ++t) {
     const CheckpointValue &value = state.values[t];
@@ -190,19 +200,32 @@ Expected<int64_t> partita::writeCheckpoint(const std::string &root,
     std::string directory = value.key;
     std::replace(directory.begin(), directory.end(), '/', '.');
     std::string path = partial + "/" + directory;
-    // Synced all at once below.
-    // A whole value is laid out as its sharding says (a partial sum, which
-    // has no such layout, as one file).
-    bool partial = value.sharding.partialKind != PartialKind::None;
-    Status written =
-        value.whole
-            ? writeShardedArray(path, value.blocks[0],
-                                partial ? Mesh() : state.mesh,
-                                partial ? Sharding::replicated(static_cast<int>(
-                                              value.globalShape.size()))
-                                        : value.sharding,
-                                FileSync::Caller)
-            : writeBlocks(path, state.mesh, value);
+    // Synced all at once by the caller. A whole value is laid out as its
+    // sharding says (a partial sum, which has no such layout, as one file).
+    bool partialSum = value.sharding.partialKind != PartialKind::None;
+    Status written = Status::success();
+    if (value.whole) {
+      if (writeIndex)
+        written = writeShardedArray(
+            path, value.blocks[0], partialSum ? Mesh() : state.mesh,
+            partialSum ? Sharding::replicated(
+                             static_cast<int>(value.globalShape.size()))
+                       : value.sharding,
+            FileSync::Caller);
+    } else if (!devices) {
+      written = writeBlocks(path, state.mesh, value);
+    } else {
+      std::error_code error;
+      fs::create_directories(path, error);
+      written =
+          error
+              ? Status::error(path + ": cannot create: " + error.message())
+              : writeShardFilesOfDevices(path, state.mesh, value.sharding,
+                                         value.dtype, value.globalShape,
+                                         value.blocks, *devices,
+                                         /*writeIndex=*/false, FileSync::Caller,
+                                         crcs ? &(*crcs)[t] : nullptr);
+    }
     if (!written.ok())
       return Status::error("checkpoint '" + finalPath + "': " + value.key +
                            ": " + written.message());
@@ -213,8 +236,18 @@ Expected<int64_t> partita::writeCheckpoint(const std::string &root,
     tensor["directory"] = directory;
     tensors.push_back(tensor);
   }
-  json["tensors"] = tensors;
-  // Every file's size and checksum, read back from the disk.
+  return tensors;
+}
+
+/// Once every file of `partial` is on disk: checkpoint.json (`json` with
+/// every file's size and checksum, read back), synced, the directory
+/// renamed into place and the oldest beyond `keep` removed. Returns the
+/// checkpoint's bytes.
+Expected<int64_t> commitPartial(const std::string &root,
+                                const std::string &name, Json json, int keep) {
+  std::error_code error;
+  std::string finalPath = root + "/" + name;
+  std::string partial = root + "/." + name + ".partial";
   Json files = Json::array();
   int64_t total = 0;
   std::vector<std::string> paths;
@@ -271,6 +304,115 @@ Expected<int64_t> partita::writeCheckpoint(const std::string &root,
       fs::remove_all(complete[i].second, error);
   }
   return total;
+}
+
+/// Each split tensor's index.json from every process's list of the files
+/// it wrote ("tensor crc file" lines).
+Expected<int64_t> writeIndexes(const std::string &partial,
+                               const CheckpointState &state,
+                               const std::vector<std::vector<uint8_t>> &lists) {
+  std::vector<std::map<std::string, uint32_t>> crcs(state.values.size());
+  for (const std::vector<uint8_t> &list : lists) {
+    std::istringstream lines(std::string(list.begin(), list.end()));
+    size_t tensor = 0;
+    uint32_t crc = 0;
+    std::string file;
+    while (lines >> tensor >> crc >> file)
+      if (tensor < crcs.size())
+        crcs[tensor][file] = crc;
+  }
+  for (size_t t = 0; t < state.values.size(); ++t) {
+    const CheckpointValue &value = state.values[t];
+    if (value.whole)
+      continue;
+    std::string directory = value.key;
+    std::replace(directory.begin(), directory.end(), '/', '.');
+    if (Status status = writeShardedArrayIndex(
+            partial + "/" + directory, state.mesh, value.sharding, value.dtype,
+            value.globalShape, crcs[t], FileSync::Caller);
+        !status.ok())
+      return Status::error(value.key + ": " + status.message());
+  }
+  return int64_t(0);
+}
+
+/// writeCheckpoint() by every process of `across`: rank 0 prepares the
+/// partial directory, every process writes its devices' shards and syncs
+/// them, and only when all have reported their files durable does rank 0
+/// write checkpoint.json and rename the directory (a two-phase commit).
+/// Every process returns rank 0's outcome.
+Expected<int64_t> writeAcross(const std::string &root,
+                              const CheckpointState &state, int keep,
+                              const CheckpointWriters &across) {
+  ProcessGroup &group = *across.group;
+  bool root0 = group.process() == 0;
+  std::string name = stepName(state.meta.step);
+  std::string partial = root + "/." + name + ".partial";
+  Status prepared = root0 ? preparePartial(root, partial) : Status::success();
+  if (Status agreed = agreeAll(group, prepared, "preparing a checkpoint");
+      !agreed.ok())
+    return agreed;
+  std::vector<std::map<std::string, uint32_t>> crcs;
+  Expected<Json> tensors = writeTensorFiles(partial, root + "/" + name, state,
+                                            &across.devices, root0, &crcs);
+  Status written = tensors ? syncFileSystem(partial) : tensors.status();
+  if (Status agreed = agreeAll(group, written, "writing a checkpoint's files");
+      !agreed.ok())
+    return agreed;
+  // Every process's files and their CRC-32C to rank 0, which writes each
+  // tensor's index with all of them.
+  std::string mine;
+  for (size_t t = 0; t < crcs.size(); ++t)
+    for (const auto &[file, crc] : crcs[t])
+      mine += std::to_string(t) + " " + std::to_string(crc) + " " + file + "\n";
+  std::vector<std::vector<uint8_t>> all;
+  if (Status gathered =
+          group.gather(std::vector<uint8_t>(mine.begin(), mine.end()), 0, all,
+                       "the checkpoint's files");
+      !gathered.ok())
+    return gathered;
+  std::vector<uint8_t> outcome;
+  if (root0) {
+    Expected<int64_t> total = writeIndexes(partial, state, all);
+    if (total) {
+      Json json = metaJson(state.meta);
+      json["tensors"] = *tensors;
+      total = commitPartial(root, name, json, keep);
+    }
+    std::string text =
+        total ? std::to_string(*total) : "!" + total.status().message();
+    outcome.assign(text.begin(), text.end());
+  }
+  if (Status sent = group.broadcast(outcome, 0, "the checkpoint's commit");
+      !sent.ok())
+    return sent;
+  std::string text(outcome.begin(), outcome.end());
+  if (!text.empty() && text[0] == '!')
+    return Status::error(root0 ? text.substr(1)
+                               : "rank 0 could not commit the checkpoint: " +
+                                     text.substr(1));
+  return static_cast<int64_t>(std::strtoll(text.c_str(), nullptr, 10));
+}
+
+} // namespace
+
+Expected<int64_t> partita::writeCheckpoint(const std::string &root,
+                                           const CheckpointState &state,
+                                           int keep,
+                                           const CheckpointWriters *across) {
+  if (across && across->group)
+    return writeAcross(root, state, keep, *across);
+  std::string name = stepName(state.meta.step);
+  std::string partial = root + "/." + name + ".partial";
+  if (Status status = preparePartial(root, partial); !status.ok())
+    return status;
+  Expected<Json> tensors =
+      writeTensorFiles(partial, root + "/" + name, state, nullptr, true);
+  if (!tensors)
+    return tensors.status();
+  Json json = metaJson(state.meta);
+  json["tensors"] = *tensors;
+  return commitPartial(root, name, json, keep);
 }
 
 Expected<std::string> partita::latestCheckpoint(const std::string &root) {

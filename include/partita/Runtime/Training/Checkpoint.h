@@ -88,6 +88,14 @@ struct CheckpointState {
   std::vector<CheckpointValue> values;
 };
 
+class ProcessGroup;
+
+/// The processes writing one checkpoint together, and this one's devices.
+struct CheckpointWriters {
+  ProcessGroup *group = nullptr;
+  std::vector<int64_t> devices;
+};
+
 /// The key of each updated input of a train step (role/index within the
 /// role), in input order: the first `updated` inputs.
 std::vector<std::string> checkpointKeys(const Executable &program,
@@ -96,8 +104,14 @@ std::vector<std::string> checkpointKeys(const Executable &program,
 /// Writes `state` as `root`/step-<meta.step> (root created if needed) and
 /// then removes the oldest complete checkpoints beyond `keep` (0: keep
 /// all). Returns the checkpoint's bytes.
+/// With `across`, every process of its group calls this with its own
+/// devices' blocks: each writes the shard files its devices are the
+/// lowest holders of, and rank 0 writes checkpoint.json and renames the
+/// directory only once every process has synced its files (docs/Training.md,
+/// "Checkpoints across processes"); every process returns rank 0's outcome.
 Expected<int64_t> writeCheckpoint(const std::string &root,
-                                  const CheckpointState &state, int keep);
+                                  const CheckpointState &state, int keep,
+                                  const CheckpointWriters *across = nullptr);
 
 /// The newest complete checkpoint under `root`: fails when `root` does not
 /// exist or holds none.
