@@ -83,8 +83,81 @@ partita::snapshotParameters(const Executable &step,
   return params;
 }
 
+void Evaluator::runAcross(const LocalDevices &devices, bool silent) {
+  local = devices;
+  quiet = silent;
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    if (program.inputs[i].role != "param" &&
+        !program.inputs[i].globalShape.empty()) {
+      auto [first, end] = rowsHeldBy(program, i, local.devices);
+      data->setRows(first, end);
+      break;
+    }
+}
+
+Expected<double> Evaluator::evaluateLocally(const Executable &step,
+                                            const TrainSnapshot &snapshot) {
+  // Each local device's blocks: its parameter blocks as the step holds
+  // them (the loss function lays parameters out as the step does), and
+  // its blocks of each held-out batch.
+  int64_t devices = program.mesh.numDevices();
+  std::vector<std::vector<HostArray>> blocks(devices);
+  std::vector<HostArray> batch;
+  std::vector<size_t> dataIndex;
+  size_t param = 0;
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const ExecutableValue &input = program.inputs[i];
+    if (input.role != "param") {
+      dataIndex.push_back(i);
+      batch.push_back(
+          HostArray::zeros(program.slots[input.slot].dtype, input.globalShape));
+      for (int64_t d : local.devices)
+        blocks[d].emplace_back();
+      continue;
+    }
+    if (param >= snapshot.blocks.size() || snapshot.whole[param] ||
+        !(step.inputs[param].sharding == input.sharding) ||
+        step.inputs[param].globalShape != input.globalShape)
+      return Status::error("evaluation across processes: parameter " +
+                           std::to_string(param) +
+                           " is not laid out as the train step holds it");
+    for (int64_t d : local.devices)
+      blocks[d].push_back(snapshot.blocks[param][d]);
+    ++param;
+  }
+  std::vector<HostArray *> dataInputs;
+  for (HostArray &array : batch)
+    dataInputs.push_back(&array);
+  double sum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    if (Status status = data->fill(b, dataInputs); !status.ok())
+      return Status::error("evaluation: " + status.message());
+    for (size_t j = 0; j < dataIndex.size(); ++j) {
+      Expected<std::vector<HostArray>> split =
+          inputBlocksByDevice(program, dataIndex[j], batch[j]);
+      if (!split)
+        return Status::error("evaluation: " + split.status().message());
+      for (int64_t d : local.devices)
+        blocks[d][dataIndex[j]] = std::move((*split)[d]);
+    }
+    std::vector<std::vector<HostArray>> outputs;
+    if (Status status = runDevicesAsThreads(
+            program, local.devices, local.communicator, blocks, outputs);
+        !status.ok())
+      return Status::error("evaluation: " + status.message());
+    sum += elementAsDouble(outputs[local.devices.front()][0], 0);
+  }
+  return sum / static_cast<double>(batches);
+}
+
 Expected<double> Evaluator::evaluate(const Executable &step,
                                      const TrainSnapshot &snapshot) {
+  if (local.communicator) {
+    Expected<double> loss = evaluateLocally(step, snapshot);
+    if (loss)
+      report(snapshot.steps, *loss);
+    return loss;
+  }
   Expected<std::vector<HostArray>> params = snapshotParameters(step, snapshot);
   if (!params)
     return Status::error("evaluation: " + params.status().message());
@@ -117,13 +190,19 @@ Expected<double> Evaluator::evaluate(const Executable &step,
     sum += elementAsDouble((*outputs)[0], 0);
   }
   double loss = sum / static_cast<double>(batches);
-  points.emplace_back(snapshot.steps, loss);
-  llvm::outs() << "eval after step " << snapshot.steps << ": loss "
+  report(snapshot.steps, loss);
+  return loss;
+}
+
+void Evaluator::report(int64_t steps, double loss) {
+  points.emplace_back(steps, loss);
+  if (quiet)
+    return;
+  llvm::outs() << "eval after step " << steps << ": loss "
                << llvm::format("%.6f", loss) << ", perplexity "
                << llvm::format("%.4g", std::exp(loss)) << " (" << batches
                << " held-out batches)\n";
   llvm::outs().flush();
-  return loss;
 }
 
 std::string Evaluator::csv() const {

@@ -22,7 +22,7 @@ using namespace partita;
 
 Expected<std::unique_ptr<PreferenceTraining>>
 PreferenceTraining::start(Session &session, const TrainRequest &request,
-                          DpoData &pairs) {
+                          DpoData &pairs, bool quiet) {
   std::unique_ptr<PreferenceTraining> training(new PreferenceTraining());
   TrainRequest scoring = request;
   scoring.options.trainOptimizer = TrainOptimizer::None;
@@ -63,8 +63,9 @@ PreferenceTraining::start(Session &session, const TrainRequest &request,
     return reference.status();
   if (Status status = pairs.setReference(*reference); !status.ok())
     return status;
-  llvm::outs() << "reference " << *latest << ": scored " << pairs.size()
-               << " preference pairs\n";
+  if (!quiet)
+    llvm::outs() << "reference " << *latest << ": scored " << pairs.size()
+                 << " preference pairs\n";
   if (!request.eval.data.empty()) {
     training->heldOut = std::make_unique<DpoData>();
     if (Status status = training->heldOut->load(

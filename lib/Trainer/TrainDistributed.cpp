@@ -171,7 +171,8 @@ void printHeader(const TrainRequest &request, const Executable &program,
 /// data, the loop; rank 0 prints progress.
 Status trainLocal(const TrainRequest &request, const Executable &program,
                   ProcessGroup &group, const ProcessLayout &layout,
-                  Communicator &communicator, ProgressPrinter &progress) {
+                  Communicator &communicator, ProgressPrinter &progress,
+                  Evaluator *evaluator) {
   Expected<TrainStepLayout> stepLayout = trainStepLayout(program);
   if (!stepLayout)
     return stepLayout.status();
@@ -204,6 +205,18 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
     if (!source)
       ready = source.status();
   }
+  if (ready.ok() && request.config.objective == "dpo") {
+    // Every process scores every pair with the reference on its own
+    // emulated devices: the reference log-probabilities are the same bits
+    // everywhere, and each process's rows read theirs.
+    Session scoring;
+    Expected<std::unique_ptr<PreferenceTraining>> started =
+        PreferenceTraining::start(scoring, request,
+                                  static_cast<DpoData &>(**source),
+                                  group.process() != 0);
+    if (!started)
+      ready = started.status();
+  }
   if (Status agreed = agreeAll(group, ready, "starting to train"); !agreed.ok())
     return agreed;
   if (group.process() == 0)
@@ -215,11 +228,25 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
     };
   CheckpointWriter checkpoints(request);
   checkpoints.across = {&group, layout.localDevices};
-  if (!request.checkpoints.directory.empty()) {
-    loop.snapshotAfter = [saved = request.checkpoints, last = request.steps](
-                             int64_t done) { return saved.due(done, last); };
-    loop.onSnapshot = [&](TrainSnapshot &snapshot) {
-      return checkpoints.submit(program, snapshot, progress);
+  bool saving = !request.checkpoints.directory.empty();
+  long long evalEvery = evaluator ? request.eval.every : 0,
+            last = request.steps;
+  auto evalDue = [evalEvery, last](int64_t done) {
+    return evalEvery > 0 && (done == last || done % evalEvery == 0);
+  };
+  if (saving || evalEvery > 0) {
+    loop.snapshotAfter = [saved = request.checkpoints, last,
+                          evalDue](int64_t done) {
+      return saved.due(done, last) || evalDue(done);
+    };
+    loop.onSnapshot = [&, evalDue](TrainSnapshot &snapshot) -> Status {
+      if (evalDue(snapshot.steps))
+        if (Expected<double> loss = evaluator->evaluate(program, snapshot);
+            !loss)
+          return loss.status();
+      if (request.checkpoints.due(snapshot.steps, request.steps))
+        return checkpoints.submit(program, snapshot, progress);
+      return Status::success();
     };
   }
   Status status = trainOnLocalDevices(
@@ -231,12 +258,38 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
   return status;
 }
 
+/// The held-out evaluation of a multi-process run: the loss function
+/// compiled on every process, run on each process's devices with a
+/// communicator of its own (made here, collectively).
+Status startEvaluation(Session &session, const TrainRequest &request,
+                       ProcessGroup &group, const ProcessLayout &layout,
+                       std::unique_ptr<Evaluator> &evaluator,
+                       std::unique_ptr<Communicator> &communicator) {
+  if (request.eval.every <= 0)
+    return Status::success();
+  Expected<std::unique_ptr<Evaluator>> created =
+      Evaluator::create(session, request);
+  Status made = created ? Status::success() : created.status();
+  if (Status agreed = agreeAll(group, made, "compiling the evaluation");
+      !agreed.ok())
+    return agreed;
+  Expected<std::unique_ptr<Communicator>> opened =
+      group.communicator((*created)->lossFunction().mesh, layout);
+  if (!opened)
+    return opened.status();
+  evaluator = std::move(*created);
+  communicator = std::move(*opened);
+  evaluator->runAcross({layout.localDevices, communicator.get()},
+                       group.process() != 0);
+  return Status::success();
+}
+
 /// Requests a multi-process run cannot serve yet, named.
 Status refuseUnsupported(const TrainRequest &request) {
-  const char *flag = request.eval.every > 0              ? "--eval-every"
-                     : request.config.objective == "dpo" ? "--objective dpo"
-                     : request.check                     ? "--check"
-                                                         : nullptr;
+  const char *flag = request.config.objective == "dpo" && request.eval.every > 0
+                         ? "--objective dpo with --eval-every"
+                     : request.check ? "--check"
+                                     : nullptr;
   if (flag)
     return Status::error(std::string(flag) +
                          " does not combine with --distributed yet");
@@ -276,8 +329,13 @@ Status partita::trainDistributed(const TrainRequest &request) {
     return onRank(communicator.status());
   ProgressPrinter progress(request, rank == 0 && isatty(STDOUT_FILENO));
   progress.quiet = rank != 0;
+  std::unique_ptr<Evaluator> evaluator;
+  std::unique_ptr<Communicator> evaluating;
   Status status =
-      trainLocal(request, *program, group, *layout, **communicator, progress);
+      startEvaluation(session, request, group, *layout, evaluator, evaluating);
+  if (status.ok())
+    status = trainLocal(request, *program, group, *layout, **communicator,
+                        progress, evaluator.get());
   if (!status.ok()) {
     // A process that failed mid-run may leave the others in a collective:
     // they fail after the timeout, naming it; this one leaves at once.
@@ -286,7 +344,7 @@ Status partita::trainDistributed(const TrainRequest &request) {
     group.exitAfterFailure(1);
   }
   if (rank == 0) {
-    if (!writeLosses(request, progress))
+    if (!writeLosses(request, progress, evaluator.get()))
       return Status::error("");
     llvm::outs() << "peak resident memory of rank 0 "
                  << formatGiB(peakResidentBytes()) << "\n";

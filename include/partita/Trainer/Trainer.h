@@ -310,12 +310,25 @@ public:
   std::string csv() const;
   /// (steps done, held-out loss) of every evaluation so far.
   std::vector<std::pair<int64_t, double>> points;
+  /// The loss function compiled for the run's layout.
+  const Executable &lossFunction() const { return program; }
+  /// Evaluates on this process's `devices` only (a multi-process run):
+  /// snapshots then hold local blocks, each device evaluates on its
+  /// parameter blocks and its rows of each batch, and the loss is read
+  /// from a local replica; `silent` keeps the lines unprinted.
+  void runAcross(const LocalDevices &devices, bool silent);
 
 private:
   Evaluator() = default;
+  Expected<double> evaluateLocally(const Executable &step,
+                                   const TrainSnapshot &snapshot);
+  /// Keeps and prints one evaluation.
+  void report(int64_t steps, double loss);
   Executable program;
   std::unique_ptr<TrainData> data;
   int64_t batches = 1;
+  LocalDevices local;
+  bool quiet = false;
 };
 
 /// The parameters a snapshot holds, as global arrays (the train step's
@@ -329,8 +342,11 @@ snapshotParameters(const Executable &step, const TrainSnapshot &snapshot);
 class PreferenceTraining {
 public:
   /// Scores the training pairs (and --eval-data's) with the reference.
+  /// `quiet`: says nothing (a multi-process run's ranks but 0, which each
+  /// score every pair on their own emulated devices).
   static Expected<std::unique_ptr<PreferenceTraining>>
-  start(Session &session, const TrainRequest &request, DpoData &pairs);
+  start(Session &session, const TrainRequest &request, DpoData &pairs,
+        bool quiet = false);
   /// The held-out margin and accuracy with the parameters of `snapshot`.
   Status evaluate(const Executable &step, const TrainSnapshot &snapshot);
 
