@@ -133,30 +133,12 @@ Status CheckpointWriter::submitState(CheckpointState state) {
   std::string root = request.checkpoints.directory;
   int keep = static_cast<int>(request.checkpoints.keep);
   int64_t step = state.meta.step;
-  if (across.group) {
-    // Every process writes its devices' shards, then rank 0 commits: the
-    // processes meet twice, on the caller's thread (docs/Training.md,
-    // "Checkpoints across processes").
-    Clock::time_point began = Clock::now();
-    Expected<int64_t> bytes = writeCheckpoint(root, state, keep, &across);
-    if (!bytes)
-      return bytes.status();
-    lastBytes = *bytes;
-    lastStep = step;
-    lastWriteMs = millisecondsSince(began);
-    stallMs.push_back(millisecondsSince(start));
-    char line[200];
-    std::snprintf(line, sizeof(line),
-                  "checkpoint: %s/step-%08lld written by every process "
-                  "(%lld bytes) in %.1f ms; training paused for it\n",
-                  root.c_str(), static_cast<long long>(step),
-                  static_cast<long long>(lastBytes), lastWriteMs);
-    written += line;
-    return Status::success();
-  }
   writer = std::thread([this, root, keep, step, state = std::move(state)] {
     Clock::time_point began = Clock::now();
-    Expected<int64_t> bytes = writeCheckpoint(root, state, keep);
+    // In a multi-process run every process's writer meets the others'
+    // (writeCheckpoint()'s two-phase commit) while training goes on.
+    Expected<int64_t> bytes =
+        writeCheckpoint(root, state, keep, across.group ? &across : nullptr);
     std::lock_guard<std::mutex> lock(mutex);
     if (!bytes) {
       failure = bytes.status();

@@ -92,23 +92,23 @@ std::vector<HostArray> stepInputs(const Executable &program,
   return inputs;
 }
 
-/// Every local device's first blocks: parameters (and gradient buffers)
-/// drawn as one process draws them, block by block, optimizer state and
+/// Every local device's first blocks, each written from `region` alone
+/// (BlockwiseRun.h); optimizer state (unless `region` covers it) and the
 /// per-step inputs zero.
 Expected<std::vector<std::vector<HostArray>>>
-initialBlocks(const Executable &program, const std::vector<int64_t> &devices,
-              uint64_t seed) {
+blocksFrom(const Executable &program, const std::vector<int64_t> &devices,
+           const InputRegion &region, size_t fromRegion) {
   std::vector<std::vector<HostArray>> blocks(program.mesh.numDevices());
-  InputRegion random = randomInputRegions(program, seed);
   for (int64_t device : devices)
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       const ExecutableValue &input = program.inputs[i];
       const TensorType &type = program.slots[input.slot];
-      if (input.role == "opt_state" || input.role == "input") {
+      if (input.role == "input" ||
+          (input.role == "opt_state" && i >= fromRegion)) {
         blocks[device].push_back(HostArray::zeros(type.dtype, type.shape));
         continue;
       }
-      Expected<HostArray> block = deviceInputBlock(program, i, device, random);
+      Expected<HostArray> block = deviceInputBlock(program, i, device, region);
       if (!block)
         return block.status();
       blocks[device].push_back(std::move(*block));
@@ -116,37 +116,48 @@ initialBlocks(const Executable &program, const std::vector<int64_t> &devices,
   return blocks;
 }
 
-/// Every local device's first blocks from the whole state: a resumed run
-/// (or --init-from) loads each checkpoint tensor whole, as one process
-/// does, and keeps its devices' blocks.
+/// The first blocks of a resumed run (--resume) or one started from
+/// another's parameters (--init-from): each device reads only the parts of
+/// the checkpoint's blocks its own blocks overlap, whatever layout and
+/// process count wrote them; the rest as a fresh run draws it.
 Expected<std::vector<std::vector<HostArray>>>
 blocksFromCheckpoint(const TrainRequest &request, const Executable &program,
                      const TrainStepLayout &layout,
                      const std::vector<int64_t> &devices,
                      ProgressPrinter &progress, int64_t &firstStep) {
-  Expected<std::vector<HostArray>> whole =
-      initialTrainInputs(program, static_cast<uint64_t>(request.seed));
-  if (!whole)
-    return whole.status();
-  if (!request.checkpoints.resume.empty())
-    if (Status status = resumeFromCheckpoint(request, program, layout.updated,
-                                             *whole, progress, firstStep);
-        !status.ok())
-      return status;
-  if (!request.checkpoints.initFrom.empty())
-    if (Status status =
-            initializeFromCheckpoint(request, program, *whole, progress.quiet);
-        !status.ok())
-      return status;
-  std::vector<std::vector<HostArray>> blocks(program.mesh.numDevices());
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    Expected<std::vector<HostArray>> split =
-        inputBlocksByDevice(program, i, (*whole)[i]);
-    if (!split)
-      return split.status();
-    std::vector<uint8_t>().swap((*whole)[i].bytes);
-    for (int64_t device : devices)
-      blocks[device].push_back(std::move((*split)[device]));
+  bool resuming = !request.checkpoints.resume.empty();
+  Expected<CheckpointInfo> info = openStartCheckpoint(request, resuming);
+  if (!info)
+    return info.status();
+  const std::string &flag = resuming ? request.checkpoints.resumeFlag
+                                     : request.checkpoints.initFromFlag;
+  Expected<std::vector<const CheckpointTensor *>> tensors =
+      matchCheckpoint(*info, program, layout.updated, resuming ? "" : "param");
+  if (!tensors)
+    return Status::error(flag + ": " + tensors.status().message());
+  InputRegion random =
+      randomInputRegions(program, static_cast<uint64_t>(request.seed));
+  InputRegion region = [&](size_t index, const std::vector<IndexRange> &ranges,
+                           const std::vector<int64_t> &paddedShape,
+                           uint8_t *into) -> Status {
+    if (index < tensors->size() && (*tensors)[index])
+      return readCheckpointRegion(*info, *(*tensors)[index], ranges,
+                                  paddedShape, into);
+    return random(index, ranges, paddedShape, into);
+  };
+  Expected<std::vector<std::vector<HostArray>>> blocks =
+      blocksFrom(program, devices, region, resuming ? layout.updated : 0);
+  if (!blocks)
+    return Status::error(flag + ": " + blocks.status().message());
+  if (resuming) {
+    continueFrom(*info, progress, firstStep);
+  } else if (!progress.quiet) {
+    size_t params = 0;
+    for (const CheckpointTensor *tensor : *tensors)
+      params += tensor != nullptr;
+    llvm::outs() << "initialised " << params << " parameters from "
+                 << info->directory << " (" << info->meta.step << " steps of '"
+                 << info->meta.model << "')\n";
   }
   return blocks;
 }
@@ -190,8 +201,10 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
                  ? blocksFromCheckpoint(request, program, *stepLayout,
                                         layout.localDevices, progress,
                                         loop.firstStep)
-                 : initialBlocks(program, layout.localDevices,
-                                 static_cast<uint64_t>(request.seed));
+                 : blocksFrom(program, layout.localDevices,
+                              randomInputRegions(
+                                  program, static_cast<uint64_t>(request.seed)),
+                              0);
     if (!blocks)
       ready = blocks.status();
   }
@@ -253,6 +266,9 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
       program, *stepLayout, inputs, std::move(*blocks), devices, **source,
       request.steps,
       [&](const TrainStepResult &result) { return progress(result); }, loop);
+  // The last write's processes meet before any of them goes on.
+  if (Status written = checkpoints.finish(); status.ok())
+    status = written;
   if (group.process() == 0)
     llvm::outs() << checkpoints.written;
   return status;

@@ -282,7 +282,7 @@ public:
   /// One line per checkpoint written, for the end of the run.
   std::string written;
   /// Set in a multi-process run: the processes write each checkpoint
-  /// together, synchronously (writeCheckpoint()'s `across`).
+  /// together, each from its writer thread (writeCheckpoint()'s `across`).
   CheckpointWriters across;
   /// Per checkpoint: how long training waited to hand it over (ms).
   std::vector<double> stallMs;

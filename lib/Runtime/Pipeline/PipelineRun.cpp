@@ -299,11 +299,10 @@ Status PipelineRunner::loadCheckpoint(const CheckpointInfo &checkpoint,
                              ", stage " + std::to_string(s) + "'s is " +
                              dtypeName(dtype) +
                              formatShape(update.inputs[k].globalShape));
-      Expected<HostArray> value = readShardedArray(
-          checkpoint.directory + "/" + found->second->directory);
+      Expected<HostArray> value =
+          readCheckpointTensor(checkpoint, *found->second);
       if (!value)
-        return Status::error(checkpoint.directory + ": " + keys[k] + ": " +
-                             value.status().message());
+        return value.status();
       stage.updateInputs[k] = std::move(*value);
     }
   }

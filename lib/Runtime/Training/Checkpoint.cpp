@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "partita/Runtime/Training/Checkpoint.h"
 
+#include "CheckpointBlocks.h"
 #include "partita/Runtime/Communication/ProcessGroup.h"
 #include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/IO/Files.h"
@@ -80,37 +81,6 @@ void syncDirectory(const std::string &path) {
   ::close(fd);
 }
 
-/// Writes `value`'s shard files straight from the devices' blocks (each
-/// distinct shard from its lowest-numbered holder) and its index.
-Status writeBlocks(const std::string &path, const Mesh &mesh,
-                   const CheckpointValue &value) {
-  std::error_code error;
-  fs::create_directories(path, error);
-  if (error)
-    return Status::error(path + ": cannot create: " + error.message());
-  std::vector<int64_t> devices(value.blocks.size());
-  for (size_t d = 0; d < devices.size(); ++d)
-    devices[d] = static_cast<int64_t>(d);
-  return writeShardFilesOfDevices(path, mesh, value.sharding, value.dtype,
-                                  value.globalShape, value.blocks, devices,
-                                  /*writeIndex=*/true, FileSync::Caller);
-}
-
-/// Flushes everything written to the file system holding `path` (one
-/// syncfs for a checkpoint's files, instead of an fsync per file).
-Status syncFileSystem(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0)
-    return Status::error("cannot open '" + path + "': " + std::strerror(errno));
-  int result = ::syncfs(fd);
-  int saved = errno;
-  ::close(fd);
-  if (result != 0)
-    return Status::error("cannot sync '" + path + "': " +
-                         std::strerror(saved));
-  return Status::success();
-}
-
 Expected<std::string> readWhole(const std::string &path) {
   if (Status regular = requireRegularFile(path); !regular.ok())
     return Status::error(path + ": " + regular.message());
@@ -120,23 +90,6 @@ Expected<std::string> readWhole(const std::string &path) {
   std::ostringstream bytes;
   bytes << file.rdbuf();
   return bytes.str();
-}
-
-std::string hex(uint32_t value) {
-  char text[9];
-  std::snprintf(text, sizeof(text), "%08x", value);
-  return text;
-}
-
-uint32_t checksumOf(const std::string &bytes) {
-  return crc32c(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
-}
-
-/// Test hook: PARTITA_DEBUG_KILL_CHECKPOINT=N kills the process (SIGKILL)
-/// halfway through writing the checkpoint of step N.
-bool killWhileWriting(int64_t step) {
-  const char *spec = std::getenv("PARTITA_DEBUG_KILL_CHECKPOINT");
-  return spec && std::strtoll(spec, nullptr, 10) == step;
 }
 
 Json metaJson(const CheckpointMeta &meta) {
@@ -182,67 +135,62 @@ Status preparePartial(const std::string &root, const std::string &partial) {
   return Status::success();
 }
 
-/// Writes every tensor's files into `partial` — with `devices`, only the
-/// shards whose lowest holder is one of them, and the indexes only when
-/// `writeIndex` — and returns checkpoint.json's "tensors".
-Expected<Json>
-writeTensorFiles(const std::string &partial, const std::string &finalPath,
-                 const CheckpointState &state,
-                 const std::vector<int64_t> *devices, bool writeIndex,
-                 std::vector<std::map<std::string, uint32_t>> *crcs = nullptr) {
-  if (crcs)
-    crcs->assign(state.values.size(), {});
+/// Writes `bytes` to a new file `path` and syncs it.
+Status writeSynced(const std::string &path, const std::string &bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error("cannot create '" + path +
+                         "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (wrote < 0 && errno == EINTR)
+      continue;
+    if (wrote <= 0)
+      break;
+    done += static_cast<size_t>(wrote);
+  }
+  bool synced = done == bytes.size() && ::fsync(fd) == 0;
+  int saved = errno;
+  ::close(fd);
+  if (!synced)
+    return Status::error("cannot write '" + path +
+                         "': " + std::strerror(saved));
+  return Status::success();
+}
+
+/// checkpoint.json's "tensors": each tensor's key, dtype, shape and its
+/// blocks from every process's list (`lists[p][t]`), in index order.
+Json tensorsJson(const CheckpointState &state,
+                 const std::vector<std::vector<Json>> &lists) {
   Json tensors = Json::array();
   for (size_t t = 0; t < state.values.size(); ++t) {
     const CheckpointValue &value = state.values[t];
-    if (t == state.values.size() / 2 && killWhileWriting(state.meta.step))
-      std::raise(SIGKILL);
-    std::string directory = value.key;
-    std::replace(directory.begin(), directory.end(), '/', '.');
-    std::string path = partial + "/" + directory;
-    // Synced all at once by the caller. A whole value is laid out as its
-    // sharding says (a partial sum, which has no such layout, as one file).
-    bool partialSum = value.sharding.partialKind != PartialKind::None;
-    Status written = Status::success();
-    if (value.whole) {
-      if (writeIndex)
-        written = writeShardedArray(
-            path, value.blocks[0], partialSum ? Mesh() : state.mesh,
-            partialSum ? Sharding::replicated(
-                             static_cast<int>(value.globalShape.size()))
-                       : value.sharding,
-            FileSync::Caller);
-    } else if (!devices) {
-      written = writeBlocks(path, state.mesh, value);
-    } else {
-      std::error_code error;
-      fs::create_directories(path, error);
-      written =
-          error
-              ? Status::error(path + ": cannot create: " + error.message())
-              : writeShardFilesOfDevices(path, state.mesh, value.sharding,
-                                         value.dtype, value.globalShape,
-                                         value.blocks, *devices,
-                                         /*writeIndex=*/false, FileSync::Caller,
-                                         crcs ? &(*crcs)[t] : nullptr);
-    }
-    if (!written.ok())
-      return Status::error("checkpoint '" + finalPath + "': " + value.key +
-                           ": " + written.message());
+    std::vector<std::pair<std::vector<int64_t>, Json>> blocks;
+    for (const std::vector<Json> &list : lists)
+      if (t < list.size())
+        for (const Json &block : list[t])
+          blocks.emplace_back(block["start"].get<std::vector<int64_t>>(),
+                              block);
+    std::sort(blocks.begin(), blocks.end(),
+              [](const auto &a, const auto &b) { return a.first < b.first; });
+    Json sorted = Json::array();
+    for (auto &block : blocks)
+      sorted.push_back(std::move(block.second));
     Json tensor = Json::object();
     tensor["key"] = value.key;
     tensor["dtype"] = dtypeName(value.dtype);
     tensor["shape"] = value.globalShape;
-    tensor["directory"] = directory;
-    tensors.push_back(tensor);
+    tensor["blocks"] = std::move(sorted);
+    tensors.push_back(std::move(tensor));
   }
   return tensors;
 }
 
-/// Once every file of `partial` is on disk: checkpoint.json (`json` with
-/// every file's size and checksum, read back), synced, the directory
-/// renamed into place and the oldest beyond `keep` removed. Returns the
-/// checkpoint's bytes.
+/// Once every data file of `partial` is on disk: checkpoint.json (`json`
+/// with every file's size) written and synced, the directory renamed into
+/// place and the oldest beyond `keep` removed. Returns the checkpoint's
+/// bytes.
 Expected<int64_t> commitPartial(const std::string &root,
                                 const std::string &name, Json json, int keep) {
   std::error_code error;
@@ -255,23 +203,22 @@ Expected<int64_t> commitPartial(const std::string &root,
     paths.push_back(fs::relative(file, partial, error).string());
   std::sort(paths.begin(), paths.end());
   for (const std::string &relative : paths) {
-    Expected<std::string> bytes = readWhole(partial + "/" + relative);
-    if (!bytes)
-      return bytes.status();
+    auto bytes =
+        static_cast<int64_t>(fs::file_size(partial + "/" + relative, error));
+    if (error)
+      return Status::error("cannot read '" + partial + "/" + relative +
+                           "': " + error.message());
     Json file = Json::object();
     file["path"] = relative;
-    file["bytes"] = static_cast<int64_t>(bytes->size());
-    file["crc32c"] = hex(checksumOf(*bytes));
+    file["bytes"] = bytes;
     files.push_back(file);
-    total += static_cast<int64_t>(bytes->size());
+    total += bytes;
   }
   json["files"] = files;
-  // Every file and directory of the checkpoint reaches the disk before
-  // checkpoint.json says it is complete, and that before the rename.
-  if (Status status = syncFileSystem(partial); !status.ok())
-    return status;
-  if (Status status =
-          writeFileAtomically(partial + "/" + kMetaFile, printJson(json));
+  // The data files were synced by their writers. checkpoint.json needs no
+  // rename of its own: the directory holding it is renamed into place only
+  // once it and the directory's entries are on disk.
+  if (Status status = writeSynced(partial + "/" + kMetaFile, printJson(json));
       !status.ok())
     return status;
   syncDirectory(partial);
@@ -306,41 +253,16 @@ Expected<int64_t> commitPartial(const std::string &root,
   return total;
 }
 
-/// Each split tensor's index.json from every process's list of the files
-/// it wrote ("tensor crc file" lines).
-Expected<int64_t> writeIndexes(const std::string &partial,
-                               const CheckpointState &state,
-                               const std::vector<std::vector<uint8_t>> &lists) {
-  std::vector<std::map<std::string, uint32_t>> crcs(state.values.size());
-  for (const std::vector<uint8_t> &list : lists) {
-    std::istringstream lines(std::string(list.begin(), list.end()));
-    size_t tensor = 0;
-    uint32_t crc = 0;
-    std::string file;
-    while (lines >> tensor >> crc >> file)
-      if (tensor < crcs.size())
-        crcs[tensor][file] = crc;
-  }
-  for (size_t t = 0; t < state.values.size(); ++t) {
-    const CheckpointValue &value = state.values[t];
-    if (value.whole)
-      continue;
-    std::string directory = value.key;
-    std::replace(directory.begin(), directory.end(), '/', '.');
-    if (Status status = writeShardedArrayIndex(
-            partial + "/" + directory, state.mesh, value.sharding, value.dtype,
-            value.globalShape, crcs[t], FileSync::Caller);
-        !status.ok())
-      return Status::error(value.key + ": " + status.message());
-  }
-  return int64_t(0);
+std::string dataFileName(int rank) {
+  return "data-" + std::to_string(rank) + ".bin";
 }
 
 /// writeCheckpoint() by every process of `across`: rank 0 prepares the
-/// partial directory, every process writes its devices' shards and syncs
-/// them, and only when all have reported their files durable does rank 0
-/// write checkpoint.json and rename the directory (a two-phase commit).
-/// Every process returns rank 0's outcome.
+/// partial directory, every process writes and syncs its data file and
+/// sends rank 0 the list of its blocks, and only once every process has
+/// reported its file durable does rank 0 write checkpoint.json and rename
+/// the directory (a two-phase commit). Every process returns rank 0's
+/// outcome.
 Expected<int64_t> writeAcross(const std::string &root,
                               const CheckpointState &state, int keep,
                               const CheckpointWriters &across) {
@@ -352,33 +274,31 @@ Expected<int64_t> writeAcross(const std::string &root,
   if (Status agreed = agreeAll(group, prepared, "preparing a checkpoint");
       !agreed.ok())
     return agreed;
-  std::vector<std::map<std::string, uint32_t>> crcs;
-  Expected<Json> tensors = writeTensorFiles(partial, root + "/" + name, state,
-                                            &across.devices, root0, &crcs);
-  Status written = tensors ? syncFileSystem(partial) : tensors.status();
-  if (Status agreed = agreeAll(group, written, "writing a checkpoint's files");
+  Expected<std::vector<Json>> blocks = checkpoint_blocks::writeDataFile(
+      partial, dataFileName(group.process()), state, &across.devices, root0);
+  Status written = blocks ? Status::success() : blocks.status();
+  if (Status agreed = agreeAll(group, written, "writing a checkpoint's data");
       !agreed.ok())
     return agreed;
-  // Every process's files and their CRC-32C to rank 0, which writes each
-  // tensor's index with all of them.
-  std::string mine;
-  for (size_t t = 0; t < crcs.size(); ++t)
-    for (const auto &[file, crc] : crcs[t])
-      mine += std::to_string(t) + " " + std::to_string(crc) + " " + file + "\n";
+  std::string mine = printJson(Json(*blocks));
   std::vector<std::vector<uint8_t>> all;
   if (Status gathered =
           group.gather(std::vector<uint8_t>(mine.begin(), mine.end()), 0, all,
-                       "the checkpoint's files");
+                       "the checkpoint's blocks");
       !gathered.ok())
     return gathered;
   std::vector<uint8_t> outcome;
   if (root0) {
-    Expected<int64_t> total = writeIndexes(partial, state, all);
-    if (total) {
-      Json json = metaJson(state.meta);
-      json["tensors"] = *tensors;
-      total = commitPartial(root, name, json, keep);
+    std::vector<std::vector<Json>> lists;
+    for (const std::vector<uint8_t> &list : all) {
+      Expected<Json> parsed = parseJson(std::string(list.begin(), list.end()));
+      lists.push_back(parsed && parsed->is_array()
+                          ? parsed->get<std::vector<Json>>()
+                          : std::vector<Json>());
     }
+    Json json = metaJson(state.meta);
+    json["tensors"] = tensorsJson(state, lists);
+    Expected<int64_t> total = commitPartial(root, name, json, keep);
     std::string text =
         total ? std::to_string(*total) : "!" + total.status().message();
     outcome.assign(text.begin(), text.end());
@@ -406,12 +326,13 @@ Expected<int64_t> partita::writeCheckpoint(const std::string &root,
   std::string partial = root + "/." + name + ".partial";
   if (Status status = preparePartial(root, partial); !status.ok())
     return status;
-  Expected<Json> tensors =
-      writeTensorFiles(partial, root + "/" + name, state, nullptr, true);
-  if (!tensors)
-    return tensors.status();
+  Expected<std::vector<Json>> blocks = checkpoint_blocks::writeDataFile(
+      partial, dataFileName(0), state, nullptr, true);
+  if (!blocks)
+    return Status::error("checkpoint '" + root + "/" + name +
+                         "': " + blocks.status().message());
   Json json = metaJson(state.meta);
-  json["tensors"] = *tensors;
+  json["tensors"] = tensorsJson(state, {*blocks});
   return commitPartial(root, name, json, keep);
 }
 
@@ -432,6 +353,134 @@ Expected<std::string> partita::latestCheckpoint(const std::string &root) {
                          kMetaFile + ")");
   return path;
 }
+
+namespace {
+
+/// One entry of checkpoint.json's "tensors", its blocks checked against
+/// its shape and the files listed: inside the value, together tiling it
+/// exactly, inside their files.
+Expected<CheckpointTensor> parseTensor(const Json &entry,
+                                       const CheckpointInfo &info) {
+  CheckpointTensor tensor;
+  if (!entry.is_object() || !entry.contains("key") ||
+      !entry["key"].is_string() || !entry.contains("dtype") ||
+      !entry["dtype"].is_string() || !entry.contains("shape") ||
+      !entry["shape"].is_array() || !entry.contains("blocks") ||
+      !entry["blocks"].is_array())
+    return Status::error("malformed tensor entry");
+  tensor.key = entry["key"].get<std::string>();
+  Expected<DType> dtype = parseDType(entry["dtype"].get<std::string>());
+  if (!dtype)
+    return Status::error(tensor.key + ": " + dtype.status().message());
+  tensor.dtype = *dtype;
+  int64_t elements = 1;
+  for (const Json &size : entry["shape"]) {
+    if (!size.is_number_integer() || size.get<int64_t>() < 0 ||
+        size.get<int64_t>() > (int64_t(1) << 40))
+      return Status::error(tensor.key + ": malformed shape");
+    tensor.shape.push_back(size.get<int64_t>());
+    elements = tensor.shape.back() ? elements * tensor.shape.back() : 0;
+    if (elements > (int64_t(1) << 40))
+      return Status::error(tensor.key + ": malformed shape");
+  }
+  size_t rank = tensor.shape.size();
+  int64_t element = dtypeSize(tensor.dtype), covered = 0;
+  for (const Json &item : entry["blocks"]) {
+    auto bad = [&](const std::string &what) {
+      return Status::error(tensor.key + ": block " +
+                           std::to_string(tensor.blocks.size()) + ": " + what);
+    };
+    if (!item.is_object() || !item.contains("file") ||
+        !item["file"].is_string() || !item.contains("offset") ||
+        !item["offset"].is_number_integer() || !item.contains("crc32c") ||
+        !item["crc32c"].is_number_unsigned() || !item.contains("start") ||
+        !item["start"].is_array() || !item.contains("size") ||
+        !item["size"].is_array() || item["start"].size() != rank ||
+        item["size"].size() != rank)
+      return bad("malformed");
+    StoredBlock block;
+    block.file = item["file"].get<std::string>();
+    block.offset = item["offset"].get<int64_t>();
+    if (item["crc32c"].get<uint64_t>() > 0xffffffffULL)
+      return bad("malformed crc32c");
+    block.crc32c = static_cast<uint32_t>(item["crc32c"].get<uint64_t>());
+    int64_t count = 1;
+    for (size_t d = 0; d < rank; ++d) {
+      const Json &start = item["start"][d], &size = item["size"][d];
+      if (!start.is_number_integer() || !size.is_number_integer() ||
+          start.get<int64_t>() < 0 || size.get<int64_t>() <= 0 ||
+          start.get<int64_t>() > tensor.shape[d] ||
+          size.get<int64_t>() > tensor.shape[d] - start.get<int64_t>())
+        return bad("outside the tensor's shape");
+      block.start.push_back(start.get<int64_t>());
+      block.size.push_back(size.get<int64_t>());
+      count *= block.size.back();
+    }
+    const std::pair<std::string, int64_t> *file = nullptr;
+    for (const auto &listed : info.files)
+      if (listed.first == block.file)
+        file = &listed;
+    if (!file)
+      return bad("in '" + block.file +
+                 "', which checkpoint.json does not list");
+    if (block.offset < 0 || block.offset > file->second ||
+        count * element > file->second - block.offset)
+      return bad("past the end of " + block.file);
+    // Disjoint from every earlier block: with the volumes summing to the
+    // tensor's, the blocks tile it exactly.
+    for (const StoredBlock &other : tensor.blocks) {
+      bool overlap = true;
+      for (size_t d = 0; d < rank; ++d)
+        overlap = overlap && block.start[d] < other.start[d] + other.size[d] &&
+                  other.start[d] < block.start[d] + block.size[d];
+      if (overlap)
+        return bad("overlaps another block");
+    }
+    covered += count;
+    tensor.blocks.push_back(std::move(block));
+  }
+  if (covered != elements)
+    return Status::error(tensor.key + ": its blocks cover " +
+                         std::to_string(covered) + " of its " +
+                         std::to_string(elements) + " elements");
+  return tensor;
+}
+
+/// Every listed file has its recorded size, every block its checksum, and
+/// the directory holds no file checkpoint.json does not list.
+Status verifyFiles(const CheckpointInfo &info) {
+  std::error_code error;
+  std::set<std::string> listed;
+  for (const auto &[relative, bytes] : info.files) {
+    std::string path = info.directory + "/" + relative;
+    if (Status regular = requireRegularFile(path); !regular.ok())
+      return Status::error(path + ": " + regular.message());
+    auto size = static_cast<int64_t>(fs::file_size(path, error));
+    if (error)
+      return Status::error("cannot read '" + path + "': " + error.message());
+    if (size != bytes)
+      return Status::error(path + ": " + std::to_string(size) +
+                           " bytes, the checkpoint recorded " +
+                           std::to_string(bytes) + " (truncated or replaced)");
+    listed.insert(relative);
+  }
+  for (const fs::path &file : listDirectory(info.directory, true)) {
+    std::string relative = fs::relative(file, info.directory, error).string();
+    if (relative != kMetaFile && !listed.count(relative))
+      return Status::error(info.directory + "/" + relative +
+                           ": not in checkpoint.json's list of files, so "
+                           "it has no checksum to check");
+  }
+  for (const CheckpointTensor &tensor : info.tensors)
+    for (const StoredBlock &block : tensor.blocks)
+      if (Status status =
+              checkpoint_blocks::verifyBlock(info.directory, tensor, block);
+          !status.ok())
+        return status;
+  return Status::success();
+}
+
+} // namespace
 
 Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
                                                  bool verify) {
@@ -485,102 +534,41 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
   if (meta.losses.size() != static_cast<size_t>(meta.step) ||
       meta.seconds.size() != meta.losses.size())
     return bad("the losses do not match the step");
-  for (const Json &entry : json["tensors"]) {
-    CheckpointTensor tensor;
-    if (!entry.is_object() || !entry.contains("key") ||
-        !entry["key"].is_string() || !entry.contains("dtype") ||
-        !entry["dtype"].is_string() || !entry.contains("shape") ||
-        !entry["shape"].is_array() || !entry.contains("directory") ||
-        !entry["directory"].is_string())
-      return bad("malformed tensor entry");
-    tensor.key = entry["key"].get<std::string>();
-    Expected<DType> dtype = parseDType(entry["dtype"].get<std::string>());
-    if (!dtype)
-      return bad(tensor.key + ": " + dtype.status().message());
-    tensor.dtype = *dtype;
-    for (const Json &size : entry["shape"]) {
-      if (!size.is_number_integer() || size.get<int64_t>() < 0)
-        return bad(tensor.key + ": malformed shape");
-      tensor.shape.push_back(size.get<int64_t>());
-    }
-    tensor.directory = entry["directory"].get<std::string>();
-    if (tensor.directory.empty() ||
-        tensor.directory.find('/') != std::string::npos ||
-        tensor.directory[0] == '.')
-      return bad(tensor.key + ": malformed directory '" + tensor.directory +
-                 "'");
-    for (const CheckpointTensor &other : info.tensors)
-      if (other.key == tensor.key || other.directory == tensor.directory)
-        return bad("'" + tensor.key + "' (in " + tensor.directory +
-                   ") repeats the key or directory of '" + other.key + "'");
-    info.tensors.push_back(std::move(tensor));
-  }
-  std::set<std::string> listed;
   for (const Json &entry : json["files"]) {
     if (!entry.is_object() || !entry.contains("path") ||
         !entry["path"].is_string() || !entry.contains("bytes") ||
-        !entry["bytes"].is_number_integer() || !entry.contains("crc32c") ||
-        !entry["crc32c"].is_string())
+        !entry["bytes"].is_number_integer() ||
+        entry["bytes"].get<int64_t>() < 0)
       return bad("malformed file entry");
     std::string relative = entry["path"].get<std::string>();
-    int64_t bytes = entry["bytes"].get<int64_t>();
-    info.bytes += bytes;
-    if (relative.empty() || relative.find("..") != std::string::npos ||
-        relative[0] == '/')
+    if (relative.empty() || relative.find('/') != std::string::npos ||
+        relative[0] == '.' || relative == kMetaFile)
       return bad("malformed file path '" + relative + "'");
-    listed.insert(relative);
-    if (!verify)
-      continue;
-    std::string path = directory + "/" + relative;
-    Expected<std::string> contents = readWhole(path);
-    if (!contents)
-      return Status::error(directory + ": " + contents.status().message());
-    if (static_cast<int64_t>(contents->size()) != bytes)
-      return Status::error(path + ": " + std::to_string(contents->size()) +
-                           " bytes, the checkpoint recorded " +
-                           std::to_string(bytes) + " (truncated or replaced)");
-    if (hex(checksumOf(*contents)) != entry["crc32c"].get<std::string>())
-      return Status::error(path + ": checksum mismatch (the file is "
-                                  "corrupt)");
+    for (const auto &listed : info.files)
+      if (listed.first == relative)
+        return bad("file '" + relative + "' listed twice");
+    info.files.emplace_back(relative, entry["bytes"].get<int64_t>());
+    info.bytes += info.files.back().second;
   }
-  if (verify) {
-    // Every file the tensors are read from has a checksum: a list that
-    // leaves files out (or is empty) checks nothing.
-    std::error_code error;
-    for (const fs::path &file : listDirectory(directory, true)) {
-      std::string relative = fs::relative(file, directory, error).string();
-      if (relative != kMetaFile && !listed.count(relative))
-        return Status::error(directory + "/" + relative +
-                             ": not in checkpoint.json's list of files, so "
-                             "it has no checksum to check");
-    }
-    for (const CheckpointTensor &tensor : info.tensors) {
-      if (!listed.count(tensor.directory + "/index.json"))
-        return Status::error(directory + ": " + tensor.key + ": " +
-                             tensor.directory +
-                             "/index.json is not in checkpoint.json's list "
-                             "of files");
-      // The files hold what checkpoint.json says of them: dtype and shape.
-      Expected<ShardedArrayIndex> index =
-          readShardedArrayIndex(directory + "/" + tensor.directory);
-      if (!index)
-        return Status::error(directory + ": " + tensor.key + ": " +
-                             index.status().message());
-      if (index->dtype != tensor.dtype || index->globalShape != tensor.shape)
-        return Status::error(
-            directory + ": " + tensor.key + ": checkpoint.json says " +
-            dtypeName(tensor.dtype) + formatShape(tensor.shape) +
-            ", its files hold " + dtypeName(index->dtype) +
-            formatShape(index->globalShape));
-    }
+  for (const Json &entry : json["tensors"]) {
+    Expected<CheckpointTensor> tensor = parseTensor(entry, info);
+    if (!tensor)
+      return bad(tensor.status().message());
+    for (const CheckpointTensor &other : info.tensors)
+      if (other.key == tensor->key)
+        return bad("tensor '" + tensor->key + "' listed twice");
+    info.tensors.push_back(std::move(*tensor));
   }
+  if (verify)
+    if (Status status = verifyFiles(info); !status.ok())
+      return status;
   return info;
 }
 
-Status partita::loadCheckpoint(const CheckpointInfo &checkpoint,
-                               const Executable &program, size_t updated,
-                               std::vector<HostArray> &inputs,
-                               const std::string &onlyRole) {
+Expected<std::vector<const CheckpointTensor *>>
+partita::matchCheckpoint(const CheckpointInfo &checkpoint,
+                         const Executable &program, size_t updated,
+                         const std::string &onlyRole) {
   std::vector<std::string> keys = checkpointKeys(program, updated);
   std::map<std::string, const CheckpointTensor *> byKey;
   for (const CheckpointTensor &tensor : checkpoint.tensors)
@@ -590,9 +578,10 @@ Status partita::loadCheckpoint(const CheckpointInfo &checkpoint,
                          std::to_string(byKey.size()) +
                          " tensors; this train step has " +
                          std::to_string(keys.size()));
+  std::vector<const CheckpointTensor *> matched(keys.size(), nullptr);
   for (size_t k = 0; k < keys.size(); ++k) {
-    if (!onlyRole.empty() && keys[k].compare(0, onlyRole.size() + 1,
-                                             onlyRole + "/") != 0)
+    if (!onlyRole.empty() &&
+        keys[k].compare(0, onlyRole.size() + 1, onlyRole + "/") != 0)
       continue;
     auto found = byKey.find(keys[k]);
     if (found == byKey.end())
@@ -601,30 +590,62 @@ Status partita::loadCheckpoint(const CheckpointInfo &checkpoint,
     const CheckpointTensor &tensor = *found->second;
     DType dtype = program.slots[program.inputs[k].slot].dtype;
     if (tensor.dtype != dtype || tensor.shape != program.inputs[k].globalShape)
-      return Status::error(
-          checkpoint.directory + ": " + keys[k] + " is " +
-          dtypeName(tensor.dtype) + formatShape(tensor.shape) +
-          ", this train step's is " + dtypeName(dtype) +
-          formatShape(program.inputs[k].globalShape));
-    Expected<HostArray> value =
-        readShardedArray(checkpoint.directory + "/" + tensor.directory);
+      return Status::error(checkpoint.directory + ": " + keys[k] + " is " +
+                           dtypeName(tensor.dtype) + formatShape(tensor.shape) +
+                           ", this train step's is " + dtypeName(dtype) +
+                           formatShape(program.inputs[k].globalShape));
+    matched[k] = &tensor;
+  }
+  return matched;
+}
+
+Status partita::readCheckpointRegion(const CheckpointInfo &checkpoint,
+                                     const CheckpointTensor &tensor,
+                                     const std::vector<IndexRange> &ranges,
+                                     const std::vector<int64_t> &paddedShape,
+                                     uint8_t *into) {
+  if (ranges.size() != tensor.shape.size() ||
+      paddedShape.size() != tensor.shape.size())
+    return Status::error(
+        tensor.key + ": a region of rank " + std::to_string(ranges.size()) +
+        " of a tensor of rank " + std::to_string(tensor.shape.size()));
+  if (Status status = checkpoint_blocks::readRegion(
+          checkpoint.directory, tensor, ranges, paddedShape, into);
+      !status.ok())
+    return status;
+  return checkpoint_blocks::checkFinite(checkpoint.directory, tensor, ranges,
+                                        paddedShape, into);
+}
+
+Expected<HostArray>
+partita::readCheckpointTensor(const CheckpointInfo &checkpoint,
+                              const CheckpointTensor &tensor) {
+  HostArray value = HostArray::zeros(tensor.dtype, tensor.shape);
+  std::vector<IndexRange> whole;
+  for (int64_t size : tensor.shape)
+    whole.push_back({0, size});
+  if (Status status = readCheckpointRegion(checkpoint, tensor, whole,
+                                           tensor.shape, value.bytes.data());
+      !status.ok())
+    return status;
+  return value;
+}
+
+Status partita::loadCheckpoint(const CheckpointInfo &checkpoint,
+                               const Executable &program, size_t updated,
+                               std::vector<HostArray> &inputs,
+                               const std::string &onlyRole) {
+  Expected<std::vector<const CheckpointTensor *>> matched =
+      matchCheckpoint(checkpoint, program, updated, onlyRole);
+  if (!matched)
+    return matched.status();
+  for (size_t k = 0; k < matched->size(); ++k) {
+    const CheckpointTensor *tensor = (*matched)[k];
+    if (!tensor)
+      continue;
+    Expected<HostArray> value = readCheckpointTensor(checkpoint, *tensor);
     if (!value)
-      return Status::error(checkpoint.directory + ": " + keys[k] + ": " +
-                           value.status().message());
-    if (value->dtype != dtype || value->shape != tensor.shape)
-      return Status::error(checkpoint.directory + ": " + keys[k] +
-                           ": its files do not hold what checkpoint.json says");
-    // A diverged run's state would make every later loss NaN, and the
-    // message then blamed the learning rate of the run that loaded it.
-    if (dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16 ||
-        dtype == DType::F16)
-      for (int64_t i = 0; i < value->numElements(); ++i)
-        if (!std::isfinite(elementAsDouble(*value, i)))
-          return Status::error(checkpoint.directory + ": " + keys[k] +
-                               " holds " +
-                               std::to_string(elementAsDouble(*value, i)) +
-                               " (element " + std::to_string(i) +
-                               "): the run that saved it had diverged");
+      return value.status();
     inputs[k] = std::move(*value);
   }
   return Status::success();

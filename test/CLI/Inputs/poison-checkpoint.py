@@ -1,6 +1,6 @@
-"""Writes a NaN into element 3 of a checkpoint's param/0 and records the
-shard's new CRC-32C in the array's index and checkpoint.json, so that every
-checksum still matches: what a run that diverged before saving leaves behind.
+"""Writes a NaN into element 3 of a checkpoint's param/0 and records its
+block's new CRC-32C in checkpoint.json, so that every checksum still
+matches: what a run that diverged before saving leaves behind.
 
     python3 poison-checkpoint.py CHECKPOINT_DIR
 """
@@ -26,30 +26,19 @@ def crc32c(data):
 
 
 step = sorted(glob.glob(sys.argv[1] + "/step-*"))[-1]
-shard = sorted(glob.glob(step + "/param.0/shard_*.npy"))[0]
-data = bytearray(open(shard, "rb").read())
-assert data[:6] == b"\x93NUMPY" and data[6] == 1, "an .npy file of version 1"
-header = struct.unpack("<H", data[8:10])[0]
-offset = 10 + header + 3 * 4
-data[offset:offset + 4] = struct.pack("<f", float("nan"))
-open(shard, "wb").write(bytes(data))
-
-# The array's index records the shard's CRC-32C; checkpoint.json records
-# every file's (the index's too).
-index_path = os.path.join(os.path.dirname(shard), "index.json")
-index = json.load(open(index_path))
-for entry in index["shards"]:
-    if entry["file"] == os.path.basename(shard):
-        entry["crc32c"] = crc32c(data)
-index_text = json.dumps(index).encode()
-open(index_path, "wb").write(index_text)
-
 meta_path = step + "/checkpoint.json"
 meta = json.load(open(meta_path))
-for path, content in ((shard, bytes(data)), (index_path, index_text)):
-    relative = os.path.relpath(path, step)
-    for entry in meta["files"]:
-        if entry["path"] == relative:
-            entry["crc32c"] = "%08x" % crc32c(content)
-            entry["bytes"] = len(content)
+tensor = next(t for t in meta["tensors"] if t["key"] == "param/0")
+# The block holding the first row; element 3 of the value is its element 3.
+block = next(b for b in tensor["blocks"] if all(s == 0 for s in b["start"]))
+assert block["size"][-1] == tensor["shape"][-1], "a block of whole rows"
+count = 1
+for size in block["size"]:
+    count *= size
+path = os.path.join(step, block["file"])
+data = bytearray(open(path, "rb").read())
+start = block["offset"]
+data[start + 3 * 4:start + 4 * 4] = struct.pack("<f", float("nan"))
+open(path, "wb").write(bytes(data))
+block["crc32c"] = crc32c(bytes(data[start:start + 4 * count]))
 open(meta_path, "w").write(json.dumps(meta))

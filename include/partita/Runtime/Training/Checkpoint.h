@@ -1,11 +1,17 @@
 //===- Checkpoint.h - Train state on disk, and back -------------*- C++ -*-===//
 //
 // A checkpoint of a train step (docs/Training.md, "Checkpoints"): the
-// step's state — parameters, gradient buffers and optimizer state — as one
-// sharded-array directory per tensor, each written from the devices' own
-// blocks, and `checkpoint.json`: the steps done, the run it belongs to (the
-// model, the mesh and rules it was saved under, the seed), the losses so
-// far, every tensor's key, dtype and shape, and a checksum of every file.
+// step's state — parameters, gradient buffers and optimizer state — and
+// `checkpoint.json`: the steps done, the run it belongs to (the model, the
+// mesh and rules it was saved under, the seed), the losses so far, every
+// tensor's key, dtype and shape, and where each of its blocks lies.
+//
+// The data is one file per writing process, `data-<rank>.bin`: the
+// distinct blocks of every tensor its devices are the lowest holders of,
+// one after another, each a C-order box of the global value with its own
+// CRC-32C. Writing a checkpoint is therefore a few large sequential writes
+// and one sync per process, and reading any region of a tensor (a device's
+// block under another layout) reads only the blocks that overlap it.
 //
 // Under a root directory each checkpoint is `step-<N>` (N steps done). It is
 // written as `.step-<N>.partial`, every file synced, and renamed into place
@@ -13,14 +19,14 @@
 // checkpoint intact; older ones beyond `keep` are then removed. A tensor is
 // keyed by its role and its index among that role's tensors ("param/3",
 // "opt_state/12"), never by its layout: a checkpoint loads into a step
-// compiled for any mesh and rules, each tensor read whole and laid out
-// again by the new program.
+// compiled for any mesh and rules, the blocks read for the new layout.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_RUNTIME_TRAINING_CHECKPOINT_H
 #define PARTITA_RUNTIME_TRAINING_CHECKPOINT_H
 
 #include "partita/Runtime/IO/HostArray.h"
+#include "partita/Sharding/Layout.h"
 #include "partita/Sharding/Mesh.h"
 #include "partita/Sharding/Sharding.h"
 
@@ -33,7 +39,7 @@ namespace partita {
 struct Executable;
 
 /// The version of checkpoint.json this build writes and reads.
-inline constexpr int kCheckpointVersion = 1;
+inline constexpr int kCheckpointVersion = 2;
 
 /// What a checkpoint says about its run.
 struct CheckpointMeta {
@@ -51,12 +57,21 @@ struct CheckpointMeta {
 };
 
 /// One tensor of a checkpoint.
+/// One stored block of a tensor: the box [start, start + size) of its
+/// global value, C-order, at `offset` of `file`.
+struct StoredBlock {
+  std::string file;
+  int64_t offset = 0;
+  std::vector<int64_t> start, size;
+  uint32_t crc32c = 0;
+};
+
 struct CheckpointTensor {
   std::string key;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
-  /// Its sharded-array directory, relative to the checkpoint.
-  std::string directory;
+  /// Its blocks, which tile the value exactly.
+  std::vector<StoredBlock> blocks;
 };
 
 /// A checkpoint as read back.
@@ -64,6 +79,8 @@ struct CheckpointInfo {
   std::string directory;
   CheckpointMeta meta;
   std::vector<CheckpointTensor> tensors;
+  /// The data files and their sizes.
+  std::vector<std::pair<std::string, int64_t>> files;
   /// Bytes of every file.
   int64_t bytes = 0;
 };
@@ -131,6 +148,28 @@ Status loadCheckpoint(const CheckpointInfo &checkpoint,
                       const Executable &program, size_t updated,
                       std::vector<HostArray> &inputs,
                       const std::string &onlyRole = "");
+
+/// Writes the region `ranges` of `tensor` (one range per dimension) into
+/// `into`, the bytes of a C-order array of `paddedShape` (at least the
+/// region's sizes), reading only the blocks that overlap it; fails naming
+/// the file when a read comes short, and when a float element is not
+/// finite (a diverged run's state).
+Status readCheckpointRegion(const CheckpointInfo &checkpoint,
+                            const CheckpointTensor &tensor,
+                            const std::vector<IndexRange> &ranges,
+                            const std::vector<int64_t> &paddedShape,
+                            uint8_t *into);
+
+/// `tensor`'s whole value (readCheckpointRegion() of all of it).
+Expected<HostArray> readCheckpointTensor(const CheckpointInfo &checkpoint,
+                                         const CheckpointTensor &tensor);
+
+/// The checkpoint tensor of each of the first `updated` inputs of
+/// `program` (null for those `onlyRole` leaves out), every one there with
+/// the input's dtype and shape; errors as loadCheckpoint()'s.
+Expected<std::vector<const CheckpointTensor *>>
+matchCheckpoint(const CheckpointInfo &checkpoint, const Executable &program,
+                size_t updated, const std::string &onlyRole = "");
 
 /// `partita checkpoint info`: the run, the layout, the tensors.
 std::string describeCheckpoint(const CheckpointInfo &checkpoint);
