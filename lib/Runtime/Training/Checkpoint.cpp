@@ -276,6 +276,7 @@ Expected<int64_t> writeAcross(const std::string &root,
     return agreed;
   Expected<std::vector<Json>> blocks = checkpoint_blocks::writeDataFile(
       partial, dataFileName(group.process()), state, &across.devices, root0);
+  // Synced before this process says it is written.
   Status written = blocks ? Status::success() : blocks.status();
   if (Status agreed = agreeAll(group, written, "writing a checkpoint's data");
       !agreed.ok())

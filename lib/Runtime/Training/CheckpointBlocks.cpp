@@ -12,11 +12,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace partita {
@@ -31,22 +34,8 @@ bool killWhileWriting(int64_t step) {
   return spec && std::strtoll(spec, nullptr, 10) == step;
 }
 
-Status writeAll(int fd, const uint8_t *data, int64_t bytes,
-                const std::string &path) {
-  while (bytes > 0) {
-    ssize_t done = ::write(
-        fd, data,
-        static_cast<size_t>(std::min<int64_t>(bytes, int64_t(1) << 30)));
-    if (done < 0 && errno == EINTR)
-      continue;
-    if (done <= 0)
-      return Status::error("cannot write '" + path +
-                           "': " + std::strerror(errno));
-    data += done;
-    bytes -= done;
-  }
-  return Status::success();
-}
+/// The bytes checksummed and then written at a time.
+constexpr size_t kBatchBytes = size_t(1) << 20;
 
 int64_t volume(const std::vector<int64_t> &size) {
   int64_t count = 1;
@@ -103,43 +92,37 @@ Expected<std::vector<Json>> writeDataFile(const std::string &directory,
                                           const CheckpointState &state,
                                           const std::vector<int64_t> *devices,
                                           bool writeWhole) {
-  std::string path = directory + "/" + file;
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::error("cannot create '" + path +
-                         "': " + std::strerror(errno));
+  // The blocks in file order, then their bytes checksummed and written a
+  // megabyte at a time: each slice is still in the cache when the write
+  // copies it, and 673 writes of one block each had taken twice the time
+  // of one write of the same bytes (bench/checkpoint.py).
   std::vector<Json> entries(state.values.size(), Json::array());
+  std::vector<struct iovec> pieces;
+  std::vector<Json *> pieceEntries;
+  std::deque<std::vector<uint8_t>> staged;
   int64_t offset = 0;
-  std::vector<uint8_t> staged;
-  Status status = Status::success();
   auto put = [&](size_t t, const uint8_t *data, int64_t bytes,
                  const std::vector<int64_t> &start,
                  const std::vector<int64_t> &size) {
-    uint32_t crc = crc32c(data, static_cast<size_t>(bytes));
-    if (Status written = writeAll(fd, data, bytes, path); !written.ok())
-      return written;
     Json entry = Json::object();
     entry["file"] = file;
     entry["offset"] = offset;
     entry["start"] = start;
     entry["size"] = size;
-    entry["crc32c"] = crc;
-    entries[t].push_back(entry);
+    entries[t].push_back(std::move(entry));
+    pieces.push_back({const_cast<uint8_t *>(data), static_cast<size_t>(bytes)});
     offset += bytes;
-    return Status::success();
   };
-  for (size_t t = 0; status.ok() && t < state.values.size(); ++t) {
+  for (size_t t = 0; t < state.values.size(); ++t) {
     const CheckpointValue &value = state.values[t];
-    if (t == state.values.size() / 2 && killWhileWriting(state.meta.step))
-      std::raise(SIGKILL);
     int64_t element = dtypeSize(value.dtype);
     if (value.whole && value.sharding.partialKind != PartialKind::None) {
       // A partial sum's value has no layout: one block.
       if (writeWhole)
-        status = put(t, value.blocks[0].bytes.data(),
-                     static_cast<int64_t>(value.blocks[0].bytes.size()),
-                     std::vector<int64_t>(value.globalShape.size(), 0),
-                     value.globalShape);
+        put(t, value.blocks[0].bytes.data(),
+            static_cast<int64_t>(value.blocks[0].bytes.size()),
+            std::vector<int64_t>(value.globalShape.size(), 0),
+            value.globalShape);
       continue;
     }
     if (value.whole && !writeWhole)
@@ -157,25 +140,79 @@ Expected<std::vector<Json>> writeDataFile(const std::string &directory,
       }
       const uint8_t *data = block.bytes.data();
       int64_t bytes = volume(size) * element;
-      if (value.whole && size != block.shape) {
-        staged.resize(static_cast<size_t>(bytes));
-        copyTensorBox(block.bytes.data(), block.shape, start, staged.data(),
-                      size, std::vector<int64_t>(size.size(), 0), size,
-                      element);
-        data = staged.data();
-      } else if (size != block.shape) {
-        // An uneven trailing block: its unpadded corner.
-        staged.resize(static_cast<size_t>(bytes));
+      if (size != block.shape) {
+        // A box of a whole value, or an uneven trailing block's unpadded
+        // corner.
+        std::vector<uint8_t> &copy = staged.emplace_back(bytes);
+        std::vector<int64_t> zeros(size.size(), 0);
         copyTensorBox(block.bytes.data(), block.shape,
-                      std::vector<int64_t>(size.size(), 0), staged.data(), size,
-                      std::vector<int64_t>(size.size(), 0), size, element);
-        data = staged.data();
+                      value.whole ? start : zeros, copy.data(), size, zeros,
+                      size, element);
+        data = copy.data();
       }
-      status = put(t, data, bytes, start, size);
-      if (!status.ok())
-        break;
+      put(t, data, bytes, start, size);
     }
   }
+  // Every entry is in place now (a vector's growth no longer moves it).
+  for (Json &list : entries)
+    for (Json &entry : list)
+      pieceEntries.push_back(&entry);
+  std::string path = directory + "/" + file;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error("cannot create '" + path +
+                         "': " + std::strerror(errno));
+  Status status = Status::success();
+  std::vector<struct iovec> batch;
+  size_t batchBytes = 0;
+  auto flush = [&]() {
+    size_t next = 0;
+    while (status.ok() && next < batch.size()) {
+      int count = static_cast<int>(
+          std::min<size_t>(batch.size() - next, static_cast<size_t>(IOV_MAX)));
+      ssize_t done = ::writev(fd, &batch[next], count);
+      if (done < 0 && errno == EINTR)
+        continue;
+      if (done <= 0) {
+        status = Status::error("cannot write '" + path +
+                               "': " + std::strerror(errno));
+        break;
+      }
+      // Past the slices written whole; the rest of one cut short.
+      auto left = static_cast<size_t>(done);
+      while (next < batch.size() && left >= batch[next].iov_len)
+        left -= batch[next++].iov_len;
+      if (left > 0) {
+        batch[next].iov_base =
+            static_cast<uint8_t *>(batch[next].iov_base) + left;
+        batch[next].iov_len -= left;
+      }
+    }
+    batch.clear();
+    batchBytes = 0;
+  };
+  bool kill = killWhileWriting(state.meta.step);
+  for (size_t k = 0; status.ok() && k < pieces.size(); ++k) {
+    // The test hook: killed halfway through the data.
+    if (kill && k == pieces.size() / 2) {
+      flush();
+      std::raise(SIGKILL);
+    }
+    const auto *data = static_cast<const uint8_t *>(pieces[k].iov_base);
+    size_t bytes = pieces[k].iov_len, at = 0;
+    uint32_t crc = 0;
+    while (at < bytes && status.ok()) {
+      size_t slice = std::min(bytes - at, kBatchBytes - batchBytes);
+      crc = crc32c(data + at, slice, crc);
+      batch.push_back({const_cast<uint8_t *>(data + at), slice});
+      batchBytes += slice;
+      at += slice;
+      if (batchBytes >= kBatchBytes)
+        flush();
+    }
+    (*pieceEntries[k])["crc32c"] = crc;
+  }
+  flush();
   if (status.ok() && ::fdatasync(fd) != 0)
     status =
         Status::error("cannot sync '" + path + "': " + std::strerror(errno));

@@ -18,7 +18,7 @@ namespace checkpoint_blocks {
 
 /// Writes into `directory`/`file` every distinct block of `state` whose
 /// lowest holder is one of `devices` (all when null), and with `writeWhole`
-/// the values held whole, each with its CRC-32C, then syncs the file.
+/// the values held whole, each with its CRC-32C, and syncs the file.
 /// Returns, per tensor, the JSON entries of the blocks written.
 Expected<std::vector<Json>> writeDataFile(const std::string &directory,
                                           const std::string &file,

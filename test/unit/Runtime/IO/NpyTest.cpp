@@ -409,6 +409,34 @@ TEST_CASE("files are replaced atomically and only regular files are read",
   fs::remove_all(directory);
 }
 
+TEST_CASE("crc32c's three-stream path equals the bytewise definition",
+          "[crc32c]") {
+  // Sizes around the three 4 KiB streams' group, odd offsets, a seed.
+  std::vector<uint8_t> data(100000);
+  uint32_t state = 12345;
+  for (uint8_t &byte : data) {
+    state = state * 1664525u + 1013904223u;
+    byte = static_cast<uint8_t>(state >> 24);
+  }
+  auto reference = [&](size_t offset, size_t size, uint32_t crc) {
+    crc = ~crc;
+    for (size_t i = offset; i < offset + size; ++i) {
+      crc ^= data[i];
+      for (int bit = 0; bit < 8; ++bit)
+        crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    return ~crc;
+  };
+  for (size_t size : {size_t(0), size_t(7), size_t(12287), size_t(12288),
+                      size_t(12289), size_t(24576 + 13), size_t(99990)})
+    for (size_t offset : {size_t(0), size_t(3)})
+      for (uint32_t seed : {0u, 0xdeadbeefu}) {
+        INFO("size " << size << " offset " << offset << " seed " << seed);
+        CHECK(crc32c(data.data() + offset, size, seed) ==
+              reference(offset, size, seed));
+      }
+}
+
 TEST_CASE("crc32c gives the standard check values, in one call or many",
           "[files]") {
   auto crc = [](const std::string &text, uint32_t start = 0) {
