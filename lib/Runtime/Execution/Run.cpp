@@ -645,14 +645,11 @@ driveSteps(StepwiseRun &run, StepGate &gate, int64_t devices,
 
 } // namespace
 
-Status partita::runDevicesStepwise(
-    const Executable &program,
-    std::vector<std::vector<HostArray>> &&inputsByDevice, StepwiseRun &run) {
-  int64_t devices = program.mesh.numDevices();
-  if (static_cast<int64_t>(inputsByDevice.size()) != devices)
-    return Status::error("stepwise run: inputs for " +
-                         std::to_string(inputsByDevice.size()) +
-                         " devices, the mesh has " + std::to_string(devices));
+namespace {
+
+/// The devices a stepwise run drives: run.devices, else the whole mesh.
+Expected<std::vector<int64_t>> stepwiseDevices(const StepwiseRun &run,
+                                               int64_t devices) {
   std::vector<int64_t> ran = run.devices;
   if (ran.empty())
     for (int64_t d = 0; d < devices; ++d)
@@ -661,6 +658,23 @@ Status partita::runDevicesStepwise(
     if (d < 0 || d >= devices)
       return Status::error("stepwise run: no device " + std::to_string(d) +
                            " in a mesh of " + std::to_string(devices));
+  return ran;
+}
+
+} // namespace
+
+Status partita::runDevicesStepwise(
+    const Executable &program,
+    std::vector<std::vector<HostArray>> &&inputsByDevice, StepwiseRun &run) {
+  int64_t devices = program.mesh.numDevices();
+  if (static_cast<int64_t>(inputsByDevice.size()) != devices)
+    return Status::error("stepwise run: inputs for " +
+                         std::to_string(inputsByDevice.size()) +
+                         " devices, the mesh has " + std::to_string(devices));
+  Expected<std::vector<int64_t>> chosen = stepwiseDevices(run, devices);
+  if (!chosen)
+    return chosen.status();
+  const std::vector<int64_t> &ran = *chosen;
   std::unique_ptr<InProcessCommunicator> inProcess;
   if (!run.communicator)
     inProcess = std::make_unique<InProcessCommunicator>(program.mesh);

@@ -382,4 +382,13 @@ Expected<Executable> broadcastExecutable(MpiProcess &process,
   return deserializeExecutable(bytes, "the program broadcast by rank 0");
 }
 
+Expected<std::unique_ptr<MpiProcess>>
+startMpiProcess(std::chrono::milliseconds timeout) {
+  Expected<std::unique_ptr<MpiProcess>> process =
+      MpiProcess::initialize(nullptr, nullptr);
+  if (process)
+    (*process)->setTimeout(timeout);
+  return process;
+}
+
 } // namespace partita

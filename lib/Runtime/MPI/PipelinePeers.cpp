@@ -212,11 +212,9 @@ private:
 
 Expected<std::unique_ptr<PipelinePeers>>
 createMpiPipelinePeers(std::chrono::milliseconds timeout) {
-  Expected<std::unique_ptr<MpiProcess>> process =
-      MpiProcess::initialize(nullptr, nullptr);
+  Expected<std::unique_ptr<MpiProcess>> process = startMpiProcess(timeout);
   if (!process)
     return process.status();
-  (*process)->setTimeout(timeout);
   auto peers = std::make_unique<MpiPipelinePeers>(std::move(*process));
   if (Status status = peers->initialize(); !status)
     return status;

@@ -272,9 +272,6 @@ std::vector<CheckpointValue> PipelineRunner::checkpointValues() const {
 
 Status PipelineRunner::loadCheckpoint(const CheckpointInfo &checkpoint,
                                       const std::string &onlyRole) {
-  std::map<std::string, const CheckpointTensor *> byKey;
-  for (const CheckpointTensor &tensor : checkpoint.tensors)
-    byKey[tensor.key] = &tensor;
   for (size_t s = 0; s < state->step.stages.size(); ++s) {
     if (!state->isLocalStage(s))
       continue;
@@ -283,24 +280,14 @@ Status PipelineRunner::loadCheckpoint(const CheckpointInfo &checkpoint,
     std::vector<std::string> keys =
         stageCheckpointKeys(state->step, s, stage.layout.updated);
     for (size_t k = 0; k < keys.size(); ++k) {
-      if (!onlyRole.empty() &&
-          keys[k].compare(0, onlyRole.size() + 1, onlyRole + "/") != 0)
+      if (!checkpointKeyOfRole(keys[k], onlyRole))
         continue;
-      auto found = byKey.find(keys[k]);
-      if (found == byKey.end())
-        return Status::error(checkpoint.directory + " has no tensor '" +
-                             keys[k] + "' (stage " + std::to_string(s) + ")");
-      DType dtype = update.slots[update.inputs[k].slot].dtype;
-      if (found->second->dtype != dtype ||
-          found->second->shape != update.inputs[k].globalShape)
-        return Status::error(checkpoint.directory + ": " + keys[k] + " is " +
-                             dtypeName(found->second->dtype) +
-                             formatShape(found->second->shape) +
-                             ", stage " + std::to_string(s) + "'s is " +
-                             dtypeName(dtype) +
-                             formatShape(update.inputs[k].globalShape));
-      Expected<HostArray> value =
-          readCheckpointTensor(checkpoint, *found->second);
+      Expected<const CheckpointTensor *> tensor = findCheckpointTensor(
+          checkpoint, keys[k], update.slots[update.inputs[k].slot].dtype,
+          update.inputs[k].globalShape, "stage " + std::to_string(s) + "'s");
+      if (!tensor)
+        return tensor.status();
+      Expected<HostArray> value = readCheckpointTensor(checkpoint, **tensor);
       if (!value)
         return value.status();
       stage.updateInputs[k] = std::move(*value);

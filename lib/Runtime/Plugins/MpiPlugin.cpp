@@ -86,11 +86,9 @@ private:
 
 Expected<std::unique_ptr<ProcessGroup>>
 createProcessGroup(std::chrono::milliseconds timeout) {
-  Expected<std::unique_ptr<MpiProcess>> process =
-      MpiProcess::initialize(nullptr, nullptr);
+  Expected<std::unique_ptr<MpiProcess>> process = startMpiProcess(timeout);
   if (!process)
     return process.status();
-  (*process)->setTimeout(timeout);
   return std::unique_ptr<ProcessGroup>(
       std::make_unique<MpiProcessGroup>(std::move(*process)));
 }

@@ -566,6 +566,27 @@ Expected<CheckpointInfo> partita::readCheckpoint(const std::string &directory,
   return info;
 }
 
+bool partita::checkpointKeyOfRole(const std::string &key,
+                                  const std::string &role) {
+  return role.empty() || key.compare(0, role.size() + 1, role + "/") == 0;
+}
+
+Expected<const CheckpointTensor *> partita::findCheckpointTensor(
+    const CheckpointInfo &checkpoint, const std::string &key, DType dtype,
+    const std::vector<int64_t> &shape, const std::string &whose) {
+  for (const CheckpointTensor &tensor : checkpoint.tensors) {
+    if (tensor.key != key)
+      continue;
+    if (tensor.dtype != dtype || tensor.shape != shape)
+      return Status::error(checkpoint.directory + ": " + key + " is " +
+                           dtypeName(tensor.dtype) + formatShape(tensor.shape) +
+                           ", " + whose + " is " + dtypeName(dtype) +
+                           formatShape(shape));
+    return &tensor;
+  }
+  return Status::error(checkpoint.directory + " has no tensor '" + key + "'");
+}
+
 Expected<std::vector<const CheckpointTensor *>>
 partita::matchCheckpoint(const CheckpointInfo &checkpoint,
                          const Executable &program, size_t updated,
@@ -581,21 +602,14 @@ partita::matchCheckpoint(const CheckpointInfo &checkpoint,
                          std::to_string(keys.size()));
   std::vector<const CheckpointTensor *> matched(keys.size(), nullptr);
   for (size_t k = 0; k < keys.size(); ++k) {
-    if (!onlyRole.empty() &&
-        keys[k].compare(0, onlyRole.size() + 1, onlyRole + "/") != 0)
+    if (!checkpointKeyOfRole(keys[k], onlyRole))
       continue;
-    auto found = byKey.find(keys[k]);
-    if (found == byKey.end())
-      return Status::error(checkpoint.directory + " has no tensor '" +
-                           keys[k] + "'");
-    const CheckpointTensor &tensor = *found->second;
-    DType dtype = program.slots[program.inputs[k].slot].dtype;
-    if (tensor.dtype != dtype || tensor.shape != program.inputs[k].globalShape)
-      return Status::error(checkpoint.directory + ": " + keys[k] + " is " +
-                           dtypeName(tensor.dtype) + formatShape(tensor.shape) +
-                           ", this train step's is " + dtypeName(dtype) +
-                           formatShape(program.inputs[k].globalShape));
-    matched[k] = &tensor;
+    Expected<const CheckpointTensor *> tensor = findCheckpointTensor(
+        checkpoint, keys[k], program.slots[program.inputs[k].slot].dtype,
+        program.inputs[k].globalShape, "this train step's");
+    if (!tensor)
+      return tensor.status();
+    matched[k] = *tensor;
   }
   return matched;
 }

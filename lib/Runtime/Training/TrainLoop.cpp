@@ -376,16 +376,25 @@ Status CpuTrainLoop::runSteps(int64_t steps,
 
 } // namespace
 
+namespace {
+
+Status checkFirstStep(int64_t first, int64_t steps) {
+  if (first < 0 || first > steps)
+    return Status::error("cannot start at step " + std::to_string(first) +
+                         " of " + std::to_string(steps));
+  return Status::success();
+}
+
+} // namespace
+
 Status
 trainOnCpuDevices(const Executable &program, const TrainStepLayout &layout,
                   std::vector<HostArray> &inputs, TrainData &data,
                   int64_t steps,
                   const std::function<Status(const TrainStepResult &)> &onStep,
                   const TrainLoopOptions &options) {
-  int64_t first = options.firstStep;
-  if (first < 0 || first > steps)
-    return Status::error("cannot start at step " + std::to_string(first) +
-                         " of " + std::to_string(steps));
+  if (Status status = checkFirstStep(options.firstStep, steps); !status.ok())
+    return status;
   CpuTrainLoop loop(program, layout, inputs, data, onStep, options);
   if (Status status = loop.planUploads(); !status.ok())
     return status;
@@ -408,10 +417,8 @@ Status trainOnLocalDevices(
     TrainData &data, int64_t steps,
     const std::function<Status(const TrainStepResult &)> &onStep,
     const TrainLoopOptions &options) {
-  int64_t first = options.firstStep;
-  if (first < 0 || first > steps)
-    return Status::error("cannot start at step " + std::to_string(first) +
-                         " of " + std::to_string(steps));
+  if (Status status = checkFirstStep(options.firstStep, steps); !status.ok())
+    return status;
   if (local.devices.empty() || !local.communicator)
     return Status::error("a multi-process train loop needs its devices and "
                          "their communicator");

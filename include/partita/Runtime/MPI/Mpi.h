@@ -91,6 +91,11 @@ private:
   std::unique_ptr<Impl> state;
 };
 
+/// MpiProcess::initialize() without argv, its waits failing after
+/// `timeout` without progress.
+Expected<std::unique_ptr<MpiProcess>>
+startMpiProcess(std::chrono::milliseconds timeout);
+
 /// The Communicator for this process's devices of `mesh` laid out by
 /// `layout`: groups inside the process meet in shared memory (the
 /// in-process communicator); groups across processes reduce, gather or

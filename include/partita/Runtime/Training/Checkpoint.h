@@ -164,6 +164,18 @@ Status readCheckpointRegion(const CheckpointInfo &checkpoint,
 Expected<HostArray> readCheckpointTensor(const CheckpointInfo &checkpoint,
                                          const CheckpointTensor &tensor);
 
+/// Whether `key` ("param/3") is of `role` ("param"); every key is of the
+/// empty role.
+bool checkpointKeyOfRole(const std::string &key, const std::string &role);
+
+/// The tensor `key` of `checkpoint`, which must be a `dtype` array of
+/// `shape`; errors name the checkpoint and the key, `whose` naming the
+/// expected array ("this train step's", "stage 1's").
+Expected<const CheckpointTensor *>
+findCheckpointTensor(const CheckpointInfo &checkpoint, const std::string &key,
+                     DType dtype, const std::vector<int64_t> &shape,
+                     const std::string &whose);
+
 /// The checkpoint tensor of each of the first `updated` inputs of
 /// `program` (null for those `onlyRole` leaves out), every one there with
 /// the input's dtype and shape; errors as loadCheckpoint()'s.
