@@ -133,7 +133,7 @@ Status CheckpointWriter::submitState(CheckpointState state) {
   std::string root = request.checkpoints.directory;
   int keep = static_cast<int>(request.checkpoints.keep);
   int64_t step = state.meta.step;
-  writer = std::thread([this, root, keep, step, state = std::move(state)] {
+  auto write = [this, root, keep, step, state = std::move(state)] {
     Clock::time_point began = Clock::now();
     // In a multi-process run every process's writer meets the others'
     // (writeCheckpoint()'s two-phase commit) while training goes on.
@@ -147,27 +147,44 @@ Status CheckpointWriter::submitState(CheckpointState state) {
     lastBytes = *bytes;
     lastStep = step;
     lastWriteMs = millisecondsSince(began);
-  });
+    pending = true;
+  };
+  if (inCaller) {
+    write();
+    stallMs.push_back(millisecondsSince(start));
+    return finish();
+  }
+  writer = std::thread(std::move(write));
   stallMs.push_back(millisecondsSince(start));
   return Status::success();
 }
 
 Status CheckpointWriter::finish() {
-  if (!writer.joinable())
-    return Status::success();
-  writer.join();
+  if (writer.joinable())
+    writer.join();
   std::lock_guard<std::mutex> lock(mutex);
   if (!failure.ok())
     return failure;
+  if (!pending)
+    return Status::success();
+  pending = false;
   char line[200];
-  std::snprintf(line, sizeof(line),
-                "checkpoint: %s/step-%08lld written (%lld bytes) in %.1f ms "
-                "in the background; training paused %.1f ms to hand it "
-                "over\n",
-                request.checkpoints.directory.c_str(),
-                static_cast<long long>(lastStep),
-                static_cast<long long>(lastBytes), lastWriteMs,
-                stallMs.empty() ? 0.0 : stallMs.back());
+  if (inCaller)
+    std::snprintf(line, sizeof(line),
+                  "checkpoint: %s/step-%08lld written (%lld bytes) in %.1f ms; "
+                  "training paused for it\n",
+                  request.checkpoints.directory.c_str(),
+                  static_cast<long long>(lastStep),
+                  static_cast<long long>(lastBytes), lastWriteMs);
+  else
+    std::snprintf(line, sizeof(line),
+                  "checkpoint: %s/step-%08lld written (%lld bytes) in %.1f ms "
+                  "in the background; training paused %.1f ms to hand it "
+                  "over\n",
+                  request.checkpoints.directory.c_str(),
+                  static_cast<long long>(lastStep),
+                  static_cast<long long>(lastBytes), lastWriteMs,
+                  stallMs.empty() ? 0.0 : stallMs.back());
   written += line;
   return Status::success();
 }

@@ -314,14 +314,52 @@ Status refuseUnsupported(const TrainRequest &request) {
 
 } // namespace
 
-Status partita::trainDistributed(const TrainRequest &request) {
+namespace {
+
+/// Prints `status` as this process's error, in one write (the processes'
+/// lines must not interleave), and leaves: a process that failed mid-run
+/// may leave the others in a collective; they fail after the timeout,
+/// naming it.
+[[noreturn]] void leaveAfterFailure(ProcessGroup &group, const Status &status) {
+  if (!status.message().empty()) {
+    std::string line = "error: rank " + std::to_string(group.process()) + ": " +
+                       status.message() + "\n";
+    llvm::errs().flush();
+    ssize_t written = ::write(2, line.data(), line.size());
+    (void)written;
+  }
+  group.exitAfterFailure(1);
+}
+
+/// The processes of this job, through the MPI plugin.
+Expected<std::unique_ptr<ProcessGroup>>
+startProcesses(const TrainRequest &request) {
   if (Status refused = refuseUnsupported(request); !refused.ok())
     return refused;
   Expected<const MpiPlugin *> plugin = loadMpiPlugin();
   if (!plugin)
     return plugin.status();
-  Expected<std::unique_ptr<ProcessGroup>> made =
-      (*plugin)->createProcessGroup(request.timeout);
+  return (*plugin)->createProcessGroup(request.timeout);
+}
+
+} // namespace
+
+Status partita::trainPipelinedDistributed(TrainRequest &request) {
+  if (request.cuda)
+    return Status::error("--devices cuda with --pp runs across processes "
+                         "with partita-exec train --distributed");
+  Expected<std::unique_ptr<ProcessGroup>> made = startProcesses(request);
+  if (!made)
+    return made.status();
+  ProcessGroup &group = **made;
+  Status status = trainPipelined(request, &group);
+  if (!status.ok())
+    leaveAfterFailure(group, status);
+  return status;
+}
+
+Status partita::trainDistributed(const TrainRequest &request) {
+  Expected<std::unique_ptr<ProcessGroup>> made = startProcesses(request);
   if (!made)
     return made.status();
   ProcessGroup &group = **made;
@@ -352,13 +390,8 @@ Status partita::trainDistributed(const TrainRequest &request) {
   if (status.ok())
     status = trainLocal(request, *program, group, *layout, **communicator,
                         progress, evaluator.get());
-  if (!status.ok()) {
-    // A process that failed mid-run may leave the others in a collective:
-    // they fail after the timeout, naming it; this one leaves at once.
-    llvm::errs() << "error: " << onRank(status).message() << "\n";
-    llvm::errs().flush();
-    group.exitAfterFailure(1);
-  }
+  if (!status.ok())
+    leaveAfterFailure(group, status);
   if (rank == 0) {
     if (!writeLosses(request, progress, evaluator.get()))
       return Status::error("");

@@ -143,6 +143,8 @@ Status loadPipelinedCheckpoint(const TrainRequest &request,
     continueFrom(*info, progress, firstStep);
     return Status::success();
   }
+  if (progress.quiet)
+    return Status::success();
   llvm::outs() << "initialised from " << info->directory << " ("
                << info->meta.step << " steps of '" << info->meta.model
                << "')\n";
@@ -152,7 +154,7 @@ Status loadPipelinedCheckpoint(const TrainRequest &request,
 
 } // namespace
 
-Status partita::trainPipelined(TrainRequest &request) {
+Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
   // MoE groups as on the rank's mesh, also for --check's one device.
   request.config.groups = moeGroups(request.config, request.rankMesh);
   Session session;
@@ -184,14 +186,28 @@ Status partita::trainPipelined(TrainRequest &request) {
   if (!step)
     return step.status();
   Expected<PipelineFigures> figures = scheduleFigures(*step);
-  Expected<std::unique_ptr<PipelineRunner>> runner =
-      PipelineRunner::create(*step, static_cast<uint64_t>(request.seed));
-  if (!figures || !runner)
-    return figures ? runner.status() : figures.status();
-  Expected<std::unique_ptr<TrainData>> source = startTrainData(request);
+  if (!figures)
+    return figures.status();
+  // Across processes each process runs its own pipeline ranks' programs,
+  // the values between stages sent to the process that needs them.
+  std::unique_ptr<PipelinePeers> peers;
+  if (group) {
+    Expected<std::unique_ptr<PipelinePeers>> made = group->pipelinePeers();
+    if (!made)
+      return made.status();
+    peers = std::move(*made);
+  }
+  bool speaks = !group || group->process() == 0;
+  Expected<std::unique_ptr<PipelineRunner>> runner = PipelineRunner::create(
+      *step, static_cast<uint64_t>(request.seed), peers.get());
+  if (!runner)
+    return runner.status();
+  Expected<std::unique_ptr<TrainData>> source =
+      speaks ? startTrainData(request) : makeTrainData(request);
   if (!source)
     return source.status();
-  printPipelineHeader(request, *step, *figures);
+  if (speaks)
+    printPipelineHeader(request, *step, *figures);
 
   // On GPUs: each rank's programs on its own GPUs, through the plugin.
   PipelineProgramRunner runProgram;
@@ -215,14 +231,18 @@ Status partita::trainPipelined(TrainRequest &request) {
   std::vector<HostArray *> dataPointers;
   for (HostArray &array : data)
     dataPointers.push_back(&array);
-  bool tty = isatty(STDOUT_FILENO);
+  bool tty = speaks && isatty(STDOUT_FILENO);
   ProgressPrinter progress(request, tty);
+  progress.quiet = !speaks;
   int64_t firstStep = 0;
   if (Status status =
           loadPipelinedCheckpoint(request, **runner, progress, firstStep);
       !status.ok())
     return status;
   CheckpointWriter checkpoints(request);
+  // Each process writes its stages' tensors (whole values).
+  checkpoints.across.group = group;
+  checkpoints.inCaller = group != nullptr;
   const CheckpointRequest &saving = request.checkpoints;
   PipelineStepResult last;
   for (int64_t s = firstStep; s < request.steps; ++s) {
@@ -258,6 +278,8 @@ Status partita::trainPipelined(TrainRequest &request) {
   }
   if (Status written = checkpoints.finish(); !written.ok())
     return written;
+  if (!speaks)
+    return Status::success();
   llvm::outs() << checkpoints.written;
   if (request.steps > firstStep) {
     llvm::outs() << "measured timeline of the last step ("

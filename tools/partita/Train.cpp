@@ -63,11 +63,12 @@ int partita::cli::trainFromRequest(TrainRequest &request) {
   bool pipelined =
       request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0;
   if (request.distributed) {
-    if (pipelined)
-      return usageError("--distributed trains steps without --pp; a "
-                        "pipelined step runs across processes with "
-                        "partita-exec train --distributed");
-    if (Status status = trainDistributed(request); !status.ok()) {
+    if (pipelined && request.lrSchedule)
+      return usageError("--pp does not combine with a learning-rate "
+                        "schedule yet");
+    if (Status status = pipelined ? trainPipelinedDistributed(request)
+                                  : trainDistributed(request);
+        !status.ok()) {
       if (!status.message().empty())
         llvm::errs() << "error: " << status.message() << "\n";
       return 1;

@@ -13,6 +13,7 @@
 #include "partita/Codegen/LowerToExecutable.h"
 #include "partita/Driver/Session.h"
 #include "partita/Models/Models.h"
+#include "partita/Runtime/Communication/ProcessGroup.h"
 #include "partita/Runtime/Execution/Run.h"
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 #include "partita/Runtime/Pipeline/Schedule.h"
@@ -149,7 +150,13 @@ Status trainDistributed(const TrainRequest &request);
 /// compiled, their figures and the schedule printed, the measured
 /// timeline and pipeline.json, and with `check` the non-pipelined step on
 /// one device beside it (TrainPipelined.cpp).
-Status trainPipelined(TrainRequest &request);
+/// With `group` (a multi-process run, --distributed), this process runs
+/// its own pipeline ranks (PipelineRunner's peers), rank 0 reporting, and
+/// every process writes its stages' tensors into each checkpoint.
+Status trainPipelined(TrainRequest &request, ProcessGroup *group = nullptr);
+
+/// trainPipelined() as one of the processes `mpirun` started.
+Status trainPipelinedDistributed(TrainRequest &request);
 
 /// `partita compile --train --pp`: how the pipelined step is cut and where
 /// its parts go (empty paths: not written).
@@ -284,6 +291,10 @@ public:
   /// Set in a multi-process run: the processes write each checkpoint
   /// together, each from its writer thread (writeCheckpoint()'s `across`).
   CheckpointWriters across;
+  /// Writes on the caller's thread (training waits): a pipelined step's
+  /// processes meet on the same MPI communicator as the writers do, and
+  /// two threads' collectives on one communicator would mix.
+  bool inCaller = false;
   /// Per checkpoint: how long training waited to hand it over (ms).
   std::vector<double> stallMs;
 
@@ -293,6 +304,8 @@ private:
   std::mutex mutex;
   Status failure = Status::success();
   int64_t lastBytes = 0, lastStep = 0;
+  /// A write done whose line finish() has not yet added.
+  bool pending = false;
   double lastWriteMs = 0;
 };
 

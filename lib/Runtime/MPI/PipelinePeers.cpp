@@ -24,8 +24,9 @@ using Clock = std::chrono::steady_clock;
 
 class MpiPipelinePeers final : public PipelinePeers {
 public:
-  explicit MpiPipelinePeers(std::unique_ptr<MpiProcess> process)
-      : mpiProcess(std::move(process)) {}
+  /// Over `process`, which it owns when `owned` holds it.
+  MpiPipelinePeers(MpiProcess &process, std::unique_ptr<MpiProcess> owned)
+      : owned(std::move(owned)), mpiProcess(&process) {}
 
   Status initialize() {
     MpiProcess::Impl &mpi = mpiProcess->impl();
@@ -198,7 +199,9 @@ private:
     return Status::success();
   }
 
-  std::unique_ptr<MpiProcess> mpiProcess;
+  // Destroyed after everything that uses it (members go in reverse).
+  std::unique_ptr<MpiProcess> owned;
+  MpiProcess *mpiProcess;
   MPI_Comm comm = MPI_COMM_NULL;
   int tagUpper = 32767;
   int64_t stopAtSend = 0, sent = 0;
@@ -215,7 +218,16 @@ createMpiPipelinePeers(std::chrono::milliseconds timeout) {
   Expected<std::unique_ptr<MpiProcess>> process = startMpiProcess(timeout);
   if (!process)
     return process.status();
-  auto peers = std::make_unique<MpiPipelinePeers>(std::move(*process));
+  MpiProcess &mpi = **process;
+  auto peers = std::make_unique<MpiPipelinePeers>(mpi, std::move(*process));
+  if (Status status = peers->initialize(); !status)
+    return status;
+  return std::unique_ptr<PipelinePeers>(std::move(peers));
+}
+
+Expected<std::unique_ptr<PipelinePeers>>
+createMpiPipelinePeersOn(MpiProcess &process) {
+  auto peers = std::make_unique<MpiPipelinePeers>(process, nullptr);
   if (Status status = peers->initialize(); !status)
     return status;
   return std::unique_ptr<PipelinePeers>(std::move(peers));

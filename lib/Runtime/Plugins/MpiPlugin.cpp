@@ -76,6 +76,9 @@ public:
   communicator(const Mesh &mesh, const ProcessLayout &layout) override {
     return createMpiCommunicator(*mpi, mesh, layout, mpi->timeout());
   }
+  Expected<std::unique_ptr<PipelinePeers>> pipelinePeers() override {
+    return createMpiPipelinePeersOn(*mpi);
+  }
   [[noreturn]] void exitAfterFailure(int code) override {
     mpi->exitAfterFailure(code);
   }

@@ -187,6 +187,41 @@ Json tensorsJson(const CheckpointState &state,
   return tensors;
 }
 
+/// Every process's "tensors" (`lists`, by rank) as one: a tensor listed by
+/// several processes (each its blocks) once, its blocks in index order; in
+/// order of first appearance.
+Json mergeTensors(const std::vector<Json> &lists) {
+  std::vector<std::string> order;
+  std::map<std::string, Json> byKey;
+  for (const Json &list : lists)
+    for (const Json &tensor : list) {
+      std::string key = tensor.value("key", "");
+      auto found = byKey.find(key);
+      if (found == byKey.end()) {
+        order.push_back(key);
+        byKey[key] = tensor;
+        continue;
+      }
+      for (const Json &block : tensor["blocks"])
+        found->second["blocks"].push_back(block);
+    }
+  Json merged = Json::array();
+  for (const std::string &key : order) {
+    Json &tensor = byKey[key];
+    std::vector<std::pair<std::vector<int64_t>, Json>> blocks;
+    for (const Json &block : tensor["blocks"])
+      blocks.emplace_back(block["start"].get<std::vector<int64_t>>(), block);
+    std::sort(blocks.begin(), blocks.end(),
+              [](const auto &a, const auto &b) { return a.first < b.first; });
+    Json sorted = Json::array();
+    for (auto &block : blocks)
+      sorted.push_back(std::move(block.second));
+    tensor["blocks"] = std::move(sorted);
+    merged.push_back(std::move(tensor));
+  }
+  return merged;
+}
+
 /// Once every data file of `partial` is on disk: checkpoint.json (`json`
 /// with every file's size) written and synced, the directory renamed into
 /// place and the oldest beyond `keep` removed. Returns the checkpoint's
@@ -274,14 +309,16 @@ Expected<int64_t> writeAcross(const std::string &root,
   if (Status agreed = agreeAll(group, prepared, "preparing a checkpoint");
       !agreed.ok())
     return agreed;
+  // Each process's values: the same tensors' blocks (a step's), or tensors
+  // of its own held whole (a pipelined step's stages).
   Expected<std::vector<Json>> blocks = checkpoint_blocks::writeDataFile(
-      partial, dataFileName(group.process()), state, &across.devices, root0);
+      partial, dataFileName(group.process()), state, &across.devices, true);
   // Synced before this process says it is written.
   Status written = blocks ? Status::success() : blocks.status();
   if (Status agreed = agreeAll(group, written, "writing a checkpoint's data");
       !agreed.ok())
     return agreed;
-  std::string mine = printJson(Json(*blocks));
+  std::string mine = printJson(tensorsJson(state, {*blocks}));
   std::vector<std::vector<uint8_t>> all;
   if (Status gathered =
           group.gather(std::vector<uint8_t>(mine.begin(), mine.end()), 0, all,
@@ -290,15 +327,13 @@ Expected<int64_t> writeAcross(const std::string &root,
     return gathered;
   std::vector<uint8_t> outcome;
   if (root0) {
-    std::vector<std::vector<Json>> lists;
+    std::vector<Json> lists;
     for (const std::vector<uint8_t> &list : all) {
       Expected<Json> parsed = parseJson(std::string(list.begin(), list.end()));
-      lists.push_back(parsed && parsed->is_array()
-                          ? parsed->get<std::vector<Json>>()
-                          : std::vector<Json>());
+      lists.push_back(parsed && parsed->is_array() ? *parsed : Json::array());
     }
     Json json = metaJson(state.meta);
-    json["tensors"] = tensorsJson(state, lists);
+    json["tensors"] = mergeTensors(lists);
     Expected<int64_t> total = commitPartial(root, name, json, keep);
     std::string text =
         total ? std::to_string(*total) : "!" + total.status().message();

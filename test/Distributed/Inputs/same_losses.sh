@@ -1,7 +1,7 @@
 #!/bin/sh
 # Trains one layout three times — in one process, then as 2 and 4 processes
-# under mpirun — for 4 steps, and fails unless the three loss columns are
-# identical. Usage:
+# under mpirun ($PROCESSES, when set, lists the counts) — for 4 steps, and
+# fails unless the loss columns are identical. Usage:
 #   sh same_losses.sh "MPIRUN" BIN NAME [partita train flags...]
 # writes NAME-1, NAME-2, NAME-4 (output directories) and their logs.
 mpirun=$1
@@ -11,7 +11,7 @@ shift 3
 "$bin/partita" train "$@" --steps 4 --output "$name-1" > "$name-1.log" 2>&1 || {
   echo "one process failed:"; cat "$name-1.log"; exit 1; }
 cut -d, -f1,2 "$name-1/loss.csv" > "$name-1.losses"
-for np in 2 4; do
+for np in ${PROCESSES:-2 4}; do
   $mpirun -np $np "$bin/partita" train "$@" --steps 4 --output "$name-$np" \
     --distributed > "$name-$np.log" 2>&1 || {
     echo "$np processes failed:"; cat "$name-$np.log"; exit 1; }
@@ -22,4 +22,4 @@ for np in 2 4; do
     exit 1
   fi
 done
-echo "$name: 1, 2 and 4 processes have the same losses"
+echo "$name: 1 and ${PROCESSES:-2 4} processes have the same losses"

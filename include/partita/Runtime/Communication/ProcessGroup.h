@@ -20,6 +20,8 @@
 
 namespace partita {
 
+class PipelinePeers;
+
 class ProcessGroup {
 public:
   virtual ~ProcessGroup();
@@ -43,6 +45,10 @@ public:
   /// `layout` (collective: every process calls it at the same point).
   virtual Expected<std::unique_ptr<Communicator>>
   communicator(const Mesh &mesh, const ProcessLayout &layout) = 0;
+
+  /// The processes as a pipelined step's peers (PipelinePeers.h), over
+  /// the same MPI; must not outlive this group (collective).
+  virtual Expected<std::unique_ptr<PipelinePeers>> pipelinePeers() = 0;
 
   /// Leaves the process with `code` at once, flushing output: after a
   /// failure, requests to a stopped process may never complete.

@@ -221,6 +221,12 @@ Expected<std::unique_ptr<PipelinePeers>>
 createMpiPipelinePeers(std::chrono::milliseconds timeout =
                            defaultDistributedTimeout);
 
+/// The same over MPI already started in this process (`process`, which
+/// must outlive the result); collective: every process calls it at the
+/// same point.
+Expected<std::unique_ptr<PipelinePeers>>
+createMpiPipelinePeersOn(MpiProcess &process);
+
 } // namespace partita
 
 #endif // PARTITA_RUNTIME_MPI_H
