@@ -152,6 +152,52 @@ Status loadPipelinedCheckpoint(const TrainRequest &request,
   return Status::success();
 }
 
+/// Steps firstStep .. request.steps - 1 of a pipelined run, each step's
+/// progress line and the checkpoints due; the last step's result.
+Expected<PipelineStepResult>
+runPipelinedSteps(const TrainRequest &request, PipelineRunner &runner,
+                  TrainData &source, std::vector<HostArray> &data,
+                  const PipelineProgramRunner &runProgram,
+                  ProgressPrinter &progress, CheckpointWriter &checkpoints,
+                  int64_t firstStep, bool tty) {
+  std::vector<HostArray *> dataPointers;
+  for (HostArray &array : data)
+    dataPointers.push_back(&array);
+  PipelineStepResult last;
+  for (int64_t s = firstStep; s < request.steps; ++s) {
+    Status status = source.fill(s, dataPointers);
+    Expected<PipelineStepResult> result =
+        status.ok() ? runner.runStep(s, data, runProgram)
+                    : Expected<PipelineStepResult>(status);
+    if (result) {
+      last = *result;
+      TrainStepResult stepResult;
+      stepResult.step = s;
+      stepResult.loss = result->loss;
+      stepResult.seconds = result->seconds;
+      status = progress(stepResult);
+      int64_t done = s + 1;
+      if (status.ok() && request.checkpoints.due(done, request.steps)) {
+        CheckpointState state;
+        state.meta = checkpoints.meta(done, progress);
+        state.values = runner.checkpointValues();
+        status = checkpoints.submitState(std::move(state));
+      }
+    } else {
+      status = result.status();
+    }
+    if (!status.ok()) {
+      // The progress bar's line ends before the error.
+      llvm::outs().flush();
+      if (tty)
+        llvm::errs() << "\n";
+      return Status::error("step " + std::to_string(s) + ": " +
+                           status.message());
+    }
+  }
+  return last;
+}
+
 } // namespace
 
 Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
@@ -228,9 +274,6 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
   std::vector<HostArray> data;
   for (size_t k = 0; k < step->dataShapes.size(); ++k)
     data.push_back(HostArray::zeros(step->dataTypes[k], step->dataShapes[k]));
-  std::vector<HostArray *> dataPointers;
-  for (HostArray &array : data)
-    dataPointers.push_back(&array);
   bool tty = speaks && isatty(STDOUT_FILENO);
   ProgressPrinter progress(request, tty);
   progress.quiet = !speaks;
@@ -243,39 +286,11 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
   // Each process writes its stages' tensors (whole values).
   checkpoints.across.group = group;
   checkpoints.inCaller = group != nullptr;
-  const CheckpointRequest &saving = request.checkpoints;
-  PipelineStepResult last;
-  for (int64_t s = firstStep; s < request.steps; ++s) {
-    Status status = (*source)->fill(s, dataPointers);
-    Expected<PipelineStepResult> result =
-        status.ok() ? (*runner)->runStep(s, data, runProgram)
-                    : Expected<PipelineStepResult>(status);
-    if (result) {
-      last = *result;
-      TrainStepResult stepResult;
-      stepResult.step = s;
-      stepResult.loss = result->loss;
-      stepResult.seconds = result->seconds;
-      status = progress(stepResult);
-      int64_t done = s + 1;
-      if (status.ok() && saving.due(done, request.steps)) {
-        CheckpointState state;
-        state.meta = checkpoints.meta(done, progress);
-        state.values = (*runner)->checkpointValues();
-        status = checkpoints.submitState(std::move(state));
-      }
-    } else {
-      status = result.status();
-    }
-    if (!status.ok()) {
-      // The progress bar's line ends before the error.
-      llvm::outs().flush();
-      if (tty)
-        llvm::errs() << "\n";
-      return Status::error("step " + std::to_string(s) + ": " +
-                           status.message());
-    }
-  }
+  Expected<PipelineStepResult> last =
+      runPipelinedSteps(request, **runner, **source, data, runProgram, progress,
+                        checkpoints, firstStep, tty);
+  if (!last)
+    return last.status();
   if (Status written = checkpoints.finish(); !written.ok())
     return written;
   if (!speaks)
@@ -283,20 +298,20 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
   llvm::outs() << checkpoints.written;
   if (request.steps > firstStep) {
     llvm::outs() << "measured timeline of the last step ("
-                 << llvm::format("%.1f", last.seconds * 1e3) << " ms):\n"
-                 << renderTimeline(last.timeline, 72);
+                 << llvm::format("%.1f", last->seconds * 1e3) << " ms):\n"
+                 << renderTimeline(last->timeline, 72);
     llvm::outs() << "measured bubble "
-                 << llvm::format("%.4f", last.timeline.bubbleFraction)
+                 << llvm::format("%.4f", last->timeline.bubbleFraction)
                  << "; peak bytes held per rank:";
-    for (int64_t bytes : last.peakHeldBytes)
+    for (int64_t bytes : last->peakHeldBytes)
       llvm::outs() << " " << bytes;
     llvm::outs() << "\n";
     if (!writePipelineReport(request.outputDir + "/pipeline.json", *step,
-                             *figures, &last))
+                             *figures, &*last))
       return Status::error("");
     // The last step's timeline for ui.perfetto.dev / chrome://tracing.
     if (!writeOutputFile(request.tracePath, [&](llvm::raw_ostream &os) {
-          os << timelineTraceJson(last.timeline);
+          os << timelineTraceJson(last->timeline);
         }))
       return Status::error("");
   }
