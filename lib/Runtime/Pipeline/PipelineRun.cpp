@@ -14,6 +14,8 @@
 
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 
+#include "RankValues.h"
+
 #include "partita/Runtime/CPU/Kernels.h"
 #include "partita/Runtime/IO/Files.h"
 #include "partita/Runtime/IO/ShardedArrayDirectory.h"
@@ -30,6 +32,9 @@
 #include <unistd.h>
 
 using namespace partita;
+using rank_values::RankValue;
+using rank_values::toWhole;
+using rank_values::wholeValue;
 
 namespace {
 
@@ -92,7 +97,6 @@ HostArray scalarOf(DType dtype, double value) {
 struct StageState {
   std::vector<HostArray> updateInputs;
   TrainStepLayout layout;
-  std::vector<HostArray> accumulators;
 };
 
 struct PipelineRunner::State {
@@ -303,23 +307,23 @@ class Mailbox {
 public:
   explicit Mailbox(int ranks) : held(ranks, 0), peak(ranks, 0) {}
 
-  void put(ValueKey key, int readers, int rank, HostArray value) {
+  void put(ValueKey key, int readers, int rank, RankValue value) {
     std::lock_guard<std::mutex> lock(mutex);
-    int64_t bytes = value.numBytes();
+    int64_t bytes = value.bytes();
     held[rank] += bytes;
     peak[rank] = std::max(peak[rank], held[rank]);
     values[key] = Entry{std::move(value), readers, rank};
     ready.notify_all();
   }
 
-  /// Waits for `key`; false when the run failed meanwhile.
-  bool get(ValueKey key, HostArray &out) {
+  /// Waits for `key`; null when the run failed meanwhile. The value stays
+  /// until its last reader releases it.
+  const RankValue *get(ValueKey key) {
     std::unique_lock<std::mutex> lock(mutex);
     ready.wait(lock, [&] { return failed || values.count(key); });
     if (failed)
-      return false;
-    out = values[key].value;
-    return true;
+      return nullptr;
+    return &values[key].value;
   }
 
   /// One reader of `key` is done with it.
@@ -328,7 +332,7 @@ public:
     auto found = values.find(key);
     if (found == values.end() || --found->second.readers > 0)
       return;
-    held[found->second.rank] -= found->second.value.numBytes();
+    held[found->second.rank] -= found->second.value.bytes();
     values.erase(found);
   }
 
@@ -350,7 +354,7 @@ public:
 
 private:
   struct Entry {
-    HostArray value;
+    RankValue value;
     int readers = 0;
     int rank = 0;
   };
@@ -441,7 +445,18 @@ struct PipelineRunner::StepRun {
   PipelinePeers *peers;
   const PipelineProgramRunner &runProgram;
   int64_t m;
-  std::vector<std::vector<HostArray>> slices;
+  /// Every micro-batch's rows of every data input (whole).
+  std::vector<std::vector<RankValue>> slices;
+  /// Per local stage: its update program's inputs for this step, the
+  /// parameters and optimizer state cut once for the rank's devices (FSDP's
+  /// shards stay shards until a program gathers them); and its gradient
+  /// sums, kept as the devices' blocks — under data parallelism the
+  /// addends of a partial sum — from micro-batch to micro-batch and
+  /// reduced once, by the update.
+  std::vector<std::vector<RankValue>> stageValues, accumulators;
+  /// Programs run as blocks on the rank's devices (the CPU devices of this
+  /// process); false: through runProgram, whole arrays in and out.
+  bool onDevices = false;
   Routes routes;
   Mailbox mailbox;
   std::mutex resultMutex;
@@ -462,7 +477,33 @@ private:
   }
   void runRank(int rank);
   void receive();
+  /// Runs `program` of pipeline rank `rank` on `inputs`.
+  Expected<std::vector<RankValue>>
+  call(const Executable &program, const std::vector<const RankValue *> &inputs,
+       int rank);
 };
+
+Expected<std::vector<RankValue>>
+PipelineRunner::StepRun::call(const Executable &program,
+                              const std::vector<const RankValue *> &inputs,
+                              int rank) {
+  if (onDevices)
+    return rank_values::runOnRank(program, inputs);
+  std::vector<HostArray> whole;
+  for (const RankValue *value : inputs) {
+    Expected<HostArray> array = toWhole(*value);
+    if (!array)
+      return array.status();
+    whole.push_back(std::move(*array));
+  }
+  Expected<std::vector<HostArray>> outputs = runProgram(program, whole, rank);
+  if (!outputs)
+    return outputs.status();
+  std::vector<RankValue> values;
+  for (HostArray &output : *outputs)
+    values.push_back(wholeValue(std::move(output)));
+  return values;
+}
 
 Status PipelineRunner::StepRun::prepare(const std::vector<HostArray> &data) {
   if (data.size() != step.dataShapes.size())
@@ -476,16 +517,34 @@ Status PipelineRunner::StepRun::prepare(const std::vector<HostArray> &data) {
       return Status::error("data input " + std::to_string(k) +
                            " has the wrong shape");
     for (int64_t i = 0; i < m; ++i)
-      slices[k].push_back(microBatchRows(data[k], i, m));
+      slices[k].push_back(wholeValue(microBatchRows(data[k], i, m)));
   }
+  stageValues.assign(step.stages.size(), {});
+  accumulators.assign(step.stages.size(), {});
   for (size_t s = 0; s < step.stages.size(); ++s) {
+    if (!where.isLocalStage(s))
+      continue;
     StageState &stage = state->stages[s];
-    stage.accumulators.clear();
-    for (size_t j = 0; where.isLocalStage(s) &&
-                       j < step.stages[s].paramIndex.size();
-         ++j)
-      stage.accumulators.push_back(HostArray::zeros(
-          stage.updateInputs[j].dtype, stage.updateInputs[j].shape));
+    const Executable &update = step.stages[s].update;
+    for (size_t j = 0; j < step.stages[s].paramIndex.size(); ++j)
+      accumulators[s].push_back(wholeValue(HostArray::zeros(
+          stage.updateInputs[j].dtype, stage.updateInputs[j].shape)));
+    for (size_t k = 0; k < stage.updateInputs.size(); ++k) {
+      if (!onDevices || k >= stage.layout.updated) {
+        stageValues[s].push_back(wholeValue(stage.updateInputs[k]));
+        continue;
+      }
+      Expected<std::vector<HostArray>> blocks = inputBlocksByDevice(
+          update, k, stage.updateInputs[k], PartialInputs::FirstMember);
+      if (!blocks)
+        return Status::error("stage " + std::to_string(s) + ": " +
+                             blocks.status().message());
+      RankValue value;
+      value.blocks = std::move(*blocks);
+      value.owner = &update;
+      value.layout = &update.inputs[k];
+      stageValues[s].push_back(std::move(value));
+    }
   }
   for (const auto &[key, byRank] : state->readers) {
     int producer = where.processOfRank(schedule.rankOfStage(std::get<0>(key)));
@@ -525,41 +584,43 @@ Status PipelineRunner::StepRun::prepare(const std::vector<HostArray> &data) {
 void PipelineRunner::StepRun::runRank(int rank) {
   for (const PipeAction &action : schedule.perRank[rank]) {
     const PipelineStage &stage = step.stages[action.stage];
-    StageState &stageState = state->stages[action.stage];
     StageProgramKind kind = programFor(action.work);
     const StageProgram &program = programOf(stage, kind);
     if (!program.present)
       continue;
     int32_t mb = action.microBatch;
-    std::vector<HostArray> inputs(program.inputs.size());
+    std::vector<const RankValue *> inputs(program.inputs.size());
+    std::vector<RankValue> seeds;
+    seeds.reserve(program.inputs.size());
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       const StageInput &source = program.inputs[i];
       switch (source.kind) {
       case StageInput::Kind::Param:
-        inputs[i] = stageState.updateInputs[source.index];
+        inputs[i] = &stageValues[action.stage][source.index];
         break;
       case StageInput::Kind::Data:
-        inputs[i] = slices[source.index][mb];
+        inputs[i] = &slices[source.index][mb];
         break;
       case StageInput::Kind::Seed:
-        inputs[i] = scalarOf(
+        seeds.push_back(wholeValue(scalarOf(
             program.executable.slots[program.executable.inputs[i].slot].dtype,
-            1.0 / static_cast<double>(m));
+            1.0 / static_cast<double>(m))));
+        inputs[i] = &seeds.back();
         break;
       case StageInput::Kind::Accumulator:
-        inputs[i] = stageState.accumulators[source.index];
+        inputs[i] = &accumulators[action.stage][source.index];
         break;
       case StageInput::Kind::Output:
-        if (!mailbox.get({source.stage, static_cast<int>(source.program), mb,
-                          source.index},
-                         inputs[i]))
+        inputs[i] = mailbox.get(
+            {source.stage, static_cast<int>(source.program), mb, source.index});
+        if (!inputs[i])
           return;
         break;
       }
     }
     Clock::time_point started = Clock::now();
-    Expected<std::vector<HostArray>> outputs =
-        runProgram(program.executable, inputs, rank);
+    Expected<std::vector<RankValue>> outputs =
+        call(program.executable, inputs, rank);
     Clock::time_point ended = Clock::now();
     if (!outputs) {
       fail(Status::error(describePipeAction(action) + ": " +
@@ -573,28 +634,38 @@ void PipelineRunner::StepRun::runRank(int rank) {
     bool lastForward = kind == StageProgramKind::Forward &&
                        action.stage + 1 == schedule.stages();
     for (size_t k = 0; k < outputs->size(); ++k) {
-      HostArray &value = (*outputs)[k];
+      RankValue &value = (*outputs)[k];
       if (k < program.accumulatorOf.size() && program.accumulatorOf[k] >= 0) {
-        stageState.accumulators[program.accumulatorOf[k]] = std::move(value);
+        accumulators[action.stage][program.accumulatorOf[k]] = std::move(value);
         continue;
-      }
-      if (lastForward && static_cast<int32_t>(k) == step.lossOutput) {
-        std::lock_guard<std::mutex> lock(resultMutex);
-        lossSum += elementAsDouble(value, 0);
       }
       OutputKey key{action.stage, static_cast<int>(kind),
                     static_cast<int32_t>(k)};
       auto remote = routes.remoteProcesses.find(key);
-      if (remote != routes.remoteProcesses.end())
-        for (int to : remote->second)
-          if (Status status = peers->send(
-                  to, static_cast<int>(routes.linkOf.at(key) * m + mb),
-                  value.bytes);
-              !status) {
-            fail(Status::error(describePipeAction(action) + ": " +
-                               status.message()));
-            return;
-          }
+      bool isLoss = lastForward && static_cast<int32_t>(k) == step.lossOutput;
+      if (isLoss || remote != routes.remoteProcesses.end()) {
+        // The loss, and what crosses processes, as whole arrays.
+        Expected<HostArray> whole = toWhole(value);
+        if (!whole) {
+          fail(Status::error(describePipeAction(action) + ": " +
+                             whole.status().message()));
+          return;
+        }
+        if (isLoss) {
+          std::lock_guard<std::mutex> lock(resultMutex);
+          lossSum += elementAsDouble(*whole, 0);
+        }
+        if (remote != routes.remoteProcesses.end())
+          for (int to : remote->second)
+            if (Status status = peers->send(
+                    to, static_cast<int>(routes.linkOf.at(key) * m + mb),
+                    whole->bytes);
+                !status) {
+              fail(Status::error(describePipeAction(action) + ": " +
+                                 status.message()));
+              return;
+            }
+      }
       auto local = routes.localReaders.find(key);
       if (local != routes.localReaders.end())
         mailbox.put(
@@ -668,7 +739,7 @@ void PipelineRunner::StepRun::receive() {
           mailbox.put({std::get<0>(*key), std::get<1>(*key),
                        static_cast<int32_t>(mb), std::get<2>(*key)},
                       routes.localReaders.at(*key), routes.localHolder.at(*key),
-                      std::move(value));
+                      wholeValue(std::move(value)));
           continue;
         }
       }
@@ -711,21 +782,31 @@ Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber) {
       continue;
     StageState &stage = state->stages[s];
     const Executable &update = step.stages[s].update;
+    std::vector<RankValue> &values = stageValues[s];
+    // The gradient sums go in as the devices hold them: the update reduces
+    // a partial sum once per step.
     for (size_t j = 0; j < stage.layout.dataInputs.size(); ++j)
-      stage.updateInputs[stage.layout.dataInputs[j]] =
-          std::move(stage.accumulators[j]);
+      values[stage.layout.dataInputs[j]] = std::move(accumulators[s][j]);
     if (stage.layout.stepInput >= 0) {
       int32_t number = static_cast<int32_t>(stepNumber);
-      std::memcpy(stage.updateInputs[stage.layout.stepInput].bytes.data(),
-                  &number, 4);
+      std::memcpy(values[stage.layout.stepInput].whole.bytes.data(), &number,
+                  4);
     }
-    Expected<std::vector<HostArray>> outputs = runProgram(
-        update, stage.updateInputs, schedule.rankOfStage(static_cast<int>(s)));
+    std::vector<const RankValue *> inputs;
+    for (const RankValue &value : values)
+      inputs.push_back(&value);
+    Expected<std::vector<RankValue>> outputs =
+        call(update, inputs, schedule.rankOfStage(static_cast<int>(s)));
     if (!outputs)
       return Status::error("stage " + std::to_string(s) +
                            "'s update: " + outputs.status().message());
-    for (size_t k = 0; k < stage.layout.updated; ++k)
-      stage.updateInputs[k] = std::move((*outputs)[1 + k]);
+    for (size_t k = 0; k < stage.layout.updated; ++k) {
+      Expected<HostArray> whole = toWhole((*outputs)[1 + k]);
+      if (!whole)
+        return Status::error("stage " + std::to_string(s) +
+                             "'s update: " + whole.status().message());
+      stage.updateInputs[k] = std::move(*whole);
+    }
   }
 
   return Status::success();
@@ -816,6 +897,7 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
                                      PartialInputs::FirstMember);
             };
   StepRun stepRun(state.get(), runProgram);
+  stepRun.onDevices = !run;
   if (Status status = stepRun.prepare(data); !status.ok())
     return status;
   if (Status status = stepRun.runActions(); !status.ok())
