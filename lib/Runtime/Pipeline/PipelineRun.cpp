@@ -93,10 +93,34 @@ HostArray scalarOf(DType dtype, double value) {
 
 } // namespace
 
-/// A stage's parameters and optimizer state (its update program's inputs).
+/// A stage's parameters and optimizer state (its update program's inputs):
+/// whole arrays, and on CPU devices, from the first step on, the devices'
+/// blocks, which stay there from step to step (`updateInputs` is then
+/// stale until wholeInput() assembles it).
 struct StageState {
   std::vector<HostArray> updateInputs;
   TrainStepLayout layout;
+  std::vector<RankValue> onDevices;
+  bool wholeCurrent = true;
+
+  /// Updated input `k` as a whole array.
+  Expected<HostArray> wholeInput(size_t k) const {
+    if (wholeCurrent || k >= onDevices.size())
+      return updateInputs[k];
+    return toWhole(onDevices[k]);
+  }
+  /// Makes updateInputs current (before it is read or overwritten).
+  Status assemble() {
+    for (size_t k = 0; !wholeCurrent && k < onDevices.size(); ++k) {
+      Expected<HostArray> whole = toWhole(onDevices[k]);
+      if (!whole)
+        return whole.status();
+      updateInputs[k] = std::move(*whole);
+    }
+    wholeCurrent = true;
+    onDevices.clear();
+    return Status::success();
+  }
 };
 
 struct PipelineRunner::State {
@@ -204,7 +228,8 @@ std::vector<HostArray> PipelineRunner::parameters() const {
     const PipelineStage &stage = state->step.stages[s];
     for (size_t j = 0; state->isLocalStage(s) && j < stage.paramIndex.size();
          ++j)
-      params[stage.paramIndex[j]] = state->stages[s].updateInputs[j];
+      if (Expected<HostArray> param = state->stages[s].wholeInput(j))
+        params[stage.paramIndex[j]] = std::move(*param);
   }
   return params;
 }
@@ -267,7 +292,8 @@ std::vector<CheckpointValue> PipelineRunner::checkpointValues() const {
       value.sharding = Sharding::replicated(
           static_cast<int>(value.globalShape.size()));
       value.whole = true;
-      value.blocks.push_back(stage.updateInputs[k]);
+      Expected<HostArray> whole = stage.wholeInput(k);
+      value.blocks.push_back(whole ? std::move(*whole) : HostArray());
       values.push_back(std::move(value));
     }
   }
@@ -281,6 +307,9 @@ Status PipelineRunner::loadCheckpoint(const CheckpointInfo &checkpoint,
       continue;
     StageState &stage = state->stages[s];
     const Executable &update = state->step.stages[s].update;
+    // The loaded values replace the devices' (cut again at the next step).
+    if (Status status = stage.assemble(); !status.ok())
+      return status;
     std::vector<std::string> keys =
         stageCheckpointKeys(state->step, s, stage.layout.updated);
     for (size_t k = 0; k < keys.size(); ++k) {
@@ -526,10 +555,19 @@ Status PipelineRunner::StepRun::prepare(const std::vector<HostArray> &data) {
       continue;
     StageState &stage = state->stages[s];
     const Executable &update = step.stages[s].update;
+    // A step through a programmable runner takes whole arrays.
+    if (!onDevices)
+      if (Status status = stage.assemble(); !status.ok())
+        return status;
     for (size_t j = 0; j < step.stages[s].paramIndex.size(); ++j)
       accumulators[s].push_back(wholeValue(HostArray::zeros(
           stage.updateInputs[j].dtype, stage.updateInputs[j].shape)));
     for (size_t k = 0; k < stage.updateInputs.size(); ++k) {
+      if (onDevices && k < stage.onDevices.size()) {
+        // On the devices since the last step's update.
+        stageValues[s].push_back(std::move(stage.onDevices[k]));
+        continue;
+      }
       if (!onDevices || k >= stage.layout.updated) {
         stageValues[s].push_back(wholeValue(stage.updateInputs[k]));
         continue;
@@ -800,6 +838,14 @@ Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber) {
     if (!outputs)
       return Status::error("stage " + std::to_string(s) +
                            "'s update: " + outputs.status().message());
+    if (onDevices) {
+      // The new parameters and state stay on the devices for the next step.
+      stage.onDevices.clear();
+      for (size_t k = 0; k < stage.layout.updated; ++k)
+        stage.onDevices.push_back(std::move((*outputs)[1 + k]));
+      stage.wholeCurrent = false;
+      continue;
+    }
     for (size_t k = 0; k < stage.layout.updated; ++k) {
       Expected<HostArray> whole = toWhole((*outputs)[1 + k]);
       if (!whole)
