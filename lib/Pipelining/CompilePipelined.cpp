@@ -11,13 +11,16 @@
 
 #include "partita/Dialect/Partita/IR/PartitaDialect.h"
 #include "partita/Dialect/Partita/IR/PartitaOps.h"
+#include "partita/Transforms/LogicalRules.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 
 using namespace mlir;
 using namespace partita;
@@ -118,6 +121,111 @@ void pinProducedInputs(
     function.setArgAttr(i, PartitaDialect::kShardingAttrName,
                         ShardingAttr::fromSharding(context, mesh,
                                                    output->sharding));
+  }
+}
+
+/// The gradient sums of a stage kept unreduced from micro-batch to
+/// micro-batch: on a rank whose mesh only splits the batch, where the rules
+/// leave a gradient unsplit over those axes (dp — not ZeRO-2 or FSDP, whose
+/// buffers are split and take a reduce-scatter per micro-batch), the
+/// accumulators of `function` (arguments and results, `accumulatorOf`) are
+/// pinned to the rules' layout as a partial sum over those axes, so that no
+/// program reduces them but the update, once per step (docs/Pipeline.md,
+/// "Values on the devices"). Returns the pinned layout per accumulator
+/// (replicated where not pinned: the rules decide).
+std::vector<std::optional<Sharding>>
+pinPartialAccumulators(func::FuncOp function, ModuleOp source,
+                       const std::vector<StageInput> &inputs,
+                       const std::vector<int32_t> &accumulatorOf,
+                       const PipelineOptions &passes) {
+  std::vector<std::optional<Sharding>> pinned;
+  auto meshes = source.getOps<MeshOp>();
+  if (!function || meshes.empty() || passes.rules.empty())
+    return pinned;
+  MeshOp meshOp = *meshes.begin();
+  Mesh mesh = meshOp.getMesh().toMesh();
+  Expected<LogicalRules> rules = loadLogicalRules(passes.rules, mesh);
+  if (!rules)
+    return pinned;
+  std::vector<std::string> batchAxes;
+  for (const LogicalRule &rule : rules->rules)
+    if (rule.logical == "batch" && (rule.role.empty() || rule.role == "input"))
+      for (const std::string &axis : rule.meshAxes)
+        if (mesh.axisSize(axis) > 1 &&
+            std::find(batchAxes.begin(), batchAxes.end(), axis) ==
+                batchAxes.end())
+          batchAxes.push_back(axis);
+  // Only where every axis of the rank's mesh splits the batch: beside
+  // tensor parallelism (dp+tp on data=2,model=2) the pinned partial sums
+  // made the partitioner add collective permutes and gathers to the
+  // backward passes (5 -> 6 all_reduces and 2 permutes on stage 0), so
+  // there the gradients keep their reduction per micro-batch.
+  bool onlyBatch = !batchAxes.empty();
+  for (const MeshAxis &axis : mesh.axes())
+    onlyBatch &= axis.size <= 1 || std::find(batchAxes.begin(), batchAxes.end(),
+                                             axis.name) != batchAxes.end();
+  if (!onlyBatch)
+    return pinned;
+  MLIRContext *context = function.getContext();
+  auto meshRef = FlatSymbolRefAttr::get(context, meshOp.getSymName());
+  for (size_t i = 0; i < inputs.size() && i < function.getNumArguments(); ++i) {
+    if (inputs[i].kind != StageInput::Kind::Accumulator)
+      continue;
+    size_t index = static_cast<size_t>(inputs[i].index);
+    if (pinned.size() <= index)
+      pinned.resize(index + 1);
+    auto axes = function.getArgAttrOfType<ArrayAttr>(
+        i, PartitaDialect::kLogicalAxesAttrName);
+    auto type = cast<RankedTensorType>(function.getArgument(i).getType());
+    std::vector<std::string> names;
+    for (Attribute name : axes ? axes.getValue() : ArrayRef<Attribute>())
+      names.push_back(cast<StringAttr>(name).str());
+    names.resize(static_cast<size_t>(type.getRank()));
+    std::vector<std::string> warnings;
+    Sharding sharding = applyLogicalRules(
+        *rules, mesh, names, {type.getShape().begin(), type.getShape().end()},
+        "grad", passes.maxPadding, warnings);
+    bool overBatch = sharding.partialKind != PartialKind::None;
+    for (const DimSharding &dim : sharding.dims)
+      for (const std::string &axis : dim.axes)
+        overBatch |= std::find(batchAxes.begin(), batchAxes.end(), axis) !=
+                     batchAxes.end();
+    if (overBatch)
+      continue;
+    sharding.partialKind = PartialKind::Sum;
+    sharding.partialAxes = batchAxes;
+    auto attr = ShardingAttr::fromSharding(context, meshRef, sharding);
+    function.setArgAttr(i, PartitaDialect::kShardingAttrName, attr);
+    for (size_t r = 0; r < accumulatorOf.size(); ++r)
+      if (accumulatorOf[r] == static_cast<int32_t>(index))
+        function.setResultAttr(r, PartitaDialect::kShardingAttrName, attr);
+    pinned[index] = sharding;
+  }
+  return pinned;
+}
+
+/// The update's gradient sums (its non-scalar `input` arguments, one per
+/// parameter in order) laid out as the accumulators were pinned.
+void pinUpdateGradients(func::FuncOp update, ModuleOp source,
+                        const std::vector<std::optional<Sharding>> &pinned) {
+  auto meshes = source.getOps<MeshOp>();
+  if (!update || meshes.empty())
+    return;
+  MLIRContext *context = update.getContext();
+  auto meshRef =
+      FlatSymbolRefAttr::get(context, (*meshes.begin()).getSymName());
+  size_t j = 0;
+  for (unsigned a = 0; a < update.getNumArguments(); ++a) {
+    auto role =
+        update.getArgAttrOfType<RoleAttr>(a, PartitaDialect::kRoleAttrName);
+    auto type = cast<RankedTensorType>(update.getArgument(a).getType());
+    if (!role || role.getValue() != Role::Input || type.getRank() == 0)
+      continue;
+    if (j < pinned.size() && pinned[j] && pinned[j]->rank() == type.getRank())
+      update.setArgAttr(
+          a, PartitaDialect::kShardingAttrName,
+          ShardingAttr::fromSharding(context, meshRef, *pinned[j]));
+    ++j;
   }
 }
 
@@ -225,6 +333,11 @@ partita::compilePipelined(func::FuncOp loss,
     if (pin)
       pinProducedInputs(programs->backward, module, programs->backwardInputs,
                         produced);
+    std::vector<std::optional<Sharding>> partialSums =
+        pin ? pinPartialAccumulators(
+                  programs->backward, module, programs->backwardInputs,
+                  programs->backwardAccumulators, options.passes)
+            : std::vector<std::optional<Sharding>>();
     if (status.ok())
       status = compileProgram(programs->backward, module, options,
                               devicesPerRank, programs->backwardInputs,
@@ -232,6 +345,16 @@ partita::compilePipelined(func::FuncOp loss,
     if (pin)
       pinProducedInputs(programs->weightGrad, module,
                         programs->weightGradInputs, produced);
+    if (pin && programs->weightGrad) {
+      std::vector<std::optional<Sharding>> fromWeightGrad =
+          pinPartialAccumulators(
+              programs->weightGrad, module, programs->weightGradInputs,
+              programs->weightGradAccumulators, options.passes);
+      if (!fromWeightGrad.empty())
+        partialSums = std::move(fromWeightGrad);
+    }
+    if (pin)
+      pinUpdateGradients(programs->update, module, partialSums);
     if (status.ok())
       status = compileProgram(programs->weightGrad, module, options,
                               devicesPerRank, programs->weightGradInputs,
