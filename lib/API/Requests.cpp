@@ -84,9 +84,6 @@ Status pipelineRequestFromOptions(const OptionValues &cl, long long pipe,
                          availableSchedules() + ")");
   if (virtualStages == 0)
     virtualStages = *kind == ScheduleKind::Interleaved ? 2 : 1;
-  if (cl.on("--mixed-precision") || cl.has("--clip-norm"))
-    return Status::error("--pp does not combine with --mixed-precision or "
-                         "--clip-norm yet");
   Expected<Mesh> rankMesh = pipelineRankMesh(request.mesh);
   if (!rankMesh)
     return Status::error(rankMesh.status().message());

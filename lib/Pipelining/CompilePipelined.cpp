@@ -353,8 +353,10 @@ partita::compilePipelined(func::FuncOp loss,
       if (!fromWeightGrad.empty())
         partialSums = std::move(fromWeightGrad);
     }
-    if (pin)
+    if (pin) {
       pinUpdateGradients(programs->update, module, partialSums);
+      pinUpdateGradients(programs->norm, module, partialSums);
+    }
     if (status.ok())
       status = compileProgram(programs->weightGrad, module, options,
                               devicesPerRank, programs->weightGradInputs,
@@ -368,9 +370,20 @@ partita::compilePipelined(func::FuncOp loss,
       else
         status = update.status();
     }
+    if (status.ok() && programs->norm) {
+      // The update's last input is the squared norm over every stage.
+      Expected<Executable> norm =
+          compileFunction(programs->norm, module, options, devicesPerRank);
+      if (norm) {
+        stage.norm = std::move(*norm);
+        stage.normInput = static_cast<int32_t>(stage.update.inputs.size()) - 1;
+      } else {
+        status = norm.status();
+      }
+    }
     for (func::FuncOp function :
          {programs->forward, programs->backward, programs->weightGrad,
-          programs->update})
+          programs->update, programs->norm})
       if (function)
         function.erase();
     step.stages.push_back(std::move(stage));

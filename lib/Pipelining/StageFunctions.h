@@ -42,6 +42,8 @@ buildStageFunctions(mlir::func::FuncOp loss,
 /// (StagePrograms.cpp).
 struct StageProgramFunctions {
   mlir::func::FuncOp forward, backward, weightGrad, update;
+  /// Under clipping: the stage's part of the squared gradient norm.
+  mlir::func::FuncOp norm;
   std::vector<StageInput> forwardInputs, backwardInputs, weightGradInputs;
   std::vector<int32_t> backwardAccumulators, weightGradAccumulators;
   bool hasBackward = true;

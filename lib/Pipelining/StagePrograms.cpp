@@ -235,8 +235,11 @@ private:
   /// the accumulated one.
   func::FuncOp buildUpdateLoss();
   /// Builds the update: the train-step builder's optimizer on the update
-  /// loss.
+  /// loss; under clipping also the norm program, the stage's part of ||g||²
+  /// (the update then takes the whole model's as its last input).
   Status buildUpdate(StageProgramFunctions &programs);
+  /// The norm program: the gradient sums in, Σ g² (f32) out.
+  func::FuncOp buildNorm();
 
   func::FuncOp loss;
   const std::vector<StageFunction> &stages;
@@ -600,12 +603,33 @@ Status StageProgramBuilder::buildUpdate(StageProgramFunctions &programs) {
   TrainStepOptions update = optimizer;
   update.microBatches = 1;
   update.remat = Remat::None;
+  update.normInput = optimizer.clipNorm > 0;
   Expected<func::FuncOp> updateStep =
       buildTrainStep(updateLoss, update, base + "_update");
   if (!updateStep)
     return updateStep.status();
   programs.update = *updateStep;
+  if (update.normInput)
+    programs.norm = buildNorm();
   return Status::success();
+}
+
+func::FuncOp StageProgramBuilder::buildNorm() {
+  // The arguments are the update's gradient inputs: the same types and
+  // attributes, so the accumulators pass as the devices hold them.
+  SmallVector<Type> types;
+  for (size_t p = 0; p < numParams; ++p)
+    types.push_back(g.getArgument(p).getType());
+  auto norm = builder.create<func::FuncOp>(
+      loc, base + "_norm",
+      builder.getFunctionType(types, {scalarOf(builder.getF32Type())}));
+  for (size_t p = 0; p < numParams; ++p)
+    norm.setArgAttrs(p, paramAttrsWithRole(p, Role::Input));
+  Block *entry = norm.addEntryBlock();
+  OpBuilder at = OpBuilder::atBlockEnd(entry);
+  at.create<func::ReturnOp>(
+      loc, sumOfSquares(at, loc, ValueRange(entry->getArguments())));
+  return norm;
 }
 
 } // namespace

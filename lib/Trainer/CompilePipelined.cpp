@@ -62,6 +62,8 @@ Status partita::compilePipelinedModule(Session &session, mlir::ModuleOp module,
   compile.optimizer.optimizer = options.trainOptimizer;
   compile.optimizer.learningRate = options.trainLearningRate;
   compile.optimizer.remat = options.trainRemat;
+  compile.optimizer.mixedPrecision = options.trainMixedPrecision;
+  compile.optimizer.clipNorm = options.trainClipNorm;
   compile.passes = options;
   compile.passes.trainOptimizer = TrainOptimizer::None;
   compile.passes.mesh.clear();

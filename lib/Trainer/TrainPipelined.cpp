@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <unistd.h>
@@ -88,12 +89,18 @@ Status checkAgainstOneDevice(const TrainRequest &request,
   if (!layout || !inputs || !source)
     return Status::error("the non-pipelined step cannot run");
   std::vector<double> reference;
-  Status status =
-      trainOnCpuDevices(*program, *layout, *inputs, **source, request.steps,
-                        [&](const TrainStepResult &result) {
-                          reference.push_back(result.loss);
-                          return Status::success();
-                        });
+  TrainLoopOptions loop;
+  if (request.lrSchedule)
+    loop.learningRate = [schedule = *request.lrSchedule](int64_t step) {
+      return schedule.at(step);
+    };
+  Status status = trainOnCpuDevices(
+      *program, *layout, *inputs, **source, request.steps,
+      [&](const TrainStepResult &result) {
+        reference.push_back(result.loss);
+        return Status::success();
+      },
+      loop);
   if (!status.ok())
     return Status::error("the non-pipelined step: " + status.message());
   double worst = 0;
@@ -104,16 +111,27 @@ Status checkAgainstOneDevice(const TrainRequest &request,
   for (size_t p = 0; p < parameters.size(); ++p)
     worstParam =
         std::max(worstParam, relativeDifference(parameters[p], (*inputs)[p]));
-  bool same =
-      worst <= 1e-4 && worstParam <= 1e-4 && losses.size() == reference.size();
+  // bf16 rounds every value to 8 bits of mantissa: the two steps' sums,
+  // added in other orders, land an ulp apart (2^-8 to 2^-7 relative, the
+  // loss too), so bf16 allows two ulps of the loss and 1e-2 normwise, still
+  // under what a wrong gradient moves (docs/Pipeline.md, "What is checked").
+  bool narrow = request.config.dtype == "bf16";
+  double lossTolerance = narrow ? 1.0 / 64 : 1e-4;
+  double paramTolerance = narrow ? 1e-2 : 1e-4;
+  bool same = worst <= lossTolerance && worstParam <= paramTolerance &&
+              losses.size() == reference.size();
   llvm::outs() << "check against the non-pipelined step on one device: "
                << "largest relative difference " << llvm::format("%.2e", worst)
                << " in the losses, " << llvm::format("%.2e", worstParam)
                << " in the parameters (normwise): " << (same ? "same" : "DIFFERENT")
                << "\n";
   if (!same)
-    return Status::error("the pipelined step differs from the "
-                         "non-pipelined one (tolerance 1e-4)");
+    return Status::error(
+        "the pipelined step differs from the non-pipelined one (tolerance " +
+        llvm::formatv("{0:e1} in the losses, {1:e1} in the parameters",
+                      lossTolerance, paramTolerance)
+            .str() +
+        ")");
   return Status::success();
 }
 
@@ -167,7 +185,10 @@ runPipelinedSteps(const TrainRequest &request, PipelineRunner &runner,
   for (int64_t s = firstStep; s < request.steps; ++s) {
     Status status = source.fill(s, dataPointers);
     Expected<PipelineStepResult> result =
-        status.ok() ? runner.runStep(s, data, runProgram)
+        status.ok() ? runner.runStep(s, data, runProgram,
+                                     request.lrSchedule
+                                         ? request.lrSchedule->at(s)
+                                         : request.options.trainLearningRate)
                     : Expected<PipelineStepResult>(status);
     if (result) {
       last = *result;
@@ -221,6 +242,8 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
   options.optimizer.optimizer = request.options.trainOptimizer;
   options.optimizer.learningRate = request.options.trainLearningRate;
   options.optimizer.remat = request.options.trainRemat;
+  options.optimizer.mixedPrecision = request.options.trainMixedPrecision;
+  options.optimizer.clipNorm = request.options.trainClipNorm;
   options.passes = request.options;
   options.passes.trainOptimizer = TrainOptimizer::None;
   options.passes.mesh.clear();

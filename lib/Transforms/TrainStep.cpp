@@ -97,6 +97,7 @@ private:
   /// AdamW's bias correction counts steps, and mixed precision starts its
   /// master weights from the parameters at step 0.
   bool takesStep() const { return adam || options.mixedPrecision; }
+  bool takesNorm() const { return options.clipNorm > 0 && options.normInput; }
   Value stateArg(unsigned m, size_t p) {
     return body->getArgument(params.size() * (2 + m) + p);
   }
@@ -118,7 +119,7 @@ private:
   Block *body = nullptr;
   Block *gradBody = nullptr;
   SmallVector<Value> dataArgs;
-  Value stepNumber, lr;
+  Value stepNumber, lr, normSquared;
   /// AdamW's bias corrections 1 - beta^t, scalars of each compute type,
   /// computed once for every parameter.
   llvm::DenseMap<Type, std::pair<Value, Value>> corrections;
@@ -214,6 +215,10 @@ Expected<TrainStepBuilder::Signature> TrainStepBuilder::signature() {
     s.attrs.push_back(inputRole());
   }
   if (lrInput) {
+    s.types.push_back(scalar(builder.getF32Type()));
+    s.attrs.push_back(inputRole());
+  }
+  if (takesNorm()) {
     s.types.push_back(scalar(builder.getF32Type()));
     s.attrs.push_back(inputRole());
   }
@@ -335,16 +340,9 @@ void TrainStepBuilder::clipByGlobalNorm(SmallVector<Value> &gradients) {
   Emitter e = emitter();
   Type f32 = builder.getF32Type();
   auto scalar = RankedTensorType::get({}, f32);
-  Value total;
-  for (Value g : gradients) {
-    Value wide = e.convert(g, f32);
-    Value squares = e.mul(wide, wide);
-    SmallVector<int64_t> dims;
-    for (int64_t d = 0; d < tensorTypeOf(g).getRank(); ++d)
-      dims.push_back(d);
-    Value sum = dims.empty() ? squares : e.reduceSum(squares, dims);
-    total = total ? e.add(total, sum) : sum;
-  }
+  // A pipeline stage's update gets the whole model's ||g||² as an input.
+  Value total = normSquared ? normSquared
+                            : sumOfSquares(builder, loc, ValueRange(gradients));
   if (!total)
     return;
   Value norm = e.sqrt(total);
@@ -456,6 +454,7 @@ Expected<func::FuncOp> TrainStepBuilder::build(func::FuncOp gradient,
     dataArgs.push_back(body->getArgument(next++));
   stepNumber = takesStep() ? body->getArgument(next++) : Value();
   lr = lrInput ? body->getArgument(next++) : Value();
+  normSquared = takesNorm() ? body->getArgument(next++) : Value();
 
   SmallVector<Value> results = options.microBatches == 1
                                    ? forwardBackward(builder, dataArgs)
@@ -500,6 +499,23 @@ Expected<func::FuncOp> TrainStepBuilder::build(func::FuncOp gradient,
 }
 
 } // namespace
+
+Value partita::sumOfSquares(OpBuilder &builder, Location loc,
+                            ValueRange values) {
+  Emitter e{builder, loc};
+  Type f32 = builder.getF32Type();
+  Value total;
+  for (Value value : values) {
+    Value wide = e.convert(value, f32);
+    Value squares = e.mul(wide, wide);
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < tensorTypeOf(value).getRank(); ++d)
+      dims.push_back(d);
+    Value sum = dims.empty() ? squares : e.reduceSum(squares, dims);
+    total = total ? e.add(total, sum) : sum;
+  }
+  return total;
+}
 
 Expected<func::FuncOp>
 partita::buildTrainStep(func::FuncOp loss, const TrainStepOptions &options,

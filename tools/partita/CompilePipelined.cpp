@@ -23,9 +23,6 @@ int partita::cli::compilePipelinedCommand(const CommandLine &cl,
                                           mlir::ModuleOp module) {
   if (options.trainOptimizer == TrainOptimizer::None)
     return usageError("--pp compiles a pipelined train step: add --train");
-  if (options.trainMixedPrecision || options.trainClipNorm > 0)
-    return usageError("--pp does not combine with --mixed-precision or "
-                      "--clip-norm yet");
   // The pipeline axis comes out of the mesh; each rank gets the rest.
   Expected<Mesh> mesh = options.mesh.empty() ? Expected<Mesh>(Mesh())
                                              : parseMeshSpec(options.mesh);

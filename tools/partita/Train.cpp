@@ -63,9 +63,6 @@ int partita::cli::trainFromRequest(TrainRequest &request) {
   bool pipelined =
       request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0;
   if (request.distributed) {
-    if (pipelined && request.lrSchedule)
-      return usageError("--pp does not combine with a learning-rate "
-                        "schedule yet");
     if (Status status = pipelined ? trainPipelinedDistributed(request)
                                   : trainDistributed(request);
         !status.ok()) {
@@ -76,9 +73,6 @@ int partita::cli::trainFromRequest(TrainRequest &request) {
     return 0;
   }
   if (pipelined) {
-    if (request.lrSchedule)
-      return usageError("--pp does not combine with a learning-rate "
-                        "schedule yet");
     if (Status status = trainPipelined(request); !status.ok()) {
       if (!status.message().empty())
         llvm::errs() << "error: " << status.message() << "\n";

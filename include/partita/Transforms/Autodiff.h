@@ -70,13 +70,23 @@ struct TrainStepOptions {
   /// global L2 norm over every gradient (computed in f32 across all shards:
   /// the partitioner inserts the reductions), before the optimizer.
   double clipNorm = 0;
+  /// With clipNorm: ||g||² comes in as the step's last input (an f32
+  /// scalar after the optional `lr`) instead of being computed from this
+  /// step's gradients: a pipeline stage's update, whose gradients are a part
+  /// of the model's (docs/Pipeline.md, "Clipping").
+  bool normInput = false;
 };
+
+/// Σ x² over every element of `values`, in f32, added in their order (a
+/// null Value for none): the squared global norm that clipping divides by.
+mlir::Value sumOfSquares(mlir::OpBuilder &builder, mlir::Location loc,
+                         mlir::ValueRange values);
 
 /// Replaces the loss function `loss` (scalar loss first; arguments with
 /// role `param` are trained) by the public function `name`:
 ///
 ///   (params..., grads..., state..., other arguments..., [step: i32],
-///    [lr: f32]) -> (loss, new params..., grads..., new state...)
+///    [lr: f32], [norm²: f32]) -> (loss, new params..., grads..., new state...)
 ///
 /// Parameters, gradient buffers and state are donated (updated in place);
 /// the gradient buffers (role `grad`) receive the step's averaged

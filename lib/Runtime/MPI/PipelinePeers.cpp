@@ -136,6 +136,11 @@ public:
     return mpiProcess->gather(mine, 0, all, what);
   }
 
+  Status broadcast(std::vector<uint8_t> &bytes, int root,
+                   const std::string &what) override {
+    return mpiProcess->broadcast(bytes, root, what);
+  }
+
   Expected<bool> allTrue(bool mine, const std::string &what) override {
     return mpiProcess->allTrue(mine, what);
   }

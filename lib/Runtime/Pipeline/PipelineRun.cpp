@@ -32,17 +32,16 @@
 #include <unistd.h>
 
 using namespace partita;
+using rank_values::Mailbox;
 using rank_values::RankValue;
 using rank_values::toWhole;
+using rank_values::ValueKey;
 using rank_values::wholeValue;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// A program output of one micro-batch: (stage, program, micro-batch,
-/// output).
-using ValueKey = std::tuple<int32_t, int, int32_t, int32_t>;
 /// A program output of every micro-batch: (stage, program, output).
 using OutputKey = std::tuple<int32_t, int, int32_t>;
 
@@ -182,6 +181,21 @@ PipelineRunner::create(const PipelinedStep &step, uint64_t seed,
       return Status::error("stage " + std::to_string(s) +
                            "'s update: " + layout.status().message());
     stageState.layout = *layout;
+    if (stage.normInput >= 0) {
+      // The other f32 scalar, if any, is the learning rate.
+      stageState.layout.lrInput = -1;
+      for (size_t i = layout->updated; i < update.inputs.size(); ++i)
+        if (static_cast<int32_t>(i) != stage.normInput &&
+            update.inputs[i].role == "input" &&
+            update.inputs[i].globalShape.empty() &&
+            update.slots[update.inputs[i].slot].dtype == DType::F32)
+          stageState.layout.lrInput = static_cast<int>(i);
+      if (stage.norm.inputs.size() != stage.paramIndex.size())
+        return Status::error(
+            "stage " + std::to_string(s) + "'s norm program takes " +
+            std::to_string(stage.norm.inputs.size()) + " gradients for " +
+            std::to_string(stage.paramIndex.size()) + " parameters");
+    }
     if (layout->dataInputs.size() != stage.paramIndex.size())
       return Status::error("stage " + std::to_string(s) + "'s update takes " +
                            std::to_string(layout->dataInputs.size()) +
@@ -331,73 +345,6 @@ Status PipelineRunner::loadCheckpoint(const CheckpointInfo &checkpoint,
 
 namespace {
 
-/// The values in flight between programs, and the bytes each rank holds.
-class Mailbox {
-public:
-  explicit Mailbox(int ranks) : held(ranks, 0), peak(ranks, 0) {}
-
-  void put(ValueKey key, int readers, int rank, RankValue value) {
-    std::lock_guard<std::mutex> lock(mutex);
-    int64_t bytes = value.bytes();
-    held[rank] += bytes;
-    peak[rank] = std::max(peak[rank], held[rank]);
-    values[key] = Entry{std::move(value), readers, rank};
-    ready.notify_all();
-  }
-
-  /// Waits for `key`; null when the run failed meanwhile. The value stays
-  /// until its last reader releases it.
-  const RankValue *get(ValueKey key) {
-    std::unique_lock<std::mutex> lock(mutex);
-    ready.wait(lock, [&] { return failed || values.count(key); });
-    if (failed)
-      return nullptr;
-    return &values[key].value;
-  }
-
-  /// One reader of `key` is done with it.
-  void release(ValueKey key) {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto found = values.find(key);
-    if (found == values.end() || --found->second.readers > 0)
-      return;
-    held[found->second.rank] -= found->second.value.bytes();
-    values.erase(found);
-  }
-
-  void fail() {
-    std::lock_guard<std::mutex> lock(mutex);
-    failed = true;
-    ready.notify_all();
-  }
-
-  bool hasFailed() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return failed;
-  }
-
-  std::vector<int64_t> peakBytes() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return peak;
-  }
-
-private:
-  struct Entry {
-    RankValue value;
-    int readers = 0;
-    int rank = 0;
-  };
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::map<ValueKey, Entry> values;
-  std::vector<int64_t> held, peak;
-  bool failed = false;
-};
-
-} // namespace
-
-namespace {
-
 /// Appends and reads back the plain values a process reports to process 0
 /// after a step (its loss, timeline and peaks).
 struct ByteWriter {
@@ -462,8 +409,12 @@ struct PipelineRunner::StepRun {
   /// Runs every action of the schedule on this process's ranks (and, under
   /// MPI, takes in what other processes send).
   Status runActions();
-  /// Each local stage's optimizer step on its summed gradients.
-  Status runUpdates(int64_t stepNumber);
+  /// Each local stage's optimizer step on its summed gradients, with
+  /// `learningRate` where the updates take it as an input.
+  Status runUpdates(int64_t stepNumber, double learningRate);
+  /// Under clipping: ||g||² over every stage (each process's stages'
+  /// parts, added in stage order on every process).
+  Expected<float> squaredNorm();
   /// Under MPI, process 0 gathers every process's loss, actions and peaks.
   Status gatherReport(PipelineStepResult &result);
 
@@ -814,7 +765,65 @@ Status PipelineRunner::StepRun::runActions() {
   return Status::success();
 }
 
-Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber) {
+Expected<float> PipelineRunner::StepRun::squaredNorm() {
+  std::vector<float> parts(step.stages.size(), 0.0f);
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    const PipelineStage &stage = step.stages[s];
+    if (!where.isLocalStage(s) || stage.normInput < 0)
+      continue;
+    std::vector<const RankValue *> inputs;
+    for (const RankValue &value : accumulators[s])
+      inputs.push_back(&value);
+    Expected<std::vector<RankValue>> outputs =
+        call(stage.norm, inputs, schedule.rankOfStage(static_cast<int>(s)));
+    Expected<HostArray> part =
+        outputs ? toWhole(outputs->front()) : outputs.status();
+    if (!part)
+      return Status::error("stage " + std::to_string(s) +
+                           "'s gradient norm: " + part.status().message());
+    std::memcpy(&parts[s], part->bytes.data(), sizeof(float));
+  }
+  if (peers) {
+    // Each stage's part comes from the process that runs it.
+    ByteWriter mine;
+    for (size_t s = 0; s < parts.size(); ++s)
+      mine.put(where.isLocalStage(s) ? parts[s] : 0.0f);
+    std::vector<std::vector<uint8_t>> all;
+    if (Status status = peers->gather(mine.bytes, all, "the gradient norm");
+        !status)
+      return status;
+    std::vector<uint8_t> merged(parts.size() * sizeof(float), 0);
+    for (size_t p = 0; p < all.size(); ++p)
+      for (size_t s = 0; s < parts.size(); ++s)
+        if (where.processOfRank(schedule.rankOfStage(static_cast<int>(s))) ==
+                static_cast<int>(p) &&
+            all[p].size() == merged.size())
+          std::memcpy(&merged[s * sizeof(float)], &all[p][s * sizeof(float)],
+                      sizeof(float));
+    if (Status status = peers->broadcast(merged, 0, "the gradient norm");
+        !status)
+      return status;
+    if (merged.size() != parts.size() * sizeof(float))
+      return Status::error("the gradient norm: a process sent " +
+                           std::to_string(merged.size()) + " bytes");
+    std::memcpy(parts.data(), merged.data(), merged.size());
+  }
+  float total = 0;
+  for (float part : parts)
+    total += part;
+  return total;
+}
+
+Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber,
+                                           double learningRate) {
+  std::optional<float> norm;
+  for (const PipelineStage &stage : step.stages)
+    if (stage.normInput >= 0 && !norm) {
+      Expected<float> total = squaredNorm();
+      if (!total)
+        return total.status();
+      norm = *total;
+    }
   for (size_t s = 0; s < step.stages.size(); ++s) {
     if (!where.isLocalStage(s))
       continue;
@@ -830,6 +839,12 @@ Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber) {
       std::memcpy(values[stage.layout.stepInput].whole.bytes.data(), &number,
                   4);
     }
+    if (stage.layout.lrInput >= 0) {
+      float rate = static_cast<float>(learningRate);
+      std::memcpy(values[stage.layout.lrInput].whole.bytes.data(), &rate, 4);
+    }
+    if (int32_t input = step.stages[s].normInput; input >= 0 && norm)
+      std::memcpy(values[input].whole.bytes.data(), &*norm, 4);
     std::vector<const RankValue *> inputs;
     for (const RankValue &value : values)
       inputs.push_back(&value);
@@ -934,7 +949,7 @@ Status PipelineRunner::StepRun::gatherReport(PipelineStepResult &result) {
 
 Expected<PipelineStepResult>
 PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
-                        const PipelineProgramRunner &run) {
+                        const PipelineProgramRunner &run, double learningRate) {
   PipelineProgramRunner runProgram =
       run ? run
           : [](const Executable &program, const std::vector<HostArray> &inputs,
@@ -948,7 +963,8 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
     return status;
   if (Status status = stepRun.runActions(); !status.ok())
     return status;
-  if (Status status = stepRun.runUpdates(stepNumber); !status.ok())
+  if (Status status = stepRun.runUpdates(stepNumber, learningRate);
+      !status.ok())
     return status;
   PipelineStepResult result;
   result.seconds =

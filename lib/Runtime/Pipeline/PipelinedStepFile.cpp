@@ -169,6 +169,15 @@ Status partita::writePipelinedStep(const PipelinedStep &step,
             writeExecutableFile(stage.update, directory + "/" + update);
         !status.ok())
       return status;
+    if (stage.normInput >= 0) {
+      std::string norm = fileOf(s, "norm");
+      entry["norm"] = norm;
+      entry["norm_input"] = stage.normInput;
+      if (Status status =
+              writeExecutableFile(stage.norm, directory + "/" + norm);
+          !status.ok())
+        return status;
+    }
     stages.push_back(entry);
   }
   root["stages"] = stages;
@@ -368,6 +377,37 @@ Status readStageProgram(const Json &entry, StageProgramKind programKind,
   return Status::success();
 }
 
+/// A stage's norm program and the update input it feeds (clipping), when
+/// step.json names one: the input must be an f32 scalar of the update.
+Status readStageNorm(const Json &entry, const std::string &where,
+                     const std::string &directory, PipelineStage &stage) {
+  auto norm = entry.find("norm");
+  if (norm == entry.end())
+    return Status::success();
+  auto input = entry.find("norm_input");
+  if (jsonKind(*norm) != JsonKind::String || input == entry.end() ||
+      jsonKind(*input) != JsonKind::Integer)
+    return Status::error(where + ": \"norm\" must name a file and "
+                                 "\"norm_input\" an input of the update");
+  int64_t index = input->get<int64_t>();
+  const std::vector<ExecutableValue> &inputs = stage.update.inputs;
+  if (index < 0 || index >= static_cast<int64_t>(inputs.size()) ||
+      !inputs[index].globalShape.empty() ||
+      stage.update.slots[inputs[index].slot].dtype != DType::F32)
+    return Status::error(where + ": \"norm_input\" " + std::to_string(index) +
+                         " is not an f32 scalar input of the update");
+  Expected<Executable> executable =
+      readExecutableFile(directory + "/" + norm->get<std::string>());
+  if (!executable)
+    return executable.status();
+  if (executable->outputs.size() != 1 ||
+      !executable->outputs[0].globalShape.empty())
+    return Status::error(where + ": the norm program must return one scalar");
+  stage.norm = std::move(*executable);
+  stage.normInput = static_cast<int32_t>(index);
+  return Status::success();
+}
+
 /// Reads stage `s` of step.json: its parameters, summary, programs and
 /// update Executable (the Executables from `directory`).
 Expected<PipelineStage> readStage(const Json &entry, size_t s,
@@ -401,6 +441,9 @@ Expected<PipelineStage> readStage(const Json &entry, size_t s,
   if (!executable)
     return executable.status();
   stage.update = std::move(*executable);
+  if (Status status = readStageNorm(entry, where, directory, stage);
+      !status.ok())
+    return status;
   return stage;
 }
 

@@ -7,7 +7,8 @@
 // an activation handed from one stage's devices to the next's, a gradient
 // sum kept as the devices' addends from micro-batch to micro-batch —
 // and only a value in another layout is assembled and cut again
-// (docs/Pipeline.md, "Values on the devices").
+// (docs/Pipeline.md, "Values on the devices"). Also the mailbox that keeps
+// the values in flight between a step's programs.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PARTITA_LIB_RUNTIME_PIPELINE_RANKVALUES_H
@@ -15,6 +16,11 @@
 
 #include "partita/Runtime/Execution/Run.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <vector>
 
 namespace partita {
@@ -48,6 +54,73 @@ Expected<HostArray> toWhole(const RankValue &value);
 Expected<std::vector<RankValue>>
 runOnRank(const Executable &program,
           const std::vector<const RankValue *> &inputs);
+
+/// A program output of one micro-batch: (stage, program, micro-batch,
+/// output).
+using ValueKey = std::tuple<int32_t, int, int32_t, int32_t>;
+
+/// The values in flight between programs, and the bytes each rank holds.
+class Mailbox {
+public:
+  explicit Mailbox(int ranks) : held(ranks, 0), peak(ranks, 0) {}
+
+  void put(ValueKey key, int readers, int rank, RankValue value) {
+    std::lock_guard<std::mutex> lock(mutex);
+    int64_t bytes = value.bytes();
+    held[rank] += bytes;
+    peak[rank] = std::max(peak[rank], held[rank]);
+    values[key] = Entry{std::move(value), readers, rank};
+    ready.notify_all();
+  }
+
+  /// Waits for `key`; null when the run failed meanwhile. The value stays
+  /// until its last reader releases it.
+  const RankValue *get(ValueKey key) {
+    std::unique_lock<std::mutex> lock(mutex);
+    ready.wait(lock, [&] { return failed || values.count(key); });
+    if (failed)
+      return nullptr;
+    return &values[key].value;
+  }
+
+  /// One reader of `key` is done with it.
+  void release(ValueKey key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = values.find(key);
+    if (found == values.end() || --found->second.readers > 0)
+      return;
+    held[found->second.rank] -= found->second.value.bytes();
+    values.erase(found);
+  }
+
+  void fail() {
+    std::lock_guard<std::mutex> lock(mutex);
+    failed = true;
+    ready.notify_all();
+  }
+
+  bool hasFailed() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return failed;
+  }
+
+  std::vector<int64_t> peakBytes() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return peak;
+  }
+
+private:
+  struct Entry {
+    RankValue value;
+    int readers = 0;
+    int rank = 0;
+  };
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::map<ValueKey, Entry> values;
+  std::vector<int64_t> held, peak;
+  bool failed = false;
+};
 
 } // namespace rank_values
 } // namespace partita

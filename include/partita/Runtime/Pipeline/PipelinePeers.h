@@ -61,6 +61,9 @@ public:
   virtual Status gather(const std::vector<uint8_t> &mine,
                         std::vector<std::vector<uint8_t>> &all,
                         const std::string &what) = 0;
+  /// Process `root`'s `bytes` on every process.
+  virtual Status broadcast(std::vector<uint8_t> &bytes, int root,
+                           const std::string &what) = 0;
   /// True on every process when `mine` is true on every process.
   virtual Expected<bool> allTrue(bool mine, const std::string &what) = 0;
 

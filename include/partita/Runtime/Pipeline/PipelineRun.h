@@ -62,10 +62,12 @@ public:
   /// `run` (empty: CPU device threads). With peers every process must
   /// call it with the same data; process 0's result describes the whole
   /// step (the loss, every rank's timeline and peak), the others' only
-  /// their own ranks.
-  Expected<PipelineStepResult>
-  runStep(int64_t stepNumber, const std::vector<HostArray> &data,
-          const PipelineProgramRunner &run = {});
+  /// their own ranks. `learningRate` is the step's rate where the updates
+  /// take it as an input (compiled for a schedule: learning rate 0).
+  Expected<PipelineStepResult> runStep(int64_t stepNumber,
+                                       const std::vector<HostArray> &data,
+                                       const PipelineProgramRunner &run = {},
+                                       double learningRate = 0);
 
   /// The parameters, in the whole model's order (with peers, those of
   /// other processes' stages are empty).

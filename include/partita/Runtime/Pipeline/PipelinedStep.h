@@ -71,6 +71,12 @@ struct PipelineStage {
   /// first inputs are the stage's parameters; its data inputs are the
   /// gradient sums, one per parameter.
   Executable update;
+  /// Under gradient clipping (docs/Pipeline.md, "Clipping"): the program
+  /// that takes the stage's gradient sums (as the update does) and returns
+  /// their Σ g² as an f32 scalar, and the update's input that takes the sum
+  /// over every stage (-1: no clipping).
+  Executable norm;
+  int32_t normInput = -1;
   /// Index among the whole model's parameters of each stage parameter (the
   /// order of the non-pipelined train step's inputs).
   std::vector<int64_t> paramIndex;

@@ -53,7 +53,7 @@ struct MpiPlugin {
 };
 
 /// Changes whenever MpiPlugin or a type it passes changes.
-inline constexpr int kMpiPluginAbi = 6;
+inline constexpr int kMpiPluginAbi = 7;
 inline constexpr const char *kMpiPluginFile = "libpartita-mpi.so";
 inline constexpr const char *kMpiPluginSymbol = "partita_mpi_plugin";
 
