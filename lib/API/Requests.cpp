@@ -111,9 +111,10 @@ Status evalRequestFromOptions(const OptionValues &cl, TrainRequest &request) {
         return Status::error(std::string(flag) + " needs --eval-every K");
   if (eval.every > 0 && eval.batches == 0)
     return Status::error("--eval-batches must be at least 1");
-  if (eval.every > 0 && request.pipelineRanks > 1)
-    return Status::error("evaluation of pipelined steps (--pp) is not "
-                         "supported yet");
+  if (eval.every > 0 && request.config.objective == "dpo" &&
+      (request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0))
+    return Status::error("--eval-every with --objective dpo and --pp: a "
+                         "pipelined step does not score preference pairs");
   return Status::success();
 }
 

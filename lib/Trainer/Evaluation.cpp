@@ -22,14 +22,17 @@
 using namespace partita;
 
 Expected<std::unique_ptr<Evaluator>>
-Evaluator::create(Session &session, const TrainRequest &request) {
+Evaluator::create(Session &session, const TrainRequest &request,
+                  bool compileLoss) {
   std::unique_ptr<Evaluator> evaluator(new Evaluator());
-  TrainRequest forward = request;
-  forward.options.trainOptimizer = TrainOptimizer::None;
-  Expected<Executable> program = compileTrainStep(session, forward);
-  if (!program)
-    return program.status();
-  evaluator->program = std::move(*program);
+  if (compileLoss) {
+    TrainRequest forward = request;
+    forward.options.trainOptimizer = TrainOptimizer::None;
+    Expected<Executable> program = compileTrainStep(session, forward);
+    if (!program)
+      return program.status();
+    evaluator->program = std::move(*program);
+  }
   const ModelConfig &config = request.config;
   uint64_t seed = static_cast<uint64_t>(request.seed);
   if (config.lossMask) {
@@ -191,6 +194,23 @@ Expected<double> Evaluator::evaluate(const Executable &step,
   }
   double loss = sum / static_cast<double>(batches);
   report(snapshot.steps, loss);
+  return loss;
+}
+
+Expected<double>
+Evaluator::evaluateWith(int64_t steps, const std::vector<HostArray *> &inputs,
+                        const std::function<Expected<double>()> &run) {
+  double sum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    if (Status status = data->fill(b, inputs); !status.ok())
+      return Status::error("evaluation: " + status.message());
+    Expected<double> loss = run();
+    if (!loss)
+      return Status::error("evaluation: " + loss.status().message());
+    sum += *loss;
+  }
+  double loss = sum / static_cast<double>(batches);
+  report(steps, loss);
   return loss;
 }
 

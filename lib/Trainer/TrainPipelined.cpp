@@ -177,7 +177,7 @@ runPipelinedSteps(const TrainRequest &request, PipelineRunner &runner,
                   TrainData &source, std::vector<HostArray> &data,
                   const PipelineProgramRunner &runProgram,
                   ProgressPrinter &progress, CheckpointWriter &checkpoints,
-                  int64_t firstStep, bool tty) {
+                  Evaluator *evaluator, int64_t firstStep, bool tty) {
   std::vector<HostArray *> dataPointers;
   for (HostArray &array : data)
     dataPointers.push_back(&array);
@@ -198,6 +198,16 @@ runPipelinedSteps(const TrainRequest &request, PipelineRunner &runner,
       stepResult.seconds = result->seconds;
       status = progress(stepResult);
       int64_t done = s + 1;
+      // Held-out batches through the stages' forward programs.
+      if (status.ok() && evaluator &&
+          (done == request.steps || done % request.eval.every == 0)) {
+        Expected<double> loss =
+            evaluator->evaluateWith(done, dataPointers, [&] {
+              return runner.evaluate(data, runProgram);
+            });
+        if (!loss)
+          status = loss.status();
+      }
       if (status.ok() && request.checkpoints.due(done, request.steps)) {
         CheckpointState state;
         state.meta = checkpoints.meta(done, progress);
@@ -305,13 +315,23 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
           loadPipelinedCheckpoint(request, **runner, progress, firstStep);
       !status.ok())
     return status;
+  std::unique_ptr<Evaluator> evaluator;
+  if (request.eval.every > 0) {
+    Expected<std::unique_ptr<Evaluator>> created =
+        Evaluator::create(session, request, /*compileLoss=*/false);
+    if (!created)
+      return created.status();
+    evaluator = std::move(*created);
+    if (!speaks)
+      evaluator->silence();
+  }
   CheckpointWriter checkpoints(request);
   // Each process writes its stages' tensors (whole values).
   checkpoints.across.group = group;
   checkpoints.inCaller = group != nullptr;
   Expected<PipelineStepResult> last =
       runPipelinedSteps(request, **runner, **source, data, runProgram, progress,
-                        checkpoints, firstStep, tty);
+                        checkpoints, evaluator.get(), firstStep, tty);
   if (!last)
     return last.status();
   if (Status written = checkpoints.finish(); !written.ok())
@@ -343,7 +363,7 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
                                               (*runner)->parameters());
         !status.ok())
       return status;
-  if (!writeLosses(request, progress))
+  if (!writeLosses(request, progress, evaluator.get()))
     return Status::error("");
   return Status::success();
 }

@@ -26,6 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -313,12 +314,22 @@ private:
 /// trained parameters over held-out batches.
 class Evaluator {
 public:
+  /// The held-out data of `request` and, with `compileLoss`, its loss
+  /// function compiled for the run's layout (without: evaluateWith only).
   static Expected<std::unique_ptr<Evaluator>>
-  create(Session &session, const TrainRequest &request);
+  create(Session &session, const TrainRequest &request,
+         bool compileLoss = true);
   /// The mean held-out loss with the parameters of `snapshot` (taken from
   /// `step`, the train step); printed and kept in `points`.
   Expected<double> evaluate(const Executable &step,
                             const TrainSnapshot &snapshot);
+  /// The same with the loss computed by `run`, after each held-out batch
+  /// is filled into `inputs` (a pipelined step's data inputs).
+  Expected<double> evaluateWith(int64_t steps,
+                                const std::vector<HostArray *> &inputs,
+                                const std::function<Expected<double>()> &run);
+  /// Keeps the lines unprinted (a process other than 0).
+  void silence() { quiet = true; }
   /// eval.csv: step, eval_loss, perplexity.
   std::string csv() const;
   /// (steps done, held-out loss) of every evaluation so far.

@@ -14,6 +14,7 @@
 
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 
+#include "PipelineState.h"
 #include "RankValues.h"
 
 #include "partita/Runtime/CPU/Kernels.h"
@@ -41,9 +42,6 @@ using rank_values::wholeValue;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// A program output of every micro-batch: (stage, program, output).
-using OutputKey = std::tuple<int32_t, int, int32_t>;
 
 const StageProgram &programOf(const PipelineStage &stage,
                               StageProgramKind kind) {
@@ -91,56 +89,6 @@ HostArray scalarOf(DType dtype, double value) {
 }
 
 } // namespace
-
-/// A stage's parameters and optimizer state (its update program's inputs):
-/// whole arrays, and on CPU devices, from the first step on, the devices'
-/// blocks, which stay there from step to step (`updateInputs` is then
-/// stale until wholeInput() assembles it).
-struct StageState {
-  std::vector<HostArray> updateInputs;
-  TrainStepLayout layout;
-  std::vector<RankValue> onDevices;
-  bool wholeCurrent = true;
-
-  /// Updated input `k` as a whole array.
-  Expected<HostArray> wholeInput(size_t k) const {
-    if (wholeCurrent || k >= onDevices.size())
-      return updateInputs[k];
-    return toWhole(onDevices[k]);
-  }
-  /// Makes updateInputs current (before it is read or overwritten).
-  Status assemble() {
-    for (size_t k = 0; !wholeCurrent && k < onDevices.size(); ++k) {
-      Expected<HostArray> whole = toWhole(onDevices[k]);
-      if (!whole)
-        return whole.status();
-      updateInputs[k] = std::move(*whole);
-    }
-    wholeCurrent = true;
-    onDevices.clear();
-    return Status::success();
-  }
-};
-
-struct PipelineRunner::State {
-  PipelinedStep step;
-  std::vector<StageState> stages;
-  /// How many program inputs of each pipeline rank read each output (per
-  /// micro-batch).
-  std::map<OutputKey, std::map<int, int>> readers;
-  /// The other processes, under MPI (null: every rank in this process).
-  PipelinePeers *peers = nullptr;
-  int processes = 1;
-  int process = 0;
-  /// Ranks per process (all of them in one process).
-  int ranksPerProcess = 1;
-
-  int processOfRank(int rank) const { return rank / ranksPerProcess; }
-  bool isLocalStage(size_t stage) const {
-    return processOfRank(step.schedule.rankOfStage(static_cast<int>(stage))) ==
-           process;
-  }
-};
 
 PipelinePeers::~PipelinePeers() = default;
 
@@ -223,124 +171,19 @@ PipelineRunner::create(const PipelinedStep &step, uint64_t seed,
       if (program.inputs.size() != program.executable.inputs.size())
         return Status::error("stage " + std::to_string(s) +
                              ": a program's inputs and their sources differ");
-      for (const StageInput &input : program.inputs)
-        if (input.kind == StageInput::Kind::Output)
-          ++state.readers[{input.stage, static_cast<int>(input.program),
-                           input.index}]
-                         [step.schedule.rankOfStage(static_cast<int>(s))];
+      int rank = step.schedule.rankOfStage(static_cast<int>(s));
+      for (const StageInput &input : program.inputs) {
+        if (input.kind != StageInput::Kind::Output)
+          continue;
+        OutputKey key{input.stage, static_cast<int>(input.program),
+                      input.index};
+        ++state.readers[key][rank];
+        if (kind == StageProgramKind::Forward)
+          ++state.forwardReaders[key][rank];
+      }
     }
   }
   return runner;
-}
-
-std::vector<HostArray> PipelineRunner::parameters() const {
-  size_t count = 0;
-  for (const PipelineStage &stage : state->step.stages)
-    count += stage.paramIndex.size();
-  std::vector<HostArray> params(count);
-  for (size_t s = 0; s < state->step.stages.size(); ++s) {
-    const PipelineStage &stage = state->step.stages[s];
-    for (size_t j = 0; state->isLocalStage(s) && j < stage.paramIndex.size();
-         ++j)
-      if (Expected<HostArray> param = state->stages[s].wholeInput(j))
-        params[stage.paramIndex[j]] = std::move(*param);
-  }
-  return params;
-}
-
-std::vector<int64_t> PipelineRunner::persistentBytesPerDevice() const {
-  const PipelineSchedule &schedule = state->step.schedule;
-  std::vector<int64_t> bytes(schedule.ranks, 0);
-  for (size_t s = 0; s < state->step.stages.size(); ++s) {
-    const Executable &update = state->step.stages[s].update;
-    for (size_t i = 0; i < state->stages[s].layout.updated; ++i)
-      bytes[schedule.rankOfStage(static_cast<int>(s))] +=
-          update.slots[update.inputs[i].slot].bytes();
-  }
-  return bytes;
-}
-
-namespace {
-
-/// The checkpoint key of each updated input of stage `stage`'s update.
-std::vector<std::string> stageCheckpointKeys(const PipelinedStep &step,
-                                             size_t stage, size_t updated) {
-  size_t total = 0;
-  for (const PipelineStage &each : step.stages)
-    total += each.paramIndex.size();
-  const PipelineStage &s = step.stages[stage];
-  size_t own = s.paramIndex.size();
-  std::map<std::string, size_t> seen;
-  std::vector<std::string> keys;
-  for (size_t k = 0; k < updated; ++k) {
-    std::string role = s.update.inputs[k].role;
-    size_t r = seen[role]++;
-    int64_t whole = -1;
-    if ((role == "param" || role == "grad") && r < own)
-      whole = s.paramIndex[r];
-    else if (role == "opt_state" && own > 0)
-      whole = static_cast<int64_t>((r / own) * total) + s.paramIndex[r % own];
-    keys.push_back(whole >= 0 ? role + "/" + std::to_string(whole)
-                              : role + "/stage" + std::to_string(stage) +
-                                    "." + std::to_string(r));
-  }
-  return keys;
-}
-
-} // namespace
-
-std::vector<CheckpointValue> PipelineRunner::checkpointValues() const {
-  std::vector<CheckpointValue> values;
-  for (size_t s = 0; s < state->step.stages.size(); ++s) {
-    if (!state->isLocalStage(s))
-      continue;
-    const StageState &stage = state->stages[s];
-    const Executable &update = state->step.stages[s].update;
-    std::vector<std::string> keys =
-        stageCheckpointKeys(state->step, s, stage.layout.updated);
-    for (size_t k = 0; k < stage.layout.updated; ++k) {
-      CheckpointValue value;
-      value.key = keys[k];
-      value.dtype = stage.updateInputs[k].dtype;
-      value.globalShape = update.inputs[k].globalShape;
-      value.sharding = Sharding::replicated(
-          static_cast<int>(value.globalShape.size()));
-      value.whole = true;
-      Expected<HostArray> whole = stage.wholeInput(k);
-      value.blocks.push_back(whole ? std::move(*whole) : HostArray());
-      values.push_back(std::move(value));
-    }
-  }
-  return values;
-}
-
-Status PipelineRunner::loadCheckpoint(const CheckpointInfo &checkpoint,
-                                      const std::string &onlyRole) {
-  for (size_t s = 0; s < state->step.stages.size(); ++s) {
-    if (!state->isLocalStage(s))
-      continue;
-    StageState &stage = state->stages[s];
-    const Executable &update = state->step.stages[s].update;
-    // The loaded values replace the devices' (cut again at the next step).
-    if (Status status = stage.assemble(); !status.ok())
-      return status;
-    std::vector<std::string> keys =
-        stageCheckpointKeys(state->step, s, stage.layout.updated);
-    for (size_t k = 0; k < keys.size(); ++k) {
-      if (!checkpointKeyOfRole(keys[k], onlyRole))
-        continue;
-      Expected<const CheckpointTensor *> tensor = findCheckpointTensor(
-          checkpoint, keys[k], update.slots[update.inputs[k].slot].dtype,
-          update.inputs[k].globalShape, "stage " + std::to_string(s) + "'s");
-      if (!tensor)
-        return tensor.status();
-      Expected<HostArray> value = readCheckpointTensor(checkpoint, **tensor);
-      if (!value)
-        return value.status();
-      stage.updateInputs[k] = std::move(*value);
-    }
-  }
-  return Status::success();
 }
 
 namespace {
@@ -437,6 +280,12 @@ struct PipelineRunner::StepRun {
   /// Programs run as blocks on the rank's devices (the CPU devices of this
   /// process); false: through runProgram, whole arrays in and out.
   bool onDevices = false;
+  /// An evaluation: the forward programs only, in the schedule's order, no
+  /// gradient sums; the parameters go back where they were (restore()).
+  bool forwardOnly = false;
+  /// After a forward-only run: the parameters and state taken from the
+  /// devices' blocks by prepare() go back to the stages.
+  void restore();
   Routes routes;
   Mailbox mailbox;
   std::mutex resultMutex;
@@ -510,7 +359,8 @@ Status PipelineRunner::StepRun::prepare(const std::vector<HostArray> &data) {
     if (!onDevices)
       if (Status status = stage.assemble(); !status.ok())
         return status;
-    for (size_t j = 0; j < step.stages[s].paramIndex.size(); ++j)
+    for (size_t j = 0; !forwardOnly && j < step.stages[s].paramIndex.size();
+         ++j)
       accumulators[s].push_back(wholeValue(HostArray::zeros(
           stage.updateInputs[j].dtype, stage.updateInputs[j].shape)));
     for (size_t k = 0; k < stage.updateInputs.size(); ++k) {
@@ -535,7 +385,8 @@ Status PipelineRunner::StepRun::prepare(const std::vector<HostArray> &data) {
       stageValues[s].push_back(std::move(value));
     }
   }
-  for (const auto &[key, byRank] : state->readers) {
+  for (const auto &[key, byRank] :
+       forwardOnly ? state->forwardReaders : state->readers) {
     int producer = where.processOfRank(schedule.rankOfStage(std::get<0>(key)));
     bool crosses = false, toHere = false;
     for (const auto &[rank, count] : byRank) {
@@ -575,7 +426,7 @@ void PipelineRunner::StepRun::runRank(int rank) {
     const PipelineStage &stage = step.stages[action.stage];
     StageProgramKind kind = programFor(action.work);
     const StageProgram &program = programOf(stage, kind);
-    if (!program.present)
+    if (!program.present || (forwardOnly && kind != StageProgramKind::Forward))
       continue;
     int32_t mb = action.microBatch;
     std::vector<const RankValue *> inputs(program.inputs.size());
@@ -873,6 +724,16 @@ Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber,
   return Status::success();
 }
 
+void PipelineRunner::StepRun::restore() {
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    if (!where.isLocalStage(s))
+      continue;
+    StageState &stage = state->stages[s];
+    for (size_t k = 0; k < stage.onDevices.size(); ++k)
+      stage.onDevices[k] = std::move(stageValues[s][k]);
+  }
+}
+
 Status PipelineRunner::StepRun::gatherReport(PipelineStepResult &result) {
   if (peers) {
     // Process 0 reports the whole step: every process's loss, actions and
@@ -947,16 +808,59 @@ Status PipelineRunner::StepRun::gatherReport(PipelineStepResult &result) {
   return Status::success();
 }
 
+namespace {
+
+/// `run`, or CPU device threads.
+PipelineProgramRunner orCpuDevices(const PipelineProgramRunner &run) {
+  if (run)
+    return run;
+  return
+      [](const Executable &program, const std::vector<HostArray> &inputs, int) {
+        return runOnCpuDevices(program, inputs, nullptr,
+                               PartialInputs::FirstMember);
+      };
+}
+
+} // namespace
+
+Expected<double> PipelineRunner::evaluate(const std::vector<HostArray> &data,
+                                          const PipelineProgramRunner &run) {
+  PipelineProgramRunner runProgram = orCpuDevices(run);
+  StepRun stepRun(state.get(), runProgram);
+  stepRun.onDevices = !run;
+  stepRun.forwardOnly = true;
+  Status status = stepRun.prepare(data);
+  if (status.ok())
+    status = stepRun.runActions();
+  // Whatever happened, the parameters stay the stages'.
+  if (stepRun.onDevices)
+    stepRun.restore();
+  if (!status.ok())
+    return status;
+  double sum = stepRun.lossSum;
+  if (PipelinePeers *peers = state->peers) {
+    // The last stage's process has the loss; process 0 reports it.
+    std::vector<uint8_t> mine(sizeof(double));
+    std::memcpy(mine.data(), &sum, sizeof(double));
+    std::vector<std::vector<uint8_t>> all;
+    if (Status gathered = peers->gather(mine, all, "the evaluation's loss");
+        !gathered)
+      return gathered;
+    sum = 0;
+    for (const std::vector<uint8_t> &bytes : all) {
+      double part = 0;
+      if (bytes.size() == sizeof(double))
+        std::memcpy(&part, bytes.data(), sizeof(double));
+      sum += part;
+    }
+  }
+  return sum / static_cast<double>(state->step.schedule.microBatches);
+}
+
 Expected<PipelineStepResult>
 PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
                         const PipelineProgramRunner &run, double learningRate) {
-  PipelineProgramRunner runProgram =
-      run ? run
-          : [](const Executable &program, const std::vector<HostArray> &inputs,
-               int) {
-              return runOnCpuDevices(program, inputs, nullptr,
-                                     PartialInputs::FirstMember);
-            };
+  PipelineProgramRunner runProgram = orCpuDevices(run);
   StepRun stepRun(state.get(), runProgram);
   stepRun.onDevices = !run;
   if (Status status = stepRun.prepare(data); !status.ok())

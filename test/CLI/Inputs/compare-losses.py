@@ -1,7 +1,8 @@
 """Compares two loss.csv files of partita train step by step.
 
 compare-losses.py REFERENCE.csv OTHER.csv [--falls] [--tolerance T]
-Exits 1 when the runs differ by more than T (relative, default 1e-4) at any
+                  [--column NAME]
+Compares the column `loss` (or NAME: eval.csv's eval_loss). Exits 1 when the runs differ by more than T (relative, default 1e-4) at any
 step, or, with --falls, when the loss did not fall from the first step to
 the last.
 """
@@ -14,11 +15,12 @@ parser.add_argument("reference")
 parser.add_argument("other")
 parser.add_argument("--falls", action="store_true")
 parser.add_argument("--tolerance", type=float, default=1e-4)
+parser.add_argument("--column", default="loss")
 args = parser.parse_args()
 
 def losses(path):
     with open(path) as f:
-        return [float(row["loss"]) for row in csv.DictReader(f)]
+        return [float(row[args.column]) for row in csv.DictReader(f)]
 
 a, b = losses(args.reference), losses(args.other)
 if len(a) != len(b) or not a:

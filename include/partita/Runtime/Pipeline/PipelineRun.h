@@ -69,6 +69,14 @@ public:
                                        const PipelineProgramRunner &run = {},
                                        double learningRate = 0);
 
+  /// The mean loss of the model with the current parameters on `data` (a
+  /// step's data inputs): the stages' forward programs only, in the
+  /// schedule's order, nothing kept for a backward pass and the parameters
+  /// left as they are. With peers every process must call it; process 0's
+  /// result is the loss.
+  Expected<double> evaluate(const std::vector<HostArray> &data,
+                            const PipelineProgramRunner &run = {});
+
   /// The parameters, in the whole model's order (with peers, those of
   /// other processes' stages are empty).
   std::vector<HostArray> parameters() const;
