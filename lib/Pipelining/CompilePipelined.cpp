@@ -125,8 +125,8 @@ void pinProducedInputs(
 }
 
 /// The gradient sums of a stage kept unreduced from micro-batch to
-/// micro-batch: on a rank whose mesh only splits the batch, where the rules
-/// leave a gradient unsplit over those axes (dp — not ZeRO-2 or FSDP, whose
+/// micro-batch: where the rules leave a gradient unsplit over the rank's
+/// batch axes (dp, also beside tp and sp — not ZeRO-2 or FSDP, whose
 /// buffers are split and take a reduce-scatter per micro-batch), the
 /// accumulators of `function` (arguments and results, `accumulatorOf`) are
 /// pinned to the rules' layout as a partial sum over those axes, so that no
@@ -155,16 +155,12 @@ pinPartialAccumulators(func::FuncOp function, ModuleOp source,
             std::find(batchAxes.begin(), batchAxes.end(), axis) ==
                 batchAxes.end())
           batchAxes.push_back(axis);
-  // Only where every axis of the rank's mesh splits the batch: beside
-  // tensor parallelism (dp+tp on data=2,model=2) the pinned partial sums
-  // made the partitioner add collective permutes and gathers to the
-  // backward passes (5 -> 6 all_reduces and 2 permutes on stage 0), so
-  // there the gradients keep their reduction per micro-batch.
-  bool onlyBatch = !batchAxes.empty();
-  for (const MeshAxis &axis : mesh.axes())
-    onlyBatch &= axis.size <= 1 || std::find(batchAxes.begin(), batchAxes.end(),
-                                             axis.name) != batchAxes.end();
-  if (!onlyBatch)
+  // Beside tensor parallelism a gradient is also partial over the model
+  // axis inside the backward program (a norm's scale, the embedding);
+  // propagation joins it to the pinned sum over the batch axes by an
+  // all-reduce over the model axis alone (docs/Propagation.md, "Partial
+  // values"), and the sum stays partial over the batch axes.
+  if (batchAxes.empty())
     return pinned;
   MLIRContext *context = function.getContext();
   auto meshRef = FlatSymbolRefAttr::get(context, meshOp.getSymName());

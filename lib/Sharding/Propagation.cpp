@@ -275,7 +275,11 @@ void keepSinglePartial(const Context &context, const PropagationOp &op,
 /// A joint-flow op keeps its listed operands partial when all of them are
 /// partial the same way; a whole loop accumulator among them may become
 /// partial too (it starts from a value that is made partial for free, and
-/// the sum is taken once after the loop).
+/// the sum is taken once after the loop). Sums over different axes join
+/// over the axes all of them share: an operand partial over more axes is
+/// reduced over the others first (a gradient partial over data and model
+/// added to a sum partial over data: an all-reduce over model, the sum
+/// stays partial over data; docs/Propagation.md, "Partial values").
 void keepJointPartials(const Context &context, const PropagationOp &op,
                        PassedPartial &passed) {
   const OpShardingRule &rule = op.rule;
@@ -286,21 +290,36 @@ void keepJointPartials(const Context &context, const PropagationOp &op,
         rule.allowsPartial(i, cur.partialKind))
       partial = &cur;
   }
-  bool joinable = partial != nullptr;
+  if (!partial)
+    return;
+  // The axes every partial operand is partial over, in the first's order.
+  AxisList shared = partial->partialAxes;
+  bool joinable = true;
   for (int i : rule.partialOperands) {
     const Sharding &cur = context.shardings[op.operands[i]];
-    bool same = partial && cur.partialKind == partial->partialKind &&
-                cur.partialAxes == partial->partialAxes;
     bool accumulator = cur.partialKind == PartialKind::None &&
                        context.problem.tensors[op.operands[i]].accumulator;
-    joinable = joinable && (same || accumulator);
+    if (accumulator)
+      continue;
+    if (cur.partialKind != partial->partialKind ||
+        (cur.partialAxes != partial->partialAxes &&
+         partial->partialKind != PartialKind::Sum)) {
+      joinable = false;
+      break;
+    }
+    AxisList kept;
+    for (const std::string &axis : shared)
+      if (std::find(cur.partialAxes.begin(), cur.partialAxes.end(), axis) !=
+          cur.partialAxes.end())
+        kept.push_back(axis);
+    shared = std::move(kept);
   }
-  if (joinable) {
-    for (int i : rule.partialOperands)
-      passed.keep[i] = true;
-    passed.kind = partial->partialKind;
-    passed.axes = partial->partialAxes;
-  }
+  if (!joinable || shared.empty())
+    return;
+  for (int i : rule.partialOperands)
+    passed.keep[i] = true;
+  passed.kind = partial->partialKind;
+  passed.axes = shared;
 }
 
 /// The operands `op` keeps partial under `assignment`, by its rule's
@@ -347,12 +366,13 @@ void addOperandEffects(const Context &context, const PropagationOp &op,
         rule.partialFlow == PartialFlow::PerValue &&
         cur.partialKind != PartialKind::None &&
         rule.allowsPartial(static_cast<int>(i), cur.partialKind);
-    if (perValuePartial ||
-        (passed.keep[i] && cur.partialKind != PartialKind::None)) {
+    if (perValuePartial) {
       required.partialKind = cur.partialKind;
       required.partialAxes = cur.partialAxes;
     } else if (passed.keep[i]) {
-      // A whole accumulator joining partial values: made partial (free).
+      // Partial as the op keeps it: a whole accumulator joining partial
+      // values is made partial (free), one partial over more axes than
+      // the others reduced over the rest.
       required.partialKind = passed.kind;
       required.partialAxes = passed.axes;
     }

@@ -200,7 +200,9 @@ LogicalResult Partitioner::partitionRuleOp(ShardingRuleOpInterface op) {
       if (!changed.empty())
         text += " (factor " + factorNames(changed) + ")";
       else if (current.partialKind != PartialKind::None)
-        text += " (needs a whole value)";
+        text += layout.operands[index].partialKind != PartialKind::None
+                    ? " (joins a sum over fewer axes)"
+                    : " (needs a whole value)";
       return text;
     };
     FailureOr<Value> resharded =
