@@ -240,6 +240,39 @@ namespace {
 /// quarter less compute), rarely by a factor of two.
 constexpr double kExploreWithin = 2.0;
 
+/// An explored group's layouts are screened this many at a time, leanest
+/// first (a fixed number: the plan is the same on any number of cores).
+constexpr size_t kScreenWave = 4;
+
+/// Whether `b` holds at least what `a` holds per device, by construction:
+/// no more micro-batches (each as large or larger), no more recomputation,
+/// and a schedule keeping as many in flight or more (1F1B, zero-bubble,
+/// interleaved).
+bool holdsAtLeast(const Candidate &b, const Candidate &a) {
+  auto remat = [](Remat r) {
+    return r == Remat::None ? 2 : r == Remat::PerLayer ? 1 : 0;
+  };
+  auto schedule = [](ScheduleKind kind) {
+    return kind == ScheduleKind::OneFOneB     ? 0
+           : kind == ScheduleKind::ZeroBubble ? 1
+                                              : 2;
+  };
+  return b.pipe == a.pipe && b.data == a.data && b.model == a.model &&
+         b.rules == a.rules && b.micro <= a.micro &&
+         remat(b.remat) >= remat(a.remat) &&
+         schedule(b.schedule) >= schedule(a.schedule);
+}
+
+/// Why `c` is left out when the same pipeline's `lean` is over budget.
+std::string overBudgetAlready(const Candidate &lean) {
+  return llvm::formatv("left out: the same pipeline with {0} micro-batches, "
+                       "remat {1} and {2} needs about {3} per device already",
+                       lean.micro, partita::rematName(lean.remat),
+                       partita::scheduleKindName(lean.schedule),
+                       formatBytes(lean.screenedMemory))
+      .str();
+}
+
 /// Screens every layout of `set` at both depths, side by side, and records
 /// what it found in each (Candidate::screened and the figures, or over the
 /// budget).
@@ -379,7 +412,34 @@ partita::screenLayouts(const std::vector<Candidate *> &order,
        ++explored)
     rest.insert(rest.end(), fitting[explored]->begin() + 1,
                 fitting[explored]->end());
-  screenSet(rest, config, cluster, globalBatch, budget, counts);
+  // In waves, leanest first: a layout holding at least what a layout of
+  // its group found over budget holds is left out unscreened (most of a
+  // group explored for its leanest layout runs out of memory with fewer
+  // micro-batches or no recomputation).
+  std::vector<const Candidate *> over;
+  while (!rest.empty()) {
+    size_t take = std::min(rest.size(), kScreenWave);
+    std::vector<Candidate *> wave(rest.begin(), rest.begin() + take);
+    screenSet(wave, config, cluster, globalBatch, budget, counts);
+    for (const Candidate *c : wave)
+      if (c->screenedOut)
+        over.push_back(c);
+    std::vector<Candidate *> next;
+    for (size_t k = take; k < rest.size(); ++k) {
+      Candidate *c = rest[k];
+      auto dominating =
+          std::find_if(over.begin(), over.end(), [&](const Candidate *o) {
+            return holdsAtLeast(*c, *o);
+          });
+      if (dominating == over.end()) {
+        next.push_back(c);
+        continue;
+      }
+      c->failure = overBudgetAlready(**dominating);
+      ++counts.leftOut;
+    }
+    rest = std::move(next);
+  }
   for (std::vector<Candidate *> *members : pipelined) {
     const Candidate *lean = members->front();
     bool wasExplored = std::find(fitting.begin(), fitting.begin() + explored,
@@ -400,13 +460,7 @@ partita::screenLayouts(const std::vector<Candidate *> &order,
       }
       c->failure =
           lean->screenedOut
-              ? llvm::formatv("left out: the same pipeline with {0} "
-                              "micro-batches, remat {1} and {2} needs "
-                              "about {3} per device already",
-                              lean->micro, partita::rematName(lean->remat),
-                              partita::scheduleKindName(lean->schedule),
-                              formatBytes(lean->screenedMemory))
-                    .str()
+              ? overBudgetAlready(*lean)
               : llvm::formatv("left out: the leanest layout of its group "
                               "({0} micro-batches, remat {1}) is estimated "
                               "{2:F3} ms, {3}",
