@@ -10,6 +10,17 @@ step's timeline, written to pipeline.json). The peer is Partita without
 pipelining in the same run: data parallelism over the 8 devices with the
 same 8 micro-batches of gradient accumulation (`--mesh data=8`).
 
+Collective bytes per step: per device, from the compiled programs (every
+collective's bus bytes times how often it runs in a step: each stage
+program once per micro-batch, the update once), the busiest pipeline rank
+against the same model unpipelined on the same 8 devices (`partita compile
+--train --report`), for dp and dp+tp. The gradients are summed over the
+data axis once per step in both (docs/Pipeline.md, "Values on the
+devices"); a pipeline rank holds a part of the model, so it reduces fewer
+gradient bytes. What a rank sends to the next (activations, gradients:
+point to point, not collectives) is left out here; pipeline.json gives it
+per stage and micro-batch (sends_forward_bytes, sends_backward_bytes).
+
 With --mpi it also runs the 1F1B step the compiler writes (`partita compile
 --train --pp P -o DIR`) through `partita-exec train`: its P pipeline ranks as
 threads of one process, and as P processes under mpirun (`--distributed`,
@@ -56,6 +67,47 @@ def median_step_seconds(path):
     seconds = [float(row["seconds"]) for row in rows]
     losses = [row["loss"] for row in rows]
     return statistics.median(seconds[1:] if len(seconds) > 1 else seconds), losses
+
+
+def collective_bytes(partita, scratch):
+    """The collective bytes per device per step table (see the docstring)."""
+    model = os.path.join(scratch, "bytes.mlir")
+    with open(model, "w") as f:
+        gen = MODEL[2:]
+        gen[gen.index("--batch") + 1] = str(32 // MICRO)
+        subprocess.run([partita, "gen", "gpt", *gen], stdout=f, check=True)
+
+    def report(extra, name):
+        path = os.path.join(scratch, name)
+        subprocess.run([partita, "compile", model, "--train", "--micro-batches",
+                        str(MICRO), *extra, "--report", path], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(path) as f:
+            return json.load(f)
+
+    print()
+    print("| rules | mesh | collectives per step | bytes per device per "
+          "step | vs unpipelined |")
+    print("|---|---|---|---|---|")
+    for rules, flat, piped in (
+            ("dp", "data=8", ("pipe=2,data=4", "pipe=4,data=2")),
+            ("dp+tp", "data=4,model=2",
+             ("pipe=2,data=2,model=2", "pipe=4,model=2"))):
+        totals = report(["--mesh", flat, "--rules", rules],
+                        f"flat-{rules}.json")["totals"]
+        base = totals["bytes_per_device"]
+        print(f"| {rules} | {flat} | {totals['collectives']} | {base:,.0f} | "
+              f"1.00 |")
+        for mesh in piped:
+            pp = int(mesh.split(",")[0].split("=")[1])
+            ranks = report(["--pp", str(pp), "--mesh", mesh, "--rules", rules],
+                           f"pp-{rules}-{pp}.json")["per_rank"]
+            busiest = max(ranks,
+                          key=lambda r: r["collective_bytes_per_device_per_step"])
+            moved = busiest["collective_bytes_per_device_per_step"]
+            print(f"| {rules} | {mesh} (rank {busiest['rank']}) | "
+                  f"{busiest['collectives_per_step']} | {moved:,.0f} | "
+                  f"{moved / base:.2f} |")
 
 
 def run_mpi(partita, steps, scratch):
@@ -125,6 +177,7 @@ def main():
                       f"{report['measured_bubble_fraction']:.3f} | "
                       f"{report['per_rank'][0]['measured_peak_held_bytes']:,} | "
                       f"{tokens / step:,.0f} | {base / step:.2f} |")
+        collective_bytes(args.partita, scratch)
         if args.mpi:
             run_mpi(args.partita, args.steps, scratch)
 

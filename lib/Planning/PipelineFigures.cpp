@@ -119,6 +119,31 @@ Expected<PipelineFigures> partita::scheduleFigures(const PipelinedStep &step) {
   return figures;
 }
 
+namespace {
+
+/// The collectives a device of stage `stage`'s rank runs in one step: its
+/// programs' for every micro-batch, then its update's (and norm's).
+CommunicationSummary stepCommunication(const PipelinedStep &step,
+                                       const PipelineStage &stage) {
+  CommunicationSummary total;
+  auto add = [&](const Executable &program, double times) {
+    CommunicationSummary one = summarizeCommunication(program);
+    total.collectives += static_cast<int64_t>(one.collectives * times);
+    total.bytesPerDevice += one.bytesPerDevice * times;
+  };
+  double micro = static_cast<double>(step.schedule.microBatches);
+  for (const StageProgram *program :
+       {&stage.forward, &stage.backward, &stage.weightGrad})
+    if (program->present)
+      add(program->executable, micro);
+  add(stage.update, 1);
+  if (stage.normInput >= 0)
+    add(stage.norm, 1);
+  return total;
+}
+
+} // namespace
+
 void partita::printPipelineStages(llvm::raw_ostream &os,
                                   const PipelinedStep &step,
                                   const PipelineFigures &figures) {
@@ -194,6 +219,10 @@ bool partita::writePipelineReport(const std::string &path,
             StageTraffic traffic = stageTraffic(step, static_cast<int>(s));
             json.attribute("sends_forward_bytes", traffic.forward);
             json.attribute("sends_backward_bytes", traffic.backward);
+            CommunicationSummary comm = stepCommunication(step, stage);
+            json.attribute("collectives_per_step", comm.collectives);
+            json.attribute("collective_bytes_per_device_per_step",
+                           comm.bytesPerDevice);
           });
         }
       });
@@ -204,9 +233,20 @@ bool partita::writePipelineReport(const std::string &path,
             if (schedule.rankOfStage(static_cast<int>(s)) == r)
               perMicroBatch =
                   std::max(perMicroBatch, activationBytes(step.stages[s]));
+          CommunicationSummary comm;
+          for (size_t s = 0; s < step.stages.size(); ++s)
+            if (schedule.rankOfStage(static_cast<int>(s)) == r) {
+              CommunicationSummary one =
+                  stepCommunication(step, step.stages[s]);
+              comm.collectives += one.collectives;
+              comm.bytesPerDevice += one.bytesPerDevice;
+            }
           json.object([&] {
             json.attribute("rank", r);
             json.attribute("bubble", figures.uniform.bubble[r]);
+            json.attribute("collectives_per_step", comm.collectives);
+            json.attribute("collective_bytes_per_device_per_step",
+                           comm.bytesPerDevice);
             json.attribute("peak_micro_batches_held",
                            figures.uniform.peakInFlight[r]);
             json.attribute("peak_activation_bytes",
