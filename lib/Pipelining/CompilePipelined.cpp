@@ -124,52 +124,18 @@ void pinProducedInputs(
   }
 }
 
-/// The gradient sums of a stage kept unreduced from micro-batch to
-/// micro-batch: where the rules leave a gradient unsplit over the rank's
-/// batch axes (dp, also beside tp and sp — not ZeRO-2 or FSDP, whose
-/// buffers are split and take a reduce-scatter per micro-batch), the
-/// accumulators of `function` (arguments and results, `accumulatorOf`) are
-/// pinned to the rules' layout as a partial sum over those axes, so that no
-/// program reduces them but the update, once per step (docs/Pipeline.md,
-/// "Values on the devices"). Returns the pinned layout per accumulator
-/// (replicated where not pinned: the rules decide).
-std::vector<std::optional<Sharding>>
-pinPartialAccumulators(func::FuncOp function, ModuleOp source,
-                       const std::vector<StageInput> &inputs,
-                       const std::vector<int32_t> &accumulatorOf,
-                       const PipelineOptions &passes) {
-  std::vector<std::optional<Sharding>> pinned;
-  auto meshes = source.getOps<MeshOp>();
-  if (!function || meshes.empty() || passes.rules.empty())
-    return pinned;
-  MeshOp meshOp = *meshes.begin();
-  Mesh mesh = meshOp.getMesh().toMesh();
-  Expected<LogicalRules> rules = loadLogicalRules(passes.rules, mesh);
-  if (!rules)
-    return pinned;
+/// The rank's rules and the mesh axes its rules split the batch over (of
+/// size > 1): what the pins below are made of.
+struct BatchAxesRules {
+  Mesh mesh;
+  LogicalRules rules;
   std::vector<std::string> batchAxes;
-  for (const LogicalRule &rule : rules->rules)
-    if (rule.logical == "batch" && (rule.role.empty() || rule.role == "input"))
-      for (const std::string &axis : rule.meshAxes)
-        if (mesh.axisSize(axis) > 1 &&
-            std::find(batchAxes.begin(), batchAxes.end(), axis) ==
-                batchAxes.end())
-          batchAxes.push_back(axis);
-  // Beside tensor parallelism a gradient is also partial over the model
-  // axis inside the backward program (a norm's scale, the embedding);
-  // propagation joins it to the pinned sum over the batch axes by an
-  // all-reduce over the model axis alone (docs/Propagation.md, "Partial
-  // values"), and the sum stays partial over the batch axes.
-  if (batchAxes.empty())
-    return pinned;
-  MLIRContext *context = function.getContext();
-  auto meshRef = FlatSymbolRefAttr::get(context, meshOp.getSymName());
-  for (size_t i = 0; i < inputs.size() && i < function.getNumArguments(); ++i) {
-    if (inputs[i].kind != StageInput::Kind::Accumulator)
-      continue;
-    size_t index = static_cast<size_t>(inputs[i].index);
-    if (pinned.size() <= index)
-      pinned.resize(index + 1);
+  FlatSymbolRefAttr meshRef;
+
+  /// The rules' layout of argument `i` of `function` for `role`, and the
+  /// same with the batch axes taken out of its dimensions (`stripped`).
+  Sharding layout(func::FuncOp function, unsigned i, const char *role,
+                  double maxPadding, Sharding &stripped) const {
     auto axes = function.getArgAttrOfType<ArrayAttr>(
         i, PartitaDialect::kLogicalAxesAttrName);
     auto type = cast<RankedTensorType>(function.getArgument(i).getType());
@@ -179,18 +145,82 @@ pinPartialAccumulators(func::FuncOp function, ModuleOp source,
     names.resize(static_cast<size_t>(type.getRank()));
     std::vector<std::string> warnings;
     Sharding sharding = applyLogicalRules(
-        *rules, mesh, names, {type.getShape().begin(), type.getShape().end()},
-        "grad", passes.maxPadding, warnings);
-    bool overBatch = sharding.partialKind != PartialKind::None;
-    for (const DimSharding &dim : sharding.dims)
-      for (const std::string &axis : dim.axes)
-        overBatch |= std::find(batchAxes.begin(), batchAxes.end(), axis) !=
-                     batchAxes.end();
-    if (overBatch)
+        rules, mesh, names, {type.getShape().begin(), type.getShape().end()},
+        role, maxPadding, warnings);
+    stripped = sharding;
+    for (DimSharding &dim : stripped.dims)
+      llvm::erase_if(dim.axes, [&](const std::string &axis) {
+        return llvm::is_contained(batchAxes, axis);
+      });
+    return sharding;
+  }
+};
+
+std::optional<BatchAxesRules> batchAxesRules(ModuleOp source,
+                                             const PipelineOptions &passes) {
+  auto meshes = source.getOps<MeshOp>();
+  if (meshes.empty() || passes.rules.empty())
+    return std::nullopt;
+  MeshOp meshOp = *meshes.begin();
+  BatchAxesRules found;
+  found.mesh = meshOp.getMesh().toMesh();
+  Expected<LogicalRules> rules = loadLogicalRules(passes.rules, found.mesh);
+  if (!rules)
+    return std::nullopt;
+  found.rules = std::move(*rules);
+  for (const LogicalRule &rule : found.rules.rules)
+    if (rule.logical == "batch" && (rule.role.empty() || rule.role == "input"))
+      for (const std::string &axis : rule.meshAxes)
+        if (found.mesh.axisSize(axis) > 1 &&
+            !llvm::is_contained(found.batchAxes, axis))
+          found.batchAxes.push_back(axis);
+  if (found.batchAxes.empty())
+    return std::nullopt;
+  found.meshRef =
+      FlatSymbolRefAttr::get(source.getContext(), meshOp.getSymName());
+  return found;
+}
+
+/// The gradient sums of a stage kept unreduced from micro-batch to
+/// micro-batch: the accumulators of `function` (arguments and results,
+/// `accumulatorOf`) are pinned to the rules' layout with the rank's batch
+/// axes taken out of their dimensions, as a partial sum over those axes,
+/// so that no program reduces them but the update, once per step
+/// (docs/Pipeline.md, "Values on the devices"). Under dp that is the rules'
+/// layout itself; under ZeRO-2 and FSDP, whose gradient buffers the rules
+/// split over the batch axes, the sums are kept whole per device through
+/// the step and the update reduce-scatters them once (as Megatron's
+/// distributed optimizer and torchtitan's pipelined FSDP do), instead of a
+/// reduce-scatter per micro-batch. Beside tensor parallelism a gradient is
+/// also partial over the model axis inside the backward program (a norm's
+/// scale, the embedding); propagation joins it to the pinned sum by an
+/// all-reduce over the model axis alone (docs/Propagation.md, "Partial
+/// values"). Returns the pinned layout per accumulator.
+std::vector<std::optional<Sharding>>
+pinPartialAccumulators(func::FuncOp function, ModuleOp source,
+                       const std::vector<StageInput> &inputs,
+                       const std::vector<int32_t> &accumulatorOf,
+                       const PipelineOptions &passes) {
+  std::vector<std::optional<Sharding>> pinned;
+  std::optional<BatchAxesRules> found =
+      function ? batchAxesRules(source, passes) : std::nullopt;
+  if (!found)
+    return pinned;
+  MLIRContext *context = function.getContext();
+  for (size_t i = 0; i < inputs.size() && i < function.getNumArguments(); ++i) {
+    if (inputs[i].kind != StageInput::Kind::Accumulator)
+      continue;
+    size_t index = static_cast<size_t>(inputs[i].index);
+    if (pinned.size() <= index)
+      pinned.resize(index + 1);
+    Sharding sharding;
+    Sharding rules = found->layout(function, static_cast<unsigned>(i), "grad",
+                                   passes.maxPadding, sharding);
+    if (rules.partialKind != PartialKind::None)
       continue;
     sharding.partialKind = PartialKind::Sum;
-    sharding.partialAxes = batchAxes;
-    auto attr = ShardingAttr::fromSharding(context, meshRef, sharding);
+    sharding.partialAxes = found->batchAxes;
+    auto attr = ShardingAttr::fromSharding(context, found->meshRef, sharding);
     function.setArgAttr(i, PartitaDialect::kShardingAttrName, attr);
     for (size_t r = 0; r < accumulatorOf.size(); ++r)
       if (accumulatorOf[r] == static_cast<int32_t>(index))
@@ -198,6 +228,33 @@ pinPartialAccumulators(func::FuncOp function, ModuleOp source,
     pinned[index] = sharding;
   }
   return pinned;
+}
+
+/// The parameters a stage program reads, where the rules split them over
+/// the rank's batch axes (FSDP): pinned to the rules' layout without those
+/// axes, so the program takes them gathered. The runtime gathers each once
+/// per step and hands the same blocks to every micro-batch's programs
+/// (docs/Pipeline.md, "Values on the devices"); the update keeps them split.
+void pinGatheredParameters(func::FuncOp function, ModuleOp source,
+                           const std::vector<StageInput> &inputs,
+                           const PipelineOptions &passes) {
+  std::optional<BatchAxesRules> found =
+      function ? batchAxesRules(source, passes) : std::nullopt;
+  if (!found)
+    return;
+  for (size_t i = 0; i < inputs.size() && i < function.getNumArguments(); ++i) {
+    if (inputs[i].kind != StageInput::Kind::Param ||
+        function.getArgAttr(i, PartitaDialect::kShardingAttrName))
+      continue;
+    Sharding gathered;
+    Sharding rules = found->layout(function, static_cast<unsigned>(i), "param",
+                                   passes.maxPadding, gathered);
+    if (rules == gathered)
+      continue;
+    function.setArgAttr(i, PartitaDialect::kShardingAttrName,
+                        ShardingAttr::fromSharding(function.getContext(),
+                                                   found->meshRef, gathered));
+  }
 }
 
 /// The update's gradient sums (its non-scalar `input` arguments, one per
@@ -223,6 +280,17 @@ void pinUpdateGradients(func::FuncOp update, ModuleOp source,
           ShardingAttr::fromSharding(context, meshRef, *pinned[j]));
     ++j;
   }
+}
+
+/// pinGatheredParameters for each of a stage's per-micro-batch programs.
+void pinGatheredParameters(StageProgramFunctions &programs, ModuleOp source,
+                           const PipelineOptions &passes) {
+  pinGatheredParameters(programs.forward, source, programs.forwardInputs,
+                        passes);
+  pinGatheredParameters(programs.backward, source, programs.backwardInputs,
+                        passes);
+  pinGatheredParameters(programs.weightGrad, source, programs.weightGradInputs,
+                        passes);
 }
 
 std::string describeStage(const StageAssignment &assignment, int s) {
@@ -321,9 +389,11 @@ partita::compilePipelined(func::FuncOp loss,
                  : nullptr;
     };
     bool pin = devicesPerRank > 1;
-    if (pin)
+    if (pin) {
+      pinGatheredParameters(*programs, module, options.passes);
       pinProducedInputs(programs->forward, module, programs->forwardInputs,
                         produced);
+    }
     status = compileProgram(programs->forward, module, options, devicesPerRank,
                             programs->forwardInputs, {}, stage.forward);
     if (pin)

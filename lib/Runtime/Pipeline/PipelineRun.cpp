@@ -28,6 +28,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -277,6 +278,11 @@ struct PipelineRunner::StepRun {
   /// addends of a partial sum — from micro-batch to micro-batch and
   /// reduced once, by the update.
   std::vector<std::vector<RankValue>> stageValues, accumulators;
+  /// Per local stage and parameter: the parameter laid out as the stage's
+  /// programs read it, where that differs from the update's layout (FSDP's
+  /// shards gathered), made at its first use in the step. Each stage's
+  /// entries are touched by its rank's thread alone.
+  std::vector<std::vector<std::optional<RankValue>>> gatheredParams;
   /// Programs run as blocks on the rank's devices (the CPU devices of this
   /// process); false: through runProgram, whole arrays in and out.
   bool onDevices = false;
@@ -350,6 +356,9 @@ Status PipelineRunner::StepRun::prepare(const std::vector<HostArray> &data) {
   }
   stageValues.assign(step.stages.size(), {});
   accumulators.assign(step.stages.size(), {});
+  gatheredParams.assign(step.stages.size(), {});
+  for (size_t s = 0; s < step.stages.size(); ++s)
+    gatheredParams[s].resize(step.stages[s].paramIndex.size());
   for (size_t s = 0; s < step.stages.size(); ++s) {
     if (!where.isLocalStage(s))
       continue;
@@ -435,9 +444,28 @@ void PipelineRunner::StepRun::runRank(int rank) {
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       const StageInput &source = program.inputs[i];
       switch (source.kind) {
-      case StageInput::Kind::Param:
+      case StageInput::Kind::Param: {
         inputs[i] = &stageValues[action.stage][source.index];
+        if (!onDevices || !inputs[i]->inBlocks() ||
+            rank_values::laidOutAs(*inputs[i], program.executable, i))
+          break;
+        // A parameter the update holds split and the program reads
+        // gathered (FSDP): gathered once per step, for every micro-batch.
+        std::optional<RankValue> &copy =
+            gatheredParams[action.stage][source.index];
+        if (!copy || !rank_values::laidOutAs(*copy, program.executable, i)) {
+          Expected<RankValue> made =
+              rank_values::relayout(*inputs[i], program.executable, i);
+          if (!made) {
+            fail(Status::error(describePipeAction(action) + ": " +
+                               made.status().message()));
+            return;
+          }
+          copy = std::move(*made);
+        }
+        inputs[i] = &*copy;
         break;
+      }
       case StageInput::Kind::Data:
         inputs[i] = &slices[source.index][mb];
         break;

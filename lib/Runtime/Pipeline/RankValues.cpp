@@ -57,6 +57,28 @@ Expected<HostArray> toWhole(const RankValue &value) {
   return std::move((*assembled)[0]);
 }
 
+bool laidOutAs(const RankValue &value, const Executable &program,
+               size_t index) {
+  return value.inBlocks() && sameLayout(*value.owner, *value.layout, program,
+                                        program.inputs[index]);
+}
+
+Expected<RankValue> relayout(const RankValue &value, const Executable &program,
+                             size_t index) {
+  Expected<HostArray> whole = toWhole(value);
+  if (!whole)
+    return whole.status();
+  Expected<std::vector<HostArray>> blocks =
+      inputBlocksByDevice(program, index, *whole, PartialInputs::FirstMember);
+  if (!blocks)
+    return blocks.status();
+  RankValue laidOut;
+  laidOut.blocks = std::move(*blocks);
+  laidOut.owner = &program;
+  laidOut.layout = &program.inputs[index];
+  return laidOut;
+}
+
 Expected<std::vector<RankValue>>
 runOnRank(const Executable &program,
           const std::vector<const RankValue *> &inputs) {
@@ -70,8 +92,7 @@ runOnRank(const Executable &program,
   std::vector<std::vector<HostArray>> cut(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const RankValue &value = *inputs[i];
-    if (value.inBlocks() &&
-        sameLayout(*value.owner, *value.layout, program, program.inputs[i]))
+    if (laidOutAs(value, program, i))
       continue;
     Expected<HostArray> whole = toWhole(value);
     if (!whole)

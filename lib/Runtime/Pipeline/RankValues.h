@@ -46,6 +46,14 @@ RankValue wholeValue(HostArray array);
 /// partial sums added).
 Expected<HostArray> toWhole(const RankValue &value);
 
+/// Whether `value` is in blocks laid out as input `index` of `program`.
+bool laidOutAs(const RankValue &value, const Executable &program, size_t index);
+
+/// `value` as blocks laid out as input `index` of `program` (assembled and
+/// cut on the host; a partial sum's whole value to its first member).
+Expected<RankValue> relayout(const RankValue &value, const Executable &program,
+                             size_t index);
+
 /// Runs `program` on its mesh's devices as threads of this process with
 /// `inputs` (one per program input): a value in blocks laid out as the
 /// input is taken as it is, any other is assembled (if in blocks) and cut
