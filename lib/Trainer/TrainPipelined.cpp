@@ -139,6 +139,26 @@ Status checkAgainstOneDevice(const TrainRequest &request,
 
 namespace {
 
+/// Whether this process's stages read a data input (the first stage reads
+/// the tokens, the last the targets; across processes the others need no
+/// data).
+bool readsData(const PipelinedStep &step, const ProcessGroup *group) {
+  const PipelineSchedule &schedule = step.schedule;
+  int perProcess = group ? schedule.ranks / group->processes() : 0;
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    if (group && schedule.rankOfStage(static_cast<int>(s)) / perProcess !=
+                     group->process())
+      continue;
+    const PipelineStage &stage = step.stages[s];
+    for (const StageProgram *program :
+         {&stage.forward, &stage.backward, &stage.weightGrad})
+      for (const StageInput &input : program->inputs)
+        if (program->present && input.kind == StageInput::Kind::Data)
+          return true;
+  }
+  return false;
+}
+
 /// --resume and --init-from for a pipelined step: any checkpoint of the
 /// same model, pipelined or not (PipelineRunner::loadCheckpoint).
 Status loadPipelinedCheckpoint(const TrainRequest &request,
@@ -172,18 +192,18 @@ Status loadPipelinedCheckpoint(const TrainRequest &request,
 
 /// Steps firstStep .. request.steps - 1 of a pipelined run, each step's
 /// progress line and the checkpoints due; the last step's result.
-Expected<PipelineStepResult>
-runPipelinedSteps(const TrainRequest &request, PipelineRunner &runner,
-                  TrainData &source, std::vector<HostArray> &data,
-                  const PipelineProgramRunner &runProgram,
-                  ProgressPrinter &progress, CheckpointWriter &checkpoints,
-                  Evaluator *evaluator, int64_t firstStep, bool tty) {
+Expected<PipelineStepResult> runPipelinedSteps(
+    const TrainRequest &request, PipelineRunner &runner, TrainData &source,
+    std::vector<HostArray> &data, const PipelineProgramRunner &runProgram,
+    ProgressPrinter &progress, CheckpointWriter &checkpoints,
+    Evaluator *evaluator, bool fills, int64_t firstStep, bool tty) {
   std::vector<HostArray *> dataPointers;
   for (HostArray &array : data)
     dataPointers.push_back(&array);
   PipelineStepResult last;
   for (int64_t s = firstStep; s < request.steps; ++s) {
-    Status status = source.fill(s, dataPointers);
+    // A process whose stages read no data input leaves it unfilled.
+    Status status = fills ? source.fill(s, dataPointers) : Status::success();
     Expected<PipelineStepResult> result =
         status.ok() ? runner.runStep(s, data, runProgram,
                                      request.lrSchedule
@@ -329,9 +349,9 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
   // Each process writes its stages' tensors (whole values).
   checkpoints.across.group = group;
   checkpoints.inCaller = group != nullptr;
-  Expected<PipelineStepResult> last =
-      runPipelinedSteps(request, **runner, **source, data, runProgram, progress,
-                        checkpoints, evaluator.get(), firstStep, tty);
+  Expected<PipelineStepResult> last = runPipelinedSteps(
+      request, **runner, **source, data, runProgram, progress, checkpoints,
+      evaluator.get(), readsData(*step, group), firstStep, tty);
   if (!last)
     return last.status();
   if (Status written = checkpoints.finish(); !written.ok())
