@@ -200,9 +200,13 @@ Status partita::api::modelConfigFromOptions(const OptionValues &cl,
     return status;
   config.scan = cl.on("--scan");
   config.noLoss = cl.on("--no-loss");
-  config.lossMask = cl.on("--loss-mask") || cl.on("--dpo");
+  config.lossMask = cl.on("--loss-mask") || cl.on("--dpo") || cl.on("--reward");
+  if (cl.on("--dpo") && cl.on("--reward"))
+    return Status::error("--dpo and --reward exclude each other");
   if (cl.on("--dpo"))
     config.objective = "dpo";
+  if (cl.on("--reward"))
+    config.objective = "reward";
   config.rotary = cl.on("--rotary");
   config.rmsNorm = cl.on("--rmsnorm");
   config.swiglu = cl.on("--swiglu");
@@ -363,7 +367,7 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
   if (config.noLoss)
     return Status::error("--no-loss leaves nothing to train");
   std::string objective = cl.get("--objective", "lm");
-  if (objective == "sft" || objective == "dpo") {
+  if (objective == "sft" || objective == "dpo" || objective == "reward") {
     if (config.model != "gpt" && config.model != "moe")
       return Status::error("--objective " + objective +
                            " needs --model gpt or moe");
@@ -374,8 +378,16 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
                               : "'prompt | chosen | rejected' tokens"));
     config.lossMask = true;
   } else if (objective != "lm") {
-    return Status::error("--objective must be lm, sft or dpo, got '" +
+    return Status::error("--objective must be lm, sft, dpo or reward, got '" +
                          objective + "'");
+  }
+  if (objective == "reward") {
+    // A reward model: the Bradley-Terry loss on a scalar head's scores of
+    // each pair's chosen and rejected answers (docs/Training.md).
+    config.objective = "reward";
+    if (config.batch % 2 != 0)
+      return Status::error("--objective reward takes pairs of rows: --batch (" +
+                           std::to_string(config.batch) + ") must be even");
   }
   if (objective == "dpo") {
     config.objective = "dpo";
@@ -475,8 +487,7 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
   }
   // The trace records windows of a token file; without one it wrote nothing
   // and exited 0.
-  if (!request.dataTrace.empty() &&
-      (!request.data || config.lossMask || config.objective == "dpo"))
+  if (!request.dataTrace.empty() && (!request.data || config.lossMask))
     return Status::error("--data-trace records the windows read from a token "
                          "file: it needs --data FILE with the default "
                          "(language-model) objective");

@@ -111,6 +111,28 @@ Value oneHot(ModelBuilder &b, Value indices, int64_t size,
   return b.convert(hit, b.element(), name);
 }
 
+/// The mean of -log σ(β (s_2i - s_2i+1)) over the row pairs of `scores`
+/// [B] (row 2i chosen, 2i + 1 rejected): DPO's loss on log-ratios, the
+/// Bradley–Terry loss on rewards (β = 1).
+Value pairLoss(ModelBuilder &b, Value scores, double beta,
+               const std::string &name) {
+  int64_t rows = ModelBuilder::shapeOf(scores)[0];
+  Value pairs = b.reshape(scores, {rows / 2, 2}, "pairs");
+  Value sign = b.constantData({1.0f, -1.0f}, {2}, "chosen.minus.rejected");
+  Value margin =
+      b.einsum("pt,t->p", ValueRange{pairs, sign}, {rows / 2}, "margin");
+  Value scaled = beta == 1.0
+                     ? margin
+                     : b.mul(margin, b.constant(beta, {rows / 2}, "beta"),
+                             "scaled.margin");
+  // -log sigmoid(z) = log(1 + exp(-z)).
+  Value softplus = b.log(
+      b.add(b.constant(1.0, {rows / 2}, "one"),
+            b.exp(b.neg(scaled, "neg.margin"), "exp.neg.margin"), "one.plus"),
+      "neg.log.sigmoid");
+  return b.mean(softplus, {0}, name);
+}
+
 /// Mean softmax cross-entropy of `logits` [B, S, V] against `targets` [B, S]:
 /// over every position, or, with `mask` [B, S], over those where it is 1.
 /// With `config.objective` "logprob" or "dpo" (and a mask), each row's
@@ -148,19 +170,7 @@ Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
     // Rows 2i (chosen) and 2i + 1 (rejected): their log-ratios against the
     // reference, differenced pair by pair.
     Value ratio = b.sub(sequence, refLogp, "log.ratio");
-    Value pairs = b.reshape(ratio, {rows / 2, 2}, "pairs");
-    Value sign = b.constantData({1.0f, -1.0f}, {2}, "chosen.minus.rejected");
-    Value margin = b.einsum("pt,t->p", ValueRange{pairs, sign}, {rows / 2},
-                            "margin");
-    Value scaled = b.mul(margin, b.constant(config->dpoBeta, {rows / 2}, "beta"),
-                         "scaled.margin");
-    // -log sigmoid(z) = log(1 + exp(-z)).
-    Value softplus =
-        b.log(b.add(b.constant(1.0, {rows / 2}, "one"),
-                    b.exp(b.neg(scaled, "neg.margin"), "exp.neg.margin"),
-                    "one.plus"),
-              "neg.log.sigmoid");
-    loss = b.mean(softplus, {0}, "dpo.mean");
+    loss = pairLoss(b, ratio, config->dpoBeta, "dpo.mean");
   } else if (mask) {
     Value kept = b.reduce(ReductionKind::Sum, b.mul(nll, mask, "masked"),
                           {0, 1}, "masked.sum");
@@ -554,6 +564,27 @@ Value TransformerLayer::feedForward(Value h, const std::vector<Value> &norm2,
   return b.add(h, y, "mlp.residual");
 }
 
+/// A reward model's score of each row of `x` [B, S, D] (after the final
+/// norm): the scalar head at the row's last response token, the last
+/// position `mask` [B, S] marks (mask[s] = 1 and mask[s + 1] = 0).
+Value rewardScores(ModelBuilder &b, const Dims &d, Value x, Value mask) {
+  Value head = b.param("reward.head", {d.D}, {"embed"});
+  b.pushScope("reward");
+  Value perToken =
+      b.einsum("bsd,d->bs", ValueRange{x, head}, {d.B, d.S}, "per.token");
+  Value next =
+      b.concatenate(ValueRange{b.slice(mask, {0, 1}, {d.B, d.S}, "next.mask"),
+                               b.constant(0.0, {d.B, 1}, "after.last")},
+                    1, "next");
+  Value last =
+      b.mul(mask, b.sub(b.constant(1.0, {d.B, d.S}, "one"), next, "not.next"),
+            "last.token");
+  Value scores = b.reduce(ReductionKind::Sum, b.mul(perToken, last, "at.last"),
+                          {1}, "scores");
+  b.popScope();
+  return scores;
+}
+
 /// The function's results after the layers' output `x`: the final norm
 /// and the head's logits, or with a loss the loss (plus the weighted MoE
 /// auxiliary loss); then the first layer's dispatch, when exposed.
@@ -565,12 +596,26 @@ std::vector<Value> transformerResults(ModelBuilder &b, const ModelConfig &c,
   Value gamma = b.param("final.norm.scale", {d.D}, {"norm"});
   Value beta =
       c.rmsNorm ? Value() : b.param("final.norm.bias", {d.D}, {"norm"});
-  Value head = b.param("head", {d.D, d.V}, {"embed", "vocab"});
+  bool reward = c.objective == "reward" || c.objective == "score";
+  Value head =
+      reward ? Value() : b.param("head", {d.D, d.V}, {"embed", "vocab"});
   x = b.logicalConstraint(b.norm(x, gamma, beta, "final.norm"), layer.normed,
                           "final.norm.layout");
-  Value logits = b.einsum("bsd,dv->bsv", ValueRange{x, head}, {d.B, d.S, d.V},
-                          "logits");
   std::vector<Value> results;
+  if (reward) {
+    // A reward model: a scalar head in place of the vocabulary's, its
+    // parameter last (the language model's others come first, in the
+    // same order: --init-from takes them from a language model).
+    Value scores = rewardScores(b, d, x, in.mask);
+    results.push_back(c.objective == "score"
+                          ? scores
+                          : pairLoss(b, scores, 1.0, "bradley.terry"));
+    if (layer.dispatch)
+      results.push_back(layer.dispatch);
+    return results;
+  }
+  Value logits =
+      b.einsum("bsd,dv->bsv", ValueRange{x, head}, {d.B, d.S, d.V}, "logits");
   if (c.noLoss) {
     results.push_back(logits);
   } else {
@@ -718,13 +763,15 @@ partita::buildModel(MLIRContext *context, const ModelConfig &config,
     return Status::error("a loss mask (--loss-mask, --objective sft) needs "
                          "--model gpt or moe");
   if (config.objective != "mean" && config.objective != "dpo" &&
-      config.objective != "logprob")
+      config.objective != "logprob" && config.objective != "reward" &&
+      config.objective != "score")
     return Status::error("unknown objective '" + config.objective + "'");
   if (config.objective != "mean" && !config.lossMask)
     return Status::error("the " + config.objective +
                          " objective needs a loss mask");
-  if (config.objective == "dpo" && config.batch % 2 != 0)
-    return Status::error("DPO takes pairs of rows: --batch (" +
+  if ((config.objective == "dpo" || config.objective == "reward") &&
+      config.batch % 2 != 0)
+    return Status::error(config.objective + " takes pairs of rows: --batch (" +
                          std::to_string(config.batch) + ") must be even");
   ModelBuilder builder(context, config.model, element);
   builder.addMesh(mesh);

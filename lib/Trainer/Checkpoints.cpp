@@ -256,14 +256,27 @@ Status partita::initializeFromCheckpoint(const TrainRequest &request,
   while (params < program.inputs.size() &&
          program.inputs[params].role == "param")
     ++params;
-  if (Status status = loadCheckpoint(*info, program, params, inputs,
+  // A reward model started from a language model: every parameter but the
+  // scalar head (the last; the checkpoint's last is the vocabulary head),
+  // which keeps its initial values.
+  size_t loaded = params;
+  if (request.config.objective == "reward" && params > 0) {
+    const ExecutableValue &head = program.inputs[params - 1];
+    std::string key = "param/" + std::to_string(params - 1);
+    auto found = std::find_if(
+        info->tensors.begin(), info->tensors.end(),
+        [&](const CheckpointTensor &tensor) { return tensor.key == key; });
+    if (found == info->tensors.end() || found->shape != head.globalShape)
+      loaded = params - 1;
+  }
+  if (Status status = loadCheckpoint(*info, program, loaded, inputs,
                                      /*onlyRole=*/"param");
       !status.ok())
     return Status::error(request.checkpoints.initFromFlag + ": " +
                          status.message());
   if (quiet)
     return Status::success();
-  llvm::outs() << "initialised " << params << " parameters from "
+  llvm::outs() << "initialised " << loaded << " parameters from "
                << info->directory << " (" << info->meta.step << " steps of '"
                << info->meta.model << "')\n";
   llvm::outs().flush();

@@ -9,6 +9,11 @@
 // ref_r) and how often the chosen answer is preferred — is measured the
 // same way with the policy's parameters after evaluation steps.
 //
+// `--objective reward` trains a reward model on the same pairs; its
+// held-out pairwise accuracy (how often the chosen answer scores higher)
+// and mean margin r_chosen - r_rejected are measured with the model's
+// score function and written to eval.csv.
+//
 //===----------------------------------------------------------------------===//
 
 #include "partita/Trainer/Trainer.h"
@@ -24,9 +29,15 @@ Expected<std::unique_ptr<PreferenceTraining>>
 PreferenceTraining::start(Session &session, const TrainRequest &request,
                           DpoData &pairs, bool quiet) {
   std::unique_ptr<PreferenceTraining> training(new PreferenceTraining());
+  training->quiet = quiet;
+  if (request.eval.every > 0 && request.eval.data.empty())
+    return Status::error("--objective " + request.config.objective +
+                         " evaluates on --eval-data FILE (lines of 'prompt "
+                         "| chosen | rejected' tokens)");
   TrainRequest scoring = request;
   scoring.options.trainOptimizer = TrainOptimizer::None;
-  scoring.config.objective = "logprob";
+  training->rewardModel = request.config.objective == "reward";
+  scoring.config.objective = training->rewardModel ? "score" : "logprob";
   Expected<Executable> program = compileTrainStep(session, scoring);
   if (!program)
     return program.status();
@@ -38,6 +49,17 @@ PreferenceTraining::start(Session &session, const TrainRequest &request,
                                                  : training->dataIndex)
         .push_back(i);
 
+  if (training->rewardModel) {
+    // No reference: the held-out pairs are scored by the model alone.
+    if (!request.eval.data.empty()) {
+      training->heldOut = std::make_unique<DpoData>();
+      if (Status status = training->heldOut->load(
+              request.eval.data, request.config.seq, request.config.vocab);
+          !status.ok())
+        return status;
+    }
+    return training;
+  }
   // The reference's parameters.
   Expected<std::string> latest = latestCheckpoint(request.dpoReference);
   if (!latest)
@@ -126,6 +148,8 @@ Status PreferenceTraining::evaluate(const Executable &step,
   Expected<std::vector<double>> policy = score(*params, *heldOut);
   if (!policy)
     return policy.status();
+  if (rewardModel)
+    return reportRewards(snapshot.steps, *policy);
   const std::vector<double> &ref = heldOutReference;
   double margin = 0;
   int64_t preferred = 0, referencePreferred = 0, count = heldOut->size();
@@ -144,4 +168,37 @@ Status PreferenceTraining::evaluate(const Executable &step,
                << ")\n";
   llvm::outs().flush();
   return Status::success();
+}
+
+Status PreferenceTraining::reportRewards(int64_t steps,
+                                         const std::vector<double> &rewards) {
+  int64_t count = heldOut->size(), preferred = 0;
+  double margin = 0;
+  for (int64_t p = 0; p < count; ++p) {
+    margin += rewards[2 * p] - rewards[2 * p + 1];
+    preferred += rewards[2 * p] > rewards[2 * p + 1];
+  }
+  double accuracy = static_cast<double>(preferred) / static_cast<double>(count);
+  margin /= static_cast<double>(count);
+  points.push_back({steps, accuracy, margin});
+  if (quiet)
+    return Status::success();
+  llvm::outs() << "reward after step " << steps << ": held-out accuracy "
+               << llvm::format("%.4f", accuracy) << " (" << preferred << "/"
+               << count << " pairs), margin " << llvm::format("%.4f", margin)
+               << "\n";
+  llvm::outs().flush();
+  return Status::success();
+}
+
+std::string PreferenceTraining::csv() const {
+  std::string text = "step,accuracy,margin\n";
+  char line[96];
+  for (const Point &point : points) {
+    std::snprintf(line, sizeof(line), "%lld,%.9g,%.9g\n",
+                  static_cast<long long>(point.steps), point.accuracy,
+                  point.margin);
+    text += line;
+  }
+  return text;
 }

@@ -302,8 +302,12 @@ Status startEvaluation(Session &session, const TrainRequest &request,
 
 /// Requests a multi-process run cannot serve yet, named.
 Status refuseUnsupported(const TrainRequest &request) {
-  const char *flag = request.config.objective == "dpo" && request.eval.every > 0
-                         ? "--objective dpo with --eval-every"
+  bool pairs =
+      request.config.objective == "dpo" || request.config.objective == "reward";
+  const char *flag = pairs && request.eval.every > 0
+                         ? (request.config.objective == "dpo"
+                                ? "--objective dpo with --eval-every"
+                                : "--objective reward with --eval-every")
                      : request.check ? "--check"
                                      : nullptr;
   if (flag)

@@ -45,7 +45,7 @@ Expected<std::unique_ptr<TrainData>>
 partita::makeTrainData(const TrainRequest &request) {
   auto seed = static_cast<uint64_t>(request.seed);
   const ModelConfig &config = request.config;
-  if (config.objective == "dpo")
+  if (config.objective == "dpo" || config.objective == "reward")
     return loadExamples<DpoData>(request);
   if (config.lossMask)
     return loadExamples<SftData>(request);
@@ -160,7 +160,8 @@ Status partita::trainOnCpu(const TrainRequest &request) {
         !status.ok())
       return status;
   std::unique_ptr<PreferenceTraining> preference;
-  if (request.config.objective == "dpo") {
+  if (request.config.objective == "dpo" ||
+      request.config.objective == "reward") {
     Expected<std::unique_ptr<PreferenceTraining>> started =
         PreferenceTraining::start(session, request,
                                   static_cast<DpoData &>(**source));
@@ -247,6 +248,14 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   }
   if (!writeLosses(request, progress, evaluator.get()))
     return Status::error("");
+  if (preference && preference->hasPoints()) {
+    // A reward model's held-out accuracy and margin.
+    std::string path = request.outputDir + "/eval.csv";
+    if (!writeOutputFile(
+            path, [&](llvm::raw_ostream &os) { os << preference->csv(); }))
+      return Status::error("");
+    llvm::outs() << "wrote " << path << "\n";
+  }
   llvm::outs() << "peak resident memory " << formatGiB(peakResidentBytes())
                << " (predicted " << formatGiB(memory.peak()) << ")\n";
   return Status::success();

@@ -373,9 +373,24 @@ public:
         bool quiet = false);
   /// The held-out margin and accuracy with the parameters of `snapshot`.
   Status evaluate(const Executable &step, const TrainSnapshot &snapshot);
+  /// A reward model's evaluations so far as eval.csv (step, accuracy,
+  /// margin); empty for DPO, which prints its margins only.
+  std::string csv() const;
+  bool hasPoints() const { return !points.empty(); }
 
 private:
   PreferenceTraining() = default;
+  /// Keeps and prints a reward model's held-out accuracy and margin.
+  Status reportRewards(int64_t steps, const std::vector<double> &rewards);
+  struct Point {
+    int64_t steps = 0;
+    double accuracy = 0, margin = 0;
+  };
+  std::vector<Point> points;
+  /// `--objective reward`: scored by the model's score function, no
+  /// reference policy.
+  bool rewardModel = false;
+  bool quiet = false;
   Expected<std::vector<double>> score(const std::vector<HostArray> &params,
                                       DpoData &pairs);
   Executable program;

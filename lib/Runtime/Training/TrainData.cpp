@@ -369,13 +369,14 @@ Status DpoData::fillInOrder(int64_t first,
 }
 
 Status DpoData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
-  if (inputs.size() != 4)
+  // A reward model's step takes no ref_logp.
+  if (inputs.size() != 3 && inputs.size() != 4)
     return Status::error("preference data fill tokens, targets, a loss mask "
-                         "and ref_logp; the step takes " +
+                         "and (for DPO) ref_logp; the step takes " +
                          std::to_string(inputs.size()) + " data inputs");
-  if (reference.empty())
+  bool scored = inputs.size() == 4;
+  if (scored && reference.empty())
     return Status::error("preference data: no reference log-probabilities");
-  HostArray &refLogp = *inputs[3];
   int64_t rows = inputs[0]->shape.empty() ? 0 : inputs[0]->shape[0];
   int64_t perStep = rows / 2, count = size();
   for (int64_t p = firstRow(rows) / 2;
@@ -384,9 +385,11 @@ Status DpoData::fill(int64_t step, const std::vector<HostArray *> &inputs) {
         shuffledIndex(step * perStep + p, count, seed, order, epochOf);
     if (Status status = fillPair(pairs[index], 2 * p, inputs); !status.ok())
       return status;
-    setElementFromDouble(refLogp, 2 * p,
+    if (!scored)
+      continue;
+    setElementFromDouble(*inputs[3], 2 * p,
                          static_cast<float>(reference[2 * index]));
-    setElementFromDouble(refLogp, 2 * p + 1,
+    setElementFromDouble(*inputs[3], 2 * p + 1,
                          static_cast<float>(reference[2 * index + 1]));
   }
   return Status::success();

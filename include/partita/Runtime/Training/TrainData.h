@@ -125,9 +125,10 @@ private:
 
 /// Preference pairs for DPO: a text file, one pair per line, "prompt |
 /// chosen | rejected" (token ids). A pair fills two rows, the chosen answer
-/// then the rejected one, each as SftData fills a row, and `ref_logp` the
-/// reference policy's sequence log-probabilities of both (setReference).
-/// Pairs are visited in an order shuffled per epoch by the seed.
+/// then the rejected one, each as SftData fills a row, and, for DPO,
+/// `ref_logp` the reference policy's sequence log-probabilities of both
+/// (setReference; a reward model's step has no such input). Pairs are
+/// visited in an order shuffled per epoch by the seed.
 class DpoData : public TrainData {
 public:
   /// Reads `path`; errors name the file and line.
