@@ -308,8 +308,7 @@ Status refuseUnsupported(const TrainRequest &request) {
                          ? (request.config.objective == "dpo"
                                 ? "--objective dpo with --eval-every"
                                 : "--objective reward with --eval-every")
-                     : request.check ? "--check"
-                                     : nullptr;
+                         : nullptr;
   if (flag)
     return Status::error(std::string(flag) +
                          " does not combine with --distributed yet");

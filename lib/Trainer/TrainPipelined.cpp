@@ -22,6 +22,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstring>
 #include <unistd.h>
 
 using namespace partita;
@@ -63,10 +64,14 @@ double relativeDifference(const HostArray &a, const HostArray &b) {
 }
 
 /// --check: the non-pipelined step on one device, same data and seed; an
-/// error when they differ.
+/// error when they differ. Across processes (`group`) every process trains
+/// the reference and compares its own stages' parameters; process 0, which
+/// has every step's loss, the losses; it prints the largest differences
+/// over every process.
 Status checkAgainstOneDevice(const TrainRequest &request,
                              const std::vector<double> &losses,
-                             const std::vector<HostArray> &parameters) {
+                             const std::vector<HostArray> &parameters,
+                             ProcessGroup *group) {
   TrainRequest single = request;
   single.count = 1;
   // The rank's axes, each of size 1: the rules find their axes.
@@ -103,14 +108,32 @@ Status checkAgainstOneDevice(const TrainRequest &request,
       loop);
   if (!status.ok())
     return Status::error("the non-pipelined step: " + status.message());
+  bool speaks = !group || group->process() == 0;
   double worst = 0;
-  for (size_t s = 0; s < losses.size() && s < reference.size(); ++s)
+  for (size_t s = 0; speaks && s < losses.size() && s < reference.size(); ++s)
     worst = std::max(worst, std::fabs(losses[s] - reference[s]) /
                                 std::max(1e-12, std::fabs(reference[s])));
   double worstParam = 0;
+  // Across processes another process holds the other stages' parameters.
   for (size_t p = 0; p < parameters.size(); ++p)
-    worstParam =
-        std::max(worstParam, relativeDifference(parameters[p], (*inputs)[p]));
+    if (parameters[p].numElements() == (*inputs)[p].numElements())
+      worstParam =
+          std::max(worstParam, relativeDifference(parameters[p], (*inputs)[p]));
+  if (group) {
+    std::vector<uint8_t> mine(sizeof(double));
+    std::memcpy(mine.data(), &worstParam, sizeof(double));
+    std::vector<std::vector<uint8_t>> all;
+    if (Status gathered =
+            group->gather(mine, 0, all, "the check's parameter differences");
+        !gathered.ok())
+      return gathered;
+    for (const std::vector<uint8_t> &bytes : all) {
+      double theirs = 0;
+      if (bytes.size() == sizeof(double))
+        std::memcpy(&theirs, bytes.data(), sizeof(double));
+      worstParam = std::max(worstParam, theirs);
+    }
+  }
   // bf16 rounds every value to 8 bits of mantissa: the two steps' sums,
   // added in other orders, land an ulp apart (2^-8 to 2^-7 relative, the
   // loss too), so bf16 allows two ulps of the loss and 1e-2 normwise, still
@@ -119,7 +142,15 @@ Status checkAgainstOneDevice(const TrainRequest &request,
   double lossTolerance = narrow ? 1.0 / 64 : 1e-4;
   double paramTolerance = narrow ? 1e-2 : 1e-4;
   bool same = worst <= lossTolerance && worstParam <= paramTolerance &&
-              losses.size() == reference.size();
+              (!speaks || losses.size() == reference.size());
+  if (group) {
+    Expected<bool> everyone = group->allTrue(same, "the check");
+    if (!everyone)
+      return everyone.status();
+    same = *everyone;
+    if (!speaks)
+      return same ? Status::success() : Status::error("");
+  }
   llvm::outs() << "check against the non-pipelined step on one device: "
                << "largest relative difference " << llvm::format("%.2e", worst)
                << " in the losses, " << llvm::format("%.2e", worstParam)
@@ -356,6 +387,11 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
     return last.status();
   if (Status written = checkpoints.finish(); !written.ok())
     return written;
+  if (request.check)
+    if (Status status = checkAgainstOneDevice(request, progress.losses,
+                                              (*runner)->parameters(), group);
+        !status.ok())
+      return status;
   if (!speaks)
     return Status::success();
   llvm::outs() << checkpoints.written;
@@ -378,11 +414,6 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
         }))
       return Status::error("");
   }
-  if (request.check)
-    if (Status status = checkAgainstOneDevice(request, progress.losses,
-                                              (*runner)->parameters());
-        !status.ok())
-      return status;
   if (!writeLosses(request, progress, evaluator.get()))
     return Status::error("");
   return Status::success();
