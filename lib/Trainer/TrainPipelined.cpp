@@ -282,6 +282,39 @@ Expected<PipelineStepResult> runPipelinedSteps(
 
 } // namespace
 
+namespace {
+
+/// Process 0's report after the steps: the checkpoints written, the last
+/// step's measured timeline and bubble, pipeline.json and the trace.
+Status reportLastStep(const TrainRequest &request, const PipelinedStep &step,
+                      const PipelineFigures &figures,
+                      const PipelineStepResult &last,
+                      const std::string &written, int64_t firstStep) {
+  llvm::outs() << written;
+  if (request.steps <= firstStep)
+    return Status::success();
+  llvm::outs() << "measured timeline of the last step ("
+               << llvm::format("%.1f", last.seconds * 1e3) << " ms):\n"
+               << renderTimeline(last.timeline, 72);
+  llvm::outs() << "measured bubble "
+               << llvm::format("%.4f", last.timeline.bubbleFraction)
+               << "; peak bytes held per rank:";
+  for (int64_t bytes : last.peakHeldBytes)
+    llvm::outs() << " " << bytes;
+  llvm::outs() << "\n";
+  if (!writePipelineReport(request.outputDir + "/pipeline.json", step, figures,
+                           &last))
+    return Status::error("");
+  // The last step's timeline for ui.perfetto.dev / chrome://tracing.
+  if (!writeOutputFile(request.tracePath, [&](llvm::raw_ostream &os) {
+        os << timelineTraceJson(last.timeline);
+      }))
+    return Status::error("");
+  return Status::success();
+}
+
+} // namespace
+
 Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
   // MoE groups as on the rank's mesh, also for --check's one device.
   request.config.groups = moeGroups(request.config, request.rankMesh);
@@ -387,6 +420,12 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
     return last.status();
   if (Status written = checkpoints.finish(); !written.ok())
     return written;
+  if (speaks)
+    if (Status status = reportLastStep(request, *step, *figures, *last,
+                                       checkpoints.written, firstStep);
+        !status.ok())
+      return status;
+  // Across processes every process checks its own stages.
   if (request.check)
     if (Status status = checkAgainstOneDevice(request, progress.losses,
                                               (*runner)->parameters(), group);
@@ -394,26 +433,6 @@ Status partita::trainPipelined(TrainRequest &request, ProcessGroup *group) {
       return status;
   if (!speaks)
     return Status::success();
-  llvm::outs() << checkpoints.written;
-  if (request.steps > firstStep) {
-    llvm::outs() << "measured timeline of the last step ("
-                 << llvm::format("%.1f", last->seconds * 1e3) << " ms):\n"
-                 << renderTimeline(last->timeline, 72);
-    llvm::outs() << "measured bubble "
-                 << llvm::format("%.4f", last->timeline.bubbleFraction)
-                 << "; peak bytes held per rank:";
-    for (int64_t bytes : last->peakHeldBytes)
-      llvm::outs() << " " << bytes;
-    llvm::outs() << "\n";
-    if (!writePipelineReport(request.outputDir + "/pipeline.json", *step,
-                             *figures, &*last))
-      return Status::error("");
-    // The last step's timeline for ui.perfetto.dev / chrome://tracing.
-    if (!writeOutputFile(request.tracePath, [&](llvm::raw_ostream &os) {
-          os << timelineTraceJson(last->timeline);
-        }))
-      return Status::error("");
-  }
   if (!writeLosses(request, progress, evaluator.get()))
     return Status::error("");
   return Status::success();

@@ -253,9 +253,20 @@ struct PipelineRunner::StepRun {
   /// Runs every action of the schedule on this process's ranks (and, under
   /// MPI, takes in what other processes send).
   Status runActions();
-  /// Each local stage's optimizer step on its summed gradients, with
-  /// `learningRate` where the updates take it as an input.
-  Status runUpdates(int64_t stepNumber, double learningRate);
+  /// Each local stage's optimizer step on its summed gradients, after every
+  /// rank's actions (unless the ranks ran them: updatesInRanks).
+  Status runUpdates();
+  /// Stage `s`'s optimizer step (`norm`: the whole model's Σg², clipping).
+  Status runUpdate(size_t s, std::optional<float> norm);
+  /// The step's number (the optimizer's step count) and learning rate
+  /// (where the updates take it as an input).
+  int64_t stepNumber = 0;
+  double learningRate = 0;
+  /// Without clipping each rank runs its stages' updates as soon as its
+  /// last action is done, while the other ranks still work (a later
+  /// stage's update beside an earlier stage's last backward passes); under
+  /// clipping every update waits for the whole model's norm.
+  bool updatesInRanks = false;
   /// Under clipping: ||g||² over every stage (each process's stages'
   /// parts, added in stage order on every process).
   Expected<float> squaredNorm();
@@ -543,6 +554,12 @@ void PipelineRunner::StepRun::runRank(int rank) {
     std::lock_guard<std::mutex> lock(resultMutex);
     timed.push_back({action, rank, seconds(started), seconds(ended)});
   }
+  for (size_t s = 0; updatesInRanks && s < step.stages.size(); ++s)
+    if (schedule.rankOfStage(static_cast<int>(s)) == rank)
+      if (Status status = runUpdate(s, std::nullopt); !status.ok()) {
+        fail(std::move(status));
+        return;
+      }
 }
 
 // Under MPI, one thread takes in what other processes send, in the order
@@ -693,8 +710,53 @@ Expected<float> PipelineRunner::StepRun::squaredNorm() {
   return total;
 }
 
-Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber,
-                                           double learningRate) {
+Status PipelineRunner::StepRun::runUpdate(size_t s, std::optional<float> norm) {
+  StageState &stage = state->stages[s];
+  const Executable &update = step.stages[s].update;
+  std::vector<RankValue> &values = stageValues[s];
+  // The gradient sums go in as the devices hold them: the update reduces
+  // a partial sum once per step.
+  for (size_t j = 0; j < stage.layout.dataInputs.size(); ++j)
+    values[stage.layout.dataInputs[j]] = std::move(accumulators[s][j]);
+  if (stage.layout.stepInput >= 0) {
+    int32_t number = static_cast<int32_t>(stepNumber);
+    std::memcpy(values[stage.layout.stepInput].whole.bytes.data(), &number, 4);
+  }
+  if (stage.layout.lrInput >= 0) {
+    float rate = static_cast<float>(learningRate);
+    std::memcpy(values[stage.layout.lrInput].whole.bytes.data(), &rate, 4);
+  }
+  if (int32_t input = step.stages[s].normInput; input >= 0 && norm)
+    std::memcpy(values[input].whole.bytes.data(), &*norm, 4);
+  std::vector<const RankValue *> inputs;
+  for (const RankValue &value : values)
+    inputs.push_back(&value);
+  Expected<std::vector<RankValue>> outputs =
+      call(update, inputs, schedule.rankOfStage(static_cast<int>(s)));
+  if (!outputs)
+    return Status::error("stage " + std::to_string(s) +
+                         "'s update: " + outputs.status().message());
+  if (onDevices) {
+    // The new parameters and state stay on the devices for the next step.
+    stage.onDevices.clear();
+    for (size_t k = 0; k < stage.layout.updated; ++k)
+      stage.onDevices.push_back(std::move((*outputs)[1 + k]));
+    stage.wholeCurrent = false;
+    return Status::success();
+  }
+  for (size_t k = 0; k < stage.layout.updated; ++k) {
+    Expected<HostArray> whole = toWhole((*outputs)[1 + k]);
+    if (!whole)
+      return Status::error("stage " + std::to_string(s) +
+                           "'s update: " + whole.status().message());
+    stage.updateInputs[k] = std::move(*whole);
+  }
+  return Status::success();
+}
+
+Status PipelineRunner::StepRun::runUpdates() {
+  if (updatesInRanks)
+    return Status::success();
   std::optional<float> norm;
   for (const PipelineStage &stage : step.stages)
     if (stage.normInput >= 0 && !norm) {
@@ -703,52 +765,10 @@ Status PipelineRunner::StepRun::runUpdates(int64_t stepNumber,
         return total.status();
       norm = *total;
     }
-  for (size_t s = 0; s < step.stages.size(); ++s) {
-    if (!where.isLocalStage(s))
-      continue;
-    StageState &stage = state->stages[s];
-    const Executable &update = step.stages[s].update;
-    std::vector<RankValue> &values = stageValues[s];
-    // The gradient sums go in as the devices hold them: the update reduces
-    // a partial sum once per step.
-    for (size_t j = 0; j < stage.layout.dataInputs.size(); ++j)
-      values[stage.layout.dataInputs[j]] = std::move(accumulators[s][j]);
-    if (stage.layout.stepInput >= 0) {
-      int32_t number = static_cast<int32_t>(stepNumber);
-      std::memcpy(values[stage.layout.stepInput].whole.bytes.data(), &number,
-                  4);
-    }
-    if (stage.layout.lrInput >= 0) {
-      float rate = static_cast<float>(learningRate);
-      std::memcpy(values[stage.layout.lrInput].whole.bytes.data(), &rate, 4);
-    }
-    if (int32_t input = step.stages[s].normInput; input >= 0 && norm)
-      std::memcpy(values[input].whole.bytes.data(), &*norm, 4);
-    std::vector<const RankValue *> inputs;
-    for (const RankValue &value : values)
-      inputs.push_back(&value);
-    Expected<std::vector<RankValue>> outputs =
-        call(update, inputs, schedule.rankOfStage(static_cast<int>(s)));
-    if (!outputs)
-      return Status::error("stage " + std::to_string(s) +
-                           "'s update: " + outputs.status().message());
-    if (onDevices) {
-      // The new parameters and state stay on the devices for the next step.
-      stage.onDevices.clear();
-      for (size_t k = 0; k < stage.layout.updated; ++k)
-        stage.onDevices.push_back(std::move((*outputs)[1 + k]));
-      stage.wholeCurrent = false;
-      continue;
-    }
-    for (size_t k = 0; k < stage.layout.updated; ++k) {
-      Expected<HostArray> whole = toWhole((*outputs)[1 + k]);
-      if (!whole)
-        return Status::error("stage " + std::to_string(s) +
-                             "'s update: " + whole.status().message());
-      stage.updateInputs[k] = std::move(*whole);
-    }
-  }
-
+  for (size_t s = 0; s < step.stages.size(); ++s)
+    if (where.isLocalStage(s))
+      if (Status status = runUpdate(s, norm); !status.ok())
+        return status;
   return Status::success();
 }
 
@@ -891,12 +911,16 @@ PipelineRunner::runStep(int64_t stepNumber, const std::vector<HostArray> &data,
   PipelineProgramRunner runProgram = orCpuDevices(run);
   StepRun stepRun(state.get(), runProgram);
   stepRun.onDevices = !run;
+  stepRun.stepNumber = stepNumber;
+  stepRun.learningRate = learningRate;
+  stepRun.updatesInRanks = true;
+  for (const PipelineStage &stage : state->step.stages)
+    stepRun.updatesInRanks &= stage.normInput < 0;
   if (Status status = stepRun.prepare(data); !status.ok())
     return status;
   if (Status status = stepRun.runActions(); !status.ok())
     return status;
-  if (Status status = stepRun.runUpdates(stepNumber, learningRate);
-      !status.ok())
+  if (Status status = stepRun.runUpdates(); !status.ok())
     return status;
   PipelineStepResult result;
   result.seconds =
