@@ -49,17 +49,17 @@ PreferenceTraining::start(Session &session, const TrainRequest &request,
                                                  : training->dataIndex)
         .push_back(i);
 
-  if (training->rewardModel) {
-    // No reference: the held-out pairs are scored by the model alone.
-    if (!request.eval.data.empty()) {
-      training->heldOut = std::make_unique<DpoData>();
-      if (Status status = training->heldOut->load(
-              request.eval.data, request.config.seq, request.config.vocab);
-          !status.ok())
-        return status;
-    }
-    return training;
+  // The held-out pairs (--eval-data).
+  if (!request.eval.data.empty()) {
+    training->heldOut = std::make_unique<DpoData>();
+    if (Status status = training->heldOut->load(
+            request.eval.data, request.config.seq, request.config.vocab);
+        !status.ok())
+      return status;
   }
+  // A reward model has no reference: the model alone scores the pairs.
+  if (training->rewardModel)
+    return training;
   // The reference's parameters.
   Expected<std::string> latest = latestCheckpoint(request.dpoReference);
   if (!latest)
@@ -88,12 +88,7 @@ PreferenceTraining::start(Session &session, const TrainRequest &request,
   if (!quiet)
     llvm::outs() << "reference " << *latest << ": scored " << pairs.size()
                  << " preference pairs\n";
-  if (!request.eval.data.empty()) {
-    training->heldOut = std::make_unique<DpoData>();
-    if (Status status = training->heldOut->load(
-            request.eval.data, request.config.seq, request.config.vocab);
-        !status.ok())
-      return status;
+  if (training->heldOut) {
     Expected<std::vector<double>> held =
         training->score(params, *training->heldOut);
     if (!held)
