@@ -111,10 +111,12 @@ Status evalRequestFromOptions(const OptionValues &cl, TrainRequest &request) {
         return Status::error(std::string(flag) + " needs --eval-every K");
   if (eval.every > 0 && eval.batches == 0)
     return Status::error("--eval-batches must be at least 1");
-  if (eval.every > 0 && request.config.objective == "dpo" &&
+  const std::string &objective = request.config.objective;
+  if (eval.every > 0 && (objective == "dpo" || objective == "reward") &&
       (request.pipelineRanks > 1 || request.mesh.axisSize("pipe") > 0))
-    return Status::error("--eval-every with --objective dpo and --pp: a "
-                         "pipelined step does not score preference pairs");
+    return Status::error("--eval-every with --objective " + objective +
+                         " and --pp: a pipelined step does not score "
+                         "preference pairs");
   return Status::success();
 }
 

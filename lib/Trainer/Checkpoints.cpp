@@ -245,13 +245,9 @@ Status partita::resumeFromCheckpoint(const TrainRequest &request,
   return Status::success();
 }
 
-Status partita::initializeFromCheckpoint(const TrainRequest &request,
-                                         const Executable &program,
-                                         std::vector<HostArray> &inputs,
-                                         bool quiet) {
-  Expected<CheckpointInfo> info = openStartCheckpoint(request, false);
-  if (!info)
-    return info.status();
+size_t partita::parametersToInitialize(const TrainRequest &request,
+                                       const Executable &program,
+                                       const CheckpointInfo &checkpoint) {
   size_t params = 0;
   while (params < program.inputs.size() &&
          program.inputs[params].role == "param")
@@ -259,16 +255,26 @@ Status partita::initializeFromCheckpoint(const TrainRequest &request,
   // A reward model started from a language model: every parameter but the
   // scalar head (the last; the checkpoint's last is the vocabulary head),
   // which keeps its initial values.
-  size_t loaded = params;
-  if (request.config.objective == "reward" && params > 0) {
-    const ExecutableValue &head = program.inputs[params - 1];
-    std::string key = "param/" + std::to_string(params - 1);
-    auto found = std::find_if(
-        info->tensors.begin(), info->tensors.end(),
-        [&](const CheckpointTensor &tensor) { return tensor.key == key; });
-    if (found == info->tensors.end() || found->shape != head.globalShape)
-      loaded = params - 1;
-  }
+  if (request.config.objective != "reward" || params == 0)
+    return params;
+  const ExecutableValue &head = program.inputs[params - 1];
+  std::string key = "param/" + std::to_string(params - 1);
+  auto found = std::find_if(
+      checkpoint.tensors.begin(), checkpoint.tensors.end(),
+      [&](const CheckpointTensor &tensor) { return tensor.key == key; });
+  return found == checkpoint.tensors.end() || found->shape != head.globalShape
+             ? params - 1
+             : params;
+}
+
+Status partita::initializeFromCheckpoint(const TrainRequest &request,
+                                         const Executable &program,
+                                         std::vector<HostArray> &inputs,
+                                         bool quiet) {
+  Expected<CheckpointInfo> info = openStartCheckpoint(request, false);
+  if (!info)
+    return info.status();
+  size_t loaded = parametersToInitialize(request, program, *info);
   if (Status status = loadCheckpoint(*info, program, loaded, inputs,
                                      /*onlyRole=*/"param");
       !status.ok())

@@ -23,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unistd.h>
 
 using namespace partita;
@@ -131,8 +132,12 @@ blocksFromCheckpoint(const TrainRequest &request, const Executable &program,
     return info.status();
   const std::string &flag = resuming ? request.checkpoints.resumeFlag
                                      : request.checkpoints.initFromFlag;
-  Expected<std::vector<const CheckpointTensor *>> tensors =
-      matchCheckpoint(*info, program, layout.updated, resuming ? "" : "param");
+  Expected<std::vector<const CheckpointTensor *>> tensors = matchCheckpoint(
+      *info, program,
+      resuming ? layout.updated
+               : std::min(layout.updated,
+                          parametersToInitialize(request, program, *info)),
+      resuming ? "" : "param");
   if (!tensors)
     return Status::error(flag + ": " + tensors.status().message());
   InputRegion random =
@@ -178,6 +183,73 @@ void printHeader(const TrainRequest &request, const Executable &program,
   llvm::outs().flush();
 }
 
+/// The parameters of `snapshot` (this process's devices' blocks) on
+/// process 0 as a snapshot of every device's blocks, for scoring preference
+/// pairs there; the other processes get an empty one. Values held whole
+/// are the same on every process and are not sent.
+Expected<TrainSnapshot> parametersOnRankZero(const Executable &program,
+                                             const TrainSnapshot &snapshot,
+                                             ProcessGroup &group,
+                                             const ProcessLayout &layout) {
+  size_t params = 0;
+  while (params < snapshot.blocks.size() &&
+         program.inputs[params].role == "param")
+    ++params;
+  std::vector<uint8_t> mine;
+  auto put = [&](int64_t value) {
+    const auto *at = reinterpret_cast<const uint8_t *>(&value);
+    mine.insert(mine.end(), at, at + sizeof(value));
+  };
+  for (size_t k = 0; k < params; ++k)
+    for (int64_t d : layout.localDevices)
+      if (!snapshot.whole[k]) {
+        const HostArray &block = snapshot.blocks[k][d];
+        put(static_cast<int64_t>(k));
+        put(d);
+        put(block.numBytes());
+        mine.insert(mine.end(), block.bytes.begin(), block.bytes.end());
+      }
+  std::vector<std::vector<uint8_t>> all;
+  if (Status status = group.gather(mine, 0, all, "the parameters to score");
+      !status.ok())
+    return status;
+  TrainSnapshot full;
+  full.steps = snapshot.steps;
+  if (group.process() != 0)
+    return full;
+  int64_t devices = program.mesh.numDevices();
+  for (size_t k = 0; k < params; ++k) {
+    full.whole.push_back(snapshot.whole[k]);
+    full.blocks.push_back(snapshot.whole[k] ? snapshot.blocks[k]
+                                            : std::vector<HostArray>(devices));
+  }
+  for (const std::vector<uint8_t> &bytes : all) {
+    size_t at = 0;
+    auto get = [&](int64_t &value) {
+      if (at + sizeof(value) > bytes.size())
+        return false;
+      std::memcpy(&value, bytes.data() + at, sizeof(value));
+      at += sizeof(value);
+      return true;
+    };
+    int64_t k = 0, d = 0, size = 0;
+    while (get(k) && get(d) && get(size)) {
+      if (k < 0 || static_cast<size_t>(k) >= params || d < 0 || d >= devices ||
+          size < 0 || at + static_cast<size_t>(size) > bytes.size())
+        return Status::error("the parameters to score: a process sent a "
+                             "malformed block");
+      const TensorType &slot = program.slots[program.inputs[k].slot];
+      HostArray block;
+      block.dtype = slot.dtype;
+      block.shape = slot.shape;
+      block.bytes.assign(bytes.begin() + at, bytes.begin() + at + size);
+      at += static_cast<size_t>(size);
+      full.blocks[k][d] = std::move(block);
+    }
+  }
+  return full;
+}
+
 /// The run once every process has the step: the devices' blocks, the
 /// data, the loop; rank 0 prints progress.
 Status trainLocal(const TrainRequest &request, const Executable &program,
@@ -218,16 +290,21 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
     if (!source)
       ready = source.status();
   }
-  if (ready.ok() && request.config.objective == "dpo") {
-    // Every process scores every pair with the reference on its own
+  std::unique_ptr<PreferenceTraining> preference;
+  Session scoring;
+  if (ready.ok() && (request.config.objective == "dpo" ||
+                     request.config.objective == "reward")) {
+    // DPO: every process scores every pair with the reference on its own
     // emulated devices: the reference log-probabilities are the same bits
-    // everywhere, and each process's rows read theirs.
-    Session scoring;
+    // everywhere, and each process's rows read theirs. Both: held-out
+    // pairs are scored on process 0 (parametersOnRankZero).
     Expected<std::unique_ptr<PreferenceTraining>> started =
         PreferenceTraining::start(scoring, request,
                                   static_cast<DpoData &>(**source),
                                   group.process() != 0);
-    if (!started)
+    if (started)
+      preference = std::move(*started);
+    else
       ready = started.status();
   }
   if (Status agreed = agreeAll(group, ready, "starting to train"); !agreed.ok())
@@ -242,7 +319,7 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
   CheckpointWriter checkpoints(request);
   checkpoints.across = {&group, layout.localDevices};
   bool saving = !request.checkpoints.directory.empty();
-  long long evalEvery = evaluator ? request.eval.every : 0,
+  long long evalEvery = evaluator || preference ? request.eval.every : 0,
             last = request.steps;
   auto evalDue = [evalEvery, last](int64_t done) {
     return evalEvery > 0 && (done == last || done % evalEvery == 0);
@@ -253,10 +330,20 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
       return saved.due(done, last) || evalDue(done);
     };
     loop.onSnapshot = [&, evalDue](TrainSnapshot &snapshot) -> Status {
-      if (evalDue(snapshot.steps))
+      if (evaluator && evalDue(snapshot.steps))
         if (Expected<double> loss = evaluator->evaluate(program, snapshot);
             !loss)
           return loss.status();
+      if (preference && evalDue(snapshot.steps)) {
+        Expected<TrainSnapshot> whole =
+            parametersOnRankZero(program, snapshot, group, layout);
+        if (!whole)
+          return whole.status();
+        if (group.process() == 0)
+          if (Status status = preference->evaluate(program, *whole);
+              !status.ok())
+            return status;
+      }
       if (request.checkpoints.due(snapshot.steps, request.steps))
         return checkpoints.submit(program, snapshot, progress);
       return Status::success();
@@ -271,6 +358,14 @@ Status trainLocal(const TrainRequest &request, const Executable &program,
     status = written;
   if (group.process() == 0)
     llvm::outs() << checkpoints.written;
+  if (status.ok() && group.process() == 0 && preference &&
+      preference->hasPoints()) {
+    // A reward model's held-out accuracy and margin.
+    std::string path = request.outputDir + "/eval.csv";
+    if (!writeOutputFile(
+            path, [&](llvm::raw_ostream &os) { os << preference->csv(); }))
+      return Status::error("");
+  }
   return status;
 }
 
@@ -281,7 +376,9 @@ Status startEvaluation(Session &session, const TrainRequest &request,
                        ProcessGroup &group, const ProcessLayout &layout,
                        std::unique_ptr<Evaluator> &evaluator,
                        std::unique_ptr<Communicator> &communicator) {
-  if (request.eval.every <= 0)
+  // Preference pairs are scored by PreferenceTraining (trainLocal).
+  if (request.eval.every <= 0 || request.config.objective == "dpo" ||
+      request.config.objective == "reward")
     return Status::success();
   Expected<std::unique_ptr<Evaluator>> created =
       Evaluator::create(session, request);
@@ -297,21 +394,6 @@ Status startEvaluation(Session &session, const TrainRequest &request,
   communicator = std::move(*opened);
   evaluator->runAcross({layout.localDevices, communicator.get()},
                        group.process() != 0);
-  return Status::success();
-}
-
-/// Requests a multi-process run cannot serve yet, named.
-Status refuseUnsupported(const TrainRequest &request) {
-  bool pairs =
-      request.config.objective == "dpo" || request.config.objective == "reward";
-  const char *flag = pairs && request.eval.every > 0
-                         ? (request.config.objective == "dpo"
-                                ? "--objective dpo with --eval-every"
-                                : "--objective reward with --eval-every")
-                         : nullptr;
-  if (flag)
-    return Status::error(std::string(flag) +
-                         " does not combine with --distributed yet");
   return Status::success();
 }
 
@@ -337,8 +419,6 @@ namespace {
 /// The processes of this job, through the MPI plugin.
 Expected<std::unique_ptr<ProcessGroup>>
 startProcesses(const TrainRequest &request) {
-  if (Status refused = refuseUnsupported(request); !refused.ok())
-    return refused;
   Expected<const MpiPlugin *> plugin = loadMpiPlugin();
   if (!plugin)
     return plugin.status();

@@ -401,6 +401,13 @@ private:
   std::vector<double> heldOutReference;
 };
 
+/// How many of `program`'s parameters --init-from takes from `checkpoint`:
+/// all, but for a reward model started from a language model every one but
+/// its scalar head (the last), which keeps its initial values.
+size_t parametersToInitialize(const TrainRequest &request,
+                              const Executable &program,
+                              const CheckpointInfo &checkpoint);
+
 /// --resume: loads the newest complete checkpoint into `inputs` (the first
 /// `updated` of the train step), the loss history into `progress`, and the
 /// steps done into `firstStep`; an error naming the flag.

@@ -1,5 +1,5 @@
 """The data of test/Distributed/train.test: a token file, fine-tuning
-examples and preference pairs, from fixed seeds."""
+examples, preference pairs and held-out pairs, from fixed seeds."""
 import random
 import struct
 
@@ -18,5 +18,9 @@ with open("sft.txt", "w") as f:
                 tokens(1, 200, r.randrange(3, 20)) + "\n")
 with open("prefs.txt", "w") as f:
     for _ in range(32):
+        f.write(tokens(1, 120, 4) + " | " + tokens(1, 120, 6) + " | " +
+                tokens(1, 120, 5) + "\n")
+with open("prefs-heldout.txt", "w") as f:
+    for _ in range(16):
         f.write(tokens(1, 120, 4) + " | " + tokens(1, 120, 6) + " | " +
                 tokens(1, 120, 5) + "\n")
