@@ -32,6 +32,7 @@ const std::vector<CommandLayout> &layouts() {
       {"gen", 26, {"model", "gen", "help"}, {}},
       {"train", 26, {"train", "model", "help"}, {}},
       {"plan", 26, {"plan", "model", "help"}, {}},
+      {"generate", 26, {"generate", "help"}, {}},
       {"calibrate", 21, {"calibrate", "help"}, {}},
   };
   return all;

@@ -209,6 +209,17 @@ Status partita::api::modelConfigFromOptions(const OptionValues &cl,
     config.objective = "dpo";
   if (cl.on("--reward"))
     config.objective = "reward";
+  if (cl.has("--generation")) {
+    std::string program = cl.get("--generation");
+    if (program != "prefill" && program != "decode")
+      return Status::error("--generation must be prefill or decode, got '" +
+                           program + "'");
+    if (config.lossMask || config.noLoss)
+      return Status::error("--generation builds a program without a loss: "
+                           "leave out --loss-mask, --dpo, --reward and "
+                           "--no-loss");
+    config.objective = program;
+  }
   config.rotary = cl.on("--rotary");
   config.rmsNorm = cl.on("--rmsnorm");
   config.swiglu = cl.on("--swiglu");

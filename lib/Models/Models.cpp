@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "partita/Models/Models.h"
+#include "Attention.h"
 #include "partita/Models/ModelBuilder.h"
 #include "partita/Sharding/Progress.h"
 
@@ -18,6 +19,7 @@
 
 using namespace mlir;
 using namespace partita;
+using namespace partita::models;
 
 namespace {
 
@@ -158,7 +160,6 @@ Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
   Value loss;
   std::string objective = config ? config->objective : "mean";
   if (mask && (objective == "logprob" || objective == "dpo")) {
-    int64_t rows = shape[0];
     Value sequence = b.neg(b.reduce(ReductionKind::Sum,
                                     b.mul(nll, mask, "masked"), {1},
                                     "sequence.nll"),
@@ -181,82 +182,6 @@ Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
   }
   b.popScope();
   return loss;
-}
-
-struct Dims {
-  int64_t B, S, D, H, N, K, F, V, E, L;
-};
-
-/// Rotary position embedding of q or k [B, S, heads, K] (rotate-half form).
-Value rotary(ModelBuilder &b, Value x, const Dims &d, const std::string &name) {
-  Shape shape = ModelBuilder::shapeOf(x);
-  int64_t half = d.K / 2;
-  std::vector<float> cosines, sines;
-  for (int64_t s = 0; s < d.S; ++s)
-    for (int64_t i = 0; i < half; ++i) {
-      double angle = s * std::pow(10000.0, -2.0 * i / d.K);
-      cosines.push_back(static_cast<float>(std::cos(angle)));
-      sines.push_back(static_cast<float>(std::sin(angle)));
-    }
-  Shape halfShape = {shape[0], shape[1], shape[2], half};
-  Value cos = b.broadcast(b.constantData(cosines, {d.S, half}, name + ".cos"),
-                          halfShape, {1, 3}, name + ".cos.b");
-  Value sin = b.broadcast(b.constantData(sines, {d.S, half}, name + ".sin"),
-                          halfShape, {1, 3}, name + ".sin.b");
-  Value x1 = b.slice(x, {0, 0, 0, 0}, {shape[0], shape[1], shape[2], half},
-                     name + ".x1");
-  Value x2 = b.slice(x, {0, 0, 0, half}, shape, name + ".x2");
-  Value r1 = b.sub(b.mul(x1, cos, name + ".x1cos"), b.mul(x2, sin, name + ".x2sin"),
-                   name + ".r1");
-  Value r2 = b.add(b.mul(x1, sin, name + ".x1sin"), b.mul(x2, cos, name + ".x2cos"),
-                   name + ".r2");
-  return b.concatenate(ValueRange{r1, r2}, 3, name);
-}
-
-/// Causal self-attention of `x` [B, S, D].
-Value attention(ModelBuilder &b, Value x, const std::vector<Value> &w,
-                const Dims &d, bool useRotary) {
-  // w: wq [D, H, K], wk [D, N, K], wv [D, N, K], wo [H, K, D]
-  Value q = b.einsum("bsd,dhk->bshk", ValueRange{x, w[0]}, {d.B, d.S, d.H, d.K}, "q");
-  Value k = b.einsum("bsd,dnk->bsnk", ValueRange{x, w[1]}, {d.B, d.S, d.N, d.K}, "k");
-  Value v = b.einsum("bsd,dnk->bsnk", ValueRange{x, w[2]}, {d.B, d.S, d.N, d.K}, "v");
-  if (useRotary) {
-    q = rotary(b, q, d, "q.rotary");
-    k = rotary(b, k, d, "k.rotary");
-  }
-  q = b.mul(q, b.scalarLike(1.0 / std::sqrt(static_cast<double>(d.K)), q, "scale"),
-            "q.scaled");
-  // Causal mask: -1e9 above the diagonal, computed from two iotas rather
-  // than stored (S^2 elements per layer in every Executable otherwise).
-  Type index = b.ops().getI32Type();
-  Value query = b.iota({d.S, d.S}, 0, index, "mask.s");
-  Value key = b.iota({d.S, d.S}, 1, index, "mask.t");
-  Value causal = b.select(b.compare(CompareDirection::GT, key, query, "mask.future"),
-                          b.constant(-1e9, {d.S, d.S}, "mask.hidden"),
-                          b.constant(0.0, {d.S, d.S}, "mask.visible"), "mask");
-  Value context;
-  if (d.N == d.H) {
-    Value scores = b.einsum("bshk,bthk->bhst", ValueRange{q, k}, {d.B, d.H, d.S, d.S},
-                            "scores");
-    scores = b.add(scores, b.broadcast(causal, {d.B, d.H, d.S, d.S}, {2, 3}, "mask.b"),
-                   "scores.masked");
-    Value probs = b.softmax(scores, "probs");
-    context = b.einsum("bhst,bthk->bshk", ValueRange{probs, v}, {d.B, d.S, d.H, d.K},
-                       "context");
-  } else {
-    int64_t G = d.H / d.N;
-    Value grouped = b.reshape(q, {d.B, d.S, d.N, G, d.K}, "q.grouped");
-    Value scores = b.einsum("bsngk,btnk->bngst", ValueRange{grouped, k},
-                            {d.B, d.N, G, d.S, d.S}, "scores");
-    scores = b.add(scores,
-                   b.broadcast(causal, {d.B, d.N, G, d.S, d.S}, {3, 4}, "mask.b"),
-                   "scores.masked");
-    Value probs = b.softmax(scores, "probs");
-    Value out = b.einsum("bngst,btnk->bsngk", ValueRange{probs, v},
-                         {d.B, d.S, d.N, G, d.K}, "context.grouped");
-    context = b.reshape(out, {d.B, d.S, d.H, d.K}, "context");
-  }
-  return b.einsum("bshk,hkd->bsd", ValueRange{context, w[3]}, {d.B, d.S, d.D}, "out");
 }
 
 /// GELU or SwiGLU MLP of `x` [..., D]. w: w1 [D, F], w2 [F, D] (, w3 [D, F]).
@@ -415,14 +340,39 @@ Expected<int64_t> moeCapacity(const ModelConfig &c, int64_t groups) {
 /// loss mask and the reference log-probabilities its objective needs.
 struct TransformerInputs {
   Value tokens, targets, mask, refLogp;
+  /// Generation: a prefill's last prompt position per row [B]; a decode
+  /// step's position per row [B] and each layer's keys and values.
+  Value last, positions;
+  std::vector<Value> caches;
 };
+
+/// Whether `c` builds one of generation's programs (docs/Models.md,
+/// "Generation").
+bool generating(const ModelConfig &c) {
+  return c.objective == "prefill" || c.objective == "decode";
+}
 
 /// Adds the transformer's inputs to the function.
 TransformerInputs transformerInputs(ModelBuilder &b, const ModelConfig &c,
                                     const Dims &d) {
   TransformerInputs in;
   Type i32 = b.ops().getI32Type();
+  if (c.objective == "decode") {
+    // One new token per row at its position, and every layer's cache.
+    in.tokens = b.input("tokens", {d.B, 1}, {"batch", ""}, i32);
+    in.positions = b.input("positions", {d.B}, {"batch"}, i32);
+    for (int64_t l = 0; l < d.L; ++l)
+      for (const char *part : {"keys", "values"})
+        in.caches.push_back(
+            b.input("layer" + std::to_string(l) + ".cache." + part,
+                    {d.B, d.S, d.N, d.K}, cacheAxes(), b.element()));
+    return in;
+  }
   in.tokens = b.input("tokens", {d.B, d.S}, {"batch", "seq"}, i32);
+  if (c.objective == "prefill") {
+    in.last = b.input("last", {d.B}, {"batch"}, i32);
+    return in;
+  }
   if (!c.noLoss)
     in.targets = b.input("targets", {d.B, d.S}, {"batch", "seq"}, i32);
   if (!c.noLoss && c.lossMask)
@@ -435,7 +385,8 @@ TransformerInputs transformerInputs(ModelBuilder &b, const ModelConfig &c,
 /// The embedding of `tokens` [B, S]: its table's rows (gathered or as a
 /// one-hot product) plus, without rotary positions, learned positions.
 Value embedTokens(ModelBuilder &b, const ModelConfig &c, const Dims &d,
-                  Value tokens) {
+                  Value tokens, Value positions) {
+  int64_t Sq = ModelBuilder::shapeOf(tokens)[1];
   Value wte = b.param("embed.table", {d.V, d.D}, {"vocab", "embed"});
   Value wpe;
   if (!c.rotary)
@@ -446,9 +397,15 @@ Value embedTokens(ModelBuilder &b, const ModelConfig &c, const Dims &d,
                 ? b.gather(wte, tokens, "tokens")
                 : b.einsum("bsv,vd->bsd",
                            ValueRange{oneHot(b, tokens, d.V, "onehot"), wte},
-                           {d.B, d.S, d.D}, "tokens");
-  if (wpe)
-    x = b.add(x, b.broadcast(wpe, {d.B, d.S, d.D}, {1, 2}, "positions.b"),
+                           {d.B, Sq, d.D}, "tokens");
+  // A decode step's rows are at their own positions.
+  if (wpe && positions)
+    x = b.add(x,
+              b.broadcast(b.gather(wpe, positions, "positions.at"),
+                          {d.B, Sq, d.D}, {0, 2}, "positions.b"),
+              "with_positions");
+  else if (wpe)
+    x = b.add(x, b.broadcast(wpe, {d.B, Sq, d.D}, {1, 2}, "positions.b"),
               "with_positions");
   b.popScope();
   return x;
@@ -503,6 +460,11 @@ struct TransformerLayer {
   size_t normSize;
   Value auxLoss, dispatch;
   bool first = true;
+  /// Generation: each layer's cache after the step (keys, values, ...),
+  /// and a decode step's positions and caches before it.
+  bool caching = false;
+  Value positions;
+  std::vector<Value> cacheIn, cacheOut;
   // The residual stream between blocks, and a norm's output where the
   // block's matrix products read it: whole along the sequence and the
   // embedding (Megatron's all_gather before the column-parallel GEMMs under
@@ -531,7 +493,21 @@ Value TransformerLayer::operator()(Value h, const std::vector<Value> &w) {
   std::vector<Value> norm1 = take(normSize);
   b.pushScope("attn");
   Value a = norm(h, norm1);
-  Value attended = attention(b, a, take(4), d, c.rotary);
+  KvCache cache;
+  if (caching) {
+    size_t layer = cacheOut.size();
+    cache.positions = positions;
+    if (positions) {
+      cache.keys = cacheIn[layer];
+      cache.values = cacheIn[layer + 1];
+    }
+  }
+  Value attended =
+      attention(b, a, take(4), d, c.rotary, caching ? &cache : nullptr);
+  if (caching) {
+    cacheOut.push_back(cache.newKeys);
+    cacheOut.push_back(cache.newValues);
+  }
   b.popScope();
   h = b.logicalConstraint(b.add(h, attended, "attn.residual"), stream,
                           "attn.output");
@@ -602,6 +578,19 @@ std::vector<Value> transformerResults(ModelBuilder &b, const ModelConfig &c,
   x = b.logicalConstraint(b.norm(x, gamma, beta, "final.norm"), layer.normed,
                           "final.norm.layout");
   std::vector<Value> results;
+  if (generating(c)) {
+    // The next token's logits [B, V]: at each row's last prompt position
+    // (prefill) or its one new position (decode); then the caches.
+    Value row = in.last
+                    ? b.einsum("bsd,bs->bd",
+                               ValueRange{x, oneHot(b, in.last, d.S, "last")},
+                               {d.B, d.D}, "last.hidden")
+                    : b.reshape(x, {d.B, d.D}, "last.hidden");
+    results.push_back(
+        b.einsum("bd,dv->bv", ValueRange{row, head}, {d.B, d.V}, "logits"));
+    results.insert(results.end(), layer.cacheOut.begin(), layer.cacheOut.end());
+    return results;
+  }
   if (reward) {
     // A reward model: a scalar head in place of the vocabulary's, its
     // parameter last (the language model's others come first, in the
@@ -657,12 +646,21 @@ buildTransformer(ModelBuilder &b, const ModelConfig &c, const Mesh &mesh) {
     capacity = *perExpert;
   }
 
+  if (generating(c) && (moe || c.scan))
+    return Status::error(std::string("generation takes a gpt without ") +
+                         (moe ? "experts (--model moe routes a decode "
+                                "step's tokens unlike the whole sequence's)"
+                              : "--scan (its caches would be carried through "
+                                "the layer loop)"));
   b.beginFunction(c.model);
   TransformerInputs in = transformerInputs(b, c, d);
-  Value x = embedTokens(b, c, d, in.tokens);
+  Value x = embedTokens(b, c, d, in.tokens, in.positions);
   std::vector<LayerParam> params = transformerLayerParams(c, d, moe);
   TransformerLayer layer{
       b, c, d, moe, groups, capacity, c.rmsNorm ? size_t(1) : size_t(2)};
+  layer.caching = generating(c);
+  layer.positions = in.positions;
+  layer.cacheIn = in.caches;
   if (moe && c.scan)
     return Status::error("--scan is not available for moe (its auxiliary "
                          "loss would have to be carried through the loop); "
@@ -764,9 +762,9 @@ partita::buildModel(MLIRContext *context, const ModelConfig &config,
                          "--model gpt or moe");
   if (config.objective != "mean" && config.objective != "dpo" &&
       config.objective != "logprob" && config.objective != "reward" &&
-      config.objective != "score")
+      config.objective != "score" && !generating(config))
     return Status::error("unknown objective '" + config.objective + "'");
-  if (config.objective != "mean" && !config.lossMask)
+  if (config.objective != "mean" && !config.lossMask && !generating(config))
     return Status::error("the " + config.objective +
                          " objective needs a loss mask");
   if ((config.objective == "dpo" || config.objective == "reward") &&

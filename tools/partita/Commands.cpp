@@ -94,6 +94,7 @@ int partita::cli::runTool(const std::vector<std::string> &args,
       {"train", parsed("train", trainCommand)},
       {"plan", parsed("plan", planCommand)},
       {"calibrate", parsed("calibrate", calibrateCommand)},
+      {"generate", parsed("generate", generateCommand)},
       {"checkpoint", checkpointCommand}};
   auto it = commands.find(command);
   if (it == commands.end()) {
@@ -103,7 +104,7 @@ int partita::cli::runTool(const std::vector<std::string> &args,
     return usageError(
         "unknown command '" + command +
         "'; available: gen, import, compile, explain, show, run, train, "
-        "plan, calibrate, checkpoint (see 'partita --help')");
+        "plan, calibrate, generate, checkpoint (see 'partita --help')");
   }
   return finish(
       it->second(std::vector<std::string>(args.begin() + 1, args.end())));

@@ -87,6 +87,7 @@ int trainCommand(const CommandLine &cl);
 int trainFromRequest(TrainRequest &request);
 int planCommand(const CommandLine &cl);
 int calibrateCommand(const CommandLine &cl);
+int generateCommand(const CommandLine &cl);
 int importCommand(const std::vector<std::string> &args);
 int showCommand(const std::vector<std::string> &args);
 int checkpointCommand(const std::vector<std::string> &args);

@@ -56,6 +56,13 @@ struct ModelConfig {
   /// the loss is the mean of -log sigmoid(beta * ((c - ref_c) - (r -
   /// ref_r)))), or "logprob" (each row's sequence log-probability over the
   /// masked positions, [batch]: the reference's, computed before DPO).
+  /// Without a loss mask (gpt only, unrolled): "prefill" (inputs `tokens`
+  /// [batch, seq] and `last` [batch], each row's last prompt position;
+  /// results the next token's logits [batch, vocab] and every layer's keys
+  /// and values [batch, seq, kv_heads, head_dim]) or "decode" (inputs one
+  /// token per row [batch, 1], its `positions` [batch] and the caches;
+  /// results the logits and the caches with the new position written):
+  /// generation's two programs (docs/Models.md, "Generation").
   std::string objective = "mean";
   double dpoBeta = 0.1;
   /// Positions: rotary embeddings instead of a learned table.
