@@ -84,6 +84,17 @@ Value ModelBuilder::input(const std::string &name, std::vector<int64_t> shape,
   return body->addArgument(tensorType(shape, element), loc(name));
 }
 
+void ModelBuilder::donate(Value argument) {
+  unsigned index = cast<BlockArgument>(argument).getArgNumber();
+  argAttrs[index].set(PartitaDialect::kDonatedAttrName,
+                      UnitAttr::get(context()));
+}
+
+void ModelBuilder::aliasResult(unsigned result, Value argument) {
+  resultAliases.emplace_back(result,
+                             cast<BlockArgument>(argument).getArgNumber());
+}
+
 OwningOpRef<ModuleOp> ModelBuilder::finish(ValueRange results) {
   builder.create<func::ReturnOp>(loc("return"), results);
   function.setFunctionType(builder.getFunctionType(
@@ -95,6 +106,9 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(ValueRange results) {
   for (NamedAttrList &attrs : argAttrs)
     dictionaries.push_back(attrs.getDictionary(context()));
   function.setAllArgAttrs(dictionaries);
+  for (auto [result, argument] : resultAliases)
+    function.setResultAttr(result, PartitaDialect::kAliasesAttrName,
+                           builder.getI64IntegerAttr(argument));
   return std::move(module);
 }
 

@@ -362,10 +362,13 @@ TransformerInputs transformerInputs(ModelBuilder &b, const ModelConfig &c,
     in.tokens = b.input("tokens", {d.B, 1}, {"batch", ""}, i32);
     in.positions = b.input("positions", {d.B}, {"batch"}, i32);
     for (int64_t l = 0; l < d.L; ++l)
-      for (const char *part : {"keys", "values"})
+      for (const char *part : {"keys", "values"}) {
+        // Donated: the step's new cache may take the old one's buffer.
         in.caches.push_back(
             b.input("layer" + std::to_string(l) + ".cache." + part,
                     {d.B, d.S, d.N, d.K}, cacheAxes(), b.element()));
+        b.donate(in.caches.back());
+      }
     return in;
   }
   in.tokens = b.input("tokens", {d.B, d.S}, {"batch", "seq"}, i32);
@@ -589,6 +592,10 @@ std::vector<Value> transformerResults(ModelBuilder &b, const ModelConfig &c,
     results.push_back(
         b.einsum("bd,dv->bv", ValueRange{row, head}, {d.B, d.V}, "logits"));
     results.insert(results.end(), layer.cacheOut.begin(), layer.cacheOut.end());
+    // A decode step's caches are its cache inputs' new values, laid out as
+    // they are: the runtime keeps them in device memory between steps.
+    for (size_t c = 0; c < in.caches.size(); ++c)
+      b.aliasResult(static_cast<unsigned>(1 + c), in.caches[c]);
     return results;
   }
   if (reward) {

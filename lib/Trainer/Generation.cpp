@@ -255,40 +255,78 @@ Generator::generate(const std::vector<std::vector<int32_t>> &prompts,
   bool going = room[0] > 0 && choose(*logits, 0);
   result.prefillSeconds = secondsSince(started);
 
-  // The decode program's data: tokens, positions, then the caches.
+  if (!going)
+    return result;
+
+  // The decode steps run on device threads that stay up: the caches and
+  // parameters are uploaded once and stay in device memory, each step's
+  // new caches becoming the next step's inputs there (carried); per step
+  // only the tokens and positions go up and the logits come down.
   size_t caches = dec.inputs.size() - 2 - decodeParamIndex.size();
-  Blocks step(devices, std::vector<HostArray>(2 + caches));
-  const Executable *from = &pre;
-  started = std::chrono::steady_clock::now();
-  for (int64_t t = 1; going; ++t) {
-    std::vector<int32_t> fed(B), positions(B);
-    for (int64_t r = 0; r < B; ++r) {
-      fed[r] = next[r];
-      positions[r] = static_cast<int32_t>(std::min(length[r] + t - 1, S - 1));
-    }
-    for (size_t c = 0; c < caches; ++c)
-      if (Status status =
-              handOver(*from, 1 + c, outputs, dec, 2 + c, step, 2 + c);
-          !status.ok())
-        return Status::error("the key/value cache: " + status.message());
-    if (Status status = spread(
-            dec, 0, HostArray::fromValues(DType::I32, {B, 1}, fed), step, 0);
+  Blocks inputs(devices, std::vector<HostArray>(dec.inputs.size()));
+  for (int64_t d = 0; d < devices; ++d)
+    for (size_t k = 0; k < decodeParamIndex.size(); ++k)
+      inputs[d][decodeParamIndex[k]] = decodeParams[d][k];
+  for (size_t c = 0; c < caches; ++c)
+    if (Status status =
+            handOver(pre, 1 + c, outputs, dec, 2 + c, inputs, 2 + c);
         !status.ok())
-      return status;
-    if (Status status = spread(
-            dec, 1, HostArray::fromValues(DType::I32, {B}, positions), step, 1);
-        !status.ok())
-      return status;
-    if (Status status = run(dec, decodeParams, step, outputs); !status.ok())
-      return Status::error("decode step " + std::to_string(t) + ": " +
-                           status.message());
-    from = &dec;
-    logits = assembleOutput(dec, 0, outputs);
-    if (!logits)
-      return logits.status();
-    going = choose(*logits, t);
-    ++result.decodeSteps;
+      return Status::error("the key/value cache: " + status.message());
+  StepwiseRun stepwise;
+  for (size_t c = 0; c < caches; ++c) {
+    // The builder marks each new cache as its input's new value
+    // (partita.aliases): laid out alike, it can stay where it is.
+    if (!(dec.outputs[1 + c].sharding == dec.inputs[2 + c].sharding))
+      return Status::error("decode: cache " + dec.inputs[2 + c].name +
+                           " comes back laid out as " +
+                           dec.outputs[1 + c].sharding.toString() +
+                           ", not as it went in (" +
+                           dec.inputs[2 + c].sharding.toString() + ")");
+    stepwise.carried.emplace_back(1 + c, 2 + c);
   }
+  stepwise.readEachStep = {0};
+  // The last new token is never fed back.
+  stepwise.steps = *std::max_element(room.begin(), room.end()) - 1;
+  stepwise.before =
+      [&](int64_t step,
+          std::vector<std::vector<std::pair<size_t, HostArray>>> &up) {
+        std::vector<int32_t> fed(B), positions(B);
+        for (int64_t r = 0; r < B; ++r) {
+          fed[r] = next[r];
+          positions[r] =
+              static_cast<int32_t>(std::min(length[r] + step, S - 1));
+        }
+        for (auto [index, value] :
+             {std::pair<size_t, HostArray>{
+                  0, HostArray::fromValues(DType::I32, {B, 1}, fed)},
+              {1, HostArray::fromValues(DType::I32, {B}, positions)}}) {
+          Expected<std::vector<HostArray>> blocks = inputBlocksByDevice(
+              dec, index, value, PartialInputs::FirstMember);
+          if (!blocks)
+            return blocks.status();
+          for (int64_t d = 0; d < devices; ++d)
+            up[d].emplace_back(index, std::move((*blocks)[d]));
+        }
+        return Status::success();
+      };
+  stepwise.after = [&](int64_t step, Blocks &stepOutputs) {
+    Expected<HostArray> stepLogits = assembleOutput(dec, 0, stepOutputs);
+    if (!stepLogits)
+      return stepLogits.status();
+    ++result.decodeSteps;
+    stepwise.stopped = !choose(*stepLogits, step + 1);
+    return Status::success();
+  };
+  // Fed from the first step's `before`: every input block has its shape.
+  for (int64_t d = 0; d < devices; ++d)
+    for (size_t i : {size_t(0), size_t(1)}) {
+      const TensorType &local = dec.slots[dec.inputs[i].slot];
+      inputs[d][i] = HostArray::zeros(local.dtype, local.shape);
+    }
+  started = std::chrono::steady_clock::now();
+  if (Status status = runDevicesStepwise(dec, std::move(inputs), stepwise);
+      !status.ok())
+    return Status::error("decode: " + status.message());
   result.decodeSeconds = secondsSince(started);
   return result;
 }

@@ -47,6 +47,12 @@ public:
   /// An input (role input) of any element type.
   mlir::Value input(const std::string &name, std::vector<int64_t> shape,
                     std::vector<std::string> axes, mlir::Type element);
+  /// Marks the argument `argument` donated (partita.donated): the caller
+  /// gives its buffer up, and an output of its layout may be written there.
+  void donate(mlir::Value argument);
+  /// Marks result `result` (of finish()) as `argument`'s new value
+  /// (partita.aliases): it takes the argument's layout.
+  void aliasResult(unsigned result, mlir::Value argument);
   /// Returns `results` and finishes the function; the module is complete.
   mlir::OwningOpRef<mlir::ModuleOp> finish(mlir::ValueRange results);
 
@@ -143,6 +149,7 @@ private:
   mlir::func::FuncOp function;
   mlir::Block *body = nullptr;
   std::vector<mlir::NamedAttrList> argAttrs;
+  std::vector<std::pair<unsigned, unsigned>> resultAliases;
   std::vector<std::string> scopes;
   unsigned line = 1;
 };

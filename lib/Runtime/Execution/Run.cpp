@@ -637,7 +637,7 @@ driveSteps(StepwiseRun &run, StepGate &gate, int64_t devices,
     result = firstDeviceFailure(statuses);
     if (result.ok() && run.after)
       result = run.after(step, stepOutputs);
-    if (!result.ok())
+    if (!result.ok() || run.stopped)
       break;
   }
   return result;
@@ -659,6 +659,76 @@ Expected<std::vector<int64_t>> stepwiseDevices(const StepwiseRun &run,
       return Status::error("stepwise run: no device " + std::to_string(d) +
                            " in a mesh of " + std::to_string(devices));
   return ran;
+}
+
+} // namespace
+
+namespace {
+
+/// Copies each carried output into its input's buffer. An output may sit in
+/// another donated input's storage (the buffer plan writes an output into
+/// the first dead donated input of its layout, not necessarily its own), so
+/// a copy waits until no copy still to be made reads the bytes it writes;
+/// where the copies wait on each other in a cycle, one source goes through
+/// the host first.
+Status copyCarried(const Executable &program,
+                   const std::vector<std::pair<size_t, size_t>> &carried,
+                   DeviceMemory &memory, Backend &backend) {
+  struct Copy {
+    const uint8_t *from;
+    uint8_t *to;
+    int64_t bytes;
+    bool fromHost = false;
+  };
+  std::vector<Copy> pending;
+  for (auto [output, input] : carried) {
+    int32_t from = program.outputs[output].slot;
+    int32_t to = program.inputs[input].slot;
+    if (memory.slots[from] != memory.slots[to])
+      pending.push_back({static_cast<const uint8_t *>(memory.slots[from]),
+                         static_cast<uint8_t *>(memory.slots[to]),
+                         program.slots[to].bytes(), false});
+  }
+  auto overlaps = [](const uint8_t *a, int64_t aBytes, const uint8_t *b,
+                     int64_t bBytes) {
+    return a < b + bBytes && b < a + aBytes;
+  };
+  std::vector<HostArray> parked;
+  while (!pending.empty()) {
+    size_t ready = pending.size();
+    for (size_t k = 0; k < pending.size() && ready == pending.size(); ++k) {
+      bool blocked = false;
+      for (size_t j = 0; j < pending.size() && !blocked; ++j)
+        blocked = j != k && !pending[j].fromHost &&
+                  overlaps(pending[k].to, pending[k].bytes, pending[j].from,
+                           pending[j].bytes);
+      if (!blocked)
+        ready = k;
+    }
+    if (ready == pending.size()) {
+      // A cycle: the first source waits on the host.
+      Copy &first = pending.front();
+      parked.push_back(HostArray::zeros(DType::U8, {first.bytes}));
+      if (Status copied = backend.copyToHost(parked.back().bytes.data(),
+                                             first.from, first.bytes);
+          !copied.ok())
+        return copied;
+      // Its source is on the host now: the copies that were waiting to
+      // write over it can go, and it goes when its own target is free.
+      first.from = parked.back().bytes.data();
+      first.fromHost = true;
+      continue;
+    }
+    const Copy &copy = pending[ready];
+    if (Status copied =
+            copy.fromHost
+                ? backend.copyToDevice(copy.to, copy.from, copy.bytes)
+                : backend.copyOnDevice(copy.to, copy.from, copy.bytes);
+        !copied.ok())
+      return copied;
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(ready));
+  }
+  return Status::success();
 }
 
 } // namespace
@@ -758,18 +828,21 @@ Status partita::runDevicesStepwise(
                                   &communicator, memory);
               !ran.ok())
             fail(ran);
-        for (auto [output, input] : run.carried) {
-          if (!status.ok())
-            break;
-          int32_t from = program.outputs[output].slot;
-          int32_t to = program.inputs[input].slot;
-          if (memory.slots[from] != memory.slots[to])
-            if (Status copied =
-                    backend->copyOnDevice(memory.slots[to], memory.slots[from],
-                                          program.slots[to].bytes());
-                !copied.ok())
-              fail(copied);
-        }
+        // The outputs are read before the carried copies: an output may sit
+        // in the bytes of a donated input it does not update, which a copy
+        // then fills.
+        stepOutputs[d].assign(run.readEachStep.size(), HostArray());
+        for (size_t k = 0; status.ok() && k < run.readEachStep.size(); ++k)
+          if (Status read =
+                  download(memory, program.outputs[run.readEachStep[k]].slot,
+                           stepOutputs[d][k]);
+              !read.ok())
+            fail(read);
+        if (status.ok())
+          if (Status copied =
+                  copyCarried(program, run.carried, memory, *backend);
+              !copied.ok())
+            fail(copied);
         if (status.ok() && run.snapshotAfter && run.snapshotAfter(step)) {
           run.snapshots[d].assign(run.readAtEnd.size(), HostArray());
           for (size_t k = 0; status.ok() && k < run.readAtEnd.size(); ++k)
@@ -779,13 +852,6 @@ Status partita::runDevicesStepwise(
                 !read.ok())
               fail(read);
         }
-        stepOutputs[d].assign(run.readEachStep.size(), HostArray());
-        for (size_t k = 0; status.ok() && k < run.readEachStep.size(); ++k)
-          if (Status read =
-                  download(memory, program.outputs[run.readEachStep[k]].slot,
-                           stepOutputs[d][k]);
-              !read.ok())
-            fail(read);
         gate.add(&StepGate::reported);
       }
       std::lock_guard<std::mutex> turn(releasing);

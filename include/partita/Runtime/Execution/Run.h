@@ -180,6 +180,9 @@ struct StepwiseRun {
   std::function<Status(int64_t step,
                        std::vector<std::vector<HostArray>> &outputsByDevice)>
       after;
+  /// Set by `after` to end the run after this step, before `steps` (a
+  /// generation whose every row is done).
+  bool stopped = false;
   /// (output, input) pairs: after each step the output's value becomes the
   /// input's on the device (nothing to do when the buffer plan updates the
   /// input in place).
