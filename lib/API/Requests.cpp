@@ -117,6 +117,11 @@ Status evalRequestFromOptions(const OptionValues &cl, TrainRequest &request) {
     return Status::error("--eval-every with --objective " + objective +
                          " and --pp: a pipelined step does not score "
                          "preference pairs");
+  if (eval.every > 0 && (objective == "grpo" || objective == "ppo") &&
+      eval.data.empty())
+    return Status::error("--eval-every with --objective " + objective +
+                         " needs --eval-data FILE: held-out prompts, whose "
+                         "greedy responses are scored");
   return Status::success();
 }
 
@@ -209,6 +214,17 @@ Status partita::api::modelConfigFromOptions(const OptionValues &cl,
     config.objective = "dpo";
   if (cl.on("--reward"))
     config.objective = "reward";
+  if (cl.has("--rl")) {
+    std::string rl = cl.get("--rl");
+    if (rl != "grpo" && rl != "ppo")
+      return Status::error("--rl must be grpo or ppo, got '" + rl + "'");
+    if (config.lossMask || config.noLoss)
+      return Status::error("--rl builds its own loss: leave out --loss-mask, "
+                           "--dpo, --reward and --no-loss");
+    config.lossMask = true;
+    config.objective = rl;
+    config.valueHead = rl == "ppo";
+  }
   if (cl.has("--generation")) {
     std::string program = cl.get("--generation");
     if (program != "prefill" && program != "decode")
@@ -366,6 +382,66 @@ Status optimizerFromOptions(const OptionValues &cl, TrainRequest &request) {
   return Status::success();
 }
 
+/// --objective grpo|ppo's flags (docs/Training.md, "RLHF").
+Status rlRequestFromOptions(const OptionValues &cl,
+                            const std::string &objective,
+                            TrainRequest &request) {
+  RlRequest &rl = request.rl;
+  ModelConfig &config = request.config;
+  bool ppo = objective == "ppo";
+  long long group = 0, epochs = 0, tokens = 0, topK = 0, eos = 0;
+  for (Status status :
+       {integerOption(cl, "--group", ppo ? 1 : 4, group, 1, 1 << 20),
+        integerOption(cl, "--ppo-epochs", 1, epochs, 1, 1 << 20),
+        integerOption(cl, "--max-new-tokens", config.seq, tokens, 1, 1 << 24),
+        integerOption(cl, "--top-k", 0, topK, 0, 1 << 30),
+        integerOption(cl, "--eos", -1, eos, -1, 1 << 30)})
+    if (!status.ok())
+      return status;
+  rl.group = group;
+  rl.epochs = epochs;
+  rl.sampling.maxNewTokens = tokens;
+  rl.sampling.topK = topK;
+  rl.sampling.eos = eos;
+  rl.sampling.temperature = 1;
+  double klBeta = ppo ? 0.05 : 0.04;
+  for (Status status :
+       {numberOption(cl, "--temperature", rl.sampling.temperature, 0, 1e6,
+                     true),
+        numberOption(cl, "--top-p", rl.sampling.topP, 0, 1, true),
+        numberOption(cl, "--kl-beta", klBeta, 0, 1e6),
+        numberOption(cl, "--clip-range", config.clipRange, 0, 1e6, true),
+        numberOption(cl, "--gae-lambda", rl.lambda, 0, 1),
+        numberOption(cl, "--length-bonus", rl.lengthBonus, -1e6, 1e6)})
+    if (!status.ok())
+      return status;
+  // GRPO's penalty is in its loss; PPO's in the per-token rewards.
+  (ppo ? rl.klBeta : config.klBeta) = klBeta;
+  if (ppo)
+    config.klBeta = 0;
+  config.valueHead = ppo;
+  rl.rewardModel = cl.get("--reward-model");
+  rl.rewardRule = cl.get("--reward-rule");
+  if (rl.rewardModel.empty() && rl.rewardRule.empty())
+    return Status::error("--objective " + objective +
+                         " needs a reward: --reward-model D (a checkpoint of "
+                         "--objective reward) or --reward-rule reverse");
+  if (!rl.rewardRule.empty() && rl.rewardRule != "reverse")
+    return Status::error("--reward-rule must be reverse (the demo task's), "
+                         "got '" +
+                         rl.rewardRule + "'");
+  if (config.model != "gpt")
+    return Status::error("--objective " + objective +
+                         " generates text: it needs --model gpt");
+  if (config.batch % rl.group != 0)
+    return Status::error("--batch (" + std::to_string(config.batch) +
+                         ") must be a multiple of --group (" +
+                         std::to_string(rl.group) +
+                         "): each prompt's samples "
+                         "train together");
+  return Status::success();
+}
+
 } // namespace
 
 Status partita::api::trainRequestFromOptions(const OptionValues &cl,
@@ -380,7 +456,8 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
   if (config.noLoss)
     return Status::error("--no-loss leaves nothing to train");
   std::string objective = cl.get("--objective", "lm");
-  if (objective == "sft" || objective == "dpo" || objective == "reward") {
+  if (objective == "sft" || objective == "dpo" || objective == "reward" ||
+      objective == "grpo" || objective == "ppo") {
     if (config.model != "gpt" && config.model != "moe")
       return Status::error("--objective " + objective +
                            " needs --model gpt or moe");
@@ -388,11 +465,20 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
       return Status::error(
           "--objective " + objective + " trains on --data FILE: lines of " +
           (objective == "sft" ? "'prompt tokens | response tokens'"
-                              : "'prompt | chosen | rejected' tokens"));
+           : objective == "dpo" || objective == "reward"
+               ? "'prompt | chosen | rejected' tokens"
+               : "prompt tokens (a '|' ends each; SFT data serve)"));
     config.lossMask = true;
   } else if (objective != "lm") {
-    return Status::error("--objective must be lm, sft, dpo or reward, got '" +
-                         objective + "'");
+    return Status::error(
+        "--objective must be lm, sft, dpo, reward, grpo or ppo, got '" +
+        objective + "'");
+  }
+  if (objective == "grpo" || objective == "ppo") {
+    config.objective = objective;
+    if (Status status = rlRequestFromOptions(cl, objective, request);
+        !status.ok())
+      return status;
   }
   if (objective == "reward") {
     // A reward model: the Bradley-Terry loss on a scalar head's scores of
@@ -508,6 +594,13 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
     return status;
   if (Status status = evalRequestFromOptions(cl, request); !status.ok())
     return status;
+  if ((objective == "grpo" || objective == "ppo") &&
+      (request.distributed || request.pipelineRanks > 1 ||
+       request.mesh.axisSize("pipe") > 0 || request.micro > 1))
+    return Status::error("--objective " + objective +
+                         " runs in one process without pipeline parallelism "
+                         "or micro-batches: leave out --distributed, --pp and "
+                         "--micro-batches");
   if (options.trainMixedPrecision && config.dtype != "bf16")
     return Status::error(
         "--mixed-precision trains a bf16 model: add --dtype bf16");

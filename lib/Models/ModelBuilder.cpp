@@ -129,6 +129,7 @@ PARTITA_BINARY(sub, SubOp)
 PARTITA_BINARY(mul, MulOp)
 PARTITA_BINARY(div, DivOp)
 PARTITA_BINARY(max, MaxOp)
+PARTITA_BINARY(min, MinOp)
 #undef PARTITA_BINARY
 
 #define PARTITA_UNARY(method, Op)                                              \

@@ -135,15 +135,9 @@ Value pairLoss(ModelBuilder &b, Value scores, double beta,
   return b.mean(softplus, {0}, name);
 }
 
-/// Mean softmax cross-entropy of `logits` [B, S, V] against `targets` [B, S]:
-/// over every position, or, with `mask` [B, S], over those where it is 1.
-/// With `config.objective` "logprob" or "dpo" (and a mask), each row's
-/// sequence log-probability, or the DPO loss over row pairs against
-/// `refLogp` [B] (ModelConfig).
-Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
-                   Value mask = Value(), const ModelConfig *config = nullptr,
-                   Value refLogp = Value()) {
-  b.pushScope("loss");
+/// Each position's negative log-probability of its target [B, S] under
+/// `logits` [B, S, V].
+Value tokenNll(ModelBuilder &b, Value logits, Value targets) {
   Shape shape = ModelBuilder::shapeOf(logits);
   // The maximum is subtracted and added back: no gradient through it (as
   // in JAX's logsumexp).
@@ -156,7 +150,19 @@ Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
   Value picked = b.reduce(
       ReductionKind::Sum, b.mul(logits, oneHot(b, targets, shape[2], "target"), "picked"),
       {2}, "target.logit");
-  Value nll = b.sub(logSumExp, picked, "nll");
+  return b.sub(logSumExp, picked, "nll");
+}
+
+/// Mean softmax cross-entropy of `logits` [B, S, V] against `targets` [B, S]:
+/// over every position, or, with `mask` [B, S], over those where it is 1.
+/// With `config.objective` "logprob" or "dpo" (and a mask), each row's
+/// sequence log-probability, or the DPO loss over row pairs against
+/// `refLogp` [B] (ModelConfig).
+Value crossEntropy(ModelBuilder &b, Value logits, Value targets,
+                   Value mask = Value(), const ModelConfig *config = nullptr,
+                   Value refLogp = Value()) {
+  b.pushScope("loss");
+  Value nll = tokenNll(b, logits, targets);
   Value loss;
   std::string objective = config ? config->objective : "mean";
   if (mask && (objective == "logprob" || objective == "dpo")) {
@@ -344,7 +350,16 @@ struct TransformerInputs {
   /// step's position per row [B] and each layer's keys and values.
   Value last, positions;
   std::vector<Value> caches;
+  /// Reinforcement learning: per-token advantages, the rollout policy's
+  /// log-probabilities and (ppo) the value targets; grpo's reference
+  /// log-probabilities are `refLogp`, [B, S].
+  Value advantages, oldLogp, returns;
 };
+
+/// Whether `c` is one of reinforcement learning's losses.
+bool reinforcing(const ModelConfig &c) {
+  return c.objective == "grpo" || c.objective == "ppo";
+}
 
 /// Whether `c` builds one of generation's programs (docs/Models.md,
 /// "Generation").
@@ -382,6 +397,15 @@ TransformerInputs transformerInputs(ModelBuilder &b, const ModelConfig &c,
     in.mask = b.input("loss_mask", {d.B, d.S}, {"batch", "seq"}, b.element());
   if (!c.noLoss && c.lossMask && c.objective == "dpo")
     in.refLogp = b.input("ref_logp", {d.B}, {"batch"}, b.element());
+  if (!c.noLoss && c.lossMask && reinforcing(c)) {
+    Axes rows = {"batch", "seq"};
+    in.advantages = b.input("advantages", {d.B, d.S}, rows, b.element());
+    in.oldLogp = b.input("old_logp", {d.B, d.S}, rows, b.element());
+    if (c.objective == "grpo")
+      in.refLogp = b.input("ref_logp", {d.B, d.S}, rows, b.element());
+    else
+      in.returns = b.input("returns", {d.B, d.S}, rows, b.element());
+  }
   return in;
 }
 
@@ -564,6 +588,54 @@ Value rewardScores(ModelBuilder &b, const Dims &d, Value x, Value mask) {
   return scores;
 }
 
+/// The clipped surrogate objective over the response tokens `mask` marks
+/// (PPO's, Schulman et al. 2017; GRPO's, Shao et al. 2024): with ratio
+/// r = exp(logp - old_logp) and advantage A per token, the mean of
+/// -min(r A, clip(r, 1 - eps, 1 + eps) A); grpo adds beta times the k3
+/// estimate of KL(policy || reference), exp(ref - logp) - (ref - logp) - 1,
+/// per token; ppo adds valueWeight * (V - returns)^2 / 2 per token.
+Value reinforcementLoss(ModelBuilder &b, const ModelConfig &c, Value nll,
+                        Value values, const TransformerInputs &in) {
+  b.pushScope("rl");
+  Shape shape = ModelBuilder::shapeOf(nll);
+  auto splat = [&](double value, const std::string &name) {
+    return b.constant(value, shape, name);
+  };
+  Value logp = b.neg(nll, "logp");
+  Value ratio = b.exp(b.sub(logp, in.oldLogp, "log.ratio"), "ratio");
+  Value clipped =
+      b.min(b.max(ratio, splat(1 - c.clipRange, "clip.low"), "clip.above"),
+            splat(1 + c.clipRange, "clip.high"), "clipped");
+  Value objective =
+      b.min(b.mul(ratio, in.advantages, "surrogate"),
+            b.mul(clipped, in.advantages, "surrogate.clipped"), "pessimistic");
+  if (in.refLogp && c.klBeta > 0) {
+    Value gap = b.sub(in.refLogp, logp, "ref.gap");
+    Value kl = b.sub(b.sub(b.exp(gap, "ref.ratio"), gap, "kl.part"),
+                     splat(1.0, "one"), "kl");
+    objective =
+        b.sub(objective, b.mul(kl, splat(c.klBeta, "beta"), "kl.weighted"),
+              "penalized");
+  }
+  Value count = b.reduce(ReductionKind::Sum, in.mask, {0, 1}, "tokens");
+  Value total =
+      b.reduce(ReductionKind::Sum, b.mul(objective, in.mask, "masked"), {0, 1},
+               "objective.sum");
+  Value loss = b.neg(b.div(total, count, "objective.mean"), "policy.loss");
+  if (values) {
+    Value error = b.sub(values, in.returns, "value.error");
+    Value squared =
+        b.mul(b.mul(error, error, "value.squared"),
+              splat(0.5 * c.valueWeight, "value.weight"), "value.weighted");
+    Value sum =
+        b.reduce(ReductionKind::Sum, b.mul(squared, in.mask, "value.masked"),
+                 {0, 1}, "value.sum");
+    loss = b.add(loss, b.div(sum, count, "value.loss"), "loss");
+  }
+  b.popScope();
+  return loss;
+}
+
 /// The function's results after the layers' output `x`: the final norm
 /// and the head's logits, or with a loss the loss (plus the weighted MoE
 /// auxiliary loss); then the first layer's dispatch, when exposed.
@@ -578,6 +650,10 @@ std::vector<Value> transformerResults(ModelBuilder &b, const ModelConfig &c,
   bool reward = c.objective == "reward" || c.objective == "score";
   Value head =
       reward ? Value() : b.param("head", {d.D, d.V}, {"embed", "vocab"});
+  // PPO's value head comes after the language model's parameters (so
+  // --init-from takes them from a language model's checkpoint).
+  Value valueHead =
+      c.valueHead ? b.param("value.head", {d.D}, {"embed"}) : Value();
   x = b.logicalConstraint(b.norm(x, gamma, beta, "final.norm"), layer.normed,
                           "final.norm.layout");
   std::vector<Value> results;
@@ -612,6 +688,20 @@ std::vector<Value> transformerResults(ModelBuilder &b, const ModelConfig &c,
   }
   Value logits =
       b.einsum("bsd,dv->bsv", ValueRange{x, head}, {d.B, d.S, d.V}, "logits");
+  Value values = valueHead ? b.einsum("bsd,d->bs", ValueRange{x, valueHead},
+                                      {d.B, d.S}, "values")
+                           : Value();
+  if (c.objective == "tokenlogp") {
+    results.push_back(b.neg(tokenNll(b, logits, in.targets), "token.logp"));
+    if (values)
+      results.push_back(values);
+    return results;
+  }
+  if (reinforcing(c)) {
+    results.push_back(
+        reinforcementLoss(b, c, tokenNll(b, logits, in.targets), values, in));
+    return results;
+  }
   if (c.noLoss) {
     results.push_back(logits);
   } else {
@@ -769,9 +859,11 @@ partita::buildModel(MLIRContext *context, const ModelConfig &config,
                          "--model gpt or moe");
   if (config.objective != "mean" && config.objective != "dpo" &&
       config.objective != "logprob" && config.objective != "reward" &&
-      config.objective != "score" && !generating(config))
+      config.objective != "score" && !generating(config) &&
+      !reinforcing(config) && config.objective != "tokenlogp")
     return Status::error("unknown objective '" + config.objective + "'");
-  if (config.objective != "mean" && !config.lossMask && !generating(config))
+  if (config.objective != "mean" && !config.lossMask && !generating(config) &&
+      config.objective != "tokenlogp")
     return Status::error("the " + config.objective +
                          " objective needs a loss mask");
   if ((config.objective == "dpo" || config.objective == "reward") &&

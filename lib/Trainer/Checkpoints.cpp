@@ -255,7 +255,9 @@ size_t partita::parametersToInitialize(const TrainRequest &request,
   // A reward model started from a language model: every parameter but the
   // scalar head (the last; the checkpoint's last is the vocabulary head),
   // which keeps its initial values.
-  if (request.config.objective != "reward" || params == 0)
+  // So is PPO's value head (the last) started from a language model.
+  if ((request.config.objective != "reward" && !request.config.valueHead) ||
+      params == 0)
     return params;
   const ExecutableValue &head = program.inputs[params - 1];
   std::string key = "param/" + std::to_string(params - 1);

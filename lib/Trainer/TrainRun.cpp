@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "partita/Trainer/Reinforcement.h"
 #include "partita/Trainer/Trainer.h"
 
 #include "partita/Runtime/Program/RunMemory.h"
@@ -47,6 +48,8 @@ partita::makeTrainData(const TrainRequest &request) {
   const ModelConfig &config = request.config;
   if (config.objective == "dpo" || config.objective == "reward")
     return loadExamples<DpoData>(request);
+  if (config.objective == "grpo" || config.objective == "ppo")
+    return std::unique_ptr<TrainData>(std::make_unique<RolloutData>());
   if (config.lossMask)
     return loadExamples<SftData>(request);
   if (!request.data)
@@ -169,9 +172,39 @@ Status partita::trainOnCpu(const TrainRequest &request) {
       return started.status();
     preference = std::move(*started);
   }
+  std::unique_ptr<Reinforcement> reinforcement;
+  int64_t epochs = request.rl.epochs;
+  if (request.config.objective == "grpo" || request.config.objective == "ppo") {
+    // PPO's value head (the last parameter) starts at zero: the values start
+    // at 0, and the first value losses do not shake the shared trunk.
+    if (request.config.valueHead) {
+      size_t params = 0;
+      while (params < layout->updated &&
+             program->inputs[params].role == "param")
+        ++params;
+      HostArray &head = (*inputs)[params - 1];
+      std::fill(head.bytes.begin(), head.bytes.end(), 0);
+    }
+    Expected<std::unique_ptr<Reinforcement>> started = Reinforcement::start(
+        session, request, static_cast<RolloutData &>(**source), *program,
+        *inputs);
+    if (!started)
+      return started.status();
+    reinforcement = std::move(*started);
+    llvm::outs() << "models " << reinforcement->describeMemory(*program)
+                 << "\n";
+    // The first rollouts, with the policy as it starts.
+    std::vector<HostArray> params;
+    for (size_t k = 0;
+         k < layout->updated && program->inputs[k].role == "param"; ++k)
+      params.push_back((*inputs)[k]);
+    if (Status status = reinforcement->rollout(params, loop.firstStep);
+        !status.ok())
+      return status;
+  }
   CheckpointWriter checkpoints(request);
   std::unique_ptr<Evaluator> evaluator;
-  if (request.eval.every > 0 && !preference) {
+  if (request.eval.every > 0 && !preference && !reinforcement) {
     Expected<std::unique_ptr<Evaluator>> created =
         Evaluator::create(session, request);
     if (!created)
@@ -186,11 +219,25 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   auto saveDue = [saved = request.checkpoints, last](int64_t done) {
     return saved.due(done, last);
   };
-  if (saving || evaluator || (preference && evalEvery > 0)) {
+  // Reinforcement learning: new rollouts every `epochs` steps.
+  auto rolloutDue = [&, last, epochs](int64_t done) {
+    return reinforcement && done < last && done % epochs == 0;
+  };
+  if (saving || evaluator || ((preference || reinforcement) && evalEvery > 0) ||
+      reinforcement) {
     loop.snapshotAfter = [=](int64_t done) {
-      return saveDue(done) || due(evalEvery, done);
+      return saveDue(done) || due(evalEvery, done) || rolloutDue(done);
     };
-    loop.onSnapshot = [&, saveDue, due](TrainSnapshot &snapshot) -> Status {
+    loop.onSnapshot = [&, saveDue, due,
+                       rolloutDue](TrainSnapshot &snapshot) -> Status {
+      if (reinforcement && due(evalEvery, snapshot.steps))
+        if (Status status = reinforcement->evaluate(*program, snapshot);
+            !status.ok())
+          return status;
+      if (rolloutDue(snapshot.steps))
+        if (Status status = reinforcement->rollout(*program, snapshot);
+            !status.ok())
+          return status;
       if (evaluator && due(evalEvery, snapshot.steps))
         if (Expected<double> loss = evaluator->evaluate(*program, snapshot);
             !loss)
@@ -248,6 +295,30 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   }
   if (!writeLosses(request, progress, evaluator.get()))
     return Status::error("");
+  if (reinforcement) {
+    std::string path = request.outputDir + "/rl.csv",
+                plot = request.outputDir + "/reward.svg";
+    if (!writeOutputFile(
+            path, [&](llvm::raw_ostream &os) { os << reinforcement->csv(); }) ||
+        !writeOutputFile(plot, [&](llvm::raw_ostream &os) {
+          os << lossPlotSvg(reinforcement->rewards(),
+                            request.config.objective + " reward per rollout (" +
+                                request.options.rules + " on " +
+                                request.devices + ")",
+                            reinforcement->heldOutPoints());
+        }))
+      return Status::error("");
+    llvm::outs() << "wrote " << path << " and " << plot;
+    if (evalEvery > 0) {
+      std::string heldOut = request.outputDir + "/eval.csv";
+      if (!writeOutputFile(heldOut, [&](llvm::raw_ostream &os) {
+            os << reinforcement->evalCsv();
+          }))
+        return Status::error("");
+      llvm::outs() << " and " << heldOut;
+    }
+    llvm::outs() << "\n";
+  }
   if (preference && preference->hasPoints()) {
     // A reward model's held-out accuracy and margin.
     std::string path = request.outputDir + "/eval.csv";

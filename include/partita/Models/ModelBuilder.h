@@ -74,6 +74,7 @@ public:
   mlir::Value mul(mlir::Value a, mlir::Value b, const std::string &name);
   mlir::Value div(mlir::Value a, mlir::Value b, const std::string &name);
   mlir::Value max(mlir::Value a, mlir::Value b, const std::string &name);
+  mlir::Value min(mlir::Value a, mlir::Value b, const std::string &name);
   mlir::Value exp(mlir::Value x, const std::string &name);
   mlir::Value log(mlir::Value x, const std::string &name);
   mlir::Value tanh(mlir::Value x, const std::string &name);

@@ -63,8 +63,20 @@ struct ModelConfig {
   /// token per row [batch, 1], its `positions` [batch] and the caches;
   /// results the logits and the caches with the new position written):
   /// generation's two programs (docs/Models.md, "Generation").
+  /// Reinforcement learning (docs/Training.md, "RLHF"), with a loss mask
+  /// over the response tokens: "grpo" or "ppo" (inputs `advantages`,
+  /// `old_logp` [batch, seq] and, for grpo, `ref_logp` [batch, seq], for
+  /// ppo `returns` [batch, seq]; the clipped surrogate objective, grpo
+  /// with a k3 KL penalty to the reference, ppo with a value loss), or
+  /// "tokenlogp" (no mask: each position's log-probability of its target
+  /// [batch, seq] and, with `valueHead`, the values [batch, seq]).
   std::string objective = "mean";
   double dpoBeta = 0.1;
+  /// grpo: the KL penalty's weight; grpo and ppo: the ratio's clip range;
+  /// ppo: the value loss's weight.
+  double klBeta = 0.04, clipRange = 0.2, valueWeight = 0.1;
+  /// A scalar value head [embed] after the vocabulary head (ppo).
+  bool valueHead = false;
   /// Positions: rotary embeddings instead of a learned table.
   bool rotary = false;
   /// RMSNorm instead of LayerNorm.

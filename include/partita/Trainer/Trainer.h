@@ -18,6 +18,7 @@
 #include "partita/Runtime/Pipeline/PipelineRun.h"
 #include "partita/Runtime/Pipeline/Schedule.h"
 #include "partita/Runtime/Training/Checkpoint.h"
+#include "partita/Runtime/Training/Sampling.h"
 #include "partita/Runtime/Training/TrainData.h"
 #include "partita/Runtime/Training/TrainLoop.h"
 #include "partita/Sharding/Mesh.h"
@@ -77,6 +78,23 @@ struct EvalRequest {
   std::string data;
 };
 
+/// Reinforcement learning's choices (--objective grpo|ppo; Reinforcement.h).
+struct RlRequest {
+  /// Samples per prompt (grpo's group; ppo: 1 unless given).
+  int64_t group = 4;
+  /// Train steps on each iteration's rollouts.
+  int64_t epochs = 1;
+  /// A reward model's checkpoint directory, or a rule ("reverse").
+  std::string rewardModel, rewardRule;
+  double lengthBonus = 0;
+  /// PPO's KL penalty per token in the reward (grpo's is in the loss).
+  double klBeta = 0.05;
+  /// GAE's lambda (gamma is 1).
+  double lambda = 0.95;
+  /// How rollouts are drawn: temperature, top-k/p, --eos, new tokens.
+  SamplingOptions sampling;
+};
+
 /// What `partita train` was asked for, every flag parsed and checked.
 struct TrainRequest {
   ModelConfig config;
@@ -117,6 +135,7 @@ struct TrainRequest {
   /// --lr-schedule/--warmup/--min-lr; when set, the step takes its
   /// learning rate as an input and the loop feeds it per step.
   std::optional<LearningRateSchedule> lrSchedule;
+  RlRequest rl;
 };
 
 /// The model's train step, compiled for the request's mesh and rules; an

@@ -161,11 +161,6 @@ void TokenFileData::readRank(int64_t step, int64_t epoch, int64_t within,
   }
 }
 
-namespace {
-
-/// Row `row` of tokens, targets and mask from `tokens` (the first `prompt`
-/// of them the prompt): cut at seq + 1, padded with 0, the mask 1 where the
-/// target is an answer token.
 void fillAnswerRow(const std::vector<int32_t> &tokens, int64_t prompt,
                    int64_t seq, int64_t row, HostArray &in, HostArray &out,
                    HostArray &mask) {
@@ -180,6 +175,8 @@ void fillAnswerRow(const std::vector<int32_t> &tokens, int64_t prompt,
     setElementFromDouble(mask, row * seq + k, weight);
   }
 }
+
+namespace {
 
 /// The token ids of `text`, each in [0, vocabulary); `where` prefixes
 /// errors.

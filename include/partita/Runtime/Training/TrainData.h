@@ -21,6 +21,13 @@
 namespace partita {
 
 /// A source of the data inputs of every step.
+/// Row `row` of tokens, targets and mask ([rows, seq] each) from `tokens`
+/// (the first `prompt` of them the prompt): cut at seq + 1, padded with 0,
+/// the mask 1 where the target is an answer token.
+void fillAnswerRow(const std::vector<int32_t> &tokens, int64_t prompt,
+                   int64_t seq, int64_t row, HostArray &in, HostArray &out,
+                   HostArray &mask);
+
 class TrainData {
 public:
   virtual ~TrainData();

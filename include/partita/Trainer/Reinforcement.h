@@ -1,0 +1,102 @@
+//===- Reinforcement.h - RLHF: GRPO and PPO ---------------------*- C++ -*-===//
+//
+// `partita train --objective grpo|ppo` (docs/Training.md, "RLHF"): each
+// iteration generates rollouts with the current policy (Generation.h),
+// scores them (a reward model's checkpoint, or a rule), computes the
+// rollout policy's and the frozen reference's per-token log-probabilities
+// (and, for PPO, the values), turns rewards into advantages (GRPO: group-
+// normalised; PPO: per-token KL penalty and GAE), and hands the rows to the
+// train step's next steps. Every model is compiled for the run's mesh and
+// rules.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PARTITA_TRAINER_REINFORCEMENT_H
+#define PARTITA_TRAINER_REINFORCEMENT_H
+
+#include "partita/Trainer/Generation.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace partita {
+
+/// The rollouts the next train steps train on, in the step's data input
+/// order (tokens, targets, loss_mask, advantages, old_logp, then ref_logp
+/// or returns); every step copies them in.
+class RolloutData : public TrainData {
+public:
+  Status fill(int64_t step, const std::vector<HostArray *> &inputs) override;
+  std::vector<HostArray> arrays;
+};
+
+/// The demo task's reward rules (docs/Training.md, "RLHF"): "reverse"
+/// scores a response to a prompt `BOS b1 .. bn SEP` by how many of the
+/// expected tokens `bn .. b1 EOS` it has in place, over n + 1; the length
+/// bonus adds `bonus` per response token (a reward a policy can hack).
+double ruleReward(const std::string &rule, const std::vector<int32_t> &prompt,
+                  const std::vector<int32_t> &response, double bonus);
+
+/// What one iteration's rollouts came to.
+struct RolloutStats {
+  int64_t steps = 0;
+  double reward = 0, task = 0, kl = 0, length = 0;
+  double generateSeconds = 0, scoreSeconds = 0, relayoutSeconds = 0;
+};
+
+class Reinforcement {
+public:
+  /// Compiles the generator, the per-token scorer and the reward model's
+  /// score function for the run's layout; the reference is the policy
+  /// `inputs` holds now (after --init-from).
+  static Expected<std::unique_ptr<Reinforcement>>
+  start(Session &session, const TrainRequest &request, RolloutData &data,
+        const Executable &step, const std::vector<HostArray> &inputs);
+  /// Makes the rollouts of the steps after `stepsDone` with `params` (the
+  /// policy's, global arrays in the train step's order).
+  Status rollout(const std::vector<HostArray> &params, int64_t stepsDone);
+  /// The same with the policy of `snapshot`.
+  Status rollout(const Executable &step, const TrainSnapshot &snapshot);
+  /// The mean reward of greedy responses to the held-out prompts.
+  Status evaluate(const Executable &step, const TrainSnapshot &snapshot);
+  /// rl.csv: one line per iteration; eval.csv: held-out rewards.
+  std::string csv() const;
+  std::string evalCsv() const;
+  /// (steps done, mean reward) per iteration, for the plot.
+  std::vector<double> rewards() const;
+  std::vector<std::pair<int64_t, double>> heldOutPoints() const;
+  /// What each model holds per device, for the run's header.
+  std::string describeMemory(const Executable &step) const;
+
+private:
+  Reinforcement() = default;
+  Expected<std::vector<double>>
+  rewardsOf(const std::vector<std::vector<int32_t>> &prompts,
+            const std::vector<std::vector<int32_t>> &responses, bool taskOnly);
+  Expected<std::vector<HostArray>>
+  tokenScores(const std::vector<HostArray> &params,
+              const std::vector<HostArray> &rows);
+  Status advantages(const std::vector<std::vector<int32_t>> &prompts,
+                    const std::vector<std::vector<int32_t>> &responses,
+                    const std::vector<double> &rewards,
+                    std::vector<HostArray> &rows, RolloutStats &stats);
+
+  TrainRequest request;
+  RolloutData *data = nullptr;
+  std::unique_ptr<Generator> generator;
+  /// Per-token log-probabilities (and values, ppo) of the policy.
+  Executable scorer;
+  std::vector<HostArray> reference;
+  /// The reward model's score function and parameters (empty: a rule).
+  Executable rewardModel;
+  std::vector<HostArray> rewardParams;
+  std::vector<std::vector<int32_t>> prompts, heldOut;
+  std::vector<size_t> order;
+  std::vector<RolloutStats> history;
+  std::vector<std::pair<int64_t, std::pair<double, double>>> evaluations;
+};
+
+} // namespace partita
+
+#endif // PARTITA_TRAINER_REINFORCEMENT_H
