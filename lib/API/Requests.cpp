@@ -442,20 +442,11 @@ Status rlRequestFromOptions(const OptionValues &cl,
   return Status::success();
 }
 
-} // namespace
-
-Status partita::api::trainRequestFromOptions(const OptionValues &cl,
-                                             TrainRequest &request) {
+/// --objective and the flags that go with it (docs/Training.md).
+Status objectiveFromOptions(const OptionValues &cl,
+                            const std::string &objective,
+                            TrainRequest &request) {
   ModelConfig &config = request.config;
-  config.model = cl.get("--model", "");
-  if (config.model != "mlp" && config.model != "gpt" && config.model != "moe")
-    return Status::error("--model must be mlp, gpt or moe (got '" +
-                         config.model + "')");
-  if (Status status = modelConfigFromOptions(cl, config); !status.ok())
-    return status;
-  if (config.noLoss)
-    return Status::error("--no-loss leaves nothing to train");
-  std::string objective = cl.get("--objective", "lm");
   if (objective == "sft" || objective == "dpo" || objective == "reward" ||
       objective == "grpo" || objective == "ppo") {
     if (config.model != "gpt" && config.model != "moe")
@@ -506,6 +497,26 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
   } else if (cl.has("--reference") || cl.has("--beta")) {
     return Status::error("--reference and --beta need --objective dpo");
   }
+  return Status::success();
+}
+
+} // namespace
+
+Status partita::api::trainRequestFromOptions(const OptionValues &cl,
+                                             TrainRequest &request) {
+  ModelConfig &config = request.config;
+  config.model = cl.get("--model", "");
+  if (config.model != "mlp" && config.model != "gpt" && config.model != "moe")
+    return Status::error("--model must be mlp, gpt or moe (got '" +
+                         config.model + "')");
+  if (Status status = modelConfigFromOptions(cl, config); !status.ok())
+    return status;
+  if (config.noLoss)
+    return Status::error("--no-loss leaves nothing to train");
+  std::string objective = cl.get("--objective", "lm");
+  if (Status status = objectiveFromOptions(cl, objective, request);
+      !status.ok())
+    return status;
 
   request.devices = cl.get("--devices", "cpu:8");
   Expected<DeviceSpec> deviceSpec = parseDeviceSpec(request.devices);

@@ -115,6 +115,100 @@ void printTrainHeader(const TrainRequest &request, const Executable &program,
                << "\n";
 }
 
+/// GRPO and PPO: the value head zeroed, the models compiled, the first
+/// rollouts made with the policy as it starts.
+Expected<std::unique_ptr<Reinforcement>>
+startReinforcement(Session &session, const TrainRequest &request,
+                   TrainData &source, const Executable &program,
+                   const TrainStepLayout &layout,
+                   std::vector<HostArray> &inputs, int64_t firstStep) {
+  size_t params = 0;
+  while (params < layout.updated && program.inputs[params].role == "param")
+    ++params;
+  // PPO's value head (the last parameter) starts at zero: the values start
+  // at 0, and the first value losses do not shake the shared trunk.
+  if (request.config.valueHead && params > 0)
+    std::fill(inputs[params - 1].bytes.begin(), inputs[params - 1].bytes.end(),
+              0);
+  Expected<std::unique_ptr<Reinforcement>> started = Reinforcement::start(
+      session, request, static_cast<RolloutData &>(source), program, inputs);
+  if (!started)
+    return started.status();
+  llvm::outs() << "models " << (*started)->describeMemory(program) << "\n";
+  std::vector<HostArray> policy(inputs.begin(), inputs.begin() + params);
+  if (Status status = (*started)->rollout(policy, firstStep); !status.ok())
+    return status;
+  return started;
+}
+
+/// What an objective writes beside the losses: RLHF's rl.csv, reward.svg
+/// and held-out rewards, a reward model's held-out accuracy; false after
+/// reporting a file that cannot be written.
+bool writeObjectiveOutputs(const TrainRequest &request,
+                           const Reinforcement *reinforcement,
+                           const PreferenceTraining *preference) {
+  if (reinforcement) {
+    std::string path = request.outputDir + "/rl.csv",
+                plot = request.outputDir + "/reward.svg";
+    if (!writeOutputFile(
+            path, [&](llvm::raw_ostream &os) { os << reinforcement->csv(); }) ||
+        !writeOutputFile(plot, [&](llvm::raw_ostream &os) {
+          os << lossPlotSvg(reinforcement->rewards(),
+                            request.config.objective + " reward per rollout (" +
+                                request.options.rules + " on " +
+                                request.devices + ")",
+                            reinforcement->heldOutPoints());
+        }))
+      return false;
+    llvm::outs() << "wrote " << path << " and " << plot;
+    if (request.eval.every > 0) {
+      std::string heldOut = request.outputDir + "/eval.csv";
+      if (!writeOutputFile(heldOut, [&](llvm::raw_ostream &os) {
+            os << reinforcement->evalCsv();
+          }))
+        return false;
+      llvm::outs() << " and " << heldOut;
+    }
+    llvm::outs() << "\n";
+  }
+  if (preference && preference->hasPoints()) {
+    // A reward model's held-out accuracy and margin.
+    std::string path = request.outputDir + "/eval.csv";
+    if (!writeOutputFile(
+            path, [&](llvm::raw_ostream &os) { os << preference->csv(); }))
+      return false;
+    llvm::outs() << "wrote " << path << "\n";
+  }
+  return true;
+}
+
+/// The first `updated` of `inputs` as a snapshot after `steps` steps.
+TrainSnapshot wholeSnapshot(const std::vector<HostArray> &inputs,
+                            size_t updated, int64_t steps) {
+  TrainSnapshot snapshot;
+  snapshot.steps = steps;
+  for (size_t k = 0; k < updated; ++k) {
+    snapshot.blocks.push_back({inputs[k]});
+    snapshot.whole.push_back(true);
+  }
+  return snapshot;
+}
+
+/// The last step's timeline as a trace file; false after reporting a file
+/// that cannot be written.
+bool writeLastTrace(const TrainRequest &request, const Executable &program,
+                    const std::vector<DeviceTimeline> &timelines) {
+  TraceOptions trace;
+  trace.title = "train step " + std::to_string(request.steps - 1);
+  if (!writeOutputFile(request.tracePath, [&](llvm::raw_ostream &os) {
+        os << deviceTimelineTraceJson(program, timelines, trace);
+      }))
+    return false;
+  llvm::outs() << "the last step's timeline: " << request.tracePath
+               << " (ui.perfetto.dev or chrome://tracing)\n";
+  return true;
+}
+
 } // namespace
 
 Status partita::trainOnCpu(const TrainRequest &request) {
@@ -175,32 +269,11 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   std::unique_ptr<Reinforcement> reinforcement;
   int64_t epochs = request.rl.epochs;
   if (request.config.objective == "grpo" || request.config.objective == "ppo") {
-    // PPO's value head (the last parameter) starts at zero: the values start
-    // at 0, and the first value losses do not shake the shared trunk.
-    if (request.config.valueHead) {
-      size_t params = 0;
-      while (params < layout->updated &&
-             program->inputs[params].role == "param")
-        ++params;
-      HostArray &head = (*inputs)[params - 1];
-      std::fill(head.bytes.begin(), head.bytes.end(), 0);
-    }
-    Expected<std::unique_ptr<Reinforcement>> started = Reinforcement::start(
-        session, request, static_cast<RolloutData &>(**source), *program,
-        *inputs);
+    Expected<std::unique_ptr<Reinforcement>> started = startReinforcement(
+        session, request, **source, *program, *layout, *inputs, loop.firstStep);
     if (!started)
       return started.status();
     reinforcement = std::move(*started);
-    llvm::outs() << "models " << reinforcement->describeMemory(*program)
-                 << "\n";
-    // The first rollouts, with the policy as it starts.
-    std::vector<HostArray> params;
-    for (size_t k = 0;
-         k < layout->updated && program->inputs[k].role == "param"; ++k)
-      params.push_back((*inputs)[k]);
-    if (Status status = reinforcement->rollout(params, loop.firstStep);
-        !status.ok())
-      return status;
   }
   CheckpointWriter checkpoints(request);
   std::unique_ptr<Evaluator> evaluator;
@@ -223,8 +296,7 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   auto rolloutDue = [&, last, epochs](int64_t done) {
     return reinforcement && done < last && done % epochs == 0;
   };
-  if (saving || evaluator || ((preference || reinforcement) && evalEvery > 0) ||
-      reinforcement) {
+  if (saving || evalEvery > 0 || reinforcement) {
     loop.snapshotAfter = [=](int64_t done) {
       return saveDue(done) || due(evalEvery, done) || rolloutDue(done);
     };
@@ -261,13 +333,9 @@ Status partita::trainOnCpu(const TrainRequest &request) {
       request.checkpoints.directory != request.checkpoints.resume) {
     // Nothing left to train: the loaded state, written in this run's
     // layout (partita checkpoint convert).
-    TrainSnapshot snapshot;
-    snapshot.steps = loop.firstStep;
-    for (size_t k = 0; k < layout->updated; ++k) {
-      snapshot.blocks.push_back({(*inputs)[k]});
-      snapshot.whole.push_back(true);
-    }
-    status = checkpoints.submit(*program, snapshot, progress);
+    TrainSnapshot loaded =
+        wholeSnapshot(*inputs, layout->updated, loop.firstStep);
+    status = checkpoints.submit(*program, loaded, progress);
   } else {
     status = trainOnCpuDevices(
         *program, *layout, *inputs, **source, request.steps,
@@ -283,50 +351,12 @@ Status partita::trainOnCpu(const TrainRequest &request) {
       llvm::errs() << "\n";
     return status;
   }
-  if (!timelines.empty()) {
-    TraceOptions trace;
-    trace.title = "train step " + std::to_string(request.steps - 1);
-    if (!writeOutputFile(request.tracePath, [&](llvm::raw_ostream &os) {
-          os << deviceTimelineTraceJson(*program, timelines, trace);
-        }))
-      return Status::error("");
-    llvm::outs() << "the last step's timeline: " << request.tracePath
-                 << " (ui.perfetto.dev or chrome://tracing)\n";
-  }
+  if (!timelines.empty() && !writeLastTrace(request, *program, timelines))
+    return Status::error("");
   if (!writeLosses(request, progress, evaluator.get()))
     return Status::error("");
-  if (reinforcement) {
-    std::string path = request.outputDir + "/rl.csv",
-                plot = request.outputDir + "/reward.svg";
-    if (!writeOutputFile(
-            path, [&](llvm::raw_ostream &os) { os << reinforcement->csv(); }) ||
-        !writeOutputFile(plot, [&](llvm::raw_ostream &os) {
-          os << lossPlotSvg(reinforcement->rewards(),
-                            request.config.objective + " reward per rollout (" +
-                                request.options.rules + " on " +
-                                request.devices + ")",
-                            reinforcement->heldOutPoints());
-        }))
-      return Status::error("");
-    llvm::outs() << "wrote " << path << " and " << plot;
-    if (evalEvery > 0) {
-      std::string heldOut = request.outputDir + "/eval.csv";
-      if (!writeOutputFile(heldOut, [&](llvm::raw_ostream &os) {
-            os << reinforcement->evalCsv();
-          }))
-        return Status::error("");
-      llvm::outs() << " and " << heldOut;
-    }
-    llvm::outs() << "\n";
-  }
-  if (preference && preference->hasPoints()) {
-    // A reward model's held-out accuracy and margin.
-    std::string path = request.outputDir + "/eval.csv";
-    if (!writeOutputFile(
-            path, [&](llvm::raw_ostream &os) { os << preference->csv(); }))
-      return Status::error("");
-    llvm::outs() << "wrote " << path << "\n";
-  }
+  if (!writeObjectiveOutputs(request, reinforcement.get(), preference.get()))
+    return Status::error("");
   llvm::outs() << "peak resident memory " << formatGiB(peakResidentBytes())
                << " (predicted " << formatGiB(memory.peak()) << ")\n";
   return Status::success();
