@@ -13,7 +13,7 @@ import tempfile
 
 COMMANDS = {
     "partita": ["gen", "import", "compile", "explain", "show", "run", "train",
-                "plan", "calibrate", "checkpoint"],
+                "plan", "calibrate", "checkpoint", "generate"],
     "partita-exec": ["layout", "shard", "assemble", "info", "describe",
                      "train", "run"],
 }
