@@ -61,8 +61,12 @@ Status pipelineRequestFromOptions(const OptionValues &cl, long long pipe,
                            " needs pipeline parallelism (--pp P)");
     rules = rules.substr(3);
   }
+  // GRPO and PPO check their steps against one device without --pp.
+  bool rl =
+      request.config.objective == "grpo" || request.config.objective == "ppo";
   for (const char *flag : {"--schedule", "--virtual-stages", "--check"})
-    if (!pipelined && (cl.has(flag) || cl.on(flag)))
+    if (!pipelined && (cl.has(flag) || cl.on(flag)) &&
+        !(rl && std::string(flag) == "--check"))
       return Status::error(std::string(flag) +
                            " needs pipeline parallelism (--pp P)");
   if (!pipelined && request.cuda)
@@ -420,6 +424,7 @@ Status rlRequestFromOptions(const OptionValues &cl,
   if (ppo)
     config.klBeta = 0;
   config.valueHead = ppo;
+  request.check = cl.on("--check");
   rl.rewardModel = cl.get("--reward-model");
   rl.rewardRule = cl.get("--reward-rule");
   if (rl.rewardModel.empty() && rl.rewardRule.empty())

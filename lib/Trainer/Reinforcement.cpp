@@ -338,8 +338,10 @@ Status Reinforcement::rollout(const std::vector<HostArray> &params,
   // The policy, laid out for generation.
   auto started = std::chrono::steady_clock::now();
   size_t generated = parameterCount(generator->prefill());
-  if (Status status = generator->setParameters(firstOf(params, generated));
-      !status.ok())
+  std::vector<HostArray> language = firstOf(params, generated);
+  for (const HostArray &array : language)
+    stats.relayoutBytes += array.numBytes();
+  if (Status status = generator->setParameters(language); !status.ok())
     return status;
   stats.relayoutSeconds = secondsSince(started);
   SamplingOptions sampling = request.rl.sampling;
@@ -399,6 +401,8 @@ Status Reinforcement::rollout(const std::vector<HostArray> &params,
       !status.ok())
     return status;
   rows.resize(6);
+  if (request.check)
+    recorded.push_back(rows);
   data->arrays = std::move(rows);
   stats.scoreSeconds = secondsSince(started);
   history.push_back(stats);
@@ -411,7 +415,8 @@ Status Reinforcement::rollout(const std::vector<HostArray> &params,
                << llvm::format("%.0f", stats.generateSeconds * 1e3)
                << " ms, scored in "
                << llvm::format("%.0f", stats.scoreSeconds * 1e3)
-               << " ms, the policy laid out for generation in "
+               << " ms, the policy's " << formatMiB(stats.relayoutBytes)
+               << " laid out for generation in "
                << llvm::format("%.0f", stats.relayoutSeconds * 1e3) << " ms)\n";
   llvm::outs().flush();
   return Status::success();
@@ -529,4 +534,152 @@ std::string Reinforcement::describeMemory(const Executable &step) const {
               ? std::string()
               : ", the reward model " + formatMiB(rewardBytes)) +
          " (sliced to the devices at each use)";
+}
+
+void Reinforcement::startValueHead(const TrainRequest &request,
+                                   const Executable &step, size_t updated,
+                                   std::vector<HostArray> &inputs) {
+  size_t params = 0;
+  while (params < updated && step.inputs[params].role == "param")
+    ++params;
+  // The values start at 0, and the first value losses do not shake the
+  // shared trunk (with a random head PPO's reward fell: docs/Training.md).
+  if (request.config.valueHead && params > 0)
+    std::fill(inputs[params - 1].bytes.begin(), inputs[params - 1].bytes.end(),
+              0);
+}
+
+namespace {
+
+/// The rows each step of the run trained on, again.
+class ReplayedRollouts : public TrainData {
+public:
+  ReplayedRollouts(const std::vector<std::vector<HostArray>> &rows,
+                   int64_t epochs)
+      : rows(rows), epochs(epochs) {}
+  Status fill(int64_t step, const std::vector<HostArray *> &inputs) override {
+    size_t iteration = static_cast<size_t>(step / epochs);
+    if (iteration >= rows.size())
+      return Status::error("the check: no rollouts recorded for step " +
+                           std::to_string(step + 1));
+    RolloutData data;
+    data.arrays = rows[iteration];
+    return data.fill(step, inputs);
+  }
+
+private:
+  const std::vector<std::vector<HostArray>> &rows;
+  int64_t epochs;
+};
+
+} // namespace
+
+Status
+Reinforcement::checkAgainstOneDevice(const std::vector<double> &losses,
+                                     const std::vector<HostArray> &params) {
+  TrainRequest single = request;
+  single.count = 1;
+  std::vector<MeshAxis> ones;
+  for (const MeshAxis &axis : request.mesh.axes())
+    ones.push_back(MeshAxis{axis.name, 1});
+  Expected<Mesh> oneDevice = Mesh::create(ones);
+  if (!oneDevice)
+    return oneDevice.status();
+  single.mesh = *oneDevice;
+  single.options.stage = Stage::Verified;
+  Session session;
+  Expected<Executable> program = compileTrainStep(session, single);
+  if (!program)
+    return program.status();
+  Expected<TrainStepLayout> layout = trainStepLayout(*program);
+  if (!layout)
+    return layout.status();
+  Expected<std::vector<HostArray>> inputs =
+      initialTrainInputs(*program, static_cast<uint64_t>(request.seed));
+  if (!inputs)
+    return inputs.status();
+  if (!request.checkpoints.initFrom.empty())
+    if (Status status = initializeFromCheckpoint(single, *program, *inputs,
+                                                 /*quiet=*/true);
+        !status.ok())
+      return status;
+  startValueHead(single, *program, layout->updated, *inputs);
+  ReplayedRollouts replay(recorded, request.rl.epochs);
+  std::vector<double> reference;
+  TrainLoopOptions loop;
+  if (request.lrSchedule)
+    loop.learningRate = [schedule = *request.lrSchedule](int64_t step) {
+      return schedule.at(step);
+    };
+  if (Status status = trainOnCpuDevices(
+          *program, *layout, *inputs, replay,
+          static_cast<int64_t>(losses.size()),
+          [&](const TrainStepResult &result) {
+            reference.push_back(result.loss);
+            return Status::success();
+          },
+          loop);
+      !status.ok())
+    return Status::error("the check on one device: " + status.message());
+  // An RL loss is a sum of terms of either sign that crosses zero, so a
+  // step's difference is taken against the run's mean |loss|.
+  double worst = 0, worstParam = 0, scale = 0;
+  for (double loss : reference)
+    scale += std::fabs(loss) / static_cast<double>(reference.size());
+  for (size_t s = 0; s < losses.size() && s < reference.size(); ++s)
+    worst = std::max(worst, std::fabs(losses[s] - reference[s]) /
+                                std::max(1e-6, scale));
+  for (size_t p = 0; p < params.size() && p < inputs->size(); ++p)
+    worstParam =
+        std::max(worstParam, relativeDifference(params[p], (*inputs)[p]));
+  // GRPO's KL term: at the start the policy is its reference, so the
+  // term's gradient is the rounding difference between the train step's
+  // log-probabilities and the scorer's, and Adam turns a gradient that is
+  // only rounding into a step of the learning rate's size either way. Its
+  // runs part by up to 4.2e-3 of the mean |loss| and 3.3e-4 normwise in 30
+  // steps (measured over kernels and dp, fsdp, dp+tp; without the KL term
+  // 6e-6 and 1e-6, PPO 5e-5 and 7e-6), against the ~1e-2 a wrong gradient
+  // moves. docs/Training.md, "RLHF".
+  bool noisy = request.config.objective == "grpo" && request.config.klBeta > 0;
+  bool narrow = request.config.dtype == "bf16";
+  double lossTolerance = narrow ? 1.0 / 64 : noisy ? 2e-2 : 1e-3;
+  double paramTolerance = narrow ? 1e-2 : noisy ? 2e-3 : 1e-4;
+  bool same = worst <= lossTolerance && worstParam <= paramTolerance &&
+              reference.size() == losses.size();
+  llvm::outs() << "check against one device, on this run's rollouts: largest "
+               << "relative difference " << llvm::format("%.2e", worst)
+               << " in the losses (" << losses.size() << " steps), "
+               << llvm::format("%.2e", worstParam)
+               << " in the parameters (normwise): "
+               << (same ? "same" : "DIFFERENT") << "\n";
+  if (!same)
+    return Status::error("the run differs from the same steps on one device");
+  return Status::success();
+}
+
+bool Reinforcement::wantsSnapshot(int64_t done) const {
+  int64_t last = request.steps, every = request.eval.every;
+  bool rollout = done < last && done % request.rl.epochs == 0;
+  bool evaluation = every > 0 && (done == last || done % every == 0);
+  return rollout || evaluation || (request.check && done == last);
+}
+
+Status Reinforcement::onSnapshot(const Executable &step,
+                                 const TrainSnapshot &snapshot) {
+  int64_t done = snapshot.steps, last = request.steps,
+          every = request.eval.every;
+  if (every > 0 && (done == last || done % every == 0))
+    if (Status status = evaluate(step, snapshot); !status.ok())
+      return status;
+  if (done < last && done % request.rl.epochs == 0)
+    if (Status status = rollout(step, snapshot); !status.ok())
+      return status;
+  if (request.check && done == last) {
+    Expected<std::vector<HostArray>> params =
+        snapshotParameters(step, snapshot);
+    if (!params)
+      return Status::error("--check: " + params.status().message());
+    finalParams = std::move(*params);
+  }
+  return Status::success();
 }

@@ -27,6 +27,25 @@
 
 using namespace partita;
 
+/// The difference between `a` and `b` relative to `b`, normwise:
+/// ||a - b||_2 / ||b||_2. Normwise and not elementwise because AdamW's step
+/// is lr * m / sqrt(v): for an element whose gradient is at the rounding
+/// level the step's size depends on how each sum was rounded, so a few such
+/// elements move by a sizable fraction of the learning rate under another
+/// GEMM kernel or device count (measured up to 1.4e-4 of the tensor's
+/// largest element), while the tensor's norm moves by 2e-6. A wrong gradient
+/// moves every element of a tensor, or a row of it, by up to the learning
+/// rate: far above 1e-4 normwise. docs/Pipeline.md, "What is checked".
+double partita::relativeDifference(const HostArray &a, const HostArray &b) {
+  double difference = 0, norm = 0;
+  for (int64_t i = 0; i < b.numElements(); ++i) {
+    double x = elementAsDouble(a, i), y = elementAsDouble(b, i);
+    difference += (x - y) * (x - y);
+    norm += y * y;
+  }
+  return std::sqrt(difference) / std::max(1e-30, std::sqrt(norm));
+}
+
 namespace {
 
 void printPipelineHeader(const TrainRequest &request, const PipelinedStep &step,
@@ -42,25 +61,6 @@ void printPipelineHeader(const TrainRequest &request, const PipelinedStep &step,
                << " devices, " << scheduleKindName(schedule.kind) << ", "
                << schedule.microBatches << " micro-batches\n";
   printPipelineStages(llvm::outs(), step, figures);
-}
-
-/// The difference between `a` and `b` relative to `b`, normwise:
-/// ||a - b||_2 / ||b||_2. Normwise and not elementwise because AdamW's step
-/// is lr * m / sqrt(v): for an element whose gradient is at the rounding
-/// level the step's size depends on how each sum was rounded, so a few such
-/// elements move by a sizable fraction of the learning rate under another
-/// GEMM kernel or device count (measured up to 1.4e-4 of the tensor's
-/// largest element), while the tensor's norm moves by 2e-6. A wrong gradient
-/// moves every element of a tensor, or a row of it, by up to the learning
-/// rate: far above 1e-4 normwise. docs/Pipeline.md, "What is checked".
-double relativeDifference(const HostArray &a, const HostArray &b) {
-  double difference = 0, norm = 0;
-  for (int64_t i = 0; i < b.numElements(); ++i) {
-    double x = elementAsDouble(a, i), y = elementAsDouble(b, i);
-    difference += (x - y) * (x - y);
-    norm += y * y;
-  }
-  return std::sqrt(difference) / std::max(1e-30, std::sqrt(norm));
 }
 
 /// --check: the non-pipelined step on one device, same data and seed; an

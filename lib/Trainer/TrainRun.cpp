@@ -125,11 +125,7 @@ startReinforcement(Session &session, const TrainRequest &request,
   size_t params = 0;
   while (params < layout.updated && program.inputs[params].role == "param")
     ++params;
-  // PPO's value head (the last parameter) starts at zero: the values start
-  // at 0, and the first value losses do not shake the shared trunk.
-  if (request.config.valueHead && params > 0)
-    std::fill(inputs[params - 1].bytes.begin(), inputs[params - 1].bytes.end(),
-              0);
+  Reinforcement::startValueHead(request, program, layout.updated, inputs);
   Expected<std::unique_ptr<Reinforcement>> started = Reinforcement::start(
       session, request, static_cast<RolloutData &>(source), program, inputs);
   if (!started)
@@ -267,7 +263,6 @@ Status partita::trainOnCpu(const TrainRequest &request) {
     preference = std::move(*started);
   }
   std::unique_ptr<Reinforcement> reinforcement;
-  int64_t epochs = request.rl.epochs;
   if (request.config.objective == "grpo" || request.config.objective == "ppo") {
     Expected<std::unique_ptr<Reinforcement>> started = startReinforcement(
         session, request, **source, *program, *layout, *inputs, loop.firstStep);
@@ -292,22 +287,16 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   auto saveDue = [saved = request.checkpoints, last](int64_t done) {
     return saved.due(done, last);
   };
-  // Reinforcement learning: new rollouts every `epochs` steps.
-  auto rolloutDue = [&, last, epochs](int64_t done) {
-    return reinforcement && done < last && done % epochs == 0;
-  };
   if (saving || evalEvery > 0 || reinforcement) {
+    // Reinforcement learning's rollouts and evaluations are its own.
+    const Reinforcement *rl = reinforcement.get();
     loop.snapshotAfter = [=](int64_t done) {
-      return saveDue(done) || due(evalEvery, done) || rolloutDue(done);
+      return saveDue(done) || (rl && rl->wantsSnapshot(done)) ||
+             (!rl && due(evalEvery, done));
     };
-    loop.onSnapshot = [&, saveDue, due,
-                       rolloutDue](TrainSnapshot &snapshot) -> Status {
-      if (reinforcement && due(evalEvery, snapshot.steps))
-        if (Status status = reinforcement->evaluate(*program, snapshot);
-            !status.ok())
-          return status;
-      if (rolloutDue(snapshot.steps))
-        if (Status status = reinforcement->rollout(*program, snapshot);
+    loop.onSnapshot = [&, saveDue, due](TrainSnapshot &snapshot) -> Status {
+      if (reinforcement)
+        if (Status status = reinforcement->onSnapshot(*program, snapshot);
             !status.ok())
           return status;
       if (evaluator && due(evalEvery, snapshot.steps))
@@ -357,6 +346,9 @@ Status partita::trainOnCpu(const TrainRequest &request) {
     return Status::error("");
   if (!writeObjectiveOutputs(request, reinforcement.get(), preference.get()))
     return Status::error("");
+  if (reinforcement && request.check)
+    if (Status status = reinforcement->check(progress.losses); !status.ok())
+      return status;
   llvm::outs() << "peak resident memory " << formatGiB(peakResidentBytes())
                << " (predicted " << formatGiB(memory.peak()) << ")\n";
   return Status::success();

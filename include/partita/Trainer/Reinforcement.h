@@ -43,6 +43,8 @@ struct RolloutStats {
   int64_t steps = 0;
   double reward = 0, task = 0, kl = 0, length = 0;
   double generateSeconds = 0, scoreSeconds = 0, relayoutSeconds = 0;
+  /// The policy's parameters sliced to the generation programs' layout.
+  int64_t relayoutBytes = 0;
 };
 
 class Reinforcement {
@@ -68,6 +70,29 @@ public:
   std::vector<std::pair<int64_t, double>> heldOutPoints() const;
   /// What each model holds per device, for the run's header.
   std::string describeMemory(const Executable &step) const;
+  /// Whether the loop hands its state over after `done` steps: new
+  /// rollouts every --ppo-epochs steps, a held-out evaluation, the last
+  /// step's parameters for --check. A pure function (device threads call
+  /// it).
+  bool wantsSnapshot(int64_t done) const;
+  /// What wantsSnapshot() asked for, with the state after those steps.
+  Status onSnapshot(const Executable &step, const TrainSnapshot &snapshot);
+  /// --check after the run: checkAgainstOneDevice() with the last step's
+  /// parameters.
+  Status check(const std::vector<double> &losses) {
+    return checkAgainstOneDevice(losses, finalParams);
+  }
+  /// PPO's value head (the last parameter of `inputs`, the train step's)
+  /// set to zero: the values start at 0.
+  static void startValueHead(const TrainRequest &request,
+                             const Executable &step, size_t updated,
+                             std::vector<HostArray> &inputs);
+  /// --check: the train step compiled for one device, trained from the
+  /// same start on the rollouts this run made (kept since it started);
+  /// each step's loss against `losses` and its final parameters against
+  /// `params` (the run's last). An error when they differ.
+  Status checkAgainstOneDevice(const std::vector<double> &losses,
+                               const std::vector<HostArray> &params);
 
 private:
   Reinforcement() = default;
@@ -94,6 +119,10 @@ private:
   std::vector<std::vector<int32_t>> prompts, heldOut;
   std::vector<size_t> order;
   std::vector<RolloutStats> history;
+  /// With --check: the parameters after the last step.
+  std::vector<HostArray> finalParams;
+  /// With --check: every iteration's rows.
+  std::vector<std::vector<HostArray>> recorded;
   std::vector<std::pair<int64_t, std::pair<double, double>>> evaluations;
 };
 

@@ -435,6 +435,10 @@ Status resumeFromCheckpoint(const TrainRequest &request,
                             std::vector<HostArray> &inputs,
                             ProgressPrinter &progress, int64_t &firstStep);
 
+/// |a - b| / |b| over all elements (normwise): how --check compares
+/// parameters (docs/Pipeline.md, "What is checked").
+double relativeDifference(const HostArray &a, const HostArray &b);
+
 /// Writes loss.csv and loss.svg into the output directory and says so;
 /// false after reporting a file that cannot be written.
 bool writeLosses(const TrainRequest &request, const ProgressPrinter &progress,
