@@ -38,8 +38,10 @@ bool partita::mayWriteInPlace(Operation *op) {
     return false;
   // A reshape's result is its operand's bytes as they are: sharing them,
   // the runtime copies nothing.
+  // A dynamic_update_slice writes its update into its operand's bytes (a
+  // KV cache's one new position per decode step: no copy of the cache).
   return op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
-         isa<SelectOp, ReshapeOp>(op);
+         isa<SelectOp, ReshapeOp, DynamicUpdateSliceOp>(op);
 }
 
 bool partita::isAsyncCollective(Operation *op) {
@@ -67,6 +69,44 @@ Operation *partita::collectiveWaitPoint(Operation *collective) {
         return next;
   return first ? first : &block->back();
 }
+
+namespace {
+
+/// In-place elementwise results: an operand of the result's type that dies
+/// at the op hands its storage over one point early (of a
+/// dynamic_update_slice, which reads its update after, only the operand).
+void linkInPlaceResults(func::FuncOp function,
+                        llvm::DenseMap<Operation *, int64_t> &point,
+                        const llvm::DenseMap<Value, size_t> &bufferOf,
+                        BufferLiveness &liveness) {
+  function.getBody().walk([&](Operation *op) {
+    if (!mayWriteInPlace(op))
+      return;
+    Value result = op->getResult(0);
+    int64_t at = point[op];
+    for (Value operand : isa<DynamicUpdateSliceOp>(op)
+                             ? op->getOperands().take_front(1)
+                             : op->getOperands()) {
+      auto it = bufferOf.find(operand);
+      bool sameBytes =
+          operand.getType() == result.getType() ||
+          (isa<ReshapeOp>(op) &&
+           cast<ShapedType>(operand.getType()).getElementType() ==
+               cast<ShapedType>(result.getType()).getElementType());
+      if (!sameBytes || it == bufferOf.end())
+        continue;
+      LiveBuffer &buffer = liveness.buffers[it->second];
+      if (buffer.end != at || buffer.begin > at - 1)
+        continue;
+      buffer.end = at - 1;
+      if (auto produced = bufferOf.find(result); produced != bufferOf.end())
+        liveness.buffers[produced->second].inPlaceOf = operand;
+      return;
+    }
+  });
+}
+
+} // namespace
 
 BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
   BufferLiveness liveness;
@@ -175,31 +215,7 @@ BufferLiveness partita::analyzeLiveness(func::FuncOp function) {
       in.end = std::max(in.end, wait);
     });
 
-  // In-place elementwise results: an operand of the result's type that dies
-  // at the op hands its storage over one point early.
-  function.getBody().walk([&](Operation *op) {
-    if (!mayWriteInPlace(op))
-      return;
-    Value result = op->getResult(0);
-    int64_t at = point[op];
-    for (Value operand : op->getOperands()) {
-      auto it = bufferOf.find(operand);
-      bool sameBytes =
-          operand.getType() == result.getType() ||
-          (isa<ReshapeOp>(op) &&
-           cast<ShapedType>(operand.getType()).getElementType() ==
-               cast<ShapedType>(result.getType()).getElementType());
-      if (!sameBytes || it == bufferOf.end())
-        continue;
-      LiveBuffer &buffer = liveness.buffers[it->second];
-      if (buffer.end != at || buffer.begin > at - 1)
-        continue;
-      buffer.end = at - 1;
-      if (auto produced = bufferOf.find(result); produced != bufferOf.end())
-        liveness.buffers[produced->second].inPlaceOf = operand;
-      return;
-    }
-  });
+  linkInPlaceResults(function, point, bufferOf, liveness);
 
   // Sweep the points: +bytes at begin, -bytes after end.
   std::vector<int64_t> delta(liveness.points + 1, 0);

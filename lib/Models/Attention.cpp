@@ -22,7 +22,7 @@ namespace {
 using Shape = std::vector<int64_t>;
 
 /// Rotary position embedding of q or k [B, Sq, heads, K] (rotate-half
-/// form): at positions 0..Sq-1, or with `positions` [B] at each row's.
+/// form): at positions 0..Sq-1, or at `positions` ([B, Sq] or [B]).
 Value rotary(ModelBuilder &b, Value x, const Dims &d, Value positions,
              const std::string &name) {
   Shape shape = ModelBuilder::shapeOf(x);
@@ -39,11 +39,14 @@ Value rotary(ModelBuilder &b, Value x, const Dims &d, Value positions,
   Value sinTable = b.constantData(sines, {d.S, half}, name + ".sin");
   Value cos, sin;
   if (positions) {
-    // Each row's angles: its position's row of the tables.
+    // Each row's angles: the tables' rows at its positions.
+    std::vector<int64_t> dims = ModelBuilder::shapeOf(positions).size() == 1
+                                    ? std::vector<int64_t>{0, 3}
+                                    : std::vector<int64_t>{0, 1, 3};
     cos = b.broadcast(b.gather(cosTable, positions, name + ".cos.at"),
-                      halfShape, {0, 3}, name + ".cos.b");
+                      halfShape, dims, name + ".cos.b");
     sin = b.broadcast(b.gather(sinTable, positions, name + ".sin.at"),
-                      halfShape, {0, 3}, name + ".sin.b");
+                      halfShape, dims, name + ".sin.b");
   } else {
     cos = b.broadcast(cosTable, halfShape, {1, 3}, name + ".cos.b");
     sin = b.broadcast(sinTable, halfShape, {1, 3}, name + ".sin.b");
@@ -58,54 +61,77 @@ Value rotary(ModelBuilder &b, Value x, const Dims &d, Value positions,
   return b.concatenate(ValueRange{r1, r2}, 3, name);
 }
 
-/// `fresh` [B, 1, N, K] written into `cache` [B, S, N, K] at each row's
-/// position `positions` [B].
-Value writeCache(ModelBuilder &b, Value cache, Value fresh, Value positions,
-                 const Dims &d, const std::string &name) {
-  Type index = b.ops().getI32Type();
-  Value slot = b.iota({d.B, d.S}, 1, index, name + ".slot");
-  Value at = b.broadcast(positions, {d.B, d.S}, {0}, name + ".at");
-  Value hit =
-      b.broadcast(b.compare(CompareDirection::EQ, slot, at, name + ".hit"),
-                  {d.B, d.S, d.N, d.K}, {0, 1}, name + ".hit.b");
-  Value row = b.reshape(fresh, {d.B, d.N, d.K}, name + ".row");
-  Value spread =
-      b.broadcast(row, {d.B, d.S, d.N, d.K}, {0, 2, 3}, name + ".row.b");
-  return b.logicalConstraint(b.select(hit, spread, cache, name), cacheAxes(),
-                             name + ".layout");
+/// `x` [B, Sq, N, K] heads-major, [B, N, Sq, K] (for one position a
+/// reshape: the same elements in the same order).
+Value toCacheLayout(ModelBuilder &b, Value x, const std::string &name) {
+  Shape shape = ModelBuilder::shapeOf(x);
+  Shape heads = {shape[0], shape[2], shape[1], shape[3]};
+  return shape[1] == 1 ? b.reshape(x, heads, name)
+                       : b.transpose(x, {0, 2, 1, 3}, name);
 }
 
-/// What is added to the scores: -1e9 where a key lies after its query, 0
+/// `fresh` [B, N, 1, K] written into `cache` [B, N, S, K] at `slot`: one
+/// slot of every row, in place (the cache is donated).
+Value writeCache(ModelBuilder &b, Value cache, Value fresh, Value slot,
+                 const std::string &name) {
+  // No layout constraint: the result is the cache input's new value
+  // (partita.aliases), laid out as it, and a constraint would copy it.
+  Value zero = b.constant(0, {}, name + ".zero", b.ops().getI32Type());
+  return b.dynamicUpdateSlice(cache, fresh, ValueRange{zero, zero, slot, zero},
+                              name);
+}
+
+/// -1e9 where `hidden` holds, 0 elsewhere.
+Value maskOf(ModelBuilder &b, Value hidden, const Shape &shape) {
+  return b.select(hidden, b.constant(-1e9, shape, "mask.hidden"),
+                  b.constant(0.0, shape, "mask.visible"), "mask");
+}
+
+/// What is added to the scores: -1e9 where a key may not be seen, 0
 /// elsewhere, broadcast to `shape` (the scores', queries then keys last).
-/// Whole sequence: [Sq, Sk] from two iotas (not stored: S^2 elements per
-/// layer in every Executable otherwise); decode: [B, Sk] from each row's
-/// position.
-Value causalMask(ModelBuilder &b, const Dims &d, Value positions,
+/// Whole sequence: keys after their query, from two iotas (not stored: S^2
+/// elements per layer in every Executable otherwise); prefill, also a row's
+/// padding slots; decode: a row's slots before its first or after `slot`.
+Value causalMask(ModelBuilder &b, const Dims &d, const KvCache *cache,
                  const Shape &shape) {
   Type index = b.ops().getI32Type();
   int64_t rank = static_cast<int64_t>(shape.size());
-  if (!positions) {
-    Value query = b.iota({d.S, d.S}, 0, index, "mask.s");
-    Value key = b.iota({d.S, d.S}, 1, index, "mask.t");
-    Value causal =
-        b.select(b.compare(CompareDirection::GT, key, query, "mask.future"),
-                 b.constant(-1e9, {d.S, d.S}, "mask.hidden"),
-                 b.constant(0.0, {d.S, d.S}, "mask.visible"), "mask");
-    return b.broadcast(causal, shape, {rank - 2, rank - 1}, "mask.b");
+  if (cache && cache->slot) {
+    Shape rows = {d.B, d.S};
+    Value key = b.iota(rows, 1, index, "mask.t");
+    Value slot = b.broadcast(cache->slot, rows, {}, "mask.slot");
+    // The row's first slot: the step's slot less its position.
+    Value first =
+        b.sub(slot, b.broadcast(cache->positions, rows, {0}, "mask.position"),
+              "mask.first");
+    Value after = maskOf(
+        b, b.compare(CompareDirection::GT, key, slot, "mask.future"), rows);
+    Value before = maskOf(
+        b, b.compare(CompareDirection::LT, key, first, "mask.padding"), rows);
+    return b.broadcast(b.add(after, before, "mask.both"), shape, {0, rank - 1},
+                       "mask.b");
   }
-  Value key = b.iota({d.B, d.S}, 1, index, "mask.t");
-  Value at = b.broadcast(positions, {d.B, d.S}, {0}, "mask.at");
+  Value query = b.iota({d.S, d.S}, 0, index, "mask.s");
+  Value key = b.iota({d.S, d.S}, 1, index, "mask.t");
   Value causal =
-      b.select(b.compare(CompareDirection::GT, key, at, "mask.future"),
-               b.constant(-1e9, {d.B, d.S}, "mask.hidden"),
-               b.constant(0.0, {d.B, d.S}, "mask.visible"), "mask");
-  return b.broadcast(causal, shape, {0, rank - 1}, "mask.b");
+      maskOf(b, b.compare(CompareDirection::GT, key, query, "mask.future"),
+             {d.S, d.S});
+  if (!cache || !cache->offsets)
+    return b.broadcast(causal, shape, {rank - 2, rank - 1}, "mask.b");
+  Shape rows = {d.B, d.S, d.S};
+  Value keys = b.iota(rows, 2, index, "mask.key");
+  Value first = b.broadcast(cache->offsets, rows, {0}, "mask.first");
+  Value padding = maskOf(
+      b, b.compare(CompareDirection::LT, keys, first, "mask.padding"), rows);
+  Value both = b.add(b.broadcast(causal, rows, {1, 2}, "mask.causal"), padding,
+                     "mask.both");
+  return b.broadcast(both, shape, {0, rank - 2, rank - 1}, "mask.b");
 }
 
 } // namespace
 
 std::vector<std::string> partita::models::cacheAxes() {
-  return {"batch", "", "kv_heads", "head_dim"};
+  return {"batch", "kv_heads", "", "head_dim"};
 }
 
 Value partita::models::attention(ModelBuilder &b, Value x,
@@ -114,6 +140,7 @@ Value partita::models::attention(ModelBuilder &b, Value x,
   // w: wq [D, H, K], wk [D, N, K], wv [D, N, K], wo [H, K, D]
   int64_t Sq = ModelBuilder::shapeOf(x)[1], Sk = d.S;
   Value positions = cache ? cache->positions : Value();
+  bool decoding = cache && cache->slot;
   Value q =
       b.einsum("bsd,dhk->bshk", ValueRange{x, w[0]}, {d.B, Sq, d.H, d.K}, "q");
   Value k =
@@ -124,15 +151,24 @@ Value partita::models::attention(ModelBuilder &b, Value x,
     q = rotary(b, q, d, positions, "q.rotary");
     k = rotary(b, k, d, positions, "k.rotary");
   }
-  if (cache && positions) {
-    k = writeCache(b, cache->keys, k, positions, d, "cache.keys");
-    v = writeCache(b, cache->values, v, positions, d, "cache.values");
+  // Generation keeps keys and values heads-major, [B, N, S, K]: a decode
+  // step's query reads each head's keys as one contiguous block.
+  std::string keyIndices = "bthk", groupedKeys = "btnk";
+  if (cache) {
+    k = toCacheLayout(b, k, "k.heads");
+    v = toCacheLayout(b, v, "v.heads");
+    keyIndices = "bhtk";
+    groupedKeys = "bntk";
+  }
+  if (decoding) {
+    k = writeCache(b, cache->keys, k, cache->slot, "cache.keys");
+    v = writeCache(b, cache->values, v, cache->slot, "cache.values");
   }
   if (cache) {
     cache->newKeys =
-        positions ? k : b.logicalConstraint(k, cacheAxes(), "cache.keys");
+        decoding ? k : b.logicalConstraint(k, cacheAxes(), "cache.keys");
     cache->newValues =
-        positions ? v : b.logicalConstraint(v, cacheAxes(), "cache.values");
+        decoding ? v : b.logicalConstraint(v, cacheAxes(), "cache.values");
   }
   q = b.mul(q,
             b.scalarLike(1.0 / std::sqrt(static_cast<double>(d.K)), q, "scale"),
@@ -140,22 +176,23 @@ Value partita::models::attention(ModelBuilder &b, Value x,
   Value context;
   if (d.N == d.H) {
     Shape shape = {d.B, d.H, Sq, Sk};
-    Value scores =
-        b.einsum("bshk,bthk->bhst", ValueRange{q, k}, shape, "scores");
-    scores = b.add(scores, causalMask(b, d, positions, shape), "scores.masked");
+    Value scores = b.einsum("bshk," + keyIndices + "->bhst", ValueRange{q, k},
+                            shape, "scores");
+    scores = b.add(scores, causalMask(b, d, cache, shape), "scores.masked");
     Value probs = b.softmax(scores, "probs");
-    context = b.einsum("bhst,bthk->bshk", ValueRange{probs, v},
+    context = b.einsum("bhst," + keyIndices + "->bshk", ValueRange{probs, v},
                        {d.B, Sq, d.H, d.K}, "context");
   } else {
     int64_t G = d.H / d.N;
     Shape shape = {d.B, d.N, G, Sq, Sk};
     Value grouped = b.reshape(q, {d.B, Sq, d.N, G, d.K}, "q.grouped");
-    Value scores =
-        b.einsum("bsngk,btnk->bngst", ValueRange{grouped, k}, shape, "scores");
-    scores = b.add(scores, causalMask(b, d, positions, shape), "scores.masked");
+    Value scores = b.einsum("bsngk," + groupedKeys + "->bngst",
+                            ValueRange{grouped, k}, shape, "scores");
+    scores = b.add(scores, causalMask(b, d, cache, shape), "scores.masked");
     Value probs = b.softmax(scores, "probs");
-    Value out = b.einsum("bngst,btnk->bsngk", ValueRange{probs, v},
-                         {d.B, Sq, d.N, G, d.K}, "context.grouped");
+    Value out =
+        b.einsum("bngst," + groupedKeys + "->bsngk", ValueRange{probs, v},
+                 {d.B, Sq, d.N, G, d.K}, "context.grouped");
     context = b.reshape(out, {d.B, Sq, d.H, d.K}, "context");
   }
   return b.einsum("bshk,hkd->bsd", ValueRange{context, w[3]}, {d.B, Sq, d.D},

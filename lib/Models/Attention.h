@@ -23,26 +23,34 @@ struct Dims {
   int64_t B, S, D, H, N, K, F, V, E, L;
 };
 
-/// The logical axes of a key/value cache [B, S, N, K]: rows over the batch
-/// axes, key/value heads over the model axis, positions and head width
-/// whole.
+/// The logical axes of a key/value cache [B, N, S, K] (heads-major): rows
+/// over the batch axes, key/value heads over the model axis, positions and
+/// head width whole.
 std::vector<std::string> cacheAxes();
 
-/// One layer's key/value cache in a generation program.
+/// One layer's key/value cache in a generation program. The prompts are
+/// left-padded: row b's prompt ends at the same slot as every other row's,
+/// and its first `offset` slots hold padding that no query attends to, so
+/// a decode step writes every row's new key and value at one slot.
 struct KvCache {
-  /// Decode: each row's position [B] (i32), and the cache before this step
-  /// (keys and values [B, S, N, K], rotary positions applied to keys).
-  /// Prefill: all null.
-  mlir::Value positions, keys, values;
-  /// Out: the cache after the step (prefill: every position's).
+  /// Each row's position ids: [B, S] (prefill: slot minus the row's offset)
+  /// or [B] (decode: the new token's). Rotary angles and learned positions
+  /// are taken at these.
+  mlir::Value positions;
+  /// Prefill: each row's padding slots [B] (i32).
+  mlir::Value offsets;
+  /// Decode: the slot the step writes (a scalar i32), and the cache before
+  /// the step (keys and values [B, N, S, K], rotary angles applied to keys).
+  mlir::Value slot, keys, values;
+  /// Out: the cache after the step (prefill: every slot's).
   mlir::Value newKeys, newValues;
 };
 
 /// Causal self-attention of `x` [B, Sq, D] with `w` = wq [D, H, K], wk and
 /// wv [D, N, K], wo [H, K, D]. Without `cache` (or with a prefill's) Sq is
-/// the sequence; with a decode's, Sq = 1: the new position's key and value
-/// are written into the cache at its row's position, and the query attends
-/// to the cache's positions up to it.
+/// the sequence; with a decode's, Sq = 1: the new key and value are written
+/// into the cache at the step's slot, and the query attends to its row's
+/// slots from the row's first (after its padding) to that one.
 mlir::Value attention(ModelBuilder &b, mlir::Value x,
                       const std::vector<mlir::Value> &w, const Dims &d,
                       bool useRotary, KvCache *cache = nullptr);

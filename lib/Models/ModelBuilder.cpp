@@ -272,6 +272,22 @@ Value ModelBuilder::dynamicSlice(Value x, ValueRange starts,
                                         x, starts, sizes);
 }
 
+Value ModelBuilder::transpose(Value x, std::vector<int64_t> perm,
+                              const std::string &name) {
+  std::vector<int64_t> in = shapeOf(x), shape;
+  for (int64_t d : perm)
+    shape.push_back(in[static_cast<size_t>(d)]);
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  return builder.create<TransposeOp>(loc(name), tensorType(shape, element), x,
+                                     perm);
+}
+
+Value ModelBuilder::dynamicUpdateSlice(Value x, Value update, ValueRange starts,
+                                       const std::string &name) {
+  return builder.create<DynamicUpdateSliceOp>(loc(name), x.getType(), x, update,
+                                              starts);
+}
+
 Value ModelBuilder::logicalConstraint(Value x, std::vector<std::string> axes,
                                       const std::string &name,
                                       const std::string &role) {

@@ -346,9 +346,11 @@ Expected<int64_t> moeCapacity(const ModelConfig &c, int64_t groups) {
 /// loss mask and the reference log-probabilities its objective needs.
 struct TransformerInputs {
   Value tokens, targets, mask, refLogp;
-  /// Generation: a prefill's last prompt position per row [B]; a decode
-  /// step's position per row [B] and each layer's keys and values.
-  Value last, positions;
+  /// Generation (left-padded rows): a prefill's last prompt slot and
+  /// padding slots per row [B] and its position ids [B, S]; a decode step's
+  /// position per row [B], the slot it writes (a scalar) and each layer's
+  /// keys and values.
+  Value last, offsets, positions, slot;
   std::vector<Value> caches;
   /// Reinforcement learning: per-token advantages, the rollout policy's
   /// log-probabilities and (ppo) the value targets; grpo's reference
@@ -376,12 +378,13 @@ TransformerInputs transformerInputs(ModelBuilder &b, const ModelConfig &c,
     // One new token per row at its position, and every layer's cache.
     in.tokens = b.input("tokens", {d.B, 1}, {"batch", ""}, i32);
     in.positions = b.input("positions", {d.B}, {"batch"}, i32);
+    in.slot = b.input("slot", {}, {}, i32);
     for (int64_t l = 0; l < d.L; ++l)
       for (const char *part : {"keys", "values"}) {
         // Donated: the step's new cache may take the old one's buffer.
         in.caches.push_back(
             b.input("layer" + std::to_string(l) + ".cache." + part,
-                    {d.B, d.S, d.N, d.K}, cacheAxes(), b.element()));
+                    {d.B, d.N, d.S, d.K}, cacheAxes(), b.element()));
         b.donate(in.caches.back());
       }
     return in;
@@ -389,6 +392,15 @@ TransformerInputs transformerInputs(ModelBuilder &b, const ModelConfig &c,
   in.tokens = b.input("tokens", {d.B, d.S}, {"batch", "seq"}, i32);
   if (c.objective == "prefill") {
     in.last = b.input("last", {d.B}, {"batch"}, i32);
+    in.offsets = b.input("offsets", {d.B}, {"batch"}, i32);
+    // Each slot's position: its index less the row's padding (padding at
+    // position 0; no query attends to it).
+    Shape rows = {d.B, d.S};
+    Value shifted = b.sub(b.iota(rows, 1, i32, "slots"),
+                          b.broadcast(in.offsets, rows, {0}, "offsets.b"),
+                          "position.ids.raw");
+    in.positions =
+        b.max(shifted, b.constant(0, rows, "zero", i32), "position.ids");
     return in;
   }
   if (!c.noLoss)
@@ -425,12 +437,15 @@ Value embedTokens(ModelBuilder &b, const ModelConfig &c, const Dims &d,
                 : b.einsum("bsv,vd->bsd",
                            ValueRange{oneHot(b, tokens, d.V, "onehot"), wte},
                            {d.B, Sq, d.D}, "tokens");
-  // A decode step's rows are at their own positions.
-  if (wpe && positions)
+  // Generation's rows are at their own positions: a decode step's [B], a
+  // prefill's [B, S].
+  if (wpe && positions && ModelBuilder::shapeOf(positions).size() == 1)
     x = b.add(x,
               b.broadcast(b.gather(wpe, positions, "positions.at"),
                           {d.B, Sq, d.D}, {0, 2}, "positions.b"),
               "with_positions");
+  else if (wpe && positions)
+    x = b.add(x, b.gather(wpe, positions, "positions.at"), "with_positions");
   else if (wpe)
     x = b.add(x, b.broadcast(wpe, {d.B, Sq, d.D}, {1, 2}, "positions.b"),
               "with_positions");
@@ -490,7 +505,7 @@ struct TransformerLayer {
   /// Generation: each layer's cache after the step (keys, values, ...),
   /// and a decode step's positions and caches before it.
   bool caching = false;
-  Value positions;
+  Value positions, offsets, slot;
   std::vector<Value> cacheIn, cacheOut;
   // The residual stream between blocks, and a norm's output where the
   // block's matrix products read it: whole along the sequence and the
@@ -524,7 +539,9 @@ Value TransformerLayer::operator()(Value h, const std::vector<Value> &w) {
   if (caching) {
     size_t layer = cacheOut.size();
     cache.positions = positions;
-    if (positions) {
+    cache.offsets = offsets;
+    cache.slot = slot;
+    if (slot) {
       cache.keys = cacheIn[layer];
       cache.values = cacheIn[layer + 1];
     }
@@ -757,6 +774,8 @@ buildTransformer(ModelBuilder &b, const ModelConfig &c, const Mesh &mesh) {
       b, c, d, moe, groups, capacity, c.rmsNorm ? size_t(1) : size_t(2)};
   layer.caching = generating(c);
   layer.positions = in.positions;
+  layer.offsets = in.offsets;
+  layer.slot = in.slot;
   layer.cacheIn = in.caches;
   if (moe && c.scan)
     return Status::error("--scan is not available for moe (its auxiliary "

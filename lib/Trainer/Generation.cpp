@@ -120,6 +120,29 @@ std::string formatBytes(double bytes) {
   return text;
 }
 
+/// A decode step's small inputs, each device's blocks: each row's token
+/// [B, 1] and position [B], and the slot every row writes.
+Status
+decodeStepInputs(const Executable &dec, const std::vector<int32_t> &tokens,
+                 const std::vector<int32_t> &positions, int32_t slot,
+                 std::vector<std::vector<std::pair<size_t, HostArray>>> &up) {
+  auto B = static_cast<int64_t>(tokens.size());
+  std::vector<int32_t> slots = {slot};
+  for (auto [index, value] :
+       {std::pair<size_t, HostArray>{
+            0, HostArray::fromValues(DType::I32, {B, 1}, tokens)},
+        {1, HostArray::fromValues(DType::I32, {B}, positions)},
+        {2, HostArray::fromValues(DType::I32, {}, slots)}}) {
+    Expected<std::vector<HostArray>> blocks =
+        inputBlocksByDevice(dec, index, value, PartialInputs::FirstMember);
+    if (!blocks)
+      return blocks.status();
+    for (size_t d = 0; d < up.size(); ++d)
+      up[d].emplace_back(index, std::move((*blocks)[d]));
+  }
+  return Status::success();
+}
+
 } // namespace
 
 Expected<std::unique_ptr<Generator>>
@@ -156,8 +179,15 @@ Status Generator::setParameters(const std::vector<HostArray> &params) {
     blocks->assign(static_cast<size_t>(program->mesh.numDevices()),
                    std::vector<HostArray>(params.size()));
     for (size_t k = 0; k < params.size(); ++k)
-      if (Status status = spread(*program, (*index)[k], params[k], *blocks, k);
-          !status.ok())
+      // A decode parameter laid out as the prefill's takes its blocks from
+      // there (one copy on the host, not two).
+      if (blocks == &decodeParams &&
+          decodeProgram.inputs[decodeParamIndex[k]].sharding ==
+              prefillProgram.inputs[prefillParamIndex[k]].sharding)
+        continue;
+      else if (Status status =
+                   spread(*program, (*index)[k], params[k], *blocks, k);
+               !status.ok())
         return Status::error("parameter " + program->inputs[(*index)[k]].name +
                              ": " + status.message());
   }
@@ -199,16 +229,24 @@ Generator::generate(const std::vector<std::vector<int32_t>> &prompts,
   if (prefillParams.empty())
     return Status::error("generation: no parameters given");
   // Rows past the prompts repeat the first (their tokens are dropped).
-  std::vector<int32_t> tokens(static_cast<size_t>(B * S), 0), last(B);
-  std::vector<int64_t> length(B), room(B);
+  // Left-padded: every prompt ends at slot P - 1, P the longest's length,
+  // so each decode step writes one slot of every row (docs/Models.md,
+  // "Generation's programs").
+  int64_t P = 0;
+  for (const std::vector<int32_t> &prompt : prompts)
+    P = std::max(P, static_cast<int64_t>(prompt.size()));
+  std::vector<int32_t> tokens(static_cast<size_t>(B * S), 0), last(B, P - 1),
+      offsets(B);
+  std::vector<int64_t> length(B);
   for (int64_t r = 0; r < B; ++r) {
     const std::vector<int32_t> &prompt = prompts[r < n ? r : 0];
-    std::copy(prompt.begin(), prompt.end(), tokens.begin() + r * S);
     length[r] = static_cast<int64_t>(prompt.size());
-    last[r] = static_cast<int32_t>(length[r] - 1);
-    // New tokens this row can take: the last is never fed back.
-    room[r] = std::min(sampling.maxNewTokens, S - length[r]);
+    offsets[r] = static_cast<int32_t>(P - length[r]);
+    std::copy(prompt.begin(), prompt.end(),
+              tokens.begin() + r * S + offsets[r]);
   }
+  // New tokens a row can take: the last is never fed back.
+  int64_t room = std::min(sampling.maxNewTokens, S - P);
   int64_t devices = prefillProgram.mesh.numDevices();
   GeneratedRows result;
   result.tokens.resize(n);
@@ -230,29 +268,29 @@ Generator::generate(const std::vector<std::vector<int32_t>> &prompts,
         if (keepLogits)
           result.logits[r].push_back(std::move(row));
       }
-      active[r] = step + 1 < room[r] && next[r] != sampling.eos;
+      active[r] = step + 1 < room && next[r] != sampling.eos;
       any = any || (active[r] && r < n);
     }
     return any;
   };
 
   auto started = std::chrono::steady_clock::now();
-  Blocks data(devices, std::vector<HostArray>(2)), outputs;
+  // The prefill's data: tokens, last slots, padding per row.
+  Blocks data(devices, std::vector<HostArray>(3)), outputs;
   const Executable &pre = prefillProgram, &dec = decodeProgram;
-  if (Status status = spread(
-          pre, 0, HostArray::fromValues(DType::I32, {B, S}, tokens), data, 0);
-      !status.ok())
-    return status;
-  if (Status status =
-          spread(pre, 1, HostArray::fromValues(DType::I32, {B}, last), data, 1);
-      !status.ok())
-    return status;
+  for (auto [index, value] :
+       {std::pair<size_t, HostArray>{
+            0, HostArray::fromValues(DType::I32, {B, S}, tokens)},
+        {1, HostArray::fromValues(DType::I32, {B}, last)},
+        {2, HostArray::fromValues(DType::I32, {B}, offsets)}})
+    if (Status status = spread(pre, index, value, data, index); !status.ok())
+      return status;
   if (Status status = run(pre, prefillParams, data, outputs); !status.ok())
     return Status::error("prefill: " + status.message());
   Expected<HostArray> logits = assembleOutput(pre, 0, outputs);
   if (!logits)
     return logits.status();
-  bool going = room[0] > 0 && choose(*logits, 0);
+  bool going = room > 0 && choose(*logits, 0);
   result.prefillSeconds = secondsSince(started);
 
   if (!going)
@@ -262,52 +300,42 @@ Generator::generate(const std::vector<std::vector<int32_t>> &prompts,
   // parameters are uploaded once and stay in device memory, each step's
   // new caches becoming the next step's inputs there (carried); per step
   // only the tokens and positions go up and the logits come down.
-  size_t caches = dec.inputs.size() - 2 - decodeParamIndex.size();
+  // The decode program's data: tokens, positions, the slot, the caches.
+  size_t caches = dec.inputs.size() - 3 - decodeParamIndex.size();
   Blocks inputs(devices, std::vector<HostArray>(dec.inputs.size()));
   for (int64_t d = 0; d < devices; ++d)
     for (size_t k = 0; k < decodeParamIndex.size(); ++k)
-      inputs[d][decodeParamIndex[k]] = decodeParams[d][k];
+      inputs[d][decodeParamIndex[k]] = decodeParams[d][k].bytes.empty()
+                                           ? prefillParams[d][k]
+                                           : decodeParams[d][k];
   for (size_t c = 0; c < caches; ++c)
     if (Status status =
-            handOver(pre, 1 + c, outputs, dec, 2 + c, inputs, 2 + c);
+            handOver(pre, 1 + c, outputs, dec, 3 + c, inputs, 3 + c);
         !status.ok())
       return Status::error("the key/value cache: " + status.message());
   StepwiseRun stepwise;
   for (size_t c = 0; c < caches; ++c) {
     // The builder marks each new cache as its input's new value
     // (partita.aliases): laid out alike, it can stay where it is.
-    if (!(dec.outputs[1 + c].sharding == dec.inputs[2 + c].sharding))
-      return Status::error("decode: cache " + dec.inputs[2 + c].name +
+    if (!(dec.outputs[1 + c].sharding == dec.inputs[3 + c].sharding))
+      return Status::error("decode: cache " + dec.inputs[3 + c].name +
                            " comes back laid out as " +
                            dec.outputs[1 + c].sharding.toString() +
                            ", not as it went in (" +
-                           dec.inputs[2 + c].sharding.toString() + ")");
-    stepwise.carried.emplace_back(1 + c, 2 + c);
+                           dec.inputs[3 + c].sharding.toString() + ")");
+    stepwise.carried.emplace_back(1 + c, 3 + c);
   }
   stepwise.readEachStep = {0};
   // The last new token is never fed back.
-  stepwise.steps = *std::max_element(room.begin(), room.end()) - 1;
+  stepwise.steps = room - 1;
   stepwise.before =
       [&](int64_t step,
           std::vector<std::vector<std::pair<size_t, HostArray>>> &up) {
-        std::vector<int32_t> fed(B), positions(B);
-        for (int64_t r = 0; r < B; ++r) {
-          fed[r] = next[r];
-          positions[r] =
-              static_cast<int32_t>(std::min(length[r] + step, S - 1));
-        }
-        for (auto [index, value] :
-             {std::pair<size_t, HostArray>{
-                  0, HostArray::fromValues(DType::I32, {B, 1}, fed)},
-              {1, HostArray::fromValues(DType::I32, {B}, positions)}}) {
-          Expected<std::vector<HostArray>> blocks = inputBlocksByDevice(
-              dec, index, value, PartialInputs::FirstMember);
-          if (!blocks)
-            return blocks.status();
-          for (int64_t d = 0; d < devices; ++d)
-            up[d].emplace_back(index, std::move((*blocks)[d]));
-        }
-        return Status::success();
+        std::vector<int32_t> positions(B);
+        for (int64_t r = 0; r < B; ++r)
+          positions[r] = static_cast<int32_t>(length[r] + step);
+        return decodeStepInputs(dec, next, positions,
+                                static_cast<int32_t>(P + step), up);
       };
   stepwise.after = [&](int64_t step, Blocks &stepOutputs) {
     Expected<HostArray> stepLogits = assembleOutput(dec, 0, stepOutputs);
@@ -319,7 +347,7 @@ Generator::generate(const std::vector<std::vector<int32_t>> &prompts,
   };
   // Fed from the first step's `before`: every input block has its shape.
   for (int64_t d = 0; d < devices; ++d)
-    for (size_t i : {size_t(0), size_t(1)}) {
+    for (size_t i : {size_t(0), size_t(1), size_t(2)}) {
       const TensorType &local = dec.slots[dec.inputs[i].slot];
       inputs[d][i] = HostArray::zeros(local.dtype, local.shape);
     }
@@ -332,9 +360,9 @@ Generator::generate(const std::vector<std::vector<int32_t>> &prompts,
 }
 
 std::string Generator::describeCache() const {
-  // The decode program's cache inputs: after the tokens and positions.
+  // The decode program's cache inputs: after the tokens, positions, slot.
   const Executable &program = decodeProgram;
-  const ExecutableValue &first = program.inputs[2];
+  const ExecutableValue &first = program.inputs[3];
   const TensorType &local = program.slots[first.slot];
   int64_t layers = config.layers, global = 1;
   for (int64_t size : first.globalShape)

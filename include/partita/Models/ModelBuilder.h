@@ -101,6 +101,9 @@ public:
                      std::vector<int64_t> dims, const std::string &name);
   mlir::Value reshape(mlir::Value x, std::vector<int64_t> shape,
                       const std::string &name);
+  /// Result dimension i is `x`'s dimension perm[i].
+  mlir::Value transpose(mlir::Value x, std::vector<int64_t> perm,
+                        const std::string &name);
   mlir::Value slice(mlir::Value x, std::vector<int64_t> start,
                     std::vector<int64_t> limit, const std::string &name);
   mlir::Value concatenate(mlir::ValueRange inputs, int64_t dim,
@@ -113,6 +116,10 @@ public:
                       const std::string &name);
   mlir::Value cumsum(mlir::Value x, int64_t dim, const std::string &name);
   mlir::Value argmax(mlir::Value x, int64_t dim, const std::string &name);
+  /// `x` with `update` written at `starts` (scalar i32 values).
+  mlir::Value dynamicUpdateSlice(mlir::Value x, mlir::Value update,
+                                 mlir::ValueRange starts,
+                                 const std::string &name);
   mlir::Value dynamicSlice(mlir::Value x, mlir::ValueRange starts,
                            std::vector<int64_t> sizes, const std::string &name);
   /// The layout `axes` (logical names) for the rules to map, with the

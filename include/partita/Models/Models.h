@@ -59,7 +59,7 @@ struct ModelConfig {
   /// Without a loss mask (gpt only, unrolled): "prefill" (inputs `tokens`
   /// [batch, seq] and `last` [batch], each row's last prompt position;
   /// results the next token's logits [batch, vocab] and every layer's keys
-  /// and values [batch, seq, kv_heads, head_dim]) or "decode" (inputs one
+  /// and values [batch, kv_heads, seq, head_dim]) or "decode" (inputs one
   /// token per row [batch, 1], its `positions` [batch] and the caches;
   /// results the logits and the caches with the new position written):
   /// generation's two programs (docs/Models.md, "Generation").

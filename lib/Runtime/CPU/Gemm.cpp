@@ -116,6 +116,24 @@ void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
 #ifdef PARTITA_HAVE_OPENBLAS
   if (!useBuiltin() && fitsBlas(m, n, k, lda, ldb, ldc)) {
     useOneOpenBlasThread();
+    // One row or one column: a matrix-vector product, which sgemm would
+    // first pack the whole matrix for (a decode step's attention reads
+    // each head's cached keys and values this way, once).
+    if (m == 1) {
+      // c[n] = op(B)^T a: B is [n, k] (transposed) or [k, n].
+      cblas_sgemv(CblasRowMajor, transposeB ? CblasNoTrans : CblasTrans,
+                  transposeB ? int(n) : int(k), transposeB ? int(k) : int(n),
+                  1.0f, b, int(ldb), a, transposeA ? int(lda) : 1, 0.0f, c, 1);
+      return;
+    }
+    if (n == 1) {
+      // c[m] = op(A) b: A is [m, k] or [k, m] (transposed).
+      cblas_sgemv(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
+                  transposeA ? int(k) : int(m), transposeA ? int(m) : int(k),
+                  1.0f, a, int(lda), b, transposeB ? 1 : int(ldb), 0.0f, c,
+                  int(ldc));
+      return;
+    }
     cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
                 transposeB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
                 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));

@@ -208,6 +208,10 @@ bool writesInPlace(const Instruction &inst, int32_t dying, int32_t born) {
   }
   if (inst.op == OpCode::Fused)
     return fusedWritesInPlace(inst, dying, born);
+  // A dynamic_update_slice writes its update into its operand's bytes; the
+  // update itself must stay apart.
+  if (inst.op == OpCode::DynamicUpdateSlice)
+    return !inst.operands.empty() && inst.operands[0] == dying;
   OpFamily family = opFamily(inst.op);
   return family == OpFamily::ElementwiseUnary ||
          family == OpFamily::ElementwiseBinary ||

@@ -215,3 +215,39 @@ TEST_CASE("gemm entry points agree across implementations", "[kernels]") {
   INFO("OpenBLAS available: " << cpu::haveOpenBlas());
   SUCCEED();
 }
+
+TEST_CASE("a GEMM of one row or one column is a matrix-vector product",
+          "[kernels]") {
+  // gemmF32 hands m == 1 and n == 1 to sgemv: every transpose and a
+  // leading dimension wider than the matrix, against the plain sum.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> value(-1, 1);
+  for (cpu::GemmImplementation implementation :
+       {cpu::GemmImplementation::Default, cpu::GemmImplementation::Builtin})
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{1, 37}, {29, 1}, {1, 1}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          cpu::setGemmImplementation(implementation);
+          int64_t k = 19, pad = 3;
+          int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad,
+                  ldc = n + pad;
+          std::vector<float> a((ta ? k : m) * lda), b((tb ? n : k) * ldb),
+              c(m * ldc, 7.0f);
+          for (float &x : a)
+            x = value(rng);
+          for (float &x : b)
+            x = value(rng);
+          cpu::gemmF32(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(),
+                       ldc);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double sum = 0;
+              for (int64_t p = 0; p < k; ++p)
+                sum += double(ta ? a[p * lda + i] : a[i * lda + p]) *
+                       double(tb ? b[j * ldb + p] : b[p * ldb + j]);
+              INFO("m " << m << " n " << n << " ta " << ta << " tb " << tb);
+              CHECK(std::fabs(c[i * ldc + j] - sum) < 1e-5);
+            }
+        }
+  cpu::setGemmImplementation(cpu::GemmImplementation::Default);
+}
