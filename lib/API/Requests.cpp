@@ -61,12 +61,15 @@ Status pipelineRequestFromOptions(const OptionValues &cl, long long pipe,
                            " needs pipeline parallelism (--pp P)");
     rules = rules.substr(3);
   }
-  // GRPO and PPO check their steps against one device without --pp.
-  bool rl =
-      request.config.objective == "grpo" || request.config.objective == "ppo";
-  for (const char *flag : {"--schedule", "--virtual-stages", "--check"})
-    if (!pipelined && (cl.has(flag) || cl.on(flag)) &&
-        !(rl && std::string(flag) == "--check"))
+  // Without --pp, --check trains the same steps on one device after the
+  // run (DPO's reference scores are the run's own: not without --pp).
+  if (!pipelined && cl.on("--check") && request.config.objective == "dpo")
+    return Status::error("--check with --objective dpo needs pipeline "
+                         "parallelism (--pp P)");
+  if (!pipelined && cl.on("--check"))
+    request.check = true;
+  for (const char *flag : {"--schedule", "--virtual-stages"})
+    if (!pipelined && (cl.has(flag) || cl.on(flag)))
       return Status::error(std::string(flag) +
                            " needs pipeline parallelism (--pp P)");
   if (!pipelined && request.cuda)
@@ -617,6 +620,13 @@ Status partita::api::trainRequestFromOptions(const OptionValues &cl,
                          " runs in one process without pipeline parallelism "
                          "or micro-batches: leave out --distributed, --pp and "
                          "--micro-batches");
+  if (request.check && request.distributed && request.pipelineRanks <= 1 &&
+      request.mesh.axisSize("pipe") == 0)
+    return Status::error("--check with --distributed needs pipeline "
+                         "parallelism (--pp P)");
+  if (request.check && !request.checkpoints.resume.empty())
+    return Status::error("--check trains the same steps on one device from "
+                         "the start: it does not go with --resume");
   if (options.trainMixedPrecision && config.dtype != "bf16")
     return Status::error(
         "--mixed-precision trains a bf16 model: add --dtype bf16");

@@ -68,15 +68,20 @@ void printPipelineHeader(const TrainRequest &request, const PipelinedStep &step,
 /// the reference and compares its own stages' parameters; process 0, which
 /// has every step's loss, the losses; it prints the largest differences
 /// over every process.
-Status checkAgainstOneDevice(const TrainRequest &request,
-                             const std::vector<double> &losses,
-                             const std::vector<HostArray> &parameters,
-                             ProcessGroup *group) {
+} // namespace
+
+Status partita::checkAgainstOneDevice(const TrainRequest &request,
+                                      const std::vector<double> &losses,
+                                      const std::vector<HostArray> &parameters,
+                                      ProcessGroup *group) {
   TrainRequest single = request;
   single.count = 1;
-  // The rank's axes, each of size 1: the rules find their axes.
+  // The rank's axes (the mesh's, unpipelined), each of size 1: the rules
+  // find their axes.
+  bool pipelined = request.pipelineRanks > 1;
   std::vector<MeshAxis> ones;
-  for (const MeshAxis &axis : request.rankMesh.axes())
+  for (const MeshAxis &axis :
+       (pipelined ? request.rankMesh : request.mesh).axes())
     ones.push_back(MeshAxis{axis.name, 1});
   Expected<Mesh> oneDevice = Mesh::create(ones);
   if (!oneDevice)
@@ -93,6 +98,12 @@ Status checkAgainstOneDevice(const TrainRequest &request,
   Expected<std::unique_ptr<TrainData>> source = makeTrainData(request);
   if (!layout || !inputs || !source)
     return Status::error("the non-pipelined step cannot run");
+  // The same start: --init-from's parameters too.
+  if (!request.checkpoints.initFrom.empty())
+    if (Status status =
+            initializeFromCheckpoint(single, *program, *inputs, /*quiet=*/true);
+        !status.ok())
+      return status;
   std::vector<double> reference;
   TrainLoopOptions loop;
   if (request.lrSchedule)
@@ -151,22 +162,26 @@ Status checkAgainstOneDevice(const TrainRequest &request,
     if (!speaks)
       return same ? Status::success() : Status::error("");
   }
-  llvm::outs() << "check against the non-pipelined step on one device: "
+  llvm::outs() << (pipelined
+                       ? "check against the non-pipelined step on one device: "
+                       : "check against the same steps on one device: ")
                << "largest relative difference " << llvm::format("%.2e", worst)
                << " in the losses, " << llvm::format("%.2e", worstParam)
-               << " in the parameters (normwise): " << (same ? "same" : "DIFFERENT")
-               << "\n";
+               << " in the parameters (normwise): "
+               << (same ? "same" : "DIFFERENT") << "\n";
   if (!same)
     return Status::error(
-        "the pipelined step differs from the non-pipelined one (tolerance " +
+        std::string(pipelined ? "the pipelined step differs from the "
+                                "non-pipelined one"
+                              : "the run differs from the same steps on one "
+                                "device") +
+        " (tolerance " +
         llvm::formatv("{0:e1} in the losses, {1:e1} in the parameters",
                       lossTolerance, paramTolerance)
             .str() +
         ")");
   return Status::success();
 }
-
-} // namespace
 
 namespace {
 

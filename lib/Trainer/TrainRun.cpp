@@ -205,6 +205,15 @@ bool writeLastTrace(const TrainRequest &request, const Executable &program,
   return true;
 }
 
+/// `into` = `made`'s value, or `made`'s failure.
+template <typename T>
+Status assign(std::unique_ptr<T> &into, Expected<std::unique_ptr<T>> made) {
+  if (!made)
+    return made.status();
+  into = std::move(*made);
+  return Status::success();
+}
+
 } // namespace
 
 Status partita::trainOnCpu(const TrainRequest &request) {
@@ -212,18 +221,14 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   Expected<Executable> program = compileTrainStep(session, request);
   if (!program)
     return program.status();
-  // The devices are threads of this process: a step that cannot fit is
-  // refused before anything is allocated (the kernel's OOM killer ended a
-  // GPT-2-sized run at 21.9 GB).
-  // The final values are not downloaded (checkpoints and evaluation take
-  // snapshots, every device's at once, during the run).
+  // A step that cannot fit is refused before anything is allocated; the
+  // final values are not downloaded (snapshots are taken during the run).
   RunMemory memory = runMemory(*program, RunKind::Train);
   memory.finalDownload = false;
   memory.snapshots =
       !request.checkpoints.directory.empty() || request.eval.every > 0;
   if (Status status = checkRunMemory(memory, "training"); !status.ok())
     return status;
-  // Inputs: parameters initialised, state zero, data per step.
   Expected<TrainStepLayout> layout = trainStepLayout(*program);
   if (!layout)
     return layout.status();
@@ -252,33 +257,29 @@ Status partita::trainOnCpu(const TrainRequest &request) {
     if (Status status = initializeFromCheckpoint(request, *program, *inputs);
         !status.ok())
       return status;
+  const std::string &objective = request.config.objective;
   std::unique_ptr<PreferenceTraining> preference;
-  if (request.config.objective == "dpo" ||
-      request.config.objective == "reward") {
-    Expected<std::unique_ptr<PreferenceTraining>> started =
-        PreferenceTraining::start(session, request,
-                                  static_cast<DpoData &>(**source));
-    if (!started)
-      return started.status();
-    preference = std::move(*started);
-  }
+  if (objective == "dpo" || objective == "reward")
+    if (Status status =
+            assign(preference,
+                   PreferenceTraining::start(session, request,
+                                             static_cast<DpoData &>(**source)));
+        !status.ok())
+      return status;
   std::unique_ptr<Reinforcement> reinforcement;
-  if (request.config.objective == "grpo" || request.config.objective == "ppo") {
-    Expected<std::unique_ptr<Reinforcement>> started = startReinforcement(
-        session, request, **source, *program, *layout, *inputs, loop.firstStep);
-    if (!started)
-      return started.status();
-    reinforcement = std::move(*started);
-  }
+  if (objective == "grpo" || objective == "ppo")
+    if (Status status =
+            assign(reinforcement,
+                   startReinforcement(session, request, **source, *program,
+                                      *layout, *inputs, loop.firstStep));
+        !status.ok())
+      return status;
   CheckpointWriter checkpoints(request);
   std::unique_ptr<Evaluator> evaluator;
-  if (request.eval.every > 0 && !preference && !reinforcement) {
-    Expected<std::unique_ptr<Evaluator>> created =
-        Evaluator::create(session, request);
-    if (!created)
-      return created.status();
-    evaluator = std::move(*created);
-  }
+  if (request.eval.every > 0 && !preference && !reinforcement)
+    if (Status status = assign(evaluator, Evaluator::create(session, request));
+        !status.ok())
+      return status;
   bool saving = !request.checkpoints.directory.empty();
   long long evalEvery = request.eval.every, last = request.steps;
   auto due = [last](long long every, int64_t done) {
@@ -287,14 +288,24 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   auto saveDue = [saved = request.checkpoints, last](int64_t done) {
     return saved.due(done, last);
   };
-  if (saving || evalEvery > 0 || reinforcement) {
+  // --check (GRPO and PPO keep their own): the last step's parameters.
+  bool checking = request.check && !reinforcement;
+  std::vector<HostArray> finalParams;
+  if (saving || evalEvery > 0 || reinforcement || checking) {
     // Reinforcement learning's rollouts and evaluations are its own.
     const Reinforcement *rl = reinforcement.get();
     loop.snapshotAfter = [=](int64_t done) {
       return saveDue(done) || (rl && rl->wantsSnapshot(done)) ||
-             (!rl && due(evalEvery, done));
+             (!rl && due(evalEvery, done)) || (checking && done == last);
     };
     loop.onSnapshot = [&, saveDue, due](TrainSnapshot &snapshot) -> Status {
+      if (checking && snapshot.steps == last) {
+        Expected<std::vector<HostArray>> params =
+            snapshotParameters(*program, snapshot);
+        if (!params)
+          return Status::error("--check: " + params.status().message());
+        finalParams = std::move(*params);
+      }
       if (reinforcement)
         if (Status status = reinforcement->onSnapshot(*program, snapshot);
             !status.ok())
@@ -340,14 +351,16 @@ Status partita::trainOnCpu(const TrainRequest &request) {
       llvm::errs() << "\n";
     return status;
   }
-  if (!timelines.empty() && !writeLastTrace(request, *program, timelines))
+  if ((!timelines.empty() && !writeLastTrace(request, *program, timelines)) ||
+      !writeLosses(request, progress, evaluator.get()) ||
+      !writeObjectiveOutputs(request, reinforcement.get(), preference.get()))
     return Status::error("");
-  if (!writeLosses(request, progress, evaluator.get()))
-    return Status::error("");
-  if (!writeObjectiveOutputs(request, reinforcement.get(), preference.get()))
-    return Status::error("");
-  if (reinforcement && request.check)
-    if (Status status = reinforcement->check(progress.losses); !status.ok())
+  if (request.check)
+    if (Status status =
+            reinforcement
+                ? reinforcement->check(progress.losses)
+                : checkAgainstOneDevice(request, progress.losses, finalParams);
+        !status.ok())
       return status;
   llvm::outs() << "peak resident memory " << formatGiB(peakResidentBytes())
                << " (predicted " << formatGiB(memory.peak()) << ")\n";

@@ -435,6 +435,17 @@ Status resumeFromCheckpoint(const TrainRequest &request,
                             std::vector<HostArray> &inputs,
                             ProgressPrinter &progress, int64_t &firstStep);
 
+/// --check: the step compiled for one device (the mesh's axes, or with
+/// pipeline parallelism one rank's, each of size 1), trained from the same
+/// start on the same data; each step's loss against `losses`, its final
+/// parameters against `parameters` (normwise). Across processes (`group`)
+/// every process compares its own parameters and process 0 the losses. An
+/// error when they differ (TrainPipelined.cpp).
+Status checkAgainstOneDevice(const TrainRequest &request,
+                             const std::vector<double> &losses,
+                             const std::vector<HostArray> &parameters,
+                             ProcessGroup *group = nullptr);
+
 /// |a - b| / |b| over all elements (normwise): how --check compares
 /// parameters (docs/Pipeline.md, "What is checked").
 double relativeDifference(const HostArray &a, const HostArray &b);
