@@ -53,6 +53,18 @@ Expected<HostArray> assembleOutput(const Executable &program, size_t o,
   return std::move((*whole)[0]);
 }
 
+/// Splits `global` (program input `i`) into every device's slot `slot`.
+Status spread(const Executable &program, size_t i, const HostArray &global,
+              Blocks &inputs, size_t slot) {
+  Expected<std::vector<HostArray>> blocks =
+      inputBlocksByDevice(program, i, global, PartialInputs::FirstMember);
+  if (!blocks)
+    return blocks.status();
+  for (size_t d = 0; d < inputs.size(); ++d)
+    inputs[d][slot] = std::move((*blocks)[d]);
+  return Status::success();
+}
+
 /// Every device's block of input `i` of `to` from output `o` of `from`:
 /// the blocks themselves (moved) when both lay the value out alike, else
 /// assembled and sliced again.
@@ -68,25 +80,7 @@ Status handOver(const Executable &from, size_t o, Blocks &outputs,
   Expected<HostArray> whole = assembleOutput(from, o, outputs);
   if (!whole)
     return whole.status();
-  Expected<std::vector<HostArray>> blocks =
-      inputBlocksByDevice(to, i, *whole, PartialInputs::FirstMember);
-  if (!blocks)
-    return blocks.status();
-  for (int64_t d = 0; d < devices; ++d)
-    inputs[d][slot] = std::move((*blocks)[d]);
-  return Status::success();
-}
-
-/// Splits `global` (program input `i`) into every device's slot `slot`.
-Status spread(const Executable &program, size_t i, const HostArray &global,
-              Blocks &inputs, size_t slot) {
-  Expected<std::vector<HostArray>> blocks =
-      inputBlocksByDevice(program, i, global, PartialInputs::FirstMember);
-  if (!blocks)
-    return blocks.status();
-  for (size_t d = 0; d < inputs.size(); ++d)
-    inputs[d][slot] = std::move((*blocks)[d]);
-  return Status::success();
+  return spread(to, i, *whole, inputs, slot);
 }
 
 std::vector<size_t> parameterInputs(const Executable &program) {
@@ -387,16 +381,10 @@ class UncachedReference {
 public:
   static Expected<UncachedReference> create(const TrainRequest &model,
                                             int64_t rows) {
-    TrainRequest single = model;
-    single.count = 1;
-    std::vector<MeshAxis> ones;
-    for (const MeshAxis &axis : model.mesh.axes())
-      ones.push_back(MeshAxis{axis.name, 1});
-    Expected<Mesh> oneDevice = Mesh::create(ones);
-    if (!oneDevice)
-      return oneDevice.status();
-    single.mesh = *oneDevice;
-    single.options.stage = Stage::Verified;
+    Expected<TrainRequest> made = oneDeviceRequest(model, model.mesh);
+    if (!made)
+      return made.status();
+    TrainRequest &single = *made;
     single.options.trainOptimizer = TrainOptimizer::None;
     single.config.objective = "mean";
     single.config.lossMask = false;
@@ -459,44 +447,12 @@ private:
   Executable program;
 };
 
-/// The checkpoint `path` names: itself, or a directory's newest.
-Expected<CheckpointInfo> openCheckpoint(const std::string &path) {
-  std::string directory = path;
-  if (!llvm::sys::fs::exists(path + "/checkpoint.json")) {
-    Expected<std::string> latest = latestCheckpoint(path);
-    if (!latest)
-      return Status::error("--checkpoint: " + latest.status().message());
-    directory = *latest;
-  }
-  Expected<CheckpointInfo> info = readCheckpoint(directory, /*verify=*/true);
-  if (!info)
-    return Status::error("--checkpoint: " + info.status().message());
-  return info;
-}
-
-/// The checkpoint's parameters in the prefill program's order.
-Expected<std::vector<HostArray>> loadParameters(const CheckpointInfo &info,
-                                                const Executable &program) {
-  std::vector<HostArray> inputs;
-  for (const ExecutableValue &input : program.inputs)
-    inputs.push_back(
-        HostArray::zeros(program.slots[input.slot].dtype, input.globalShape));
-  if (Status status =
-          loadCheckpoint(info, program, program.inputs.size(), inputs, "param");
-      !status.ok())
-    return Status::error("--checkpoint: " + status.message());
-  std::vector<HostArray> params;
-  for (size_t i = 0; i < program.inputs.size(); ++i)
-    if (program.inputs[i].role == "param")
-      params.push_back(std::move(inputs[i]));
-  return params;
-}
-
 } // namespace
 
 Status partita::generateText(const GenerateRequest &request) {
   const TrainRequest &model = request.model;
-  Expected<CheckpointInfo> info = openCheckpoint(request.checkpoint);
+  Expected<CheckpointInfo> info =
+      openCheckpoint(request.checkpoint, "--checkpoint");
   if (!info)
     return info.status();
   Expected<std::vector<std::vector<int32_t>>> prompts =
@@ -521,9 +477,9 @@ Status partita::generateText(const GenerateRequest &request) {
     return generator.status();
   Generator &gen = **generator;
   Expected<std::vector<HostArray>> params =
-      loadParameters(*info, gen.prefill());
+      checkpointParameters(*info, gen.prefill());
   if (!params)
-    return params.status();
+    return Status::error("--checkpoint: " + params.status().message());
   if (Status status = gen.setParameters(*params); !status.ok())
     return status;
   std::optional<UncachedReference> reference;

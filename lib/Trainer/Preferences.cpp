@@ -61,24 +61,15 @@ PreferenceTraining::start(Session &session, const TrainRequest &request,
   if (training->rewardModel)
     return training;
   // The reference's parameters.
-  Expected<std::string> latest = latestCheckpoint(request.dpoReference);
-  if (!latest)
-    return Status::error("--reference: " + latest.status().message());
-  Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+  Expected<CheckpointInfo> info =
+      openCheckpoint(request.dpoReference, "--reference");
   if (!info)
-    return Status::error("--reference: " + info.status().message());
-  std::vector<HostArray> inputs;
-  for (const ExecutableValue &input : training->program.inputs)
-    inputs.push_back(HostArray::zeros(training->program.slots[input.slot].dtype,
-                                      input.globalShape));
-  if (Status status =
-          loadCheckpoint(*info, training->program,
-                         training->program.inputs.size(), inputs, "param");
-      !status.ok())
-    return Status::error("--reference: " + status.message());
-  std::vector<HostArray> params;
-  for (size_t i : training->paramIndex)
-    params.push_back(std::move(inputs[i]));
+    return info.status();
+  Expected<std::vector<HostArray>> loaded =
+      checkpointParameters(*info, training->program);
+  if (!loaded)
+    return Status::error("--reference: " + loaded.status().message());
+  std::vector<HostArray> params = std::move(*loaded);
 
   Expected<std::vector<double>> reference = training->score(params, pairs);
   if (!reference)
@@ -86,8 +77,8 @@ PreferenceTraining::start(Session &session, const TrainRequest &request,
   if (Status status = pairs.setReference(*reference); !status.ok())
     return status;
   if (!quiet)
-    llvm::outs() << "reference " << *latest << ": scored " << pairs.size()
-                 << " preference pairs\n";
+    llvm::outs() << "reference " << info->directory << ": scored "
+                 << pairs.size() << " preference pairs\n";
   if (training->heldOut) {
     Expected<std::vector<double>> held =
         training->score(params, *training->heldOut);
@@ -187,13 +178,9 @@ Status PreferenceTraining::reportRewards(int64_t steps,
 }
 
 std::string PreferenceTraining::csv() const {
-  std::string text = "step,accuracy,margin\n";
-  char line[96];
-  for (const Point &point : points) {
-    std::snprintf(line, sizeof(line), "%lld,%.9g,%.9g\n",
-                  static_cast<long long>(point.steps), point.accuracy,
-                  point.margin);
-    text += line;
-  }
-  return text;
+  std::vector<std::vector<double>> rows;
+  for (const Point &point : points)
+    rows.push_back(
+        {static_cast<double>(point.steps), point.accuracy, point.margin});
+  return csvTable("step,accuracy,margin", rows);
 }

@@ -170,26 +170,17 @@ Reinforcement::start(Session &session, const TrainRequest &request,
     if (!program)
       return program.status();
     rl->rewardModel = std::move(*program);
-    Expected<std::string> latest = latestCheckpoint(request.rl.rewardModel);
-    if (!latest)
-      return Status::error("--reward-model: " + latest.status().message());
-    Expected<CheckpointInfo> info = readCheckpoint(*latest, /*verify=*/true);
+    Expected<CheckpointInfo> info =
+        openCheckpoint(request.rl.rewardModel, "--reward-model");
     if (!info)
-      return Status::error("--reward-model: " + info.status().message());
-    std::vector<HostArray> all;
-    for (const ExecutableValue &input : rl->rewardModel.inputs)
-      all.push_back(HostArray::zeros(rl->rewardModel.slots[input.slot].dtype,
-                                     input.globalShape));
-    if (Status status =
-            loadCheckpoint(*info, rl->rewardModel,
-                           rl->rewardModel.inputs.size(), all, "param");
-        !status.ok())
-      return Status::error("--reward-model: " + status.message() +
+      return info.status();
+    Expected<std::vector<HostArray>> params =
+        checkpointParameters(*info, rl->rewardModel);
+    if (!params)
+      return Status::error("--reward-model: " + params.status().message() +
                            " (a reward model of the policy's shape, partita "
                            "train --objective reward)");
-    for (size_t i = 0; i < all.size(); ++i)
-      if (rl->rewardModel.inputs[i].role == "param")
-        rl->rewardParams.push_back(std::move(all[i]));
+    rl->rewardParams = std::move(*params);
   }
   // The frozen reference: the policy as it starts.
   for (size_t k = 0; k < inputs.size() && step.inputs[k].role == "param"; ++k)
@@ -356,15 +347,10 @@ Status Reinforcement::rollout(const std::vector<HostArray> &params,
   const std::vector<std::vector<int32_t>> &responses = rollouts->tokens;
 
   started = std::chrono::steady_clock::now();
-  Expected<std::vector<double>> rewards =
-      rewardsOf(rowPrompts, responses, false);
-  if (!rewards)
-    return rewards.status();
-  Expected<std::vector<double>> tasks =
-      request.rl.rewardRule.empty() ? rewards
-                                    : rewardsOf(rowPrompts, responses, true);
-  if (!tasks)
-    return tasks.status();
+  std::vector<double> rewards, tasks;
+  if (Status status = rewardsAndTasks(rowPrompts, responses, rewards, tasks);
+      !status.ok())
+    return status;
   DType element = scorer.slots[scorer.inputs[0].slot].dtype;
   for (const ExecutableValue &input : scorer.inputs)
     if (input.role == "param")
@@ -378,8 +364,8 @@ Status Reinforcement::rollout(const std::vector<HostArray> &params,
     fillAnswerRow(whole, static_cast<int64_t>(rowPrompts[r].size()), S, r, in,
                   out, mask);
     stats.length += static_cast<double>(responses[r].size()) / B;
-    stats.reward += (*rewards)[r] / static_cast<double>(B);
-    stats.task += (*tasks)[r] / static_cast<double>(B);
+    stats.reward += rewards[r] / static_cast<double>(B);
+    stats.task += tasks[r] / static_cast<double>(B);
   }
   Expected<std::vector<HostArray>> policy = tokenScores(params, {in, out});
   if (!policy)
@@ -397,7 +383,7 @@ Status Reinforcement::rollout(const std::vector<HostArray> &params,
                              (*policy)[1]});
   else
     rows.push_back((*frozen)[0]);
-  if (Status status = advantages(rowPrompts, responses, *rewards, rows, stats);
+  if (Status status = advantages(rowPrompts, responses, rewards, rows, stats);
       !status.ok())
     return status;
   rows.resize(6);
@@ -455,17 +441,13 @@ Status Reinforcement::evaluate(const Executable &step,
       return Status::error("evaluation: " + rows.status().message());
     responses.insert(responses.end(), rows->tokens.begin(), rows->tokens.end());
   }
-  Expected<std::vector<double>> rewards = rewardsOf(heldOut, responses, false);
-  if (!rewards)
-    return rewards.status();
-  Expected<std::vector<double>> tasks =
-      request.rl.rewardRule.empty() ? rewards
-                                    : rewardsOf(heldOut, responses, true);
-  if (!tasks)
-    return tasks.status();
-  double reward = std::accumulate(rewards->begin(), rewards->end(), 0.0) /
+  std::vector<double> rewards, tasks;
+  if (Status status = rewardsAndTasks(heldOut, responses, rewards, tasks);
+      !status.ok())
+    return status;
+  double reward = std::accumulate(rewards.begin(), rewards.end(), 0.0) /
                   static_cast<double>(heldOut.size());
-  double task = std::accumulate(tasks->begin(), tasks->end(), 0.0) /
+  double task = std::accumulate(tasks.begin(), tasks.end(), 0.0) /
                 static_cast<double>(heldOut.size());
   evaluations.push_back({snapshot.steps, {reward, task}});
   llvm::outs() << "eval after step " << snapshot.steps << ": held-out reward "
@@ -474,29 +456,6 @@ Status Reinforcement::evaluate(const Executable &step,
                << " prompts)\n";
   llvm::outs().flush();
   return Status::success();
-}
-
-std::string Reinforcement::csv() const {
-  std::string text = "step,reward,task,kl,length,generate_s,score_s\n";
-  char line[160];
-  for (const RolloutStats &s : history) {
-    std::snprintf(line, sizeof(line), "%lld,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g\n",
-                  static_cast<long long>(s.steps), s.reward, s.task, s.kl,
-                  s.length, s.generateSeconds, s.scoreSeconds);
-    text += line;
-  }
-  return text;
-}
-
-std::string Reinforcement::evalCsv() const {
-  std::string text = "step,reward,task\n";
-  char line[96];
-  for (const auto &[steps, figures] : evaluations) {
-    std::snprintf(line, sizeof(line), "%lld,%.9g,%.9g\n",
-                  static_cast<long long>(steps), figures.first, figures.second);
-    text += line;
-  }
-  return text;
 }
 
 std::vector<double> Reinforcement::rewards() const {
@@ -577,33 +536,25 @@ private:
 Status
 Reinforcement::checkAgainstOneDevice(const std::vector<double> &losses,
                                      const std::vector<HostArray> &params) {
-  TrainRequest single = request;
-  single.count = 1;
-  std::vector<MeshAxis> ones;
-  for (const MeshAxis &axis : request.mesh.axes())
-    ones.push_back(MeshAxis{axis.name, 1});
-  Expected<Mesh> oneDevice = Mesh::create(ones);
-  if (!oneDevice)
-    return oneDevice.status();
-  single.mesh = *oneDevice;
-  single.options.stage = Stage::Verified;
+  Expected<TrainRequest> single = oneDeviceRequest(request, request.mesh);
+  if (!single)
+    return single.status();
   Session session;
-  Expected<Executable> program = compileTrainStep(session, single);
+  Expected<Executable> program = compileTrainStep(session, *single);
   if (!program)
     return program.status();
-  Expected<TrainStepLayout> layout = trainStepLayout(*program);
-  if (!layout)
-    return layout.status();
-  Expected<std::vector<HostArray>> inputs =
-      initialTrainInputs(*program, static_cast<uint64_t>(request.seed));
-  if (!inputs)
-    return inputs.status();
+  TrainStepLayout layout;
+  std::vector<HostArray> inputs;
+  if (Status status = startTrainInputs(
+          *program, static_cast<uint64_t>(request.seed), layout, inputs);
+      !status.ok())
+    return status;
   if (!request.checkpoints.initFrom.empty())
-    if (Status status = initializeFromCheckpoint(single, *program, *inputs,
+    if (Status status = initializeFromCheckpoint(*single, *program, inputs,
                                                  /*quiet=*/true);
         !status.ok())
       return status;
-  startValueHead(single, *program, layout->updated, *inputs);
+  startValueHead(*single, *program, layout.updated, inputs);
   ReplayedRollouts replay(recorded, request.rl.epochs);
   std::vector<double> reference;
   TrainLoopOptions loop;
@@ -612,8 +563,7 @@ Reinforcement::checkAgainstOneDevice(const std::vector<double> &losses,
       return schedule.at(step);
     };
   if (Status status = trainOnCpuDevices(
-          *program, *layout, *inputs, replay,
-          static_cast<int64_t>(losses.size()),
+          *program, layout, inputs, replay, static_cast<int64_t>(losses.size()),
           [&](const TrainStepResult &result) {
             reference.push_back(result.loss);
             return Status::success();
@@ -629,9 +579,8 @@ Reinforcement::checkAgainstOneDevice(const std::vector<double> &losses,
   for (size_t s = 0; s < losses.size() && s < reference.size(); ++s)
     worst = std::max(worst, std::fabs(losses[s] - reference[s]) /
                                 std::max(1e-6, scale));
-  for (size_t p = 0; p < params.size() && p < inputs->size(); ++p)
-    worstParam =
-        std::max(worstParam, relativeDifference(params[p], (*inputs)[p]));
+  for (size_t p = 0; p < params.size() && p < inputs.size(); ++p)
+    worstParam = std::max(worstParam, relativeDifference(params[p], inputs[p]));
   // GRPO's KL term: at the start the policy is its reference, so the
   // term's gradient is the rounding difference between the train step's
   // log-probabilities and the scorer's, and Adam turns a gradient that is
@@ -682,4 +631,39 @@ Status Reinforcement::onSnapshot(const Executable &step,
     finalParams = std::move(*params);
   }
   return Status::success();
+}
+
+Status Reinforcement::rewardsAndTasks(
+    const std::vector<std::vector<int32_t>> &rowPrompts,
+    const std::vector<std::vector<int32_t>> &responses,
+    std::vector<double> &rewards, std::vector<double> &tasks) {
+  Expected<std::vector<double>> scored =
+      rewardsOf(rowPrompts, responses, false);
+  if (!scored)
+    return scored.status();
+  rewards = std::move(*scored);
+  if (request.rl.rewardRule.empty()) {
+    tasks = rewards;
+    return Status::success();
+  }
+  Expected<std::vector<double>> rule = rewardsOf(rowPrompts, responses, true);
+  if (!rule)
+    return rule.status();
+  tasks = std::move(*rule);
+  return Status::success();
+}
+
+std::string Reinforcement::csv() const {
+  std::vector<std::vector<double>> rows;
+  for (const RolloutStats &s : history)
+    rows.push_back({static_cast<double>(s.steps), s.reward, s.task, s.kl,
+                    s.length, s.generateSeconds, s.scoreSeconds});
+  return csvTable("step,reward,task,kl,length,generate_s,score_s", rows);
+}
+
+std::string Reinforcement::evalCsv() const {
+  std::vector<std::vector<double>> rows;
+  for (const auto &[steps, figures] : evaluations)
+    rows.push_back({static_cast<double>(steps), figures.first, figures.second});
+  return csvTable("step,reward,task", rows);
 }

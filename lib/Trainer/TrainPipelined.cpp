@@ -74,20 +74,13 @@ Status partita::checkAgainstOneDevice(const TrainRequest &request,
                                       const std::vector<double> &losses,
                                       const std::vector<HostArray> &parameters,
                                       ProcessGroup *group) {
-  TrainRequest single = request;
-  single.count = 1;
-  // The rank's axes (the mesh's, unpipelined), each of size 1: the rules
-  // find their axes.
+  // The rank's axes (the mesh's, unpipelined), each of size 1.
   bool pipelined = request.pipelineRanks > 1;
-  std::vector<MeshAxis> ones;
-  for (const MeshAxis &axis :
-       (pipelined ? request.rankMesh : request.mesh).axes())
-    ones.push_back(MeshAxis{axis.name, 1});
-  Expected<Mesh> oneDevice = Mesh::create(ones);
-  if (!oneDevice)
-    return oneDevice.status();
-  single.mesh = *oneDevice;
-  single.options.stage = Stage::Verified;
+  Expected<TrainRequest> made =
+      oneDeviceRequest(request, pipelined ? request.rankMesh : request.mesh);
+  if (!made)
+    return made.status();
+  TrainRequest &single = *made;
   Session session;
   Expected<Executable> program = compileTrainStep(session, single);
   if (!program)

@@ -95,3 +95,83 @@ bool partita::writeLosses(const TrainRequest &request,
                  << svgPath << "\n";
   return true;
 }
+
+Expected<TrainRequest> partita::oneDeviceRequest(const TrainRequest &request,
+                                                 const Mesh &mesh) {
+  TrainRequest single = request;
+  single.count = 1;
+  std::vector<MeshAxis> ones;
+  for (const MeshAxis &axis : mesh.axes())
+    ones.push_back(MeshAxis{axis.name, 1});
+  Expected<Mesh> oneDevice = Mesh::create(ones);
+  if (!oneDevice)
+    return oneDevice.status();
+  single.mesh = *oneDevice;
+  single.options.stage = Stage::Verified;
+  return single;
+}
+
+Expected<std::vector<HostArray>>
+partita::checkpointParameters(const CheckpointInfo &checkpoint,
+                              const Executable &program) {
+  std::vector<HostArray> inputs;
+  for (const ExecutableValue &input : program.inputs)
+    inputs.push_back(
+        HostArray::zeros(program.slots[input.slot].dtype, input.globalShape));
+  if (Status status = loadCheckpoint(checkpoint, program, program.inputs.size(),
+                                     inputs, "param");
+      !status.ok())
+    return status;
+  std::vector<HostArray> params;
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    if (program.inputs[i].role == "param")
+      params.push_back(std::move(inputs[i]));
+  return params;
+}
+
+Status partita::startTrainInputs(const Executable &program, uint64_t seed,
+                                 TrainStepLayout &layout,
+                                 std::vector<HostArray> &inputs) {
+  Expected<TrainStepLayout> found = trainStepLayout(program);
+  if (!found)
+    return found.status();
+  Expected<std::vector<HostArray>> initial = initialTrainInputs(program, seed);
+  if (!initial)
+    return initial.status();
+  layout = std::move(*found);
+  inputs = std::move(*initial);
+  return Status::success();
+}
+
+std::string partita::csvTable(const std::string &header,
+                              const std::vector<std::vector<double>> &rows) {
+  std::string text = header + "\n";
+  char value[40];
+  for (const std::vector<double> &row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i == 0)
+        std::snprintf(value, sizeof(value), "%lld",
+                      static_cast<long long>(row[i]));
+      else
+        std::snprintf(value, sizeof(value), ",%.9g", row[i]);
+      text += value;
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+Expected<CheckpointInfo> partita::openCheckpoint(const std::string &path,
+                                                 const std::string &flag) {
+  std::string directory = path;
+  if (!llvm::sys::fs::exists(path + "/checkpoint.json")) {
+    Expected<std::string> latest = latestCheckpoint(path);
+    if (!latest)
+      return Status::error(flag + ": " + latest.status().message());
+    directory = *latest;
+  }
+  Expected<CheckpointInfo> info = readCheckpoint(directory, /*verify=*/true);
+  if (!info)
+    return Status::error(flag + ": " + info.status().message());
+  return info;
+}

@@ -99,6 +99,12 @@ private:
   Expected<std::vector<double>>
   rewardsOf(const std::vector<std::vector<int32_t>> &prompts,
             const std::vector<std::vector<int32_t>> &responses, bool taskOnly);
+  /// Each row's reward, and its task score (the rule's without the length
+  /// bonus; with a reward model and no rule, the reward).
+  Status rewardsAndTasks(const std::vector<std::vector<int32_t>> &prompts,
+                         const std::vector<std::vector<int32_t>> &responses,
+                         std::vector<double> &rewards,
+                         std::vector<double> &tasks);
   Expected<std::vector<HostArray>>
   tokenScores(const std::vector<HostArray> &params,
               const std::vector<HostArray> &rows);

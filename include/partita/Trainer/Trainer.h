@@ -435,6 +435,33 @@ Status resumeFromCheckpoint(const TrainRequest &request,
                             std::vector<HostArray> &inputs,
                             ProgressPrinter &progress, int64_t &firstStep);
 
+/// `program`'s layout and first inputs: parameters initialised from
+/// `seed`, optimizer state zero.
+Status startTrainInputs(const Executable &program, uint64_t seed,
+                        TrainStepLayout &layout,
+                        std::vector<HostArray> &inputs);
+
+/// A CSV table: `header`, then one line per row, its first value the
+/// steps done (an integer), the others to 9 significant digits.
+std::string csvTable(const std::string &header,
+                     const std::vector<std::vector<double>> &rows);
+
+/// `request` for one device: the axes of `mesh`, each of size 1 (so the
+/// rules find their axes), compiled unpartitioned; --check's reference.
+Expected<TrainRequest> oneDeviceRequest(const TrainRequest &request,
+                                        const Mesh &mesh);
+
+/// The checkpoint `path` names (itself, or a directory's newest), every
+/// file's checksum verified; errors start with `flag`.
+Expected<CheckpointInfo> openCheckpoint(const std::string &path,
+                                        const std::string &flag);
+
+/// `program`'s parameters (role param, in order) from `checkpoint`: every
+/// one there with its dtype and shape; errors name the checkpoint.
+Expected<std::vector<HostArray>>
+checkpointParameters(const CheckpointInfo &checkpoint,
+                     const Executable &program);
+
 /// --check: the step compiled for one device (the mesh's axes, or with
 /// pipeline parallelism one rank's, each of size 1), trained from the same
 /// start on the same data; each step's loss against `losses`, its final
