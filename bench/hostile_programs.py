@@ -446,7 +446,8 @@ def train_cases(s):
     for extra, expect in [
             (["--mixed-precision"], ERROR),                 # needs bf16
             (["--mixed-precision", "--dtype", "bf16"], OK),
-            (["--check"], ERROR),                           # needs --pp
+            (["--check"], OK),                 # the same steps on one device
+            (["--check", "--distributed"], ERROR),          # needs --pp
             (["--pp", "3"], ERROR),
             (["--pp", "2", "--schedule", "interleaved", "--virtual-stages",
               "0"], ERROR),

@@ -571,3 +571,18 @@ Status partita::generateText(const GenerateRequest &request) {
                          "forward pass's");
   return Status::success();
 }
+
+int64_t Generator::heldBytes() const {
+  // Every device's block of each prefill parameter, and of each decode
+  // parameter laid out otherwise (setParameters() keeps one copy of the
+  // others).
+  int64_t bytes = 0, devices = prefillProgram.mesh.numDevices();
+  for (size_t k = 0; k < prefillParamIndex.size(); ++k) {
+    const ExecutableValue &pre = prefillProgram.inputs[prefillParamIndex[k]];
+    bytes += devices * prefillProgram.slots[pre.slot].bytes();
+    const ExecutableValue &dec = decodeProgram.inputs[decodeParamIndex[k]];
+    if (!(dec.sharding == pre.sharding))
+      bytes += devices * decodeProgram.slots[dec.slot].bytes();
+  }
+  return bytes;
+}

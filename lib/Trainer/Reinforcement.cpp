@@ -667,3 +667,24 @@ std::string Reinforcement::evalCsv() const {
     rows.push_back({static_cast<double>(steps), figures.first, figures.second});
   return csvTable("step,reward,task", rows);
 }
+
+int64_t Reinforcement::residentBytes() const {
+  int64_t held = generator->heldBytes();
+  for (const std::vector<HostArray> *params : {&reference, &rewardParams})
+    for (const HostArray &array : *params)
+      held += array.numBytes();
+  // While a program runs: its buffers on every device and, for the scorers
+  // (run from whole arrays), every device's blocks of their parameters.
+  int64_t running = 0;
+  for (const Executable *program :
+       {&generator->prefill(), &generator->decode(), &scorer, &rewardModel}) {
+    if (program->inputs.empty())
+      continue;
+    int64_t devices = program->mesh.numDevices();
+    int64_t bytes = devices * program->allocatedBytes();
+    if (program == &scorer || program == &rewardModel)
+      bytes += devices * heldBytes(*program, "param");
+    running = std::max(running, bytes);
+  }
+  return held + running;
+}

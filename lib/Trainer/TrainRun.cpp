@@ -115,13 +115,13 @@ void printTrainHeader(const TrainRequest &request, const Executable &program,
                << "\n";
 }
 
-/// GRPO and PPO: the value head zeroed, the models compiled, the first
-/// rollouts made with the policy as it starts.
-Expected<std::unique_ptr<Reinforcement>>
-startReinforcement(Session &session, const TrainRequest &request,
-                   TrainData &source, const Executable &program,
-                   const TrainStepLayout &layout,
-                   std::vector<HostArray> &inputs, int64_t firstStep) {
+/// GRPO and PPO: the value head zeroed, the models compiled and what they
+/// hold added to `memory` (refused if it does not fit), the first rollouts
+/// made with the policy as it starts.
+Expected<std::unique_ptr<Reinforcement>> startReinforcement(
+    Session &session, const TrainRequest &request, TrainData &source,
+    const Executable &program, const TrainStepLayout &layout,
+    std::vector<HostArray> &inputs, int64_t firstStep, RunMemory &memory) {
   size_t params = 0;
   while (params < layout.updated && program.inputs[params].role == "param")
     ++params;
@@ -131,6 +131,14 @@ startReinforcement(Session &session, const TrainRequest &request,
   if (!started)
     return started.status();
   llvm::outs() << "models " << (*started)->describeMemory(program) << "\n";
+  // Refused before the first step if the models do not fit together (the
+  // process now holds their compiled programs too).
+  memory.process =
+      std::max(memory.process, static_cast<double>(partita::residentBytes()));
+  memory.alongside = static_cast<double>((*started)->residentBytes());
+  memory.alongsideWhat = "rollouts (generation, scoring, reference)";
+  if (Status status = checkRunMemory(memory, "training"); !status.ok())
+    return status;
   std::vector<HostArray> policy(inputs.begin(), inputs.begin() + params);
   if (Status status = (*started)->rollout(policy, firstStep); !status.ok())
     return status;
@@ -149,11 +157,11 @@ bool writeObjectiveOutputs(const TrainRequest &request,
     if (!writeOutputFile(
             path, [&](llvm::raw_ostream &os) { os << reinforcement->csv(); }) ||
         !writeOutputFile(plot, [&](llvm::raw_ostream &os) {
-          os << lossPlotSvg(reinforcement->rewards(),
-                            request.config.objective + " reward per rollout (" +
-                                request.options.rules + " on " +
-                                request.devices + ")",
-                            reinforcement->heldOutPoints());
+          os << lossPlotSvg(
+              reinforcement->rewards(),
+              request.config.objective + " reward per rollout (" +
+                  request.options.rules + " on " + request.devices + ")",
+              reinforcement->heldOutPoints(), "held-out reward (greedy)");
         }))
       return false;
     llvm::outs() << "wrote " << path << " and " << plot;
@@ -269,9 +277,9 @@ Status partita::trainOnCpu(const TrainRequest &request) {
   std::unique_ptr<Reinforcement> reinforcement;
   if (objective == "grpo" || objective == "ppo")
     if (Status status =
-            assign(reinforcement,
-                   startReinforcement(session, request, **source, *program,
-                                      *layout, *inputs, loop.firstStep));
+            assign(reinforcement, startReinforcement(session, request, **source,
+                                                     *program, *layout, *inputs,
+                                                     loop.firstStep, memory));
         !status.ok())
       return status;
   CheckpointWriter checkpoints(request);

@@ -58,6 +58,8 @@ public:
   int64_t sequence() const { return config.seq; }
   const Executable &prefill() const { return prefillProgram; }
   const Executable &decode() const { return decodeProgram; }
+  /// The parameter blocks it keeps on the host (every device's).
+  int64_t heldBytes() const;
   /// "KV cache: 2 layers x keys and values [8, 64, 4, 16] f32, 256.0 KiB
   /// in all, 32.0 KiB per device (rows over data, heads over model)".
   std::string describeCache() const;

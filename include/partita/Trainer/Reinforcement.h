@@ -68,6 +68,11 @@ public:
   /// (steps done, mean reward) per iteration, for the plot.
   std::vector<double> rewards() const;
   std::vector<std::pair<int64_t, double>> heldOutPoints() const;
+  /// What the rollouts hold beside the train step (RunMemory::alongside):
+  /// the generator's parameter blocks, the frozen reference and reward
+  /// model, and at their largest the generation or scoring programs'
+  /// buffers on every device with the scorer's parameter blocks.
+  int64_t residentBytes() const;
   /// What each model holds per device, for the run's header.
   std::string describeMemory(const Executable &step) const;
   /// Whether the loop hands its state over after `done` steps: new

@@ -137,7 +137,7 @@ double RunMemory::running() const {
     double beside = snapshots       ? inputBlocks
                     : finalDownload ? inputBlocks / std::max<double>(1, devices)
                                     : 0;
-    return process + buffers + beside;
+    return process + buffers + beside + alongside;
   }
   return process + hostInputs + inputBlocks + buffers + outputBlocks;
 }
@@ -179,6 +179,8 @@ std::string RunMemory::describe() const {
   if (kind == RunKind::Run)
     text += ", outputs " + formatGiB(outputBlocks) + " in blocks and " +
             formatGiB(hostOutputs) + " whole";
+  if (alongside > 0)
+    text += ", " + alongsideWhat + " " + formatGiB(alongside);
   return text + ", this process " + formatGiB(process);
 }
 

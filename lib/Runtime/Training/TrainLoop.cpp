@@ -475,9 +475,10 @@ std::string lossCsv(const std::vector<double> &losses,
   return csv;
 }
 
-std::string lossPlotSvg(
-    const std::vector<double> &losses, const std::string &title,
-    const std::vector<std::pair<int64_t, double>> &evalPoints) {
+std::string
+lossPlotSvg(const std::vector<double> &losses, const std::string &title,
+            const std::vector<std::pair<int64_t, double>> &evalPoints,
+            const std::string &evalLabel) {
   double low = *std::min_element(losses.begin(), losses.end());
   double high = *std::max_element(losses.begin(), losses.end());
   for (const auto &point : evalPoints) {
@@ -550,11 +551,13 @@ std::string lossPlotSvg(
                     y(loss));
       svg += buffer;
     }
+    // The label ends at the plot's right edge.
     std::snprintf(buffer, sizeof(buffer),
-                  "<text x=\"%.0f\" y=\"18\" fill=\"#ff7f0e\">held-out "
-                  "loss</text>\n",
-                  width - right - 110);
+                  "<text x=\"%.0f\" y=\"18\" fill=\"#ff7f0e\" "
+                  "text-anchor=\"end\">",
+                  width - right);
     svg += buffer;
+    svg += evalLabel + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;

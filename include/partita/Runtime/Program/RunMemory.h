@@ -67,6 +67,11 @@ struct RunMemory {
   /// evaluation) download every device's at once during the run.
   bool finalDownload = true;
   bool snapshots = false;
+  /// Train: what the run holds beside the step while it runs, and what it
+  /// is (RLHF's generation and scoring: their parameter blocks, the frozen
+  /// reference, the programs' buffers while they run).
+  double alongside = 0;
+  std::string alongsideWhat;
   /// While the inputs are made and cut into blocks.
   double making() const;
   /// While the devices run (and download their outputs).

@@ -144,10 +144,12 @@ std::string lossCsv(const std::vector<double> &losses,
 
 /// The losses as an SVG line plot titled `title`.
 /// With `evalPoints` ((steps done, loss) pairs), the held-out losses are
-/// drawn too, as a second line with dots.
-std::string lossPlotSvg(
-    const std::vector<double> &losses, const std::string &title,
-    const std::vector<std::pair<int64_t, double>> &evalPoints = {});
+/// drawn too, as a second line with dots, labelled `evalLabel` (an RL run's
+/// plot of rewards: its held-out rewards).
+std::string
+lossPlotSvg(const std::vector<double> &losses, const std::string &title,
+            const std::vector<std::pair<int64_t, double>> &evalPoints = {},
+            const std::string &evalLabel = "held-out loss");
 
 } // namespace partita
 
