@@ -17,14 +17,12 @@ kernel, not on one trajectory.
 Exit status 0 when every run holds every property, 1 otherwise.
 """
 import argparse
-import csv
 import importlib.util
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "docs", "examples", "sft")
@@ -135,38 +133,26 @@ def main():
     print(f"{'kernel':12s} {'GRPO reward':>15s} {'PPO reward':>15s} "
           f"{'GRPO task':>10s} {'hack length':>14s} {'hack task':>9s} "
           f"{'leash length':>12s} {'hack KL':>8s} {'leash KL':>8s}")
-    failed = 0
-    for name, extra in chain.kernels_to_run(args.kernels):
-        env = dict(os.environ)
-        env.pop("OPENBLAS_CORETYPE", None)
-        env.pop("PARTITA_GEMM", None)
-        env.update(extra)
-        with tempfile.TemporaryDirectory(prefix="rlhf-") as work:
-            try:
-                f = run_demo(partita, args.layout, args.seed, env, work)
-            except RuntimeError as error:
-                print(f"{name:12s} FAILED to run: {error}")
-                failed += 1
-                continue
+    return chain.run_on_kernels(
+        args.kernels, "rlhf-",
+        lambda env, work: run_demo(partita, args.layout, args.seed, env,
+                                   work),
+        row, violations)
 
-        def pair(run, key, digits=3):
-            a, b = ends(f[run][key])
-            return f"{a:.{digits}f} -> {b:.{digits}f}"
-        def last(run, key, digits=3):
-            return f"{ends(f[run][key])[1]:.{digits}f}"
-        print(f"{name:12s} {pair('grpo', 'reward'):>15s} "
-              f"{pair('ppo', 'reward'):>15s} {last('grpo', 'task'):>10s} "
-              f"{f['hack']['length'][0]:5.2f} -> {last('hack', 'length', 2)} "
-              f"{last('hack', 'task'):>9s} {last('leash', 'length', 2):>12s} "
-              f"{last('hack', 'kl'):>8s} {last('leash', 'kl'):>8s}")
-        for problem in violations(f):
-            print(f"  FAILED: {problem}")
-            failed += 1
-    if failed:
-        print(f"{failed} properties broken")
-        return 1
-    print("every property holds on every kernel")
-    return 0
+
+def row(f):
+    """The table's row of one kernel's figures (after its name)."""
+    def pair(run, key, digits=3):
+        a, b = ends(f[run][key])
+        return f"{a:.{digits}f} -> {b:.{digits}f}"
+
+    def last(run, key, digits=3):
+        return f"{ends(f[run][key])[1]:.{digits}f}"
+    return (f"{pair('grpo', 'reward'):>15s} {pair('ppo', 'reward'):>15s} "
+            f"{last('grpo', 'task'):>10s} "
+            f"{f['hack']['length'][0]:5.2f} -> {last('hack', 'length', 2)} "
+            f"{last('hack', 'task'):>9s} {last('leash', 'length', 2):>12s} "
+            f"{last('hack', 'kl'):>8s} {last('leash', 'kl'):>8s}")
 
 
 if __name__ == "__main__":
