@@ -248,6 +248,11 @@ Status partita::api::modelConfigFromOptions(const OptionValues &cl,
   config.swiglu = cl.on("--swiglu");
   config.dtype = cl.get("--dtype", "f32");
   config.embedding = cl.get("--embedding", "onehot");
+  config.causal = !cl.on("--bidirectional");
+  config.contextAttention = cl.get("--context-attention", "ring");
+  if (config.contextAttention != "ring" && config.contextAttention != "ulysses")
+    return Status::error("--context-attention must be ring or ulysses, got '" +
+                         config.contextAttention + "'");
   return Status::success();
 }
 

@@ -11,6 +11,7 @@
 #define PARTITA_LIB_MODELS_ATTENTION_H
 
 #include "partita/Models/ModelBuilder.h"
+#include "partita/Models/Models.h"
 
 #include <vector>
 
@@ -46,14 +47,38 @@ struct KvCache {
   mlir::Value newKeys, newValues;
 };
 
-/// Causal self-attention of `x` [B, Sq, D] with `w` = wq [D, H, K], wk and
-/// wv [D, N, K], wo [H, K, D]. Without `cache` (or with a prefill's) Sq is
-/// the sequence; with a decode's, Sq = 1: the new key and value are written
-/// into the cache at the step's slot, and the query attends to its row's
-/// slots from the row's first (after its padding) to that one.
+/// The attention's form: positions, mask, and how a sequence split over the
+/// mesh's `context` axis is attended (docs/LongContext.md).
+struct AttentionForm {
+  bool rotary = false;
+  bool causal = true;
+  /// "ring" or "ulysses" when the sequence is split over `contextSize` > 1
+  /// devices of the `context` axis; empty otherwise.
+  std::string context;
+  int64_t contextSize = 1;
+  /// The mesh axes the batch and the heads are split over inside the split
+  /// attention ("" for none).
+  std::string batchAxis, headAxis;
+  int64_t batchSize = 1, headSize = 1;
+};
+
+/// The form of attention for `mesh` (a `context` axis of more than one
+/// device splits the sequence; the batch goes over `data` and the heads
+/// over `model` inside where they divide), or an error naming the flag
+/// that does not divide.
+Expected<AttentionForm> attentionForm(bool rotary, bool causal,
+                                      const std::string &contextAttention,
+                                      const Dims &d, const Mesh &mesh);
+
+/// Self-attention of `x` [B, Sq, D] with `w` = wq [D, H, K], wk and
+/// wv [D, N, K], wo [H, K, D], causal unless `form` says not. Without `cache`
+/// (or with a prefill's) Sq is the sequence; with a decode's, Sq = 1: the new
+/// key and value are written into the cache at the step's slot, and the
+/// query attends to its row's slots from the row's first (after its
+/// padding) to that one.
 mlir::Value attention(ModelBuilder &b, mlir::Value x,
                       const std::vector<mlir::Value> &w, const Dims &d,
-                      bool useRotary, KvCache *cache = nullptr);
+                      const AttentionForm &form, KvCache *cache = nullptr);
 
 } // namespace partita::models
 

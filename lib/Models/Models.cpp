@@ -502,6 +502,7 @@ struct TransformerLayer {
   size_t normSize;
   Value auxLoss, dispatch;
   bool first = true;
+  AttentionForm form;
   /// Generation: each layer's cache after the step (keys, values, ...),
   /// and a decode step's positions and caches before it.
   bool caching = false;
@@ -547,7 +548,7 @@ Value TransformerLayer::operator()(Value h, const std::vector<Value> &w) {
     }
   }
   Value attended =
-      attention(b, a, take(4), d, c.rotary, caching ? &cache : nullptr);
+      attention(b, a, take(4), d, form, caching ? &cache : nullptr);
   if (caching) {
     cacheOut.push_back(cache.newKeys);
     cacheOut.push_back(cache.newValues);
@@ -773,6 +774,16 @@ buildTransformer(ModelBuilder &b, const ModelConfig &c, const Mesh &mesh) {
   TransformerLayer layer{
       b, c, d, moe, groups, capacity, c.rmsNorm ? size_t(1) : size_t(2)};
   layer.caching = generating(c);
+  Expected<AttentionForm> form =
+      attentionForm(c.rotary, c.causal || generating(c), c.contextAttention, d,
+                    generating(c) ? Mesh() : mesh);
+  if (!form)
+    return form.status();
+  layer.form = *form;
+  // A sequence split over the context axis stays split into the block's
+  // matrix products (docs/LongContext.md).
+  if (form->contextSize > 1)
+    layer.normed = {"batch", "seq", ""};
   layer.positions = in.positions;
   layer.offsets = in.offsets;
   layer.slot = in.slot;

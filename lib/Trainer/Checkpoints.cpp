@@ -52,6 +52,8 @@ std::string partita::modelFingerprint(const TrainRequest &request) {
     text << " rmsnorm";
   if (c.swiglu)
     text << " swiglu";
+  if (!c.causal)
+    text << " bidirectional";
   text << " embedding=" << c.embedding
        << " optimizer=" << trainOptimizerName(o.trainOptimizer).str();
   if (o.trainMixedPrecision)

@@ -295,6 +295,8 @@ LogicalResult Reverse::visitLoop(LoopOp loop) {
     for (Operation &op : body.without_terminator())
       recomputed.push_back(inside.clone(op, again));
     Reverse inner(inside);
+    // A loop inside a manual computation may hold its collectives.
+    inner.manualBody = manualBody;
     for (size_t i = 0; i < floatCarries.size(); ++i)
       inner.accumulate(again.lookupOrDefault(yield.getValues()[floatCarries[i]]),
                        carryAdjoints[i]);

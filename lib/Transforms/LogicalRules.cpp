@@ -22,7 +22,8 @@ struct PresetRule {
 };
 
 /// The presets. Each uses the mesh axes `data` and `model` (`ep` also
-/// `expert`); rules whose axis the mesh lacks are dropped.
+/// `expert`, the `cp` ones `context`); rules whose axis the mesh lacks are
+/// dropped.
 const std::vector<std::pair<std::string, std::vector<PresetRule>>> &
 presets() {
   // Batch over data for inputs; activations only where a preset needs it.
@@ -66,6 +67,12 @@ presets() {
   // split along the sequence over the tensor-parallel axis.
   static const std::vector<PresetRule> sp = {{"batch", "activation", "data"},
                                              {"seq", "activation", "model"}};
+  // Context parallelism: the sequence split over the context axis from the
+  // tokens through every block; attention on it is a ring or Ulysses
+  // (docs/LongContext.md).
+  static const std::vector<PresetRule> cp = {{"seq", "input", "context"},
+                                             {"batch", "activation", "data"},
+                                             {"seq", "activation", "context"}};
   static const std::vector<std::pair<std::string, std::vector<PresetRule>>>
       table = {
           {"dp", dp},
@@ -76,6 +83,11 @@ presets() {
           {"dp+tp", join(dp, tp)},
           {"fsdp+tp", join(fsdp, tp)},
           {"tp+sp", join(join(dp, tp), sp)},
+          {"cp", join(dp, cp)},
+          {"dp+cp", join(dp, cp)},
+          {"fsdp+cp", join(fsdp, cp)},
+          {"cp+tp", join(join(dp, tp), cp)},
+          {"fsdp+cp+tp", join(join(fsdp, tp), cp)},
           // `ep` resolves the expert axis per mesh (presetLogicalRules).
           // GShard's layout: routing and tokens split by group along the
           // batch, the dispatched tokens by expert, so that dispatch and
@@ -124,11 +136,12 @@ Expected<LogicalRules> partita::presetLogicalRules(std::string_view name,
       result.rules.push_back({rule.logical, rule.role, {axis}, rule.partial});
     }
     if (result.rules.empty())
-      return Status::error("rules preset '" + presetName +
-                           "' uses mesh axes the mesh (" + meshAxisList(mesh) +
-                           ") does not have (data, model" +
-                           (presetName == "ep" ? ", expert" : "") +
-                           "): it would replicate everything");
+      return Status::error(
+          "rules preset '" + presetName + "' uses mesh axes the mesh (" +
+          meshAxisList(mesh) + ") does not have (data, model" +
+          (presetName == "ep" ? ", expert" : "") +
+          (presetName.find("cp") != std::string::npos ? ", context" : "") +
+          "): it would replicate everything");
     return result;
   }
   return Status::error("unknown rules preset '" + std::string(name) +

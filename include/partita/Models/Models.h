@@ -90,6 +90,15 @@ struct ModelConfig {
   bool swiglu = false;
   /// "f32" or "bf16".
   std::string dtype = "f32";
+  /// Causal attention (a key after its query is hidden); false: every
+  /// position sees every other (an encoder's attention).
+  bool causal = true;
+  /// gpt, moe on a mesh with a `context` axis of more than one device: how
+  /// attention runs on a sequence split over it (docs/LongContext.md):
+  /// "ring" (each device keeps its queries; keys and values travel around
+  /// the ring, softmaxes combined online) or "ulysses" (an all_to_all turns
+  /// the sequence split into a head split around attention).
+  std::string contextAttention = "ring";
   /// MoE only (C++ API): also return the first MoE layer's dispatch tensor
   /// [groups, tokens per group, experts, capacity], for tests.
   bool exposeDispatch = false;
