@@ -100,6 +100,10 @@ Expected<TrainRequest> partita::oneDeviceRequest(const TrainRequest &request,
                                                  const Mesh &mesh) {
   TrainRequest single = request;
   single.count = 1;
+  // MoE dispatch groups default to the data axis's size: the reference
+  // keeps the run's, or it would route (and drop) other tokens.
+  if (single.config.groups == 0)
+    single.config.groups = moeGroups(request.config, request.mesh);
   std::vector<MeshAxis> ones;
   for (const MeshAxis &axis : mesh.axes())
     ones.push_back(MeshAxis{axis.name, 1});

@@ -125,6 +125,13 @@ Expected<LogicalRules> partita::presetLogicalRules(std::string_view name,
   for (const auto &[presetName, rules] : presets()) {
     if (presetName != name)
       continue;
+    if (presetName.find("cp") != std::string::npos &&
+        mesh.axisIndex("context") < 0)
+      return Status::error("rules preset '" + presetName +
+                           "' splits the sequence over the mesh's context "
+                           "axis; the mesh (" +
+                           meshAxisList(mesh) +
+                           ") has none (e.g. --mesh data=2,context=4)");
     LogicalRules result;
     result.source = presetName;
     for (const PresetRule &rule : rules) {
