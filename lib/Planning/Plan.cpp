@@ -134,6 +134,53 @@ namespace {
 /// Pipeline ranks searched at most.
 constexpr int64_t kMaxPipe = 8;
 
+/// Context parallelism is searched from this sequence length up: below it
+/// the ring's or all_to_all's traffic buys little memory.
+constexpr int64_t kContextFromSeq = 8192;
+
+/// Context axes searched at most.
+constexpr int64_t kMaxContext = 16;
+
+/// The layouts that split the sequence over a context axis of 2 to 16
+/// devices (docs/LongContext.md): ring and, where the key/value heads per
+/// device divide, Ulysses; with the batch over data (replicated or FSDP
+/// parameters) and the heads over model. Appended to `result`.
+void contextLayouts(const ModelConfig &config, int64_t devices, int64_t perNode,
+                    int64_t globalBatch, std::vector<Candidate> &result) {
+  if (config.model == "mlp" || config.seq < kContextFromSeq)
+    return;
+  int64_t kvHeads = config.kvHeads ? config.kvHeads : config.heads;
+  for (int64_t context = 2; context <= std::min(kMaxContext, devices);
+       context *= 2) {
+    if (devices % context || config.seq % context)
+      continue;
+    for (int64_t model = 1; model * context <= devices; model *= 2) {
+      if ((devices / context) % model || model > perNode ||
+          (model > 1 && (config.heads % model || kvHeads % model)))
+        continue;
+      int64_t data = devices / context / model;
+      std::vector<std::string> presets =
+          model == 1 ? std::vector<std::string>{"dp+cp", "fsdp+cp"}
+                     : std::vector<std::string>{"cp+tp", "fsdp+cp+tp"};
+      std::vector<std::string> forms = {"ring"};
+      if ((kvHeads / model) % context == 0)
+        forms.push_back("ulysses");
+      for (const std::string &rules : presets)
+        for (const std::string &form : forms)
+          for (int64_t micro : {1, 2, 4}) {
+            if (globalBatch % micro != 0 || (globalBatch / micro) % data != 0)
+              continue;
+            for (Remat remat : {Remat::None, Remat::PerLayer}) {
+              Candidate c{data, model, rules, micro, remat};
+              c.context = context;
+              c.attention = form;
+              result.push_back(c);
+            }
+          }
+    }
+  }
+}
+
 /// The layouts to search on `devices` devices.
 std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
                                const Cluster &cluster, int64_t globalBatch,
@@ -165,6 +212,7 @@ std::vector<Candidate> layouts(const ModelConfig &config, int64_t devices,
           result.push_back({data, model, rules, micro, remat});
       }
   }
+  contextLayouts(config, devices, perNode, globalBatch, result);
   // Pipeline parallelism: P ranks (2 to 8, at most one per layer) of
   // devices / P each, 1F1B over P to 8P micro-batches, with the presets
   // that shard inside a rank.
@@ -222,11 +270,14 @@ double stateLowerBound(const Candidate &c, double parameters,
     return 2 * p + 2 * p / d;
   if (c.rules == "zero2")
     return p + 3 * p / d;
-  if (c.rules == "fsdp" || c.rules == "fsdp+tp")
+  if (c.rules == "fsdp" || c.rules == "fsdp+tp" || c.rules == "fsdp+cp" ||
+      c.rules == "fsdp+cp+tp")
     return 4 * p / (d * m);
+  if (c.rules == "dp+cp")
+    return 4 * p;
   if (c.rules == "ep")
     return 4 * p / d;
-  return 4 * p / m; // tp, tp+sp, dp+tp
+  return 4 * p / m; // tp, tp+sp, dp+tp, cp+tp
 }
 
 /// A quick estimate of `c`'s step time, to decide what to compile first
@@ -242,8 +293,8 @@ double estimateSeconds(const Candidate &c, const ModelConfig &config,
   // A pipeline rank runs its share of the layers, idle for the bubble:
   // (P - 1) / (k M + P - 1), k = 1 for 1F1B, 2 interleaved (two chunks),
   // about 3 zero-bubble (its bubble about a third of 1F1B's).
-  double d = c.data, m = c.model, pipe = static_cast<double>(c.pipe),
-         devices = d * m * pipe;
+  double d = c.data, m = c.model, cp = static_cast<double>(c.context),
+         pipe = static_cast<double>(c.pipe), devices = d * cp * m * pipe;
   double k = c.schedule == ScheduleKind::ZeroBubble    ? 3.0
              : c.schedule == ScheduleKind::Interleaved ? 2.0
                                                        : 1.0;
@@ -252,12 +303,17 @@ double estimateSeconds(const Candidate &c, const ModelConfig &config,
                    (k * c.micro);
   double layers = config.layers / pipe;
   double state = 4 * parameters / pipe, tensors = 13.0 * layers + 4;
-  double activation =
-      static_cast<double>(globalBatch) / d * config.seq * config.dModel * 4;
+  double activation = static_cast<double>(globalBatch) / d * config.seq / cp *
+                      config.dModel * 4;
   double dataBytes = 0, dataCount = 0, modelBytes = 0, modelCount = 0;
   double ring = (d - 1) / d;
   const std::string &r = c.rules;
-  if (r == "dp" || r == "ep" || r == "dp+tp") {
+  if (cp > 1) {
+    // Parameters are replicated over the context axis: their gradients
+    // are reduced over data and context together.
+    ring = (d * cp - 1) / (d * cp);
+  }
+  if (r == "dp" || r == "ep" || r == "dp+tp" || r == "dp+cp" || r == "cp+tp") {
     dataBytes = 2 * ring * state / m;
     dataCount = 4;
   } else if (r == "zero1") {
@@ -268,7 +324,8 @@ double estimateSeconds(const Candidate &c, const ModelConfig &config,
     // parameters gathered once.
     dataBytes = (c.micro + 1) * ring * state;
     dataCount = 4 + c.micro * tensors;
-  } else if (r == "fsdp" || r == "fsdp+tp") {
+  } else if (r == "fsdp" || r == "fsdp+tp" || r == "fsdp+cp" ||
+             r == "fsdp+cp+tp") {
     // Per micro-batch: gathered for the forward and the backward,
     // gradients reduce-scattered.
     dataBytes = 3 * c.micro * ring * state / m;
@@ -278,12 +335,36 @@ double estimateSeconds(const Candidate &c, const ModelConfig &config,
     modelBytes = 4 * layers * 2 * (m - 1) / m * activation;
     modelCount = 4.0 * layers * c.micro * (r == "tp+sp" ? 2 : 1);
   }
+  // The context axis, per layer: the ring sends keys and values cp - 1
+  // times in the forward pass, again in each of the backward pass's two
+  // recomputations, and their gradients once; Ulysses moves queries, keys,
+  // values and the output through all_to_alls forward, twice again
+  // recomputing and once backward (docs/LongContext.md).
+  double contextBytes = 0, contextCount = 0;
+  if (cp > 1) {
+    double kvHeads =
+        static_cast<double>(config.kvHeads ? config.kvHeads : config.heads);
+    double kv = activation * kvHeads / config.heads / m;
+    if (c.attention == "ring") {
+      contextBytes = 4 * layers * 2 * kv * (cp - 1) * c.micro;
+      contextCount = 4 * layers * 2 * cp * c.micro;
+    } else {
+      contextBytes =
+          4 * layers * (2 * activation / m + 2 * kv) * (cp - 1) / cp * c.micro;
+      contextCount = 4 * layers * 4 * c.micro;
+    }
+  }
   auto [dataLink, modelLink] = axisLinks(c, cluster);
   auto time = [](double bytes, double count, const AxisLink &link) {
     return bytes / (link.bandwidthGBps * 1e9) + count * link.latencyUs * 1e-6;
   };
   return compute + time(dataBytes, dataCount, dataLink) +
-         time(modelBytes, modelCount, modelLink);
+         time(modelBytes, modelCount, modelLink) +
+         time(contextBytes, contextCount,
+              c.context * c.model > cluster.devicesPerNode &&
+                      cluster.devicesPerNode > 0
+                  ? cluster.inter
+                  : cluster.intra);
 }
 
 /// The error when no compiled layout fits: the budget, and the smallest

@@ -33,8 +33,8 @@ using namespace partita;
 std::pair<AxisLink, AxisLink> partita::axisLinks(const Candidate &c,
                                                  const Cluster &cluster) {
   int64_t perNode =
-      cluster.devicesPerNode > 0 ? cluster.devicesPerNode : c.data * c.model;
-  return {c.data * c.model > perNode ? cluster.inter : cluster.intra,
+      cluster.devicesPerNode > 0 ? cluster.devicesPerNode : c.rankDevices();
+  return {c.rankDevices() > perNode ? cluster.inter : cluster.intra,
           cluster.intra};
 }
 
@@ -49,6 +49,12 @@ std::shared_ptr<const Interconnect> interconnectFor(const Candidate &c,
   auto links = std::make_shared<Interconnect>();
   links->axes["model"] = modelLink;
   links->axes["data"] = dataLink;
+  // The context axis sits between them: inside a node while it and the
+  // model axis fit in one.
+  int64_t perNode =
+      cluster.devicesPerNode > 0 ? cluster.devicesPerNode : c.rankDevices();
+  links->axes["context"] =
+      c.context * c.model > perNode ? cluster.inter : cluster.intra;
   return links;
 }
 
@@ -75,9 +81,8 @@ bool pipelinedRequest(Candidate &c, const ModelConfig &model,
   // Ranks are consecutive blocks of devices: neighbours share a node while
   // a rank is smaller than one.
   int64_t perNode = cluster.devicesPerNode > 0 ? cluster.devicesPerNode
-                                               : c.data * c.model * c.pipe;
-  request.pipeLink =
-      c.data * c.model >= perNode ? cluster.inter : cluster.intra;
+                                               : c.rankDevices() * c.pipe;
+  request.pipeLink = c.rankDevices() >= perNode ? cluster.inter : cluster.intra;
   return true;
 }
 
@@ -155,6 +160,7 @@ void partita::evaluate(Candidate &c, const ModelConfig &model,
   FirstError firstError(session.context);
   ModelConfig config = model;
   config.batch = globalBatch / c.micro;
+  config.contextAttention = c.attention;
   Expected<Mesh> mesh = parseMeshSpec(c.meshText());
   if (!mesh) {
     c.failure = mesh.status().message();
@@ -258,6 +264,7 @@ bool holdsAtLeast(const Candidate &b, const Candidate &a) {
                                               : 2;
   };
   return b.pipe == a.pipe && b.data == a.data && b.model == a.model &&
+         b.context == a.context && b.attention == a.attention &&
          b.rules == a.rules && b.micro <= a.micro &&
          remat(b.remat) >= remat(a.remat) &&
          schedule(b.schedule) >= schedule(a.schedule);

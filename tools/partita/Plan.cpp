@@ -76,6 +76,8 @@ std::string trainFlags(const CommandLine &cl, const ModelConfig &config,
           std::to_string(devices) + " --mesh " + c.meshText() + " --rules " +
           c.rules + " --micro-batches " + std::to_string(c.micro) +
           " --remat " + partita::rematName(c.remat).str();
+  if (c.context > 1)
+    text += " --context-attention " + c.attention;
   if (c.pipe > 1)
     text += " --pp " + std::to_string(c.pipe) + " --schedule " +
             partita::scheduleKindName(c.schedule);

@@ -39,8 +39,8 @@ struct Cluster {
 /// One layout of the search and what became of it.
 struct Candidate {
   int64_t data = 1, model = 1;
-  /// Pipeline ranks (1: no pipeline parallelism); data x model is then
-  /// one rank's sub-mesh.
+  /// Pipeline ranks (1: no pipeline parallelism); data x context x model is
+  /// then one rank's sub-mesh.
   std::string rules;
   int64_t micro = 1;
   Remat remat = Remat::None;
@@ -48,6 +48,11 @@ struct Candidate {
   /// A pipelined layout's schedule: 1F1B, zero-bubble (ZB-H1) or
   /// interleaved (two chunks per rank).
   ScheduleKind schedule = ScheduleKind::OneFOneB;
+  /// Devices of the context axis (1: the sequence is not split through
+  /// attention), and the attention on a split sequence: "ring" or
+  /// "ulysses" (docs/LongContext.md).
+  int64_t context = 1;
+  std::string attention = "ring";
   int64_t chunks() const {
     return schedule == ScheduleKind::Interleaved ? 2 : 1;
   }
@@ -73,14 +78,26 @@ struct Candidate {
 
   /// One rank's sub-mesh (the whole mesh without pipelining).
   std::string rankMeshText() const {
-    if (model == 1)
-      return "data=" + std::to_string(data);
-    if (data == 1)
-      return "model=" + std::to_string(model);
-    return "data=" + std::to_string(data) + ",model=" + std::to_string(model);
+    std::string text;
+    auto add = [&](const char *name, int64_t size) {
+      text += (text.empty() ? "" : ",") + std::string(name) + "=" +
+              std::to_string(size);
+    };
+    if (data > 1 || (context == 1 && model == 1))
+      add("data", data);
+    if (context > 1)
+      add("context", context);
+    if (model > 1)
+      add("model", model);
+    return text;
   }
-  /// The rules, and a pipelined layout's schedule after a slash.
+  /// Devices of one rank's sub-mesh.
+  int64_t rankDevices() const { return data * context * model; }
+  /// The rules, and a pipelined layout's schedule (a split sequence's
+  /// attention) after a slash.
   std::string rulesText() const {
+    if (context > 1)
+      return rules + "/" + attention;
     return pipe == 1 ? rules
                      : rules + "/" + partita::scheduleKindName(schedule);
   }
@@ -88,7 +105,7 @@ struct Candidate {
     if (pipe == 1)
       return rankMeshText();
     std::string text = "pipe=" + std::to_string(pipe);
-    return data * model == 1 ? text : text + "," + rankMeshText();
+    return rankDevices() == 1 ? text : text + "," + rankMeshText();
   }
 };
 
