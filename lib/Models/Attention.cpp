@@ -14,6 +14,7 @@
 #include "partita/Sharding/Sharding.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace partita;
@@ -154,89 +155,222 @@ Value toNextOnRing(ModelBuilder &b, Value x, int64_t size,
       ops.getStrArrayAttr({"context"}), ops.getDenseI64ArrayAttr(pairs));
 }
 
-/// Ring attention on one device's blocks: queries `q` [b, s, n, g, k]
-/// (scaled) stay; keys and values [b, t, n, k] (and, causal, their
-/// positions [t]) travel one step around the ring per trip while a running
-/// maximum `m`, sum `l` and weighted sum `acc` combine each block's
-/// softmax (the online-softmax form; the weighted sum heads-major,
-/// [b, n, g, s, k]). The loop's backward recomputes each
-/// trip from its saved carries, so no device holds more than one block of
-/// scores: [s, t] = (S/cp)^2 per head. Returns the context [b, s, n, g, k].
-Value ringBlocks(ModelBuilder &b, Value q, Value k, Value v, Value positions,
-                 int64_t size) {
-  Shape qs = ModelBuilder::shapeOf(q);
-  int64_t B = qs[0], S = qs[1], N = qs[2], G = qs[3];
-  Shape rows = {B, N, G, S};
-  OpBuilder &ops = b.ops();
-  std::vector<Value> inits = {k, v};
-  if (positions)
-    inits.push_back(positions);
-  inits.push_back(b.constant(-1e30, rows, "ring.max.init"));
-  inits.push_back(b.constant(0.0, rows, "ring.sum.init"));
-  Shape heads = {B, N, G, S, qs[4]};
-  inits.push_back(b.constant(0.0, heads, "ring.acc.init"));
-  SmallVector<Type> types;
-  for (Value init : inits)
-    types.push_back(init.getType());
-  auto loop = LoopOp::create(ops, b.loc("ring"), types, inits,
-                             static_cast<uint64_t>(size));
-  Block *body = new Block();
-  loop.getBody().push_back(body);
-  body->addArgument(b.tensorType({}, ops.getI32Type()), b.loc("ring.trip"));
-  std::vector<Value> carried;
-  for (Type type : types)
-    carried.push_back(body->addArgument(type, b.loc("ring.carried")));
-  OpBuilder::InsertionGuard guard(ops);
-  ops.setInsertionPointToStart(body);
-  size_t at = 0;
-  Value kb = carried[at++], vb = carried[at++];
-  Value kp = positions ? carried[at++] : Value();
-  Value m = carried[at++], l = carried[at++], acc = carried[at++];
-  Shape block = {B, N, G, S, S};
+/// The online softmax of one query block: the running maximum `m` and sum
+/// `l` of each query row [b, n, g, s] and the weighted sum of values `acc`
+/// [b, n, g, s, k] (heads-major).
+struct Running {
+  Value m, l, acc;
+};
+
+/// A start for `rows` query rows [b, n, g, s] and head width `K`.
+Running startRunning(ModelBuilder &b, const Shape &rows, int64_t K) {
+  Shape heads = rows;
+  heads.push_back(K);
+  return {b.constant(-1e30, rows, "ring.max.init"),
+          b.constant(0.0, rows, "ring.sum.init"),
+          b.constant(0.0, heads, "ring.acc.init")};
+}
+
+/// `run` after queries `q` [b, s, n, g, k] (scaled) attend keys and values
+/// [b, t, n, k], with `mask` [s, t] (-1e9 where hidden) added if given.
+Running attendBlock(ModelBuilder &b, const Running &run, Value q, Value k,
+                    Value v, Value mask) {
+  Shape qs = ModelBuilder::shapeOf(q), ks = ModelBuilder::shapeOf(k);
+  int64_t B = qs[0], S = qs[1], N = qs[2], G = qs[3], T = ks[1];
+  Shape block = {B, N, G, S, T}, heads = {B, N, G, S, qs[4]};
   Value scores =
-      b.einsum("bsngk,btnk->bngst", ValueRange{q, kb}, block, "ring.scores");
-  if (kp) {
-    // Hidden: a key after its query, by their positions in the sequence.
-    Value later = b.compare(
-        CompareDirection::GT, b.broadcast(kp, {S, S}, {1}, "ring.key.pos"),
-        b.broadcast(positions, {S, S}, {0}, "ring.query.pos"), "ring.future");
-    scores = b.add(
-        scores,
-        b.broadcast(maskOf(b, later, {S, S}), block, {3, 4}, "ring.mask.b"),
-        "ring.scores.masked");
-  }
+      b.einsum("bsngk,btnk->bngst", ValueRange{q, k}, block, "ring.scores");
+  if (mask)
+    scores = b.add(scores, b.broadcast(mask, block, {3, 4}, "ring.mask.b"),
+                   "ring.scores.masked");
   // The maximum only keeps exp in range: the result does not depend on it,
   // so it carries no gradient.
   Value peak = b.stopGradient(
-      b.max(m, b.reduce(ReductionKind::Max, scores, {4}, "ring.block.max"),
+      b.max(run.m, b.reduce(ReductionKind::Max, scores, {4}, "ring.block.max"),
             "ring.max"));
   Value probs =
       b.exp(b.sub(scores, b.broadcast(peak, block, {0, 1, 2, 3}, "ring.max.b"),
                   "ring.shift"),
             "ring.probs");
-  Value rescale = b.exp(b.sub(m, peak, "ring.max.change"), "ring.rescale");
-  Value sum = b.add(b.mul(l, rescale, "ring.sum.old"),
+  Value rescale = b.exp(b.sub(run.m, peak, "ring.max.change"), "ring.rescale");
+  Value sum = b.add(b.mul(run.l, rescale, "ring.sum.old"),
                     b.reduce(ReductionKind::Sum, probs, {4}, "ring.block.sum"),
                     "ring.sum");
-  Value weighted = b.einsum("bngst,btnk->bngsk", ValueRange{probs, vb}, heads,
+  Value weighted = b.einsum("bngst,btnk->bngsk", ValueRange{probs, v}, heads,
                             "ring.block.context");
-  Value next = b.add(
-      b.mul(acc, b.broadcast(rescale, heads, {0, 1, 2, 3}, "ring.rescale.b"),
-            "ring.acc.old"),
-      weighted, "ring.acc");
-  SmallVector<Value> yields = {toNextOnRing(b, kb, size, "ring.keys.next"),
-                               toNextOnRing(b, vb, size, "ring.values.next")};
-  if (kp)
-    yields.push_back(toNextOnRing(b, kp, size, "ring.positions.next"));
-  yields.append({peak, sum, next});
-  YieldOp::create(ops, b.loc("ring.yield"), yields);
-  ops.setInsertionPointAfter(loop);
-  Value total = loop.getResult(static_cast<unsigned>(types.size()) - 2);
-  Value weightedSum = loop.getResult(static_cast<unsigned>(types.size()) - 1);
+  Value acc =
+      b.add(b.mul(run.acc,
+                  b.broadcast(rescale, heads, {0, 1, 2, 3}, "ring.rescale.b"),
+                  "ring.acc.old"),
+            weighted, "ring.acc");
+  return {peak, sum, acc};
+}
+
+/// The context [b, s, n, g, k] of a finished `run`.
+Value finish(ModelBuilder &b, const Running &run) {
+  Shape heads = ModelBuilder::shapeOf(run.acc);
   Value context =
-      b.div(weightedSum, b.broadcast(total, heads, {0, 1, 2, 3}, "ring.sum.b"),
+      b.div(run.acc, b.broadcast(run.l, heads, {0, 1, 2, 3}, "ring.sum.b"),
             "ring.context.heads");
   return b.transpose(context, {0, 3, 1, 2, 4}, "ring.context");
+}
+
+/// -1e9 where a key's position is after its query's: positions [s] and
+/// [t] give the mask [s, t].
+Value positionMask(ModelBuilder &b, Value queries, Value keys) {
+  int64_t S = ModelBuilder::shapeOf(queries)[0],
+          T = ModelBuilder::shapeOf(keys)[0];
+  Value later = b.compare(
+      CompareDirection::GT, b.broadcast(keys, {S, T}, {1}, "ring.key.pos"),
+      b.broadcast(queries, {S, T}, {0}, "ring.query.pos"), "ring.future");
+  return maskOf(b, later, {S, T});
+}
+
+/// A loop of `trips` on `inits`; `body` gets the trip index (an i32
+/// scalar) and the carried values and returns the next ones.
+SmallVector<Value> ringLoop(
+    ModelBuilder &b, int64_t trips, ArrayRef<Value> inits,
+    const std::function<SmallVector<Value>(Value, ArrayRef<Value>)> &body) {
+  OpBuilder &ops = b.ops();
+  SmallVector<Type> types;
+  for (Value init : inits)
+    types.push_back(init.getType());
+  auto loop = LoopOp::create(ops, b.loc("ring"), types, inits,
+                             static_cast<uint64_t>(trips));
+  Block *block = new Block();
+  loop.getBody().push_back(block);
+  Value trip = block->addArgument(b.tensorType({}, ops.getI32Type()),
+                                  b.loc("ring.trip"));
+  SmallVector<Value> carried;
+  for (Type type : types)
+    carried.push_back(block->addArgument(type, b.loc("ring.carried")));
+  {
+    OpBuilder::InsertionGuard guard(ops);
+    ops.setInsertionPointToStart(block);
+    YieldOp::create(ops, b.loc("ring.yield"), body(trip, carried));
+  }
+  return SmallVector<Value>(loop.getResults());
+}
+
+/// Ring attention on one device's blocks, the sequence in its own order:
+/// queries `q` [b, s, n, g, k] (scaled) stay; keys and values [b, t, n, k]
+/// (and, causal, their `positions` [t]) travel one step around the ring
+/// per trip while the online softmax combines each block. Every block is
+/// computed (a causal one masked). The loop's backward recomputes each
+/// trip from its saved carries, so no device holds more than one block of
+/// scores: (S/cp)^2 per head. Returns the context [b, s, n, g, k].
+Value ringBlocks(ModelBuilder &b, Value q, Value k, Value v, Value positions,
+                 int64_t size) {
+  Shape qs = ModelBuilder::shapeOf(q);
+  Running start = startRunning(b, {qs[0], qs[2], qs[3], qs[1]}, qs[4]);
+  SmallVector<Value> inits = {k, v};
+  if (positions)
+    inits.push_back(positions);
+  inits.append({start.m, start.l, start.acc});
+  SmallVector<Value> out =
+      ringLoop(b, size, inits, [&](Value, ArrayRef<Value> carried) {
+        size_t at = positions ? 3 : 2;
+        Value mask =
+            positions ? positionMask(b, positions, carried[2]) : Value();
+        Running next =
+            attendBlock(b, {carried[at], carried[at + 1], carried[at + 2]}, q,
+                        carried[0], carried[1], mask);
+        SmallVector<Value> yields = {
+            toNextOnRing(b, carried[0], size, "ring.keys.next"),
+            toNextOnRing(b, carried[1], size, "ring.values.next")};
+        if (positions)
+          yields.push_back(
+              toNextOnRing(b, carried[2], size, "ring.positions.next"));
+        yields.append({next.m, next.l, next.acc});
+        return yields;
+      });
+  size_t at = positions ? 3 : 2;
+  return finish(b, {out[at], out[at + 1], out[at + 2]});
+}
+
+/// Half `half` (0 or 1) of `x` along `dim`.
+Value halfOf(ModelBuilder &b, Value x, int64_t dim, int64_t half,
+             const std::string &name) {
+  Shape shape = ModelBuilder::shapeOf(x);
+  Shape start(shape.size(), 0), limit = shape;
+  start[dim] = half * shape[dim] / 2;
+  limit[dim] = (half + 1) * shape[dim] / 2;
+  return b.slice(x, start, limit, name);
+}
+
+/// `a` where the scalar `pred` holds, `other` elsewhere.
+Value choose(ModelBuilder &b, Value pred, Value a, Value other,
+             const std::string &name) {
+  Value wide = b.broadcast(pred, ModelBuilder::shapeOf(a), {}, name + ".pred");
+  return b.select(wide, a, other, name);
+}
+
+Running chooseRunning(ModelBuilder &b, Value pred, const Running &a,
+                      const Running &other) {
+  return {choose(b, pred, a.m, other.m, "ring.choose.max"),
+          choose(b, pred, a.l, other.l, "ring.choose.sum"),
+          choose(b, pred, a.acc, other.acc, "ring.choose.acc")};
+}
+
+/// Causal ring attention balanced over the ring (docs/LongContext.md,
+/// "Balanced causal ring"): the sequence is in zigzag order, so device p
+/// holds chunks p and 2cp-1-p of 2cp; `rank` is p (an i32 [1]),
+/// `positions` [s] the local positions. The device's own keys come first
+/// (its diagonal, masked); then on each of the cp - 1 trips the keys and
+/// values of device q = p - r arrive and exactly half of the block is
+/// visible: the later query chunk against the earlier key chunk always,
+/// and the earlier halves of both (q < p) or the later halves (q > p).
+/// Those two quarter blocks are all a trip computes, none masked.
+Value balancedRingBlocks(ModelBuilder &b, Value q, Value k, Value v,
+                         Value positions, Value rank, int64_t size) {
+  Shape qs = ModelBuilder::shapeOf(q);
+  Running start = startRunning(b, {qs[0], qs[2], qs[3], qs[1]}, qs[4]);
+  Running diagonal =
+      attendBlock(b, start, q, k, v, positionMask(b, positions, positions));
+  auto halves = [&](const Running &run, int64_t half) {
+    return Running{halfOf(b, run.m, 3, half, "ring.max.half"),
+                   halfOf(b, run.l, 3, half, "ring.sum.half"),
+                   halfOf(b, run.acc, 3, half, "ring.acc.half")};
+  };
+  Running early = halves(diagonal, 0), late = halves(diagonal, 1);
+  Value qEarly = halfOf(b, q, 1, 0, "ring.q.early"),
+        qLate = halfOf(b, q, 1, 1, "ring.q.late");
+  Type i32 = b.ops().getI32Type();
+  Value p = b.reshape(rank, {}, "ring.rank");
+  SmallVector<Value> inits = {k,         v,      early.m, early.l,
+                              early.acc, late.m, late.l,  late.acc};
+  SmallVector<Value> out =
+      ringLoop(b, size - 1, inits, [&](Value trip, ArrayRef<Value> c) {
+        Value kb = toNextOnRing(b, c[0], size, "ring.keys.next");
+        Value vb = toNextOnRing(b, c[1], size, "ring.values.next");
+        Running first{c[2], c[3], c[4]}, second{c[5], c[6], c[7]};
+        // Trip t brings device p - (t + 1)'s keys: an earlier device's
+        // while t + 1 <= p.
+        Value r = b.add(trip, b.constant(1, {}, "ring.one", i32), "ring.r");
+        Value earlier =
+            b.compare(CompareDirection::LE, r, p, "ring.from.earlier");
+        Value kEarly = halfOf(b, kb, 1, 0, "ring.k.early"),
+              vEarly = halfOf(b, vb, 1, 0, "ring.v.early");
+        // The later queries see the earlier key chunk on every trip.
+        second = attendBlock(b, second, qLate, kEarly, vEarly, Value());
+        // Then the earlier halves (from an earlier device) or the later.
+        Value qPick = choose(b, earlier, qEarly, qLate, "ring.q.pick");
+        Value kPick = choose(b, earlier, kEarly,
+                             halfOf(b, kb, 1, 1, "ring.k.late"), "ring.k.pick");
+        Value vPick = choose(b, earlier, vEarly,
+                             halfOf(b, vb, 1, 1, "ring.v.late"), "ring.v.pick");
+        Running picked =
+            attendBlock(b, chooseRunning(b, earlier, first, second), qPick,
+                        kPick, vPick, Value());
+        first = chooseRunning(b, earlier, picked, first);
+        second = chooseRunning(b, earlier, second, picked);
+        return SmallVector<Value>{kb,        vb,       first.m,  first.l,
+                                  first.acc, second.m, second.l, second.acc};
+      });
+  Running done{b.concatenate(ValueRange{out[2], out[5]}, 3, "ring.max.done"),
+               b.concatenate(ValueRange{out[3], out[6]}, 3, "ring.sum.done"),
+               b.concatenate(ValueRange{out[4], out[7]}, 3, "ring.acc.done")};
+  return finish(b, done);
 }
 
 /// Ulysses on one device's blocks: an all_to_all turns the sequence split
@@ -294,9 +428,15 @@ Value splitAttention(ModelBuilder &b, Value q, Value k, Value v, const Dims &d,
   MLIRContext *context = b.context();
   auto mesh = FlatSymbolRefAttr::get(context, "mesh");
   bool ring = form.context == "ring";
-  Value positions;
-  if (ring && form.causal)
+  Value positions, rank;
+  if (ring && form.causal) {
     positions = b.iota({d.S}, 0, ops.getI32Type(), "ring.positions");
+    if (form.balanced) {
+      positions = zigzagOrder(b, positions, 0, form.contextSize,
+                              "ring.positions.zigzag");
+      rank = b.iota({form.contextSize}, 0, ops.getI32Type(), "ring.rank");
+    }
+  }
   Sharding heads, sequence;
   heads.dims = {over(form.batchAxis), over("context"), over(form.headAxis),
                 over("")};
@@ -304,10 +444,11 @@ Value splitAttention(ModelBuilder &b, Value q, Value k, Value v, const Dims &d,
   Attribute headsAttr = ShardingAttr::fromSharding(context, mesh, heads);
   SmallVector<Value> operands = {q, k, v};
   SmallVector<Attribute> in = {headsAttr, headsAttr, headsAttr};
-  if (positions) {
-    operands.push_back(positions);
-    in.push_back(ShardingAttr::fromSharding(context, mesh, sequence));
-  }
+  for (Value extra : {positions, rank})
+    if (extra) {
+      operands.push_back(extra);
+      in.push_back(ShardingAttr::fromSharding(context, mesh, sequence));
+    }
   std::vector<std::string> axes = {"context"};
   for (const std::string &axis : {form.batchAxis, form.headAxis})
     if (!axis.empty())
@@ -327,20 +468,24 @@ Value splitAttention(ModelBuilder &b, Value q, Value k, Value v, const Dims &d,
     return body->addArgument(b.tensorType(shape, element), x.getLoc());
   };
   Value lq = local(q), lk = local(k), lv = local(v);
-  Value lp;
+  Value lp, lr;
   if (positions)
     lp = body->addArgument(
         b.tensorType({d.S / form.contextSize}, ops.getI32Type()),
         positions.getLoc());
+  if (rank)
+    lr = body->addArgument(b.tensorType({1}, ops.getI32Type()), rank.getLoc());
   OpBuilder::InsertionGuard guard(ops);
   ops.setInsertionPointToStart(body);
   Shape qs = ModelBuilder::shapeOf(lq), ks = ModelBuilder::shapeOf(lk);
   Value out;
   if (ring) {
     Shape grouped = {qs[0], qs[1], ks[2], qs[2] / ks[2], qs[3]};
-    out = b.reshape(ringBlocks(b, b.reshape(lq, grouped, "ring.q.grouped"), lk,
-                               lv, lp, form.contextSize),
-                    qs, "ring.out");
+    Value gq = b.reshape(lq, grouped, "ring.q.grouped");
+    out = b.reshape(
+        lr ? balancedRingBlocks(b, gq, lk, lv, lp, lr, form.contextSize)
+           : ringBlocks(b, gq, lk, lv, lp, form.contextSize),
+        qs, "ring.out");
   } else {
     out = ulyssesBlocks(b, lq, lk, lv, form.contextSize, form.causal);
   }
@@ -359,7 +504,7 @@ Value partita::models::attention(ModelBuilder &b, Value x,
                                  const AttentionForm &form, KvCache *cache) {
   // w: wq [D, H, K], wk [D, N, K], wv [D, N, K], wo [H, K, D]
   int64_t Sq = ModelBuilder::shapeOf(x)[1], Sk = d.S;
-  Value positions = cache ? cache->positions : Value();
+  Value positions = cache ? cache->positions : form.positions;
   bool decoding = cache && cache->slot;
   Value q =
       b.einsum("bsd,dhk->bshk", ValueRange{x, w[0]}, {d.B, Sq, d.H, d.K}, "q");
@@ -456,4 +601,19 @@ partita::models::attentionForm(bool rotary, bool causal,
         ") must be a multiple of the context axis (" + std::to_string(size) +
         "); use ring");
   return form;
+}
+
+Value partita::models::zigzagOrder(ModelBuilder &b, Value x, int64_t dim,
+                                   int64_t size, const std::string &name) {
+  Shape shape = ModelBuilder::shapeOf(x);
+  int64_t chunk = shape[dim] / (2 * size);
+  SmallVector<Value> pieces;
+  for (int64_t p = 0; p < size; ++p)
+    for (int64_t index : {p, 2 * size - 1 - p}) {
+      Shape start(shape.size(), 0), limit = shape;
+      start[dim] = index * chunk;
+      limit[dim] = (index + 1) * chunk;
+      pieces.push_back(b.slice(x, start, limit, name + ".chunk"));
+    }
+  return b.concatenate(pieces, dim, name);
 }

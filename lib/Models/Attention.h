@@ -60,7 +60,20 @@ struct AttentionForm {
   /// attention ("" for none).
   std::string batchAxis, headAxis;
   int64_t batchSize = 1, headSize = 1;
+  /// A causal ring on a sequence in zigzag order (zigzagOrder): each
+  /// device's chunks from opposite ends, half of each arriving block
+  /// computed (docs/LongContext.md, "Balanced causal ring").
+  bool balanced = false;
+  /// The positions [B, S] (i32) of a sequence not in its own order, for
+  /// rotary angles; null otherwise.
+  mlir::Value positions;
 };
+
+/// `x` with dimension `dim` (a multiple of 2 * `size`) in zigzag order: cut
+/// into 2 * size chunks, device p of `size` gets chunks p and
+/// 2 * size - 1 - p, in that order.
+mlir::Value zigzagOrder(ModelBuilder &b, mlir::Value x, int64_t dim,
+                        int64_t size, const std::string &name);
 
 /// The form of attention for `mesh` (a `context` axis of more than one
 /// device splits the sequence; the batch goes over `data` and the heads

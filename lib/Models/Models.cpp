@@ -421,6 +421,39 @@ TransformerInputs transformerInputs(ModelBuilder &b, const ModelConfig &c,
   return in;
 }
 
+/// A causal ring's balanced form (docs/LongContext.md, "Balanced causal
+/// ring"): where the result does not depend on the order of positions (a
+/// mean or sum over them, no per-position output, no routing by position),
+/// the per-position inputs go into zigzag order and `in.positions` holds
+/// each one's position. Returns whether it applies.
+bool balanceRing(ModelBuilder &b, const ModelConfig &c, const Dims &d,
+                 AttentionForm &form, TransformerInputs &in) {
+  static const char *const orderFree[] = {"mean", "dpo", "logprob", "grpo",
+                                          "ppo"};
+  if (form.context != "ring" || !form.causal || c.model != "gpt" || c.noLoss ||
+      d.S % (2 * form.contextSize) != 0 ||
+      std::find(std::begin(orderFree), std::end(orderFree), c.objective) ==
+          std::end(orderFree))
+    return false;
+  auto reorder = [&](Value &x, const std::string &name) {
+    if (x && ModelBuilder::shapeOf(x).size() == 2)
+      x = zigzagOrder(b, x, 1, form.contextSize, name + ".zigzag");
+  };
+  reorder(in.tokens, "tokens");
+  reorder(in.targets, "targets");
+  reorder(in.mask, "loss_mask");
+  reorder(in.refLogp, "ref_logp");
+  reorder(in.advantages, "advantages");
+  reorder(in.oldLogp, "old_logp");
+  reorder(in.returns, "returns");
+  Value order =
+      zigzagOrder(b, b.iota({d.S}, 0, b.ops().getI32Type(), "positions"), 0,
+                  form.contextSize, "positions.zigzag");
+  in.positions = b.broadcast(order, {d.B, d.S}, {1}, "positions.b");
+  form.positions = in.positions;
+  return true;
+}
+
 /// The embedding of `tokens` [B, S]: its table's rows (gathered or as a
 /// one-hot product) plus, without rotary positions, learned positions.
 Value embedTokens(ModelBuilder &b, const ModelConfig &c, const Dims &d,
@@ -769,16 +802,17 @@ buildTransformer(ModelBuilder &b, const ModelConfig &c, const Mesh &mesh) {
                                 "the layer loop)"));
   b.beginFunction(c.model);
   TransformerInputs in = transformerInputs(b, c, d);
-  Value x = embedTokens(b, c, d, in.tokens, in.positions);
-  std::vector<LayerParam> params = transformerLayerParams(c, d, moe);
-  TransformerLayer layer{
-      b, c, d, moe, groups, capacity, c.rmsNorm ? size_t(1) : size_t(2)};
-  layer.caching = generating(c);
   Expected<AttentionForm> form =
       attentionForm(c.rotary, c.causal || generating(c), c.contextAttention, d,
                     generating(c) ? Mesh() : mesh);
   if (!form)
     return form.status();
+  form->balanced = balanceRing(b, c, d, *form, in);
+  Value x = embedTokens(b, c, d, in.tokens, in.positions);
+  std::vector<LayerParam> params = transformerLayerParams(c, d, moe);
+  TransformerLayer layer{
+      b, c, d, moe, groups, capacity, c.rmsNorm ? size_t(1) : size_t(2)};
+  layer.caching = generating(c);
   layer.form = *form;
   // A sequence split over the context axis stays split into the block's
   // matrix products (docs/LongContext.md).
