@@ -316,25 +316,30 @@ Running chooseRunning(ModelBuilder &b, Value pred, const Running &a,
 /// "Balanced causal ring"): the sequence is in zigzag order, so device p
 /// holds chunks p and 2cp-1-p of 2cp; `rank` is p (an i32 [1]),
 /// `positions` [s] the local positions. The device's own keys come first
-/// (its diagonal, masked); then on each of the cp - 1 trips the keys and
-/// values of device q = p - r arrive and exactly half of the block is
+/// (three quarter blocks, two masked); then on each of the cp - 1 trips the
+/// keys and values of device q = p - r arrive and exactly half of the block is
 /// visible: the later query chunk against the earlier key chunk always,
 /// and the earlier halves of both (q < p) or the later halves (q > p).
 /// Those two quarter blocks are all a trip computes, none masked.
 Value balancedRingBlocks(ModelBuilder &b, Value q, Value k, Value v,
                          Value positions, Value rank, int64_t size) {
   Shape qs = ModelBuilder::shapeOf(q);
-  Running start = startRunning(b, {qs[0], qs[2], qs[3], qs[1]}, qs[4]);
-  Running diagonal =
-      attendBlock(b, start, q, k, v, positionMask(b, positions, positions));
-  auto halves = [&](const Running &run, int64_t half) {
-    return Running{halfOf(b, run.m, 3, half, "ring.max.half"),
-                   halfOf(b, run.l, 3, half, "ring.sum.half"),
-                   halfOf(b, run.acc, 3, half, "ring.acc.half")};
-  };
-  Running early = halves(diagonal, 0), late = halves(diagonal, 1);
   Value qEarly = halfOf(b, q, 1, 0, "ring.q.early"),
         qLate = halfOf(b, q, 1, 1, "ring.q.late");
+  // The device's own chunks, as three quarter blocks: each chunk against
+  // itself (masked) and the later against the earlier (all visible).
+  Value pEarly = halfOf(b, positions, 0, 0, "ring.pos.early"),
+        pLate = halfOf(b, positions, 0, 1, "ring.pos.late");
+  Value kOwn = halfOf(b, k, 1, 0, "ring.k.own.early"),
+        vOwn = halfOf(b, v, 1, 0, "ring.v.own.early");
+  Shape rows = {qs[0], qs[2], qs[3], qs[1] / 2};
+  Running early = attendBlock(b, startRunning(b, rows, qs[4]), qEarly, kOwn,
+                              vOwn, positionMask(b, pEarly, pEarly));
+  Running late =
+      attendBlock(b, startRunning(b, rows, qs[4]), qLate, kOwn, vOwn, Value());
+  late = attendBlock(b, late, qLate, halfOf(b, k, 1, 1, "ring.k.own.late"),
+                     halfOf(b, v, 1, 1, "ring.v.own.late"),
+                     positionMask(b, pLate, pLate));
   Type i32 = b.ops().getI32Type();
   Value p = b.reshape(rank, {}, "ring.rank");
   SmallVector<Value> inits = {k,         v,      early.m, early.l,
