@@ -342,12 +342,20 @@ Value balancedRingBlocks(ModelBuilder &b, Value q, Value k, Value v,
                      positionMask(b, pLate, pLate));
   Type i32 = b.ops().getI32Type();
   Value p = b.reshape(rank, {}, "ring.rank");
-  SmallVector<Value> inits = {k,         v,      early.m, early.l,
-                              early.acc, late.m, late.l,  late.acc};
+  // The keys and values a trip attends arrive in the trip before (the
+  // first ones while the device attends its own), so each send overlaps a
+  // trip's blocks; the last trip's send is not needed.
+  SmallVector<Value> inits = {toNextOnRing(b, k, size, "ring.keys.next"),
+                              toNextOnRing(b, v, size, "ring.values.next"),
+                              early.m,
+                              early.l,
+                              early.acc,
+                              late.m,
+                              late.l,
+                              late.acc};
   SmallVector<Value> out =
       ringLoop(b, size - 1, inits, [&](Value trip, ArrayRef<Value> c) {
-        Value kb = toNextOnRing(b, c[0], size, "ring.keys.next");
-        Value vb = toNextOnRing(b, c[1], size, "ring.values.next");
+        Value kb = c[0], vb = c[1];
         Running first{c[2], c[3], c[4]}, second{c[5], c[6], c[7]};
         // Trip t brings device p - (t + 1)'s keys: an earlier device's
         // while t + 1 <= p.
@@ -369,8 +377,14 @@ Value balancedRingBlocks(ModelBuilder &b, Value q, Value k, Value v,
                         kPick, vPick, Value());
         first = chooseRunning(b, earlier, picked, first);
         second = chooseRunning(b, earlier, second, picked);
-        return SmallVector<Value>{kb,        vb,       first.m,  first.l,
-                                  first.acc, second.m, second.l, second.acc};
+        return SmallVector<Value>{toNextOnRing(b, kb, size, "ring.keys.next"),
+                                  toNextOnRing(b, vb, size, "ring.values.next"),
+                                  first.m,
+                                  first.l,
+                                  first.acc,
+                                  second.m,
+                                  second.l,
+                                  second.acc};
       });
   Running done{b.concatenate(ValueRange{out[2], out[5]}, 3, "ring.max.done"),
                b.concatenate(ValueRange{out[3], out[6]}, 3, "ring.sum.done"),

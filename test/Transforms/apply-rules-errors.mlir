@@ -52,7 +52,7 @@ func.func @uneven_constraint(%w: tensor<64x5xf32>) -> tensor<64x5xf32> {
 
 //--- unknown.mlir
 // A rules name that is neither a preset nor a file.
-// expected-error @+1 {{'nope' is neither a rules preset (dp, zero1, zero2, fsdp, tp, dp+tp, fsdp+tp, tp+sp, ep) nor a readable rules file}}
+// expected-error @+1 {{'nope' is neither a rules preset (dp, zero1, zero2, fsdp, tp, dp+tp, fsdp+tp, tp+sp, cp, dp+cp, fsdp+cp, cp+tp, fsdp+cp+tp, ep) nor a readable rules file}}
 module {
   partita.mesh @mesh = <["data"=2, "model"=4]>
 }
