@@ -107,7 +107,36 @@ TEST_CASE("presets adapt to the mesh, and fail when nothing applies",
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.status().message() ==
         "unknown rules preset 'zero4' (presets: dp, zero1, zero2, fsdp, tp, "
-        "dp+tp, fsdp+tp, tp+sp, ep; or give a JSON rules file)");
+        "dp+tp, fsdp+tp, tp+sp, cp, dp+cp, fsdp+cp, cp+tp, fsdp+cp+tp, ep; or "
+        "give a JSON rules file)");
+}
+
+TEST_CASE("the cp presets split the sequence over the context axis",
+          "[rules]") {
+  // Inputs and activations along the sequence over context; the batch over
+  // data; weights as their other half says (fsdp+cp splits them over
+  // data, cp+tp over model).
+  Mesh mesh = meshOf("data=2,context=2,model=2");
+  LogicalRules cp = *presetLogicalRules("dp+cp", mesh);
+  CHECK(apply(cp, mesh, {"batch", "seq"}, {8, 64}, "input") ==
+        R"([{"data"}, {"context"}])");
+  CHECK(apply(cp, mesh, {"batch", "seq", "embed"}, {8, 64, 32}, "activation") ==
+        R"([{"data"}, {"context"}, {}])");
+  CHECK(apply(cp, mesh, {"embed", "mlp"}, {32, 128}, "param") == R"([{}, {}])");
+  LogicalRules fsdp = *presetLogicalRules("fsdp+cp", mesh);
+  CHECK(apply(fsdp, mesh, {"embed", "mlp"}, {32, 128}, "param") ==
+        R"([{"data"}, {}])");
+  LogicalRules tp = *presetLogicalRules("cp+tp", mesh);
+  CHECK(apply(tp, mesh, {"embed", "mlp"}, {32, 128}, "param") ==
+        R"([{}, {"model"}])");
+  CHECK(apply(tp, mesh, {"batch", "seq", "embed"}, {8, 64, 32}, "activation") ==
+        R"([{"data"}, {"context"}, {}])");
+  // Without a context axis a cp preset would silently be data parallel.
+  Expected<LogicalRules> none = presetLogicalRules("cp", meshOf("data=8"));
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message() ==
+        "rules preset 'cp' splits the sequence over the mesh's context axis; "
+        "the mesh (data) has none (e.g. --mesh data=2,context=4)");
 }
 
 TEST_CASE("bad rules files get errors naming the rule", "[rules]") {
