@@ -189,6 +189,17 @@ void Explainer::explain(const ValueEntry &entry, llvm::raw_ostream &os) {
       os << " \"" << axis << "\"";
     os << "\n";
   }
+  if (auto manual = entry.value
+                        ? entry.value.getDefiningOp<ManualComputationOp>()
+                        : ManualComputationOp()) {
+    // Per-device code: the models' attention on a split sequence is one
+    // (docs/LongContext.md), named by its form (attn.ring, attn.ulysses).
+    os << "  region     a manual computation over";
+    for (Attribute axis : manual.getManualAxes())
+      os << " \"" << cast<StringAttr>(axis).getValue() << "\"";
+    os << ": its body runs on each device's block and its collectives over "
+          "those axes are written in it\n";
+  }
   if (sharding.partialKind != PartialKind::None)
     os << "  partial    each device holds "
        << (sharding.partialKind == PartialKind::Sum ? "an addend"

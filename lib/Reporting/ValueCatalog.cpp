@@ -24,6 +24,11 @@ ShardingAttr resultSharding(Operation *op, unsigned index) {
     return constraint.getSharding();
   if (auto reshard = dyn_cast<ReshardOp>(op))
     return reshard.getSharding();
+  // A manual computation's results are laid out as its out_shardings say.
+  if (auto manual = dyn_cast<ManualComputationOp>(op))
+    return index < manual.getOutShardings().size()
+               ? dyn_cast<ShardingAttr>(manual.getOutShardings()[index])
+               : ShardingAttr();
   return {};
 }
 
