@@ -28,6 +28,9 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from jax_gpt import find_jax_python  # noqa: E402
+
 CONFIGS = {
     "small": dict(layers=4, d_model=256, heads=8, seq=256, vocab=1024,
                   batch=8, prompt=64, new=64),
@@ -226,18 +229,6 @@ def jax_row(python, config_name, layout):
         return dict(error=f"exit {code}: {text.strip().splitlines()[-1:]}")
     return dict(prefill_ms=float(prefill.group(1)),
                 tokens_per_s=float(tokens.group(1)), rss=rss)
-
-
-def find_jax_python(given):
-    candidates = [given] if given else [
-        os.path.join(ROOT, "build", "pyenv-latest", "bin", "python"),
-        os.path.join(ROOT, "build", "pyenv", "bin", "python"), sys.executable]
-    for python in candidates:
-        if python and os.path.exists(python) and subprocess.run(
-                [python, "-c", "import jax"],
-                capture_output=True).returncode == 0:
-            return python
-    return None
 
 
 def main():

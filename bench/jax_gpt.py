@@ -19,6 +19,24 @@ def jax_available():
         return False
 
 
+def find_jax_python(given=None):
+    """The interpreter to run JAX in: `given`, else the repository's
+    build/pyenv-latest or build/pyenv (tools/setup-jax.sh), else this one;
+    the first that imports jax, or None."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    candidates = [given] if given else [
+        os.path.join(root, "build", "pyenv-latest", "bin", "python"),
+        os.path.join(root, "build", "pyenv", "bin", "python"), sys.executable]
+    for python in candidates:
+        if python and os.path.exists(python) and subprocess.run(
+                [python, "-c", "import jax"], capture_output=True).returncode == 0:
+            return python
+    return None
+
+
 def parameter_layouts(config, rules):
     """{name: (shape, PartitionSpec axes)} for every parameter."""
     D, H, S, V = config["d_model"], config["heads"], config["seq"], config["vocab"]

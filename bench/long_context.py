@@ -43,6 +43,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+from jax_gpt import find_jax_python  # noqa: E402
 
 MODEL = dict(layers=4, d_model=256, heads=8, batch=8, vocab=1024, mlp_ratio=4)
 LAYOUTS = {
@@ -169,17 +170,6 @@ def jax_run(python, seq, steps):
         return dict(error=f"exit {done.returncode}")
     tokens, rss = done.stdout.split()[-2:]
     return dict(tokens=float(tokens), rss=float(rss))
-
-
-def find_jax_python(given):
-    candidates = [given] if given else [
-        os.path.join(ROOT, "build", "pyenv-latest", "bin", "python"),
-        os.path.join(ROOT, "build", "pyenv", "bin", "python"), sys.executable]
-    for python in candidates:
-        if python and os.path.exists(python) and subprocess.run(
-                [python, "-c", "import jax"], capture_output=True).returncode == 0:
-            return python
-    return None
 
 
 def main():

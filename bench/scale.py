@@ -38,6 +38,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+from jax_gpt import find_jax_python  # noqa: E402
 
 SHAPES = {
     "gpt2-small": dict(layers=12, d_model=768, heads=12, seq=256, batch=8,
@@ -162,18 +163,6 @@ def jax_row(python, shape, rules, steps):
         last = text.strip().splitlines()[-1:] if text.strip() else []
         return dict(error=f"exit {code}: {last}", rss=rss)
     return dict(tokens_per_s=float(found.group(1)), rss=rss)
-
-
-def find_jax_python(given):
-    candidates = [given] if given else [
-        os.path.join(ROOT, "build", "pyenv-latest", "bin", "python"),
-        os.path.join(ROOT, "build", "pyenv", "bin", "python"),
-        sys.executable]
-    for python in candidates:
-        if python and os.path.exists(python) and subprocess.run(
-                [python, "-c", "import jax"], capture_output=True).returncode == 0:
-            return python
-    return None
 
 
 def gib(nbytes):
