@@ -131,6 +131,38 @@ Value causalMask(ModelBuilder &b, const Dims &d, const KvCache *cache,
   return b.broadcast(both, shape, {0, rank - 2, rank - 1}, "mask.b");
 }
 
+/// Softmax attention of `q` [B, Sq, H, K] (scaled) over every key of `k`
+/// and `v` ([B, S, N, K], or heads-major [B, N, S, K] with a cache), keys
+/// after their query hidden when `causal` (causalMask); the context
+/// [B, Sq, H, K]. `d` gives B, H, N, K and the keys' S.
+Value wholeAttention(ModelBuilder &b, const Dims &d, Value q, Value k, Value v,
+                     bool causal, const KvCache *cache) {
+  int64_t Sq = ModelBuilder::shapeOf(q)[1], Sk = d.S;
+  std::string keyIndices = cache ? "bhtk" : "bthk",
+              groupedKeys = cache ? "bntk" : "btnk";
+  if (d.N == d.H) {
+    Shape shape = {d.B, d.H, Sq, Sk};
+    Value scores = b.einsum("bshk," + keyIndices + "->bhst", ValueRange{q, k},
+                            shape, "scores");
+    if (causal)
+      scores = b.add(scores, causalMask(b, d, cache, shape), "scores.masked");
+    Value probs = b.softmax(scores, "probs");
+    return b.einsum("bhst," + keyIndices + "->bshk", ValueRange{probs, v},
+                    {d.B, Sq, d.H, d.K}, "context");
+  }
+  int64_t G = d.H / d.N;
+  Shape shape = {d.B, d.N, G, Sq, Sk};
+  Value grouped = b.reshape(q, {d.B, Sq, d.N, G, d.K}, "q.grouped");
+  Value scores = b.einsum("bsngk," + groupedKeys + "->bngst",
+                          ValueRange{grouped, k}, shape, "scores");
+  if (causal)
+    scores = b.add(scores, causalMask(b, d, cache, shape), "scores.masked");
+  Value probs = b.softmax(scores, "probs");
+  Value out = b.einsum("bngst," + groupedKeys + "->bsngk", ValueRange{probs, v},
+                       {d.B, Sq, d.N, G, d.K}, "context.grouped");
+  return b.reshape(out, {d.B, Sq, d.H, d.K}, "context");
+}
+
 /// One manual sharding dimension: over `axis`, or whole for "".
 DimSharding over(const std::string &axis) {
   DimSharding dim;
@@ -413,27 +445,10 @@ Value ulyssesBlocks(ModelBuilder &b, Value q, Value k, Value v, int64_t size,
   Value qh = exchange(q, 2, 1, "ulysses.q"),
         kh = exchange(k, 2, 1, "ulysses.k"),
         vh = exchange(v, 2, 1, "ulysses.v");
+  // Each device's heads over the whole sequence: attention as unsplit.
   Shape qs = ModelBuilder::shapeOf(qh), ks = ModelBuilder::shapeOf(kh);
-  int64_t B = qs[0], S = qs[1], H = qs[2], K = qs[3], N = ks[2], G = H / N;
-  Shape block = {B, N, G, S, S};
-  Value scores = b.einsum(
-      "bsngk,btnk->bngst",
-      ValueRange{b.reshape(qh, {B, S, N, G, K}, "ulysses.q.grouped"), kh},
-      block, "ulysses.scores");
-  if (causal) {
-    Type index = ops.getI32Type();
-    Value later =
-        b.compare(CompareDirection::GT, b.iota({S, S}, 1, index, "ulysses.key"),
-                  b.iota({S, S}, 0, index, "ulysses.query"), "ulysses.future");
-    scores = b.add(
-        scores,
-        b.broadcast(maskOf(b, later, {S, S}), block, {3, 4}, "ulysses.mask.b"),
-        "ulysses.scores.masked");
-  }
-  Value out = b.einsum("bngst,btnk->bsngk",
-                       ValueRange{b.softmax(scores, "ulysses.probs"), vh},
-                       {B, S, N, G, K}, "ulysses.context.grouped");
-  return exchange(b.reshape(out, {B, S, H, K}, "ulysses.context"), 1, 2,
+  Dims local{qs[0], qs[1], 0, qs[2], ks[2], qs[3], 0, 0, 0, 0};
+  return exchange(wholeAttention(b, local, qh, kh, vh, causal, nullptr), 1, 2,
                   "ulysses.back");
 }
 
@@ -522,7 +537,7 @@ Value partita::models::attention(ModelBuilder &b, Value x,
                                  const std::vector<Value> &w, const Dims &d,
                                  const AttentionForm &form, KvCache *cache) {
   // w: wq [D, H, K], wk [D, N, K], wv [D, N, K], wo [H, K, D]
-  int64_t Sq = ModelBuilder::shapeOf(x)[1], Sk = d.S;
+  int64_t Sq = ModelBuilder::shapeOf(x)[1];
   Value positions = cache ? cache->positions : form.positions;
   bool decoding = cache && cache->slot;
   Value q =
@@ -537,12 +552,9 @@ Value partita::models::attention(ModelBuilder &b, Value x,
   }
   // Generation keeps keys and values heads-major, [B, N, S, K]: a decode
   // step's query reads each head's keys as one contiguous block.
-  std::string keyIndices = "bthk", groupedKeys = "btnk";
   if (cache) {
     k = toCacheLayout(b, k, "k.heads");
     v = toCacheLayout(b, v, "v.heads");
-    keyIndices = "bhtk";
-    groupedKeys = "bntk";
   }
   if (decoding) {
     k = writeCache(b, cache->keys, k, cache->slot, "cache.keys");
@@ -560,29 +572,8 @@ Value partita::models::attention(ModelBuilder &b, Value x,
   Value context;
   if (form.contextSize > 1 && !cache)
     context = splitAttention(b, q, k, v, d, form);
-  else if (d.N == d.H) {
-    Shape shape = {d.B, d.H, Sq, Sk};
-    Value scores = b.einsum("bshk," + keyIndices + "->bhst", ValueRange{q, k},
-                            shape, "scores");
-    if (form.causal || cache)
-      scores = b.add(scores, causalMask(b, d, cache, shape), "scores.masked");
-    Value probs = b.softmax(scores, "probs");
-    context = b.einsum("bhst," + keyIndices + "->bshk", ValueRange{probs, v},
-                       {d.B, Sq, d.H, d.K}, "context");
-  } else {
-    int64_t G = d.H / d.N;
-    Shape shape = {d.B, d.N, G, Sq, Sk};
-    Value grouped = b.reshape(q, {d.B, Sq, d.N, G, d.K}, "q.grouped");
-    Value scores = b.einsum("bsngk," + groupedKeys + "->bngst",
-                            ValueRange{grouped, k}, shape, "scores");
-    if (form.causal || cache)
-      scores = b.add(scores, causalMask(b, d, cache, shape), "scores.masked");
-    Value probs = b.softmax(scores, "probs");
-    Value out =
-        b.einsum("bngst," + groupedKeys + "->bsngk", ValueRange{probs, v},
-                 {d.B, Sq, d.N, G, d.K}, "context.grouped");
-    context = b.reshape(out, {d.B, Sq, d.H, d.K}, "context");
-  }
+  else
+    context = wholeAttention(b, d, q, k, v, form.causal, cache);
   return b.einsum("bshk,hkd->bsd", ValueRange{context, w[3]}, {d.B, Sq, d.D},
                   "out");
 }
